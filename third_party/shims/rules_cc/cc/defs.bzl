@@ -1,0 +1,10 @@
+"""Offline shim: forwards rules_cc to Bazel's native C++ rules."""
+
+cc_library = native.cc_library
+cc_binary = native.cc_binary
+cc_test = native.cc_test
+cc_import = native.cc_import
+cc_toolchain = native.cc_toolchain
+cc_toolchain_suite = native.cc_toolchain_suite
+objc_library = native.objc_library
+cc_proto_library = native.cc_proto_library
