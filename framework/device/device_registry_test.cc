@@ -1,0 +1,72 @@
+#include "framework/device/device_registry.h"
+
+#include "framework/testing/status_matchers.h"
+#include "gtest/gtest.h"
+
+namespace tandem {
+namespace {
+
+using ::testing::AllOf;
+
+// A factory with two fake devices that records the current device.
+class FakeFactory : public DeviceFactory {
+ public:
+  int DeviceCount() override { return 2; }
+  absl::StatusOr<std::unique_ptr<Device>> CreateDevice(int index) override {
+    return absl::UnavailableError("fake devices cannot be created");
+  }
+  int ExchangeCurrentDevice(int index) override {
+    int prev = current;
+    current = index;
+    return prev;
+  }
+  static int current;
+};
+int FakeFactory::current = 0;
+
+DeviceFactoryRegistrar fake_registrar("fake", "FakePlace",
+                                      std::make_unique<FakeFactory>());
+
+TEST(DeviceRegistry, MissingBackendIsNotFoundNamingLinkedTypes) {
+  EXPECT_THAT(DeviceRegistry::Global().GetDevice(GPUPlace(0)),
+              StatusIs(absl::StatusCode::kNotFound,
+                       AllOf(HasSubstr("no backend for device type 'gpu'"),
+                             HasSubstr("linked: fake"))));
+}
+
+TEST(DeviceRegistry, OutOfRangeIndexIsInvalidArgument) {
+  ASSERT_OK_AND_ASSIGN(Place p, ParsePlace("fake:5"));
+  EXPECT_THAT(DeviceRegistry::Global().GetDevice(p),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("place fake:5 does not exist: 2 fake device(s) "
+                                 "available (fake:0 .. fake:1)")));
+  ASSERT_OK_AND_ASSIGN(Place ok, ParsePlace("fake:1"));
+  EXPECT_THAT(DeviceRegistry::Global().GetDevice(ok),
+              StatusIs(absl::StatusCode::kUnavailable));
+}
+
+TEST(DeviceRegistry, AvailablePlacesListsCpuThenDevices) {
+  std::vector<Place> places = DeviceRegistry::Global().AvailablePlaces();
+  ASSERT_EQ(places.size(), 3u);
+  EXPECT_EQ(places[0], CPUPlace());
+  EXPECT_EQ(places[2].ToString(), "fake:1");
+}
+
+TEST(DeviceGuard, SetsAndRestoresNested) {
+  ASSERT_OK_AND_ASSIGN(Place one, ParsePlace("fake:1"));
+  FakeFactory::current = 0;
+  {
+    DeviceGuard outer(one);
+    EXPECT_EQ(FakeFactory::current, 1);
+    {
+      ASSERT_OK_AND_ASSIGN(Place zero, ParsePlace("fake:0"));
+      DeviceGuard inner(zero);
+      EXPECT_EQ(FakeFactory::current, 0);
+    }
+    EXPECT_EQ(FakeFactory::current, 1);
+  }
+  EXPECT_EQ(FakeFactory::current, 0);
+}
+
+}  // namespace
+}  // namespace tandem

@@ -1,0 +1,31 @@
+#include "framework/tensor/selected_rows.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace tandem {
+
+Shape SelectedRows::DenseShape() const {
+  Shape s = value_.shape();
+  if (s.rank() == 0) return Shape({height_});
+  s.set_dim(0, height_);
+  return s;
+}
+
+absl::Status SelectedRows::Validate() const {
+  if (value_.shape().rank() == 0 ||
+      value_.shape().dim(0) != static_cast<int64_t>(rows_.size())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "SelectedRows: value shape ", value_.shape().ToString(), " does not have ",
+        rows_.size(), " rows"));
+  }
+  for (size_t i = 0; i < rows_.size(); ++i) {
+    if (rows_[i] < 0 || rows_[i] >= height_) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "SelectedRows: row index ", rows_[i], " at position ", i,
+          " is outside [0, ", height_, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace tandem
