@@ -48,7 +48,11 @@ DeviceType DeviceType::Register(absl::string_view name,
   TypeTable& t = Table();
   std::lock_guard<std::mutex> lock(t.mu);
   for (size_t i = 0; i < t.types.size(); ++i) {
-    if (t.types[i].name == name) return DeviceType(static_cast<int>(i));
+    if (t.types[i].name != name) continue;
+    // Kernels may register a type before its device does; the device's
+    // registration supplies the log prefix.
+    if (t.types[i].log_prefix.empty()) t.types[i].log_prefix = std::string(log_prefix);
+    return DeviceType(static_cast<int>(i));
   }
   t.types.push_back({std::string(name), std::string(log_prefix)});
   return DeviceType(static_cast<int>(t.types.size() - 1));
@@ -81,7 +85,8 @@ std::string Place::ToString() const {
 
 std::string Place::LogName() const {
   if (is_host()) return "CPUPlace";
-  return absl::StrCat(type_.log_prefix(), "(", index_, ")");
+  const std::string& prefix = type_.log_prefix();
+  return absl::StrCat(prefix.empty() ? type_.name() : prefix, "(", index_, ")");
 }
 
 std::ostream& operator<<(std::ostream& os, const Place& p) {

@@ -31,7 +31,8 @@ class DeviceType {
   // Returns the type registered under `name`; NotFound if none.
   static absl::StatusOr<DeviceType> FromName(absl::string_view name);
   // Registers `name` (idempotent) with `log_prefix` used by LogName, e.g.
-  // "SimPlace" gives "SimPlace(0)". Call from static initialisers.
+  // "SimPlace" gives "SimPlace(0)"; an empty prefix leaves it to a later
+  // registration. Call from static initialisers.
   static DeviceType Register(absl::string_view name,
                              absl::string_view log_prefix);
   // All registered names, in registration order.

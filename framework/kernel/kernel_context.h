@@ -1,0 +1,100 @@
+// KernelContext: what a kernel sees during one Compute call.
+//
+//   absl::Status Compute(KernelContext* ctx) override {
+//     ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
+//     ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput("Out", x->dtype(), x->shape()));
+//     Launch(x->data<float>(), out->data<float>(), ctx->stream());
+//     return absl::OkStatus();
+//   }
+//
+// Or let the op's shape inference size every output:
+//     RETURN_IF_ERROR(ctx->AllocateInferredOutputs());
+//
+// The context does not own the variables; the runner (executor or eager
+// runner) keeps them alive. Outputs are allocated where the kernel's
+// registration says: host memory for HostMemory arguments, the device's
+// memory otherwise. Not thread-safe; one context per Compute call.
+#ifndef TANDEM_FRAMEWORK_KERNEL_KERNEL_CONTEXT_H_
+#define TANDEM_FRAMEWORK_KERNEL_KERNEL_CONTEXT_H_
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "framework/device/device.h"
+#include "framework/kernel/kernel_registry.h"
+#include "framework/op/op_desc.h"
+#include "framework/tensor/variable.h"
+
+namespace tandem {
+
+// Variables bound to each argument name, in the op's order.
+using ArgVars = std::vector<std::pair<std::string, std::vector<Variable*>>>;
+
+class KernelContext {
+ public:
+  KernelContext(const OpDesc& op, const KernelDef& def, Device* device,
+                Stream* stream, ArgVars inputs, ArgVars outputs)
+      : op_(op), def_(def), device_(device), stream_(stream),
+        inputs_(std::move(inputs)), outputs_(std::move(outputs)) {}
+
+  const OpDesc& op() const { return op_; }
+  const KernelDef& def() const { return def_; }
+  Device* device() const { return device_; }
+  Place place() const { return device_->place(); }
+  Stream* stream() const { return stream_; }
+
+  int InputCount(absl::string_view arg) const;
+  bool HasInput(absl::string_view arg) const { return InputCount(arg) > 0; }
+  // nullptr when absent.
+  const Variable* InputVar(absl::string_view arg, int index = 0) const;
+  // InvalidArgument naming op, argument and variable when the input is
+  // missing, not initialised or not a dense tensor.
+  absl::StatusOr<const Tensor*> InputTensor(absl::string_view arg, int index = 0) const;
+  // Values of an attribute (validated by the op's schema).
+  template <typename T>
+  absl::StatusOr<T> Attr(absl::string_view name) const {
+    return GetAttr<T>(op_.attrs, name, op_.type);
+  }
+
+  int OutputCount(absl::string_view arg) const;
+  // nullptr when the op does not bind the output.
+  Variable* OutputVar(absl::string_view arg, int index = 0) const;
+  // Allocates the output tensor (see header comment for where). On
+  // ResourceExhausted the message names op, variable, dtype, shape and
+  // suggests device_guard("cpu").
+  absl::StatusOr<Tensor*> AllocateOutput(absl::string_view arg, DataType dtype,
+                                         const Shape& shape, int index = 0);
+  // Binds an existing tensor (e.g. an input updated in place) to an output.
+  absl::Status SetOutput(absl::string_view arg, Tensor tensor, int index = 0);
+  // Runs the op's shape inference on the actual inputs and allocates every
+  // bound output accordingly.
+  absl::Status AllocateInferredOutputs();
+
+  // Internal error if an input is not where the kernel's registration
+  // expects it (host for HostMemory arguments, the device otherwise):
+  // a copy the placer should have inserted is missing.
+  absl::Status CheckInputPlaces() const;
+
+  // InvalidArgument prefixed with "op '<type>': ".
+  absl::Status InvalidArgument(absl::string_view message) const {
+    return absl::InvalidArgumentError(absl::StrCat("op '", op_.type, "': ", message));
+  }
+  // The name of the variable bound to an input / output, for messages.
+  std::string InputName(absl::string_view arg, int index = 0) const;
+  std::string OutputName(absl::string_view arg, int index = 0) const;
+
+ private:
+  const OpDesc& op_;
+  const KernelDef& def_;
+  Device* device_;
+  Stream* stream_;
+  ArgVars inputs_;
+  ArgVars outputs_;
+};
+
+}  // namespace tandem
+
+#endif  // TANDEM_FRAMEWORK_KERNEL_KERNEL_CONTEXT_H_

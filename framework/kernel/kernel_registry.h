@@ -1,0 +1,140 @@
+// KernelDef and KernelRegistry. A kernel's whole contract is its
+// registration line: op, device type, dtype constraints and the arguments
+// that live in host memory.
+//
+//   REGISTER_KERNEL(KernelDef("crop_tensor", "gpu")
+//                       .TypeConstraint("X", {DataType::kFloat32})
+//                       .HostMemory("Shape"),
+//                   CropTensorKernel);
+//
+//   ASSIGN_OR_RETURN(const KernelRegistration* k,
+//       KernelRegistry::Global().Find("crop_tensor", DeviceType::GPU(),
+//                                     [&](absl::string_view arg) { ... dtype ... }));
+//
+// A TypeConstraint names an input argument (its variable's dtype) or a dtype
+// attribute. Two registrations for the same op and device whose constraints
+// can match the same dtypes are a start-up crash. Registration happens during
+// static initialisation; lookups afterwards are thread-safe.
+#ifndef TANDEM_FRAMEWORK_KERNEL_KERNEL_REGISTRY_H_
+#define TANDEM_FRAMEWORK_KERNEL_KERNEL_REGISTRY_H_
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/statusor.h"
+#include "framework/kernel/op_kernel.h"
+#include "framework/op/op_desc.h"
+#include "framework/place/place.h"
+#include "framework/types/data_type.h"
+
+namespace tandem {
+
+inline const std::vector<DataType> kFloatTypes = {DataType::kFloat32,
+                                                  DataType::kFloat64};
+inline const std::vector<DataType> kNumericTypes = {
+    DataType::kFloat32, DataType::kFloat64, DataType::kInt32, DataType::kInt64};
+
+class KernelDef {
+ public:
+  // `device_type` is a device-type name ("cpu", "gpu", "sim").
+  KernelDef(std::string op, std::string device_type)
+      : op_(std::move(op)), device_type_name_(std::move(device_type)) {}
+
+  KernelDef& TypeConstraint(std::string arg_or_attr, std::vector<DataType> types);
+  KernelDef& HostMemory(std::string arg);
+
+  const std::string& op() const { return op_; }
+  const std::string& device_type_name() const { return device_type_name_; }
+  DeviceType device_type() const;
+  const std::map<std::string, std::set<DataType>>& type_constraints() const {
+    return constraints_;
+  }
+  const std::set<std::string>& host_memory_args() const { return host_args_; }
+  bool IsHostMemory(absl::string_view arg) const {
+    return host_args_.count(std::string(arg)) > 0;
+  }
+  // "crop_tensor on gpu [X: float32] HostMemory(Shape)"
+  std::string DebugString() const;
+
+ private:
+  std::string op_;
+  std::string device_type_name_;
+  std::map<std::string, std::set<DataType>> constraints_;
+  std::set<std::string> host_args_;
+};
+
+using KernelFactory =
+    std::function<absl::StatusOr<std::unique_ptr<OpKernel>>(const OpDesc&)>;
+
+struct KernelRegistration {
+  KernelDef def;
+  KernelFactory factory;
+  // Creates and initialises a kernel for `op`.
+  absl::StatusOr<std::unique_ptr<OpKernel>> Create(const OpDesc& op) const {
+    return factory(op);
+  }
+};
+
+// Returns the dtype bound to an argument or attribute name, or nullopt when
+// it is unknown (an absent optional input).
+using DTypeResolver = absl::FunctionRef<std::optional<DataType>(absl::string_view)>;
+
+class KernelRegistry {
+ public:
+  static KernelRegistry& Global();
+
+  // CHECK-fails on an ambiguous duplicate (see above).
+  void Register(KernelDef def, KernelFactory factory);
+
+  // The kernel for `op` on `device` whose constraints accept the dtypes;
+  // NotFound listing the kernels registered for the op otherwise.
+  absl::StatusOr<const KernelRegistration*> Find(absl::string_view op,
+                                                 DeviceType device,
+                                                 DTypeResolver dtype_of) const;
+  // The dtype-resolving form for an op whose variables' dtypes are known.
+  absl::StatusOr<const KernelRegistration*> FindForOp(
+      const OpDesc& op, DeviceType device,
+      absl::FunctionRef<std::optional<DataType>(const std::string& var)> var_dtype) const;
+
+  bool HasKernel(absl::string_view op, DeviceType device) const;
+  std::vector<const KernelRegistration*> KernelsFor(absl::string_view op) const;
+  std::vector<const KernelRegistration*> AllKernels() const;
+
+ private:
+  std::vector<std::unique_ptr<KernelRegistration>> kernels_;
+};
+
+struct KernelRegistrar {
+  KernelRegistrar(KernelDef def, KernelFactory factory) {
+    KernelRegistry::Global().Register(std::move(def), std::move(factory));
+  }
+};
+
+template <typename K>
+KernelFactory MakeKernelFactory() {
+  return [](const OpDesc& op) -> absl::StatusOr<std::unique_ptr<OpKernel>> {
+    auto kernel = std::make_unique<K>();
+    absl::Status s = kernel->Init(op);
+    if (!s.ok()) return s;
+    return std::unique_ptr<OpKernel>(std::move(kernel));
+  };
+}
+
+#define TANDEM_KERNEL_CONCAT_INNER_(a, b) a##b
+#define TANDEM_KERNEL_CONCAT_(a, b) TANDEM_KERNEL_CONCAT_INNER_(a, b)
+// REGISTER_KERNEL(KernelDef(...)..., KernelClass): the class is
+// default-constructed and Init(op) is called for every op instance.
+#define REGISTER_KERNEL(def, ...)                                         \
+  static ::tandem::KernelRegistrar TANDEM_KERNEL_CONCAT_(                 \
+      tandem_kernel_registrar_, __COUNTER__)(                             \
+      def, ::tandem::MakeKernelFactory<__VA_ARGS__>())
+
+}  // namespace tandem
+
+#endif  // TANDEM_FRAMEWORK_KERNEL_KERNEL_REGISTRY_H_

@@ -1,0 +1,73 @@
+#include "framework/kernel/kernel_registry.h"
+
+#include "framework/testing/status_matchers.h"
+#include "gtest/gtest.h"
+
+namespace tandem {
+namespace {
+
+using ::testing::AllOf;
+
+class NoopKernel : public OpKernel {
+ public:
+  absl::Status Compute(KernelContext*) override { return absl::OkStatus(); }
+};
+
+REGISTER_KERNEL(KernelDef("kr_test_op", "cpu").TypeConstraint("X", kFloatTypes),
+                NoopKernel);
+REGISTER_KERNEL(KernelDef("kr_test_op", "cpu").TypeConstraint("X", {DataType::kInt64}),
+                NoopKernel);
+REGISTER_KERNEL(KernelDef("kr_test_op", "gpu")
+                    .TypeConstraint("X", {DataType::kFloat32})
+                    .HostMemory("Shape"),
+                NoopKernel);
+
+TEST(KernelRegistry, FindsByDeviceAndDtype) {
+  auto dtype = [](DataType t) {
+    return [t](absl::string_view) -> std::optional<DataType> { return t; };
+  };
+  ASSERT_OK_AND_ASSIGN(const KernelRegistration* k,
+                       KernelRegistry::Global().Find("kr_test_op", DeviceType::CPU(),
+                                                     dtype(DataType::kInt64)));
+  EXPECT_EQ(k->def.DebugString(), "kr_test_op on cpu [X: int64]");
+  ASSERT_OK_AND_ASSIGN(k, KernelRegistry::Global().Find("kr_test_op", DeviceType::GPU(),
+                                                        dtype(DataType::kFloat32)));
+  EXPECT_TRUE(k->def.IsHostMemory("Shape"));
+  EXPECT_FALSE(k->def.IsHostMemory("X"));
+  EXPECT_OK(k->Create(OpDesc{}).status());
+}
+
+TEST(KernelRegistry, MissingKernelListsRegisteredOnes) {
+  auto f64 = [](absl::string_view) -> std::optional<DataType> { return DataType::kFloat64; };
+  EXPECT_THAT(KernelRegistry::Global().Find("kr_test_op", DeviceType::GPU(), f64),
+              StatusIs(absl::StatusCode::kNotFound,
+                       AllOf(HasSubstr("no kernel for op 'kr_test_op' on gpu with X=float64"),
+                             HasSubstr("kr_test_op on cpu [X: float32, float64]"),
+                             HasSubstr("kr_test_op on gpu [X: float32] HostMemory(Shape)"))));
+  EXPECT_THAT(KernelRegistry::Global().Find("nope_op", DeviceType::CPU(), f64),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("'nope_op': none")));
+}
+
+TEST(KernelRegistry, FindForOpResolvesInputsAndAttrs) {
+  OpDesc op;
+  op.type = "kr_test_op";
+  op.inputs["X"] = {"v"};
+  auto var_dtype = [](const std::string& var) -> std::optional<DataType> {
+    return var == "v" ? std::optional<DataType>(DataType::kInt64) : std::nullopt;
+  };
+  ASSERT_OK_AND_ASSIGN(const KernelRegistration* k,
+                       KernelRegistry::Global().FindForOp(op, DeviceType::CPU(), var_dtype));
+  EXPECT_EQ(k->def.type_constraints().at("X").count(DataType::kInt64), 1u);
+  EXPECT_TRUE(KernelRegistry::Global().HasKernel("kr_test_op", DeviceType::GPU()));
+  EXPECT_EQ(KernelRegistry::Global().KernelsFor("kr_test_op").size(), 3u);
+}
+
+TEST(KernelRegistryDeathTest, OverlappingDuplicateCrashes) {
+  EXPECT_DEATH(KernelRegistry::Global().Register(
+                   KernelDef("kr_test_op", "cpu").TypeConstraint("X", {DataType::kFloat64}),
+                   MakeKernelFactory<NoopKernel>()),
+               "duplicate kernel registration");
+}
+
+}  // namespace
+}  // namespace tandem

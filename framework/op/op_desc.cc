@@ -1,0 +1,44 @@
+#include "framework/op/op_desc.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace tandem {
+namespace {
+
+std::string Single(const std::map<std::string, std::vector<std::string>>& args,
+                   absl::string_view arg) {
+  auto it = args.find(std::string(arg));
+  if (it == args.end() || it->second.empty()) return "";
+  return it->second[0];
+}
+
+std::string FormatArgs(const std::map<std::string, std::vector<std::string>>& args) {
+  std::vector<std::string> parts;
+  for (const auto& [name, vars] : args) {
+    parts.push_back(absl::StrCat(name, "=[", absl::StrJoin(vars, ", "), "]"));
+  }
+  return absl::StrJoin(parts, ", ");
+}
+
+}  // namespace
+
+std::string GradVarName(absl::string_view var) {
+  return absl::StrCat(var, kGradSuffix);
+}
+
+std::string OpDesc::Input(absl::string_view arg) const { return Single(inputs, arg); }
+std::string OpDesc::Output(absl::string_view arg) const { return Single(outputs, arg); }
+
+std::string OpDesc::DebugString() const {
+  std::vector<std::string> attr_parts;
+  for (const auto& [name, value] : attrs) {
+    attr_parts.push_back(absl::StrCat(name, "=", AttrValueToString(value)));
+  }
+  return absl::StrCat(type, "(", FormatArgs(inputs), ") -> (", FormatArgs(outputs),
+                      ")", attr_parts.empty() ? "" : " {", absl::StrJoin(attr_parts, ", "),
+                      attr_parts.empty() ? "" : "}",
+                      op_device.empty() ? "" : " @", op_device);
+}
+
+}  // namespace tandem
