@@ -92,11 +92,24 @@ class InferShapeContext {
 };
 
 using InferShapeFn = std::function<absl::Status(InferShapeContext*)>;
+// What a gradient maker may ask about the forward op's variables.
+struct GradContext {
+  // Input variables whose gradients are needed; others may be skipped.
+  std::vector<std::string> wanted;
+  // Meta of a forward variable (dtype, shape), nullopt if unknown.
+  std::function<std::optional<TensorMeta>(const std::string& var)> meta;
+
+  bool Wants(const std::string& var) const {
+    for (const std::string& w : wanted) if (w == var) return true;
+    return false;
+  }
+};
+
 // Returns the ops computing the gradients of `forward`'s inputs from the
-// gradients of its outputs (names from GradVarName). Only inputs listed in
-// `wanted` need gradients; an empty result means the op has no gradient.
+// gradients of its outputs (names from GradVarName). An empty result means
+// the op has no gradient.
 using GradMakerFn = std::function<absl::StatusOr<std::vector<OpDesc>>(
-    const OpDesc& forward, const std::vector<std::string>& wanted)>;
+    const OpDesc& forward, const GradContext& ctx)>;
 
 class OpSchema {
  public:

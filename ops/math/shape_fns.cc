@@ -1,0 +1,97 @@
+#include "ops/math/shape_fns.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace tandem {
+
+absl::StatusOr<Shape> AlignForBroadcast(absl::string_view op, const Shape& x,
+                                        const Shape& y, int64_t axis) {
+  if (axis == -1 || y.rank() > x.rank()) {
+    if (axis != -1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "op '", op, "': Y ", y.ToString(), " has more dims than X ",
+          x.ToString(), " but axis is ", axis));
+    }
+    return y;
+  }
+  if (axis < 0 || axis + y.rank() > x.rank()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "op '", op, "': axis ", axis, " is out of range for X ", x.ToString(),
+        " and Y ", y.ToString(), " (need -1 or 0 <= axis <= ", x.rank() - y.rank(), ")"));
+  }
+  Shape aligned(std::vector<int64_t>(x.rank(), 1));
+  for (int i = 0; i < y.rank(); ++i) aligned.set_dim(axis + i, y.dim(i));
+  return aligned;
+}
+
+absl::StatusOr<Shape> BroadcastShapes(absl::string_view op, const Shape& x,
+                                      const Shape& y_in, int64_t axis) {
+  absl::StatusOr<Shape> y_or = AlignForBroadcast(op, x, y_in, axis);
+  if (!y_or.ok()) return y_or.status();
+  const Shape& y = *y_or;
+  const int rank = std::max(x.rank(), y.rank());
+  std::vector<int64_t> out(rank);
+  for (int i = 0; i < rank; ++i) {
+    const int xi = x.rank() - rank + i, yi = y.rank() - rank + i;
+    const int64_t a = xi >= 0 ? x.dim(xi) : 1;
+    const int64_t b = yi >= 0 ? y.dim(yi) : 1;
+    if (a == b || b == 1) {
+      out[i] = a;
+    } else if (a == 1) {
+      out[i] = b;
+    } else if (a == -1 || b == -1) {
+      out[i] = -1;
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "op '", op, "': X ", x.ToString(), " and Y ", y_in.ToString(),
+          " cannot be broadcast (dim ", i - rank, ": ", a, " vs ", b, ")"));
+    }
+  }
+  return Shape(out);
+}
+
+absl::StatusOr<MatmulDims> MatmulShape(absl::string_view op, const Shape& x,
+                                       const Shape& y, bool transpose_x,
+                                       bool transpose_y) {
+  if (x.rank() < 2 || y.rank() < 2) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "op '", op, "': X ", x.ToString(), " and Y ", y.ToString(),
+        " must both have rank >= 2"));
+  }
+  MatmulDims d;
+  const int xr = x.rank(), yr = y.rank();
+  d.m = transpose_x ? x.dim(xr - 1) : x.dim(xr - 2);
+  const int64_t kx = transpose_x ? x.dim(xr - 2) : x.dim(xr - 1);
+  const int64_t ky = transpose_y ? y.dim(yr - 1) : y.dim(yr - 2);
+  d.n = transpose_y ? y.dim(yr - 2) : y.dim(yr - 1);
+  if (kx != ky && kx != -1 && ky != -1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "op '", op, "': inner dims differ: X ", x.ToString(),
+        transpose_x ? " (transposed)" : "", " has K=", kx, ", Y ", y.ToString(),
+        transpose_y ? " (transposed)" : "", " has K=", ky));
+  }
+  d.k = kx;
+  d.x_batched = xr > 2;
+  d.y_batched = yr > 2;
+  std::vector<int64_t> batch;
+  if (d.x_batched && d.y_batched) {
+    if (xr != yr || !std::equal(x.dims().begin(), x.dims().end() - 2, y.dims().begin())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "op '", op, "': batch dims of X ", x.ToString(), " and Y ", y.ToString(),
+          " differ"));
+    }
+  }
+  const Shape& batched = d.x_batched ? x : y;
+  if (d.x_batched || d.y_batched) {
+    batch.assign(batched.dims().begin(), batched.dims().end() - 2);
+  }
+  for (int64_t b : batch) d.batch *= b;
+  batch.push_back(d.m);
+  batch.push_back(d.n);
+  d.out = Shape(batch);
+  return d;
+}
+
+}  // namespace tandem

@@ -1,0 +1,44 @@
+// Shape functions of the math ops, used by their schemas (ops/math/*_op.cc)
+// and by kernels, so both agree and every kernel validates its inputs.
+//
+//   ASSIGN_OR_RETURN(Shape out, BroadcastShapes("elementwise_add", x, y, axis));
+//   ASSIGN_OR_RETURN(MatmulDims d, MatmulShape("matmul", x, y, tx, ty));
+#ifndef TANDEM_OPS_MATH_SHAPE_FNS_H_
+#define TANDEM_OPS_MATH_SHAPE_FNS_H_
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "framework/types/shape.h"
+
+namespace tandem {
+
+// Aligns Y with X as the reference system does: axis == -1 aligns trailing
+// dims (numpy); axis >= 0 places Y's dims at X's dims [axis, axis+rank(Y)).
+// Returns Y's shape padded with 1s to rank(X), or InvalidArgument.
+absl::StatusOr<Shape> AlignForBroadcast(absl::string_view op, const Shape& x,
+                                        const Shape& y, int64_t axis);
+
+// The numpy broadcast of X and Y after alignment; InvalidArgument naming the
+// op, both shapes and the first incompatible dim. Unknown dims (-1) stay -1.
+absl::StatusOr<Shape> BroadcastShapes(absl::string_view op, const Shape& x,
+                                      const Shape& y, int64_t axis = -1);
+
+// Batched matrix product geometry: Out[b] = op(X[b]) * op(Y[b]).
+struct MatmulDims {
+  Shape out;
+  int64_t batch = 1;   // product of the output batch dims
+  int64_t m = 0, k = 0, n = 0;
+  bool x_batched = false;  // X has batch dims (else it is shared)
+  bool y_batched = false;
+};
+// X and Y have rank >= 2; their batch dims (all but the last two) must be
+// equal, or one side has none (it is broadcast).
+absl::StatusOr<MatmulDims> MatmulShape(absl::string_view op, const Shape& x,
+                                       const Shape& y, bool transpose_x,
+                                       bool transpose_y);
+
+}  // namespace tandem
+
+#endif  // TANDEM_OPS_MATH_SHAPE_FNS_H_
