@@ -42,8 +42,10 @@ absl::StatusOr<EagerOutputs> RunOpEager(OpDesc op, const Place& place,
       if (const Tensor* t = vars[i].data_tensor()) var_dtypes[names[i]] = t->dtype();
     }
   }
-  for (const OpSchema::ArgDef& out : schema->outputs()) {
-    if (op.outputs.count(out.name) == 0) op.outputs[out.name] = {out.name + "_0"};
+  if (op.outputs.empty()) {
+    for (const OpSchema::ArgDef& out : schema->outputs()) {
+      op.outputs[out.name] = {out.name + "_0"};
+    }
   }
   RETURN_IF_ERROR(schema->Validate(&op));
 

@@ -33,9 +33,9 @@ struct EagerStats {
   int copies_d2h = 0;
 };
 
-// Outputs bound are those the op's schema declares (optional ones too),
-// unless `op.outputs` already names them. Variable names default to
-// "<arg>_<i>" for messages.
+// If `op.outputs` is empty every output the schema declares is bound
+// (optional ones too); otherwise exactly the ones it names. Input variable
+// names default to "<arg>_<i>" (used in messages).
 absl::StatusOr<EagerOutputs> RunOpEager(OpDesc op, const Place& place,
                                         const EagerInputs& inputs,
                                         EagerStats* stats = nullptr);

@@ -1,0 +1,36 @@
+// The conformance cases: every op x dtype x edge-case shape, each with its
+// float64 reference result. Used by conformance_test.cc.
+#ifndef TANDEM_TESTS_CONFORMANCE_CASES_H_
+#define TANDEM_TESTS_CONFORMANCE_CASES_H_
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "framework/op/attr.h"
+#include "framework/tensor/tensor.h"
+#include "tests/conformance/reference.h"
+
+namespace tandem {
+
+struct ConformanceCase {
+  std::string op;
+  std::string label;                                   // for failure messages
+  std::vector<std::pair<std::string, Tensor>> inputs;  // host tensors, by argument
+  AttrMap attrs;
+  // Output argument -> expected dtype and float64 values.
+  std::map<std::string, std::pair<DataType, reference::Array>> expected;
+  double rtol = 0;
+  double atol = 0;
+
+  // The dtype bound to each input argument and dtype attribute: what kernel
+  // TypeConstraints are matched against.
+  std::map<std::string, DataType> Bindings() const;
+};
+
+std::vector<ConformanceCase> AllConformanceCases();
+
+}  // namespace tandem
+
+#endif  // TANDEM_TESTS_CONFORMANCE_CASES_H_

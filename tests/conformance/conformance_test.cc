@@ -1,0 +1,118 @@
+// Runs every registered kernel on every available place against the float64
+// reference, and fails if a registered kernel has no case.
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "framework/device/device_registry.h"
+#include "framework/kernel/kernel_registry.h"
+#include "framework/runtime/eager.h"
+#include "framework/testing/status_matchers.h"
+#include "framework/testing/tensor_testutil.h"
+#include "gtest/gtest.h"
+#include "tests/conformance/cases.h"
+
+namespace tandem {
+namespace {
+
+const KernelRegistration* KernelFor(const ConformanceCase& c, DeviceType type) {
+  const std::map<std::string, DataType> bindings = c.Bindings();
+  absl::StatusOr<const KernelRegistration*> k = KernelRegistry::Global().Find(
+      c.op, type, [&](absl::string_view name) -> std::optional<DataType> {
+        auto it = bindings.find(std::string(name));
+        if (it == bindings.end()) return std::nullopt;
+        return it->second;
+      });
+  return k.ok() ? *k : nullptr;
+}
+
+TEST(Conformance, EveryRegisteredKernelHasACase) {
+  const std::vector<ConformanceCase> cases = AllConformanceCases();
+  std::vector<std::string> uncovered;
+  for (const KernelRegistration* k : KernelRegistry::Global().AllKernels()) {
+    if (k->def.op().find("test") != std::string::npos) continue;
+    for (const auto& [name, types] : k->def.type_constraints()) {
+      for (DataType t : types) {
+        bool covered = false;
+        for (const ConformanceCase& c : cases) {
+          if (c.op != k->def.op()) continue;
+          auto b = c.Bindings();
+          covered |= b.count(name) && b.at(name) == t;
+        }
+        if (!covered) {
+          uncovered.push_back(absl::StrCat(k->def.DebugString(), " with ", name, "=",
+                                           DataTypeName(t)));
+        }
+      }
+    }
+    if (k->def.type_constraints().empty()) {
+      bool covered = false;
+      for (const ConformanceCase& c : cases) covered |= c.op == k->def.op();
+      if (!covered) uncovered.push_back(k->def.DebugString());
+    }
+  }
+  EXPECT_TRUE(uncovered.empty()) << "registered kernels without a conformance case:\n  "
+                                 << absl::StrJoin(uncovered, "\n  ");
+}
+
+void ExpectClose(const ConformanceCase& c, const std::string& arg, const Tensor& got,
+                 const Place& place) {
+  const auto& [dtype, want] = c.expected.at(arg);
+  ASSERT_EQ(got.dtype(), dtype) << arg;
+  ASSERT_EQ(got.shape(), want.shape) << arg;
+  const std::vector<double> values = ToDoubles(got);
+  int bad = 0;
+  for (size_t i = 0; i < values.size() && bad < 5; ++i) {
+    const double tol = c.atol + c.rtol * std::abs(want.values[i]);
+    if (!(std::abs(values[i] - want.values[i]) <= tol)) {
+      ++bad;
+      ADD_FAILURE() << c.label << " on " << place << ": " << arg << "[" << i << "] = "
+                    << values[i] << ", reference " << want.values[i] << " (tol " << tol << ")";
+    }
+  }
+}
+
+TEST(Conformance, EveryKernelOnEveryPlaceMatchesReference) {
+  const std::vector<ConformanceCase> cases = AllConformanceCases();
+  std::set<const KernelRegistration*> exercised;
+  for (const Place& place : DeviceRegistry::Global().AvailablePlaces()) {
+    int ran = 0;
+    for (const ConformanceCase& c : cases) {
+      const KernelRegistration* k = KernelFor(c, place.type());
+      if (k == nullptr) continue;
+      exercised.insert(k);
+      SCOPED_TRACE(absl::StrCat(c.label, " on ", place.ToString()));
+      OpDesc op;
+      op.type = c.op;
+      op.attrs = c.attrs;
+      for (const auto& [arg, unused] : c.expected) op.outputs[arg] = {arg + "_out"};
+      EagerInputs inputs;
+      for (const auto& [arg, t] : c.inputs) inputs[arg].push_back(Variable(t));
+      ASSERT_OK_AND_ASSIGN(EagerOutputs out, RunOpEager(op, place, inputs));
+      for (const auto& [arg, unused] : c.expected) {
+        ASSERT_EQ(out[arg].size(), 1u);
+        const Tensor& t = out[arg][0].tensor();
+        const Place want_place = k->def.IsHostMemory(arg) ? CPUPlace() : place;
+        EXPECT_EQ(t.place(), want_place) << arg;
+        ExpectClose(c, arg, t, place);
+      }
+      for (const auto& [arg, vars] : out) {
+        if (c.expected.count(arg) == 0) {
+          EXPECT_TRUE(vars.empty() || vars[0].empty()) << "unbound output " << arg << " written";
+        }
+      }
+      ++ran;
+    }
+    EXPECT_GT(ran, 0) << "no kernel ran on " << place;
+    LOG(INFO) << ran << " conformance cases on " << place;
+  }
+  std::set<DeviceType> available;
+  for (const Place& p : DeviceRegistry::Global().AvailablePlaces()) available.insert(p.type());
+  for (const KernelRegistration* k : KernelRegistry::Global().AllKernels()) {
+    if (available.count(k->def.device_type()) == 0) continue;
+    EXPECT_TRUE(exercised.count(k)) << "kernel never exercised: " << k->def.DebugString();
+  }
+}
+
+}  // namespace
+}  // namespace tandem

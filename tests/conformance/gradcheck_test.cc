@@ -1,0 +1,168 @@
+// Central-difference gradient checks: for L = sum(Out * R) with a fixed
+// random R, the gradient ops built by each op's GradMaker must match
+// (L(x + eps) - L(x - eps)) / 2eps for every input element, in float64, on
+// every available place.
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "framework/device/device_registry.h"
+#include "framework/op/op_schema.h"
+#include "framework/runtime/eager.h"
+#include "framework/testing/status_matchers.h"
+#include "framework/testing/tensor_testutil.h"
+#include "gtest/gtest.h"
+
+namespace tandem {
+namespace {
+
+struct GradCase {
+  std::string label;
+  OpDesc op;  // inputs/outputs named; single output "Out"
+  std::map<std::string, Tensor> vars;  // forward inputs by variable name
+};
+
+double Loss(const OpDesc& op, const Place& place, const std::map<std::string, Tensor>& vars,
+            const std::vector<double>& r) {
+  EagerInputs in;
+  for (const auto& [arg, names] : op.inputs) {
+    for (const std::string& n : names) in[arg].push_back(Variable(vars.at(n)));
+  }
+  absl::StatusOr<EagerOutputs> out = RunOpEager(op, place, in);
+  CHECK(out.ok()) << out.status();
+  const std::vector<double> v = ToDoubles(out->at("Out")[0].tensor());
+  double loss = 0;
+  for (size_t i = 0; i < v.size(); ++i) loss += v[i] * r[i];
+  return loss;
+}
+
+void CheckGradients(const GradCase& c, const Place& place) {
+  SCOPED_TRACE(absl::StrCat(c.label, " on ", place.ToString()));
+  ASSERT_OK_AND_ASSIGN(const OpSchema* schema, OpRegistry::Global().Find(c.op.type));
+  OpDesc fwd = c.op;
+  ASSERT_OK(schema->Validate(&fwd));
+
+  // Forward once for Out's shape, then R.
+  EagerInputs in;
+  for (const auto& [arg, names] : fwd.inputs) {
+    for (const std::string& n : names) in[arg].push_back(Variable(c.vars.at(n)));
+  }
+  ASSERT_OK_AND_ASSIGN(EagerOutputs out, RunOpEager(fwd, place, in));
+  const Tensor& out_t = out.at("Out")[0].tensor();
+  const Tensor r = RandomTensor(DataType::kFloat64, out_t.shape(), 77);
+  const std::vector<double> r_values = ToDoubles(r);
+
+  // Analytic gradients through the op's gradient ops.
+  GradContext gctx;
+  for (const auto& [name, t] : c.vars) gctx.wanted.push_back(name);
+  gctx.meta = [&](const std::string& var) -> std::optional<TensorMeta> {
+    auto it = c.vars.find(var);
+    if (it == c.vars.end()) return std::nullopt;
+    return TensorMeta{it->second.dtype(), it->second.shape()};
+  };
+  ASSERT_TRUE(schema->grad_maker()) << c.op.type << " has no gradient";
+  ASSERT_OK_AND_ASSIGN(std::vector<OpDesc> grad_ops, schema->grad_maker()(fwd, gctx));
+  ASSERT_FALSE(grad_ops.empty());
+  std::map<std::string, Tensor> env = c.vars;
+  env[GradVarName(fwd.Output("Out"))] = r;
+  for (const OpDesc& g : grad_ops) {
+    EagerInputs gin;
+    for (const auto& [arg, names] : g.inputs) {
+      for (const std::string& n : names) gin[arg].push_back(Variable(env.at(n)));
+    }
+    ASSERT_OK_AND_ASSIGN(EagerOutputs gout, RunOpEager(g, place, gin));
+    for (const auto& [arg, names] : g.outputs) {
+      for (size_t i = 0; i < names.size(); ++i) env[names[i]] = gout.at(arg)[i].tensor();
+    }
+  }
+
+  const double eps = 1e-6;
+  for (const auto& [name, t] : c.vars) {
+    ASSERT_TRUE(env.count(GradVarName(name))) << "no gradient for " << name;
+    const std::vector<double> analytic = ToDoubles(env.at(GradVarName(name)));
+    const std::vector<double> base = ToDoubles(t);
+    ASSERT_EQ(analytic.size(), base.size());
+    for (size_t j = 0; j < base.size(); ++j) {
+      std::map<std::string, Tensor> plus = c.vars, minus = c.vars;
+      std::vector<double> p = base, m = base;
+      p[j] += eps;
+      m[j] -= eps;
+      plus[name] = MakeTensor(DataType::kFloat64, t.shape(), p);
+      minus[name] = MakeTensor(DataType::kFloat64, t.shape(), m);
+      const double numeric =
+          (Loss(fwd, place, plus, r_values) - Loss(fwd, place, minus, r_values)) / (2 * eps);
+      EXPECT_NEAR(analytic[j], numeric, 1e-6 * (1 + std::abs(numeric)))
+          << name << "[" << j << "]";
+    }
+  }
+}
+
+OpDesc Op(const std::string& type, std::map<std::string, std::vector<std::string>> inputs,
+          AttrMap attrs = {}) {
+  OpDesc op;
+  op.type = type;
+  op.inputs = std::move(inputs);
+  op.outputs["Out"] = {"out"};
+  op.attrs = std::move(attrs);
+  return op;
+}
+
+std::vector<GradCase> Cases() {
+  auto rnd = [](const Shape& s, uint64_t seed) {
+    return RandomTensor(DataType::kFloat64, s, seed);
+  };
+  std::vector<GradCase> cases;
+  cases.push_back({"add same shape", Op("elementwise_add", {{"X", {"x"}}, {"Y", {"y"}}}),
+                   {{"x", rnd({2, 3}, 1)}, {"y", rnd({2, 3}, 2)}}});
+  cases.push_back({"add broadcast both", Op("elementwise_add", {{"X", {"x"}}, {"Y", {"y"}}}),
+                   {{"x", rnd({3, 1, 2}, 3)}, {"y", rnd({4, 1}, 4)}}});
+  cases.push_back({"add axis 1",
+                   Op("elementwise_add", {{"X", {"x"}}, {"Y", {"y"}}}, {{"axis", int64_t{1}}}),
+                   {{"x", rnd({2, 3, 2}, 5)}, {"y", rnd({3}, 6)}}});
+  cases.push_back({"add scalar", Op("elementwise_add", {{"X", {"x"}}, {"Y", {"y"}}}),
+                   {{"x", rnd({}, 7)}, {"y", rnd({3}, 8)}}});
+  for (bool tx : {false, true}) {
+    for (bool ty : {false, true}) {
+      const Shape xs = tx ? Shape({4, 3}) : Shape({3, 4});
+      const Shape ys = ty ? Shape({2, 4}) : Shape({4, 2});
+      cases.push_back({absl::StrCat("matmul tx=", tx, " ty=", ty),
+                       Op("matmul", {{"X", {"x"}}, {"Y", {"y"}}},
+                          {{"transpose_X", tx}, {"transpose_Y", ty}, {"alpha", 0.7}}),
+                       {{"x", rnd(xs, 10 + tx)}, {"y", rnd(ys, 20 + ty)}}});
+    }
+  }
+  cases.push_back({"matmul batched, Y shared", Op("matmul", {{"X", {"x"}}, {"Y", {"y"}}}),
+                   {{"x", rnd({2, 3, 2}, 30)}, {"y", rnd({2, 2}, 31)}}});
+  cases.push_back({"matmul batched both", Op("matmul", {{"X", {"x"}}, {"Y", {"y"}}}),
+                   {{"x", rnd({2, 2, 3}, 32)}, {"y", rnd({2, 3, 2}, 33)}}});
+  cases.push_back({"scale bias after",
+                   Op("scale", {{"X", {"x"}}}, {{"scale", -1.5}, {"bias", 2.0}}),
+                   {{"x", rnd({5}, 40)}}});
+  cases.push_back({"scale bias before",
+                   Op("scale", {{"X", {"x"}}},
+                      {{"scale", 3.0}, {"bias", 1.0}, {"bias_after_scale", false}}),
+                   {{"x", rnd({2, 2}, 41)}}});
+  cases.push_back({"cast float64 -> float64",
+                   Op("cast", {{"X", {"x"}}}, {{"out_dtype", DataType::kFloat64}}),
+                   {{"x", rnd({4}, 50)}}});
+  return cases;
+}
+
+TEST(GradCheck, EveryDifferentiableOpOnEveryPlace) {
+  for (const Place& place : DeviceRegistry::Global().AvailablePlaces()) {
+    for (const GradCase& c : Cases()) CheckGradients(c, place);
+  }
+}
+
+TEST(GradCheck, EveryOpWithAGradientHasACase) {
+  std::set<std::string> covered;
+  for (const GradCase& c : Cases()) covered.insert(c.op.type);
+  for (const std::string& type : OpRegistry::Global().RegisteredOps()) {
+    ASSERT_OK_AND_ASSIGN(const OpSchema* s, OpRegistry::Global().Find(type));
+    if (s->grad_maker()) {
+      EXPECT_TRUE(covered.count(type)) << "op '" << type << "' has a gradient but no gradcheck case";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tandem
