@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Builds every test, benchmark and example binary here and packs them, with
+# the shared libraries a GPU machine lacks, into .bundle/tandem.tar.xz (kept
+# under the device tool's 64 MiB limit; .bundle/ is git-ignored).
+#
+#   tools/gpu_bundle.sh                 # build + pack
+#   # then, on the GPU machine (device tool: carry [".bundle"]):
+#   tools/gpu_run.sh                    # runs every test, writes $OUT/tests.log
+#   tools/gpu_run.sh -- examples_linear_regression --steps=300   # also a binary
+#
+# Libraries the GPU machine has (glibc, libstdc++, the CUDA runtime and
+# cuBLAS) are not packed; everything else ldd lists is.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bazel build //... >/dev/null
+rm -rf .bundle && mkdir -p .bundle/tandem/bin .bundle/tandem/lib
+
+targets=$(bazel query 'kind("cc_test|cc_binary", //...) except //third_party/...' 2>/dev/null)
+tests=" $(bazel query 'kind(cc_test, //...)' 2>/dev/null | tr '\n' ' ') "
+for t in $targets; do
+  pkg=${t#//}; pkg=${pkg%%:*}; name=${t##*:}
+  bin="bazel-bin/$pkg/$name"
+  [[ -x "$bin" ]] || continue
+  flat="${pkg//\//_}_$name"
+  cp "$bin" ".bundle/tandem/bin/$flat"
+  if [[ "$tests" == *" $t "* ]]; then echo "$flat" >> .bundle/tandem/tests.txt; fi
+done
+
+skip='^(linux-vdso|ld-linux|libc\.so|libm\.so|libdl\.so|librt\.so|libpthread\.so|libstdc\+\+|libgcc_s|libcudart|libcublas|libcuda\.so)'
+for f in .bundle/tandem/bin/*; do
+  ldd "$f" | awk '/=> \// {print $1, $3}' | while read -r soname path; do
+    if [[ ! "$soname" =~ $skip && ! -e ".bundle/tandem/lib/$soname" ]]; then
+      cp -L "$path" ".bundle/tandem/lib/$soname"
+    fi
+  done
+done
+strip --strip-unneeded .bundle/tandem/bin/* 2>/dev/null || true
+tar -C .bundle -cJf .bundle/tandem.tar.xz tandem
+rm -rf .bundle/tandem
+cp tools/gpu_run.sh .bundle/
+echo "bundle: $(du -h .bundle/tandem.tar.xz | cut -f1) in .bundle/tandem.tar.xz," \
+     "$(tar -tJf .bundle/tandem.tar.xz | grep -c '/bin/.') binaries"
