@@ -23,6 +23,35 @@ std::string FormatArgs(const std::map<std::string, std::vector<std::string>>& ar
 
 }  // namespace
 
+absl::string_view OpRoleName(OpRole role) {
+  switch (role) {
+    case OpRole::kForward: return "forward";
+    case OpRole::kBackward: return "backward";
+    case OpRole::kLoss: return "loss";
+    case OpRole::kOptimize: return "optimize";
+    case OpRole::kCopy: return "copy";
+  }
+  return "?";
+}
+
+absl::string_view TransferPolicyName(TransferPolicy policy) {
+  switch (policy) {
+    case TransferPolicy::kInherit: return "inherit";
+    case TransferPolicy::kAllow: return "allow";
+    case TransferPolicy::kLog: return "log";
+    case TransferPolicy::kDisallow: return "disallow";
+  }
+  return "?";
+}
+
+absl::StatusOr<TransferPolicy> ParseTransferPolicy(absl::string_view name) {
+  for (TransferPolicy p : {TransferPolicy::kAllow, TransferPolicy::kLog, TransferPolicy::kDisallow}) {
+    if (TransferPolicyName(p) == name) return p;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown transfer policy '", name, "'; accepted: allow, log, disallow"));
+}
+
 std::string GradVarName(absl::string_view var) {
   return absl::StrCat(var, kGradSuffix);
 }

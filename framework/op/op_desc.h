@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "framework/op/attr.h"
 
 namespace tandem {
@@ -24,12 +25,27 @@ namespace tandem {
 inline constexpr char kGradSuffix[] = "@GRAD";
 std::string GradVarName(absl::string_view var);
 
+// Why an op exists; set by the builder, backward pass, optimizer or placer.
+enum class OpRole { kForward, kBackward, kLoss, kOptimize, kCopy };
+absl::string_view OpRoleName(OpRole role);  // "forward", "backward", ...
+
+// What to do when an op needs a host/device copy of an input
+// (settable per program and per builder scope).
+enum class TransferPolicy { kInherit, kAllow, kLog, kDisallow };
+absl::string_view TransferPolicyName(TransferPolicy policy);  // "allow", ...
+// Accepts "allow", "log", "disallow"; InvalidArgument listing them otherwise.
+absl::StatusOr<TransferPolicy> ParseTransferPolicy(absl::string_view name);
+
 struct OpDesc {
   std::string type;
   std::map<std::string, std::vector<std::string>> inputs;
   std::map<std::string, std::vector<std::string>> outputs;
   AttrMap attrs;
+  // The place requested by device_guard ("cpu", "gpu:0", ...); "" = default.
   std::string op_device;
+  OpRole role = OpRole::kForward;
+  // kInherit: the program's policy applies.
+  TransferPolicy transfer_policy = TransferPolicy::kInherit;
 
   // The single variable bound to argument `arg`, or "" if none.
   std::string Input(absl::string_view arg) const;

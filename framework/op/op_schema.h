@@ -44,8 +44,11 @@ class Tensor;
 struct TensorMeta {
   DataType dtype = DataType::kFloat32;
   Shape shape;
+  // The variable holds SelectedRows (rows of a [shape[0], ...] tensor),
+  // e.g. a sparse embedding gradient.
+  bool selected_rows = false;
   friend bool operator==(const TensorMeta& a, const TensorMeta& b) {
-    return a.dtype == b.dtype && a.shape == b.shape;
+    return a.dtype == b.dtype && a.shape == b.shape && a.selected_rows == b.selected_rows;
   }
 };
 

@@ -1,0 +1,185 @@
+#include "framework/backward/backward.h"
+
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "framework/base/status_macros.h"
+#include "framework/op/op_schema.h"
+
+namespace tandem {
+namespace {
+
+std::vector<std::string> AllVars(const std::map<std::string, std::vector<std::string>>& args) {
+  std::vector<std::string> out;
+  for (const auto& [arg, vars] : args) out.insert(out.end(), vars.begin(), vars.end());
+  return out;
+}
+
+// Adds VarDescs for the outputs of `op` from its shape inference.
+absl::Status DeclareOutputs(Block* block, const OpDesc& op) {
+  ASSIGN_OR_RETURN(const OpSchema* schema, OpRegistry::Global().Find(op.type));
+  std::map<std::string, std::vector<TensorMeta>> metas;
+  for (const auto& [arg, vars] : op.inputs) {
+    for (const std::string& v : vars) {
+      const VarDesc* d = block->FindVar(v);
+      if (d == nullptr) {
+        return absl::InternalError(absl::StrCat("backward: op '", op.type, "' reads '", v,
+                                                "', which has no description"));
+      }
+      metas[arg].push_back(TensorMeta{d->dtype, d->shape, d->kind == VarKind::kSelectedRows});
+    }
+  }
+  InferShapeContext ctx(op, std::move(metas));
+  if (schema->infer_shape()) RETURN_IF_ERROR(schema->infer_shape()(&ctx));
+  for (const auto& [arg, vars] : op.outputs) {
+    auto it = ctx.outputs().find(arg);
+    for (size_t i = 0; i < vars.size(); ++i) {
+      VarDesc v{vars[i]};
+      if (it != ctx.outputs().end() && i < it->second.size()) {
+        v.dtype = it->second[i].dtype;
+        v.shape = it->second[i].shape;
+        v.kind = it->second[i].selected_rows ? VarKind::kSelectedRows : VarKind::kDense;
+      }
+      block->AddVar(v);
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<GradMap> AppendBackward(ProgramBuilder* builder, Var loss) {
+  if (!builder->status().ok()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "AppendBackward: the program has an error: ", builder->status().message()));
+  }
+  Block& block = builder->main_program().block();
+  const VarDesc* loss_desc = block.FindVar(loss.name);
+  if (loss_desc == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("AppendBackward: unknown loss '", loss.name, "'"));
+  }
+  const std::vector<OpDesc> forward = block.ops();
+
+  // Variables that depend on a trainable parameter.
+  std::set<std::string> needs_grad;
+  for (const VarDesc& v : block.vars()) {
+    if (v.is_parameter && !v.stop_gradient) needs_grad.insert(v.name);
+  }
+  int loss_producer = -1;
+  for (size_t i = 0; i < forward.size(); ++i) {
+    bool any = false;
+    for (const std::string& in : AllVars(forward[i].inputs)) any |= needs_grad.count(in) > 0;
+    for (const std::string& out : AllVars(forward[i].outputs)) {
+      const VarDesc* d = block.FindVar(out);
+      if (any && d != nullptr && !d->stop_gradient) needs_grad.insert(out);
+      if (out == loss.name) loss_producer = static_cast<int>(i);
+    }
+  }
+  if (loss_producer < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("AppendBackward: no op produces the loss '", loss.name, "'"));
+  }
+  if (!needs_grad.count(loss.name)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "AppendBackward: no trainable parameter reaches the loss '", loss.name, "'"));
+  }
+  // Ops on a path to the loss.
+  std::set<std::string> reaches_loss = {loss.name};
+  std::vector<bool> on_path(forward.size(), false);
+  for (int i = loss_producer; i >= 0; --i) {
+    bool feeds = false;
+    for (const std::string& out : AllVars(forward[i].outputs)) feeds |= reaches_loss.count(out) > 0;
+    if (!feeds) continue;
+    on_path[i] = true;
+    for (const std::string& in : AllVars(forward[i].inputs)) reaches_loss.insert(in);
+  }
+
+  // d loss / d loss = 1, on the loss op's place.
+  OpDesc fill;
+  fill.type = "fill_constant";
+  fill.outputs["Out"] = {GradVarName(loss.name)};
+  fill.attrs = {{"shape", loss_desc->shape.ToVector()}, {"dtype", loss_desc->dtype},
+                {"value", 1.0}};
+  fill.op_device = forward[loss_producer].op_device;
+  fill.role = OpRole::kLoss;
+  VarDesc loss_grad{GradVarName(loss.name), loss_desc->dtype, loss_desc->shape};
+  block.AddVar(loss_grad);
+  block.AppendOp(fill);
+
+  std::set<std::string> has_grad = {loss.name};
+  int rename_counter = 0;
+  for (int i = loss_producer; i >= 0; --i) {
+    if (!on_path[i]) continue;
+    const OpDesc& fwd = forward[i];
+    bool out_has_grad = false;
+    for (const std::string& out : AllVars(fwd.outputs)) out_has_grad |= has_grad.count(out) > 0;
+    if (!out_has_grad) continue;
+    GradContext ctx;
+    for (const std::string& in : AllVars(fwd.inputs)) {
+      if (needs_grad.count(in)) ctx.wanted.push_back(in);
+    }
+    if (ctx.wanted.empty()) continue;
+    ctx.meta = [&block](const std::string& var) -> std::optional<TensorMeta> {
+      const VarDesc* d = block.FindVar(var);
+      if (d == nullptr) return std::nullopt;
+      return TensorMeta{d->dtype, d->shape, d->kind == VarKind::kSelectedRows};
+    };
+    ASSIGN_OR_RETURN(const OpSchema* schema, OpRegistry::Global().Find(fwd.type));
+    if (!schema->grad_maker()) {
+      return absl::NotFoundError(absl::StrCat(
+          "AppendBackward: op '", fwd.type, "' (#", i, ") has no gradient, but its inputs ",
+          ctx.wanted[0], "... need one"));
+    }
+    ASSIGN_OR_RETURN(std::vector<OpDesc> grad_ops, schema->grad_maker()(fwd, ctx));
+    for (OpDesc& g : grad_ops) {
+      g.op_device = fwd.op_device;
+      g.role = OpRole::kBackward;
+      g.transfer_policy = fwd.transfer_policy;
+      // Gradient outputs that already exist are produced under a new name
+      // and summed into the existing one.
+      std::vector<std::pair<std::string, std::string>> accumulate;
+      for (auto& [arg, vars] : g.outputs) {
+        for (std::string& v : vars) {
+          if (block.HasVar(v) && v.size() > 5 && v.compare(v.size() - 5, 5, kGradSuffix) == 0) {
+            const std::string renamed = absl::StrCat(v, "@RENAME@", rename_counter++);
+            accumulate.emplace_back(v, renamed);
+            v = renamed;
+          }
+        }
+      }
+      RETURN_IF_ERROR(DeclareOutputs(&block, g));
+      block.AppendOp(g);
+      for (const auto& [total, partial] : accumulate) {
+        if (block.FindVar(partial)->kind == VarKind::kSelectedRows) {
+          return absl::UnimplementedError(absl::StrCat(
+              "AppendBackward: '", total, "' has several sparse gradient contributions; "
+              "summing SelectedRows is not supported (use is_sparse=false)"));
+        }
+        OpDesc sum;
+        sum.type = "elementwise_add";
+        sum.inputs = {{"X", {total}}, {"Y", {partial}}};
+        sum.outputs = {{"Out", {total}}};
+        sum.attrs = {{"axis", int64_t{-1}}};
+        sum.op_device = g.op_device;  // the producer of the partial gradient
+        sum.role = OpRole::kBackward;
+        block.AppendOp(sum);
+      }
+    }
+    for (const std::string& in : ctx.wanted) has_grad.insert(in);
+  }
+
+  GradMap grads;
+  for (const VarDesc& v : block.vars()) {
+    if (v.is_parameter && !v.stop_gradient && has_grad.count(v.name) &&
+        block.HasVar(GradVarName(v.name))) {
+      grads[v.name] = GradVarName(v.name);
+    }
+  }
+  if (grads.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "AppendBackward: no trainable parameter reaches the loss '", loss.name, "'"));
+  }
+  return grads;
+}
+
+}  // namespace tandem

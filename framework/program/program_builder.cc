@@ -1,0 +1,283 @@
+#include "framework/program/program_builder.h"
+
+#include <functional>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "framework/op/op_schema.h"
+#include "framework/place/place.h"
+
+namespace tandem {
+
+ProgramBuilder::DeviceGuardScope::DeviceGuardScope(DeviceGuardScope&& other) noexcept
+    : builder_(other.builder_), previous_(std::move(other.previous_)) {
+  other.builder_ = nullptr;
+}
+
+ProgramBuilder::DeviceGuardScope::~DeviceGuardScope() {
+  if (builder_ != nullptr) builder_->device_ = previous_;
+}
+
+ProgramBuilder::DeviceGuardScope ProgramBuilder::device_guard(absl::string_view device) {
+  std::string previous = device_;
+  std::string normalized = absl::AsciiStrToLower(absl::StripAsciiWhitespace(device));
+  if (!normalized.empty()) {
+    absl::StatusOr<Place> place = ParsePlace(normalized);
+    if (!place.ok()) {
+      RecordError(absl::InvalidArgumentError(
+          absl::StrCat("device_guard: ", place.status().message())));
+      return DeviceGuardScope(this, previous);
+    }
+  }
+  device_ = normalized;
+  return DeviceGuardScope(this, previous);
+}
+
+ProgramBuilder::TransferPolicyScope::TransferPolicyScope(TransferPolicyScope&& other) noexcept
+    : builder_(other.builder_), previous_(other.previous_) {
+  other.builder_ = nullptr;
+}
+
+ProgramBuilder::TransferPolicyScope::~TransferPolicyScope() {
+  if (builder_ != nullptr) builder_->policy_ = previous_;
+}
+
+ProgramBuilder::TransferPolicyScope ProgramBuilder::transfer_policy(TransferPolicy policy) {
+  TransferPolicy previous = policy_;
+  policy_ = policy;
+  return TransferPolicyScope(this, previous);
+}
+
+void ProgramBuilder::RecordError(absl::Status error) {
+  if (status_.ok()) status_ = std::move(error);
+}
+
+std::string ProgramBuilder::UniqueName(const std::string& prefix) {
+  while (true) {
+    std::string name = absl::StrCat(prefix, "_", name_counters_[prefix]++, ".tmp_0");
+    if (!main_.block().HasVar(name) && !startup_.block().HasVar(name)) return name;
+  }
+}
+
+Var ProgramBuilder::Data(const std::string& name, DataType dtype, const Shape& shape) {
+  if (!status_.ok()) return {};
+  if (main_.block().HasVar(name)) {
+    RecordError(absl::InvalidArgumentError(
+        absl::StrCat("Data: variable '", name, "' already exists")));
+    return {};
+  }
+  VarDesc v{name, dtype, shape};
+  v.stop_gradient = true;
+  main_.block().AddVar(v);
+  return {name};
+}
+
+void ProgramBuilder::AppendInitOp(const std::string& var, DataType dtype, const Shape& shape,
+                                  const Initializer& init) {
+  OpDesc op;
+  op.outputs["Out"] = {var};
+  op.attrs["shape"] = shape.ToVector();
+  op.attrs["dtype"] = dtype;
+  op.op_device = device_;
+  if (init.kind == Initializer::Kind::kConstant) {
+    op.type = "fill_constant";
+    op.attrs["value"] = init.value;
+  } else {
+    op.type = "uniform_random";
+    op.attrs["min"] = init.low;
+    op.attrs["max"] = init.high;
+    op.attrs["seed"] = init.seed != 0 ? init.seed
+                                      : static_cast<int64_t>(std::hash<std::string>{}(var) >> 1);
+  }
+  startup_.block().AppendOp(std::move(op));
+}
+
+Var ProgramBuilder::CreateParameter(const std::string& name, DataType dtype,
+                                    const Shape& shape, Initializer init) {
+  if (!status_.ok()) return {};
+  absl::StatusOr<Shape> checked = Shape::Make(shape.dims());
+  if (!checked.ok()) {
+    RecordError(absl::InvalidArgumentError(
+        absl::StrCat("parameter '", name, "': ", checked.status().message())));
+    return {};
+  }
+  if (main_.block().HasVar(name)) {
+    RecordError(absl::InvalidArgumentError(
+        absl::StrCat("parameter '", name, "' already exists")));
+    return {};
+  }
+  VarDesc v{name, dtype, shape};
+  v.persistable = true;
+  v.is_parameter = true;
+  main_.block().AddVar(v);
+  startup_.block().AddVar(v);
+  AppendInitOp(name, dtype, shape, init);
+  return {name};
+}
+
+Var ProgramBuilder::CreatePersistableConstant(const std::string& name, DataType dtype,
+                                              const Shape& shape, double value) {
+  if (!status_.ok()) return {};
+  VarDesc v{name, dtype, shape};
+  v.persistable = true;
+  v.stop_gradient = true;
+  main_.block().AddVar(v);
+  startup_.block().AddVar(v);
+  AppendInitOp(name, dtype, shape, Initializer::Constant(value));
+  return {name};
+}
+
+std::map<std::string, std::vector<Var>> ProgramBuilder::AppendOp(
+    const std::string& type, const std::map<std::string, std::vector<Var>>& inputs,
+    AttrMap attrs, const std::vector<std::string>& outputs,
+    const std::map<std::string, std::string>& output_names) {
+  std::map<std::string, std::vector<Var>> result;
+  if (!status_.ok()) return result;
+  absl::StatusOr<const OpSchema*> schema = OpRegistry::Global().Find(type);
+  if (!schema.ok()) {
+    RecordError(schema.status());
+    return result;
+  }
+  OpDesc op;
+  op.type = type;
+  op.attrs = std::move(attrs);
+  op.op_device = device_;
+  op.transfer_policy = policy_;
+  std::map<std::string, std::vector<TensorMeta>> metas;
+  for (const auto& [arg, vars] : inputs) {
+    for (const Var& v : vars) {
+      const VarDesc* desc = main_.block().FindVar(v.name);
+      if (desc == nullptr) {
+        RecordError(absl::InvalidArgumentError(absl::StrCat(
+            "op '", type, "': input '", arg, "' names unknown variable '", v.name, "'")));
+        return result;
+      }
+      op.inputs[arg].push_back(v.name);
+      metas[arg].push_back(TensorMeta{desc->dtype, desc->shape});
+    }
+  }
+  const std::string prefix = UniqueName(type);  // "<type>_<n>.tmp_0"
+  const std::string stem = prefix.substr(0, prefix.size() - 1);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    auto named = output_names.find(outputs[i]);
+    op.outputs[outputs[i]] = {named != output_names.end() ? named->second
+                                                          : absl::StrCat(stem, i)};
+  }
+  absl::Status s = (*schema)->Validate(&op);
+  if (s.ok() && (*schema)->infer_shape()) {
+    InferShapeContext ctx(op, metas);
+    s = (*schema)->infer_shape()(&ctx);
+    if (s.ok()) {
+      for (const auto& [arg, names] : op.outputs) {
+        auto it = ctx.outputs().find(arg);
+        for (size_t i = 0; i < names.size(); ++i) {
+          VarDesc v{names[i]};
+          if (it != ctx.outputs().end() && i < it->second.size()) {
+            v.dtype = it->second[i].dtype;
+            v.shape = it->second[i].shape;
+          }
+          main_.block().AddVar(v);
+          result[arg].push_back({names[i]});
+        }
+      }
+    }
+  }
+  if (!s.ok()) {
+    RecordError(s);
+    return {};
+  }
+  main_.block().AppendOp(std::move(op));
+  return result;
+}
+
+Var ProgramBuilder::AppendSingle(const std::string& type,
+                                 const std::map<std::string, std::vector<Var>>& inputs,
+                                 AttrMap attrs, const std::string& output) {
+  for (const auto& [arg, vars] : inputs) {
+    for (const Var& v : vars) {
+      if (!v.valid()) {
+        RecordError(absl::InvalidArgumentError(
+            absl::StrCat("op '", type, "': input '", arg, "' is an invalid Var")));
+        return {};
+      }
+    }
+  }
+  auto out = AppendOp(type, inputs, std::move(attrs), {output});
+  auto it = out.find(output);
+  if (it == out.end() || it->second.empty()) return {};
+  return it->second[0];
+}
+
+Var ProgramBuilder::FillConstant(const std::vector<int64_t>& shape, DataType dtype,
+                                 double value) {
+  Var out = AppendSingle("fill_constant", {},
+                         {{"shape", shape}, {"dtype", dtype}, {"value", value}});
+  if (VarDesc* v = main_.block().FindVar(out.name)) v->stop_gradient = true;
+  return out;
+}
+
+Var ProgramBuilder::ElementwiseAdd(Var x, Var y, int64_t axis) {
+  return AppendSingle("elementwise_add", {{"X", {x}}, {"Y", {y}}}, {{"axis", axis}});
+}
+
+Var ProgramBuilder::Matmul(Var x, Var y, bool transpose_x, bool transpose_y, double alpha) {
+  return AppendSingle("matmul", {{"X", {x}}, {"Y", {y}}},
+                      {{"transpose_X", transpose_x}, {"transpose_Y", transpose_y},
+                       {"alpha", alpha}});
+}
+
+Var ProgramBuilder::Scale(Var x, double scale, double bias, bool bias_after_scale) {
+  return AppendSingle("scale", {{"X", {x}}},
+                      {{"scale", scale}, {"bias", bias}, {"bias_after_scale", bias_after_scale}});
+}
+
+Var ProgramBuilder::Cast(Var x, DataType out_dtype) {
+  return AppendSingle("cast", {{"X", {x}}}, {{"out_dtype", out_dtype}});
+}
+
+Var ProgramBuilder::LookupTable(Var ids, Var table, bool is_sparse, int64_t padding_idx) {
+  return AppendSingle("lookup_table", {{"Ids", {ids}}, {"W", {table}}},
+                      {{"is_sparse", is_sparse}, {"padding_idx", padding_idx}});
+}
+
+Var ProgramBuilder::Embedding(Var ids, const std::vector<int64_t>& size, bool is_sparse,
+                              int64_t padding_idx, Initializer init,
+                              const std::string& param_name) {
+  if (!status_.ok()) return {};
+  if (size.size() != 2) {
+    RecordError(absl::InvalidArgumentError(absl::StrCat(
+        "Embedding: size must be {rows, dim}, got ", size.size(), " values")));
+    return {};
+  }
+  const std::string name = param_name.empty() ? UniqueName("embedding") + "_w" : param_name;
+  Var table = CreateParameter(name, DataType::kFloat32, Shape({size[0], size[1]}), init);
+  return LookupTable(ids, table, is_sparse, padding_idx);
+}
+
+Var ProgramBuilder::L2Normalize(Var x, int64_t axis, double epsilon) {
+  return AppendSingle("l2_normalize", {{"X", {x}}}, {{"axis", axis}, {"epsilon", epsilon}});
+}
+
+Var ProgramBuilder::SquareErrorCost(Var input, Var label) {
+  return AppendSingle("square_error_cost", {{"X", {input}}, {"Y", {label}}}, {});
+}
+
+Var ProgramBuilder::Mean(Var x) { return AppendSingle("mean", {{"X", {x}}}, {}); }
+
+Var ProgramBuilder::ShapeOf(Var x) {
+  return AppendSingle("shape", {{"Input", {x}}}, {});
+}
+
+Var ProgramBuilder::Slice(Var x, const std::vector<int64_t>& axes,
+                          const std::vector<int64_t>& starts, const std::vector<int64_t>& ends) {
+  return AppendSingle("slice", {{"Input", {x}}},
+                      {{"axes", axes}, {"starts", starts}, {"ends", ends}});
+}
+
+Var ProgramBuilder::CropTensor(Var x, Var shape, const std::vector<int64_t>& offsets) {
+  AttrMap attrs;
+  if (!offsets.empty()) attrs["offsets"] = offsets;
+  return AppendSingle("crop_tensor", {{"X", {x}}, {"Shape", {shape}}}, std::move(attrs));
+}
+
+}  // namespace tandem

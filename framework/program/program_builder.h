@@ -1,0 +1,159 @@
+// ProgramBuilder: builds a main program (the training step) and a startup
+// program (parameter initialisation), one method per op, with device_guard
+// scopes that place the ops built inside them.
+//
+//   ProgramBuilder b;
+//   Var ids = b.FillConstant({1}, DataType::kInt64, 128);
+//   Var label = b.FillConstant({1, 150}, DataType::kFloat32, 0.5);
+//   Var emb;
+//   {
+//     auto guard = b.device_guard("cpu");        // ops built here run on the CPU
+//     emb = b.Embedding(ids, {10000000, 150});
+//   }                                            // previous device restored
+//   Var out = b.L2Normalize(emb, /*axis=*/-1);
+//   Var loss = b.Mean(b.SquareErrorCost(out, label));
+//   RETURN_IF_ERROR(b.status());                 // first error, if any
+//
+// Errors are sticky (like tensorflow::Scope): the first invalid call records
+// an InvalidArgument naming the op and argument, later calls do nothing and
+// return an invalid Var, and status() reports it. Not thread-safe.
+#ifndef TANDEM_FRAMEWORK_PROGRAM_PROGRAM_BUILDER_H_
+#define TANDEM_FRAMEWORK_PROGRAM_PROGRAM_BUILDER_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "framework/program/program.h"
+
+namespace tandem {
+
+// A handle to a program variable.
+struct Var {
+  std::string name;
+  bool valid() const { return !name.empty(); }
+};
+
+struct Initializer {
+  enum class Kind { kConstant, kUniform };
+  Kind kind = Kind::kUniform;
+  double value = 0;                // kConstant
+  double low = -0.05, high = 0.05; // kUniform
+  int64_t seed = 0;                // 0: derived from the parameter name
+
+  static Initializer Constant(double v) { return {Kind::kConstant, v}; }
+  static Initializer Uniform(double low, double high, int64_t seed = 0) {
+    return {Kind::kUniform, 0, low, high, seed};
+  }
+};
+
+class ProgramBuilder {
+ public:
+  ProgramBuilder() = default;
+  ProgramBuilder(const ProgramBuilder&) = delete;
+  ProgramBuilder& operator=(const ProgramBuilder&) = delete;
+
+  const absl::Status& status() const { return status_; }
+  Program& main_program() { return main_; }
+  Program& startup_program() { return startup_; }
+
+  // Places every op built while it lives; scopes nest, the innermost wins,
+  // and destruction restores the enclosing device. Move-only.
+  class DeviceGuardScope {
+   public:
+    DeviceGuardScope(DeviceGuardScope&& other) noexcept;
+    DeviceGuardScope& operator=(DeviceGuardScope&&) = delete;
+    ~DeviceGuardScope();
+
+   private:
+    friend class ProgramBuilder;
+    DeviceGuardScope(ProgramBuilder* b, std::string previous)
+        : builder_(b), previous_(std::move(previous)) {}
+    ProgramBuilder* builder_;
+    std::string previous_;
+  };
+  // `device`: "cpu", "gpu", "gpu:N", "<backend>:N", or "" for the
+  // executor's default place. Invalid strings make status() InvalidArgument
+  // listing the accepted forms.
+  DeviceGuardScope device_guard(absl::string_view device);
+  const std::string& current_device() const { return device_; }
+
+  // Sets the transfer policy of ops built while it lives. Move-only.
+  class TransferPolicyScope {
+   public:
+    TransferPolicyScope(TransferPolicyScope&& other) noexcept;
+    TransferPolicyScope& operator=(TransferPolicyScope&&) = delete;
+    ~TransferPolicyScope();
+
+   private:
+    friend class ProgramBuilder;
+    TransferPolicyScope(ProgramBuilder* b, TransferPolicy previous)
+        : builder_(b), previous_(previous) {}
+    ProgramBuilder* builder_;
+    TransferPolicy previous_;
+  };
+  TransferPolicyScope transfer_policy(TransferPolicy policy);
+
+  // A variable fed by the caller on every run (dims may be -1).
+  Var Data(const std::string& name, DataType dtype, const Shape& shape);
+  // A trainable, persistable parameter, initialised by the startup program
+  // on the current device.
+  Var CreateParameter(const std::string& name, DataType dtype, const Shape& shape,
+                      Initializer init = Initializer::Uniform(-0.05, 0.05));
+  // A persistable, non-trainable variable holding `value` (set by the
+  // startup program), e.g. a learning rate.
+  Var CreatePersistableConstant(const std::string& name, DataType dtype,
+                                const Shape& shape, double value);
+
+  // Generic op: validates against the schema, creates outputs named
+  // "<type>_<n>.tmp_<i>" (or `output_names` for the given args), runs shape
+  // inference and appends the op. Returns the output vars by argument.
+  std::map<std::string, std::vector<Var>> AppendOp(
+      const std::string& type, const std::map<std::string, std::vector<Var>>& inputs,
+      AttrMap attrs, const std::vector<std::string>& outputs,
+      const std::map<std::string, std::string>& output_names = {});
+
+  // One method per op (see ops/ for their semantics).
+  Var FillConstant(const std::vector<int64_t>& shape, DataType dtype, double value);
+  Var ElementwiseAdd(Var x, Var y, int64_t axis = -1);
+  Var Matmul(Var x, Var y, bool transpose_x = false, bool transpose_y = false,
+             double alpha = 1.0);
+  Var Scale(Var x, double scale, double bias = 0.0, bool bias_after_scale = true);
+  Var Cast(Var x, DataType out_dtype);
+  Var LookupTable(Var ids, Var table, bool is_sparse = false, int64_t padding_idx = -1);
+  // Creates the table parameter (on the current device) and looks `ids` up.
+  Var Embedding(Var ids, const std::vector<int64_t>& size, bool is_sparse = false,
+                int64_t padding_idx = -1,
+                Initializer init = Initializer::Uniform(-0.05, 0.05),
+                const std::string& param_name = "");
+  Var L2Normalize(Var x, int64_t axis = -1, double epsilon = 1e-10);
+  Var SquareErrorCost(Var input, Var label);
+  Var Mean(Var x);
+  Var ShapeOf(Var x);
+  Var Slice(Var x, const std::vector<int64_t>& axes, const std::vector<int64_t>& starts,
+            const std::vector<int64_t>& ends);
+  Var CropTensor(Var x, Var shape, const std::vector<int64_t>& offsets = {});
+
+  // Records `error` as the sticky status if none is recorded yet.
+  void RecordError(absl::Status error);
+  // A fresh unique variable name "<prefix>_<n>.tmp_0".
+  std::string UniqueName(const std::string& prefix);
+
+ private:
+  Var AppendSingle(const std::string& type, const std::map<std::string, std::vector<Var>>& inputs,
+                   AttrMap attrs, const std::string& output = "Out");
+  void AppendInitOp(const std::string& var, DataType dtype, const Shape& shape,
+                    const Initializer& init);
+
+  Program main_;
+  Program startup_;
+  absl::Status status_;
+  std::string device_;
+  TransferPolicy policy_ = TransferPolicy::kInherit;
+  std::map<std::string, int> name_counters_;
+};
+
+}  // namespace tandem
+
+#endif  // TANDEM_FRAMEWORK_PROGRAM_PROGRAM_BUILDER_H_
