@@ -8,7 +8,15 @@ a small header shared with the .cu file.
 load("@local_config_cuda//:defs.bzl", "CUDA_ENABLED", "CUDA_PATH")
 
 def cuda_library(name, srcs, hdrs = [], deps = [], copts = [], **kwargs):
-    """Builds `srcs` (.cu) with nvcc; `hdrs` are headers the .cu files include."""
+    """Builds `srcs` (.cu) with nvcc; `hdrs` are headers the .cu files include.
+
+    Without the toolkit (CUDA_ENABLED false) it declares an empty library and
+    no nvcc step, so packages that mention it still load; mark its users
+    incompatible (target_compatible_with) or reach them only through if_cuda.
+    """
+    if not CUDA_ENABLED:
+        native.cc_library(name = name, **kwargs)
+        return
     objs = []
     for src in srcs:
         obj = name + "_" + src.replace("/", "_").replace(".cu", ".o")

@@ -1,0 +1,72 @@
+// Launchers of the CUDA backend's broadcasting kernels (elementwise_add and
+// its gradient), implemented in broadcast_launchers.cu, and the geometry they
+// take. Plain C++: included by that .cu file, by broadcast_plan.h (which
+// computes the geometry) and by the OpKernels.
+//
+//   AddGeometry g = ...;   // from PlanAdd (broadcast_plan.h)
+//   CUDA_RETURN_IF_ERROR(LaunchAddStrided<float>(x, y, out, g, stream));
+//
+// Each call enqueues one kernel on `stream` and returns at once (async) with
+// the launch status; nothing is launched when there is no output element.
+// Pointers are device memory of the stream's GPU. Instantiated for float,
+// double, int32_t and int64_t. Thread-safe.
+#ifndef TANDEM_BACKENDS_CUDA_BROADCAST_LAUNCHERS_H_
+#define TANDEM_BACKENDS_CUDA_BROADCAST_LAUNCHERS_H_
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace tandem {
+namespace cuda {
+
+// Most dims a strided kernel handles (after merging dims that broadcast
+// alike, which leaves few).
+constexpr int kMaxBroadcastDims = 8;
+
+// out (contiguous, `rank` dims) = x + y, where x and y are read with element
+// strides, 0 along the dims they are broadcast on.
+struct AddGeometry {
+  int rank = 0;
+  int64_t dims[kMaxBroadcastDims] = {};
+  int64_t x_strides[kMaxBroadcastDims] = {};
+  int64_t y_strides[kMaxBroadcastDims] = {};
+};
+
+// out = in summed over some dims. `in` is contiguous; output element j
+// (row-major over keep_dims) sums in[base(j) + offset(r)] for r over the
+// reduced dims, base and offset from the strides of `in`. No reduced element
+// (reduce_count 0) gives 0.
+struct ReduceGeometry {
+  int keep_rank = 0;
+  int64_t keep_dims[kMaxBroadcastDims] = {};
+  int64_t keep_strides[kMaxBroadcastDims] = {};
+  int reduce_rank = 0;
+  int64_t reduce_dims[kMaxBroadcastDims] = {};
+  int64_t reduce_strides[kMaxBroadcastDims] = {};
+  int64_t out_count = 1;     // product of keep_dims
+  int64_t reduce_count = 1;  // product of reduce_dims
+};
+
+// out[i] = x[i] + y[i], i < n.
+template <typename T>
+cudaError_t LaunchAddSame(const T* x, const T* y, T* out, int64_t n,
+                          cudaStream_t stream);
+// out[i] = x[i] + y[i % cols], i < n (y a row repeated; cols 1: a scalar).
+template <typename T>
+cudaError_t LaunchAddRow(const T* x, const T* y, T* out, int64_t n,
+                         int64_t cols, cudaStream_t stream);
+// The general case described by `g`.
+template <typename T>
+cudaError_t LaunchAddStrided(const T* x, const T* y, T* out,
+                             const AddGeometry& g, cudaStream_t stream);
+// out = sum of `in` as described by `g`. Float sums accumulate in double,
+// int32 in int64.
+template <typename T>
+cudaError_t LaunchReduceSum(const T* in, T* out, const ReduceGeometry& g,
+                            cudaStream_t stream);
+
+}  // namespace cuda
+}  // namespace tandem
+
+#endif  // TANDEM_BACKENDS_CUDA_BROADCAST_LAUNCHERS_H_

@@ -1,0 +1,640 @@
+// The CUDA backend end to end: registration (runs anywhere), then the device,
+// its allocators, copies, streams and events, and every kernel against a
+// host computation through RunOpEager (skipped without a GPU).
+#include <cuda_runtime_api.h>
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/cuda_device.h"
+#include "backends/cuda/elementwise_launchers.h"
+#include "framework/device/device_registry.h"
+#include "framework/kernel/kernel_registry.h"
+#include "framework/runtime/eager.h"
+#include "framework/testing/status_matchers.h"
+#include "gtest/gtest.h"
+#include "ops/math/shape_fns.h"
+
+namespace tandem {
+namespace cuda {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::MatchesRegex;
+
+int GpuCount() { return DeviceRegistry::Global().DeviceCount(DeviceType::GPU()); }
+
+// ---------------------------------------------------------------------------
+// Anywhere, GPU or not.
+
+TEST(CudaBackend, KernelsAreRegisteredOnGpu) {
+  for (const char* op : {"fill_constant", "elementwise_add", "elementwise_add_grad", "matmul",
+                         "matmul_grad", "scale", "cast"}) {
+    EXPECT_TRUE(KernelRegistry::Global().HasKernel(op, DeviceType::GPU())) << op;
+  }
+}
+
+TEST(CudaBackend, GpuFactoryIsLinkedAndCountsWithoutCrashing) {
+  ASSERT_NE(DeviceRegistry::Global().FactoryFor(DeviceType::GPU()), nullptr);
+  EXPECT_EQ(GPUPlace(0).LogName(), "CUDAPlace(0)");
+  int n = 0;
+  const cudaError_t error = cudaGetDeviceCount(&n);
+  cudaGetLastError();
+  EXPECT_EQ(GpuCount(), error == cudaSuccess ? n : 0);
+}
+
+TEST(CudaBackend, WithoutGpuEverythingIsAStatus) {
+  if (GpuCount() > 0) GTEST_SKIP() << "a GPU is present";
+  EXPECT_THAT(DeviceRegistry::Global().GetDevice(GPUPlace(0)),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("0 gpu device(s)")));
+  OpDesc op;
+  op.type = "fill_constant";
+  op.attrs["shape"] = std::vector<int64_t>{2};
+  EXPECT_THAT(RunOpEager(op, GPUPlace(0), {}), StatusIs(absl::StatusCode::kInvalidArgument));
+  { DeviceGuard guard(GPUPlace(0)); }  // a no-op, not a crash
+}
+
+// ---------------------------------------------------------------------------
+// On a GPU.
+
+class GpuTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (GpuCount() == 0) GTEST_SKIP() << "no GPU";
+    absl::StatusOr<Device*> d = DeviceRegistry::Global().GetDevice(GPUPlace(0));
+    ASSERT_OK(d.status());
+    device_ = CudaDeviceOf(*d);
+  }
+
+  CudaDevice* device_ = nullptr;
+};
+
+TEST_F(GpuTest, DescriptionNamesModelMemoryAndArch) {
+  EXPECT_THAT(device_->Description(), MatchesRegex(".+ \\([0-9]+\\.[0-9] GiB, sm_[0-9]+\\)"));
+  EXPECT_EQ(device_->place(), GPUPlace(0));
+}
+
+TEST_F(GpuTest, AllocatorCachesAndReuses) {
+  CachingAllocator* a = device_->allocator();
+  EXPECT_EQ(a->place(), GPUPlace(0));
+  ASSERT_OK_AND_ASSIGN(void* p, a->Allocate(1000));
+  a->Deallocate(p, 1000);
+  ASSERT_OK_AND_ASSIGN(void* q, a->Allocate(900));
+  EXPECT_EQ(q, p);
+  ASSERT_OK_AND_ASSIGN(void* z, a->Allocate(0));
+  EXPECT_NE(z, nullptr);
+  EXPECT_NE(z, q);
+  cudaPointerAttributes attr;
+  ASSERT_EQ(cudaPointerGetAttributes(&attr, q), cudaSuccess);
+  EXPECT_EQ(attr.type, cudaMemoryTypeDevice);
+  EXPECT_EQ(attr.device, 0);
+  a->Deallocate(q, 900);
+  a->Deallocate(z, 0);
+}
+
+TEST_F(GpuTest, PeakAndReservedStats) {
+  CachingAllocator* a = device_->allocator();
+  const AllocatorStats before = a->GetStats();
+  ASSERT_OK_AND_ASSIGN(void* p, a->Allocate(3 << 20));
+  const AllocatorStats during = a->GetStats();
+  EXPECT_EQ(during.bytes_in_use, before.bytes_in_use + (3 << 20));
+  EXPECT_GE(during.peak_bytes_in_use, during.bytes_in_use);
+  EXPECT_GE(during.bytes_reserved, during.bytes_in_use);
+  a->Deallocate(p, 3 << 20);
+  EXPECT_EQ(a->GetStats().bytes_in_use, before.bytes_in_use);
+  EXPECT_GE(a->GetStats().peak_bytes_in_use, before.bytes_in_use + (3 << 20));
+}
+
+TEST_F(GpuTest, LimitGivesResourceExhaustedWithNumbers) {
+  CachingAllocator* a = device_->allocator();
+  const int64_t in_use = a->GetStats().bytes_in_use;
+  a->SetBytesLimit(in_use + (1 << 20));
+  EXPECT_THAT(a->Allocate(2 << 20),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       AllOf(HasSubstr("out of memory on gpu:0"),
+                             HasSubstr("requested 2097152 bytes (2.0 MiB)"),
+                             HasSubstr("in use"), HasSubstr("limit"))));
+  a->SetBytesLimit(0);
+}
+
+TEST_F(GpuTest, DeviceOutOfMemoryIsResourceExhaustedAndGpuStaysUsable) {
+  EXPECT_THAT(device_->allocator()->Allocate(size_t{1} << 50),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       AllOf(HasSubstr("requested"), HasSubstr("cudaErrorMemoryAllocation"))));
+  OpDesc op;
+  op.type = "fill_constant";
+  op.attrs["shape"] = std::vector<int64_t>{4};
+  op.attrs["value"] = 1.0;
+  EXPECT_OK(RunOpEager(op, GPUPlace(0), {}).status());
+}
+
+TEST_F(GpuTest, PinnedHostMemory) {
+  CachingAllocator* h = device_->host_allocator();
+  EXPECT_EQ(h->place(), CPUPlace());
+  ASSERT_OK_AND_ASSIGN(void* p, h->Allocate(4096));
+  std::memset(p, 7, 4096);
+  cudaPointerAttributes attr;
+  ASSERT_EQ(cudaPointerGetAttributes(&attr, p), cudaSuccess);
+  EXPECT_EQ(attr.type, cudaMemoryTypeHost);
+  h->Deallocate(p, 4096);
+  ASSERT_OK_AND_ASSIGN(void* q, h->Allocate(4000));
+  EXPECT_EQ(q, p);
+  h->Deallocate(q, 4000);
+}
+
+std::vector<float> Ramp(size_t n) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = static_cast<float>(i) * 0.5f - 3;
+  return v;
+}
+
+TEST_F(GpuTest, SyncCopiesRoundTrip) {
+  const size_t n = 1023, bytes = n * sizeof(float);
+  const std::vector<float> src = Ramp(n);
+  std::vector<float> back(n, 0);
+  CachingAllocator* a = device_->allocator();
+  ASSERT_OK_AND_ASSIGN(void* d1, a->Allocate(bytes));
+  ASSERT_OK_AND_ASSIGN(void* d2, a->Allocate(bytes));
+  ASSERT_OK(device_->Copy(CopyKind::kHostToDevice, d1, src.data(), bytes));
+  ASSERT_OK(device_->Copy(CopyKind::kDeviceToDevice, d2, d1, bytes));
+  ASSERT_OK(device_->Copy(CopyKind::kDeviceToHost, back.data(), d2, bytes));
+  EXPECT_EQ(back, src);
+  EXPECT_OK(device_->Copy(CopyKind::kHostToDevice, d1, src.data(), 0));
+  a->Deallocate(d1, bytes);
+  a->Deallocate(d2, bytes);
+}
+
+TEST_F(GpuTest, SyncCopyWaitsForComputeStream) {
+  const int64_t n = 1 << 24;
+  ASSERT_OK_AND_ASSIGN(Tensor t, Tensor::Allocate(device_->allocator(), DataType::kFloat32,
+                                                  Shape({n})));
+  ASSERT_EQ(LaunchFill<float>(t.data<float>(), n, 2.5f, CudaStreamOf(device_->compute_stream())),
+            cudaSuccess);
+  std::vector<float> back(n);
+  ASSERT_OK(device_->Copy(CopyKind::kDeviceToHost, back.data(), t.raw_data(), n * sizeof(float)));
+  EXPECT_EQ(back.front(), 2.5f);
+  EXPECT_EQ(back.back(), 2.5f);
+}
+
+TEST_F(GpuTest, AsyncCopiesStreamsAndEventsOrderWork) {
+  const size_t n = 1 << 22, bytes = n * sizeof(float);
+  CachingAllocator* h = device_->host_allocator();
+  CachingAllocator* a = device_->allocator();
+  ASSERT_OK_AND_ASSIGN(void* pinned_in, h->Allocate(bytes));
+  ASSERT_OK_AND_ASSIGN(void* pinned_out, h->Allocate(bytes));
+  ASSERT_OK_AND_ASSIGN(void* d1, a->Allocate(bytes));
+  ASSERT_OK_AND_ASSIGN(void* d2, a->Allocate(bytes));
+  const std::vector<float> src = Ramp(n);
+  std::memcpy(pinned_in, src.data(), bytes);
+  std::memset(pinned_out, 0, bytes);
+
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Stream> s1, device_->CreateStream());
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Stream> s2, device_->CreateStream());
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Event> uploaded, device_->CreateEvent());
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Event> done, device_->CreateEvent());
+  ASSERT_OK(device_->CopyAsync(CopyKind::kHostToDevice, d1, pinned_in, bytes, s1.get()));
+  ASSERT_OK(device_->RecordEvent(uploaded.get(), s1.get()));
+  ASSERT_OK(device_->StreamWaitEvent(s2.get(), uploaded.get()));
+  ASSERT_OK(device_->CopyAsync(CopyKind::kDeviceToDevice, d2, d1, bytes, s2.get()));
+  ASSERT_OK(device_->CopyAsync(CopyKind::kDeviceToHost, pinned_out, d2, bytes, s2.get()));
+  ASSERT_OK(device_->RecordEvent(done.get(), s2.get()));
+  ASSERT_OK(device_->SynchronizeEvent(done.get()));
+  EXPECT_EQ(std::memcmp(pinned_out, src.data(), bytes), 0);
+
+  std::memset(pinned_out, 0, bytes);
+  ASSERT_OK(device_->CopyAsync(CopyKind::kDeviceToHost, pinned_out, d1, bytes,
+                               device_->copy_stream()));
+  ASSERT_OK(device_->SynchronizeStream(device_->copy_stream()));
+  EXPECT_EQ(std::memcmp(pinned_out, src.data(), bytes), 0);
+  EXPECT_OK(device_->Synchronize());
+
+  h->Deallocate(pinned_in, bytes);
+  h->Deallocate(pinned_out, bytes);
+  a->Deallocate(d1, bytes);
+  a->Deallocate(d2, bytes);
+}
+
+TEST_F(GpuTest, DeviceGuardSwitchesAndRestores) {
+  int current = -1;
+  {
+    DeviceGuard guard(GPUPlace(0));
+    ASSERT_EQ(cudaGetDevice(&current), cudaSuccess);
+    EXPECT_EQ(current, 0);
+    if (GpuCount() > 1) {
+      {
+        DeviceGuard inner(GPUPlace(1));
+        ASSERT_EQ(cudaGetDevice(&current), cudaSuccess);
+        EXPECT_EQ(current, 1);
+        ASSERT_OK_AND_ASSIGN(Device * d1, DeviceRegistry::Global().GetDevice(GPUPlace(1)));
+        ASSERT_OK_AND_ASSIGN(void* p, d1->allocator()->Allocate(64));
+        cudaPointerAttributes attr;
+        ASSERT_EQ(cudaPointerGetAttributes(&attr, p), cudaSuccess);
+        EXPECT_EQ(attr.device, 1);
+        d1->allocator()->Deallocate(p, 64);
+      }
+      ASSERT_EQ(cudaGetDevice(&current), cudaSuccess);
+      EXPECT_EQ(current, 0);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Kernels against host computations.
+
+// Deterministic small values, exact in every dtype (multiples of 1/4).
+template <typename T>
+std::vector<T> Values(int64_t n, int salt = 0) {
+  std::vector<T> v(n);
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t k = (i * 37 + salt * 11) % 23 - 11;
+    if constexpr (std::is_floating_point_v<T>) {
+      v[i] = static_cast<T>(k) / 4;
+    } else {
+      v[i] = static_cast<T>(k);
+    }
+  }
+  return v;
+}
+
+template <typename T>
+Variable HostVar(const Shape& s, const std::vector<T>& v) {
+  return Variable(Tensor::FromVector<T>(s, v));
+}
+
+// Runs `op` on gpu:0; returns each output copied to the host.
+absl::StatusOr<std::map<std::string, Tensor>> RunOnGpu(OpDesc op, const EagerInputs& inputs) {
+  absl::StatusOr<EagerOutputs> out = RunOpEager(std::move(op), GPUPlace(0), inputs);
+  if (!out.ok()) return out.status();
+  std::map<std::string, Tensor> host;
+  for (const auto& [arg, vars] : *out) {
+    if (vars.empty()) continue;
+    if (vars[0].tensor().place() != GPUPlace(0)) {
+      return absl::InternalError(arg + " is not on gpu:0");
+    }
+    absl::StatusOr<Tensor> t = CopyTensorTo(vars[0].tensor(), CPUPlace());
+    if (!t.ok()) return t.status();
+    host[arg] = *std::move(t);
+  }
+  return host;
+}
+
+OpDesc Op(const std::string& type, AttrMap attrs = {}) {
+  OpDesc op;
+  op.type = type;
+  op.attrs = std::move(attrs);
+  return op;
+}
+
+TEST_F(GpuTest, FillConstantEveryDtype) {
+  for (const std::vector<int64_t>& dims :
+       std::vector<std::vector<int64_t>>{{2, 3}, {}, {0}, {1023}, {3, 0, 2}}) {
+    for (const double value : {2.7, -2.7, 0.0}) {
+      for (DataType dtype : AllDataTypes()) {
+        SCOPED_TRACE(absl::StrCat(DataTypeName(dtype), " ", value, " ", dims.size()));
+        ASSERT_OK_AND_ASSIGN(auto out, RunOnGpu(Op("fill_constant", {{"shape", dims},
+                                                                     {"value", value},
+                                                                     {"dtype", dtype}}),
+                                                {}));
+        const Tensor& t = out.at("Out");
+        EXPECT_EQ(t.dtype(), dtype);
+        EXPECT_EQ(t.shape(), Shape(dims));
+        DispatchDataType(dtype, [&](auto tag) {
+          using T = typename decltype(tag)::type;
+          T want;
+          if constexpr (std::is_same_v<T, bool>) {
+            want = value != 0;
+          } else {
+            want = static_cast<T>(value);
+          }
+          for (int64_t i = 0; i < t.NumElements(); ++i) ASSERT_EQ(t.data<T>()[i], want) << i;
+        });
+      }
+    }
+  }
+  EXPECT_THAT(RunOnGpu(Op("fill_constant", {{"shape", std::vector<int64_t>{2, -1}}}), {}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("shape")));
+}
+
+// numpy-style reference: element of `s` (right-aligned, size-1 dims
+// broadcast) at output coordinates `coord`.
+int64_t BroadcastIndex(const Shape& s, const Shape& out, const std::vector<int64_t>& coord) {
+  int64_t offset = 0, stride = 1;
+  for (int i = s.rank() - 1; i >= 0; --i) {
+    if (s.dim(i) != 1) offset += coord[i + out.rank() - s.rank()] * stride;
+    stride *= s.dim(i);
+  }
+  return offset;
+}
+
+std::vector<int64_t> Coord(const Shape& out, int64_t i) {
+  std::vector<int64_t> c(out.rank());
+  for (int d = out.rank() - 1; d >= 0; --d) {
+    c[d] = i % out.dim(d);
+    i /= out.dim(d);
+  }
+  return c;
+}
+
+struct AddCase {
+  Shape x, y;
+  int64_t axis;
+};
+
+const std::vector<AddCase>& AddCases() {
+  static const auto* cases = new std::vector<AddCase>{
+      {Shape({1023}), Shape({1023}), -1},          // same shape, odd size
+      {Shape({4, 1023}), Shape({1023}), -1},       // row
+      {Shape({3}), Shape({5, 3}), -1},             // X is the row
+      {Shape({2, 3, 4}), Shape(), -1},             // scalar Y
+      {Shape(), Shape(), -1},                      // 0-d
+      {Shape({2, 3, 4}), Shape({3}), 1},           // axis
+      {Shape({2, 3, 4}), Shape({2, 3}), 0},        // axis 0
+      {Shape({4, 1, 5}), Shape({3, 1}), -1},       // both broadcast
+      {Shape({2, 1, 3, 1, 2}), Shape({4, 1, 2, 1}), -1},
+      {Shape({0, 3}), Shape({3}), -1},             // empty
+      {Shape({600, 3}), Shape({600, 1}), -1},      // long column sums in the grad
+      {Shape({300, 2}), Shape({2}), -1},           // long row sums in the grad
+  };
+  return *cases;
+}
+
+template <typename T>
+void CheckAdd(const AddCase& c) {
+  SCOPED_TRACE(absl::StrCat(DataTypeName(DataTypeOf<T>()), " ", c.x.ToString(), " + ",
+                            c.y.ToString(), " axis ", c.axis));
+  const std::vector<T> xv = Values<T>(c.x.num_elements(), 1);
+  const std::vector<T> yv = Values<T>(c.y.num_elements(), 2);
+  ASSERT_OK_AND_ASSIGN(Shape out_shape, BroadcastShapes("t", c.x, c.y, c.axis));
+  ASSERT_OK_AND_ASSIGN(Shape y_aligned, AlignForBroadcast("t", c.x, c.y, c.axis));
+  const EagerInputs in = {{"X", {HostVar(c.x, xv)}}, {"Y", {HostVar(c.y, yv)}}};
+  ASSERT_OK_AND_ASSIGN(auto out, RunOnGpu(Op("elementwise_add", {{"axis", c.axis}}), in));
+  const Tensor& o = out.at("Out");
+  ASSERT_EQ(o.shape(), out_shape);
+  for (int64_t i = 0; i < o.NumElements(); ++i) {
+    const std::vector<int64_t> coord = Coord(out_shape, i);
+    ASSERT_EQ(o.data<T>()[i], xv[BroadcastIndex(c.x, out_shape, coord)] +
+                                  yv[BroadcastIndex(y_aligned, out_shape, coord)])
+        << i;
+  }
+
+  // Gradient: Out@GRAD summed to each input's shape.
+  const std::vector<T> g = Values<T>(out_shape.num_elements(), 3);
+  EagerInputs gin = in;
+  gin["Out@GRAD"] = {HostVar(out_shape, g)};
+  ASSERT_OK_AND_ASSIGN(auto grads, RunOnGpu(Op("elementwise_add_grad", {{"axis", c.axis}}), gin));
+  std::vector<T> dx(c.x.num_elements(), 0), dy(c.y.num_elements(), 0);
+  for (int64_t i = 0; i < out_shape.num_elements(); ++i) {
+    const std::vector<int64_t> coord = Coord(out_shape, i);
+    dx[BroadcastIndex(c.x, out_shape, coord)] += g[i];
+    dy[BroadcastIndex(y_aligned, out_shape, coord)] += g[i];
+  }
+  EXPECT_EQ(grads.at("X@GRAD").shape(), c.x);
+  EXPECT_EQ(grads.at("Y@GRAD").shape(), c.y);
+  EXPECT_EQ(grads.at("X@GRAD").ToVector<T>(), dx);
+  EXPECT_EQ(grads.at("Y@GRAD").ToVector<T>(), dy);
+}
+
+TEST_F(GpuTest, ElementwiseAddAndGradMatchHost) {
+  for (const AddCase& c : AddCases()) {
+    CheckAdd<float>(c);
+    CheckAdd<double>(c);
+    CheckAdd<int32_t>(c);
+    CheckAdd<int64_t>(c);
+  }
+}
+
+TEST_F(GpuTest, ElementwiseAddGradComputesOnlyBoundOutputs) {
+  OpDesc op = Op("elementwise_add_grad");
+  op.outputs["X@GRAD"] = {"dx"};
+  op.outputs["Y@GRAD"] = {};
+  const EagerInputs in = {{"X", {HostVar<float>(Shape({2, 3}), Values<float>(6))}},
+                          {"Y", {HostVar<float>(Shape({3}), Values<float>(3))}},
+                          {"Out@GRAD", {HostVar<float>(Shape({2, 3}), Values<float>(6))}}};
+  ASSERT_OK_AND_ASSIGN(auto out, RunOnGpu(op, in));
+  EXPECT_EQ(out.count("Y@GRAD"), 0u);
+  EXPECT_EQ(out.at("X@GRAD").ToVector<float>(), Values<float>(6));
+}
+
+TEST_F(GpuTest, ElementwiseAddBadInputsAreInvalidArgument) {
+  EXPECT_THAT(RunOnGpu(Op("elementwise_add"),
+                       {{"X", {HostVar<float>(Shape({2, 3}), Values<float>(6))}},
+                        {"Y", {HostVar<float>(Shape({4}), Values<float>(4))}}}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("cannot be broadcast")));
+  EXPECT_THAT(RunOnGpu(Op("elementwise_add"),
+                       {{"X", {HostVar<float>(Shape({2}), Values<float>(2))}},
+                        {"Y", {HostVar<double>(Shape({2}), Values<double>(2))}}}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("X is float32 but Y is float64")));
+  EXPECT_THAT(RunOnGpu(Op("elementwise_add_grad"),
+                       {{"X", {HostVar<float>(Shape({2, 3}), Values<float>(6))}},
+                        {"Y", {HostVar<float>(Shape({3}), Values<float>(3))}},
+                        {"Out@GRAD", {HostVar<float>(Shape({3}), Values<float>(3))}}}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("Out@GRAD is [3]")));
+}
+
+// Host matmul in double, following MatmulShape: element (b, i, j).
+struct MatmulCase {
+  Shape x, y;
+  bool tx, ty;
+  double alpha;
+};
+
+template <typename T>
+void CheckMatmul(const MatmulCase& c) {
+  SCOPED_TRACE(absl::StrCat(DataTypeName(DataTypeOf<T>()), " ", c.x.ToString(),
+                            c.tx ? "^T" : "", " * ", c.y.ToString(), c.ty ? "^T" : "", " alpha ",
+                            c.alpha));
+  ASSERT_OK_AND_ASSIGN(MatmulDims d, MatmulShape("t", c.x, c.y, c.tx, c.ty));
+  const std::vector<T> xv = Values<T>(c.x.num_elements(), 1);
+  const std::vector<T> yv = Values<T>(c.y.num_elements(), 2);
+  const int64_t m = d.m, n = d.n, k = d.k;
+  auto X = [&](int64_t b, int64_t i, int64_t kk) -> double {  // op(X)[b](i, kk)
+    const int64_t base = d.x_batched ? b * m * k : 0;
+    return c.tx ? xv[base + kk * m + i] : xv[base + i * k + kk];
+  };
+  auto Y = [&](int64_t b, int64_t kk, int64_t j) -> double {  // op(Y)[b](kk, j)
+    const int64_t base = d.y_batched ? b * k * n : 0;
+    return c.ty ? yv[base + j * k + kk] : yv[base + kk * n + j];
+  };
+  const double tol = std::is_same_v<T, float> ? 1e-4 : 1e-10;
+  AttrMap attrs = {{"transpose_X", c.tx}, {"transpose_Y", c.ty}, {"alpha", c.alpha}};
+  const EagerInputs in = {{"X", {HostVar(c.x, xv)}}, {"Y", {HostVar(c.y, yv)}}};
+  ASSERT_OK_AND_ASSIGN(auto out, RunOnGpu(Op("matmul", attrs), in));
+  const Tensor& o = out.at("Out");
+  ASSERT_EQ(o.shape(), d.out);
+  for (int64_t b = 0; b < d.batch; ++b) {
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        double want = 0;
+        for (int64_t kk = 0; kk < k; ++kk) want += X(b, i, kk) * Y(b, kk, j);
+        want *= c.alpha;
+        ASSERT_NEAR(o.data<T>()[(b * m + i) * n + j], want, tol * (1 + std::abs(want)))
+            << b << "," << i << "," << j;
+      }
+    }
+  }
+
+  // Gradients: d op(X) = alpha G op(Y)^T, d op(Y) = alpha op(X)^T G, stored
+  // back through the transposes and summed over the batch when shared.
+  const std::vector<T> g = Values<T>(d.out.num_elements(), 3);
+  EagerInputs gin = in;
+  gin["Out@GRAD"] = {HostVar(d.out, g)};
+  ASSERT_OK_AND_ASSIGN(auto grads, RunOnGpu(Op("matmul_grad", attrs), gin));
+  std::vector<double> dx(c.x.num_elements(), 0), dy(c.y.num_elements(), 0);
+  for (int64_t b = 0; b < d.batch; ++b) {
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t kk = 0; kk < k; ++kk) {
+        double s = 0;
+        for (int64_t j = 0; j < n; ++j) s += g[(b * m + i) * n + j] * Y(b, kk, j);
+        const int64_t base = d.x_batched ? b * m * k : 0;
+        dx[base + (c.tx ? kk * m + i : i * k + kk)] += c.alpha * s;
+      }
+    }
+    for (int64_t kk = 0; kk < k; ++kk) {
+      for (int64_t j = 0; j < n; ++j) {
+        double s = 0;
+        for (int64_t i = 0; i < m; ++i) s += X(b, i, kk) * g[(b * m + i) * n + j];
+        const int64_t base = d.y_batched ? b * k * n : 0;
+        dy[base + (c.ty ? j * k + kk : kk * n + j)] += c.alpha * s;
+      }
+    }
+  }
+  const Tensor& gx = grads.at("X@GRAD");
+  const Tensor& gy = grads.at("Y@GRAD");
+  ASSERT_EQ(gx.shape(), c.x);
+  ASSERT_EQ(gy.shape(), c.y);
+  for (size_t i = 0; i < dx.size(); ++i) {
+    ASSERT_NEAR(gx.data<T>()[i], dx[i], tol * (1 + std::abs(dx[i]))) << "dX " << i;
+  }
+  for (size_t i = 0; i < dy.size(); ++i) {
+    ASSERT_NEAR(gy.data<T>()[i], dy[i], tol * (1 + std::abs(dy[i]))) << "dY " << i;
+  }
+}
+
+TEST_F(GpuTest, MatmulAndGradMatchHost) {
+  std::vector<MatmulCase> cases;
+  for (const bool tx : {false, true}) {
+    for (const bool ty : {false, true}) {
+      // m = 3, k = 5, n = 4; X stored m x k (k x m when tx), Y k x n (n x k).
+      const Shape x2 = tx ? Shape({5, 3}) : Shape({3, 5});
+      const Shape y2 = ty ? Shape({4, 5}) : Shape({5, 4});
+      const Shape x3 = tx ? Shape({2, 5, 3}) : Shape({2, 3, 5});
+      const Shape y3 = ty ? Shape({2, 4, 5}) : Shape({2, 5, 4});
+      cases.push_back({x2, y2, tx, ty, 1.0});
+      cases.push_back({x3, y3, tx, ty, 0.5});  // both batched
+      cases.push_back({x3, y2, tx, ty, 1.0});  // Y shared by the batch
+      cases.push_back({x2, y3, tx, ty, 2.0});  // X shared by the batch
+    }
+  }
+  cases.push_back({Shape({2, 3, 1, 5}), Shape({5, 7}), false, false, 1.0});  // 2 batch dims
+  cases.push_back({Shape({3, 0}), Shape({0, 4}), false, false, 1.0});        // k == 0
+  cases.push_back({Shape({2, 3, 0}), Shape({0, 4}), false, false, 1.0});     // k == 0, batched
+  cases.push_back({Shape({0, 5}), Shape({5, 4}), false, false, 1.0});        // m == 0
+  cases.push_back({Shape({0, 3, 5}), Shape({5, 4}), false, false, 1.0});     // empty batch
+  cases.push_back({Shape({3, 5}), Shape({0, 5, 4}), false, false, 1.0});     // shared X, no batch
+  cases.push_back({Shape({33, 65}), Shape({65, 17}), false, false, 1.0});    // odd sizes
+  for (const MatmulCase& c : cases) {
+    CheckMatmul<float>(c);
+    CheckMatmul<double>(c);
+  }
+}
+
+TEST_F(GpuTest, MatmulBadInputsAreInvalidArgument) {
+  EXPECT_THAT(RunOnGpu(Op("matmul"), {{"X", {HostVar<float>(Shape({2, 3}), Values<float>(6))}},
+                                      {"Y", {HostVar<float>(Shape({4, 2}), Values<float>(8))}}}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("inner dims differ")));
+  EXPECT_THAT(RunOnGpu(Op("matmul"),
+                       {{"X", {HostVar<float>(Shape({2, 2, 3}), Values<float>(12))}},
+                        {"Y", {HostVar<float>(Shape({3, 3, 2}), Values<float>(18))}}}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("batch dims")));
+  EXPECT_THAT(RunOnGpu(Op("matmul"), {{"X", {HostVar<float>(Shape({2, 3}), Values<float>(6))}},
+                                      {"Y", {HostVar<double>(Shape({3, 2}), Values<double>(6))}}}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("X is float32 but Y is float64")));
+  EXPECT_THAT(RunOnGpu(Op("matmul_grad"),
+                       {{"X", {HostVar<float>(Shape({2, 3}), Values<float>(6))}},
+                        {"Y", {HostVar<float>(Shape({3, 2}), Values<float>(6))}},
+                        {"Out@GRAD", {HostVar<float>(Shape({2, 3}), Values<float>(6))}}}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("Out@GRAD is [2, 3]")));
+}
+
+template <typename T>
+void CheckScale(const Shape& s, double scale, double bias, bool after) {
+  SCOPED_TRACE(absl::StrCat(DataTypeName(DataTypeOf<T>()), s.ToString(), " ", scale, " ", bias,
+                            " ", after));
+  const std::vector<T> xv = Values<T>(s.num_elements());
+  ASSERT_OK_AND_ASSIGN(auto out, RunOnGpu(Op("scale", {{"scale", scale},
+                                                       {"bias", bias},
+                                                       {"bias_after_scale", after}}),
+                                          {{"X", {HostVar(s, xv)}}}));
+  const Tensor& o = out.at("Out");
+  ASSERT_EQ(o.shape(), s);
+  for (int64_t i = 0; i < s.num_elements(); ++i) {
+    T want;
+    if constexpr (std::is_floating_point_v<T>) {
+      const T sc = static_cast<T>(scale), b = static_cast<T>(bias);
+      want = after ? sc * xv[i] + b : sc * (xv[i] + b);
+    } else {
+      const double v = static_cast<double>(xv[i]);
+      want = static_cast<T>(after ? scale * v + bias : scale * (v + bias));
+    }
+    ASSERT_EQ(o.data<T>()[i], want) << i;
+  }
+}
+
+TEST_F(GpuTest, ScaleMatchesHost) {
+  for (const Shape& s : {Shape({1023}), Shape(), Shape({0}), Shape({3, 4})}) {
+    for (const bool after : {true, false}) {
+      CheckScale<float>(s, 0.3, 1.7, after);
+      CheckScale<double>(s, 0.3, 1.7, after);
+      CheckScale<int32_t>(s, 0.5, 0.3, after);
+      CheckScale<int64_t>(s, -2.5, 0.25, after);
+    }
+  }
+}
+
+TEST_F(GpuTest, CastEveryPairMatchesHost) {
+  const std::vector<double> values = {-2.75, -1, 0, 0.5, 3.25, 7, 0, 1};
+  for (DataType from : AllDataTypes()) {
+    for (DataType to : AllDataTypes()) {
+      SCOPED_TRACE(absl::StrCat(DataTypeName(from), " -> ", DataTypeName(to)));
+      DispatchDataType(from, [&](auto from_tag) {
+        using From = typename decltype(from_tag)::type;
+        std::vector<From> xv;
+        for (double v : values) {
+          if constexpr (std::is_same_v<From, bool>) {
+            xv.push_back(v != 0);
+          } else {
+            xv.push_back(static_cast<From>(v));
+          }
+        }
+        const Shape s({static_cast<int64_t>(xv.size())});
+        absl::StatusOr<std::map<std::string, Tensor>> out =
+            RunOnGpu(Op("cast", {{"out_dtype", to}}), {{"X", {HostVar(s, xv)}}});
+        ASSERT_OK(out.status());
+        const Tensor& o = out->at("Out");
+        ASSERT_EQ(o.dtype(), to);
+        DispatchDataType(to, [&](auto to_tag) {
+          using To = typename decltype(to_tag)::type;
+          for (size_t i = 0; i < xv.size(); ++i) {
+            To want;
+            if constexpr (std::is_same_v<To, bool>) {
+              want = xv[i] != From(0);
+            } else {
+              want = static_cast<To>(xv[i]);
+            }
+            ASSERT_EQ(o.data<To>()[i], want) << i;
+          }
+        });
+      });
+    }
+  }
+  ASSERT_OK_AND_ASSIGN(auto empty, RunOnGpu(Op("cast", {{"out_dtype", DataType::kInt64}}),
+                                            {{"X", {HostVar<float>(Shape({0, 2}), {})}}}));
+  EXPECT_EQ(empty.at("Out").shape(), Shape({0, 2}));
+}
+
+}  // namespace
+}  // namespace cuda
+}  // namespace tandem

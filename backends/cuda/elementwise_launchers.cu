@@ -1,0 +1,137 @@
+// Element-wise kernels: fill, scale, cast. See elementwise_launchers.h.
+#include "backends/cuda/elementwise_launchers.h"
+
+#include <type_traits>
+
+namespace tandem {
+namespace cuda {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int64_t kMaxBlocks = 65536;
+
+int Blocks(int64_t n) {
+  const int64_t blocks = (n + kThreads - 1) / kThreads;
+  return static_cast<int>(blocks < kMaxBlocks ? blocks : kMaxBlocks);
+}
+
+template <typename T>
+__global__ void FillKernel(T* out, int64_t n, T value) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{blockDim.x} * gridDim.x) {
+    out[i] = value;
+  }
+}
+
+// Floating scale without contraction into a fused multiply-add, so results
+// match a plain C++ `s * x + b` evaluated in T.
+__device__ float Mul(float a, float b) { return __fmul_rn(a, b); }
+__device__ double Mul(double a, double b) { return __dmul_rn(a, b); }
+__device__ float Add(float a, float b) { return __fadd_rn(a, b); }
+__device__ double Add(double a, double b) { return __dadd_rn(a, b); }
+
+template <typename T>
+__global__ void ScaleFloatKernel(const T* x, T* out, int64_t n, T scale, T bias,
+                                 bool bias_after_scale) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{blockDim.x} * gridDim.x) {
+    out[i] = bias_after_scale ? Add(Mul(scale, x[i]), bias)
+                              : Mul(scale, Add(x[i], bias));
+  }
+}
+
+template <typename T>
+__global__ void ScaleIntKernel(const T* x, T* out, int64_t n, double scale,
+                               double bias, bool bias_after_scale) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{blockDim.x} * gridDim.x) {
+    const double v = static_cast<double>(x[i]);
+    out[i] = static_cast<T>(bias_after_scale ? __dadd_rn(__dmul_rn(scale, v), bias)
+                                             : __dmul_rn(scale, __dadd_rn(v, bias)));
+  }
+}
+
+template <typename To>
+struct Convert {
+  template <typename From>
+  __device__ static To Apply(From v) { return static_cast<To>(v); }
+};
+template <>
+struct Convert<bool> {
+  template <typename From>
+  __device__ static bool Apply(From v) { return v != From(0); }
+};
+
+template <typename From, typename To>
+__global__ void CastKernel(const From* x, To* out, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{blockDim.x} * gridDim.x) {
+    out[i] = Convert<To>::Apply(x[i]);
+  }
+}
+
+}  // namespace
+
+template <typename T>
+cudaError_t LaunchFill(T* out, int64_t n, T value, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  FillKernel<T><<<Blocks(n), kThreads, 0, stream>>>(out, n, value);
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t LaunchScale(const T* x, T* out, int64_t n, double scale,
+                        double bias, bool bias_after_scale, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  if constexpr (std::is_floating_point<T>::value) {
+    ScaleFloatKernel<T><<<Blocks(n), kThreads, 0, stream>>>(
+        x, out, n, static_cast<T>(scale), static_cast<T>(bias), bias_after_scale);
+  } else {
+    ScaleIntKernel<T><<<Blocks(n), kThreads, 0, stream>>>(x, out, n, scale, bias,
+                                                          bias_after_scale);
+  }
+  return cudaGetLastError();
+}
+
+template <typename From, typename To>
+cudaError_t LaunchCast(const From* x, To* out, int64_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  CastKernel<From, To><<<Blocks(n), kThreads, 0, stream>>>(x, out, n);
+  return cudaGetLastError();
+}
+
+#define TANDEM_FILL(T) template cudaError_t LaunchFill<T>(T*, int64_t, T, cudaStream_t);
+TANDEM_FILL(float)
+TANDEM_FILL(double)
+TANDEM_FILL(int32_t)
+TANDEM_FILL(int64_t)
+TANDEM_FILL(bool)
+#undef TANDEM_FILL
+
+#define TANDEM_SCALE(T)                                                        \
+  template cudaError_t LaunchScale<T>(const T*, T*, int64_t, double, double, \
+                                      bool, cudaStream_t);
+TANDEM_SCALE(float)
+TANDEM_SCALE(double)
+TANDEM_SCALE(int32_t)
+TANDEM_SCALE(int64_t)
+#undef TANDEM_SCALE
+
+#define TANDEM_CAST(From, To) \
+  template cudaError_t LaunchCast<From, To>(const From*, To*, int64_t, cudaStream_t);
+#define TANDEM_CAST_FROM(From) \
+  TANDEM_CAST(From, float)     \
+  TANDEM_CAST(From, double)    \
+  TANDEM_CAST(From, int32_t)   \
+  TANDEM_CAST(From, int64_t)   \
+  TANDEM_CAST(From, bool)
+TANDEM_CAST_FROM(float)
+TANDEM_CAST_FROM(double)
+TANDEM_CAST_FROM(int32_t)
+TANDEM_CAST_FROM(int64_t)
+TANDEM_CAST_FROM(bool)
+#undef TANDEM_CAST_FROM
+#undef TANDEM_CAST
+
+}  // namespace cuda
+}  // namespace tandem

@@ -1,0 +1,40 @@
+// Launchers of the CUDA backend's element-wise kernels (fill_constant, scale,
+// cast), implemented in elementwise_launchers.cu. Plain C++: included by that
+// .cu file and by the OpKernels that call it.
+//
+//   CUDA_RETURN_IF_ERROR(LaunchFill<float>(out, n, 1.5f, stream));
+//   CUDA_RETURN_IF_ERROR(LaunchCast<int64_t, float>(x, out, n, stream));
+//
+// Each call enqueues one kernel on `stream` and returns at once (async) with
+// the launch status; n == 0 launches nothing. Pointers are device memory of
+// the stream's GPU. Instantiated for float, double, int32_t, int64_t and
+// (fill, cast) bool. Thread-safe.
+#ifndef TANDEM_BACKENDS_CUDA_ELEMENTWISE_LAUNCHERS_H_
+#define TANDEM_BACKENDS_CUDA_ELEMENTWISE_LAUNCHERS_H_
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace tandem {
+namespace cuda {
+
+// out[i] = value.
+template <typename T>
+cudaError_t LaunchFill(T* out, int64_t n, T value, cudaStream_t stream);
+
+// out[i] = scale * x[i] + bias if bias_after_scale, else scale * (x[i] + bias).
+// Floating types compute in T (scale and bias converted to T first, no fused
+// multiply-add); integer types compute in double and static_cast the result.
+template <typename T>
+cudaError_t LaunchScale(const T* x, T* out, int64_t n, double scale,
+                        double bias, bool bias_after_scale, cudaStream_t stream);
+
+// out[i] = static_cast<To>(x[i]); to bool: x[i] != 0; from bool: 0 or 1.
+template <typename From, typename To>
+cudaError_t LaunchCast(const From* x, To* out, int64_t n, cudaStream_t stream);
+
+}  // namespace cuda
+}  // namespace tandem
+
+#endif  // TANDEM_BACKENDS_CUDA_ELEMENTWISE_LAUNCHERS_H_

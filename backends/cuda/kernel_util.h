@@ -1,0 +1,63 @@
+// Helpers shared by the CUDA backend's OpKernels.
+//
+//   absl::Status Compute(KernelContext* ctx) override {
+//     CudaDeviceGuard guard(ctx->place().index());
+//     const cudaStream_t stream = CudaStreamOf(ctx->stream());
+//     RETURN_IF_ERROR(CheckSameDtype(ctx, "X", *x, "Y", *y));
+//     return DispatchNumeric(x->dtype(), [&](auto tag) -> absl::Status {
+//       using T = typename decltype(tag)::type;
+//       ...
+//     });
+//   }
+//
+// Header-only, stateless, thread-safe.
+#ifndef TANDEM_BACKENDS_CUDA_KERNEL_UTIL_H_
+#define TANDEM_BACKENDS_CUDA_KERNEL_UTIL_H_
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "framework/kernel/kernel_context.h"
+#include "framework/types/data_type.h"
+
+namespace tandem {
+namespace cuda {
+
+// Calls fn(TypeTag<T>{}) for float, double, int32_t or int64_t. Bool is an
+// Internal error: registrations keep it away from numeric kernels.
+template <typename Fn>
+absl::Status DispatchNumeric(DataType t, Fn&& fn) {
+  switch (t) {
+    case DataType::kFloat32: return fn(TypeTag<float>{});
+    case DataType::kFloat64: return fn(TypeTag<double>{});
+    case DataType::kInt32: return fn(TypeTag<int32_t>{});
+    case DataType::kInt64: return fn(TypeTag<int64_t>{});
+    case DataType::kBool: break;
+  }
+  return absl::InternalError(absl::StrCat("numeric kernel called for ", DataTypeName(t)));
+}
+
+// Calls fn(TypeTag<T>{}) for float or double; Internal otherwise.
+template <typename Fn>
+absl::Status DispatchFloat(DataType t, Fn&& fn) {
+  switch (t) {
+    case DataType::kFloat32: return fn(TypeTag<float>{});
+    case DataType::kFloat64: return fn(TypeTag<double>{});
+    default: break;
+  }
+  return absl::InternalError(absl::StrCat("floating kernel called for ", DataTypeName(t)));
+}
+
+// InvalidArgument naming both arguments unless `a` and `b` have one dtype
+// (kernel lookup only checks the constrained argument).
+inline absl::Status CheckSameDtype(const KernelContext* ctx, absl::string_view a_name,
+                                   const Tensor& a, absl::string_view b_name,
+                                   const Tensor& b) {
+  if (a.dtype() == b.dtype()) return absl::OkStatus();
+  return ctx->InvalidArgument(absl::StrCat(a_name, " is ", DataTypeName(a.dtype()), " but ",
+                                           b_name, " is ", DataTypeName(b.dtype())));
+}
+
+}  // namespace cuda
+}  // namespace tandem
+
+#endif  // TANDEM_BACKENDS_CUDA_KERNEL_UTIL_H_
