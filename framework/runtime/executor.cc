@@ -1,0 +1,320 @@
+#include "framework/runtime/executor.h"
+
+#include <cstring>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "framework/base/status_macros.h"
+#include "framework/device/device_registry.h"
+#include "framework/memory/cpu_allocator.h"
+#include "glog/logging.h"
+
+namespace tandem {
+
+using SlotArgs = std::vector<std::pair<std::string, std::vector<int>>>;
+
+struct Plan::Step {
+  OpDesc op;
+  Place place;
+  Device* device = nullptr;
+  const KernelDef* def = nullptr;       // nullptr for copies
+  std::unique_ptr<OpKernel> kernel;
+  SlotArgs inputs, outputs;
+  std::vector<int> release_after;       // slots whose last use is this step
+  bool is_copy = false;
+  Place copy_to;
+};
+
+Plan::Plan() = default;
+Plan::~Plan() = default;
+
+namespace {
+
+std::string Dims(const Shape& s) { return absl::StrJoin(s.dims(), ", "); }
+
+// "Input[data2:float[1, 3, 5, 5]({})(Place(gpu:0))]" for the reference log format.
+std::string ArgsForLog(const SlotArgs& args, const std::vector<Variable*>& slots,
+                       const std::vector<std::string>& names) {
+  std::vector<std::string> parts;
+  for (const auto& [arg, ids] : args) {
+    std::vector<std::string> vars;
+    for (int id : ids) {
+      const Tensor* t = slots[id]->data_tensor();
+      if (t == nullptr || !t->initialized()) {
+        vars.push_back(absl::StrCat(names[id], ":uninitialized"));
+      } else {
+        vars.push_back(absl::StrCat(names[id], ":", DataTypeLogName(t->dtype()), "[",
+                                    Dims(t->shape()), "]({})(Place(", t->place().ToString(), "))"));
+      }
+    }
+    parts.push_back(absl::StrCat(arg, "[", absl::StrJoin(vars, ", "), "]"));
+  }
+  return absl::StrJoin(parts, ", ");
+}
+
+std::string KernelTypeForLog(DataType dtype, const Place& place) {
+  return absl::StrCat("data_type[", DataTypeLogName(dtype), "]:data_layout[NCHW]:place[",
+                      place.LogName(), "]:library_type[PLAIN]");
+}
+
+absl::Status Annotate(const absl::Status& s, const Plan::Step& step, int index) {
+  if (s.ok()) return s;
+  const std::string prefix = absl::StrCat("op '", step.op.type, "' (#", index, ") on ",
+                                          step.place.ToString());
+  if (absl::string_view(s.message()).find(absl::StrCat("op '", step.op.type, "'")) !=
+      absl::string_view::npos) {
+    return absl::Status(s.code(), absl::StrCat(s.message(), " [#", index, " on ",
+                                               step.place.ToString(), "]"));
+  }
+  return absl::Status(s.code(), absl::StrCat(prefix, ": ", s.message()));
+}
+
+}  // namespace
+
+std::string RunStats::DebugString() const {
+  return absl::StrCat(ops, " ops, ", copies_h2d, " H2D (", bytes_h2d, " B), ", copies_d2h,
+                      " D2H (", bytes_d2h, " B), ", sync_copies, " sync, ", async_copies,
+                      " async, ", fetch_copies, " fetch");
+}
+
+Executor::Executor(Place default_place, ExecutorOptions options)
+    : default_place_(default_place), options_(options) {}
+Executor::~Executor() = default;
+
+absl::StatusOr<std::unique_ptr<Plan>> Executor::Prepare(const Program& program,
+                                                        const Scope& scope,
+                                                        const std::vector<std::string>& feeds,
+                                                        const std::vector<std::string>& fetches) {
+  PlacerOptions popts;
+  popts.default_place = default_place_;
+  popts.strict = options_.strict_placement;
+  popts.policy = options_.transfer_policy;
+  for (const VarDesc& v : program.block().vars()) {
+    const Variable* var = scope.Find(v.name);
+    const Tensor* t = var == nullptr ? nullptr : var->data_tensor();
+    if (t != nullptr && t->initialized()) popts.initial_places[v.name] = t->place();
+  }
+  for (const std::string& f : feeds) {
+    if (!program.block().HasVar(f)) {
+      return absl::InvalidArgumentError(absl::StrCat("feed '", f, "' is not a program variable"));
+    }
+    popts.initial_places[f] = CPUPlace();
+  }
+  std::unique_ptr<Plan> plan(new Plan());
+  ASSIGN_OR_RETURN(plan->placed_, PlaceProgram(program, popts));
+  const Block& block = plan->placed_.program.block();
+
+  std::map<std::string, int> slot_of;
+  auto slot = [&](const std::string& name) {
+    auto [it, inserted] = slot_of.emplace(name, static_cast<int>(plan->slot_names_.size()));
+    if (inserted) {
+      plan->slot_names_.push_back(name);
+      const VarDesc* d = block.FindVar(name);
+      plan->slot_persistable_.push_back(d != nullptr && d->persistable);
+    }
+    return it->second;
+  };
+  for (const std::string& f : feeds) plan->feed_slots_.push_back(slot(f));
+  for (const std::string& f : fetches) {
+    if (!block.HasVar(f)) {
+      return absl::InvalidArgumentError(absl::StrCat("fetch '", f, "' is not a program variable"));
+    }
+  }
+  plan->feed_names_ = feeds;
+  plan->fetch_names_ = fetches;
+
+  std::set<Device*> devices;
+  const std::vector<OpDesc>& ops = block.ops();
+  for (size_t i = 0; i < ops.size(); ++i) {
+    auto step = std::make_unique<Plan::Step>();
+    step->op = ops[i];
+    step->place = plan->placed_.places[i];
+    ASSIGN_OR_RETURN(step->device, DeviceRegistry::Global().GetDevice(step->place));
+    devices.insert(step->device);
+    for (const auto& [arg, vars] : step->op.inputs) {
+      std::vector<int> ids;
+      for (const std::string& v : vars) ids.push_back(slot(v));
+      step->inputs.emplace_back(arg, std::move(ids));
+    }
+    for (const auto& [arg, vars] : step->op.outputs) {
+      std::vector<int> ids;
+      for (const std::string& v : vars) ids.push_back(slot(v));
+      step->outputs.emplace_back(arg, std::move(ids));
+    }
+    const KernelRegistration* reg = plan->placed_.kernels[i];
+    if (reg == nullptr) {
+      step->is_copy = true;
+      step->copy_to = step->op.type == "memcpy_d2h" ? CPUPlace() : step->place;
+    } else {
+      step->def = &reg->def;
+      absl::StatusOr<std::unique_ptr<OpKernel>> k = reg->Create(step->op);
+      if (!k.ok()) return Annotate(k.status(), *step, static_cast<int>(i));
+      step->kernel = *std::move(k);
+    }
+    plan->steps_.push_back(std::move(step));
+  }
+  for (const std::string& f : fetches) plan->fetch_slots_.push_back(slot(f));
+
+  // Free each intermediate right after its last use.
+  std::vector<int> last_use(plan->slot_names_.size(), -1);
+  for (size_t i = 0; i < plan->steps_.size(); ++i) {
+    for (const SlotArgs* args : {&plan->steps_[i]->inputs, &plan->steps_[i]->outputs}) {
+      for (const auto& [arg, ids] : *args) {
+        for (int id : ids) last_use[id] = static_cast<int>(i);
+      }
+    }
+  }
+  std::set<int> keep(plan->fetch_slots_.begin(), plan->fetch_slots_.end());
+  for (size_t id = 0; id < last_use.size(); ++id) {
+    if (plan->slot_persistable_[id] || keep.count(id) || last_use[id] < 0) continue;
+    plan->steps_[last_use[id]]->release_after.push_back(static_cast<int>(id));
+  }
+  plan->locals_.resize(plan->slot_names_.size());
+  plan->slots_.resize(plan->slot_names_.size());
+  plan->devices_.assign(devices.begin(), devices.end());
+  return plan;
+}
+
+absl::StatusOr<std::vector<Tensor>> Executor::Run(Plan* plan, Scope* scope, const FeedMap& feeds,
+                                                  RunStats* stats) {
+  RunStats local_stats;
+  if (stats == nullptr) stats = &local_stats;
+  *stats = RunStats();
+  for (size_t id = 0; id < plan->slots_.size(); ++id) {
+    plan->slots_[id] = plan->slot_persistable_[id] ? scope->Var(plan->slot_names_[id])
+                                                   : &plan->locals_[id];
+  }
+  const Block& block = plan->placed_.program.block();
+  for (size_t i = 0; i < plan->feed_names_.size(); ++i) {
+    const std::string& name = plan->feed_names_[i];
+    auto it = feeds.find(name);
+    if (it == feeds.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("feed '", name, "' was not given"));
+    }
+    const Tensor& t = it->second;
+    const VarDesc* d = block.FindVar(name);
+    if (!t.place().is_host()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "feed '", name, "' is on ", t.place().ToString(), "; feeds are host tensors"));
+    }
+    bool shape_ok = d->shape.rank() == t.shape().rank();
+    for (int k = 0; shape_ok && k < d->shape.rank(); ++k) {
+      shape_ok = d->shape.dim(k) == -1 || d->shape.dim(k) == t.shape().dim(k);
+    }
+    if (t.dtype() != d->dtype || !shape_ok) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "feed '", name, "' is ", DataTypeName(t.dtype()), t.shape().ToString(),
+          ", the program declares ", DataTypeName(d->dtype), d->shape.ToString()));
+    }
+    plan->slots_[plan->feed_slots_[i]]->set(t);
+  }
+
+  for (size_t i = 0; i < plan->steps_.size(); ++i) {
+    Plan::Step& step = *plan->steps_[i];
+    if (step.is_copy) {
+      Variable* src = plan->slots_[step.inputs[0].second[0]];
+      Variable* dst = plan->slots_[step.outputs[0].second[0]];
+      const Tensor* from = src->data_tensor();
+      const std::string& var = block.ops()[i].inputs.at("X")[0];
+      if (from == nullptr || !from->initialized()) {
+        return Annotate(absl::FailedPreconditionError(
+                            absl::StrCat("variable '", var, "' is not initialised")),
+                        step, static_cast<int>(i));
+      }
+      Allocator* alloc = step.copy_to.is_host() ? CpuAllocator::Default()
+                                                : step.device->allocator();
+      absl::StatusOr<Tensor> to = Tensor::Allocate(alloc, from->dtype(), from->shape());
+      if (!to.ok()) return Annotate(to.status(), step, static_cast<int>(i));
+      const CopyKind kind =
+          step.copy_to.is_host() ? CopyKind::kDeviceToHost : CopyKind::kHostToDevice;
+      const int64_t bytes = static_cast<int64_t>(from->NumBytes());
+      VLOG(3) << "Transform Variable " << var << " from "
+              << KernelTypeForLog(from->dtype(), from->place()) << " to "
+              << KernelTypeForLog(from->dtype(), step.copy_to);
+      if (bytes > 0) {
+        RETURN_IF_ERROR(Annotate(step.device->Copy(kind, to->raw_data(), from->raw_data(), bytes),
+                                 step, static_cast<int>(i)));
+      }
+      VLOG(3) << "TensorCopySync " << Dims(from->shape()) << " from " << from->place().LogName()
+              << " to " << step.copy_to.LogName();
+      (kind == CopyKind::kHostToDevice ? stats->copies_h2d : stats->copies_d2h)++;
+      (kind == CopyKind::kHostToDevice ? stats->bytes_h2d : stats->bytes_d2h) += bytes;
+      stats->sync_copies++;
+      std::string consumer;
+      if (const AttrValue* reason = [&]() -> const AttrValue* {
+            auto it = step.op.attrs.find("reason");
+            return it == step.op.attrs.end() ? nullptr : &it->second;
+          }()) {
+        consumer = std::get<std::string>(*reason);
+      }
+      stats->ledger.push_back({var, from->place(), step.copy_to, bytes, true, consumer});
+      if (src->is_selected_rows()) {
+        const SelectedRows& rows = src->selected_rows();
+        dst->set(SelectedRows(rows.height(), rows.rows(), *std::move(to)));
+      } else {
+        dst->set(*std::move(to));
+      }
+    } else {
+      ArgVars in, out;
+      for (const auto& [arg, ids] : step.inputs) {
+        std::vector<Variable*> vars;
+        for (int id : ids) vars.push_back(plan->slots_[id]);
+        in.emplace_back(arg, std::move(vars));
+      }
+      for (const auto& [arg, ids] : step.outputs) {
+        std::vector<Variable*> vars;
+        for (int id : ids) vars.push_back(plan->slots_[id]);
+        out.emplace_back(arg, std::move(vars));
+      }
+      KernelContext ctx(step.op, *step.def, step.device, step.device->compute_stream(),
+                        std::move(in), std::move(out));
+      RETURN_IF_ERROR(Annotate(ctx.CheckInputPlaces(), step, static_cast<int>(i)));
+      DeviceGuard guard(step.place);
+      RETURN_IF_ERROR(Annotate(step.kernel->Compute(&ctx), step, static_cast<int>(i)));
+      stats->ops++;
+      if (VLOG_IS_ON(3)) {
+        VLOG(3) << step.place.LogName() << " Op(" << step.op.type << "), inputs:{"
+                << ArgsForLog(step.inputs, plan->slots_, plan->slot_names_) << "}, outputs:{"
+                << ArgsForLog(step.outputs, plan->slots_, plan->slot_names_) << "}";
+      }
+    }
+    for (int id : step.release_after) plan->slots_[id]->clear();
+  }
+  for (Device* d : plan->devices_) {
+    RETURN_IF_ERROR(d->SynchronizeStream(d->compute_stream()));
+  }
+  std::vector<Tensor> fetched;
+  for (size_t i = 0; i < plan->fetch_slots_.size(); ++i) {
+    const Variable* v = plan->slots_[plan->fetch_slots_[i]];
+    const Tensor* t = v->data_tensor();
+    if (t == nullptr || !t->initialized()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "fetch '", plan->fetch_names_[i], "' was not computed by the program"));
+    }
+    if (t->place().is_host()) {
+      fetched.push_back(*t);
+      continue;
+    }
+    ASSIGN_OR_RETURN(Tensor host, CopyTensorTo(*t, CPUPlace()));
+    stats->fetch_copies++;
+    stats->fetch_bytes += static_cast<int64_t>(t->NumBytes());
+    fetched.push_back(std::move(host));
+  }
+  for (int id : plan->fetch_slots_) {
+    if (!plan->slot_persistable_[id]) plan->slots_[id]->clear();
+  }
+  return fetched;
+}
+
+absl::StatusOr<std::vector<Tensor>> Executor::Run(const Program& program, Scope* scope,
+                                                  const FeedMap& feeds,
+                                                  const std::vector<std::string>& fetches,
+                                                  RunStats* stats) {
+  std::vector<std::string> feed_names;
+  for (const auto& [name, t] : feeds) feed_names.push_back(name);
+  ASSIGN_OR_RETURN(std::unique_ptr<Plan> plan, Prepare(program, *scope, feed_names, fetches));
+  return Run(plan.get(), scope, feeds, stats);
+}
+
+}  // namespace tandem

@@ -1,0 +1,126 @@
+// Executor: runs placed programs over a Scope.
+//
+//   Executor exe(GPUPlace(0));
+//   Scope scope;
+//   RETURN_IF_ERROR(exe.Run(builder.startup_program(), &scope));      // once
+//   ASSIGN_OR_RETURN(std::unique_ptr<Plan> plan,
+//                    exe.Prepare(builder.main_program(), scope, /*feeds=*/{}, {"loss"}));
+//   for (int step = 0; step < n; ++step) {
+//     RunStats stats;
+//     ASSIGN_OR_RETURN(std::vector<Tensor> out, exe.Run(plan.get(), &scope, {}, &stats));
+//     // out[0]: the loss, on the host; stats: copies and bytes per direction
+//   }
+//
+// Prepare places the program (placer.h), creates every kernel once and
+// resolves variables to slots, so a run does no placement, hashing or
+// kernel lookup. Each device's ops run in order on its compute stream;
+// copies are synchronous (they wait for the producer's stream). A run ends
+// with every used device synchronised, so its results are final.
+// Intermediates are freed right after their last reader. Persistable
+// variables live in the Scope. An Executor and a Plan are not thread-safe.
+//
+// Logging: --vmodule=executor=3 prints one line per op and per copy in the
+// reference system's format.
+#ifndef TANDEM_FRAMEWORK_RUNTIME_EXECUTOR_H_
+#define TANDEM_FRAMEWORK_RUNTIME_EXECUTOR_H_
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "framework/device/device.h"
+#include "framework/kernel/kernel_context.h"
+#include "framework/program/program.h"
+#include "framework/runtime/placer.h"
+#include "framework/runtime/scope.h"
+
+namespace tandem {
+
+struct ExecutorOptions {
+  bool strict_placement = false;                  // see PlacerOptions::strict
+  TransferPolicy transfer_policy = TransferPolicy::kAllow;
+};
+
+// One copy made during a run (a per-copy ledger entry).
+struct CopyRecord {
+  std::string var;       // variable copied
+  Place from, to;
+  int64_t bytes = 0;
+  bool sync = true;
+  std::string consumer;  // the op whose read caused it ("fetch" for fetches)
+};
+
+// What one run did.
+struct RunStats {
+  int ops = 0;            // kernels run (copies excluded)
+  int copies_h2d = 0, copies_d2h = 0;
+  int64_t bytes_h2d = 0, bytes_d2h = 0;
+  int sync_copies = 0, async_copies = 0;
+  int fetch_copies = 0;   // device->host copies made to return fetched values
+  int64_t fetch_bytes = 0;
+  std::vector<CopyRecord> ledger;  // placed copies (fetches excluded)
+
+  int copies() const { return copies_h2d + copies_d2h; }
+  std::string DebugString() const;  // "3 ops, 1 H2D (4 B), 1 D2H (4 B), 2 sync"
+};
+
+using FeedMap = std::map<std::string, Tensor>;
+
+class Plan;
+
+class Executor {
+ public:
+  explicit Executor(Place default_place, ExecutorOptions options = {});
+  ~Executor();
+
+  const Place& default_place() const { return default_place_; }
+
+  // Places and prepares `program` for repeated runs. Variables already in
+  // `scope` keep their places; feeds arrive on the host. `fetches` are
+  // returned by every run, on the host.
+  absl::StatusOr<std::unique_ptr<Plan>> Prepare(const Program& program, const Scope& scope,
+                                                const std::vector<std::string>& feeds,
+                                                const std::vector<std::string>& fetches);
+  // Runs a prepared plan once.
+  absl::StatusOr<std::vector<Tensor>> Run(Plan* plan, Scope* scope, const FeedMap& feeds = {},
+                                          RunStats* stats = nullptr);
+  // Prepares and runs once (e.g. a startup program).
+  absl::StatusOr<std::vector<Tensor>> Run(const Program& program, Scope* scope,
+                                          const FeedMap& feeds = {},
+                                          const std::vector<std::string>& fetches = {},
+                                          RunStats* stats = nullptr);
+
+ private:
+  Place default_place_;
+  ExecutorOptions options_;
+};
+
+// A placed, validated program ready to run; made by Executor::Prepare.
+class Plan {
+ public:
+  ~Plan();
+  const PlacedProgram& placed() const { return placed_; }
+  // The placement table (see PlacedProgram::TableString).
+  std::string PlacementTable() const { return placed_.TableString(); }
+
+  struct Step;  // one op or copy, defined in executor.cc
+
+ private:
+  friend class Executor;
+  Plan();
+  PlacedProgram placed_;
+  std::vector<std::unique_ptr<Step>> steps_;
+  std::vector<std::string> slot_names_;
+  std::vector<bool> slot_persistable_;
+  std::vector<Variable> locals_;               // non-persistable slots
+  std::vector<Variable*> slots_;               // resolved per run
+  std::vector<int> feed_slots_, fetch_slots_;
+  std::vector<std::string> feed_names_, fetch_names_;
+  std::vector<Device*> devices_;               // every device the plan uses
+};
+
+}  // namespace tandem
+
+#endif  // TANDEM_FRAMEWORK_RUNTIME_EXECUTOR_H_
