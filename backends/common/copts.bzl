@@ -1,0 +1,6 @@
+"""Compiler options for translation units that instantiate backends/common kernels."""
+
+# GCC's -O2 only vectorizes loops whose trip count is a known multiple of the
+# vector width; kernel loops have run-time lengths, so allow epilogues. Has no
+# effect at -O0 (the dbg and asan configs).
+KERNEL_COPTS = ["-fvect-cost-model=dynamic"]

@@ -1,0 +1,663 @@
+#include "backends/common/math_kernel_conformance.h"
+
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <utility>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "framework/base/status_macros.h"
+#include "framework/device/device.h"
+#include "framework/kernel/kernel_registry.h"
+#include "framework/runtime/eager.h"
+#include "framework/tensor/tensor.h"
+#include "framework/testing/status_matchers.h"
+#include "gmock/gmock.h"
+
+namespace tandem {
+
+const std::vector<std::string>& MathKernelOps() {
+  static const auto* ops = new std::vector<std::string>{
+      "fill_constant", "elementwise_add", "elementwise_add_grad", "matmul",
+      "matmul_grad",   "scale",           "cast"};
+  return *ops;
+}
+
+std::string PlaceTestName(const ::testing::TestParamInfo<Place>& info) {
+  std::string name = info.param.ToString();
+  for (char& c : name) {
+    if (c == ':') c = '_';
+  }
+  return name;
+}
+
+namespace {
+
+using ::testing::AllOf;
+
+OpDesc Op(const std::string& type, AttrMap attrs = {}) {
+  OpDesc op;
+  op.type = type;
+  op.attrs = std::move(attrs);
+  return op;
+}
+
+template <typename T>
+Variable Var(const Shape& shape, const std::vector<T>& values) {
+  return Variable(Tensor::FromVector<T>(shape, values));
+}
+
+// Deterministic values in [-1.5, 1.5], as T.
+template <typename T>
+std::vector<T> Values(int64_t n, int seed) {
+  std::vector<T> v(n);
+  for (int64_t i = 0; i < n; ++i) {
+    v[i] = static_cast<T>(((i * 37 + seed * 11) % 23) / 7.0 - 1.5);
+  }
+  return v;
+}
+
+// Runs `op` on `place`; every bound output, copied to the host.
+absl::StatusOr<std::map<std::string, Tensor>> RunOp(const Place& place, OpDesc op,
+                                                  const EagerInputs& inputs) {
+  ASSIGN_OR_RETURN(EagerOutputs outputs, RunOpEager(std::move(op), place, inputs));
+  std::map<std::string, Tensor> host;
+  for (const auto& [arg, vars] : outputs) {
+    if (vars.empty()) continue;  // deliberately unbound
+    const Tensor& t = vars[0].tensor();
+    if (t.place() != place) {
+      return absl::InternalError(absl::StrCat(arg, " is on ", t.place().ToString()));
+    }
+    ASSIGN_OR_RETURN(Tensor on_host, CopyTensorTo(t, CPUPlace()));
+    host.emplace(arg, std::move(on_host));
+  }
+  return host;
+}
+
+// Runs `op` and returns its "Out".
+absl::StatusOr<Tensor> RunOut(const Place& place, OpDesc op, const EagerInputs& inputs) {
+  ASSIGN_OR_RETURN(auto outputs, RunOp(place, std::move(op), inputs));
+  return outputs.at("Out");
+}
+
+// Tolerance for comparing a T result with a float64 reference whose terms
+// have absolute sum `magnitude`.
+template <typename T>
+double Tolerance(double magnitude) {
+  return (std::is_same_v<T, float> ? 1e-5 : 1e-12) * (1 + magnitude);
+}
+
+TEST_P(MathKernelConformance, EveryMathOpHasAKernel) {
+  for (const std::string& op : MathKernelOps()) {
+    EXPECT_TRUE(KernelRegistry::Global().HasKernel(op, GetParam().type()))
+        << op << " on " << GetParam();
+  }
+}
+
+// ---------------------------------------------------------------- fill_constant
+
+TEST_P(MathKernelConformance, FillConstantConvertsValueToEveryDtype) {
+  auto fill = [&](DataType dtype, double value, std::vector<int64_t> shape) {
+    return RunOut(GetParam(),
+                  Op("fill_constant", {{"shape", shape}, {"value", value}, {"dtype", dtype}}),
+                  {});
+  };
+  ASSERT_OK_AND_ASSIGN(Tensor f32, fill(DataType::kFloat32, 2.5, {2, 3}));
+  EXPECT_EQ(f32.shape(), Shape({2, 3}));
+  EXPECT_EQ(f32.ToVector<float>(), std::vector<float>(6, 2.5f));
+  ASSERT_OK_AND_ASSIGN(Tensor f64, fill(DataType::kFloat64, 0.1, {3}));
+  EXPECT_EQ(f64.ToVector<double>(), std::vector<double>(3, 0.1));
+  ASSERT_OK_AND_ASSIGN(Tensor i32, fill(DataType::kInt32, 2.7, {2}));
+  EXPECT_EQ(i32.ToVector<int32_t>(), std::vector<int32_t>({2, 2}));
+  ASSERT_OK_AND_ASSIGN(Tensor i64, fill(DataType::kInt64, -3.7, {1}));
+  EXPECT_EQ(i64.ToVector<int64_t>(), std::vector<int64_t>({-3}));
+  ASSERT_OK_AND_ASSIGN(Tensor yes, fill(DataType::kBool, 0.5, {2}));
+  EXPECT_EQ(yes.ToVector<bool>(), std::vector<bool>({true, true}));
+  ASSERT_OK_AND_ASSIGN(Tensor no, fill(DataType::kBool, 0.0, {1}));
+  EXPECT_EQ(no.ToVector<bool>(), std::vector<bool>({false}));
+}
+
+TEST_P(MathKernelConformance, FillConstantScalarAndEmpty) {
+  ASSERT_OK_AND_ASSIGN(Tensor scalar,
+                       RunOut(GetParam(), Op("fill_constant", {{"shape", std::vector<int64_t>{}},
+                                                               {"value", 7.0},
+                                                               {"dtype", DataType::kInt64}}),
+                              {}));
+  EXPECT_EQ(scalar.shape(), Shape());
+  EXPECT_EQ(scalar.ToVector<int64_t>(), std::vector<int64_t>({7}));
+  ASSERT_OK_AND_ASSIGN(Tensor empty,
+                       RunOut(GetParam(), Op("fill_constant", {{"shape", std::vector<int64_t>{0, 3}}}),
+                              {}));
+  EXPECT_EQ(empty.shape(), Shape({0, 3}));
+  EXPECT_EQ(empty.NumElements(), 0);
+}
+
+TEST_P(MathKernelConformance, FillConstantNegativeDimIsInvalidArgument) {
+  EXPECT_THAT(RunOut(GetParam(), Op("fill_constant", {{"shape", std::vector<int64_t>{2, -1}}}), {}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("op 'fill_constant': attribute 'shape'"),
+                             HasSubstr("-1"))));
+}
+
+// -------------------------------------------------------------- elementwise_add
+
+TEST_P(MathKernelConformance, AddSameShapeRowAndScalar) {
+  const Variable x = Var<float>({2, 3}, {1, 2, 3, 4, 5, 6});
+  ASSERT_OK_AND_ASSIGN(Tensor same, RunOut(GetParam(), Op("elementwise_add"),
+                                           {{"X", {x}}, {"Y", {x}}}));
+  EXPECT_EQ(same.ToVector<float>(), std::vector<float>({2, 4, 6, 8, 10, 12}));
+  ASSERT_OK_AND_ASSIGN(Tensor row,
+                       RunOut(GetParam(), Op("elementwise_add"),
+                              {{"X", {x}}, {"Y", {Var<float>({3}, {10, 20, 30})}}}));
+  EXPECT_EQ(row.shape(), Shape({2, 3}));
+  EXPECT_EQ(row.ToVector<float>(), std::vector<float>({11, 22, 33, 14, 25, 36}));
+  ASSERT_OK_AND_ASSIGN(Tensor scalar,
+                       RunOut(GetParam(), Op("elementwise_add"),
+                              {{"X", {x}}, {"Y", {Var<float>({}, {0.5f})}}}));
+  EXPECT_EQ(scalar.shape(), Shape({2, 3}));
+  EXPECT_EQ(scalar.ToVector<float>(), std::vector<float>({1.5, 2.5, 3.5, 4.5, 5.5, 6.5}));
+}
+
+TEST_P(MathKernelConformance, AddAxisAlignsYInsideX) {
+  // X [2, 3, 2] + Y [3] at axis 1: Y[j] is added to X[i, j, k].
+  std::vector<int64_t> xv(12);
+  for (int i = 0; i < 12; ++i) xv[i] = i;
+  ASSERT_OK_AND_ASSIGN(Tensor out,
+                       RunOut(GetParam(), Op("elementwise_add", {{"axis", int64_t{1}}}),
+                              {{"X", {Var<int64_t>({2, 3, 2}, xv)}},
+                               {"Y", {Var<int64_t>({3}, {100, 200, 300})}}}));
+  EXPECT_EQ(out.shape(), Shape({2, 3, 2}));
+  EXPECT_EQ(out.ToVector<int64_t>(),
+            std::vector<int64_t>({100, 101, 202, 203, 304, 305,  //
+                                  106, 107, 208, 209, 310, 311}));
+}
+
+TEST_P(MathKernelConformance, AddBroadcastsBothSidesAndHigherRankY) {
+  ASSERT_OK_AND_ASSIGN(Tensor outer,
+                       RunOut(GetParam(), Op("elementwise_add"),
+                              {{"X", {Var<int32_t>({3, 1}, {1, 2, 3})}},
+                               {"Y", {Var<int32_t>({1, 4}, {10, 20, 30, 40})}}}));
+  EXPECT_EQ(outer.shape(), Shape({3, 4}));
+  EXPECT_EQ(outer.ToVector<int32_t>(),
+            std::vector<int32_t>({11, 21, 31, 41, 12, 22, 32, 42, 13, 23, 33, 43}));
+  ASSERT_OK_AND_ASSIGN(Tensor wider,
+                       RunOut(GetParam(), Op("elementwise_add"),
+                              {{"X", {Var<double>({3}, {1, 2, 3})}},
+                               {"Y", {Var<double>({2, 3}, {10, 20, 30, 40, 50, 60})}}}));
+  EXPECT_EQ(wider.shape(), Shape({2, 3}));
+  EXPECT_EQ(wider.ToVector<double>(), std::vector<double>({11, 22, 33, 41, 52, 63}));
+}
+
+TEST_P(MathKernelConformance, AddZeroDAndEmpty) {
+  ASSERT_OK_AND_ASSIGN(Tensor scalar,
+                       RunOut(GetParam(), Op("elementwise_add"),
+                              {{"X", {Var<double>({}, {1.25})}}, {"Y", {Var<double>({}, {2})}}}));
+  EXPECT_EQ(scalar.shape(), Shape());
+  EXPECT_EQ(scalar.ToVector<double>(), std::vector<double>({3.25}));
+  ASSERT_OK_AND_ASSIGN(Tensor empty,
+                       RunOut(GetParam(), Op("elementwise_add"),
+                              {{"X", {Var<float>({0, 3}, {})}},
+                               {"Y", {Var<float>({3}, {1, 2, 3})}}}));
+  EXPECT_EQ(empty.shape(), Shape({0, 3}));
+}
+
+template <typename T>
+void CheckAddOddAndLarge(const Place& place) {
+  SCOPED_TRACE(DataTypeName(DataTypeOf<T>()));
+  // 1023 elements plus a scalar; [300, 257] plus a row, big enough to be
+  // split into parallel tasks on threaded backends.
+  for (const auto& [xs, ys] : {std::pair<Shape, Shape>{Shape({1023}), Shape({1})},
+                               std::pair<Shape, Shape>{Shape({300, 257}), Shape({257})}}) {
+    const std::vector<T> x = Values<T>(xs.num_elements(), 1);
+    const std::vector<T> y = Values<T>(ys.num_elements(), 2);
+    ASSERT_OK_AND_ASSIGN(Tensor out, RunOut(place, Op("elementwise_add"),
+                                            {{"X", {Var<T>(xs, x)}}, {"Y", {Var<T>(ys, y)}}}));
+    const std::vector<T> got = out.ToVector<T>();
+    ASSERT_EQ(got.size(), x.size());
+    for (size_t i = 0; i < x.size(); ++i) {
+      ASSERT_EQ(got[i], static_cast<T>(x[i] + y[i % y.size()])) << xs << " at " << i;
+    }
+  }
+}
+
+TEST_P(MathKernelConformance, AddOddAndLargeSizesEveryDtype) {
+  CheckAddOddAndLarge<float>(GetParam());
+  CheckAddOddAndLarge<double>(GetParam());
+  CheckAddOddAndLarge<int32_t>(GetParam());
+  CheckAddOddAndLarge<int64_t>(GetParam());
+}
+
+TEST_P(MathKernelConformance, AddBadInputIsInvalidArgumentNamingOpAndShapes) {
+  EXPECT_THAT(RunOut(GetParam(), Op("elementwise_add"),
+                     {{"X", {Var<float>({2, 3}, Values<float>(6, 0))}},
+                      {"Y", {Var<double>({3}, {1, 2, 3})}}}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "op 'elementwise_add': X is float32[2, 3] but Y is "
+                       "float64[3]; cast one of them"));
+  EXPECT_THAT(RunOut(GetParam(), Op("elementwise_add"),
+                     {{"X", {Var<float>({2, 3}, Values<float>(6, 0))}},
+                      {"Y", {Var<float>({4}, {1, 2, 3, 4})}}}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "op 'elementwise_add': X [2, 3] and Y [4] cannot be "
+                       "broadcast (dim -1: 3 vs 4)"));
+  EXPECT_THAT(RunOut(GetParam(), Op("elementwise_add", {{"axis", int64_t{2}}}),
+                     {{"X", {Var<float>({2, 3}, Values<float>(6, 0))}},
+                      {"Y", {Var<float>({3}, {1, 2, 3})}}}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("op 'elementwise_add': axis 2 is out of range for X [2, 3]")));
+}
+
+// --------------------------------------------------------- elementwise_add_grad
+
+TEST_P(MathKernelConformance, AddGradSumsOverBroadcastDims) {
+  const std::vector<float> g = {1, 2, 3, 4, 5, 6};
+  ASSERT_OK_AND_ASSIGN(auto out,
+                       RunOp(GetParam(), Op("elementwise_add_grad"),
+                           {{"X", {Var<float>({2, 3}, Values<float>(6, 0))}},
+                            {"Y", {Var<float>({3}, {0, 0, 0})}},
+                            {"Out@GRAD", {Var<float>({2, 3}, g)}}}));
+  EXPECT_EQ(out.at("X@GRAD").shape(), Shape({2, 3}));
+  EXPECT_EQ(out.at("X@GRAD").ToVector<float>(), g);
+  EXPECT_EQ(out.at("Y@GRAD").shape(), Shape({3}));
+  EXPECT_EQ(out.at("Y@GRAD").ToVector<float>(), std::vector<float>({5, 7, 9}));
+}
+
+TEST_P(MathKernelConformance, AddGradWithAxisAndBroadcastX) {
+  // X [2, 3, 2], Y [3] at axis 1: dY[j] = sum over i, k of G[i, j, k].
+  std::vector<int32_t> g(12);
+  for (int i = 0; i < 12; ++i) g[i] = i;
+  ASSERT_OK_AND_ASSIGN(auto out,
+                       RunOp(GetParam(), Op("elementwise_add_grad", {{"axis", int64_t{1}}}),
+                           {{"X", {Var<int32_t>({2, 3, 2}, std::vector<int32_t>(12))}},
+                            {"Y", {Var<int32_t>({3}, {0, 0, 0})}},
+                            {"Out@GRAD", {Var<int32_t>({2, 3, 2}, g)}}}));
+  EXPECT_EQ(out.at("Y@GRAD").ToVector<int32_t>(),
+            std::vector<int32_t>({0 + 1 + 6 + 7, 2 + 3 + 8 + 9, 4 + 5 + 10 + 11}));
+  // X [3, 1] and Y [1, 2] both broadcast to [3, 2].
+  ASSERT_OK_AND_ASSIGN(auto both,
+                       RunOp(GetParam(), Op("elementwise_add_grad"),
+                           {{"X", {Var<double>({3, 1}, {0, 0, 0})}},
+                            {"Y", {Var<double>({1, 2}, {0, 0})}},
+                            {"Out@GRAD", {Var<double>({3, 2}, {1, 2, 3, 4, 5, 6})}}}));
+  EXPECT_EQ(both.at("X@GRAD").shape(), Shape({3, 1}));
+  EXPECT_EQ(both.at("X@GRAD").ToVector<double>(), std::vector<double>({3, 7, 11}));
+  EXPECT_EQ(both.at("Y@GRAD").shape(), Shape({1, 2}));
+  EXPECT_EQ(both.at("Y@GRAD").ToVector<double>(), std::vector<double>({9, 12}));
+}
+
+TEST_P(MathKernelConformance, AddGradComputesOnlyBoundOutputs) {
+  OpDesc op = Op("elementwise_add_grad");
+  op.outputs["X@GRAD"] = {"x@GRAD"};
+  op.outputs["Y@GRAD"] = {};  // not wanted
+  ASSERT_OK_AND_ASSIGN(auto out,
+                       RunOp(GetParam(), op,
+                           {{"X", {Var<float>({2}, {0, 0})}},
+                            {"Y", {Var<float>({}, {0})}},
+                            {"Out@GRAD", {Var<float>({2}, {1, 2})}}}));
+  EXPECT_EQ(out.count("Y@GRAD"), 0u);
+  EXPECT_EQ(out.at("X@GRAD").ToVector<float>(), std::vector<float>({1, 2}));
+}
+
+TEST_P(MathKernelConformance, AddGradLargeScalarAndEmpty) {
+  // Y is a scalar: its gradient is the sum of all of G.
+  const std::vector<double> g = Values<double>(300 * 257, 3);
+  double total = 0;
+  for (double v : g) total += v;
+  ASSERT_OK_AND_ASSIGN(auto out,
+                       RunOp(GetParam(), Op("elementwise_add_grad"),
+                           {{"X", {Var<double>({300, 257}, g)}},
+                            {"Y", {Var<double>({}, {0})}},
+                            {"Out@GRAD", {Var<double>({300, 257}, g)}}}));
+  EXPECT_EQ(out.at("Y@GRAD").shape(), Shape());
+  EXPECT_NEAR(out.at("Y@GRAD").ToVector<double>()[0], total, 1e-9);
+  EXPECT_EQ(out.at("X@GRAD").ToVector<double>(), g);
+  // Empty G: the broadcast operand's gradient is zeros.
+  ASSERT_OK_AND_ASSIGN(auto empty,
+                       RunOp(GetParam(), Op("elementwise_add_grad"),
+                           {{"X", {Var<float>({0, 3}, {})}},
+                            {"Y", {Var<float>({3}, {1, 1, 1})}},
+                            {"Out@GRAD", {Var<float>({0, 3}, {})}}}));
+  EXPECT_EQ(empty.at("Y@GRAD").ToVector<float>(), std::vector<float>({0, 0, 0}));
+  EXPECT_EQ(empty.at("X@GRAD").shape(), Shape({0, 3}));
+}
+
+TEST_P(MathKernelConformance, AddGradWrongOutGradIsInvalidArgument) {
+  EXPECT_THAT(RunOp(GetParam(), Op("elementwise_add_grad"),
+                  {{"X", {Var<float>({2, 3}, Values<float>(6, 0))}},
+                   {"Y", {Var<float>({3}, {0, 0, 0})}},
+                   {"Out@GRAD", {Var<float>({3}, {1, 2, 3})}}}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "op 'elementwise_add_grad': Out@GRAD is float32[3], "
+                       "expected float32[2, 3]"));
+}
+
+// ----------------------------------------------------------------------- matmul
+
+// A matmul problem in float64 with its reference results.
+struct MatmulCase {
+  Shape x, y;
+  bool tx = false, ty = false;
+  double alpha = 1;
+};
+
+// Element (i, j) of op(M) for matrix `b` of a [..., r, c] tensor.
+double At(const std::vector<double>& v, const Shape& s, bool batched, int64_t b,
+          bool t, int64_t i, int64_t j) {
+  const int64_t r = s.dim(s.rank() - 2), c = s.dim(s.rank() - 1);
+  const double* m = v.data() + (batched ? b * r * c : 0);
+  return t ? m[j * c + i] : m[i * c + j];
+}
+
+struct MatmulReference {
+  Shape out;
+  std::vector<double> out_v, dx, dy;
+  std::vector<double> out_mag, dx_mag, dy_mag;  // sums of |terms|
+};
+
+// The output shape, batch count and m, k, n of `c`.
+struct MatmulGeometry {
+  Shape out;
+  int64_t batch = 1, m = 0, k = 0, n = 0;
+  bool x_batched = false, y_batched = false;
+};
+
+MatmulGeometry Geometry(const MatmulCase& c) {
+  const int xr = c.x.rank(), yr = c.y.rank();
+  MatmulGeometry g;
+  g.m = c.tx ? c.x.dim(xr - 1) : c.x.dim(xr - 2);
+  g.k = c.tx ? c.x.dim(xr - 2) : c.x.dim(xr - 1);
+  g.n = c.ty ? c.y.dim(yr - 2) : c.y.dim(yr - 1);
+  g.x_batched = xr > 2;
+  g.y_batched = yr > 2;
+  const Shape& batched = g.x_batched ? c.x : c.y;
+  std::vector<int64_t> out_dims;
+  if (g.x_batched || g.y_batched) {
+    for (int d = 0; d < batched.rank() - 2; ++d) {
+      out_dims.push_back(batched.dim(d));
+      g.batch *= batched.dim(d);
+    }
+  }
+  out_dims.push_back(g.m);
+  out_dims.push_back(g.n);
+  g.out = Shape(out_dims);
+  return g;
+}
+
+MatmulReference ReferenceMatmul(const MatmulCase& c, const std::vector<double>& x,
+                                const std::vector<double>& y,
+                                const std::vector<double>& g) {
+  const MatmulGeometry geo = Geometry(c);
+  const int64_t batch = geo.batch, m = geo.m, k = geo.k, n = geo.n;
+  const bool xb = geo.x_batched, yb = geo.y_batched;
+  MatmulReference r;
+  r.out = geo.out;
+  r.out_v.assign(batch * m * n, 0);
+  r.out_mag.assign(batch * m * n, 0);
+  r.dx.assign(c.x.num_elements(), 0);
+  r.dx_mag.assign(c.x.num_elements(), 0);
+  r.dy.assign(c.y.num_elements(), 0);
+  r.dy_mag.assign(c.y.num_elements(), 0);
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        const double gij = g[(b * m + i) * n + j];
+        for (int64_t p = 0; p < k; ++p) {
+          const double a = At(x, c.x, xb, b, c.tx, i, p);
+          const double w = At(y, c.y, yb, b, c.ty, p, j);
+          r.out_v[(b * m + i) * n + j] += c.alpha * a * w;
+          r.out_mag[(b * m + i) * n + j] += std::abs(c.alpha * a * w);
+          // d op(X)[i, p] += alpha * g[i, j] * op(Y)[p, j], stored transposed
+          // when tx; likewise for Y.
+          const int64_t xi = (xb ? b * m * k : 0) + (c.tx ? p * m + i : i * k + p);
+          const int64_t yi = (yb ? b * k * n : 0) + (c.ty ? j * k + p : p * n + j);
+          r.dx[xi] += c.alpha * gij * w;
+          r.dx_mag[xi] += std::abs(c.alpha * gij * w);
+          r.dy[yi] += c.alpha * a * gij;
+          r.dy_mag[yi] += std::abs(c.alpha * a * gij);
+        }
+      }
+    }
+  }
+  return r;
+}
+
+template <typename T>
+void ExpectNear(const Tensor& got, const std::vector<double>& want,
+                const std::vector<double>& magnitude, const std::string& what) {
+  const std::vector<T> v = got.ToVector<T>();
+  ASSERT_EQ(v.size(), want.size()) << what;
+  for (size_t i = 0; i < v.size(); ++i) {
+    ASSERT_NEAR(v[i], want[i], Tolerance<T>(magnitude[i])) << what << " at " << i;
+  }
+}
+
+// Runs matmul and matmul_grad for `c` in T and checks them against the
+// float64 reference (computed from the same T-rounded inputs).
+template <typename T>
+void CheckMatmul(const Place& place, const MatmulCase& c) {
+  SCOPED_TRACE(testing::Message() << DataTypeName(DataTypeOf<T>()) << " X" << c.x
+                                  << (c.tx ? "^T" : "") << " Y" << c.y
+                                  << (c.ty ? "^T" : "") << " alpha " << c.alpha);
+  const std::vector<T> x = Values<T>(c.x.num_elements(), 1);
+  const std::vector<T> y = Values<T>(c.y.num_elements(), 2);
+  const std::vector<T> g = Values<T>(Geometry(c).out.num_elements(), 3);
+  const MatmulReference ref = ReferenceMatmul(
+      c, std::vector<double>(x.begin(), x.end()), std::vector<double>(y.begin(), y.end()),
+      std::vector<double>(g.begin(), g.end()));
+  const AttrMap attrs = {{"transpose_X", c.tx}, {"transpose_Y", c.ty}, {"alpha", c.alpha}};
+  const EagerInputs in = {{"X", {Var<T>(c.x, x)}}, {"Y", {Var<T>(c.y, y)}}};
+  ASSERT_OK_AND_ASSIGN(Tensor out, RunOut(place, Op("matmul", attrs), in));
+  EXPECT_EQ(out.shape(), ref.out);
+  ExpectNear<T>(out, ref.out_v, ref.out_mag, "Out");
+
+  EagerInputs grad_in = in;
+  grad_in["Out@GRAD"] = {Var<T>(ref.out, g)};
+  ASSERT_OK_AND_ASSIGN(auto grads, RunOp(place, Op("matmul_grad", attrs), grad_in));
+  EXPECT_EQ(grads.at("X@GRAD").shape(), c.x);
+  EXPECT_EQ(grads.at("Y@GRAD").shape(), c.y);
+  ExpectNear<T>(grads.at("X@GRAD"), ref.dx, ref.dx_mag, "X@GRAD");
+  ExpectNear<T>(grads.at("Y@GRAD"), ref.dy, ref.dy_mag, "Y@GRAD");
+}
+
+TEST_P(MathKernelConformance, MatmulHandComputed) {
+  const Variable x = Var<float>({2, 3}, {1, 2, 3, 4, 5, 6});
+  const Variable y = Var<float>({3, 2}, {7, 8, 9, 10, 11, 12});
+  ASSERT_OK_AND_ASSIGN(Tensor out, RunOut(GetParam(), Op("matmul"), {{"X", {x}}, {"Y", {y}}}));
+  EXPECT_EQ(out.shape(), Shape({2, 2}));
+  EXPECT_EQ(out.ToVector<float>(), std::vector<float>({58, 64, 139, 154}));
+  // X^T with X [3, 2] = [[1, 4], [2, 5], [3, 6]], alpha 0.5.
+  ASSERT_OK_AND_ASSIGN(
+      Tensor t, RunOut(GetParam(), Op("matmul", {{"transpose_X", true}, {"alpha", 0.5}}),
+                       {{"X", {Var<double>({3, 2}, {1, 4, 2, 5, 3, 6})}},
+                        {"Y", {Var<double>({3, 2}, {7, 8, 9, 10, 11, 12})}}}));
+  EXPECT_EQ(t.ToVector<double>(), std::vector<double>({29, 32, 69.5, 77}));
+}
+
+TEST_P(MathKernelConformance, MatmulGradHandComputed) {
+  // Out = X * Y with X [1, 2], Y [2, 2]; G = [1, 1]:
+  // X@GRAD = G * Y^T = [3, 7], Y@GRAD = X^T * G = [[5, 5], [6, 6]].
+  ASSERT_OK_AND_ASSIGN(auto out,
+                       RunOp(GetParam(), Op("matmul_grad"),
+                           {{"X", {Var<float>({1, 2}, {5, 6})}},
+                            {"Y", {Var<float>({2, 2}, {1, 2, 3, 4})}},
+                            {"Out@GRAD", {Var<float>({1, 2}, {1, 1})}}}));
+  EXPECT_EQ(out.at("X@GRAD").ToVector<float>(), std::vector<float>({3, 7}));
+  EXPECT_EQ(out.at("Y@GRAD").ToVector<float>(), std::vector<float>({5, 5, 6, 6}));
+}
+
+TEST_P(MathKernelConformance, MatmulAndGradTransposedAndBatched) {
+  for (bool tx : {false, true}) {
+    for (bool ty : {false, true}) {
+      // m = 5, k = 7, n = 3.
+      const Shape x2 = tx ? Shape({7, 5}) : Shape({5, 7});
+      const Shape y2 = ty ? Shape({3, 7}) : Shape({7, 3});
+      const Shape x3 = tx ? Shape({2, 2, 7, 5}) : Shape({2, 2, 5, 7});
+      const Shape y3 = ty ? Shape({2, 2, 3, 7}) : Shape({2, 2, 7, 3});
+      for (const MatmulCase& c : {MatmulCase{x2, y2, tx, ty, 1.0},
+                                  MatmulCase{x3, y3, tx, ty, 2.0},     // both batched
+                                  MatmulCase{x3, y2, tx, ty, 1.0},     // Y shared
+                                  MatmulCase{x2, y3, tx, ty, -0.5}}) {  // X shared
+        CheckMatmul<float>(GetParam(), c);
+        CheckMatmul<double>(GetParam(), c);
+      }
+    }
+  }
+}
+
+TEST_P(MathKernelConformance, MatmulOddAndLargerSizes) {
+  CheckMatmul<float>(GetParam(), {Shape({1, 1023}), Shape({1023, 3})});
+  CheckMatmul<double>(GetParam(), {Shape({1, 1023}), Shape({1023, 3})});
+  CheckMatmul<float>(GetParam(), {Shape({67, 130}), Shape({130, 259})});
+  CheckMatmul<double>(GetParam(), {Shape({130, 67}), Shape({259, 130}), true, true});
+  // Many small products: the batch is the parallel dimension.
+  CheckMatmul<float>(GetParam(), {Shape({64, 8, 8}), Shape({64, 8, 8})});
+}
+
+TEST_P(MathKernelConformance, MatmulEmptyInnerDimGivesZeros) {
+  ASSERT_OK_AND_ASSIGN(Tensor out, RunOut(GetParam(), Op("matmul"),
+                                          {{"X", {Var<float>({2, 0}, {})}},
+                                           {"Y", {Var<float>({0, 3}, {})}}}));
+  EXPECT_EQ(out.shape(), Shape({2, 3}));
+  EXPECT_EQ(out.ToVector<float>(), std::vector<float>(6, 0));
+  ASSERT_OK_AND_ASSIGN(auto grads, RunOp(GetParam(), Op("matmul_grad"),
+                                       {{"X", {Var<double>({2, 0, 2}, {})}},
+                                        {"Y", {Var<double>({2, 3}, Values<double>(6, 0))}},
+                                        {"Out@GRAD", {Var<double>({2, 0, 3}, {})}}}));
+  // Y is shared by an empty batch: its gradient is zeros.
+  EXPECT_EQ(grads.at("Y@GRAD").ToVector<double>(), std::vector<double>(6, 0));
+  EXPECT_EQ(grads.at("X@GRAD").shape(), Shape({2, 0, 2}));
+  CheckMatmul<double>(GetParam(), {Shape({0, 4}), Shape({4, 3})});
+}
+
+TEST_P(MathKernelConformance, MatmulGradComputesOnlyBoundOutputs) {
+  OpDesc op = Op("matmul_grad");
+  op.outputs["X@GRAD"] = {};
+  op.outputs["Y@GRAD"] = {"w@GRAD"};
+  ASSERT_OK_AND_ASSIGN(auto out, RunOp(GetParam(), op,
+                                     {{"X", {Var<float>({1, 2}, {5, 6})}},
+                                      {"Y", {Var<float>({2, 2}, {1, 2, 3, 4})}},
+                                      {"Out@GRAD", {Var<float>({1, 2}, {1, 1})}}}));
+  EXPECT_EQ(out.count("X@GRAD"), 0u);
+  EXPECT_EQ(out.at("Y@GRAD").ToVector<float>(), std::vector<float>({5, 5, 6, 6}));
+}
+
+TEST_P(MathKernelConformance, MatmulBadInputIsInvalidArgumentNamingOpAndShapes) {
+  EXPECT_THAT(RunOut(GetParam(), Op("matmul"),
+                     {{"X", {Var<float>({2, 3}, Values<float>(6, 0))}},
+                      {"Y", {Var<float>({4, 5}, Values<float>(20, 0))}}}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "op 'matmul': inner dims differ: X [2, 3] has K=3, Y [4, 5] has K=4"));
+  EXPECT_THAT(RunOut(GetParam(), Op("matmul"),
+                     {{"X", {Var<float>({2, 3}, Values<float>(6, 0))}},
+                      {"Y", {Var<double>({3, 2}, Values<double>(6, 0))}}}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "op 'matmul': X is float32[2, 3] but Y is float64[3, 2]; cast one of them"));
+  EXPECT_THAT(RunOut(GetParam(), Op("matmul"),
+                     {{"X", {Var<float>({2, 2, 3}, Values<float>(12, 0))}},
+                      {"Y", {Var<float>({3, 3, 2}, Values<float>(18, 0))}}}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("batch dims of X [2, 2, 3] and Y [3, 3, 2] differ")));
+  EXPECT_THAT(RunOp(GetParam(), Op("matmul_grad"),
+                  {{"X", {Var<float>({2, 3}, Values<float>(6, 0))}},
+                   {"Y", {Var<float>({3, 2}, Values<float>(6, 0))}},
+                   {"Out@GRAD", {Var<float>({2, 3}, Values<float>(6, 0))}}}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "op 'matmul_grad': Out@GRAD is float32[2, 3], expected float32[2, 2]"));
+}
+
+// ------------------------------------------------------------------------ scale
+
+TEST_P(MathKernelConformance, ScaleFloatAndIntegerRules) {
+  const AttrMap after = {{"scale", 2.0}, {"bias", 1.0}};
+  const AttrMap before = {{"scale", 2.0}, {"bias", 1.0}, {"bias_after_scale", false}};
+  ASSERT_OK_AND_ASSIGN(Tensor f, RunOut(GetParam(), Op("scale", after),
+                                        {{"X", {Var<float>({3}, {1.5, -2, 0})}}}));
+  EXPECT_EQ(f.ToVector<float>(), std::vector<float>({4, -3, 1}));
+  ASSERT_OK_AND_ASSIGN(Tensor d, RunOut(GetParam(), Op("scale", before),
+                                        {{"X", {Var<double>({2, 1}, {1.5, -2})}}}));
+  EXPECT_EQ(d.shape(), Shape({2, 1}));
+  EXPECT_EQ(d.ToVector<double>(), std::vector<double>({5, -2}));
+  // Integers: computed in double, then truncated toward zero.
+  ASSERT_OK_AND_ASSIGN(Tensor i, RunOut(GetParam(), Op("scale", {{"scale", 0.5}}),
+                                        {{"X", {Var<int32_t>({3}, {3, -3, 7})}}}));
+  EXPECT_EQ(i.ToVector<int32_t>(), std::vector<int32_t>({1, -1, 3}));
+  ASSERT_OK_AND_ASSIGN(Tensor l, RunOut(GetParam(),
+                                        Op("scale", {{"scale", 0.5}, {"bias", 0.6},
+                                                     {"bias_after_scale", false}}),
+                                        {{"X", {Var<int64_t>({}, {4})}}}));
+  EXPECT_EQ(l.ToVector<int64_t>(), std::vector<int64_t>({2}));  // 0.5 * 4.6
+  ASSERT_OK_AND_ASSIGN(Tensor empty, RunOut(GetParam(), Op("scale", after),
+                                            {{"X", {Var<float>({0}, {})}}}));
+  EXPECT_EQ(empty.shape(), Shape({0}));
+}
+
+TEST_P(MathKernelConformance, ScaleLargeMatchesReference) {
+  const std::vector<float> x = Values<float>(300 * 257, 4);
+  ASSERT_OK_AND_ASSIGN(Tensor out, RunOut(GetParam(), Op("scale", {{"scale", 3.0}, {"bias", -1.0}}),
+                                          {{"X", {Var<float>({300, 257}, x)}}}));
+  const std::vector<float> got = out.ToVector<float>();
+  for (size_t i = 0; i < x.size(); ++i) {
+    ASSERT_EQ(got[i], 3.0f * x[i] + -1.0f) << i;
+  }
+}
+
+// ------------------------------------------------------------------------- cast
+
+template <typename From, typename To>
+void CheckCast(const Place& place) {
+  SCOPED_TRACE(testing::Message() << DataTypeName(DataTypeOf<From>()) << " -> "
+                                  << DataTypeName(DataTypeOf<To>()));
+  std::vector<From> x;
+  if constexpr (std::is_same_v<From, bool>) {
+    x = {false, true};
+  } else if constexpr (std::is_floating_point_v<From>) {
+    x = {From(0), From(1), From(-2), From(-1.7), From(2.5)};
+  } else {
+    x = {From(0), From(1), From(-2), From(3)};
+  }
+  std::vector<To> want;
+  for (From v : x) {
+    if constexpr (std::is_same_v<To, bool>) {
+      want.push_back(v != From(0));
+    } else {
+      want.push_back(static_cast<To>(v));
+    }
+  }
+  ASSERT_OK_AND_ASSIGN(
+      Tensor out, RunOut(place, Op("cast", {{"out_dtype", DataTypeOf<To>()}}),
+                         {{"X", {Var<From>({static_cast<int64_t>(x.size())}, x)}}}));
+  EXPECT_EQ(out.dtype(), DataTypeOf<To>());
+  EXPECT_EQ(out.ToVector<To>(), want);
+}
+
+template <typename From>
+void CheckCastsFrom(const Place& place) {
+  CheckCast<From, float>(place);
+  CheckCast<From, double>(place);
+  CheckCast<From, int32_t>(place);
+  CheckCast<From, int64_t>(place);
+  CheckCast<From, bool>(place);
+}
+
+TEST_P(MathKernelConformance, CastEveryDtypeToEvery) {
+  CheckCastsFrom<float>(GetParam());
+  CheckCastsFrom<double>(GetParam());
+  CheckCastsFrom<int32_t>(GetParam());
+  CheckCastsFrom<int64_t>(GetParam());
+  CheckCastsFrom<bool>(GetParam());
+}
+
+TEST_P(MathKernelConformance, CastZeroDAndEmpty) {
+  ASSERT_OK_AND_ASSIGN(Tensor s, RunOut(GetParam(), Op("cast", {{"out_dtype", DataType::kInt64}}),
+                                        {{"X", {Var<double>({}, {-9.99})}}}));
+  EXPECT_EQ(s.shape(), Shape());
+  EXPECT_EQ(s.ToVector<int64_t>(), std::vector<int64_t>({-9}));
+  ASSERT_OK_AND_ASSIGN(Tensor e, RunOut(GetParam(), Op("cast", {{"out_dtype", DataType::kBool}}),
+                                        {{"X", {Var<float>({2, 0}, {})}}}));
+  EXPECT_EQ(e.shape(), Shape({2, 0}));
+  EXPECT_EQ(e.dtype(), DataType::kBool);
+}
+
+}  // namespace
+}  // namespace tandem
