@@ -571,13 +571,15 @@ void CheckScale(const Shape& s, double scale, double bias, bool after) {
   const Tensor& o = out.at("Out");
   ASSERT_EQ(o.shape(), s);
   for (int64_t i = 0; i < s.num_elements(); ++i) {
+    // scale * x + bias is rounded once (see LaunchScale).
     T want;
     if constexpr (std::is_floating_point_v<T>) {
       const T sc = static_cast<T>(scale), b = static_cast<T>(bias);
-      want = after ? sc * xv[i] + b : sc * (xv[i] + b);
+      const T sum = xv[i] + b;
+      want = after ? std::fma(sc, xv[i], b) : sc * sum;
     } else {
-      const double v = static_cast<double>(xv[i]);
-      want = static_cast<T>(after ? scale * v + bias : scale * (v + bias));
+      const double v = static_cast<double>(xv[i]), sum = v + bias;
+      want = static_cast<T>(after ? std::fma(scale, v, bias) : scale * sum);
     }
     ASSERT_EQ(o.data<T>()[i], want) << i;
   }

@@ -23,8 +23,11 @@ __global__ void FillKernel(T* out, int64_t n, T value) {
   }
 }
 
-// Floating scale without contraction into a fused multiply-add, so results
-// match a plain C++ `s * x + b` evaluated in T.
+// scale * x + bias with one rounding (a fused multiply-add, which is what the
+// host compiler makes of `s * x + b` with FMA contraction) and
+// scale * (x + bias) with two, whatever nvcc's contraction settings.
+__device__ float MulAdd(float a, float b, float c) { return __fmaf_rn(a, b, c); }
+__device__ double MulAdd(double a, double b, double c) { return __fma_rn(a, b, c); }
 __device__ float Mul(float a, float b) { return __fmul_rn(a, b); }
 __device__ double Mul(double a, double b) { return __dmul_rn(a, b); }
 __device__ float Add(float a, float b) { return __fadd_rn(a, b); }
@@ -35,8 +38,7 @@ __global__ void ScaleFloatKernel(const T* x, T* out, int64_t n, T scale, T bias,
                                  bool bias_after_scale) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{blockDim.x} * gridDim.x) {
-    out[i] = bias_after_scale ? Add(Mul(scale, x[i]), bias)
-                              : Mul(scale, Add(x[i], bias));
+    out[i] = bias_after_scale ? MulAdd(scale, x[i], bias) : Mul(scale, Add(x[i], bias));
   }
 }
 
@@ -46,8 +48,8 @@ __global__ void ScaleIntKernel(const T* x, T* out, int64_t n, double scale,
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{blockDim.x} * gridDim.x) {
     const double v = static_cast<double>(x[i]);
-    out[i] = static_cast<T>(bias_after_scale ? __dadd_rn(__dmul_rn(scale, v), bias)
-                                             : __dmul_rn(scale, __dadd_rn(v, bias)));
+    out[i] = static_cast<T>(bias_after_scale ? MulAdd(scale, v, bias)
+                                             : Mul(scale, Add(v, bias)));
   }
 }
 
