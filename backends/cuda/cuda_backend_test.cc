@@ -241,6 +241,48 @@ TEST_F(GpuTest, DeviceGuardSwitchesAndRestores) {
   }
 }
 
+TEST_F(GpuTest, SecondGpuWorksWhileFirstIsCurrent) {
+  if (GpuCount() < 2) GTEST_SKIP() << "needs two GPUs";
+  DeviceGuard guard(GPUPlace(0));
+  ASSERT_OK_AND_ASSIGN(Device * d1, DeviceRegistry::Global().GetDevice(GPUPlace(1)));
+  const size_t n = 4096, bytes = n * sizeof(float);
+  const std::vector<float> src = Ramp(n);
+  ASSERT_OK_AND_ASSIGN(void* p, d1->allocator()->Allocate(bytes));
+  ASSERT_OK_AND_ASSIGN(void* pinned, d1->host_allocator()->Allocate(bytes));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Stream> s, d1->CreateStream());
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Event> e, d1->CreateEvent());
+  ASSERT_OK(d1->Copy(CopyKind::kHostToDevice, p, src.data(), bytes));
+  ASSERT_OK(d1->CopyAsync(CopyKind::kDeviceToHost, pinned, p, bytes, s.get()));
+  ASSERT_OK(d1->RecordEvent(e.get(), s.get()));
+  ASSERT_OK(d1->SynchronizeEvent(e.get()));
+  EXPECT_EQ(std::memcmp(pinned, src.data(), bytes), 0);
+  int current = -1;
+  ASSERT_EQ(cudaGetDevice(&current), cudaSuccess);
+  EXPECT_EQ(current, 0);
+  d1->allocator()->Deallocate(p, bytes);
+  d1->host_allocator()->Deallocate(pinned, bytes);
+
+  // Kernels (cuBLAS included) give the same results on both GPUs.
+  OpDesc op;
+  op.type = "matmul_grad";
+  const EagerInputs in = {{"X", {Variable(Tensor::FromVector<float>(Shape({3, 5}), Ramp(15)))}},
+                          {"Y", {Variable(Tensor::FromVector<float>(Shape({2, 5, 4}), Ramp(40)))}},
+                          {"Out@GRAD", {Variable(Tensor::FromVector<float>(Shape({2, 3, 4}),
+                                                                           Ramp(24)))}}};
+  std::vector<std::vector<float>> results;
+  for (int gpu : {0, 1}) {
+    ASSERT_OK_AND_ASSIGN(EagerOutputs out, RunOpEager(op, GPUPlace(gpu), in));
+    for (const char* arg : {"X@GRAD", "Y@GRAD"}) {
+      const Tensor& t = out.at(arg)[0].tensor();
+      EXPECT_EQ(t.place(), GPUPlace(gpu));
+      ASSERT_OK_AND_ASSIGN(Tensor host, CopyTensorTo(t, CPUPlace()));
+      results.push_back(host.ToVector<float>());
+    }
+  }
+  EXPECT_EQ(results[0], results[2]);
+  EXPECT_EQ(results[1], results[3]);
+}
+
 // ---------------------------------------------------------------------------
 // Kernels against host computations.
 
