@@ -1,0 +1,37 @@
+// Helpers shared by the example programs.
+//
+//   ASSIGN_OR_RETURN(Place place, ChooseDefaultPlace(FLAGS_place));  // "" -> gpu:0 or cpu
+//   Stopwatch sw;  ...  double s = sw.Seconds();
+#ifndef TANDEM_EXAMPLES_COMMON_EXAMPLE_UTIL_H_
+#define TANDEM_EXAMPLES_COMMON_EXAMPLE_UTIL_H_
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "framework/place/place.h"
+
+namespace tandem {
+
+// `flag` parsed as a place that exists; "" means gpu:0 when a GPU is
+// present, else cpu. InvalidArgument / NotFound for bad or missing places.
+absl::StatusOr<Place> ChooseDefaultPlace(const std::string& flag);
+
+class Stopwatch {
+ public:
+  Stopwatch() : start_(std::chrono::steady_clock::now()) {}
+  double Seconds() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+
+ private:
+  std::chrono::steady_clock::time_point start_;
+};
+
+// Median of `values` (which it sorts); 0 for none.
+double Median(std::vector<double> values);
+
+}  // namespace tandem
+
+#endif  // TANDEM_EXAMPLES_COMMON_EXAMPLE_UTIL_H_

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Workload 1 trains on the sim place with the table on the CPU (dense and
+# sparse) and without the guard, and the loss falls.
+set -euo pipefail
+bin="$(dirname "$0")/embedding_offload"
+for flags in "" "--is_sparse --batch=8" "--no_guard"; do
+  out=$("$bin" --place=sim:0 --rows=1000 --steps=30 --log_every=10 --lr=0.5 $flags)
+  echo "$out"
+  grep -q "decreasing" <<<"$out"
+  grep -q "NOT decreasing" <<<"$out" && exit 1
+done
+if "$bin" --place=sim:0 --rows=0 --steps=1 2>"$TEST_TMPDIR/err"; then exit 1; fi
+grep -q "rows, dim and batch must be > 0" "$TEST_TMPDIR/err"
