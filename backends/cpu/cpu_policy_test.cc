@@ -37,7 +37,9 @@ TEST(CpuPolicy, ParallelForCoversTheRangeInTasksOfAtLeastGrain) {
     for (const auto& [begin, end] : ranges) {
       EXPECT_EQ(begin, next) << "n " << n;
       EXPECT_GT(end, begin);
-      if (ranges.size() > 1) EXPECT_GE(end - begin, grain);
+      if (ranges.size() > 1) {
+        EXPECT_GE(end - begin, grain);
+      }
       next = end;
     }
     EXPECT_EQ(next, n);
