@@ -15,7 +15,7 @@ int Blocks(int64_t n) {
   return static_cast<int>(blocks < kMaxBlocks ? blocks : kMaxBlocks);
 }
 
-#define TANDEM_GRID_LOOP(i, n)                                           \
+#define TANDEM_GRID_LOOP(i, n)                                              \
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < (n); \
        i += int64_t{blockDim.x} * gridDim.x)
 
@@ -25,14 +25,12 @@ __global__ void AddSameKernel(const T* x, const T* y, T* out, int64_t n) {
 }
 
 template <typename T>
-__global__ void AddRowKernel(const T* x, const T* y, T* out, int64_t n,
-                             int64_t cols) {
+__global__ void AddRowKernel(const T* x, const T* y, T* out, int64_t n, int64_t cols) {
   TANDEM_GRID_LOOP(i, n) { out[i] = x[i] + y[i % cols]; }
 }
 
 template <typename T>
-__global__ void AddStridedKernel(const T* x, const T* y, T* out, AddGeometry g,
-                                 int64_t n) {
+__global__ void AddStridedKernel(const T* x, const T* y, T* out, AddGeometry g, int64_t n) {
   TANDEM_GRID_LOOP(i, n) {
     int64_t rest = i, xo = 0, yo = 0;
     for (int d = g.rank - 1; d >= 0; --d) {
@@ -115,24 +113,23 @@ __global__ void ReduceBlockKernel(const T* in, T* out, ReduceGeometry g) {
 }  // namespace
 
 template <typename T>
-cudaError_t LaunchAddSame(const T* x, const T* y, T* out, int64_t n,
-                          cudaStream_t stream) {
+cudaError_t LaunchAddSame(const T* x, const T* y, T* out, int64_t n, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   AddSameKernel<T><<<Blocks(n), kThreads, 0, stream>>>(x, y, out, n);
   return cudaGetLastError();
 }
 
 template <typename T>
-cudaError_t LaunchAddRow(const T* x, const T* y, T* out, int64_t n,
-                         int64_t cols, cudaStream_t stream) {
+cudaError_t LaunchAddRow(const T* x, const T* y, T* out, int64_t n, int64_t cols,
+                         cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   AddRowKernel<T><<<Blocks(n), kThreads, 0, stream>>>(x, y, out, n, cols);
   return cudaGetLastError();
 }
 
 template <typename T>
-cudaError_t LaunchAddStrided(const T* x, const T* y, T* out,
-                             const AddGeometry& g, cudaStream_t stream) {
+cudaError_t LaunchAddStrided(const T* x, const T* y, T* out, const AddGeometry& g,
+                             cudaStream_t stream) {
   int64_t n = 1;
   for (int d = 0; d < g.rank; ++d) n *= g.dims[d];
   if (n == 0) return cudaSuccess;
@@ -141,8 +138,7 @@ cudaError_t LaunchAddStrided(const T* x, const T* y, T* out,
 }
 
 template <typename T>
-cudaError_t LaunchReduceSum(const T* in, T* out, const ReduceGeometry& g,
-                            cudaStream_t stream) {
+cudaError_t LaunchReduceSum(const T* in, T* out, const ReduceGeometry& g, cudaStream_t stream) {
   if (g.out_count == 0) return cudaSuccess;
   if (g.reduce_count >= kBlockReduceMin) {
     const int blocks = static_cast<int>(g.out_count < kMaxBlocks ? g.out_count : kMaxBlocks);
@@ -153,15 +149,12 @@ cudaError_t LaunchReduceSum(const T* in, T* out, const ReduceGeometry& g,
   return cudaGetLastError();
 }
 
-#define TANDEM_INSTANTIATE(T)                                                  \
-  template cudaError_t LaunchAddSame<T>(const T*, const T*, T*, int64_t,        \
-                                        cudaStream_t);                          \
-  template cudaError_t LaunchAddRow<T>(const T*, const T*, T*, int64_t, int64_t, \
-                                       cudaStream_t);                           \
-  template cudaError_t LaunchAddStrided<T>(const T*, const T*, T*,              \
-                                           const AddGeometry&, cudaStream_t);   \
-  template cudaError_t LaunchReduceSum<T>(const T*, T*, const ReduceGeometry&,  \
-                                          cudaStream_t);
+#define TANDEM_INSTANTIATE(T)                                                                   \
+  template cudaError_t LaunchAddSame<T>(const T*, const T*, T*, int64_t, cudaStream_t);         \
+  template cudaError_t LaunchAddRow<T>(const T*, const T*, T*, int64_t, int64_t, cudaStream_t); \
+  template cudaError_t LaunchAddStrided<T>(const T*, const T*, T*, const AddGeometry&,          \
+                                           cudaStream_t);                                       \
+  template cudaError_t LaunchReduceSum<T>(const T*, T*, const ReduceGeometry&, cudaStream_t);
 TANDEM_INSTANTIATE(float)
 TANDEM_INSTANTIATE(double)
 TANDEM_INSTANTIATE(int32_t)

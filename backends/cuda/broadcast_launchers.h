@@ -50,21 +50,19 @@ struct ReduceGeometry {
 
 // out[i] = x[i] + y[i], i < n.
 template <typename T>
-cudaError_t LaunchAddSame(const T* x, const T* y, T* out, int64_t n,
-                          cudaStream_t stream);
+cudaError_t LaunchAddSame(const T* x, const T* y, T* out, int64_t n, cudaStream_t stream);
 // out[i] = x[i] + y[i % cols], i < n (y a row repeated; cols 1: a scalar).
 template <typename T>
-cudaError_t LaunchAddRow(const T* x, const T* y, T* out, int64_t n,
-                         int64_t cols, cudaStream_t stream);
+cudaError_t LaunchAddRow(const T* x, const T* y, T* out, int64_t n, int64_t cols,
+                         cudaStream_t stream);
 // The general case described by `g`.
 template <typename T>
-cudaError_t LaunchAddStrided(const T* x, const T* y, T* out,
-                             const AddGeometry& g, cudaStream_t stream);
+cudaError_t LaunchAddStrided(const T* x, const T* y, T* out, const AddGeometry& g,
+                             cudaStream_t stream);
 // out = sum of `in` as described by `g`. Float sums accumulate in double,
 // int32 in int64.
 template <typename T>
-cudaError_t LaunchReduceSum(const T* in, T* out, const ReduceGeometry& g,
-                            cudaStream_t stream);
+cudaError_t LaunchReduceSum(const T* in, T* out, const ReduceGeometry& g, cudaStream_t stream);
 
 }  // namespace cuda
 }  // namespace tandem

@@ -41,18 +41,16 @@ std::vector<Run> MergeRuns(const Shape& out, const Shape& a, const Shape& b) {
   return runs;
 }
 
-absl::Status TooManyDims(absl::string_view op, const Shape& a, const Shape& b,
-                         size_t dims) {
+absl::Status TooManyDims(absl::string_view op, const Shape& a, const Shape& b, size_t dims) {
   return absl::UnimplementedError(absl::StrCat(
-      "op '", op, "' on gpu: ", a.ToString(), " and ", b.ToString(),
-      " broadcast over ", dims, " separate dim groups; at most ",
-      kMaxBroadcastDims, " are supported"));
+      "op '", op, "' on gpu: ", a.ToString(), " and ", b.ToString(), " broadcast over ", dims,
+      " separate dim groups; at most ", kMaxBroadcastDims, " are supported"));
 }
 
 }  // namespace
 
-absl::StatusOr<AddPlan> PlanAdd(absl::string_view op, const Shape& x,
-                                const Shape& y_aligned, const Shape& out) {
+absl::StatusOr<AddPlan> PlanAdd(absl::string_view op, const Shape& x, const Shape& y_aligned,
+                                const Shape& out) {
   AddPlan plan;
   plan.n = out.num_elements();
   const std::vector<Run> runs = MergeRuns(out, x, y_aligned);
@@ -93,8 +91,7 @@ absl::StatusOr<AddPlan> PlanAdd(absl::string_view op, const Shape& x,
   return plan;
 }
 
-absl::StatusOr<ReduceGeometry> PlanReduceTo(absl::string_view op,
-                                            const Shape& out,
+absl::StatusOr<ReduceGeometry> PlanReduceTo(absl::string_view op, const Shape& out,
                                             const Shape& target) {
   // Runs where the target is broadcast (summed) or not, `b` unused.
   const std::vector<Run> runs = MergeRuns(out, target, out);

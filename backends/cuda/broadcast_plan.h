@@ -38,15 +38,14 @@ struct AddPlan {
 // `x`, `y_aligned` (Y after AlignForBroadcast) and `out` (BroadcastShapes of
 // them) are valid shapes. Unimplemented if more than kMaxBroadcastDims
 // dims remain after merging.
-absl::StatusOr<AddPlan> PlanAdd(absl::string_view op, const Shape& x,
-                                const Shape& y_aligned, const Shape& out);
+absl::StatusOr<AddPlan> PlanAdd(absl::string_view op, const Shape& x, const Shape& y_aligned,
+                                const Shape& out);
 
 // The sum of a contiguous tensor of shape `out` down to `target`, whose
 // dims (right-aligned with `out`; missing leading dims are 1) equal out's or
 // are 1 where out was broadcast. reduce_rank 0 means no dim is summed: the
 // data is copied as is. Unimplemented beyond kMaxBroadcastDims merged dims.
-absl::StatusOr<ReduceGeometry> PlanReduceTo(absl::string_view op,
-                                            const Shape& out,
+absl::StatusOr<ReduceGeometry> PlanReduceTo(absl::string_view op, const Shape& out,
                                             const Shape& target);
 
 }  // namespace cuda

@@ -56,8 +56,12 @@ Vec RunAdd(const AddPlan& p, Vec xv, Vec yv) {
   Vec o(p.n);
   for (int64_t i = 0; i < p.n; ++i) {
     switch (p.kind) {
-      case AddPlan::Kind::kSame: o[i] = xv[i] + yv[i]; break;
-      case AddPlan::Kind::kRow: o[i] = xv[i] + yv[i % p.cols]; break;
+      case AddPlan::Kind::kSame:
+        o[i] = xv[i] + yv[i];
+        break;
+      case AddPlan::Kind::kRow:
+        o[i] = xv[i] + yv[i % p.cols];
+        break;
       case AddPlan::Kind::kStrided: {
         const AddGeometry& g = p.geometry;
         int64_t rest = i, xo = 0, yo = 0;
@@ -151,10 +155,12 @@ Vec ReferenceReduce(const Shape& out, const Vec& in, const Shape& target) {
 
 TEST(PlanReduceTo, MatchesReference) {
   const std::vector<std::pair<Vec, Vec>> cases = {
-      {{2, 3}, {3}},          {{2, 3}, {2, 1}},       {{2, 3}, {2, 3}},
-      {{2, 3}, {}},           {{4, 3, 5}, {3, 1}},    {{4, 3, 5}, {4, 1, 5}},
-      {{2, 1, 3}, {1, 1, 3}}, {{0, 3}, {1, 3}},       {{2, 0}, {2, 1}},
-      {{}, {}},               {{3, 1023}, {1023}},    {{2, 3, 4, 5}, {2, 1, 4, 1}},
+      {{2, 3}, {3}},          {{2, 3}, {2, 1}},
+      {{2, 3}, {2, 3}},       {{2, 3}, {}},
+      {{4, 3, 5}, {3, 1}},    {{4, 3, 5}, {4, 1, 5}},
+      {{2, 1, 3}, {1, 1, 3}}, {{0, 3}, {1, 3}},
+      {{2, 0}, {2, 1}},       {{}, {}},
+      {{3, 1023}, {1023}},    {{2, 3, 4, 5}, {2, 1, 4, 1}},
   };
   for (const auto& [out_dims, target_dims] : cases) {
     const Shape out(out_dims), target(target_dims);

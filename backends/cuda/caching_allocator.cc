@@ -20,20 +20,15 @@ size_t RoundUp(size_t bytes, size_t granularity) {
 
 }  // namespace
 
-CachingAllocator::CachingAllocator(std::string name, Place place,
-                                   std::unique_ptr<RawMemory> raw,
+CachingAllocator::CachingAllocator(std::string name, Place place, std::unique_ptr<RawMemory> raw,
                                    int64_t bytes_limit)
-    : name_(std::move(name)),
-      place_(place),
-      raw_(std::move(raw)),
-      stats_(place, bytes_limit) {}
+    : name_(std::move(name)), place_(place), raw_(std::move(raw)), stats_(place, bytes_limit) {}
 
 CachingAllocator::~CachingAllocator() {
   EmptyCache();
   std::lock_guard<std::mutex> lock(mu_);
-  LOG_IF(WARNING, !allocated_.empty())
-      << name_ << ": destroyed with " << allocated_.size()
-      << " block(s) still in use; they are leaked";
+  LOG_IF(WARNING, !allocated_.empty()) << name_ << ": destroyed with " << allocated_.size()
+                                       << " block(s) still in use; they are leaked";
 }
 
 size_t CachingAllocator::RoundSize(size_t bytes) {
@@ -45,10 +40,10 @@ size_t CachingAllocator::RoundSize(size_t bytes) {
 
 absl::StatusOr<void*> CachingAllocator::Allocate(size_t bytes) {
   if (bytes > kMaxRequest) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "out of memory on ", place_.ToString(), ": requested ",
-        HumanBytes(static_cast<int64_t>(std::min<size_t>(bytes, INT64_MAX))),
-        ", more than any device holds"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("out of memory on ", place_.ToString(), ": requested ",
+                     HumanBytes(static_cast<int64_t>(std::min<size_t>(bytes, INT64_MAX))),
+                     ", more than any device holds"));
   }
   RETURN_IF_ERROR(stats_.Reserve(bytes));
   const size_t size = RoundSize(bytes);
@@ -72,11 +67,10 @@ absl::StatusOr<void*> CachingAllocator::Allocate(size_t bytes) {
     }
     const AllocatorStats s = stats_.Snapshot();
     return absl::ResourceExhaustedError(absl::StrCat(
-        "out of memory on ", place_.ToString(), ": requested ",
-        HumanBytes(bytes), ", in use ", HumanBytes(s.bytes_in_use), ", limit ",
-        s.bytes_limit > 0 ? HumanBytes(s.bytes_limit) : "none",
-        ", held by this allocator ", HumanBytes(s.bytes_reserved),
-        "; the system refused a block of ", HumanBytes(size),
+        "out of memory on ", place_.ToString(), ": requested ", HumanBytes(bytes), ", in use ",
+        HumanBytes(s.bytes_in_use), ", limit ",
+        s.bytes_limit > 0 ? HumanBytes(s.bytes_limit) : "none", ", held by this allocator ",
+        HumanBytes(s.bytes_reserved), "; the system refused a block of ", HumanBytes(size),
         " even after the cache was freed: ", ptr.status().message()));
   }
   std::lock_guard<std::mutex> lock(mu_);

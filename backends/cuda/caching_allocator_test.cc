@@ -24,8 +24,7 @@ struct RawCounters {
 
 class FakeRaw : public RawMemory {
  public:
-  FakeRaw(RawCounters* counters, int64_t capacity,
-          absl::Status failure = absl::OkStatus())
+  FakeRaw(RawCounters* counters, int64_t capacity, absl::Status failure = absl::OkStatus())
       : c_(counters), capacity_(capacity), failure_(std::move(failure)) {}
 
   absl::StatusOr<void*> Alloc(size_t bytes) override {
@@ -51,8 +50,8 @@ class FakeRaw : public RawMemory {
 
 std::unique_ptr<CachingAllocator> Make(RawCounters* c, int64_t capacity = int64_t{1} << 30,
                                        int64_t limit = 0) {
-  return std::make_unique<CachingAllocator>("sim:0", Place(), std::make_unique<FakeRaw>(c, capacity),
-                                            limit);
+  return std::make_unique<CachingAllocator>("sim:0", Place(),
+                                            std::make_unique<FakeRaw>(c, capacity), limit);
 }
 
 TEST(CachingAllocator, RoundsSmallTo512AndLargeTo2MiB) {

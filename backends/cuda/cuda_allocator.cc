@@ -25,8 +25,7 @@ class DeviceMemory final : public RawMemory {
   void Free(void* ptr, size_t bytes) override {
     CudaDeviceGuard guard(device_);
     const absl::Status s = CudaStatus(cudaFree(ptr), "cudaFree(ptr)", __FILE__, __LINE__);
-    LOG_IF(ERROR, !s.ok()) << "gpu:" << device_ << ": freeing " << bytes
-                           << " bytes: " << s;
+    LOG_IF(ERROR, !s.ok()) << "gpu:" << device_ << ": freeing " << bytes << " bytes: " << s;
   }
 
  private:
@@ -46,10 +45,9 @@ class PinnedMemory final : public RawMemory {
 
   void Free(void* ptr, size_t bytes) override {
     CudaDeviceGuard guard(device_);
-    const absl::Status s =
-        CudaStatus(cudaFreeHost(ptr), "cudaFreeHost(ptr)", __FILE__, __LINE__);
-    LOG_IF(ERROR, !s.ok()) << "pinned memory of gpu:" << device_ << ": freeing "
-                           << bytes << " bytes: " << s;
+    const absl::Status s = CudaStatus(cudaFreeHost(ptr), "cudaFreeHost(ptr)", __FILE__, __LINE__);
+    LOG_IF(ERROR, !s.ok()) << "pinned memory of gpu:" << device_ << ": freeing " << bytes
+                           << " bytes: " << s;
   }
 
  private:
@@ -58,17 +56,15 @@ class PinnedMemory final : public RawMemory {
 
 }  // namespace
 
-std::unique_ptr<CachingAllocator> NewCudaDeviceAllocator(int device,
-                                                         int64_t bytes_limit) {
-  return std::make_unique<CachingAllocator>(
-      absl::StrCat("gpu:", device), GPUPlace(device),
-      std::make_unique<DeviceMemory>(device), bytes_limit);
+std::unique_ptr<CachingAllocator> NewCudaDeviceAllocator(int device, int64_t bytes_limit) {
+  return std::make_unique<CachingAllocator>(absl::StrCat("gpu:", device), GPUPlace(device),
+                                            std::make_unique<DeviceMemory>(device), bytes_limit);
 }
 
 std::unique_ptr<CachingAllocator> NewCudaPinnedAllocator(int device) {
-  return std::make_unique<CachingAllocator>(
-      absl::StrCat("pinned(gpu:", device, ")"), CPUPlace(),
-      std::make_unique<PinnedMemory>(device), /*bytes_limit=*/0);
+  return std::make_unique<CachingAllocator>(absl::StrCat("pinned(gpu:", device, ")"), CPUPlace(),
+                                            std::make_unique<PinnedMemory>(device),
+                                            /*bytes_limit=*/0);
 }
 
 }  // namespace cuda

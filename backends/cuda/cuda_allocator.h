@@ -23,8 +23,7 @@ namespace tandem {
 namespace cuda {
 
 // Device memory of GPU `device`; `bytes_limit` 0 means no limit.
-std::unique_ptr<CachingAllocator> NewCudaDeviceAllocator(int device,
-                                                         int64_t bytes_limit);
+std::unique_ptr<CachingAllocator> NewCudaDeviceAllocator(int device, int64_t bytes_limit);
 // Pinned host memory registered while GPU `device` is current.
 std::unique_ptr<CachingAllocator> NewCudaPinnedAllocator(int device);
 

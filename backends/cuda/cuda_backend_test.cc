@@ -112,11 +112,10 @@ TEST_F(GpuTest, LimitGivesResourceExhaustedWithNumbers) {
   CachingAllocator* a = device_->allocator();
   const int64_t in_use = a->GetStats().bytes_in_use;
   a->SetBytesLimit(in_use + (1 << 20));
-  EXPECT_THAT(a->Allocate(2 << 20),
-              StatusIs(absl::StatusCode::kResourceExhausted,
-                       AllOf(HasSubstr("out of memory on gpu:0"),
-                             HasSubstr("requested 2097152 bytes (2.0 MiB)"),
-                             HasSubstr("in use"), HasSubstr("limit"))));
+  EXPECT_THAT(a->Allocate(2 << 20), StatusIs(absl::StatusCode::kResourceExhausted,
+                                             AllOf(HasSubstr("out of memory on gpu:0"),
+                                                   HasSubstr("requested 2097152 bytes (2.0 MiB)"),
+                                                   HasSubstr("in use"), HasSubstr("limit"))));
   a->SetBytesLimit(0);
 }
 
@@ -169,8 +168,8 @@ TEST_F(GpuTest, SyncCopiesRoundTrip) {
 
 TEST_F(GpuTest, SyncCopyWaitsForComputeStream) {
   const int64_t n = 1 << 24;
-  ASSERT_OK_AND_ASSIGN(Tensor t, Tensor::Allocate(device_->allocator(), DataType::kFloat32,
-                                                  Shape({n})));
+  ASSERT_OK_AND_ASSIGN(Tensor t,
+                       Tensor::Allocate(device_->allocator(), DataType::kFloat32, Shape({n})));
   ASSERT_EQ(LaunchFill<float>(t.data<float>(), n, 2.5f, CudaStreamOf(device_->compute_stream())),
             cudaSuccess);
   std::vector<float> back(n);
@@ -205,8 +204,8 @@ TEST_F(GpuTest, AsyncCopiesStreamsAndEventsOrderWork) {
   EXPECT_EQ(std::memcmp(pinned_out, src.data(), bytes), 0);
 
   std::memset(pinned_out, 0, bytes);
-  ASSERT_OK(device_->CopyAsync(CopyKind::kDeviceToHost, pinned_out, d1, bytes,
-                               device_->copy_stream()));
+  ASSERT_OK(
+      device_->CopyAsync(CopyKind::kDeviceToHost, pinned_out, d1, bytes, device_->copy_stream()));
   ASSERT_OK(device_->SynchronizeStream(device_->copy_stream()));
   EXPECT_EQ(std::memcmp(pinned_out, src.data(), bytes), 0);
   EXPECT_OK(device_->Synchronize());
@@ -265,10 +264,10 @@ TEST_F(GpuTest, SecondGpuWorksWhileFirstIsCurrent) {
   // Kernels (cuBLAS included) give the same results on both GPUs.
   OpDesc op;
   op.type = "matmul_grad";
-  const EagerInputs in = {{"X", {Variable(Tensor::FromVector<float>(Shape({3, 5}), Ramp(15)))}},
-                          {"Y", {Variable(Tensor::FromVector<float>(Shape({2, 5, 4}), Ramp(40)))}},
-                          {"Out@GRAD", {Variable(Tensor::FromVector<float>(Shape({2, 3, 4}),
-                                                                           Ramp(24)))}}};
+  const EagerInputs in = {
+      {"X", {Variable(Tensor::FromVector<float>(Shape({3, 5}), Ramp(15)))}},
+      {"Y", {Variable(Tensor::FromVector<float>(Shape({2, 5, 4}), Ramp(40)))}},
+      {"Out@GRAD", {Variable(Tensor::FromVector<float>(Shape({2, 3, 4}), Ramp(24)))}}};
   std::vector<std::vector<float>> results;
   for (int gpu : {0, 1}) {
     ASSERT_OK_AND_ASSIGN(EagerOutputs out, RunOpEager(op, GPUPlace(gpu), in));
@@ -336,10 +335,10 @@ TEST_F(GpuTest, FillConstantEveryDtype) {
     for (const double value : {2.7, -2.7, 0.0}) {
       for (DataType dtype : AllDataTypes()) {
         SCOPED_TRACE(absl::StrCat(DataTypeName(dtype), " ", value, " ", dims.size()));
-        ASSERT_OK_AND_ASSIGN(auto out, RunOnGpu(Op("fill_constant", {{"shape", dims},
-                                                                     {"value", value},
-                                                                     {"dtype", dtype}}),
-                                                {}));
+        ASSERT_OK_AND_ASSIGN(
+            auto out,
+            RunOnGpu(Op("fill_constant", {{"shape", dims}, {"value", value}, {"dtype", dtype}}),
+                     {}));
         const Tensor& t = out.at("Out");
         EXPECT_EQ(t.dtype(), dtype);
         EXPECT_EQ(t.shape(), Shape(dims));
@@ -387,18 +386,18 @@ struct AddCase {
 
 const std::vector<AddCase>& AddCases() {
   static const auto* cases = new std::vector<AddCase>{
-      {Shape({1023}), Shape({1023}), -1},          // same shape, odd size
-      {Shape({4, 1023}), Shape({1023}), -1},       // row
-      {Shape({3}), Shape({5, 3}), -1},             // X is the row
-      {Shape({2, 3, 4}), Shape(), -1},             // scalar Y
-      {Shape(), Shape(), -1},                      // 0-d
-      {Shape({2, 3, 4}), Shape({3}), 1},           // axis
-      {Shape({2, 3, 4}), Shape({2, 3}), 0},        // axis 0
-      {Shape({4, 1, 5}), Shape({3, 1}), -1},       // both broadcast
+      {Shape({1023}), Shape({1023}), -1},     // same shape, odd size
+      {Shape({4, 1023}), Shape({1023}), -1},  // row
+      {Shape({3}), Shape({5, 3}), -1},        // X is the row
+      {Shape({2, 3, 4}), Shape(), -1},        // scalar Y
+      {Shape(), Shape(), -1},                 // 0-d
+      {Shape({2, 3, 4}), Shape({3}), 1},      // axis
+      {Shape({2, 3, 4}), Shape({2, 3}), 0},   // axis 0
+      {Shape({4, 1, 5}), Shape({3, 1}), -1},  // both broadcast
       {Shape({2, 1, 3, 1, 2}), Shape({4, 1, 2, 1}), -1},
-      {Shape({0, 3}), Shape({3}), -1},             // empty
-      {Shape({600, 3}), Shape({600, 1}), -1},      // long column sums in the grad
-      {Shape({300, 2}), Shape({2}), -1},           // long row sums in the grad
+      {Shape({0, 3}), Shape({3}), -1},         // empty
+      {Shape({600, 3}), Shape({600, 1}), -1},  // long column sums in the grad
+      {Shape({300, 2}), Shape({2}), -1},       // long row sums in the grad
   };
   return *cases;
 }
@@ -461,19 +460,21 @@ TEST_F(GpuTest, ElementwiseAddGradComputesOnlyBoundOutputs) {
 }
 
 TEST_F(GpuTest, ElementwiseAddBadInputsAreInvalidArgument) {
-  EXPECT_THAT(RunOnGpu(Op("elementwise_add"),
-                       {{"X", {HostVar<float>(Shape({2, 3}), Values<float>(6))}},
-                        {"Y", {HostVar<float>(Shape({4}), Values<float>(4))}}}),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("cannot be broadcast")));
-  EXPECT_THAT(RunOnGpu(Op("elementwise_add"),
-                       {{"X", {HostVar<float>(Shape({2}), Values<float>(2))}},
-                        {"Y", {HostVar<double>(Shape({2}), Values<double>(2))}}}),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("X is float32 but Y is float64")));
+  EXPECT_THAT(
+      RunOnGpu(Op("elementwise_add"), {{"X", {HostVar<float>(Shape({2, 3}), Values<float>(6))}},
+                                       {"Y", {HostVar<float>(Shape({4}), Values<float>(4))}}}),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("cannot be broadcast")));
+  EXPECT_THAT(
+      RunOnGpu(Op("elementwise_add"), {{"X", {HostVar<float>(Shape({2}), Values<float>(2))}},
+                                       {"Y", {HostVar<double>(Shape({2}), Values<double>(2))}}}),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("X is float32[2] but Y is float64[2]; cast one of them")));
   EXPECT_THAT(RunOnGpu(Op("elementwise_add_grad"),
                        {{"X", {HostVar<float>(Shape({2, 3}), Values<float>(6))}},
                         {"Y", {HostVar<float>(Shape({3}), Values<float>(3))}},
                         {"Out@GRAD", {HostVar<float>(Shape({3}), Values<float>(3))}}}),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("Out@GRAD is [3]")));
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("Out@GRAD is float32[3], expected float32[2, 3]")));
 }
 
 // Host matmul in double, following MatmulShape: element (b, i, j).
@@ -485,9 +486,8 @@ struct MatmulCase {
 
 template <typename T>
 void CheckMatmul(const MatmulCase& c) {
-  SCOPED_TRACE(absl::StrCat(DataTypeName(DataTypeOf<T>()), " ", c.x.ToString(),
-                            c.tx ? "^T" : "", " * ", c.y.ToString(), c.ty ? "^T" : "", " alpha ",
-                            c.alpha));
+  SCOPED_TRACE(absl::StrCat(DataTypeName(DataTypeOf<T>()), " ", c.x.ToString(), c.tx ? "^T" : "",
+                            " * ", c.y.ToString(), c.ty ? "^T" : "", " alpha ", c.alpha));
   ASSERT_OK_AND_ASSIGN(MatmulDims d, MatmulShape("t", c.x, c.y, c.tx, c.ty));
   const std::vector<T> xv = Values<T>(c.x.num_elements(), 1);
   const std::vector<T> yv = Values<T>(c.y.num_elements(), 2);
@@ -587,29 +587,31 @@ TEST_F(GpuTest, MatmulBadInputsAreInvalidArgument) {
   EXPECT_THAT(RunOnGpu(Op("matmul"), {{"X", {HostVar<float>(Shape({2, 3}), Values<float>(6))}},
                                       {"Y", {HostVar<float>(Shape({4, 2}), Values<float>(8))}}}),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("inner dims differ")));
-  EXPECT_THAT(RunOnGpu(Op("matmul"),
-                       {{"X", {HostVar<float>(Shape({2, 2, 3}), Values<float>(12))}},
-                        {"Y", {HostVar<float>(Shape({3, 3, 2}), Values<float>(18))}}}),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("batch dims")));
+  EXPECT_THAT(
+      RunOnGpu(Op("matmul"), {{"X", {HostVar<float>(Shape({2, 2, 3}), Values<float>(12))}},
+                              {"Y", {HostVar<float>(Shape({3, 3, 2}), Values<float>(18))}}}),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("batch dims")));
   EXPECT_THAT(RunOnGpu(Op("matmul"), {{"X", {HostVar<float>(Shape({2, 3}), Values<float>(6))}},
                                       {"Y", {HostVar<double>(Shape({3, 2}), Values<double>(6))}}}),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("X is float32 but Y is float64")));
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("X is float32[2, 3] but Y is float64[3, 2]")));
   EXPECT_THAT(RunOnGpu(Op("matmul_grad"),
                        {{"X", {HostVar<float>(Shape({2, 3}), Values<float>(6))}},
                         {"Y", {HostVar<float>(Shape({3, 2}), Values<float>(6))}},
                         {"Out@GRAD", {HostVar<float>(Shape({2, 3}), Values<float>(6))}}}),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("Out@GRAD is [2, 3]")));
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("Out@GRAD is float32[2, 3], expected float32[2, 2]")));
 }
 
 template <typename T>
 void CheckScale(const Shape& s, double scale, double bias, bool after) {
-  SCOPED_TRACE(absl::StrCat(DataTypeName(DataTypeOf<T>()), s.ToString(), " ", scale, " ", bias,
-                            " ", after));
+  SCOPED_TRACE(
+      absl::StrCat(DataTypeName(DataTypeOf<T>()), s.ToString(), " ", scale, " ", bias, " ", after));
   const std::vector<T> xv = Values<T>(s.num_elements());
-  ASSERT_OK_AND_ASSIGN(auto out, RunOnGpu(Op("scale", {{"scale", scale},
-                                                       {"bias", bias},
-                                                       {"bias_after_scale", after}}),
-                                          {{"X", {HostVar(s, xv)}}}));
+  ASSERT_OK_AND_ASSIGN(
+      auto out,
+      RunOnGpu(Op("scale", {{"scale", scale}, {"bias", bias}, {"bias_after_scale", after}}),
+               {{"X", {HostVar(s, xv)}}}));
   const Tensor& o = out.at("Out");
   ASSERT_EQ(o.shape(), s);
   for (int64_t i = 0; i < s.num_elements(); ++i) {

@@ -24,9 +24,12 @@ namespace {
 
 cudaMemcpyKind ToCuda(CopyKind kind) {
   switch (kind) {
-    case CopyKind::kHostToDevice: return cudaMemcpyHostToDevice;
-    case CopyKind::kDeviceToHost: return cudaMemcpyDeviceToHost;
-    case CopyKind::kDeviceToDevice: return cudaMemcpyDeviceToDevice;
+    case CopyKind::kHostToDevice:
+      return cudaMemcpyHostToDevice;
+    case CopyKind::kDeviceToHost:
+      return cudaMemcpyDeviceToHost;
+    case CopyKind::kDeviceToDevice:
+      return cudaMemcpyDeviceToDevice;
   }
   return cudaMemcpyDefault;
 }
@@ -44,9 +47,8 @@ int64_t LimitBytesFromFlag() {
                             << " is negative; no limit is applied";
     return 0;
   }
-  return mb > (std::numeric_limits<int64_t>::max() >> 20)
-             ? std::numeric_limits<int64_t>::max()
-             : mb << 20;
+  return mb > (std::numeric_limits<int64_t>::max() >> 20) ? std::numeric_limits<int64_t>::max()
+                                                          : mb << 20;
 }
 
 class CudaDeviceFactory final : public DeviceFactory {
@@ -57,9 +59,8 @@ class CudaDeviceFactory final : public DeviceFactory {
       const cudaError_t error = cudaGetDeviceCount(&n);
       if (error != cudaSuccess) {
         cudaGetLastError();
-        VLOG(1) << "no usable GPU: cudaGetDeviceCount: "
-                << cudaGetErrorName(error) << " (" << cudaGetErrorString(error)
-                << ")";
+        VLOG(1) << "no usable GPU: cudaGetDeviceCount: " << cudaGetErrorName(error) << " ("
+                << cudaGetErrorString(error) << ")";
         return 0;
       }
       return n;
@@ -74,13 +75,10 @@ class CudaDeviceFactory final : public DeviceFactory {
     return std::unique_ptr<Device>(std::move(device));
   }
 
-  int ExchangeCurrentDevice(int index) override {
-    return ExchangeCudaDevice(index);
-  }
+  int ExchangeCurrentDevice(int index) override { return ExchangeCudaDevice(index); }
 };
 
-DeviceFactoryRegistrar registrar("gpu", "CUDAPlace",
-                                 std::make_unique<CudaDeviceFactory>());
+DeviceFactoryRegistrar registrar("gpu", "CUDAPlace", std::make_unique<CudaDeviceFactory>());
 
 }  // namespace
 
@@ -93,13 +91,12 @@ absl::StatusOr<std::unique_ptr<CudaStream>> CudaStream::Create(int device) {
 
 CudaStream::~CudaStream() {
   CudaDeviceGuard guard(device_);
-  const absl::Status s = CudaStatus(cudaStreamDestroy(stream_),
-                                    "cudaStreamDestroy", __FILE__, __LINE__);
+  const absl::Status s =
+      CudaStatus(cudaStreamDestroy(stream_), "cudaStreamDestroy", __FILE__, __LINE__);
   LOG_IF(ERROR, !s.ok()) << s;
 }
 
-absl::StatusOr<std::unique_ptr<CudaEvent>> CudaEvent::Create(int device,
-                                                             unsigned int flags) {
+absl::StatusOr<std::unique_ptr<CudaEvent>> CudaEvent::Create(int device, unsigned int flags) {
   CudaDeviceGuard guard(device);
   cudaEvent_t event = nullptr;
   CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&event, flags));
@@ -108,8 +105,8 @@ absl::StatusOr<std::unique_ptr<CudaEvent>> CudaEvent::Create(int device,
 
 CudaEvent::~CudaEvent() {
   CudaDeviceGuard guard(device_);
-  const absl::Status s = CudaStatus(cudaEventDestroy(event_), "cudaEventDestroy",
-                                    __FILE__, __LINE__);
+  const absl::Status s =
+      CudaStatus(cudaEventDestroy(event_), "cudaEventDestroy", __FILE__, __LINE__);
   LOG_IF(ERROR, !s.ok()) << s;
 }
 
@@ -128,15 +125,13 @@ CudaDevice* CudaDeviceOf(Device* device) {
 CudaDevice::CudaDevice(int index, std::string description)
     : index_(index), description_(std::move(description)) {}
 
-absl::StatusOr<std::unique_ptr<CudaDevice>> CudaDevice::Create(int index,
-                                                               int64_t bytes_limit) {
+absl::StatusOr<std::unique_ptr<CudaDevice>> CudaDevice::Create(int index, int64_t bytes_limit) {
   CudaDeviceGuard guard(index);
   cudaDeviceProp prop;
   CUDA_RETURN_IF_ERROR(cudaGetDeviceProperties(&prop, index));
   std::unique_ptr<CudaDevice> d(new CudaDevice(
       index, absl::StrFormat("%s (%.1f GiB, sm_%d%d)", prop.name,
-                             prop.totalGlobalMem / double{1 << 30}, prop.major,
-                             prop.minor)));
+                             prop.totalGlobalMem / double{1 << 30}, prop.major, prop.minor)));
   ASSIGN_OR_RETURN(d->compute_, CudaStream::Create(index));
   ASSIGN_OR_RETURN(d->copy_, CudaStream::Create(index));
   ASSIGN_OR_RETURN(d->sync_copy_event_, CudaEvent::Create(index));
@@ -162,8 +157,7 @@ absl::StatusOr<std::unique_ptr<Event>> CudaDevice::CreateEvent() {
   return std::unique_ptr<Event>(std::move(e));
 }
 
-absl::Status CudaDevice::Copy(CopyKind kind, void* dst, const void* src,
-                              size_t bytes) {
+absl::Status CudaDevice::Copy(CopyKind kind, void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return absl::OkStatus();
   CudaDeviceGuard guard(index_);
   std::lock_guard<std::mutex> lock(sync_copy_mu_);
@@ -174,12 +168,11 @@ absl::Status CudaDevice::Copy(CopyKind kind, void* dst, const void* src,
   return absl::OkStatus();
 }
 
-absl::Status CudaDevice::CopyAsync(CopyKind kind, void* dst, const void* src,
-                                   size_t bytes, Stream* stream) {
+absl::Status CudaDevice::CopyAsync(CopyKind kind, void* dst, const void* src, size_t bytes,
+                                   Stream* stream) {
   if (bytes == 0) return absl::OkStatus();
   CudaDeviceGuard guard(index_);
-  CUDA_RETURN_IF_ERROR(
-      cudaMemcpyAsync(dst, src, bytes, ToCuda(kind), CudaStreamOf(stream)));
+  CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, src, bytes, ToCuda(kind), CudaStreamOf(stream)));
   return absl::OkStatus();
 }
 
@@ -191,8 +184,7 @@ absl::Status CudaDevice::RecordEvent(Event* event, Stream* stream) {
 
 absl::Status CudaDevice::StreamWaitEvent(Stream* stream, Event* event) {
   CudaDeviceGuard guard(index_);
-  CUDA_RETURN_IF_ERROR(
-      cudaStreamWaitEvent(CudaStreamOf(stream), CudaEventOf(event), 0));
+  CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(CudaStreamOf(stream), CudaEventOf(event), 0));
   return absl::OkStatus();
 }
 
@@ -214,8 +206,8 @@ absl::Status CudaDevice::Synchronize() {
   return absl::OkStatus();
 }
 
-absl::Status CudaDevice::WithCublas(
-    Stream* stream, absl::FunctionRef<absl::Status(cublasHandle_t)> fn) {
+absl::Status CudaDevice::WithCublas(Stream* stream,
+                                    absl::FunctionRef<absl::Status(cublasHandle_t)> fn) {
   const cudaStream_t s = CudaStreamOf(stream);
   CudaDeviceGuard guard(index_);
   std::lock_guard<std::mutex> lock(cublas_mu_);

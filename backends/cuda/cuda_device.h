@@ -48,7 +48,6 @@ class CudaStream final : public Stream {
   CudaStream& operator=(const CudaStream&) = delete;
 
   cudaStream_t get() const { return stream_; }
-  int device() const { return device_; }
 
  private:
   CudaStream(int device, cudaStream_t stream) : device_(device), stream_(stream) {}
@@ -67,7 +66,6 @@ class CudaEvent final : public Event {
   CudaEvent& operator=(const CudaEvent&) = delete;
 
   cudaEvent_t get() const { return event_; }
-  int device() const { return device_; }
 
  private:
   CudaEvent(int device, cudaEvent_t event) : device_(device), event_(event) {}
@@ -78,8 +76,7 @@ class CudaEvent final : public Event {
 class CudaDevice final : public Device {
  public:
   // Sets up GPU `index` (streams, allocators); `bytes_limit` 0: no limit.
-  static absl::StatusOr<std::unique_ptr<CudaDevice>> Create(int index,
-                                                            int64_t bytes_limit);
+  static absl::StatusOr<std::unique_ptr<CudaDevice>> Create(int index, int64_t bytes_limit);
   ~CudaDevice() override;
 
   Place place() const override { return GPUPlace(index_); }
@@ -92,10 +89,9 @@ class CudaDevice final : public Device {
   absl::StatusOr<std::unique_ptr<Stream>> CreateStream() override;
   absl::StatusOr<std::unique_ptr<Event>> CreateEvent() override;
 
-  absl::Status Copy(CopyKind kind, void* dst, const void* src,
-                    size_t bytes) override;
-  absl::Status CopyAsync(CopyKind kind, void* dst, const void* src,
-                         size_t bytes, Stream* stream) override;
+  absl::Status Copy(CopyKind kind, void* dst, const void* src, size_t bytes) override;
+  absl::Status CopyAsync(CopyKind kind, void* dst, const void* src, size_t bytes,
+                         Stream* stream) override;
 
   absl::Status RecordEvent(Event* event, Stream* stream) override;
   absl::Status StreamWaitEvent(Stream* stream, Event* event) override;
@@ -106,8 +102,7 @@ class CudaDevice final : public Device {
   // Runs `fn` with this GPU's cuBLAS handle bound to `stream`; the handle is
   // created on first use. Calls are serialised per device (a handle must not
   // be used by two threads at once); `fn` should only enqueue work.
-  absl::Status WithCublas(Stream* stream,
-                          absl::FunctionRef<absl::Status(cublasHandle_t)> fn);
+  absl::Status WithCublas(Stream* stream, absl::FunctionRef<absl::Status(cublasHandle_t)> fn);
 
  private:
   CudaDevice(int index, std::string description);
@@ -124,8 +119,8 @@ class CudaDevice final : public Device {
   std::unique_ptr<CudaEvent> sync_copy_event_;
 
   std::mutex cublas_mu_;
-  cublasHandle_t cublas_ = nullptr;         // guarded by cublas_mu_
-  cudaStream_t cublas_stream_ = nullptr;    // guarded by cublas_mu_
+  cublasHandle_t cublas_ = nullptr;       // guarded by cublas_mu_
+  cudaStream_t cublas_stream_ = nullptr;  // guarded by cublas_mu_
 };
 
 // The CUDA stream behind a Stream of this backend. CHECK-fails for a stream

@@ -17,8 +17,7 @@ int ExchangeCudaDevice(int index) {
     const cudaError_t error = cudaSetDevice(index);
     if (error != cudaSuccess) {
       cudaGetLastError();
-      LOG(ERROR) << "cudaSetDevice(" << index
-                 << ") failed: " << cudaGetErrorString(error);
+      LOG(ERROR) << "cudaSetDevice(" << index << ") failed: " << cudaGetErrorString(error);
     }
   }
   return current;

@@ -36,25 +36,19 @@ absl::StatusCode CodeFor(cublasStatus_t status) {
 
 }  // namespace
 
-absl::Status CudaStatus(cudaError_t error, const char* expr, const char* file,
-                        int line) {
+absl::Status CudaStatus(cudaError_t error, const char* expr, const char* file, int line) {
   if (error == cudaSuccess) return absl::OkStatus();
   cudaGetLastError();  // Clears the non-sticky error state of this thread.
-  return absl::Status(
-      CodeFor(error),
-      absl::StrCat(file, ":", line, ": ", expr, " failed: ",
-                   cudaGetErrorName(error), " (", cudaGetErrorString(error),
-                   ")"));
+  return absl::Status(CodeFor(error), absl::StrCat(file, ":", line, ": ", expr,
+                                                   " failed: ", cudaGetErrorName(error), " (",
+                                                   cudaGetErrorString(error), ")"));
 }
 
-absl::Status CublasStatus(cublasStatus_t status, const char* expr,
-                          const char* file, int line) {
+absl::Status CublasStatus(cublasStatus_t status, const char* expr, const char* file, int line) {
   if (status == CUBLAS_STATUS_SUCCESS) return absl::OkStatus();
-  return absl::Status(
-      CodeFor(status),
-      absl::StrCat(file, ":", line, ": ", expr, " failed: ",
-                   cublasGetStatusName(status), " (",
-                   cublasGetStatusString(status), ")"));
+  return absl::Status(CodeFor(status), absl::StrCat(file, ":", line, ": ", expr,
+                                                    " failed: ", cublasGetStatusName(status), " (",
+                                                    cublasGetStatusString(status), ")"));
 }
 
 }  // namespace cuda

@@ -29,13 +29,11 @@ namespace tandem {
 namespace cuda {
 
 // OK for cudaSuccess; otherwise the status described above.
-absl::Status CudaStatus(cudaError_t error, const char* expr, const char* file,
-                        int line);
+absl::Status CudaStatus(cudaError_t error, const char* expr, const char* file, int line);
 // OK for CUBLAS_STATUS_SUCCESS; CUBLAS_STATUS_ALLOC_FAILED is
 // ResourceExhausted, CUBLAS_STATUS_NOT_INITIALIZED Unavailable, others
 // Internal.
-absl::Status CublasStatus(cublasStatus_t status, const char* expr,
-                          const char* file, int line);
+absl::Status CublasStatus(cublasStatus_t status, const char* expr, const char* file, int line);
 
 }  // namespace cuda
 }  // namespace tandem
@@ -43,23 +41,22 @@ absl::Status CublasStatus(cublasStatus_t status, const char* expr,
 // Returns the converted status from the enclosing function if the
 // expression (a cudaError_t; variadic so that template commas need no
 // parentheses) is not cudaSuccess.
-#define CUDA_RETURN_IF_ERROR(...)                                          \
-  do {                                                                     \
-    const cudaError_t tandem_cuda_error_ = (__VA_ARGS__);                  \
-    if (ABSL_PREDICT_FALSE(tandem_cuda_error_ != cudaSuccess)) {           \
-      return ::tandem::cuda::CudaStatus(tandem_cuda_error_, #__VA_ARGS__,  \
-                                        __FILE__, __LINE__);               \
-    }                                                                      \
+#define CUDA_RETURN_IF_ERROR(...)                                                              \
+  do {                                                                                         \
+    const cudaError_t tandem_cuda_error_ = (__VA_ARGS__);                                      \
+    if (ABSL_PREDICT_FALSE(tandem_cuda_error_ != cudaSuccess)) {                               \
+      return ::tandem::cuda::CudaStatus(tandem_cuda_error_, #__VA_ARGS__, __FILE__, __LINE__); \
+    }                                                                                          \
   } while (0)
 
 // Same for a cublasStatus_t.
-#define CUBLAS_RETURN_IF_ERROR(...)                                          \
-  do {                                                                       \
-    const cublasStatus_t tandem_cublas_status_ = (__VA_ARGS__);              \
-    if (ABSL_PREDICT_FALSE(tandem_cublas_status_ != CUBLAS_STATUS_SUCCESS)) { \
-      return ::tandem::cuda::CublasStatus(tandem_cublas_status_, #__VA_ARGS__, \
-                                          __FILE__, __LINE__);               \
-    }                                                                        \
+#define CUBLAS_RETURN_IF_ERROR(...)                                                      \
+  do {                                                                                   \
+    const cublasStatus_t tandem_cublas_status_ = (__VA_ARGS__);                          \
+    if (ABSL_PREDICT_FALSE(tandem_cublas_status_ != CUBLAS_STATUS_SUCCESS)) {            \
+      return ::tandem::cuda::CublasStatus(tandem_cublas_status_, #__VA_ARGS__, __FILE__, \
+                                          __LINE__);                                     \
+    }                                                                                    \
   } while (0)
 
 #endif  // TANDEM_BACKENDS_CUDA_CUDA_STATUS_H_

@@ -35,10 +35,10 @@ TEST(CudaStatus, MissingDeviceOrDriverIsUnavailable) {
 
 TEST(CudaStatus, OthersAreInternalAndSuccessIsOk) {
   EXPECT_OK(CudaStatus(cudaSuccess, "f()", "x.cc", 1));
-  EXPECT_THAT(FailingCall(), StatusIs(absl::StatusCode::kInternal,
-                                      AllOf(HasSubstr("cuda_status_test.cc:"),
-                                            HasSubstr("cudaErrorInvalidValue failed"),
-                                            HasSubstr("invalid argument"))));
+  EXPECT_THAT(FailingCall(),
+              StatusIs(absl::StatusCode::kInternal, AllOf(HasSubstr("cuda_status_test.cc:"),
+                                                          HasSubstr("cudaErrorInvalidValue failed"),
+                                                          HasSubstr("invalid argument"))));
 }
 
 TEST(CublasStatus, ConvertsCodes) {
@@ -49,8 +49,8 @@ TEST(CublasStatus, ConvertsCodes) {
                              HasSubstr("CUBLAS_STATUS_ALLOC_FAILED"))));
   EXPECT_THAT(CublasStatus(CUBLAS_STATUS_NOT_INITIALIZED, "f()", "x.cc", 1),
               StatusIs(absl::StatusCode::kUnavailable));
-  EXPECT_THAT(FailingCublas(), StatusIs(absl::StatusCode::kInternal,
-                                        HasSubstr("CUBLAS_STATUS_INVALID_VALUE")));
+  EXPECT_THAT(FailingCublas(),
+              StatusIs(absl::StatusCode::kInternal, HasSubstr("CUBLAS_STATUS_INVALID_VALUE")));
 }
 
 }  // namespace

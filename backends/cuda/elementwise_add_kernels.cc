@@ -30,12 +30,12 @@ class ElementwiseAddKernel : public OpKernel {
     CudaDeviceGuard guard(ctx->place().index());
     ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
     ASSIGN_OR_RETURN(const Tensor* y, ctx->InputTensor("Y"));
-    RETURN_IF_ERROR(CheckSameDtype(ctx, "X", *x, "Y", *y));
+    RETURN_IF_ERROR(CheckSameDtype(ctx, *x, *y));
     const std::string& op = ctx->op().type;
     ASSIGN_OR_RETURN(Shape out_shape, BroadcastShapes(op, x->shape(), y->shape(), axis_));
     ASSIGN_OR_RETURN(Shape y_aligned, AlignForBroadcast(op, x->shape(), y->shape(), axis_));
     ASSIGN_OR_RETURN(AddPlan plan, PlanAdd(op, x->shape(), y_aligned, out_shape));
-    ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput("Out", x->dtype(), out_shape));
+    ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", x->dtype(), out_shape));
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
     return DispatchNumeric(x->dtype(), [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
@@ -77,14 +77,10 @@ class ElementwiseAddGradKernel : public OpKernel {
     ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
     ASSIGN_OR_RETURN(const Tensor* y, ctx->InputTensor("Y"));
     ASSIGN_OR_RETURN(const Tensor* dout, ctx->InputTensor("Out@GRAD"));
-    RETURN_IF_ERROR(CheckSameDtype(ctx, "X", *x, "Y", *y));
-    RETURN_IF_ERROR(CheckSameDtype(ctx, "X", *x, "Out@GRAD", *dout));
+    RETURN_IF_ERROR(CheckSameDtype(ctx, *x, *y));
     const std::string& op = ctx->op().type;
     ASSIGN_OR_RETURN(Shape out_shape, BroadcastShapes(op, x->shape(), y->shape(), axis_));
-    if (dout->shape() != out_shape) {
-      return ctx->InvalidArgument(absl::StrCat("Out@GRAD is ", dout->shape().ToString(),
-                                               ", expected ", out_shape.ToString()));
-    }
+    RETURN_IF_ERROR(CheckOutGrad(ctx, *dout, x->dtype(), out_shape));
     ASSIGN_OR_RETURN(Shape y_aligned, AlignForBroadcast(op, x->shape(), y->shape(), axis_));
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
     const struct {
@@ -95,7 +91,7 @@ class ElementwiseAddGradKernel : public OpKernel {
     for (const auto& grad : grads) {
       if (ctx->OutputVar(grad.arg) == nullptr) continue;
       ASSIGN_OR_RETURN(ReduceGeometry g, PlanReduceTo(op, out_shape, grad.aligned));
-      ASSIGN_OR_RETURN(Tensor* d, ctx->AllocateOutput(grad.arg, x->dtype(), grad.shape));
+      ASSIGN_OR_RETURN(Tensor * d, ctx->AllocateOutput(grad.arg, x->dtype(), grad.shape));
       if (d->NumElements() == 0) continue;
       if (g.reduce_rank == 0) {
         CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(d->raw_data(), dout->raw_data(), d->NumBytes(),

@@ -24,8 +24,8 @@ class FillConstantKernel : public OpKernel {
                      GetAttr<std::vector<int64_t>>(op.attrs, "shape", op.type));
     absl::StatusOr<Shape> shape = Shape::Make(dims);
     if (!shape.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "op '", op.type, "': attribute 'shape': ", shape.status().message()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("op '", op.type, "': attribute 'shape': ", shape.status().message()));
     }
     shape_ = *shape;
     ASSIGN_OR_RETURN(value_, GetAttr<double>(op.attrs, "value", op.type));
@@ -35,7 +35,7 @@ class FillConstantKernel : public OpKernel {
 
   absl::Status Compute(KernelContext* ctx) override {
     CudaDeviceGuard guard(ctx->place().index());
-    ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput("Out", dtype_, shape_));
+    ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", dtype_, shape_));
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
     return DispatchDataType(dtype_, [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
@@ -71,12 +71,12 @@ class ScaleKernel : public OpKernel {
   absl::Status Compute(KernelContext* ctx) override {
     CudaDeviceGuard guard(ctx->place().index());
     ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
-    ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput("Out", x->dtype(), x->shape()));
+    ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", x->dtype(), x->shape()));
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
     return DispatchNumeric(x->dtype(), [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
-      CUDA_RETURN_IF_ERROR(LaunchScale<T>(x->data<T>(), out->data<T>(), x->NumElements(),
-                                          scale_, bias_, bias_after_scale_, stream));
+      CUDA_RETURN_IF_ERROR(LaunchScale<T>(x->data<T>(), out->data<T>(), x->NumElements(), scale_,
+                                          bias_, bias_after_scale_, stream));
       return absl::OkStatus();
     });
   }
@@ -99,7 +99,7 @@ class CastKernel : public OpKernel {
   absl::Status Compute(KernelContext* ctx) override {
     CudaDeviceGuard guard(ctx->place().index());
     ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
-    ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput("Out", out_dtype_, x->shape()));
+    ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", out_dtype_, x->shape()));
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
     if (x->dtype() == out_dtype_) {
       if (x->NumBytes() > 0) {
@@ -112,8 +112,8 @@ class CastKernel : public OpKernel {
       using From = typename decltype(from_tag)::type;
       return DispatchDataType(out_dtype_, [&](auto to_tag) -> absl::Status {
         using To = typename decltype(to_tag)::type;
-        CUDA_RETURN_IF_ERROR(LaunchCast<From, To>(x->data<From>(), out->data<To>(),
-                                                  x->NumElements(), stream));
+        CUDA_RETURN_IF_ERROR(
+            LaunchCast<From, To>(x->data<From>(), out->data<To>(), x->NumElements(), stream));
         return absl::OkStatus();
       });
     });

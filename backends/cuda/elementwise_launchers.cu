@@ -1,7 +1,7 @@
 // Element-wise kernels: fill, scale, cast. See elementwise_launchers.h.
-#include "backends/cuda/elementwise_launchers.h"
-
 #include <type_traits>
+
+#include "backends/cuda/elementwise_launchers.h"
 
 namespace tandem {
 namespace cuda {
@@ -43,25 +43,28 @@ __global__ void ScaleFloatKernel(const T* x, T* out, int64_t n, T scale, T bias,
 }
 
 template <typename T>
-__global__ void ScaleIntKernel(const T* x, T* out, int64_t n, double scale,
-                               double bias, bool bias_after_scale) {
+__global__ void ScaleIntKernel(const T* x, T* out, int64_t n, double scale, double bias,
+                               bool bias_after_scale) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{blockDim.x} * gridDim.x) {
     const double v = static_cast<double>(x[i]);
-    out[i] = static_cast<T>(bias_after_scale ? MulAdd(scale, v, bias)
-                                             : Mul(scale, Add(v, bias)));
+    out[i] = static_cast<T>(bias_after_scale ? MulAdd(scale, v, bias) : Mul(scale, Add(v, bias)));
   }
 }
 
 template <typename To>
 struct Convert {
   template <typename From>
-  __device__ static To Apply(From v) { return static_cast<To>(v); }
+  __device__ static To Apply(From v) {
+    return static_cast<To>(v);
+  }
 };
 template <>
 struct Convert<bool> {
   template <typename From>
-  __device__ static bool Apply(From v) { return v != From(0); }
+  __device__ static bool Apply(From v) {
+    return v != From(0);
+  }
 };
 
 template <typename From, typename To>
@@ -82,15 +85,14 @@ cudaError_t LaunchFill(T* out, int64_t n, T value, cudaStream_t stream) {
 }
 
 template <typename T>
-cudaError_t LaunchScale(const T* x, T* out, int64_t n, double scale,
-                        double bias, bool bias_after_scale, cudaStream_t stream) {
+cudaError_t LaunchScale(const T* x, T* out, int64_t n, double scale, double bias,
+                        bool bias_after_scale, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   if constexpr (std::is_floating_point<T>::value) {
-    ScaleFloatKernel<T><<<Blocks(n), kThreads, 0, stream>>>(
-        x, out, n, static_cast<T>(scale), static_cast<T>(bias), bias_after_scale);
+    ScaleFloatKernel<T><<<Blocks(n), kThreads, 0, stream>>>(x, out, n, static_cast<T>(scale),
+                                                            static_cast<T>(bias), bias_after_scale);
   } else {
-    ScaleIntKernel<T><<<Blocks(n), kThreads, 0, stream>>>(x, out, n, scale, bias,
-                                                          bias_after_scale);
+    ScaleIntKernel<T><<<Blocks(n), kThreads, 0, stream>>>(x, out, n, scale, bias, bias_after_scale);
   }
   return cudaGetLastError();
 }
@@ -110,9 +112,8 @@ TANDEM_FILL(int64_t)
 TANDEM_FILL(bool)
 #undef TANDEM_FILL
 
-#define TANDEM_SCALE(T)                                                        \
-  template cudaError_t LaunchScale<T>(const T*, T*, int64_t, double, double, \
-                                      bool, cudaStream_t);
+#define TANDEM_SCALE(T) \
+  template cudaError_t LaunchScale<T>(const T*, T*, int64_t, double, double, bool, cudaStream_t);
 TANDEM_SCALE(float)
 TANDEM_SCALE(double)
 TANDEM_SCALE(int32_t)

@@ -29,8 +29,8 @@ cudaError_t LaunchFill(T* out, int64_t n, T value, cudaStream_t stream);
 // rounded once, as fma(scale, x, bias): what GCC makes of the CPU backend's
 // `s * x + b` when it contracts to FMA (-O2 -march=haswell, C++ default).
 template <typename T>
-cudaError_t LaunchScale(const T* x, T* out, int64_t n, double scale,
-                        double bias, bool bias_after_scale, cudaStream_t stream);
+cudaError_t LaunchScale(const T* x, T* out, int64_t n, double scale, double bias,
+                        bool bias_after_scale, cudaStream_t stream);
 
 // out[i] = static_cast<To>(x[i]); to bool: x[i] != 0; from bool: 0 or 1.
 template <typename From, typename To>

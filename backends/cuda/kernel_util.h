@@ -3,7 +3,7 @@
 //   absl::Status Compute(KernelContext* ctx) override {
 //     CudaDeviceGuard guard(ctx->place().index());
 //     const cudaStream_t stream = CudaStreamOf(ctx->stream());
-//     RETURN_IF_ERROR(CheckSameDtype(ctx, "X", *x, "Y", *y));
+//     RETURN_IF_ERROR(CheckSameDtype(ctx, *x, *y));
 //     return DispatchNumeric(x->dtype(), [&](auto tag) -> absl::Status {
 //       using T = typename decltype(tag)::type;
 //       ...
@@ -27,11 +27,16 @@ namespace cuda {
 template <typename Fn>
 absl::Status DispatchNumeric(DataType t, Fn&& fn) {
   switch (t) {
-    case DataType::kFloat32: return fn(TypeTag<float>{});
-    case DataType::kFloat64: return fn(TypeTag<double>{});
-    case DataType::kInt32: return fn(TypeTag<int32_t>{});
-    case DataType::kInt64: return fn(TypeTag<int64_t>{});
-    case DataType::kBool: break;
+    case DataType::kFloat32:
+      return fn(TypeTag<float>{});
+    case DataType::kFloat64:
+      return fn(TypeTag<double>{});
+    case DataType::kInt32:
+      return fn(TypeTag<int32_t>{});
+    case DataType::kInt64:
+      return fn(TypeTag<int64_t>{});
+    case DataType::kBool:
+      break;
   }
   return absl::InternalError(absl::StrCat("numeric kernel called for ", DataTypeName(t)));
 }
@@ -40,21 +45,33 @@ absl::Status DispatchNumeric(DataType t, Fn&& fn) {
 template <typename Fn>
 absl::Status DispatchFloat(DataType t, Fn&& fn) {
   switch (t) {
-    case DataType::kFloat32: return fn(TypeTag<float>{});
-    case DataType::kFloat64: return fn(TypeTag<double>{});
-    default: break;
+    case DataType::kFloat32:
+      return fn(TypeTag<float>{});
+    case DataType::kFloat64:
+      return fn(TypeTag<double>{});
+    default:
+      break;
   }
   return absl::InternalError(absl::StrCat("floating kernel called for ", DataTypeName(t)));
 }
 
-// InvalidArgument naming both arguments unless `a` and `b` have one dtype
-// (kernel lookup only checks the constrained argument).
-inline absl::Status CheckSameDtype(const KernelContext* ctx, absl::string_view a_name,
-                                   const Tensor& a, absl::string_view b_name,
-                                   const Tensor& b) {
-  if (a.dtype() == b.dtype()) return absl::OkStatus();
-  return ctx->InvalidArgument(absl::StrCat(a_name, " is ", DataTypeName(a.dtype()), " but ",
-                                           b_name, " is ", DataTypeName(b.dtype())));
+// InvalidArgument unless X and Y have one dtype (kernel lookup only checks
+// X): "op 'matmul': X is float32[2, 3] but Y is float64[3, 2]; cast one of them".
+inline absl::Status CheckSameDtype(const KernelContext* ctx, const Tensor& x, const Tensor& y) {
+  if (x.dtype() == y.dtype()) return absl::OkStatus();
+  return ctx->InvalidArgument(absl::StrCat("X is ", DataTypeName(x.dtype()), x.shape().ToString(),
+                                           " but Y is ", DataTypeName(y.dtype()),
+                                           y.shape().ToString(), "; cast one of them"));
+}
+
+// InvalidArgument unless Out@GRAD is `dtype` with shape `expected`:
+// "op 'matmul_grad': Out@GRAD is float32[2, 3], expected float32[2, 2]".
+inline absl::Status CheckOutGrad(const KernelContext* ctx, const Tensor& dout, DataType dtype,
+                                 const Shape& expected) {
+  if (dout.dtype() == dtype && dout.shape() == expected) return absl::OkStatus();
+  return ctx->InvalidArgument(absl::StrCat("Out@GRAD is ", DataTypeName(dout.dtype()),
+                                           dout.shape().ToString(), ", expected ",
+                                           DataTypeName(dtype), expected.ToString()));
 }
 
 }  // namespace cuda

@@ -39,8 +39,7 @@ struct Gemm {
 };
 
 template <typename T>
-cublasStatus_t GemmStridedBatched(cublasHandle_t h, const Gemm& g, T* c,
-                                  int64_t stride_c) {
+cublasStatus_t GemmStridedBatched(cublasHandle_t h, const Gemm& g, T* c, int64_t stride_c) {
   const T alpha = static_cast<T>(g.alpha), beta = 0;
   const cublasOperation_t op_a = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_b = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -50,13 +49,11 @@ cublasStatus_t GemmStridedBatched(cublasHandle_t h, const Gemm& g, T* c,
   const T* b = static_cast<const T*>(g.b);
   // Column-major: C^T (n x m) = op(B)^T (n x k) * op(A)^T (k x m).
   if constexpr (std::is_same_v<T, float>) {
-    return cublasSgemmStridedBatched_64(h, op_b, op_a, g.n, g.m, g.k, &alpha, b, ldb,
-                                        g.stride_b, a, lda, g.stride_a, &beta, c, g.n,
-                                        stride_c, g.batch);
+    return cublasSgemmStridedBatched_64(h, op_b, op_a, g.n, g.m, g.k, &alpha, b, ldb, g.stride_b, a,
+                                        lda, g.stride_a, &beta, c, g.n, stride_c, g.batch);
   } else {
-    return cublasDgemmStridedBatched_64(h, op_b, op_a, g.n, g.m, g.k, &alpha, b, ldb,
-                                        g.stride_b, a, lda, g.stride_a, &beta, c, g.n,
-                                        stride_c, g.batch);
+    return cublasDgemmStridedBatched_64(h, op_b, op_a, g.n, g.m, g.k, &alpha, b, ldb, g.stride_b, a,
+                                        lda, g.stride_a, &beta, c, g.n, stride_c, g.batch);
   }
 }
 
@@ -72,8 +69,8 @@ absl::Status RunGemm(KernelContext* ctx, Gemm g, Tensor* c) {
     CUDA_RETURN_IF_ERROR(cudaMemsetAsync(c->raw_data(), 0, c->NumBytes(), stream));
     return absl::OkStatus();
   }
-  if (g.sum_batches && g.batch > 1 && g.trans_a && !g.trans_b &&
-      g.stride_a == g.k * g.m && g.stride_b == g.k * g.n) {
+  if (g.sum_batches && g.batch > 1 && g.trans_a && !g.trans_b && g.stride_a == g.k * g.m &&
+      g.stride_b == g.k * g.n) {
     g.k *= g.batch;  // sum_b A[b]^T B[b] == [A[0]; A[1]; ...]^T [B[0]; B[1]; ...]
     g.batch = 1;
   }
@@ -119,10 +116,10 @@ class MatmulKernel : public OpKernel {
     CudaDeviceGuard guard(ctx->place().index());
     ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
     ASSIGN_OR_RETURN(const Tensor* y, ctx->InputTensor("Y"));
-    RETURN_IF_ERROR(CheckSameDtype(ctx, "X", *x, "Y", *y));
+    RETURN_IF_ERROR(CheckSameDtype(ctx, *x, *y));
     ASSIGN_OR_RETURN(MatmulDims d,
                      MatmulShape(ctx->op().type, x->shape(), y->shape(), attrs_.tx, attrs_.ty));
-    ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput("Out", x->dtype(), d.out));
+    ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", x->dtype(), d.out));
     Gemm g;
     g.trans_a = attrs_.tx;
     g.trans_b = attrs_.ty;
@@ -159,22 +156,18 @@ class MatmulGradKernel : public OpKernel {
     ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
     ASSIGN_OR_RETURN(const Tensor* y, ctx->InputTensor("Y"));
     ASSIGN_OR_RETURN(const Tensor* dout, ctx->InputTensor("Out@GRAD"));
-    RETURN_IF_ERROR(CheckSameDtype(ctx, "X", *x, "Y", *y));
-    RETURN_IF_ERROR(CheckSameDtype(ctx, "X", *x, "Out@GRAD", *dout));
+    RETURN_IF_ERROR(CheckSameDtype(ctx, *x, *y));
     const bool tx = attrs_.tx, ty = attrs_.ty;
     ASSIGN_OR_RETURN(MatmulDims d, MatmulShape(ctx->op().type, x->shape(), y->shape(), tx, ty));
-    if (dout->shape() != d.out) {
-      return ctx->InvalidArgument(absl::StrCat("Out@GRAD is ", dout->shape().ToString(),
-                                               ", expected ", d.out.ToString()));
-    }
+    RETURN_IF_ERROR(CheckOutGrad(ctx, *dout, x->dtype(), d.out));
     const int64_t m = d.m, n = d.n, k = d.k;
     const int64_t x_stride = d.x_batched ? m * k : 0;
     const int64_t y_stride = d.y_batched ? k * n : 0;
     return DispatchFloat(x->dtype(), [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
       if (ctx->OutputVar("X@GRAD") != nullptr) {
-        ASSIGN_OR_RETURN(Tensor* dx, ctx->AllocateOutput("X@GRAD", x->dtype(), x->shape()));
-        Gemm g;  // a product over n of G (m x n) and Y
+        ASSIGN_OR_RETURN(Tensor * dx, ctx->AllocateOutput("X@GRAD", x->dtype(), x->shape()));
+        Gemm g;     // a product over n of G (m x n) and Y
         if (!tx) {  // dX = G op(Y)^T: m x k
           g.m = m, g.n = k, g.k = n;
           g.a = dout->raw_data(), g.stride_a = m * n, g.trans_a = false;
@@ -190,8 +183,8 @@ class MatmulGradKernel : public OpKernel {
         RETURN_IF_ERROR(RunGemm<T>(ctx, g, dx));
       }
       if (ctx->OutputVar("Y@GRAD") != nullptr) {
-        ASSIGN_OR_RETURN(Tensor* dy, ctx->AllocateOutput("Y@GRAD", y->dtype(), y->shape()));
-        Gemm g;  // a product over m of op(X) and G (m x n)
+        ASSIGN_OR_RETURN(Tensor * dy, ctx->AllocateOutput("Y@GRAD", y->dtype(), y->shape()));
+        Gemm g;     // a product over m of op(X) and G (m x n)
         if (!ty) {  // dY = op(X)^T G: k x n
           g.m = k, g.n = n, g.k = m;
           g.a = x->raw_data(), g.stride_a = x_stride, g.trans_a = !tx;
@@ -214,8 +207,7 @@ class MatmulGradKernel : public OpKernel {
   MatmulAttrs attrs_;
 };
 
-REGISTER_KERNEL(KernelDef("matmul_grad", "gpu").TypeConstraint("X", kFloatTypes),
-                MatmulGradKernel);
+REGISTER_KERNEL(KernelDef("matmul_grad", "gpu").TypeConstraint("X", kFloatTypes), MatmulGradKernel);
 
 }  // namespace
 }  // namespace cuda
