@@ -2,8 +2,10 @@
 // and elementwise_add_grad (Out@GRAD summed down to X's and Y's shapes).
 #include <cuda_runtime_api.h>
 
+#include <string>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "backends/cuda/broadcast_launchers.h"
 #include "backends/cuda/broadcast_plan.h"
 #include "backends/cuda/cuda_device.h"

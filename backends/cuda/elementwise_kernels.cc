@@ -4,6 +4,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_device_guard.h"
 #include "backends/cuda/cuda_status.h"

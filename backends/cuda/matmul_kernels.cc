@@ -7,6 +7,7 @@
 
 #include <type_traits>
 
+#include "absl/strings/str_cat.h"
 #include "backends/cuda/broadcast_launchers.h"
 #include "backends/cuda/broadcast_plan.h"
 #include "backends/cuda/cuda_device.h"
@@ -84,8 +85,14 @@ absl::Status RunGemm(KernelContext* ctx, Gemm g, Tensor* c) {
   // The temporary is released when this returns, while the work is still
   // queued; later users of the memory are ordered after this stream.
   const Shape products_shape({g.batch, g.m * g.n});
-  ASSIGN_OR_RETURN(Tensor products,
-                   Tensor::Allocate(device->allocator(), c->dtype(), products_shape));
+  absl::StatusOr<Tensor> temp = Tensor::Allocate(device->allocator(), c->dtype(), products_shape);
+  if (!temp.ok()) {
+    return absl::Status(temp.status().code(),
+                        absl::StrCat("op '", ctx->op().type, "': temporary ",
+                                     DataTypeName(c->dtype()), products_shape.ToString(),
+                                     " for the sum over the batch: ", temp.status().message()));
+  }
+  Tensor& products = *temp;
   RETURN_IF_ERROR(device->WithCublas(ctx->stream(), [&](cublasHandle_t h) -> absl::Status {
     CUBLAS_RETURN_IF_ERROR(GemmStridedBatched<T>(h, g, products.data<T>(), g.m * g.n));
     return absl::OkStatus();
