@@ -52,6 +52,32 @@ absl::StatusOr<Shape> BroadcastShapes(absl::string_view op, const Shape& x,
   return Shape(out);
 }
 
+absl::Status CheckFloating(absl::string_view op, absl::string_view arg, DataType dtype) {
+  if (IsFloating(dtype)) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "op '", op, "': ", arg, " must be float32 or float64, got ", DataTypeName(dtype)));
+}
+
+absl::Status CheckArgMeta(absl::string_view op, absl::string_view arg,
+                          DataType dtype, const Shape& shape, DataType want_dtype,
+                          const Shape& want_shape) {
+  if (dtype == want_dtype && shape == want_shape) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "op '", op, "': ", arg, " is ", DataTypeName(dtype), shape.ToString(), ", expected ",
+      DataTypeName(want_dtype), want_shape.ToString()));
+}
+
+absl::StatusOr<int> NormalizeAxis(absl::string_view op, absl::string_view x_arg,
+                                  const Shape& x, int64_t axis) {
+  const int64_t rank = x.rank();
+  if (axis < -rank || axis >= rank) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "op '", op, "': axis ", axis, " is out of range for ", x_arg, " ", x.ToString(),
+        " (need ", -rank, " <= axis < ", rank, ")"));
+  }
+  return static_cast<int>(axis < 0 ? axis + rank : axis);
+}
+
 absl::StatusOr<MatmulDims> MatmulShape(absl::string_view op, const Shape& x,
                                        const Shape& y, bool transpose_x,
                                        bool transpose_y) {

@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "framework/types/data_type.h"
 #include "framework/types/shape.h"
 
 namespace tandem {
@@ -24,6 +25,24 @@ absl::StatusOr<Shape> AlignForBroadcast(absl::string_view op, const Shape& x,
 // op, both shapes and the first incompatible dim. Unknown dims (-1) stay -1.
 absl::StatusOr<Shape> BroadcastShapes(absl::string_view op, const Shape& x,
                                       const Shape& y, int64_t axis = -1);
+
+// OK if `dtype` (of argument `arg`) is float32 or float64; otherwise
+// InvalidArgument "op 'mean': X must be float32 or float64, got int32".
+absl::Status CheckFloating(absl::string_view op, absl::string_view arg, DataType dtype);
+
+// OK if argument `arg` is `dtype` with `shape` as expected (e.g. a gradient
+// input matching its forward variable); otherwise InvalidArgument
+// "op 'mean_grad': Out@GRAD is float32[2], expected float32[1]".
+absl::Status CheckArgMeta(absl::string_view op, absl::string_view arg,
+                          DataType dtype, const Shape& shape, DataType want_dtype,
+                          const Shape& want_shape);
+
+// `axis` of a tensor `x_arg` with shape `x` as an index in [0, rank):
+// negative axes count from the end. InvalidArgument naming the op, the
+// argument, its shape and the accepted range otherwise.
+//   NormalizeAxis("l2_normalize", "X", Shape({2, 3}), -1)  ->  1
+absl::StatusOr<int> NormalizeAxis(absl::string_view op, absl::string_view x_arg,
+                                  const Shape& x, int64_t axis);
 
 // Batched matrix product geometry: Out[b] = op(X[b]) * op(Y[b]).
 struct MatmulDims {

@@ -45,6 +45,35 @@ TEST(MatmulShape, PlainBatchedAndTransposed) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("batch dims")));
 }
 
+TEST(CheckFloating, AcceptsOnlyFloat32AndFloat64) {
+  EXPECT_OK(CheckFloating("mean", "X", DataType::kFloat32));
+  EXPECT_OK(CheckFloating("mean", "X", DataType::kFloat64));
+  EXPECT_THAT(CheckFloating("mean", "X", DataType::kInt32),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "op 'mean': X must be float32 or float64, got int32"));
+}
+
+TEST(CheckArgMeta, NamesOpArgumentAndBothMetas) {
+  EXPECT_OK(CheckArgMeta("mean_grad", "Out@GRAD", DataType::kFloat32, Shape({1}),
+                         DataType::kFloat32, Shape({1})));
+  EXPECT_THAT(CheckArgMeta("mean_grad", "Out@GRAD", DataType::kFloat64, Shape({2}),
+                           DataType::kFloat32, Shape({1})),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "op 'mean_grad': Out@GRAD is float64[2], expected float32[1]"));
+}
+
+TEST(NormalizeAxis, NegativeCountsFromTheEnd) {
+  EXPECT_THAT(NormalizeAxis("l2_normalize", "X", Shape({2, 3}), -1), IsOkAndHolds(1));
+  EXPECT_THAT(NormalizeAxis("l2_normalize", "X", Shape({2, 3}), -2), IsOkAndHolds(0));
+  EXPECT_THAT(NormalizeAxis("l2_normalize", "X", Shape({2, 3}), 1), IsOkAndHolds(1));
+  EXPECT_THAT(NormalizeAxis("l2_normalize", "X", Shape({2, 3}), 2),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "op 'l2_normalize': axis 2 is out of range for X [2, 3] "
+                       "(need -2 <= axis < 2)"));
+  EXPECT_THAT(NormalizeAxis("slice", "Input", Shape(), -1),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("need 0 <= axis < 0")));
+}
+
 OpDesc Op(const std::string& type) {
   OpDesc op;
   op.type = type;

@@ -1,0 +1,29 @@
+// sgd: ParamOut = Param - LearningRate * Grad, in place, for a dense or a
+// sparse (SelectedRows) gradient.
+#include "framework/base/status_macros.h"
+#include "framework/op/op_schema.h"
+#include "ops/optimizer/shape_fns.h"
+
+namespace tandem {
+namespace {
+
+REGISTER_OP("sgd")
+    .Doc("ParamOut = Param - LearningRate * Grad. ParamOut is Param's variable, "
+         "updated in place. A SelectedRows Grad updates only its rows: "
+         "Param[rows[i]] -= lr * value[i], duplicates accumulating. LearningRate "
+         "is float32 with one element.")
+    .Input("Param")
+    .Input("Grad")
+    .Input("LearningRate")
+    .Output("ParamOut")
+    .SetInferShape([](InferShapeContext* ctx) -> absl::Status {
+      ASSIGN_OR_RETURN(TensorMeta param, ctx->Input("Param"));
+      ASSIGN_OR_RETURN(TensorMeta grad, ctx->Input("Grad"));
+      ASSIGN_OR_RETURN(TensorMeta lr, ctx->Input("LearningRate"));
+      RETURN_IF_ERROR(CheckSgdArgs(ctx->op(), param, grad, lr));
+      ctx->SetOutput("ParamOut", TensorMeta{param.dtype, param.shape});
+      return absl::OkStatus();
+    });
+
+}  // namespace
+}  // namespace tandem

@@ -1,0 +1,22 @@
+// Shape functions of the random ops (uniform_random), used by their schemas
+// (ops/random/*_op.cc) and by kernels, so both agree.
+//
+//   ASSIGN_OR_RETURN(TensorMeta out, UniformRandomMeta(op));
+#ifndef TANDEM_OPS_RANDOM_SHAPE_FNS_H_
+#define TANDEM_OPS_RANDOM_SHAPE_FNS_H_
+
+#include "absl/status/statusor.h"
+#include "framework/op/op_desc.h"
+#include "framework/op/op_schema.h"
+
+namespace tandem {
+
+// Out of a uniform_random op (attributes validated and defaulted by its
+// schema): attr dtype (float32 or float64) with attr shape (dims >= 0, the
+// element count fitting int64). InvalidArgument naming the op and the
+// attribute otherwise.
+absl::StatusOr<TensorMeta> UniformRandomMeta(const OpDesc& op);
+
+}  // namespace tandem
+
+#endif  // TANDEM_OPS_RANDOM_SHAPE_FNS_H_
