@@ -27,8 +27,16 @@ for t in $targets; do
   if [[ "$tests" == *" $t "* ]]; then echo "$flat" >> .bundle/tandem/tests.txt; fi
 done
 
+# ldd runs on the bazel-bin originals: their rpath finds Bazel's own
+# shared libraries (_solib_*), which are packed too.
 skip='^(linux-vdso|ld-linux|libc\.so|libm\.so|libdl\.so|librt\.so|libpthread\.so|libstdc\+\+|libgcc_s|libcudart|libcublas|libcuda\.so)'
-for f in .bundle/tandem/bin/*; do
+for t in $targets; do
+  pkg=${t#//}; pkg=${pkg%%:*}; name=${t##*:}
+  f="bazel-bin/$pkg/$name"
+  [[ -x "$f" ]] || continue
+  if ldd "$f" | grep -q "not found"; then
+    echo "gpu_bundle: $f has unresolved libraries:" >&2; ldd "$f" | grep "not found" >&2; exit 1
+  fi
   ldd "$f" | awk '/=> \// {print $1, $3}' | while read -r soname path; do
     if [[ ! "$soname" =~ $skip && ! -e ".bundle/tandem/lib/$soname" ]]; then
       cp -L "$path" ".bundle/tandem/lib/$soname"
