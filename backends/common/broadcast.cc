@@ -4,10 +4,8 @@
 
 namespace tandem {
 
-BroadcastLayout::BroadcastLayout(const Shape& out,
-                                 absl::Span<const Shape> operands)
-    : num_operands_(static_cast<int>(operands.size())),
-      num_elements_(out.num_elements()) {
+BroadcastLayout::BroadcastLayout(const Shape& out, absl::Span<const Shape> operands)
+    : num_operands_(static_cast<int>(operands.size())), num_elements_(out.num_elements()) {
   CHECK_LE(num_operands_, kMaxOperands);
   const int rank = out.rank();
   // Uncoalesced strides of each operand along out's dims.
@@ -18,8 +16,7 @@ BroadcastLayout::BroadcastLayout(const Shape& out,
     full[k].assign(rank, 0);
     int64_t stride = 1;
     for (int d = rank - 1, sd = s.rank() - 1; sd >= 0; --d, --sd) {
-      CHECK(s.dim(sd) == out.dim(d) || s.dim(sd) == 1)
-          << s << " does not broadcast to " << out;
+      CHECK(s.dim(sd) == out.dim(d) || s.dim(sd) == 1) << s << " does not broadcast to " << out;
       if (s.dim(sd) != 1) full[k][d] = stride;
       stride *= s.dim(sd);
     }
@@ -51,8 +48,7 @@ BroadcastLayout::BroadcastLayout(const Shape& out,
   }
 }
 
-StridedCounter::StridedCounter(absl::Span<const int64_t> dims,
-                               absl::Span<const DimVector> strides,
+StridedCounter::StridedCounter(absl::Span<const int64_t> dims, absl::Span<const DimVector> strides,
                                int64_t start)
     : dims_(dims.begin(), dims.end()),
       num_sets_(static_cast<int>(strides.size())),

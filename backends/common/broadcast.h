@@ -70,8 +70,8 @@ class StridedCounter {
 
   // Starts at linear position `start`. Each stride set has dims.size()
   // entries. Empty `dims` is a single position with offset 0.
-  StridedCounter(absl::Span<const int64_t> dims,
-                 absl::Span<const DimVector> strides, int64_t start);
+  StridedCounter(absl::Span<const int64_t> dims, absl::Span<const DimVector> strides,
+                 int64_t start);
 
   int64_t offset(int set) const { return offsets_[set]; }
   // Advances one position (wrapping to the start after the last).
@@ -100,9 +100,8 @@ static_assert(StridedCounter::kMaxSets >= BroadcastLayout::kMaxOperands,
 // one innermost row: positions pos..pos+len-1 are at offset
 // in[s] + i * strides[s].back() of stride set s, i < len.
 template <typename Fn>
-void ForEachSegment(absl::Span<const int64_t> dims,
-                    absl::Span<const DimVector> strides, int64_t begin,
-                    int64_t end, Fn&& fn) {
+void ForEachSegment(absl::Span<const int64_t> dims, absl::Span<const DimVector> strides,
+                    int64_t begin, int64_t end, Fn&& fn) {
   if (begin >= end) return;
   const int64_t inner = dims.back();
   const int outer_rank = static_cast<int>(dims.size()) - 1;
@@ -111,8 +110,7 @@ void ForEachSegment(absl::Span<const int64_t> dims,
   for (int s = 0; s < num_sets; ++s) {
     outer_strides[s].assign(strides[s].begin(), strides[s].begin() + outer_rank);
   }
-  StridedCounter rows(dims.first(outer_rank),
-                      absl::MakeConstSpan(outer_strides.data(), num_sets),
+  StridedCounter rows(dims.first(outer_rank), absl::MakeConstSpan(outer_strides.data(), num_sets),
                       begin / inner);
   int64_t col = begin % inner;
   std::array<int64_t, StridedCounter::kMaxSets> in{};
@@ -129,10 +127,8 @@ void ForEachSegment(absl::Span<const int64_t> dims,
 // The same over a broadcast layout: in[k] is operand k's offset, and its
 // stride within a segment is layout.inner_stride(k).
 template <typename Fn>
-void ForEachSegment(const BroadcastLayout& layout, int64_t begin, int64_t end,
-                    Fn&& fn) {
-  ForEachSegment(layout.dims(), layout.all_strides(), begin, end,
-                 std::forward<Fn>(fn));
+void ForEachSegment(const BroadcastLayout& layout, int64_t begin, int64_t end, Fn&& fn) {
+  ForEachSegment(layout.dims(), layout.all_strides(), begin, end, std::forward<Fn>(fn));
 }
 
 }  // namespace tandem

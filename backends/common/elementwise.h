@@ -93,8 +93,7 @@ void Cast(const From* x, To* out, int64_t n) {
 // Floating T computes in T; integer T computes in double and converts back
 // with static_cast.
 template <typename T, typename Policy>
-void Scale(const T* x, T* out, int64_t n, double scale, double bias,
-           bool bias_after_scale) {
+void Scale(const T* x, T* out, int64_t n, double scale, double bias, bool bias_after_scale) {
   using C = std::conditional_t<std::is_floating_point_v<T>, T, double>;
   const C s = static_cast<C>(scale);
   const C b = static_cast<C>(bias);
@@ -114,8 +113,7 @@ void Scale(const T* x, T* out, int64_t n, double scale, double bias,
 // out[i] = x[i * sx] + y[i * sy] for i < n, strides 0 or 1 (see
 // BroadcastLayout::inner_stride). Separate loops let each one vectorize.
 template <typename T>
-void AddSegment(const T* x, int64_t sx, const T* y, int64_t sy, T* out,
-                int64_t n) {
+void AddSegment(const T* x, int64_t sx, const T* y, int64_t sy, T* out, int64_t n) {
   if (sx != 0 && sy != 0) {
     for (int64_t i = 0; i < n; ++i) out[i] = WrappingAdd(x[i], y[i]);
   } else if (sx != 0) {
@@ -131,16 +129,13 @@ void AddSegment(const T* x, int64_t sx, const T* y, int64_t sy, T* out,
 
 // out = x + y over `layout` (operand 0: x, operand 1: y).
 template <typename T, typename Policy>
-void BroadcastAdd(const BroadcastLayout& layout, const T* x, const T* y,
-                  T* out) {
+void BroadcastAdd(const BroadcastLayout& layout, const T* x, const T* y, T* out) {
   const int64_t sx = layout.inner_stride(0), sy = layout.inner_stride(1);
-  Policy::ParallelFor(
-      layout.num_elements(), kMinElementsPerTask, [&](int64_t begin, int64_t end) {
-        ForEachSegment(layout, begin, end,
-                       [&](int64_t pos, const int64_t* in, int64_t len) {
-                         AddSegment(x + in[0], sx, y + in[1], sy, out + pos, len);
-                       });
-      });
+  Policy::ParallelFor(layout.num_elements(), kMinElementsPerTask, [&](int64_t begin, int64_t end) {
+    ForEachSegment(layout, begin, end, [&](int64_t pos, const int64_t* in, int64_t len) {
+      AddSegment(x + in[0], sx, y + in[1], sy, out + pos, len);
+    });
+  });
 }
 
 // The sum of `n` contiguous elements, in chunks added in a fixed order.
@@ -167,8 +162,7 @@ AccumulatorT<T> Sum(const T* x, int64_t n) {
 // `out_shape` (the gradient of a broadcast operand). dx_shape right-aligns
 // with out_shape; an empty dout gives zeros.
 template <typename T, typename Policy>
-void SumToShape(const T* dout, const Shape& out_shape, T* dx,
-                const Shape& dx_shape) {
+void SumToShape(const T* dout, const Shape& out_shape, T* dx, const Shape& dx_shape) {
   using Acc = AccumulatorT<T>;
   const int64_t n_dx = dx_shape.num_elements();
   const int64_t n_out = out_shape.num_elements();

@@ -63,8 +63,8 @@ void CheckBroadcastAdd() {
     const std::vector<double> x = Iota(c.x.num_elements());
     const std::vector<double> y = Iota(c.y.num_elements(), 100);
     std::vector<double> out(c.out.num_elements(), -1);
-    BroadcastAdd<double, Policy>(BroadcastLayout(c.out, {c.x, c.y}), x.data(),
-                                 y.data(), out.data());
+    BroadcastAdd<double, Policy>(BroadcastLayout(c.out, {c.x, c.y}), x.data(), y.data(),
+                                 out.data());
     for (int64_t i = 0; i < c.out.num_elements(); ++i) {
       ASSERT_EQ(out[i], x[SourceIndex(c.out, c.x, i)] + y[SourceIndex(c.out, c.y, i)])
           << c.x << " + " << c.y << " at " << i;
@@ -82,8 +82,7 @@ TEST(BroadcastAdd, IntegersWrapAround) {
   const int32_t x[] = {std::numeric_limits<int32_t>::max(), 5};
   const int32_t y[] = {1};
   int32_t out[2];
-  BroadcastAdd<int32_t, Whole>(BroadcastLayout(Shape({2}), {Shape({2}), Shape({1})}),
-                               x, y, out);
+  BroadcastAdd<int32_t, Whole>(BroadcastLayout(Shape({2}), {Shape({2}), Shape({1})}), x, y, out);
   EXPECT_THAT(out, ElementsAre(std::numeric_limits<int32_t>::min(), 6));
 }
 
@@ -127,8 +126,7 @@ TEST(SumToShape, Float32AccumulatesInDouble) {
 TEST(Sum, IsIndependentOfHowRangesAreSplit) {
   std::vector<float> x(100000);
   for (size_t i = 0; i < x.size(); ++i) x[i] = 1.0f / (1 + i % 97);
-  EXPECT_EQ((Sum<float, Fine>(x.data(), x.size())),
-            (Sum<float, Whole>(x.data(), x.size())));
+  EXPECT_EQ((Sum<float, Fine>(x.data(), x.size())), (Sum<float, Whole>(x.data(), x.size())));
 }
 
 TEST(Scale, FloatInOwnTypeIntegersThroughDoubleTruncated) {

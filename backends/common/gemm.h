@@ -59,15 +59,12 @@ inline constexpr int64_t kMinMaddsPerTask = int64_t{1} << 21;
 // Copies op(A)[i0:i0+mc, p0:p0+kc] into kMr-row panels, p-major within a
 // panel, zero-padding the last panel to kMr rows.
 template <typename T>
-void PackA(const GemmArgs<T>& g, int64_t i0, int64_t mc, int64_t p0,
-           int64_t kc, T* dst) {
+void PackA(const GemmArgs<T>& g, int64_t i0, int64_t mc, int64_t p0, int64_t kc, T* dst) {
   for (int64_t ip = 0; ip < mc; ip += kMr) {
     for (int64_t p = 0; p < kc; ++p) {
       for (int64_t r = 0; r < kMr; ++r) {
         const int64_t i = i0 + ip + r, q = p0 + p;
-        *dst++ = ip + r >= mc ? T(0)
-                 : g.trans_a  ? g.a[q * g.lda + i]
-                              : g.a[i * g.lda + q];
+        *dst++ = ip + r >= mc ? T(0) : g.trans_a ? g.a[q * g.lda + i] : g.a[i * g.lda + q];
       }
     }
   }
@@ -76,15 +73,12 @@ void PackA(const GemmArgs<T>& g, int64_t i0, int64_t mc, int64_t p0,
 // Copies op(B)[p0:p0+kc, j0:j0+nc] into kNr-column panels, p-major within
 // a panel, zero-padding the last panel to kNr columns.
 template <typename T>
-void PackB(const GemmArgs<T>& g, int64_t p0, int64_t kc, int64_t j0,
-           int64_t nc, T* dst) {
+void PackB(const GemmArgs<T>& g, int64_t p0, int64_t kc, int64_t j0, int64_t nc, T* dst) {
   for (int64_t jp = 0; jp < nc; jp += kNr<T>) {
     for (int64_t p = 0; p < kc; ++p) {
       for (int64_t c = 0; c < kNr<T>; ++c) {
         const int64_t j = j0 + jp + c, q = p0 + p;
-        *dst++ = jp + c >= nc ? T(0)
-                 : g.trans_b  ? g.b[j * g.ldb + q]
-                              : g.b[q * g.ldb + j];
+        *dst++ = jp + c >= nc ? T(0) : g.trans_b ? g.b[j * g.ldb + q] : g.b[q * g.ldb + j];
       }
     }
   }
@@ -93,8 +87,7 @@ void PackB(const GemmArgs<T>& g, int64_t p0, int64_t kc, int64_t j0,
 // out = (packed A panel) * (packed B panel) over kc terms. The local
 // accumulator and the unrolled loops keep the block in vector registers.
 template <typename T>
-void MicroKernel(const T* __restrict a, const T* __restrict b, int64_t kc,
-                 T (&out)[kMr][kNr<T>]) {
+void MicroKernel(const T* __restrict a, const T* __restrict b, int64_t kc, T (&out)[kMr][kNr<T>]) {
   T acc[kMr][kNr<T>] = {};
   for (int64_t p = 0; p < kc; ++p, a += kMr, b += kNr<T>) {
 #pragma GCC unroll 4
@@ -119,8 +112,7 @@ void BlockedGemm(const GemmArgs<T>& g) {
   constexpr int64_t kNc = gi::kNc, kKc = gi::kKc;
   const int64_t row_blocks = (g.m + kMc - 1) / kMc;
   const int64_t col_blocks = (g.n + kNc - 1) / kNc;
-  const int64_t grain =
-      std::max<int64_t>(1, gi::kMinMaddsPerTask / (kMc * kNc * g.k));
+  const int64_t grain = std::max<int64_t>(1, gi::kMinMaddsPerTask / (kMc * kNc * g.k));
   Policy::ParallelFor(row_blocks * col_blocks, grain, [&](int64_t begin, int64_t end) {
     std::vector<T> a_pack(kMc * kKc), b_pack(kNc * kKc);
     T acc[kMr][kNr];
@@ -159,10 +151,9 @@ void BlockedGemm(const GemmArgs<T>& g) {
 // Policy::Gemm (m, n, k > 0), over the batch in parallel when the products
 // are small.
 template <typename T, typename Policy>
-absl::Status BatchedGemm(GemmArgs<T> g, int64_t batch, int64_t stride_a,
-                         int64_t stride_b, int64_t stride_c) {
-  CHECK(g.ldc == g.n && (stride_c == 0 || stride_c == g.m * g.n))
-      << "BatchedGemm writes a dense C";
+absl::Status BatchedGemm(GemmArgs<T> g, int64_t batch, int64_t stride_a, int64_t stride_b,
+                         int64_t stride_c) {
+  CHECK(g.ldc == g.n && (stride_c == 0 || stride_c == g.m * g.n)) << "BatchedGemm writes a dense C";
   const int64_t c_count = (stride_c == 0 ? 1 : batch) * g.m * g.n;
   if (c_count == 0) return absl::OkStatus();
   if (g.k == 0 || batch == 0) {
@@ -174,13 +165,12 @@ absl::Status BatchedGemm(GemmArgs<T> g, int64_t batch, int64_t stride_a,
     return absl::OkStatus();
   }
   // Stacked batches of a contiguous operand form one taller matrix.
-  if (stride_c != 0 && stride_b == 0 && !g.trans_a && g.lda == g.k &&
-      stride_a == g.m * g.k) {
+  if (stride_c != 0 && stride_b == 0 && !g.trans_a && g.lda == g.k && stride_a == g.m * g.k) {
     g.m *= batch;  // [batch * m, k] * [k, n]
     return Policy::Gemm(g);
   }
-  if (stride_c == 0 && g.trans_a && g.lda == g.m && stride_a == g.k * g.m &&
-      !g.trans_b && g.ldb == g.n && stride_b == g.k * g.n) {
+  if (stride_c == 0 && g.trans_a && g.lda == g.m && stride_a == g.k * g.m && !g.trans_b &&
+      g.ldb == g.n && stride_b == g.k * g.n) {
     g.k *= batch;  // [batch * k, m]^T * [batch * k, n]
     return Policy::Gemm(g);
   }
@@ -205,8 +195,7 @@ absl::Status BatchedGemm(GemmArgs<T> g, int64_t batch, int64_t stride_a,
   }
   // Small products: the batch is the parallel dimension.
   std::vector<absl::Status> status(batch);
-  const int64_t grain =
-      std::max<int64_t>(1, gemm_internal::kMinMaddsPerTask / (g.m * g.n * g.k));
+  const int64_t grain = std::max<int64_t>(1, gemm_internal::kMinMaddsPerTask / (g.m * g.n * g.k));
   Policy::ParallelFor(batch, grain, [&](int64_t begin, int64_t end) {
     GemmArgs<T> args = g;
     for (int64_t i = begin; i < end; ++i) status[i] = product(i, args);

@@ -38,8 +38,7 @@ void NaiveGemm(const GemmArgs<double>& g) {
 
 template <typename Policy>
 void CheckBlockedGemm(int64_t m, int64_t n, int64_t k, bool ta, bool tb) {
-  SCOPED_TRACE(testing::Message() << m << "x" << n << "x" << k << " ta=" << ta
-                                  << " tb=" << tb);
+  SCOPED_TRACE(testing::Message() << m << "x" << n << "x" << k << " ta=" << ta << " tb=" << tb);
   // Leading dims one longer than the rows: submatrices of larger arrays.
   const int64_t lda = (ta ? m : k) + 1, ldb = (tb ? k : n) + 1;
   const std::vector<double> a = Values((ta ? k : m) * lda, 1);
@@ -100,9 +99,9 @@ struct BatchCase {
 // BatchedGemm against NaiveGemm per batch (summed when C is shared).
 template <typename Policy>
 void CheckBatched(const BatchCase& bc, int64_t batch, int64_t m, int64_t n, int64_t k) {
-  SCOPED_TRACE(testing::Message()
-               << "batched a/b/c " << bc.a_batched << bc.b_batched << bc.c_batched
-               << " ta=" << bc.ta << " tb=" << bc.tb << " batch " << batch);
+  SCOPED_TRACE(testing::Message() << "batched a/b/c " << bc.a_batched << bc.b_batched
+                                  << bc.c_batched << " ta=" << bc.ta << " tb=" << bc.tb << " batch "
+                                  << batch);
   const int64_t sa = bc.a_batched ? m * k : 0, sb = bc.b_batched ? k * n : 0;
   const int64_t sc = bc.c_batched ? m * n : 0;
   const std::vector<double> a = Values(std::max<int64_t>(1, batch * sa + m * k), 1);
@@ -136,12 +135,12 @@ void CheckBatched(const BatchCase& bc, int64_t batch, int64_t m, int64_t n, int6
 
 TEST(BatchedGemm, EveryBatchLayoutIncludingFoldedOnes) {
   const std::vector<BatchCase> cases = {
-      {true, true, true, false, false},   // both batched
-      {true, false, true, false, false},  // shared B: folds into one product
-      {true, false, true, true, false},   // shared B, A transposed: no fold
-      {false, true, true, false, true},   // shared A
-      {true, true, false, true, false},   // summed C, foldable
-      {true, true, false, false, true},   // summed C, not foldable
+      {true, true, true, false, false},    // both batched
+      {true, false, true, false, false},   // shared B: folds into one product
+      {true, false, true, true, false},    // shared B, A transposed: no fold
+      {false, true, true, false, true},    // shared A
+      {true, true, false, true, false},    // summed C, foldable
+      {true, true, false, false, true},    // summed C, not foldable
       {false, true, false, false, false},  // summed C, shared A
   };
   for (const BatchCase& c : cases) {

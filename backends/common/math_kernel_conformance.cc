@@ -19,8 +19,8 @@ namespace tandem {
 
 const std::vector<std::string>& MathKernelOps() {
   static const auto* ops = new std::vector<std::string>{
-      "fill_constant", "elementwise_add", "elementwise_add_grad", "matmul",
-      "matmul_grad",   "scale",           "cast"};
+      "fill_constant", "elementwise_add", "elementwise_add_grad", "matmul", "matmul_grad", "scale",
+      "cast"};
   return *ops;
 }
 
@@ -32,35 +32,27 @@ std::string PlaceTestName(const ::testing::TestParamInfo<Place>& info) {
   return name;
 }
 
-namespace {
+namespace conformance {
 
-using ::testing::AllOf;
-
-OpDesc Op(const std::string& type, AttrMap attrs = {}) {
+OpDesc Op(const std::string& type, AttrMap attrs) {
   OpDesc op;
   op.type = type;
   op.attrs = std::move(attrs);
   return op;
 }
 
-template <typename T>
-Variable Var(const Shape& shape, const std::vector<T>& values) {
-  return Variable(Tensor::FromVector<T>(shape, values));
-}
+}  // namespace conformance
 
-// Deterministic values in [-1.5, 1.5], as T.
-template <typename T>
-std::vector<T> Values(int64_t n, int seed) {
-  std::vector<T> v(n);
-  for (int64_t i = 0; i < n; ++i) {
-    v[i] = static_cast<T>(((i * 37 + seed * 11) % 23) / 7.0 - 1.5);
-  }
-  return v;
-}
+namespace {
+
+using conformance::Op;
+using conformance::Values;
+using conformance::Var;
+using ::testing::AllOf;
 
 // Runs `op` on `place`; every bound output, copied to the host.
 absl::StatusOr<std::map<std::string, Tensor>> RunOp(const Place& place, OpDesc op,
-                                                  const EagerInputs& inputs) {
+                                                    const EagerInputs& inputs) {
   ASSIGN_OR_RETURN(EagerOutputs outputs, RunOpEager(std::move(op), place, inputs));
   std::map<std::string, Tensor> host;
   for (const auto& [arg, vars] : outputs) {
@@ -100,8 +92,7 @@ TEST_P(MathKernelConformance, EveryMathOpHasAKernel) {
 TEST_P(MathKernelConformance, FillConstantConvertsValueToEveryDtype) {
   auto fill = [&](DataType dtype, double value, std::vector<int64_t> shape) {
     return RunOut(GetParam(),
-                  Op("fill_constant", {{"shape", shape}, {"value", value}, {"dtype", dtype}}),
-                  {});
+                  Op("fill_constant", {{"shape", shape}, {"value", value}, {"dtype", dtype}}), {});
   };
   ASSERT_OK_AND_ASSIGN(Tensor f32, fill(DataType::kFloat32, 2.5, {2, 3}));
   EXPECT_EQ(f32.shape(), Shape({2, 3}));
@@ -119,16 +110,17 @@ TEST_P(MathKernelConformance, FillConstantConvertsValueToEveryDtype) {
 }
 
 TEST_P(MathKernelConformance, FillConstantScalarAndEmpty) {
-  ASSERT_OK_AND_ASSIGN(Tensor scalar,
-                       RunOut(GetParam(), Op("fill_constant", {{"shape", std::vector<int64_t>{}},
-                                                               {"value", 7.0},
-                                                               {"dtype", DataType::kInt64}}),
-                              {}));
+  ASSERT_OK_AND_ASSIGN(
+      Tensor scalar,
+      RunOut(GetParam(),
+             Op("fill_constant",
+                {{"shape", std::vector<int64_t>{}}, {"value", 7.0}, {"dtype", DataType::kInt64}}),
+             {}));
   EXPECT_EQ(scalar.shape(), Shape());
   EXPECT_EQ(scalar.ToVector<int64_t>(), std::vector<int64_t>({7}));
-  ASSERT_OK_AND_ASSIGN(Tensor empty,
-                       RunOut(GetParam(), Op("fill_constant", {{"shape", std::vector<int64_t>{0, 3}}}),
-                              {}));
+  ASSERT_OK_AND_ASSIGN(
+      Tensor empty,
+      RunOut(GetParam(), Op("fill_constant", {{"shape", std::vector<int64_t>{0, 3}}}), {}));
   EXPECT_EQ(empty.shape(), Shape({0, 3}));
   EXPECT_EQ(empty.NumElements(), 0);
 }
@@ -136,25 +128,22 @@ TEST_P(MathKernelConformance, FillConstantScalarAndEmpty) {
 TEST_P(MathKernelConformance, FillConstantNegativeDimIsInvalidArgument) {
   EXPECT_THAT(RunOut(GetParam(), Op("fill_constant", {{"shape", std::vector<int64_t>{2, -1}}}), {}),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       AllOf(HasSubstr("op 'fill_constant': attribute 'shape'"),
-                             HasSubstr("-1"))));
+                       AllOf(HasSubstr("op 'fill_constant': attribute 'shape'"), HasSubstr("-1"))));
 }
 
 // -------------------------------------------------------------- elementwise_add
 
 TEST_P(MathKernelConformance, AddSameShapeRowAndScalar) {
   const Variable x = Var<float>({2, 3}, {1, 2, 3, 4, 5, 6});
-  ASSERT_OK_AND_ASSIGN(Tensor same, RunOut(GetParam(), Op("elementwise_add"),
-                                           {{"X", {x}}, {"Y", {x}}}));
+  ASSERT_OK_AND_ASSIGN(Tensor same,
+                       RunOut(GetParam(), Op("elementwise_add"), {{"X", {x}}, {"Y", {x}}}));
   EXPECT_EQ(same.ToVector<float>(), std::vector<float>({2, 4, 6, 8, 10, 12}));
-  ASSERT_OK_AND_ASSIGN(Tensor row,
-                       RunOut(GetParam(), Op("elementwise_add"),
-                              {{"X", {x}}, {"Y", {Var<float>({3}, {10, 20, 30})}}}));
+  ASSERT_OK_AND_ASSIGN(Tensor row, RunOut(GetParam(), Op("elementwise_add"),
+                                          {{"X", {x}}, {"Y", {Var<float>({3}, {10, 20, 30})}}}));
   EXPECT_EQ(row.shape(), Shape({2, 3}));
   EXPECT_EQ(row.ToVector<float>(), std::vector<float>({11, 22, 33, 14, 25, 36}));
-  ASSERT_OK_AND_ASSIGN(Tensor scalar,
-                       RunOut(GetParam(), Op("elementwise_add"),
-                              {{"X", {x}}, {"Y", {Var<float>({}, {0.5f})}}}));
+  ASSERT_OK_AND_ASSIGN(Tensor scalar, RunOut(GetParam(), Op("elementwise_add"),
+                                             {{"X", {x}}, {"Y", {Var<float>({}, {0.5f})}}}));
   EXPECT_EQ(scalar.shape(), Shape({2, 3}));
   EXPECT_EQ(scalar.ToVector<float>(), std::vector<float>({1.5, 2.5, 3.5, 4.5, 5.5, 6.5}));
 }
@@ -163,21 +152,18 @@ TEST_P(MathKernelConformance, AddAxisAlignsYInsideX) {
   // X [2, 3, 2] + Y [3] at axis 1: Y[j] is added to X[i, j, k].
   std::vector<int64_t> xv(12);
   for (int i = 0; i < 12; ++i) xv[i] = i;
-  ASSERT_OK_AND_ASSIGN(Tensor out,
-                       RunOut(GetParam(), Op("elementwise_add", {{"axis", int64_t{1}}}),
-                              {{"X", {Var<int64_t>({2, 3, 2}, xv)}},
-                               {"Y", {Var<int64_t>({3}, {100, 200, 300})}}}));
+  ASSERT_OK_AND_ASSIGN(Tensor out, RunOut(GetParam(), Op("elementwise_add", {{"axis", int64_t{1}}}),
+                                          {{"X", {Var<int64_t>({2, 3, 2}, xv)}},
+                                           {"Y", {Var<int64_t>({3}, {100, 200, 300})}}}));
   EXPECT_EQ(out.shape(), Shape({2, 3, 2}));
-  EXPECT_EQ(out.ToVector<int64_t>(),
-            std::vector<int64_t>({100, 101, 202, 203, 304, 305,  //
-                                  106, 107, 208, 209, 310, 311}));
+  EXPECT_EQ(out.ToVector<int64_t>(), std::vector<int64_t>({100, 101, 202, 203, 304, 305,  //
+                                                           106, 107, 208, 209, 310, 311}));
 }
 
 TEST_P(MathKernelConformance, AddBroadcastsBothSidesAndHigherRankY) {
-  ASSERT_OK_AND_ASSIGN(Tensor outer,
-                       RunOut(GetParam(), Op("elementwise_add"),
-                              {{"X", {Var<int32_t>({3, 1}, {1, 2, 3})}},
-                               {"Y", {Var<int32_t>({1, 4}, {10, 20, 30, 40})}}}));
+  ASSERT_OK_AND_ASSIGN(Tensor outer, RunOut(GetParam(), Op("elementwise_add"),
+                                            {{"X", {Var<int32_t>({3, 1}, {1, 2, 3})}},
+                                             {"Y", {Var<int32_t>({1, 4}, {10, 20, 30, 40})}}}));
   EXPECT_EQ(outer.shape(), Shape({3, 4}));
   EXPECT_EQ(outer.ToVector<int32_t>(),
             std::vector<int32_t>({11, 21, 31, 41, 12, 22, 32, 42, 13, 23, 33, 43}));
@@ -195,10 +181,9 @@ TEST_P(MathKernelConformance, AddZeroDAndEmpty) {
                               {{"X", {Var<double>({}, {1.25})}}, {"Y", {Var<double>({}, {2})}}}));
   EXPECT_EQ(scalar.shape(), Shape());
   EXPECT_EQ(scalar.ToVector<double>(), std::vector<double>({3.25}));
-  ASSERT_OK_AND_ASSIGN(Tensor empty,
-                       RunOut(GetParam(), Op("elementwise_add"),
-                              {{"X", {Var<float>({0, 3}, {})}},
-                               {"Y", {Var<float>({3}, {1, 2, 3})}}}));
+  ASSERT_OK_AND_ASSIGN(
+      Tensor empty, RunOut(GetParam(), Op("elementwise_add"),
+                           {{"X", {Var<float>({0, 3}, {})}}, {"Y", {Var<float>({3}, {1, 2, 3})}}}));
   EXPECT_EQ(empty.shape(), Shape({0, 3}));
 }
 
@@ -252,11 +237,10 @@ TEST_P(MathKernelConformance, AddBadInputIsInvalidArgumentNamingOpAndShapes) {
 
 TEST_P(MathKernelConformance, AddGradSumsOverBroadcastDims) {
   const std::vector<float> g = {1, 2, 3, 4, 5, 6};
-  ASSERT_OK_AND_ASSIGN(auto out,
-                       RunOp(GetParam(), Op("elementwise_add_grad"),
-                           {{"X", {Var<float>({2, 3}, Values<float>(6, 0))}},
-                            {"Y", {Var<float>({3}, {0, 0, 0})}},
-                            {"Out@GRAD", {Var<float>({2, 3}, g)}}}));
+  ASSERT_OK_AND_ASSIGN(auto out, RunOp(GetParam(), Op("elementwise_add_grad"),
+                                       {{"X", {Var<float>({2, 3}, Values<float>(6, 0))}},
+                                        {"Y", {Var<float>({3}, {0, 0, 0})}},
+                                        {"Out@GRAD", {Var<float>({2, 3}, g)}}}));
   EXPECT_EQ(out.at("X@GRAD").shape(), Shape({2, 3}));
   EXPECT_EQ(out.at("X@GRAD").ToVector<float>(), g);
   EXPECT_EQ(out.at("Y@GRAD").shape(), Shape({3}));
@@ -269,17 +253,16 @@ TEST_P(MathKernelConformance, AddGradWithAxisAndBroadcastX) {
   for (int i = 0; i < 12; ++i) g[i] = i;
   ASSERT_OK_AND_ASSIGN(auto out,
                        RunOp(GetParam(), Op("elementwise_add_grad", {{"axis", int64_t{1}}}),
-                           {{"X", {Var<int32_t>({2, 3, 2}, std::vector<int32_t>(12))}},
-                            {"Y", {Var<int32_t>({3}, {0, 0, 0})}},
-                            {"Out@GRAD", {Var<int32_t>({2, 3, 2}, g)}}}));
+                             {{"X", {Var<int32_t>({2, 3, 2}, std::vector<int32_t>(12))}},
+                              {"Y", {Var<int32_t>({3}, {0, 0, 0})}},
+                              {"Out@GRAD", {Var<int32_t>({2, 3, 2}, g)}}}));
   EXPECT_EQ(out.at("Y@GRAD").ToVector<int32_t>(),
             std::vector<int32_t>({0 + 1 + 6 + 7, 2 + 3 + 8 + 9, 4 + 5 + 10 + 11}));
   // X [3, 1] and Y [1, 2] both broadcast to [3, 2].
-  ASSERT_OK_AND_ASSIGN(auto both,
-                       RunOp(GetParam(), Op("elementwise_add_grad"),
-                           {{"X", {Var<double>({3, 1}, {0, 0, 0})}},
-                            {"Y", {Var<double>({1, 2}, {0, 0})}},
-                            {"Out@GRAD", {Var<double>({3, 2}, {1, 2, 3, 4, 5, 6})}}}));
+  ASSERT_OK_AND_ASSIGN(auto both, RunOp(GetParam(), Op("elementwise_add_grad"),
+                                        {{"X", {Var<double>({3, 1}, {0, 0, 0})}},
+                                         {"Y", {Var<double>({1, 2}, {0, 0})}},
+                                         {"Out@GRAD", {Var<double>({3, 2}, {1, 2, 3, 4, 5, 6})}}}));
   EXPECT_EQ(both.at("X@GRAD").shape(), Shape({3, 1}));
   EXPECT_EQ(both.at("X@GRAD").ToVector<double>(), std::vector<double>({3, 7, 11}));
   EXPECT_EQ(both.at("Y@GRAD").shape(), Shape({1, 2}));
@@ -290,11 +273,10 @@ TEST_P(MathKernelConformance, AddGradComputesOnlyBoundOutputs) {
   OpDesc op = Op("elementwise_add_grad");
   op.outputs["X@GRAD"] = {"x@GRAD"};
   op.outputs["Y@GRAD"] = {};  // not wanted
-  ASSERT_OK_AND_ASSIGN(auto out,
-                       RunOp(GetParam(), op,
-                           {{"X", {Var<float>({2}, {0, 0})}},
-                            {"Y", {Var<float>({}, {0})}},
-                            {"Out@GRAD", {Var<float>({2}, {1, 2})}}}));
+  ASSERT_OK_AND_ASSIGN(auto out, RunOp(GetParam(), op,
+                                       {{"X", {Var<float>({2}, {0, 0})}},
+                                        {"Y", {Var<float>({}, {0})}},
+                                        {"Out@GRAD", {Var<float>({2}, {1, 2})}}}));
   EXPECT_EQ(out.count("Y@GRAD"), 0u);
   EXPECT_EQ(out.at("X@GRAD").ToVector<float>(), std::vector<float>({1, 2}));
 }
@@ -304,29 +286,27 @@ TEST_P(MathKernelConformance, AddGradLargeScalarAndEmpty) {
   const std::vector<double> g = Values<double>(300 * 257, 3);
   double total = 0;
   for (double v : g) total += v;
-  ASSERT_OK_AND_ASSIGN(auto out,
-                       RunOp(GetParam(), Op("elementwise_add_grad"),
-                           {{"X", {Var<double>({300, 257}, g)}},
-                            {"Y", {Var<double>({}, {0})}},
-                            {"Out@GRAD", {Var<double>({300, 257}, g)}}}));
+  ASSERT_OK_AND_ASSIGN(auto out, RunOp(GetParam(), Op("elementwise_add_grad"),
+                                       {{"X", {Var<double>({300, 257}, g)}},
+                                        {"Y", {Var<double>({}, {0})}},
+                                        {"Out@GRAD", {Var<double>({300, 257}, g)}}}));
   EXPECT_EQ(out.at("Y@GRAD").shape(), Shape());
   EXPECT_NEAR(out.at("Y@GRAD").ToVector<double>()[0], total, 1e-9);
   EXPECT_EQ(out.at("X@GRAD").ToVector<double>(), g);
   // Empty G: the broadcast operand's gradient is zeros.
-  ASSERT_OK_AND_ASSIGN(auto empty,
-                       RunOp(GetParam(), Op("elementwise_add_grad"),
-                           {{"X", {Var<float>({0, 3}, {})}},
-                            {"Y", {Var<float>({3}, {1, 1, 1})}},
-                            {"Out@GRAD", {Var<float>({0, 3}, {})}}}));
+  ASSERT_OK_AND_ASSIGN(auto empty, RunOp(GetParam(), Op("elementwise_add_grad"),
+                                         {{"X", {Var<float>({0, 3}, {})}},
+                                          {"Y", {Var<float>({3}, {1, 1, 1})}},
+                                          {"Out@GRAD", {Var<float>({0, 3}, {})}}}));
   EXPECT_EQ(empty.at("Y@GRAD").ToVector<float>(), std::vector<float>({0, 0, 0}));
   EXPECT_EQ(empty.at("X@GRAD").shape(), Shape({0, 3}));
 }
 
 TEST_P(MathKernelConformance, AddGradWrongOutGradIsInvalidArgument) {
   EXPECT_THAT(RunOp(GetParam(), Op("elementwise_add_grad"),
-                  {{"X", {Var<float>({2, 3}, Values<float>(6, 0))}},
-                   {"Y", {Var<float>({3}, {0, 0, 0})}},
-                   {"Out@GRAD", {Var<float>({3}, {1, 2, 3})}}}),
+                    {{"X", {Var<float>({2, 3}, Values<float>(6, 0))}},
+                     {"Y", {Var<float>({3}, {0, 0, 0})}},
+                     {"Out@GRAD", {Var<float>({3}, {1, 2, 3})}}}),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        "op 'elementwise_add_grad': Out@GRAD is float32[3], "
                        "expected float32[2, 3]"));
@@ -342,8 +322,8 @@ struct MatmulCase {
 };
 
 // Element (i, j) of op(M) for matrix `b` of a [..., r, c] tensor.
-double At(const std::vector<double>& v, const Shape& s, bool batched, int64_t b,
-          bool t, int64_t i, int64_t j) {
+double At(const std::vector<double>& v, const Shape& s, bool batched, int64_t b, bool t, int64_t i,
+          int64_t j) {
   const int64_t r = s.dim(s.rank() - 2), c = s.dim(s.rank() - 1);
   const double* m = v.data() + (batched ? b * r * c : 0);
   return t ? m[j * c + i] : m[i * c + j];
@@ -385,8 +365,7 @@ MatmulGeometry Geometry(const MatmulCase& c) {
 }
 
 MatmulReference ReferenceMatmul(const MatmulCase& c, const std::vector<double>& x,
-                                const std::vector<double>& y,
-                                const std::vector<double>& g) {
+                                const std::vector<double>& y, const std::vector<double>& g) {
   const MatmulGeometry geo = Geometry(c);
   const int64_t batch = geo.batch, m = geo.m, k = geo.k, n = geo.n;
   const bool xb = geo.x_batched, yb = geo.y_batched;
@@ -437,14 +416,14 @@ void ExpectNear(const Tensor& got, const std::vector<double>& want,
 template <typename T>
 void CheckMatmul(const Place& place, const MatmulCase& c) {
   SCOPED_TRACE(testing::Message() << DataTypeName(DataTypeOf<T>()) << " X" << c.x
-                                  << (c.tx ? "^T" : "") << " Y" << c.y
-                                  << (c.ty ? "^T" : "") << " alpha " << c.alpha);
+                                  << (c.tx ? "^T" : "") << " Y" << c.y << (c.ty ? "^T" : "")
+                                  << " alpha " << c.alpha);
   const std::vector<T> x = Values<T>(c.x.num_elements(), 1);
   const std::vector<T> y = Values<T>(c.y.num_elements(), 2);
   const std::vector<T> g = Values<T>(Geometry(c).out.num_elements(), 3);
-  const MatmulReference ref = ReferenceMatmul(
-      c, std::vector<double>(x.begin(), x.end()), std::vector<double>(y.begin(), y.end()),
-      std::vector<double>(g.begin(), g.end()));
+  const MatmulReference ref = ReferenceMatmul(c, std::vector<double>(x.begin(), x.end()),
+                                              std::vector<double>(y.begin(), y.end()),
+                                              std::vector<double>(g.begin(), g.end()));
   const AttrMap attrs = {{"transpose_X", c.tx}, {"transpose_Y", c.ty}, {"alpha", c.alpha}};
   const EagerInputs in = {{"X", {Var<T>(c.x, x)}}, {"Y", {Var<T>(c.y, y)}}};
   ASSERT_OK_AND_ASSIGN(Tensor out, RunOut(place, Op("matmul", attrs), in));
@@ -467,21 +446,20 @@ TEST_P(MathKernelConformance, MatmulHandComputed) {
   EXPECT_EQ(out.shape(), Shape({2, 2}));
   EXPECT_EQ(out.ToVector<float>(), std::vector<float>({58, 64, 139, 154}));
   // X^T with X [3, 2] = [[1, 4], [2, 5], [3, 6]], alpha 0.5.
-  ASSERT_OK_AND_ASSIGN(
-      Tensor t, RunOut(GetParam(), Op("matmul", {{"transpose_X", true}, {"alpha", 0.5}}),
-                       {{"X", {Var<double>({3, 2}, {1, 4, 2, 5, 3, 6})}},
-                        {"Y", {Var<double>({3, 2}, {7, 8, 9, 10, 11, 12})}}}));
+  ASSERT_OK_AND_ASSIGN(Tensor t,
+                       RunOut(GetParam(), Op("matmul", {{"transpose_X", true}, {"alpha", 0.5}}),
+                              {{"X", {Var<double>({3, 2}, {1, 4, 2, 5, 3, 6})}},
+                               {"Y", {Var<double>({3, 2}, {7, 8, 9, 10, 11, 12})}}}));
   EXPECT_EQ(t.ToVector<double>(), std::vector<double>({29, 32, 69.5, 77}));
 }
 
 TEST_P(MathKernelConformance, MatmulGradHandComputed) {
   // Out = X * Y with X [1, 2], Y [2, 2]; G = [1, 1]:
   // X@GRAD = G * Y^T = [3, 7], Y@GRAD = X^T * G = [[5, 5], [6, 6]].
-  ASSERT_OK_AND_ASSIGN(auto out,
-                       RunOp(GetParam(), Op("matmul_grad"),
-                           {{"X", {Var<float>({1, 2}, {5, 6})}},
-                            {"Y", {Var<float>({2, 2}, {1, 2, 3, 4})}},
-                            {"Out@GRAD", {Var<float>({1, 2}, {1, 1})}}}));
+  ASSERT_OK_AND_ASSIGN(auto out, RunOp(GetParam(), Op("matmul_grad"),
+                                       {{"X", {Var<float>({1, 2}, {5, 6})}},
+                                        {"Y", {Var<float>({2, 2}, {1, 2, 3, 4})}},
+                                        {"Out@GRAD", {Var<float>({1, 2}, {1, 1})}}}));
   EXPECT_EQ(out.at("X@GRAD").ToVector<float>(), std::vector<float>({3, 7}));
   EXPECT_EQ(out.at("Y@GRAD").ToVector<float>(), std::vector<float>({5, 5, 6, 6}));
 }
@@ -494,10 +472,10 @@ TEST_P(MathKernelConformance, MatmulAndGradTransposedAndBatched) {
       const Shape y2 = ty ? Shape({3, 7}) : Shape({7, 3});
       const Shape x3 = tx ? Shape({2, 2, 7, 5}) : Shape({2, 2, 5, 7});
       const Shape y3 = ty ? Shape({2, 2, 3, 7}) : Shape({2, 2, 7, 3});
-      for (const MatmulCase& c : {MatmulCase{x2, y2, tx, ty, 1.0},
-                                  MatmulCase{x3, y3, tx, ty, 2.0},     // both batched
-                                  MatmulCase{x3, y2, tx, ty, 1.0},     // Y shared
-                                  MatmulCase{x2, y3, tx, ty, -0.5}}) {  // X shared
+      for (const MatmulCase& c :
+           {MatmulCase{x2, y2, tx, ty, 1.0}, MatmulCase{x3, y3, tx, ty, 2.0},  // both batched
+            MatmulCase{x3, y2, tx, ty, 1.0},                                   // Y shared
+            MatmulCase{x2, y3, tx, ty, -0.5}}) {                               // X shared
         CheckMatmul<float>(GetParam(), c);
         CheckMatmul<double>(GetParam(), c);
       }
@@ -515,15 +493,15 @@ TEST_P(MathKernelConformance, MatmulOddAndLargerSizes) {
 }
 
 TEST_P(MathKernelConformance, MatmulEmptyInnerDimGivesZeros) {
-  ASSERT_OK_AND_ASSIGN(Tensor out, RunOut(GetParam(), Op("matmul"),
-                                          {{"X", {Var<float>({2, 0}, {})}},
-                                           {"Y", {Var<float>({0, 3}, {})}}}));
+  ASSERT_OK_AND_ASSIGN(Tensor out,
+                       RunOut(GetParam(), Op("matmul"),
+                              {{"X", {Var<float>({2, 0}, {})}}, {"Y", {Var<float>({0, 3}, {})}}}));
   EXPECT_EQ(out.shape(), Shape({2, 3}));
   EXPECT_EQ(out.ToVector<float>(), std::vector<float>(6, 0));
   ASSERT_OK_AND_ASSIGN(auto grads, RunOp(GetParam(), Op("matmul_grad"),
-                                       {{"X", {Var<double>({2, 0, 2}, {})}},
-                                        {"Y", {Var<double>({2, 3}, Values<double>(6, 0))}},
-                                        {"Out@GRAD", {Var<double>({2, 0, 3}, {})}}}));
+                                         {{"X", {Var<double>({2, 0, 2}, {})}},
+                                          {"Y", {Var<double>({2, 3}, Values<double>(6, 0))}},
+                                          {"Out@GRAD", {Var<double>({2, 0, 3}, {})}}}));
   // Y is shared by an empty batch: its gradient is zeros.
   EXPECT_EQ(grads.at("Y@GRAD").ToVector<double>(), std::vector<double>(6, 0));
   EXPECT_EQ(grads.at("X@GRAD").shape(), Shape({2, 0, 2}));
@@ -535,9 +513,9 @@ TEST_P(MathKernelConformance, MatmulGradComputesOnlyBoundOutputs) {
   op.outputs["X@GRAD"] = {};
   op.outputs["Y@GRAD"] = {"w@GRAD"};
   ASSERT_OK_AND_ASSIGN(auto out, RunOp(GetParam(), op,
-                                     {{"X", {Var<float>({1, 2}, {5, 6})}},
-                                      {"Y", {Var<float>({2, 2}, {1, 2, 3, 4})}},
-                                      {"Out@GRAD", {Var<float>({1, 2}, {1, 1})}}}));
+                                       {{"X", {Var<float>({1, 2}, {5, 6})}},
+                                        {"Y", {Var<float>({2, 2}, {1, 2, 3, 4})}},
+                                        {"Out@GRAD", {Var<float>({1, 2}, {1, 1})}}}));
   EXPECT_EQ(out.count("X@GRAD"), 0u);
   EXPECT_EQ(out.at("Y@GRAD").ToVector<float>(), std::vector<float>({5, 5, 6, 6}));
 }
@@ -559,9 +537,9 @@ TEST_P(MathKernelConformance, MatmulBadInputIsInvalidArgumentNamingOpAndShapes) 
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("batch dims of X [2, 2, 3] and Y [3, 3, 2] differ")));
   EXPECT_THAT(RunOp(GetParam(), Op("matmul_grad"),
-                  {{"X", {Var<float>({2, 3}, Values<float>(6, 0))}},
-                   {"Y", {Var<float>({3, 2}, Values<float>(6, 0))}},
-                   {"Out@GRAD", {Var<float>({2, 3}, Values<float>(6, 0))}}}),
+                    {{"X", {Var<float>({2, 3}, Values<float>(6, 0))}},
+                     {"Y", {Var<float>({3, 2}, Values<float>(6, 0))}},
+                     {"Out@GRAD", {Var<float>({2, 3}, Values<float>(6, 0))}}}),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        "op 'matmul_grad': Out@GRAD is float32[2, 3], expected float32[2, 2]"));
 }
@@ -571,24 +549,24 @@ TEST_P(MathKernelConformance, MatmulBadInputIsInvalidArgumentNamingOpAndShapes) 
 TEST_P(MathKernelConformance, ScaleFloatAndIntegerRules) {
   const AttrMap after = {{"scale", 2.0}, {"bias", 1.0}};
   const AttrMap before = {{"scale", 2.0}, {"bias", 1.0}, {"bias_after_scale", false}};
-  ASSERT_OK_AND_ASSIGN(Tensor f, RunOut(GetParam(), Op("scale", after),
-                                        {{"X", {Var<float>({3}, {1.5, -2, 0})}}}));
+  ASSERT_OK_AND_ASSIGN(
+      Tensor f, RunOut(GetParam(), Op("scale", after), {{"X", {Var<float>({3}, {1.5, -2, 0})}}}));
   EXPECT_EQ(f.ToVector<float>(), std::vector<float>({4, -3, 1}));
-  ASSERT_OK_AND_ASSIGN(Tensor d, RunOut(GetParam(), Op("scale", before),
-                                        {{"X", {Var<double>({2, 1}, {1.5, -2})}}}));
+  ASSERT_OK_AND_ASSIGN(
+      Tensor d, RunOut(GetParam(), Op("scale", before), {{"X", {Var<double>({2, 1}, {1.5, -2})}}}));
   EXPECT_EQ(d.shape(), Shape({2, 1}));
   EXPECT_EQ(d.ToVector<double>(), std::vector<double>({5, -2}));
   // Integers: computed in double, then truncated toward zero.
   ASSERT_OK_AND_ASSIGN(Tensor i, RunOut(GetParam(), Op("scale", {{"scale", 0.5}}),
                                         {{"X", {Var<int32_t>({3}, {3, -3, 7})}}}));
   EXPECT_EQ(i.ToVector<int32_t>(), std::vector<int32_t>({1, -1, 3}));
-  ASSERT_OK_AND_ASSIGN(Tensor l, RunOut(GetParam(),
-                                        Op("scale", {{"scale", 0.5}, {"bias", 0.6},
-                                                     {"bias_after_scale", false}}),
-                                        {{"X", {Var<int64_t>({}, {4})}}}));
+  ASSERT_OK_AND_ASSIGN(
+      Tensor l,
+      RunOut(GetParam(), Op("scale", {{"scale", 0.5}, {"bias", 0.6}, {"bias_after_scale", false}}),
+             {{"X", {Var<int64_t>({}, {4})}}}));
   EXPECT_EQ(l.ToVector<int64_t>(), std::vector<int64_t>({2}));  // 0.5 * 4.6
-  ASSERT_OK_AND_ASSIGN(Tensor empty, RunOut(GetParam(), Op("scale", after),
-                                            {{"X", {Var<float>({0}, {})}}}));
+  ASSERT_OK_AND_ASSIGN(Tensor empty,
+                       RunOut(GetParam(), Op("scale", after), {{"X", {Var<float>({0}, {})}}}));
   EXPECT_EQ(empty.shape(), Shape({0}));
 }
 
@@ -624,9 +602,9 @@ void CheckCast(const Place& place) {
       want.push_back(static_cast<To>(v));
     }
   }
-  ASSERT_OK_AND_ASSIGN(
-      Tensor out, RunOut(place, Op("cast", {{"out_dtype", DataTypeOf<To>()}}),
-                         {{"X", {Var<From>({static_cast<int64_t>(x.size())}, x)}}}));
+  ASSERT_OK_AND_ASSIGN(Tensor out,
+                       RunOut(place, Op("cast", {{"out_dtype", DataTypeOf<To>()}}),
+                              {{"X", {Var<From>({static_cast<int64_t>(x.size())}, x)}}}));
   EXPECT_EQ(out.dtype(), DataTypeOf<To>());
   EXPECT_EQ(out.ToVector<To>(), want);
 }

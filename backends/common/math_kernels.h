@@ -44,11 +44,10 @@ namespace math_kernels_internal {
 
 // InvalidArgument unless X and Y have the same dtype; names op, dtypes and
 // shapes.
-absl::Status CheckSameDtype(const KernelContext& ctx, const Tensor& x,
-                            const Tensor& y);
+absl::Status CheckSameDtype(const KernelContext& ctx, const Tensor& x, const Tensor& y);
 // InvalidArgument unless Out@GRAD is `dtype` with shape `expected`.
-absl::Status CheckOutGrad(const KernelContext& ctx, const Tensor& dout,
-                          DataType dtype, const Shape& expected);
+absl::Status CheckOutGrad(const KernelContext& ctx, const Tensor& dout, DataType dtype,
+                          const Shape& expected);
 // Prefixes a status from a backend's GEMM with "op '<type>': ".
 absl::Status WithOpName(const KernelContext& ctx, const absl::Status& status);
 
@@ -58,14 +57,13 @@ struct AddShapes {
   Shape y_aligned;
   Shape out;
 };
-absl::StatusOr<AddShapes> GetAddShapes(const KernelContext& ctx, const Tensor& x,
-                                       const Tensor& y, int64_t axis);
+absl::StatusOr<AddShapes> GetAddShapes(const KernelContext& ctx, const Tensor& x, const Tensor& y,
+                                       int64_t axis);
 
 // The gemm geometry of one matmul operand product, see MatmulGradKernel.
 template <typename T>
-GemmArgs<T> MakeGemm(bool trans_a, const T* a, int64_t lda, bool trans_b,
-                     const T* b, int64_t ldb, T* c, int64_t m, int64_t n,
-                     int64_t k, double alpha) {
+GemmArgs<T> MakeGemm(bool trans_a, const T* a, int64_t lda, bool trans_b, const T* b, int64_t ldb,
+                     T* c, int64_t m, int64_t n, int64_t k, double alpha) {
   GemmArgs<T> g;
   g.trans_a = trans_a;
   g.trans_b = trans_b;
@@ -97,8 +95,8 @@ class FillConstantKernel final : public OpKernel {
                      GetAttr<std::vector<int64_t>>(op.attrs, "shape", op.type));
     absl::StatusOr<Shape> shape = Shape::Make(dims);
     if (!shape.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "op '", op.type, "': attribute 'shape': ", shape.status().message()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("op '", op.type, "': attribute 'shape': ", shape.status().message()));
     }
     shape_ = *std::move(shape);
     ASSIGN_OR_RETURN(value_, GetAttr<double>(op.attrs, "value", op.type));
@@ -174,8 +172,7 @@ class ElementwiseAddGradKernel final : public OpKernel {
     ASSIGN_OR_RETURN(const Tensor* dout, ctx->InputTensor("Out@GRAD"));
     ASSIGN_OR_RETURN(math_kernels_internal::AddShapes shapes,
                      math_kernels_internal::GetAddShapes(*ctx, *x, *y, axis_));
-    RETURN_IF_ERROR(
-        math_kernels_internal::CheckOutGrad(*ctx, *dout, x->dtype(), shapes.out));
+    RETURN_IF_ERROR(math_kernels_internal::CheckOutGrad(*ctx, *dout, x->dtype(), shapes.out));
     return DispatchType(Types(), x->dtype(), *ctx, "X", [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
       if (ctx->OutputVar("X@GRAD") != nullptr) {
@@ -184,8 +181,7 @@ class ElementwiseAddGradKernel final : public OpKernel {
       }
       if (ctx->OutputVar("Y@GRAD") != nullptr) {
         ASSIGN_OR_RETURN(Tensor * dy, ctx->AllocateOutput("Y@GRAD", y->dtype(), y->shape()));
-        SumToShape<T, Policy>(dout->data<T>(), shapes.out, dy->data<T>(),
-                              shapes.y_aligned);
+        SumToShape<T, Policy>(dout->data<T>(), shapes.out, dy->data<T>(), shapes.y_aligned);
       }
       return absl::OkStatus();
     });
@@ -215,14 +211,13 @@ class MatmulKernel final : public OpKernel {
     ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
     ASSIGN_OR_RETURN(const Tensor* y, ctx->InputTensor("Y"));
     RETURN_IF_ERROR(math_kernels_internal::CheckSameDtype(*ctx, *x, *y));
-    ASSIGN_OR_RETURN(MatmulDims d,
-                     MatmulShape(ctx->op().type, x->shape(), y->shape(), tx_, ty_));
+    ASSIGN_OR_RETURN(MatmulDims d, MatmulShape(ctx->op().type, x->shape(), y->shape(), tx_, ty_));
     ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", x->dtype(), d.out));
     return DispatchType(Types(), x->dtype(), *ctx, "X", [&](auto tag) {
       using T = typename decltype(tag)::type;
       const GemmArgs<T> g = math_kernels_internal::MakeGemm<T>(
-          tx_, x->data<T>(), x->shape().dims().back(), ty_, y->data<T>(),
-          y->shape().dims().back(), out->data<T>(), d.m, d.n, d.k, alpha_);
+          tx_, x->data<T>(), x->shape().dims().back(), ty_, y->data<T>(), y->shape().dims().back(),
+          out->data<T>(), d.m, d.n, d.k, alpha_);
       return math_kernels_internal::WithOpName(
           *ctx, BatchedGemm<T, Policy>(g, d.batch, d.x_batched ? d.m * d.k : 0,
                                        d.y_batched ? d.k * d.n : 0, d.m * d.n));
@@ -258,8 +253,7 @@ class MatmulGradKernel final : public OpKernel {
     ASSIGN_OR_RETURN(const Tensor* y, ctx->InputTensor("Y"));
     ASSIGN_OR_RETURN(const Tensor* dout, ctx->InputTensor("Out@GRAD"));
     RETURN_IF_ERROR(math_kernels_internal::CheckSameDtype(*ctx, *x, *y));
-    ASSIGN_OR_RETURN(MatmulDims d,
-                     MatmulShape(ctx->op().type, x->shape(), y->shape(), tx_, ty_));
+    ASSIGN_OR_RETURN(MatmulDims d, MatmulShape(ctx->op().type, x->shape(), y->shape(), tx_, ty_));
     RETURN_IF_ERROR(math_kernels_internal::CheckOutGrad(*ctx, *dout, x->dtype(), d.out));
     return DispatchType(Types(), x->dtype(), *ctx, "X", [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
@@ -277,11 +271,11 @@ class MatmulGradKernel final : public OpKernel {
         T* c = dx->data<T>();
         const absl::Status s =
             tx_ ? BatchedGemm<T, Policy>(  // [k, m] = op(Y) * G^T
-                      MakeGemm<T>(ty_, yd, ldy, true, g, n, c, k, m, n, alpha_),
-                      d.batch, sy, sg, sx)
+                      MakeGemm<T>(ty_, yd, ldy, true, g, n, c, k, m, n, alpha_), d.batch, sy, sg,
+                      sx)
                 : BatchedGemm<T, Policy>(  // [m, k] = G * op(Y)^T
-                      MakeGemm<T>(false, g, n, !ty_, yd, ldy, c, m, k, n, alpha_),
-                      d.batch, sg, sy, sx);
+                      MakeGemm<T>(false, g, n, !ty_, yd, ldy, c, m, k, n, alpha_), d.batch, sg, sy,
+                      sx);
         RETURN_IF_ERROR(math_kernels_internal::WithOpName(*ctx, s));
       }
       if (ctx->OutputVar("Y@GRAD") != nullptr) {
@@ -289,11 +283,11 @@ class MatmulGradKernel final : public OpKernel {
         T* c = dy->data<T>();
         const absl::Status s =
             ty_ ? BatchedGemm<T, Policy>(  // [n, k] = G^T * op(X)
-                      MakeGemm<T>(true, g, n, tx_, xd, ldx, c, n, k, m, alpha_),
-                      d.batch, sg, sx, sy)
+                      MakeGemm<T>(true, g, n, tx_, xd, ldx, c, n, k, m, alpha_), d.batch, sg, sx,
+                      sy)
                 : BatchedGemm<T, Policy>(  // [k, n] = op(X)^T * G
-                      MakeGemm<T>(!tx_, xd, ldx, false, g, n, c, k, n, m, alpha_),
-                      d.batch, sx, sg, sy);
+                      MakeGemm<T>(!tx_, xd, ldx, false, g, n, c, k, n, m, alpha_), d.batch, sx, sg,
+                      sy);
         RETURN_IF_ERROR(math_kernels_internal::WithOpName(*ctx, s));
       }
       return absl::OkStatus();
@@ -317,8 +311,7 @@ class ScaleKernel final : public OpKernel {
   absl::Status Init(const OpDesc& op) override {
     ASSIGN_OR_RETURN(scale_, GetAttr<double>(op.attrs, "scale", op.type));
     ASSIGN_OR_RETURN(bias_, GetAttr<double>(op.attrs, "bias", op.type));
-    ASSIGN_OR_RETURN(bias_after_scale_,
-                     GetAttr<bool>(op.attrs, "bias_after_scale", op.type));
+    ASSIGN_OR_RETURN(bias_after_scale_, GetAttr<bool>(op.attrs, "bias_after_scale", op.type));
     return absl::OkStatus();
   }
 
@@ -327,8 +320,8 @@ class ScaleKernel final : public OpKernel {
     ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", x->dtype(), x->shape()));
     return DispatchType(Types(), x->dtype(), *ctx, "X", [&](auto tag) {
       using T = typename decltype(tag)::type;
-      Scale<T, Policy>(x->data<T>(), out->data<T>(), x->NumElements(), scale_,
-                       bias_, bias_after_scale_);
+      Scale<T, Policy>(x->data<T>(), out->data<T>(), x->NumElements(), scale_, bias_,
+                       bias_after_scale_);
       return absl::OkStatus();
     });
   }
@@ -373,28 +366,24 @@ class CastKernel final : public OpKernel {
 template <typename Policy>
 void RegisterMathKernels(const std::string& device_type) {
   KernelRegistry& registry = KernelRegistry::Global();
-  registry.Register(
-      KernelDef("fill_constant", device_type)
-          .TypeConstraint("dtype", FillConstantKernel<Policy>::Types::DataTypes()),
-      MakeKernelFactory<FillConstantKernel<Policy>>());
-  registry.Register(
-      KernelDef("elementwise_add", device_type)
-          .TypeConstraint("X", ElementwiseAddKernel<Policy>::Types::DataTypes()),
-      MakeKernelFactory<ElementwiseAddKernel<Policy>>());
-  registry.Register(
-      KernelDef("elementwise_add_grad", device_type)
-          .TypeConstraint("X", ElementwiseAddGradKernel<Policy>::Types::DataTypes()),
-      MakeKernelFactory<ElementwiseAddGradKernel<Policy>>());
+  registry.Register(KernelDef("fill_constant", device_type)
+                        .TypeConstraint("dtype", FillConstantKernel<Policy>::Types::DataTypes()),
+                    MakeKernelFactory<FillConstantKernel<Policy>>());
+  registry.Register(KernelDef("elementwise_add", device_type)
+                        .TypeConstraint("X", ElementwiseAddKernel<Policy>::Types::DataTypes()),
+                    MakeKernelFactory<ElementwiseAddKernel<Policy>>());
+  registry.Register(KernelDef("elementwise_add_grad", device_type)
+                        .TypeConstraint("X", ElementwiseAddGradKernel<Policy>::Types::DataTypes()),
+                    MakeKernelFactory<ElementwiseAddGradKernel<Policy>>());
   registry.Register(KernelDef("matmul", device_type)
                         .TypeConstraint("X", MatmulKernel<Policy>::Types::DataTypes()),
                     MakeKernelFactory<MatmulKernel<Policy>>());
+  registry.Register(KernelDef("matmul_grad", device_type)
+                        .TypeConstraint("X", MatmulGradKernel<Policy>::Types::DataTypes()),
+                    MakeKernelFactory<MatmulGradKernel<Policy>>());
   registry.Register(
-      KernelDef("matmul_grad", device_type)
-          .TypeConstraint("X", MatmulGradKernel<Policy>::Types::DataTypes()),
-      MakeKernelFactory<MatmulGradKernel<Policy>>());
-  registry.Register(KernelDef("scale", device_type)
-                        .TypeConstraint("X", ScaleKernel<Policy>::Types::DataTypes()),
-                    MakeKernelFactory<ScaleKernel<Policy>>());
+      KernelDef("scale", device_type).TypeConstraint("X", ScaleKernel<Policy>::Types::DataTypes()),
+      MakeKernelFactory<ScaleKernel<Policy>>());
   registry.Register(KernelDef("cast", device_type)
                         .TypeConstraint("X", CastKernel<Policy>::Types::DataTypes())
                         .TypeConstraint("out_dtype", CastKernel<Policy>::Types::DataTypes()),

@@ -39,13 +39,11 @@ using AllTypes = TypeList<float, double, int32_t, int64_t, bool>;
 // attribute `arg`, the dtype and the supported ones (the registry normally
 // rules this out).
 template <typename... Ts, typename Fn>
-absl::Status DispatchType(TypeList<Ts...>, DataType dtype,
-                          const KernelContext& ctx, absl::string_view arg,
-                          Fn&& fn) {
+absl::Status DispatchType(TypeList<Ts...>, DataType dtype, const KernelContext& ctx,
+                          absl::string_view arg, Fn&& fn) {
   absl::Status status;
   const bool found =
-      ((dtype == DataTypeOf<Ts>() ? (status = fn(TypeTag<Ts>{}), true) : false) ||
-       ...);
+      ((dtype == DataTypeOf<Ts>() ? (status = fn(TypeTag<Ts>{}), true) : false) || ...);
   if (found) return status;
   std::vector<std::string> names = {std::string(DataTypeName(DataTypeOf<Ts>()))...};
   return ctx.InvalidArgument(absl::StrCat("'", arg, "' is ", DataTypeName(dtype),

@@ -17,14 +17,12 @@ class CpuDeviceFactory final : public DeviceFactory {
   }
 };
 
-const DeviceFactoryRegistrar cpu_registrar("cpu", "CPUPlace",
-                                           std::make_unique<CpuDeviceFactory>());
+const DeviceFactoryRegistrar cpu_registrar("cpu", "CPUPlace", std::make_unique<CpuDeviceFactory>());
 
 }  // namespace
 
 std::string CpuDevice::Description() const {
-  return absl::StrCat("host CPU (", std::thread::hardware_concurrency(),
-                      " hardware threads)");
+  return absl::StrCat("host CPU (", std::thread::hardware_concurrency(), " hardware threads)");
 }
 
 absl::StatusOr<std::unique_ptr<Stream>> CpuDevice::CreateStream() {
@@ -35,14 +33,13 @@ absl::StatusOr<std::unique_ptr<Event>> CpuDevice::CreateEvent() {
   return std::make_unique<Event>();
 }
 
-absl::Status CpuDevice::Copy(CopyKind /*kind*/, void* dst, const void* src,
-                             size_t bytes) {
+absl::Status CpuDevice::Copy(CopyKind /*kind*/, void* dst, const void* src, size_t bytes) {
   if (bytes > 0) std::memcpy(dst, src, bytes);
   return absl::OkStatus();
 }
 
-absl::Status CpuDevice::CopyAsync(CopyKind kind, void* dst, const void* src,
-                                  size_t bytes, Stream* /*stream*/) {
+absl::Status CpuDevice::CopyAsync(CopyKind kind, void* dst, const void* src, size_t bytes,
+                                  Stream* /*stream*/) {
   return Copy(kind, dst, src, bytes);
 }
 
@@ -54,13 +51,9 @@ absl::Status CpuDevice::StreamWaitEvent(Stream* /*stream*/, Event* /*event*/) {
   return absl::OkStatus();
 }
 
-absl::Status CpuDevice::SynchronizeEvent(Event* /*event*/) {
-  return absl::OkStatus();
-}
+absl::Status CpuDevice::SynchronizeEvent(Event* /*event*/) { return absl::OkStatus(); }
 
-absl::Status CpuDevice::SynchronizeStream(Stream* /*stream*/) {
-  return absl::OkStatus();
-}
+absl::Status CpuDevice::SynchronizeStream(Stream* /*stream*/) { return absl::OkStatus(); }
 
 absl::Status CpuDevice::Synchronize() { return absl::OkStatus(); }
 

@@ -33,8 +33,7 @@ class CpuDevice final : public Device {
   absl::StatusOr<std::unique_ptr<Stream>> CreateStream() override;
   absl::StatusOr<std::unique_ptr<Event>> CreateEvent() override;
 
-  absl::Status Copy(CopyKind kind, void* dst, const void* src,
-                    size_t bytes) override;
+  absl::Status Copy(CopyKind kind, void* dst, const void* src, size_t bytes) override;
   absl::Status CopyAsync(CopyKind kind, void* dst, const void* src, size_t bytes,
                          Stream* stream) override;
 

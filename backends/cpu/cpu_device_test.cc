@@ -13,15 +13,14 @@ namespace {
 TEST(CpuDevice, RegisteredAsTheOneCpuDevice) {
   DeviceRegistry& registry = DeviceRegistry::Global();
   EXPECT_EQ(registry.DeviceCount(DeviceType::CPU()), 1);
-  ASSERT_OK_AND_ASSIGN(Device* cpu, registry.GetDevice(CPUPlace()));
+  ASSERT_OK_AND_ASSIGN(Device * cpu, registry.GetDevice(CPUPlace()));
   EXPECT_EQ(cpu->place(), CPUPlace());
   EXPECT_EQ(cpu->allocator(), CpuAllocator::Default());
   EXPECT_EQ(cpu->host_allocator(), CpuAllocator::Default());
   EXPECT_THAT(cpu->Description(), HasSubstr("host CPU"));
   EXPECT_EQ(CPUPlace().LogName(), "CPUPlace");
   EXPECT_THAT(registry.GetDevice(Place(DeviceType::CPU(), 1)),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("1 cpu device(s) available")));
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("1 cpu device(s) available")));
 }
 
 TEST(CpuDevice, CopiesAreMemcpyAndStreamsComplete) {

@@ -1,5 +1,6 @@
-// Throughput of cpu kernels through RunOpEager (so per-op overhead is
-// included; it is negligible beyond tiny sizes).
+// Throughput of cpu kernels through RunOpEager (so per-op overhead, output
+// allocation included, is counted; it is negligible beyond tiny sizes).
+// Times are wall-clock: the kernels run on several threads.
 //
 //   bazel run //backends/cpu:cpu_kernels_benchmark -- --benchmark_filter=Matmul
 #include <cstdint>
@@ -36,7 +37,7 @@ void BM_AddSameShape(benchmark::State& state) {
   RunOrSkip(state, op, {{"X", {Filled<float>({n})}}, {"Y", {Filled<float>({n})}}});
   state.SetBytesProcessed(state.iterations() * 3 * n * sizeof(float));
 }
-BENCHMARK(BM_AddSameShape)->Arg(1)->Arg(1 << 12)->Arg(1 << 16)->Arg(1 << 22);
+BENCHMARK(BM_AddSameShape)->Arg(1)->Arg(1 << 12)->Arg(1 << 16)->Arg(1 << 22)->UseRealTime();
 
 // elementwise_add_grad of [rows, 512] + [512]: Y@GRAD is a column sum.
 void BM_AddGradRowBroadcast(benchmark::State& state) {
@@ -49,7 +50,7 @@ void BM_AddGradRowBroadcast(benchmark::State& state) {
              {"Out@GRAD", {Filled<float>({rows, 512})}}});
   state.SetBytesProcessed(state.iterations() * 2 * rows * 512 * sizeof(float));
 }
-BENCHMARK(BM_AddGradRowBroadcast)->Arg(64)->Arg(4096);
+BENCHMARK(BM_AddGradRowBroadcast)->Arg(64)->Arg(4096)->UseRealTime();
 
 // Square matmul of size n: FLOP/s reported as items (2 n^3 per op).
 template <typename T>
@@ -58,11 +59,11 @@ void BM_Matmul(benchmark::State& state) {
   OpDesc op;
   op.type = "matmul";
   RunOrSkip(state, op, {{"X", {Filled<T>({n, n})}}, {"Y", {Filled<T>({n, n})}}});
-  state.counters["GFLOP/s"] = benchmark::Counter(
-      2.0 * n * n * n * state.iterations() / 1e9, benchmark::Counter::kIsRate);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * n * n * n * state.iterations() / 1e9, benchmark::Counter::kIsRate);
 }
-BENCHMARK_TEMPLATE(BM_Matmul, float)->Arg(64)->Arg(256)->Arg(1024);
-BENCHMARK_TEMPLATE(BM_Matmul, double)->Arg(64)->Arg(256)->Arg(1024);
+BENCHMARK_TEMPLATE(BM_Matmul, float)->Arg(64)->Arg(256)->Arg(1024)->UseRealTime();
+BENCHMARK_TEMPLATE(BM_Matmul, double)->Arg(64)->Arg(256)->Arg(1024)->UseRealTime();
 
 }  // namespace
 }  // namespace tandem

@@ -7,8 +7,7 @@
 namespace tandem {
 namespace {
 
-INSTANTIATE_TEST_SUITE_P(Cpu, MathKernelConformance, ::testing::Values(CPUPlace()),
-                         PlaceTestName);
+INSTANTIATE_TEST_SUITE_P(Cpu, MathKernelConformance, ::testing::Values(CPUPlace()), PlaceTestName);
 
 }  // namespace
 }  // namespace tandem

@@ -10,14 +10,13 @@
 
 // Converts a failed oneDNN call into an Internal error with file:line and
 // the expression; oneDNN's C API reports errors by status, never throws.
-#define TANDEM_DNNL_RETURN_IF_ERROR(expr)                                   \
-  do {                                                                      \
-    const dnnl_status_t tandem_dnnl_status_ = (expr);                       \
-    if (tandem_dnnl_status_ != dnnl_success) {                              \
-      return absl::InternalError(                                           \
-          absl::StrCat(__FILE__, ":", __LINE__, ": ", #expr, " failed: ",  \
-                       dnnl_status2str(tandem_dnnl_status_)));              \
-    }                                                                       \
+#define TANDEM_DNNL_RETURN_IF_ERROR(expr)                                                          \
+  do {                                                                                             \
+    const dnnl_status_t tandem_dnnl_status_ = (expr);                                              \
+    if (tandem_dnnl_status_ != dnnl_success) {                                                     \
+      return absl::InternalError(absl::StrCat(__FILE__, ":", __LINE__, ": ", #expr,                \
+                                              " failed: ", dnnl_status2str(tandem_dnnl_status_))); \
+    }                                                                                              \
   } while (0)
 
 namespace tandem {
@@ -27,8 +26,7 @@ void CpuPolicy::ParallelFor(int64_t n, int64_t grain,
   if (n <= 0) return;
   const int64_t threads = omp_in_parallel() ? 1 : omp_get_max_threads();
   // Every task gets at least `grain` items.
-  const int64_t tasks =
-      std::min(threads, std::max<int64_t>(1, n / std::max<int64_t>(1, grain)));
+  const int64_t tasks = std::min(threads, std::max<int64_t>(1, n / std::max<int64_t>(1, grain)));
   if (tasks == 1) {
     fn(0, n);
     return;
@@ -38,9 +36,8 @@ void CpuPolicy::ParallelFor(int64_t n, int64_t grain,
 }
 
 absl::Status CpuPolicy::Gemm(const GemmArgs<float>& g) {
-  TANDEM_DNNL_RETURN_IF_ERROR(dnnl_sgemm(g.trans_a ? 'T' : 'N', g.trans_b ? 'T' : 'N',
-                                         g.m, g.n, g.k, g.alpha, g.a, g.lda, g.b,
-                                         g.ldb, g.beta, g.c, g.ldc));
+  TANDEM_DNNL_RETURN_IF_ERROR(dnnl_sgemm(g.trans_a ? 'T' : 'N', g.trans_b ? 'T' : 'N', g.m, g.n,
+                                         g.k, g.alpha, g.a, g.lda, g.b, g.ldb, g.beta, g.c, g.ldc));
   return absl::OkStatus();
 }
 

@@ -22,8 +22,7 @@
 namespace tandem {
 
 struct CpuPolicy {
-  static void ParallelFor(int64_t n, int64_t grain,
-                          absl::FunctionRef<void(int64_t, int64_t)> fn);
+  static void ParallelFor(int64_t n, int64_t grain, absl::FunctionRef<void(int64_t, int64_t)> fn);
   // Internal error naming the oneDNN call and status if it fails.
   static absl::Status Gemm(const GemmArgs<float>& args);
   static absl::Status Gemm(const GemmArgs<double>& args);

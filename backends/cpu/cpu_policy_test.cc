@@ -30,8 +30,8 @@ std::set<std::pair<int64_t, int64_t>> Ranges(int64_t n, int64_t grain) {
 }
 
 TEST(CpuPolicy, ParallelForCoversTheRangeInTasksOfAtLeastGrain) {
-  for (const auto& [n, grain] : {std::pair<int64_t, int64_t>{0, 10},
-                                 {5, 10}, {100, 1}, {1000003, 1000}}) {
+  for (const auto& [n, grain] :
+       {std::pair<int64_t, int64_t>{0, 10}, {5, 10}, {100, 1}, {1000003, 1000}}) {
     const auto ranges = Ranges(n, grain);
     int64_t next = 0;
     for (const auto& [begin, end] : ranges) {

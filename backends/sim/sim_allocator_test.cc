@@ -65,8 +65,7 @@ TEST(SimAllocator, LimitIsResourceExhaustedWithRequestedInUseAndLimit) {
 TEST(SimAllocatorDeathTest, FreeingForeignMemoryIsABug) {
   SimAllocator memory(Sim(0), 0);
   int on_stack = 0;
-  EXPECT_DEATH(memory.Deallocate(&on_stack, sizeof(on_stack)),
-               "does not match a live block");
+  EXPECT_DEATH(memory.Deallocate(&on_stack, sizeof(on_stack)), "does not match a live block");
 }
 
 }  // namespace

@@ -1,12 +1,12 @@
 // The sim device, its factory and its registration (see sim_device.h).
 #include "backends/sim/sim_device.h"
 
+#include <gflags/gflags.h>
+
 #include <algorithm>
 #include <cstring>
 #include <utility>
 #include <vector>
-
-#include <gflags/gflags.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -40,9 +40,7 @@ class SimDeviceFactory final : public DeviceFactory {
         std::make_unique<SimDevice>(index, FLAGS_sim_memory_limit_mb * 1024 * 1024));
   }
 
-  int ExchangeCurrentDevice(int index) override {
-    return std::exchange(current_sim_device, index);
-  }
+  int ExchangeCurrentDevice(int index) override { return std::exchange(current_sim_device, index); }
 
  private:
   std::once_flag count_once_;
@@ -50,8 +48,7 @@ class SimDeviceFactory final : public DeviceFactory {
 };
 
 // Registers the device type "sim" (logged as SimPlace(i)) and its factory.
-const DeviceFactoryRegistrar sim_registrar("sim", "SimPlace",
-                                           std::make_unique<SimDeviceFactory>());
+const DeviceFactoryRegistrar sim_registrar("sim", "SimPlace", std::make_unique<SimDeviceFactory>());
 
 }  // namespace
 
@@ -72,13 +69,13 @@ int64_t SimCopyCounters::TotalCopies() const {
 
 std::string SimCopyCounters::ToString() const {
   std::vector<std::string> parts;
-  for (CopyKind kind : {CopyKind::kHostToDevice, CopyKind::kDeviceToHost,
-                        CopyKind::kDeviceToDevice}) {
+  for (CopyKind kind :
+       {CopyKind::kHostToDevice, CopyKind::kDeviceToHost, CopyKind::kDeviceToDevice}) {
     for (bool async_copy : {false, true}) {
       const CopyTally& t = async_copy ? Async(kind) : Sync(kind);
       if (t.copies == 0) continue;
-      parts.push_back(absl::StrCat(CopyKindName(kind), async_copy ? " async " : " sync ",
-                                   t.copies, " (", t.bytes, " bytes)"));
+      parts.push_back(absl::StrCat(CopyKindName(kind), async_copy ? " async " : " sync ", t.copies,
+                                   " (", t.bytes, " bytes)"));
     }
   }
   return parts.empty() ? "no copies" : absl::StrJoin(parts, ", ");
@@ -92,8 +89,8 @@ SimDevice::SimDevice(int index, int64_t bytes_limit)
 
 std::string SimDevice::Description() const {
   const int64_t limit = memory_.GetStats().bytes_limit;
-  return absl::StrCat("simulated accelerator ", place_.ToString(), " (memory limit: ",
-                      limit == 0 ? "none" : HumanBytes(limit), ")");
+  return absl::StrCat("simulated accelerator ", place_.ToString(),
+                      " (memory limit: ", limit == 0 ? "none" : HumanBytes(limit), ")");
 }
 
 Allocator* SimDevice::host_allocator() { return CpuAllocator::Default(); }
@@ -106,19 +103,17 @@ absl::StatusOr<std::unique_ptr<Event>> SimDevice::CreateEvent() {
   return std::unique_ptr<Event>(std::make_unique<SimEvent>());
 }
 
-absl::StatusOr<SimStream*> SimDevice::OwnStream(Stream* stream,
-                                                absl::string_view what) const {
+absl::StatusOr<SimStream*> SimDevice::OwnStream(Stream* stream, absl::string_view what) const {
   auto* sim = dynamic_cast<SimStream*>(stream);
   if (sim == nullptr || sim->owner() != this) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        place_.LogName(), " ", what, ": the stream is not a stream of this device (",
-        sim == nullptr ? "not a sim stream" : sim->owner()->place().LogName(), ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(place_.LogName(), " ", what, ": the stream is not a stream of this device (",
+                     sim == nullptr ? "not a sim stream" : sim->owner()->place().LogName(), ")"));
   }
   return sim;
 }
 
-absl::StatusOr<SimEvent*> SimDevice::AnySimEvent(Event* event,
-                                                 absl::string_view what) const {
+absl::StatusOr<SimEvent*> SimDevice::AnySimEvent(Event* event, absl::string_view what) const {
   auto* sim = dynamic_cast<SimEvent*>(event);
   if (sim == nullptr) {
     return absl::InvalidArgumentError(
@@ -127,21 +122,21 @@ absl::StatusOr<SimEvent*> SimDevice::AnySimEvent(Event* event,
   return sim;
 }
 
-absl::Status SimDevice::DoCopy(CopyKind kind, void* dst, const void* src,
-                               size_t bytes, bool async) {
+absl::Status SimDevice::DoCopy(CopyKind kind, void* dst, const void* src, size_t bytes,
+                               bool async) {
   if (bytes > 0) {
     auto check = [&](bool on_device, const void* ptr, const char* side) {
       if (!on_device || memory_.Owns(ptr, bytes)) return absl::OkStatus();
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "%s %s copy of %d bytes: the %s %p is not %s memory", place_.LogName(),
-          CopyKindName(kind), bytes, side, ptr, place_.ToString()));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s %s copy of %d bytes: the %s %p is not %s memory", place_.LogName(),
+                          CopyKindName(kind), bytes, side, ptr, place_.ToString()));
     };
     RETURN_IF_ERROR(check(kind != CopyKind::kDeviceToHost, dst, "destination"));
     RETURN_IF_ERROR(check(kind != CopyKind::kHostToDevice, src, "source"));
     std::memcpy(dst, src, bytes);
   }
-  VLOG(3) << place_.LogName() << (async ? " CopyAsync " : " Copy ") << CopyKindName(kind)
-          << " " << bytes << " bytes";
+  VLOG(3) << place_.LogName() << (async ? " CopyAsync " : " Copy ") << CopyKindName(kind) << " "
+          << bytes << " bytes";
   std::lock_guard<std::mutex> lock(mu_);
   CopyTally& t = (async ? counters_.async : counters_.sync)[static_cast<int>(kind)];
   ++t.copies;
@@ -153,8 +148,8 @@ absl::Status SimDevice::Copy(CopyKind kind, void* dst, const void* src, size_t b
   return DoCopy(kind, dst, src, bytes, /*async=*/false);
 }
 
-absl::Status SimDevice::CopyAsync(CopyKind kind, void* dst, const void* src,
-                                  size_t bytes, Stream* stream) {
+absl::Status SimDevice::CopyAsync(CopyKind kind, void* dst, const void* src, size_t bytes,
+                                  Stream* stream) {
   ASSIGN_OR_RETURN(SimStream * sim_stream, OwnStream(stream, "CopyAsync"));
   RETURN_IF_ERROR(DoCopy(kind, dst, src, bytes, /*async=*/true));
   sim_stream->Enqueue();

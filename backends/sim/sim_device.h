@@ -140,8 +140,7 @@ class SimDevice final : public Device {
 
   // InvalidArgument if the device side of the copy (H2D: dst, D2H: src,
   // D2D: both) is not memory of this device.
-  absl::Status Copy(CopyKind kind, void* dst, const void* src,
-                    size_t bytes) override;
+  absl::Status Copy(CopyKind kind, void* dst, const void* src, size_t bytes) override;
   // Also InvalidArgument if `stream` is not one of this device's streams.
   absl::Status CopyAsync(CopyKind kind, void* dst, const void* src, size_t bytes,
                          Stream* stream) override;
@@ -162,8 +161,7 @@ class SimDevice final : public Device {
   absl::StatusOr<SimStream*> OwnStream(Stream* stream, absl::string_view what) const;
   absl::StatusOr<SimEvent*> AnySimEvent(Event* event, absl::string_view what) const;
   // Checks the device side of a copy, then copies and counts it.
-  absl::Status DoCopy(CopyKind kind, void* dst, const void* src, size_t bytes,
-                      bool async);
+  absl::Status DoCopy(CopyKind kind, void* dst, const void* src, size_t bytes, bool async);
 
   const Place place_;
   SimAllocator memory_;

@@ -45,8 +45,7 @@ TEST_F(SimDeviceTest, TwoDevicesByDefaultWithTheirOwnMemory) {
 
   const int64_t host_before = CpuAllocator::Default()->GetStats().bytes_in_use;
   const int64_t sim1_before = sim1->allocator()->GetStats().bytes_in_use;
-  ASSERT_OK_AND_ASSIGN(Tensor t,
-                       Tensor::Allocate(sim0->allocator(), DataType::kFloat32, {256}));
+  ASSERT_OK_AND_ASSIGN(Tensor t, Tensor::Allocate(sim0->allocator(), DataType::kFloat32, {256}));
   EXPECT_EQ(t.place(), SimPlace(0));
   EXPECT_EQ(sim0->allocator()->GetStats().bytes_in_use, 1024);
   EXPECT_EQ(sim1->allocator()->GetStats().bytes_in_use, sim1_before);

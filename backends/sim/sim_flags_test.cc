@@ -18,7 +18,7 @@ TEST(SimFlags, DeviceCountAndMemoryLimit) {
   FLAGS_sim_memory_limit_mb = 1;
   DeviceRegistry& registry = DeviceRegistry::Global();
   EXPECT_EQ(registry.DeviceCount(SimDeviceType()), 3);
-  ASSERT_OK_AND_ASSIGN(Device* sim2, registry.GetDevice(SimPlace(2)));
+  ASSERT_OK_AND_ASSIGN(Device * sim2, registry.GetDevice(SimPlace(2)));
   EXPECT_EQ(sim2->allocator()->GetStats().bytes_limit, 1 << 20);
   EXPECT_EQ(sim2->Description(),
             "simulated accelerator sim:2 (memory limit: 1048576 bytes (1.0 MiB))");

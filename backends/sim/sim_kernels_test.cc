@@ -15,26 +15,16 @@
 namespace tandem {
 namespace {
 
+using conformance::Op;
 using ::testing::AllOf;
-
-INSTANTIATE_TEST_SUITE_P(Sim, MathKernelConformance,
-                         ::testing::Values(SimPlace(0), SimPlace(1)), PlaceTestName);
 
 template <typename T>
 Variable Var(const Shape& shape, int seed) {
-  std::vector<T> v(shape.num_elements());
-  for (size_t i = 0; i < v.size(); ++i) {
-    v[i] = static_cast<T>(((i * 37 + seed * 11) % 23) / 7.0 - 1.5);
-  }
-  return Variable(Tensor::FromVector<T>(shape, v));
+  return conformance::Var<T>(shape, conformance::Values<T>(shape.num_elements(), seed));
 }
 
-OpDesc Op(const std::string& type, AttrMap attrs = {}) {
-  OpDesc op;
-  op.type = type;
-  op.attrs = std::move(attrs);
-  return op;
-}
+INSTANTIATE_TEST_SUITE_P(Sim, MathKernelConformance, ::testing::Values(SimPlace(0), SimPlace(1)),
+                         PlaceTestName);
 
 // Every output of `op` on `place`, on the host.
 std::map<std::string, Tensor> RunOnHost(const OpDesc& op, const Place& place,
@@ -111,19 +101,19 @@ TEST(SimKernels, EveryOpMatchesTheCpuResult) {
 TEST(SimKernels, InputsAreCopiedOnceAndCountedOutputsStayOnSim) {
   ASSERT_OK(ResetSimCopyCounters(SimPlace(0)));
   EagerStats stats;
-  ASSERT_OK_AND_ASSIGN(EagerOutputs out,
-                       RunOpEager(Op("elementwise_add"), SimPlace(0),
-                                  {{"X", {Var<float>({2, 3}, 1)}}, {"Y", {Var<float>({3}, 2)}}},
-                                  &stats));
+  ASSERT_OK_AND_ASSIGN(
+      EagerOutputs out,
+      RunOpEager(Op("elementwise_add"), SimPlace(0),
+                 {{"X", {Var<float>({2, 3}, 1)}}, {"Y", {Var<float>({3}, 2)}}}, &stats));
   EXPECT_EQ(stats.copies_h2d, 2);
   ASSERT_OK_AND_ASSIGN(SimCopyCounters c, GetSimCopyCounters(SimPlace(0)));
   EXPECT_EQ(c.ToString(), "H2D sync 2 (36 bytes)");  // 24 + 12 bytes
 
   const Tensor& result = out.at("Out")[0].tensor();
   EXPECT_EQ(result.place(), SimPlace(0));
-  ASSERT_OK_AND_ASSIGN(Device* device, DeviceRegistry::Global().GetDevice(SimPlace(0)));
-  EXPECT_TRUE(static_cast<SimDevice*>(device)->sim_allocator()->Owns(result.raw_data(),
-                                                                      result.NumBytes()));
+  ASSERT_OK_AND_ASSIGN(Device * device, DeviceRegistry::Global().GetDevice(SimPlace(0)));
+  EXPECT_TRUE(
+      static_cast<SimDevice*>(device)->sim_allocator()->Owns(result.raw_data(), result.NumBytes()));
   // Inputs already on sim:0 are not copied again.
   ASSERT_OK(RunOpEager(Op("scale"), SimPlace(0), {{"X", {out.at("Out")[0]}}}, &stats).status());
   EXPECT_EQ(stats.copies_h2d, 2);
@@ -132,7 +122,7 @@ TEST(SimKernels, InputsAreCopiedOnceAndCountedOutputsStayOnSim) {
 }
 
 TEST(SimKernels, MemoryLimitIsResourceExhaustedNamingOpAndBytes) {
-  ASSERT_OK_AND_ASSIGN(Device* device, DeviceRegistry::Global().GetDevice(SimPlace(0)));
+  ASSERT_OK_AND_ASSIGN(Device * device, DeviceRegistry::Global().GetDevice(SimPlace(0)));
   device->allocator()->SetBytesLimit(1024);
   const int64_t in_use = device->allocator()->GetStats().bytes_in_use;
   EXPECT_THAT(
