@@ -4,8 +4,8 @@
 // policy (serial_policy.h) that supplies the backend's threading and GEMM.
 // A backend registers them all under its device type with one line:
 //
-//   // backends/sim/sim_kernels.cc
-//   static MathKernelsRegistrar<SerialPolicy> registrar("sim");
+//   // backends/sim/sim_kernels.cc, in an anonymous namespace
+//   const MathKernelsRegistrar<SerialPolicy> math_kernels("sim");
 //
 // RegisterMathKernels holds the registration lines, i.e. the contract of
 // each kernel: op, device type and dtypes (all arguments in device memory):
@@ -23,6 +23,7 @@
 #define TANDEM_BACKENDS_COMMON_MATH_KERNELS_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -60,7 +61,8 @@ struct AddShapes {
 absl::StatusOr<AddShapes> GetAddShapes(const KernelContext& ctx, const Tensor& x, const Tensor& y,
                                        int64_t axis);
 
-// The gemm geometry of one matmul operand product, see MatmulGradKernel.
+// GemmArgs for C = alpha * op(A) * op(B) with a dense C (ldc = n), as the
+// matmul kernels compute their products.
 template <typename T>
 GemmArgs<T> MakeGemm(bool trans_a, const T* a, int64_t lda, bool trans_b, const T* b, int64_t ldb,
                      T* c, int64_t m, int64_t n, int64_t k, double alpha) {
