@@ -261,7 +261,7 @@ std::string PlacedProgram::TableString() const {
     absl::StrAppendFormat(&out, "%-4d %-22s %-8s %-10s %s\n", e.op_index, e.op_type,
                           e.place.ToString(), e.cause, e.detail);
   }
-  absl::StrAppendFormat(&out, "%d ops, %d copies\n", static_cast<int>(table.size()), num_copies);
+  absl::StrAppendFormat(&out, "%d ops, %d copies\n", static_cast<int>(table.size()) - num_copies, num_copies);
   return out;
 }
 

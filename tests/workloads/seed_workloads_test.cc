@@ -15,6 +15,12 @@ namespace {
 
 using ::testing::AllOf;
 
+#define CHECK_OK(expr)                     \
+  do {                                     \
+    const absl::Status check_ok_ = (expr); \
+    CHECK(check_ok_.ok()) << check_ok_;    \
+  } while (0)
+
 // Accelerator places to test on: sim:0 always, gpu:0 when present.
 std::vector<Place> Accelerators() {
   std::vector<Place> places = {*ParsePlace("sim:0")};
