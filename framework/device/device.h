@@ -72,6 +72,17 @@ class Device {
   virtual absl::Status CopyAsync(CopyKind kind, void* dst, const void* src,
                                  size_t bytes, Stream* stream) = 0;
 
+  // Events that can be timed (for the profiler). Devices without a timer
+  // return Unimplemented; the profiler then reports no device time.
+  virtual absl::StatusOr<std::unique_ptr<Event>> CreateTimingEvent() {
+    return absl::UnimplementedError("this device has no timing events");
+  }
+  // Milliseconds between two completed timing events recorded on streams
+  // of this device (blocks until `end` completes).
+  virtual absl::StatusOr<double> EventElapsedMs(Event* start, Event* end) {
+    return absl::UnimplementedError("this device has no timing events");
+  }
+
   virtual absl::Status RecordEvent(Event* event, Stream* stream) = 0;
   virtual absl::Status StreamWaitEvent(Stream* stream, Event* event) = 0;
   virtual absl::Status SynchronizeEvent(Event* event) = 0;

@@ -17,6 +17,7 @@ REGISTER_OP("memcpy_h2d")
     .Input("X")
     .Output("Out")
     .Attr<std::string>("reason", "", "why the placer inserted the copy")
+    .Attr<std::string>("consumer", "", "type of the op whose input needed the copy")
     .SetInferShape(SameAsInput);
 
 REGISTER_OP("memcpy_d2h")
@@ -24,6 +25,7 @@ REGISTER_OP("memcpy_d2h")
     .Input("X")
     .Output("Out")
     .Attr<std::string>("reason", "", "why the placer inserted the copy")
+    .Attr<std::string>("consumer", "", "type of the op whose input needed the copy")
     .SetInferShape(SameAsInput);
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "framework/runtime/executor.h"
 
+#include <atomic>
 #include <cstring>
 #include <set>
 
@@ -8,9 +9,17 @@
 #include "framework/base/status_macros.h"
 #include "framework/device/device_registry.h"
 #include "framework/memory/cpu_allocator.h"
+#include "framework/runtime/execution_observer.h"
 #include "glog/logging.h"
 
 namespace tandem {
+
+namespace {
+std::atomic<ExecutionObserver*> g_observer{nullptr};
+}  // namespace
+
+void SetExecutionObserver(ExecutionObserver* observer) { g_observer.store(observer); }
+ExecutionObserver* GetExecutionObserver() { return g_observer.load(std::memory_order_acquire); }
 
 using SlotArgs = std::vector<std::pair<std::string, std::vector<int>>>;
 
@@ -181,6 +190,8 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(Plan* plan, Scope* scope, cons
   RunStats local_stats;
   if (stats == nullptr) stats = &local_stats;
   *stats = RunStats();
+  ExecutionObserver* observer = GetExecutionObserver();
+  if (observer != nullptr) observer->OnRunBegin();
   for (size_t id = 0; id < plan->slots_.size(); ++id) {
     plan->slots_[id] = plan->slot_persistable_[id] ? scope->Var(plan->slot_names_[id])
                                                    : &plan->locals_[id];
@@ -229,6 +240,22 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(Plan* plan, Scope* scope, cons
       const CopyKind kind =
           step.copy_to.is_host() ? CopyKind::kDeviceToHost : CopyKind::kHostToDevice;
       const int64_t bytes = static_cast<int64_t>(from->NumBytes());
+      OpEvent event;
+      if (observer != nullptr) {
+        event.op = &step.op;
+        event.index = static_cast<int>(i);
+        event.place = step.place;
+        event.device = step.device;
+        event.stream = step.device->copy_stream();
+        event.is_copy = true;
+        event.copy_kind = kind;
+        event.sync = true;
+        event.bytes = bytes;
+        event.var = var;
+        auto consumer = step.op.attrs.find("consumer");
+        if (consumer != step.op.attrs.end()) event.consumer = std::get<std::string>(consumer->second);
+        observer->OnOpBegin(event);
+      }
       VLOG(3) << "Transform Variable " << var << " from "
               << KernelTypeForLog(from->dtype(), from->place()) << " to "
               << KernelTypeForLog(from->dtype(), step.copy_to);
@@ -238,6 +265,7 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(Plan* plan, Scope* scope, cons
       }
       VLOG(3) << "TensorCopySync " << Dims(from->shape()) << " from " << from->place().LogName()
               << " to " << step.copy_to.LogName();
+      if (observer != nullptr) observer->OnOpEnd(event);
       (kind == CopyKind::kHostToDevice ? stats->copies_h2d : stats->copies_d2h)++;
       (kind == CopyKind::kHostToDevice ? stats->bytes_h2d : stats->bytes_d2h) += bytes;
       stats->sync_copies++;
@@ -270,8 +298,18 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(Plan* plan, Scope* scope, cons
       KernelContext ctx(step.op, *step.def, step.device, step.device->compute_stream(),
                         std::move(in), std::move(out));
       RETURN_IF_ERROR(Annotate(ctx.CheckInputPlaces(), step, static_cast<int>(i)));
+      OpEvent event;
+      if (observer != nullptr) {
+        event.op = &step.op;
+        event.index = static_cast<int>(i);
+        event.place = step.place;
+        event.device = step.device;
+        event.stream = step.device->compute_stream();
+        observer->OnOpBegin(event);
+      }
       DeviceGuard guard(step.place);
       RETURN_IF_ERROR(Annotate(step.kernel->Compute(&ctx), step, static_cast<int>(i)));
+      if (observer != nullptr) observer->OnOpEnd(event);
       stats->ops++;
       if (VLOG_IS_ON(3)) {
         VLOG(3) << step.place.LogName() << " Op(" << step.op.type << "), inputs:{"
@@ -284,6 +322,7 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(Plan* plan, Scope* scope, cons
   for (Device* d : plan->devices_) {
     RETURN_IF_ERROR(d->SynchronizeStream(d->compute_stream()));
   }
+  if (observer != nullptr) observer->OnRunEnd(*stats);
   std::vector<Tensor> fetched;
   for (size_t i = 0; i < plan->fetch_slots_.size(); ++i) {
     const Variable* v = plan->slots_[plan->fetch_slots_[i]];

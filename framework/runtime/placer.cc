@@ -42,7 +42,8 @@ class Placer {
                                      const OpDesc& consumer, const std::string& arg,
                                      bool host_arg, int consumer_index);
   void AppendCopy(const std::string& from_var, const Place& from, const std::string& to_var,
-                  const Place& to, const std::string& cause, const std::string& detail);
+                  const Place& to, const std::string& cause, const std::string& detail,
+                  const std::string& consumer);
 
   const Program& in_;
   const PlacerOptions& options_;
@@ -108,12 +109,14 @@ absl::StatusOr<const KernelRegistration*> Placer::KernelFor(const OpDesc& op, Pl
 }
 
 void Placer::AppendCopy(const std::string& from_var, const Place& from, const std::string& to_var,
-                        const Place& to, const std::string& cause, const std::string& detail) {
+                        const Place& to, const std::string& cause, const std::string& detail,
+                        const std::string& consumer) {
   OpDesc copy;
   copy.type = to.is_host() ? "memcpy_d2h" : "memcpy_h2d";
   copy.inputs["X"] = {from_var};
   copy.outputs["Out"] = {to_var};
   copy.attrs["reason"] = detail;
+  copy.attrs["consumer"] = consumer;
   const Place device = to.is_host() ? from : to;
   copy.op_device = device.ToString();
   copy.role = OpRole::kCopy;
@@ -167,7 +170,7 @@ absl::StatusOr<std::string> Placer::Ensure(const std::string& var, const Place& 
     auto via = copies_.find({var, CPUPlace()});
     if (via == copies_.end()) {
       const std::string host_name = CopyVarName(out_.program.block(), var, CPUPlace());
-      AppendCopy(var, have, host_name, CPUPlace(), cause, why);
+      AppendCopy(var, have, host_name, CPUPlace(), cause, why, consumer.type);
       copies_[{var, CPUPlace()}] = host_name;
       source = host_name;
     } else {
@@ -176,7 +179,7 @@ absl::StatusOr<std::string> Placer::Ensure(const std::string& var, const Place& 
     source_place = CPUPlace();
   }
   const std::string name = CopyVarName(out_.program.block(), var, want);
-  AppendCopy(source, source_place, name, want, cause, why);
+  AppendCopy(source, source_place, name, want, cause, why, consumer.type);
   copies_[{var, want}] = name;
   return name;
 }
@@ -235,10 +238,11 @@ absl::StatusOr<PlacedProgram> Placer::Run() {
     std::string source = var;
     if (!it->second.is_host() && !home.is_host()) {
       source = CopyVarName(out_.program.block(), var, CPUPlace());
-      AppendCopy(var, it->second, source, CPUPlace(), "write-back", why);
+      AppendCopy(var, it->second, source, CPUPlace(), "write-back", why, "write-back");
     }
     // The copy's output is the persistable variable itself.
-    AppendCopy(source, source == var ? it->second : CPUPlace(), var, home, "write-back", why);
+    AppendCopy(source, source == var ? it->second : CPUPlace(), var, home, "write-back", why,
+               "write-back");
     out_.program.block().AddVar(*d);
   }
   return std::move(out_);

@@ -1,0 +1,61 @@
+// ExecutionObserver: how tools (the profiler) watch the executor without
+// the executor knowing them.
+//
+//   class MyObserver : public ExecutionObserver {
+//     void OnOpEnd(const OpEvent& e) override { ... e.op->type ... e.bytes ... }
+//   };
+//   MyObserver observer;
+//   SetExecutionObserver(&observer);   // not owned; nullptr removes it
+//
+// The executor calls the hooks on its own thread, in program order: an op's
+// OnOpBegin before it is launched, OnOpEnd right after Compute returns (the
+// device work may still be running on `stream`: record an event there to
+// time it). With no observer set the cost is one atomic load per op.
+#ifndef TANDEM_FRAMEWORK_RUNTIME_EXECUTION_OBSERVER_H_
+#define TANDEM_FRAMEWORK_RUNTIME_EXECUTION_OBSERVER_H_
+
+#include <cstdint>
+#include <string>
+
+#include "framework/device/device.h"
+#include "framework/op/op_desc.h"
+#include "framework/place/place.h"
+
+namespace tandem {
+
+struct RunStats;
+
+// One op or copy as it runs.
+struct OpEvent {
+  const OpDesc* op = nullptr;  // the placed op (memcpy_h2d / memcpy_d2h for copies)
+  int index = 0;               // position in the placed program
+  Place place;                 // where it runs (a copy: its device side)
+  Device* device = nullptr;
+  Stream* stream = nullptr;    // the stream its device work is queued on
+  bool is_copy = false;
+  // Copies only:
+  CopyKind copy_kind = CopyKind::kHostToDevice;
+  bool sync = true;
+  int64_t bytes = 0;
+  std::string var;             // variable copied
+  std::string consumer;        // type of the op that needed the copy
+};
+
+class ExecutionObserver {
+ public:
+  virtual ~ExecutionObserver() = default;
+  virtual void OnRunBegin() {}
+  // After every device used by the run was synchronised.
+  virtual void OnRunEnd(const RunStats& stats) {}
+  virtual void OnOpBegin(const OpEvent& event) {}
+  virtual void OnOpEnd(const OpEvent& event) {}
+};
+
+// Installs the process-wide observer (not owned; nullptr removes it).
+// Thread-safe; takes effect at the next op.
+void SetExecutionObserver(ExecutionObserver* observer);
+ExecutionObserver* GetExecutionObserver();
+
+}  // namespace tandem
+
+#endif  // TANDEM_FRAMEWORK_RUNTIME_EXECUTION_OBSERVER_H_
