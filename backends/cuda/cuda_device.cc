@@ -157,6 +157,19 @@ absl::StatusOr<std::unique_ptr<Event>> CudaDevice::CreateEvent() {
   return std::unique_ptr<Event>(std::move(e));
 }
 
+absl::StatusOr<std::unique_ptr<Event>> CudaDevice::CreateTimingEvent() {
+  ASSIGN_OR_RETURN(std::unique_ptr<CudaEvent> e, CudaEvent::Create(index_, cudaEventDefault));
+  return std::unique_ptr<Event>(std::move(e));
+}
+
+absl::StatusOr<double> CudaDevice::EventElapsedMs(Event* start, Event* end) {
+  CudaDeviceGuard guard(index_);
+  CUDA_RETURN_IF_ERROR(cudaEventSynchronize(CudaEventOf(end)));
+  float ms = 0;
+  CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, CudaEventOf(start), CudaEventOf(end)));
+  return static_cast<double>(ms);
+}
+
 absl::Status CudaDevice::Copy(CopyKind kind, void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return absl::OkStatus();
   CudaDeviceGuard guard(index_);

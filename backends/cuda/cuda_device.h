@@ -88,6 +88,9 @@ class CudaDevice final : public Device {
   Stream* copy_stream() override { return copy_.get(); }
   absl::StatusOr<std::unique_ptr<Stream>> CreateStream() override;
   absl::StatusOr<std::unique_ptr<Event>> CreateEvent() override;
+  // Events with timing enabled; EventElapsedMs waits for `end`.
+  absl::StatusOr<std::unique_ptr<Event>> CreateTimingEvent() override;
+  absl::StatusOr<double> EventElapsedMs(Event* start, Event* end) override;
 
   absl::Status Copy(CopyKind kind, void* dst, const void* src, size_t bytes) override;
   absl::Status CopyAsync(CopyKind kind, void* dst, const void* src, size_t bytes,
