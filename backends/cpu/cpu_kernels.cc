@@ -1,12 +1,23 @@
-// The cpu kernels: the shared math kernels (backends/common/math_kernels.h)
-// run with CpuPolicy (OpenMP threads, oneDNN sgemm for float32 matmul).
+// The cpu kernels: the shared kernels of backends/common (math, nn, loss,
+// optimizer, array and random ops) run with CpuPolicy (OpenMP threads,
+// oneDNN sgemm for float32 matmul).
+#include "backends/common/array_kernels.h"
+#include "backends/common/loss_kernels.h"
 #include "backends/common/math_kernels.h"
+#include "backends/common/nn_kernels.h"
+#include "backends/common/optimizer_kernels.h"
+#include "backends/common/random_kernels.h"
 #include "backends/cpu/cpu_policy.h"
 
 namespace tandem {
 namespace {
 
 const MathKernelsRegistrar<CpuPolicy> math_kernels("cpu");
+const NnKernelsRegistrar<CpuPolicy> nn_kernels("cpu");
+const LossKernelsRegistrar<CpuPolicy> loss_kernels("cpu");
+const OptimizerKernelsRegistrar<CpuPolicy> optimizer_kernels("cpu");
+const ArrayKernelsRegistrar<CpuPolicy> array_kernels("cpu");
+const RandomKernelsRegistrar<CpuPolicy> random_kernels("cpu");
 
 }  // namespace
 }  // namespace tandem

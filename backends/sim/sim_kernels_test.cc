@@ -1,10 +1,12 @@
 // The sim kernels: registered when //backends/sim is linked, conformant
-// (backends/common/math_kernel_conformance.h) on sim:0 and sim:1, equal to
-// the cpu kernels, reading only sim memory, and under the memory limit.
+// (backends/common/math_kernel_conformance.h, kernel_conformance.h) on sim:0
+// and sim:1, equal to the cpu kernels, reading only sim memory, and under
+// the memory limit.
 #include <map>
 #include <string>
 #include <vector>
 
+#include "backends/common/kernel_conformance.h"
 #include "backends/common/math_kernel_conformance.h"
 #include "backends/sim/sim_device.h"
 #include "framework/device/device_registry.h"
@@ -24,6 +26,8 @@ Variable Var(const Shape& shape, int seed) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Sim, MathKernelConformance, ::testing::Values(SimPlace(0), SimPlace(1)),
+                         PlaceTestName);
+INSTANTIATE_TEST_SUITE_P(Sim, KernelConformance, ::testing::Values(SimPlace(0), SimPlace(1)),
                          PlaceTestName);
 
 // Every output of `op` on `place`, on the host.

@@ -1,6 +1,5 @@
 // crop_tensor: Out = the region of X of size Shape at `offsets`, and its
 // gradient op. Shape is an int32 tensor read on the host.
-#include "absl/strings/str_cat.h"
 #include "framework/base/status_macros.h"
 #include "framework/op/op_schema.h"
 #include "framework/tensor/tensor.h"
@@ -16,10 +15,7 @@ absl::StatusOr<Shape> InferOut(InferShapeContext* ctx, TensorMeta* x_out) {
   ASSIGN_OR_RETURN(TensorMeta x, ctx->Input("X"));
   if (x.dtype == DataType::kBool) return ctx->Error("X must be numeric, got bool");
   ASSIGN_OR_RETURN(TensorMeta shape, ctx->Input("Shape"));
-  if (shape.dtype != DataType::kInt32 || shape.shape.rank() != 1) {
-    return ctx->Error(absl::StrCat("Shape must be a 1-D int32 tensor, got ",
-                                   DataTypeName(shape.dtype), shape.shape.ToString()));
-  }
+  RETURN_IF_ERROR(CheckCropShapeArg(ctx->op().type, shape.dtype, shape.shape));
   ASSIGN_OR_RETURN(std::vector<int64_t> offsets, ctx->Attr<std::vector<int64_t>>("offsets"));
   *x_out = x;
   if (const Tensor* values = ctx->InputValues("Shape")) {
@@ -30,16 +26,17 @@ absl::StatusOr<Shape> InferOut(InferShapeContext* ctx, TensorMeta* x_out) {
   }
   const int64_t rank = shape.shape.dim(0) >= 0 ? shape.shape.dim(0) : x.shape.rank();
   // Sizes of -1 check the lengths of Shape and offsets and each offset.
-  ASSIGN_OR_RETURN(Box box, CropBox(ctx->op().type, x.shape,
-                                    std::vector<int64_t>(rank, -1), offsets));
+  ASSIGN_OR_RETURN(Box box,
+                   CropBox(ctx->op().type, x.shape, std::vector<int64_t>(rank, -1), offsets));
   for (int d = 0; d < box.shape.rank(); ++d) box.shape.set_dim(d, -1);
   return box.shape;
 }
 
 REGISTER_OP("crop_tensor")
-    .Doc("Out = X[offsets[d] : offsets[d] + Shape[d]] for every dim d. Shape is "
-         "int32 [rank(X)] (a value of -1 means X.dim(d) - offsets[d]) and is read "
-         "on the host; offsets defaults to zeros.")
+    .Doc(
+        "Out = X[offsets[d] : offsets[d] + Shape[d]] for every dim d. Shape is "
+        "int32 [rank(X)] (a value of -1 means X.dim(d) - offsets[d]) and is read "
+        "on the host; offsets defaults to zeros.")
     .Input("X")
     .Input("Shape")
     .Output("Out")
@@ -50,8 +47,8 @@ REGISTER_OP("crop_tensor")
       ctx->SetOutput("Out", TensorMeta{x.dtype, out});
       return absl::OkStatus();
     })
-    .SetGradMaker([](const OpDesc& fwd, const GradContext& ctx)
-                      -> absl::StatusOr<std::vector<OpDesc>> {
+    .SetGradMaker([](const OpDesc& fwd,
+                     const GradContext& ctx) -> absl::StatusOr<std::vector<OpDesc>> {
       if (!ctx.Wants(fwd.Input("X"))) return std::vector<OpDesc>{};
       OpDesc g;
       g.type = "crop_tensor_grad";

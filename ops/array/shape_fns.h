@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "framework/types/data_type.h"
 #include "framework/types/shape.h"
 
 namespace tandem {
@@ -36,9 +37,13 @@ absl::StatusOr<std::vector<int32_t>> ShapeValues(absl::string_view op, const Sha
 // InvalidArgument naming the op for lists of different lengths, an axis
 // out of range or an axis listed twice.
 absl::StatusOr<Box> SliceBox(absl::string_view op, const Shape& input,
-                             absl::Span<const int64_t> axes,
-                             absl::Span<const int64_t> starts,
+                             absl::Span<const int64_t> axes, absl::Span<const int64_t> starts,
                              absl::Span<const int64_t> ends);
+
+// OK if crop_tensor's Shape argument is a 1-D int32 tensor; otherwise
+// InvalidArgument "op 'crop_tensor': Shape must be a 1-D int32 tensor, got
+// int64[2]".
+absl::Status CheckCropShapeArg(absl::string_view op, DataType dtype, const Shape& shape);
 
 // The region of `x` that crop_tensor keeps: dim d starts at offsets[d]
 // (empty `offsets`: all 0) and has size sizes[d], where -1 means
@@ -46,8 +51,7 @@ absl::StatusOr<Box> SliceBox(absl::string_view op, const Shape& input,
 // dim of x. InvalidArgument naming the op, the dim and X's shape for a crop
 // that does not fit: "op 'crop_tensor': crop of size 9 at offset 0 exceeds
 // dim 1 of X [1, 3, 8, 8]", or a negative offset or size other than -1.
-absl::StatusOr<Box> CropBox(absl::string_view op, const Shape& x,
-                            absl::Span<const int64_t> sizes,
+absl::StatusOr<Box> CropBox(absl::string_view op, const Shape& x, absl::Span<const int64_t> sizes,
                             absl::Span<const int64_t> offsets);
 
 }  // namespace tandem

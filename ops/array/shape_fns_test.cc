@@ -114,7 +114,8 @@ TEST(CropTensorSchema, UsesShapeValuesWhenKnown) {
       {"Shape", {{DataType::kInt32, Shape({4})}}}};
   InferShapeContext unknown(op, metas);
   ASSERT_OK(crop->infer_shape()(&unknown));
-  EXPECT_EQ(unknown.outputs().at("Out")[0], (TensorMeta{DataType::kFloat32, Shape({-1, -1, -1, -1})}));
+  EXPECT_EQ(unknown.outputs().at("Out")[0],
+            (TensorMeta{DataType::kFloat32, Shape({-1, -1, -1, -1})}));
 
   const Tensor values = Tensor::FromVector<int32_t>(Shape({4}), {1, 3, 5, 5});
   InferShapeContext known(op, metas, {{"Shape", {&values}}});

@@ -6,8 +6,9 @@ namespace tandem {
 namespace {
 
 REGISTER_OP("shape")
-    .Doc("Out = the dims of Input, int32 of shape [rank(Input)]. Input's values "
-         "are not read.")
+    .Doc(
+        "Out = the dims of Input, int32 of shape [rank(Input)]. Input's values "
+        "are not read.")
     .Input("Input")
     .Output("Out")
     .SetInferShape([](InferShapeContext* ctx) -> absl::Status {

@@ -21,9 +21,10 @@ absl::StatusOr<Box> InferBox(InferShapeContext* ctx, TensorMeta* input_out) {
 }
 
 REGISTER_OP("slice")
-    .Doc("Out = Input[starts[i]:ends[i]] along axes[i], numpy style: negative "
-         "starts/ends add the dim's size, then clamp to [0, dim]; end <= start "
-         "gives an empty dim. Out has Input's rank.")
+    .Doc(
+        "Out = Input[starts[i]:ends[i]] along axes[i], numpy style: negative "
+        "starts/ends add the dim's size, then clamp to [0, dim]; end <= start "
+        "gives an empty dim. Out has Input's rank.")
     .Input("Input")
     .Output("Out")
     .RequiredAttr("axes", AttrType::kInts, "dims to slice; negative counts from the end")
@@ -35,8 +36,8 @@ REGISTER_OP("slice")
       ctx->SetOutput("Out", TensorMeta{input.dtype, box.shape});
       return absl::OkStatus();
     })
-    .SetGradMaker([](const OpDesc& fwd, const GradContext& ctx)
-                      -> absl::StatusOr<std::vector<OpDesc>> {
+    .SetGradMaker([](const OpDesc& fwd,
+                     const GradContext& ctx) -> absl::StatusOr<std::vector<OpDesc>> {
       if (!ctx.Wants(fwd.Input("Input"))) return std::vector<OpDesc>{};
       OpDesc g;
       g.type = "slice_grad";
@@ -59,8 +60,8 @@ REGISTER_OP("slice_grad")
       TensorMeta input;
       ASSIGN_OR_RETURN(Box box, InferBox(ctx, &input));
       ASSIGN_OR_RETURN(TensorMeta dout, ctx->Input("Out@GRAD"));
-      RETURN_IF_ERROR(CheckArgMeta(ctx->op().type, "Out@GRAD", dout.dtype, dout.shape,
-                                   input.dtype, box.shape));
+      RETURN_IF_ERROR(
+          CheckArgMeta(ctx->op().type, "Out@GRAD", dout.dtype, dout.shape, input.dtype, box.shape));
       ctx->SetOutput("Input@GRAD", input);
       return absl::OkStatus();
     });

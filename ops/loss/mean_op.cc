@@ -17,8 +17,8 @@ REGISTER_OP("mean")
       ctx->SetOutput("Out", out);
       return absl::OkStatus();
     })
-    .SetGradMaker([](const OpDesc& fwd, const GradContext& ctx)
-                      -> absl::StatusOr<std::vector<OpDesc>> {
+    .SetGradMaker([](const OpDesc& fwd,
+                     const GradContext& ctx) -> absl::StatusOr<std::vector<OpDesc>> {
       if (!ctx.Wants(fwd.Input("X"))) return std::vector<OpDesc>{};
       OpDesc g;
       g.type = "mean_grad";
@@ -37,8 +37,8 @@ REGISTER_OP("mean_grad")
       ASSIGN_OR_RETURN(TensorMeta x, ctx->Input("X"));
       ASSIGN_OR_RETURN(TensorMeta out, MeanMeta(ctx->op().type, x));
       ASSIGN_OR_RETURN(TensorMeta dout, ctx->Input("Out@GRAD"));
-      RETURN_IF_ERROR(CheckArgMeta(ctx->op().type, "Out@GRAD", dout.dtype, dout.shape,
-                                   out.dtype, out.shape));
+      RETURN_IF_ERROR(
+          CheckArgMeta(ctx->op().type, "Out@GRAD", dout.dtype, dout.shape, out.dtype, out.shape));
       ctx->SetOutput("X@GRAD", x);
       return absl::OkStatus();
     });

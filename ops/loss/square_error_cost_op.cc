@@ -23,8 +23,8 @@ REGISTER_OP("square_error_cost")
       ctx->SetOutput("Out", out);
       return absl::OkStatus();
     })
-    .SetGradMaker([](const OpDesc& fwd, const GradContext& ctx)
-                      -> absl::StatusOr<std::vector<OpDesc>> {
+    .SetGradMaker([](const OpDesc& fwd,
+                     const GradContext& ctx) -> absl::StatusOr<std::vector<OpDesc>> {
       OpDesc g;
       g.type = "square_error_cost_grad";
       g.inputs["X"] = {fwd.Input("X")};
@@ -46,8 +46,8 @@ REGISTER_OP("square_error_cost_grad")
     .SetInferShape([](InferShapeContext* ctx) -> absl::Status {
       ASSIGN_OR_RETURN(TensorMeta out, InferOut(ctx));
       ASSIGN_OR_RETURN(TensorMeta dout, ctx->Input("Out@GRAD"));
-      RETURN_IF_ERROR(CheckArgMeta(ctx->op().type, "Out@GRAD", dout.dtype, dout.shape,
-                                   out.dtype, out.shape));
+      RETURN_IF_ERROR(
+          CheckArgMeta(ctx->op().type, "Out@GRAD", dout.dtype, dout.shape, out.dtype, out.shape));
       ctx->SetOutput("X@GRAD", out);
       ctx->SetOutput("Y@GRAD", out);
       return absl::OkStatus();

@@ -27,8 +27,8 @@ REGISTER_OP("l2_normalize")
       ctx->SetOutput("Out", x);
       return absl::OkStatus();
     })
-    .SetGradMaker([](const OpDesc& fwd, const GradContext& ctx)
-                      -> absl::StatusOr<std::vector<OpDesc>> {
+    .SetGradMaker([](const OpDesc& fwd,
+                     const GradContext& ctx) -> absl::StatusOr<std::vector<OpDesc>> {
       if (!ctx.Wants(fwd.Input("X"))) return std::vector<OpDesc>{};
       OpDesc g;
       g.type = "l2_normalize_grad";
@@ -41,8 +41,9 @@ REGISTER_OP("l2_normalize")
     });
 
 REGISTER_OP("l2_normalize_grad")
-    .Doc("X@GRAD = (Out@GRAD - Out * sum(Out@GRAD * Out over axis)) / "
-         "sqrt(sum(X^2 over axis) + epsilon).")
+    .Doc(
+        "X@GRAD = (Out@GRAD - Out * sum(Out@GRAD * Out over axis)) / "
+        "sqrt(sum(X^2 over axis) + epsilon).")
     .Input("X")
     .Input("Out")
     .Input("Out@GRAD")
@@ -53,8 +54,7 @@ REGISTER_OP("l2_normalize_grad")
       ASSIGN_OR_RETURN(TensorMeta x, InferX(ctx));
       for (const char* arg : {"Out", "Out@GRAD"}) {
         ASSIGN_OR_RETURN(TensorMeta m, ctx->Input(arg));
-        RETURN_IF_ERROR(
-            CheckArgMeta(ctx->op().type, arg, m.dtype, m.shape, x.dtype, x.shape));
+        RETURN_IF_ERROR(CheckArgMeta(ctx->op().type, arg, m.dtype, m.shape, x.dtype, x.shape));
       }
       ctx->SetOutput("X@GRAD", x);
       return absl::OkStatus();

@@ -22,9 +22,10 @@ absl::StatusOr<TensorMeta> InferLookup(InferShapeContext* ctx, TensorMeta* w_out
 }
 
 REGISTER_OP("lookup_table")
-    .Doc("Out = W[Ids]: Ids (int64, any shape) select rows of the [rows, dim] "
-         "table W; Out has shape Ids.shape + [dim]. Every id must be in "
-         "[0, rows). Rows equal to padding_idx give zeros.")
+    .Doc(
+        "Out = W[Ids]: Ids (int64, any shape) select rows of the [rows, dim] "
+        "table W; Out has shape Ids.shape + [dim]. Every id must be in "
+        "[0, rows). Rows equal to padding_idx give zeros.")
     .Input("Ids")
     .Input("W")
     .Output("Out")
@@ -37,8 +38,8 @@ REGISTER_OP("lookup_table")
       ctx->SetOutput("Out", out);
       return absl::OkStatus();
     })
-    .SetGradMaker([](const OpDesc& fwd, const GradContext& ctx)
-                      -> absl::StatusOr<std::vector<OpDesc>> {
+    .SetGradMaker([](const OpDesc& fwd,
+                     const GradContext& ctx) -> absl::StatusOr<std::vector<OpDesc>> {
       if (!ctx.Wants(fwd.Input("W"))) return std::vector<OpDesc>{};
       OpDesc g;
       g.type = "lookup_table_grad";
@@ -51,10 +52,11 @@ REGISTER_OP("lookup_table")
     });
 
 REGISTER_OP("lookup_table_grad")
-    .Doc("W@GRAD of lookup_table. Dense (is_sparse false): a zero [rows, dim] "
-         "tensor with row Ids[i] += Out@GRAD[i]. Sparse: SelectedRows with rows = "
-         "the ids in order (duplicates kept) and value = Out@GRAD as [n, dim]. "
-         "Padding rows get zeros.")
+    .Doc(
+        "W@GRAD of lookup_table. Dense (is_sparse false): a zero [rows, dim] "
+        "tensor with row Ids[i] += Out@GRAD[i]. Sparse: SelectedRows with rows = "
+        "the ids in order (duplicates kept) and value = Out@GRAD as [n, dim]. "
+        "Padding rows get zeros.")
     .Input("Ids")
     .Input("W")
     .Input("Out@GRAD")
@@ -65,8 +67,8 @@ REGISTER_OP("lookup_table_grad")
       TensorMeta w;
       ASSIGN_OR_RETURN(TensorMeta out, InferLookup(ctx, &w));
       ASSIGN_OR_RETURN(TensorMeta dout, ctx->Input("Out@GRAD"));
-      RETURN_IF_ERROR(CheckArgMeta(ctx->op().type, "Out@GRAD", dout.dtype, dout.shape,
-                                   out.dtype, out.shape));
+      RETURN_IF_ERROR(
+          CheckArgMeta(ctx->op().type, "Out@GRAD", dout.dtype, dout.shape, out.dtype, out.shape));
       ASSIGN_OR_RETURN(bool is_sparse, ctx->Attr<bool>("is_sparse"));
       ctx->SetOutput("W@GRAD", TensorMeta{w.dtype, w.shape, is_sparse});
       return absl::OkStatus();

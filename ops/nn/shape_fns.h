@@ -25,8 +25,7 @@ absl::StatusOr<Shape> LookupTableShape(absl::string_view op, const TensorMeta& i
 // or -1 for none: -1 means none, other negative values count from the end
 // (rows + padding_idx, as in Paddle). InvalidArgument naming the op, the
 // attribute and the range when the row is outside [0, rows).
-absl::StatusOr<int64_t> PaddingRow(absl::string_view op, int64_t padding_idx,
-                                   int64_t rows);
+absl::StatusOr<int64_t> PaddingRow(absl::string_view op, int64_t padding_idx, int64_t rows);
 
 }  // namespace tandem
 

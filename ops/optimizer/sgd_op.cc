@@ -8,10 +8,11 @@ namespace tandem {
 namespace {
 
 REGISTER_OP("sgd")
-    .Doc("ParamOut = Param - LearningRate * Grad. ParamOut is Param's variable, "
-         "updated in place. A SelectedRows Grad updates only its rows: "
-         "Param[rows[i]] -= lr * value[i], duplicates accumulating. LearningRate "
-         "is float32 with one element.")
+    .Doc(
+        "ParamOut = Param - LearningRate * Grad. ParamOut is Param's variable, "
+        "updated in place. A SelectedRows Grad updates only its rows: "
+        "Param[rows[i]] -= lr * value[i], duplicates accumulating. LearningRate "
+        "is float32 with one element.")
     .Input("Param")
     .Input("Grad")
     .Input("LearningRate")

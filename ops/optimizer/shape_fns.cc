@@ -28,15 +28,14 @@ absl::Status CheckSgdArgs(const OpDesc& op, const TensorMeta& param, const Tenso
   RETURN_IF_ERROR(CheckFloating(op.type, "Param", param.dtype));
   if (grad.dtype != param.dtype || !SameShape(grad.shape, param.shape)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "op '", op.type, "': Grad '", op.Input("Grad"), "' is ", Describe(grad),
-        " but Param '", op.Input("Param"), "' is ", Describe(param),
-        "; they must have the same dtype and shape"));
+        "op '", op.type, "': Grad '", op.Input("Grad"), "' is ", Describe(grad), " but Param '",
+        op.Input("Param"), "' is ", Describe(param), "; they must have the same dtype and shape"));
   }
   const absl::StatusOr<int64_t> lr_size = learning_rate.shape.NumElements();
   if (learning_rate.dtype != DataType::kFloat32 || (lr_size.ok() && *lr_size != 1)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "op '", op.type, "': LearningRate '", op.Input("LearningRate"),
-        "' must be float32 with one element, got ", Describe(learning_rate)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("op '", op.type, "': LearningRate '", op.Input("LearningRate"),
+                     "' must be float32 with one element, got ", Describe(learning_rate)));
   }
   return absl::OkStatus();
 }

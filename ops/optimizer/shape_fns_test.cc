@@ -30,10 +30,10 @@ TEST(CheckSgdArgs, DenseAndSparseGradients) {
   EXPECT_THAT(CheckSgdArgs(SgdOp(), param, {DataType::kFloat64, Shape({5, 3})}, kLr),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("Grad 'w@GRAD' is float64[5, 3] but Param 'w' is float32")));
-  EXPECT_THAT(CheckSgdArgs(SgdOp(), {DataType::kInt32, Shape({5})},
-                           {DataType::kInt32, Shape({5})}, kLr),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       "op 'sgd': Param must be float32 or float64, got int32"));
+  EXPECT_THAT(
+      CheckSgdArgs(SgdOp(), {DataType::kInt32, Shape({5})}, {DataType::kInt32, Shape({5})}, kLr),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "op 'sgd': Param must be float32 or float64, got int32"));
 }
 
 TEST(CheckSgdArgs, LearningRateIsOneFloat32) {

@@ -8,9 +8,10 @@ namespace tandem {
 namespace {
 
 REGISTER_OP("uniform_random")
-    .Doc("Out: a tensor of `shape` and `dtype` whose element at flat index i is "
-         "min + (max - min) * u(seed, i), u a counter-based (SplitMix64) uniform "
-         "double in [0, 1), so every backend produces the same bits.")
+    .Doc(
+        "Out: a tensor of `shape` and `dtype` whose element at flat index i is "
+        "min + (max - min) * u(seed, i), u a counter-based (SplitMix64) uniform "
+        "double in [0, 1), so every backend produces the same bits.")
     .Output("Out")
     .RequiredAttr("shape", AttrType::kInts, "dims of Out, each >= 0")
     .Attr<DataType>("dtype", DataType::kFloat32, "float32 or float64")

@@ -1,6 +1,7 @@
 #include "tests/conformance/cases.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "framework/testing/tensor_testutil.h"
 
 namespace tandem {
@@ -8,8 +9,8 @@ namespace {
 
 using reference::Array;
 
-const std::vector<DataType> kNumeric = {DataType::kFloat32, DataType::kFloat64,
-                                        DataType::kInt32, DataType::kInt64};
+const std::vector<DataType> kNumeric = {DataType::kFloat32, DataType::kFloat64, DataType::kInt32,
+                                        DataType::kInt64};
 const std::vector<DataType> kFloats = {DataType::kFloat32, DataType::kFloat64};
 
 void SetTolerance(ConformanceCase* c, DataType t, int64_t reduction = 1) {
@@ -43,8 +44,8 @@ void AddFillConstant(std::vector<ConformanceCase>* cases) {
         c.attrs["shape"] = s.ToVector();
         c.attrs["value"] = value;
         c.attrs["dtype"] = t;
-        c.expected["Out"] = {t, Array{s, std::vector<double>(s.num_elements(),
-                                                             reference::Convert(value, t))}};
+        c.expected["Out"] = {
+            t, Array{s, std::vector<double>(s.num_elements(), reference::Convert(value, t))}};
         cases->push_back(std::move(c));
       }
     }
@@ -58,17 +59,17 @@ struct AddShapes {
 
 const std::vector<AddShapes>& AddConfigs() {
   static const auto* configs = new std::vector<AddShapes>{
-      {Shape({1023}), Shape({1023}), -1},        // same shape, odd size
-      {Shape({2, 3, 4}), Shape({4}), -1},        // row broadcast
-      {Shape({4, 1, 5}), Shape({3, 1}), -1},     // both sides broadcast
-      {Shape({2}), Shape({3, 2}), -1},           // X broadcast
-      {Shape(), Shape(), -1},                    // 0-d
-      {Shape(), Shape({2, 3}), -1},              // scalar X
-      {Shape({2, 3}), Shape(), -1},              // scalar Y
-      {Shape({0, 3}), Shape({3}), -1},           // empty
-      {Shape({2, 3, 4}), Shape({3}), 1},         // axis alignment
-      {Shape({2, 3, 4}), Shape({2, 3}), 0},      // axis 0
-      {Shape({257, 65}), Shape({257, 1}), -1},   // column broadcast, odd
+      {Shape({1023}), Shape({1023}), -1},       // same shape, odd size
+      {Shape({2, 3, 4}), Shape({4}), -1},       // row broadcast
+      {Shape({4, 1, 5}), Shape({3, 1}), -1},    // both sides broadcast
+      {Shape({2}), Shape({3, 2}), -1},          // X broadcast
+      {Shape(), Shape(), -1},                   // 0-d
+      {Shape(), Shape({2, 3}), -1},             // scalar X
+      {Shape({2, 3}), Shape(), -1},             // scalar Y
+      {Shape({0, 3}), Shape({3}), -1},          // empty
+      {Shape({2, 3, 4}), Shape({3}), 1},        // axis alignment
+      {Shape({2, 3, 4}), Shape({2, 3}), 0},     // axis 0
+      {Shape({257, 65}), Shape({257, 1}), -1},  // column broadcast, odd
   };
   return *configs;
 }
@@ -79,8 +80,8 @@ void AddElementwise(std::vector<ConformanceCase>* cases) {
     for (const AddShapes& cfg : AddConfigs()) {
       auto [x, xa] = Input(t, cfg.x, ++seed);
       auto [y, ya] = Input(t, cfg.y, ++seed);
-      const std::string what = absl::StrCat(cfg.x.ToString(), " + ", cfg.y.ToString(),
-                                            " axis ", cfg.axis);
+      const std::string what =
+          absl::StrCat(cfg.x.ToString(), " + ", cfg.y.ToString(), " axis ", cfg.axis);
       ConformanceCase c;
       c.op = "elementwise_add";
       c.label = Label(c.op, t, what);
@@ -127,12 +128,12 @@ void AddMatmul(std::vector<ConformanceCase>* cases) {
       {Shape({3, 2}), Shape({3, 4}), true, false, 1.0},
       {Shape({2, 3}), Shape({4, 3}), false, true, 1.0},
       {Shape({3, 2}), Shape({4, 3}), true, true, 0.5},
-      {Shape({17, 33}), Shape({33, 9}), false, false, 1.0},   // odd sizes
+      {Shape({17, 33}), Shape({33, 9}), false, false, 1.0},     // odd sizes
       {Shape({2, 3, 4}), Shape({2, 4, 5}), false, false, 1.0},  // batched
-      {Shape({3, 2, 4}), Shape({4, 5}), false, false, 2.0},   // Y shared
-      {Shape({4, 2}), Shape({3, 4, 5}), true, false, 1.0},     // X shared
-      {Shape({2, 0}), Shape({0, 3}), false, false, 1.0},       // K = 0
-      {Shape({0, 4}), Shape({4, 3}), false, false, 1.0},       // empty output
+      {Shape({3, 2, 4}), Shape({4, 5}), false, false, 2.0},     // Y shared
+      {Shape({4, 2}), Shape({3, 4, 5}), true, false, 1.0},      // X shared
+      {Shape({2, 0}), Shape({0, 3}), false, false, 1.0},        // K = 0
+      {Shape({0, 4}), Shape({4, 3}), false, false, 1.0},        // empty output
       {Shape({1, 1}), Shape({1, 1}), false, false, -3.0},
   };
   uint64_t seed = 900;
@@ -185,12 +186,14 @@ void AddScale(std::vector<ConformanceCase>* cases) {
         const double scale = 2.5, bias = -1.5;
         ConformanceCase c;
         c.op = "scale";
-        c.label = Label(c.op, t, absl::StrCat(s.ToString(), after ? " bias after" : " bias before"));
+        c.label =
+            Label(c.op, t, absl::StrCat(s.ToString(), after ? " bias after" : " bias before"));
         c.inputs = {{"X", x}};
         c.attrs = {{"scale", scale}, {"bias", bias}, {"bias_after_scale", after}};
         Array out{s, {}};
         for (double v : xa.values) {
-          out.values.push_back(reference::Convert(after ? scale * v + bias : scale * (v + bias), t));
+          out.values.push_back(
+              reference::Convert(after ? scale * v + bias : scale * (v + bias), t));
         }
         c.expected["Out"] = {t, out};
         SetTolerance(&c, t);
@@ -208,8 +211,8 @@ void AddCast(std::vector<ConformanceCase>* cases) {
         auto [x, xa] = Input(from, s, ++seed);
         ConformanceCase c;
         c.op = "cast";
-        c.label = absl::StrCat("cast ", DataTypeName(from), " -> ", DataTypeName(to), " ",
-                               s.ToString());
+        c.label =
+            absl::StrCat("cast ", DataTypeName(from), " -> ", DataTypeName(to), " ", s.ToString());
         c.inputs = {{"X", x}};
         c.attrs["out_dtype"] = to;
         c.expected["Out"] = {to, Array{s, reference::Convert(xa.values, to)}};
@@ -219,11 +222,354 @@ void AddCast(std::vector<ConformanceCase>* cases) {
   }
 }
 
+struct LookupConfig {
+  Shape ids;
+  int64_t rows, dim;
+  int64_t padding_idx;
+};
+
+void AddLookupTable(std::vector<ConformanceCase>* cases) {
+  const std::vector<LookupConfig> configs = {
+      {Shape({5}), 7, 3, -1},      // duplicates likely
+      {Shape(), 7, 3, -1},         // rank-0 Ids: Out is [dim]
+      {Shape({2, 3}), 4, 5, 2},    // padding row 2
+      {Shape({6}), 6, 2, -2},      // padding counted from the end: row 4
+      {Shape({0}), 3, 4, -1},      // no ids
+      {Shape({37}), 101, 17, -1},  // odd sizes
+  };
+  uint64_t seed = 4000;
+  for (DataType t : kFloats) {
+    for (const LookupConfig& cfg : configs) {
+      const int64_t padding_row = cfg.padding_idx >= 0 || cfg.padding_idx == -1
+                                      ? cfg.padding_idx
+                                      : cfg.rows + cfg.padding_idx;
+      std::vector<double> id_values(cfg.ids.num_elements());
+      for (size_t i = 0; i < id_values.size(); ++i) {
+        id_values[i] = static_cast<double>((i * 5 + seed) % cfg.rows);
+      }
+      if (padding_row >= 0 && !id_values.empty()) id_values[0] = padding_row;
+      const Array ids{cfg.ids, id_values};
+      const Tensor ids_t = MakeTensor(DataType::kInt64, cfg.ids, id_values);
+      auto [w, wa] = Input(t, Shape({cfg.rows, cfg.dim}), ++seed);
+      const std::string what = absl::StrCat("Ids", cfg.ids.ToString(), " W[", cfg.rows, ", ",
+                                            cfg.dim, "] padding_idx ", cfg.padding_idx);
+      const AttrMap attrs = {{"padding_idx", cfg.padding_idx}};
+      ConformanceCase c;
+      c.op = "lookup_table";
+      c.label = Label(c.op, t, what);
+      c.inputs = {{"Ids", ids_t}, {"W", w}};
+      c.attrs = attrs;
+      Array out = reference::LookupTable(ids, wa, padding_row);
+      c.expected["Out"] = {t, out};
+      cases->push_back(c);
+
+      auto [dout, douta] = Input(t, out.shape, ++seed);
+      for (bool sparse : {false, true}) {
+        ConformanceCase g;
+        g.op = "lookup_table_grad";
+        g.label = Label(g.op, t, absl::StrCat(what, sparse ? " sparse" : " dense"));
+        g.inputs = {{"Ids", ids_t}, {"W", w}, {"Out@GRAD", dout}};
+        g.attrs = attrs;
+        g.attrs["is_sparse"] = sparse;
+        g.expected["W@GRAD"] = {t, reference::LookupTableGrad(ids, wa.shape, douta, padding_row)};
+        if (sparse) g.selected_rows_outputs.insert("W@GRAD");
+        SetTolerance(&g, t, std::max<int64_t>(1, cfg.ids.num_elements()));
+        cases->push_back(g);
+      }
+    }
+  }
+}
+
+struct AxisConfig {
+  Shape x;
+  int64_t axis;
+  double epsilon;
+};
+
+void AddL2Normalize(std::vector<ConformanceCase>* cases) {
+  const std::vector<AxisConfig> configs = {
+      {Shape({1023}), -1, 1e-10},    {Shape({4, 5}), -1, 1e-10}, {Shape({4, 5}), 0, 1e-10},
+      {Shape({2, 3, 4}), 1, 1e-10},  {Shape({0, 3}), -1, 1e-10}, {Shape({3, 1}), 1, 0.5},
+      {Shape({33, 150}), -1, 1e-12},
+  };
+  uint64_t seed = 5000;
+  for (DataType t : kFloats) {
+    for (const AxisConfig& cfg : configs) {
+      auto [x, xa] = Input(t, cfg.x, ++seed);
+      const int axis = static_cast<int>(cfg.axis < 0 ? cfg.axis + cfg.x.rank() : cfg.axis);
+      const std::string what =
+          absl::StrCat(cfg.x.ToString(), " axis ", cfg.axis, " epsilon ", cfg.epsilon);
+      const AttrMap attrs = {{"axis", cfg.axis}, {"epsilon", cfg.epsilon}};
+      const int64_t n = cfg.x.rank() == 0 ? 1 : cfg.x.dim(axis);
+      ConformanceCase c;
+      c.op = "l2_normalize";
+      c.label = Label(c.op, t, what);
+      c.inputs = {{"X", x}};
+      c.attrs = attrs;
+      const Array out = reference::L2Normalize(xa, axis, cfg.epsilon);
+      c.expected["Out"] = {t, out};
+      SetTolerance(&c, t, n);
+      cases->push_back(c);
+
+      auto [dout, douta] = Input(t, cfg.x, ++seed);
+      // Out as the kernel would see it: the forward result in T.
+      const Tensor out_t = MakeTensor(t, cfg.x, out.values);
+      ConformanceCase g;
+      g.op = "l2_normalize_grad";
+      g.label = Label(g.op, t, what);
+      g.inputs = {{"X", x}, {"Out", out_t}, {"Out@GRAD", dout}};
+      g.attrs = attrs;
+      g.expected["X@GRAD"] = {t, reference::L2NormalizeGrad(xa, douta, axis, cfg.epsilon)};
+      SetTolerance(&g, t, 4 * n);
+      cases->push_back(g);
+    }
+  }
+}
+
+void AddSquareErrorCost(std::vector<ConformanceCase>* cases) {
+  const std::vector<Shape> shapes = {Shape(), Shape({0}), Shape({1023}), Shape({3, 7}),
+                                     Shape({4, 150})};
+  uint64_t seed = 6000;
+  for (DataType t : kFloats) {
+    for (const Shape& s : shapes) {
+      auto [x, xa] = Input(t, s, ++seed);
+      auto [y, ya] = Input(t, s, ++seed);
+      ConformanceCase c;
+      c.op = "square_error_cost";
+      c.label = Label(c.op, t, s.ToString());
+      c.inputs = {{"X", x}, {"Y", y}};
+      c.expected["Out"] = {t, reference::SquareErrorCost(xa, ya)};
+      SetTolerance(&c, t, 16);
+      cases->push_back(c);
+
+      auto [dout, douta] = Input(t, s, ++seed);
+      auto [dx, dy] = reference::SquareErrorCostGrad(xa, ya, douta);
+      ConformanceCase g;
+      g.op = "square_error_cost_grad";
+      g.label = Label(g.op, t, s.ToString());
+      g.inputs = {{"X", x}, {"Y", y}, {"Out@GRAD", dout}};
+      g.expected["X@GRAD"] = {t, dx};
+      g.expected["Y@GRAD"] = {t, dy};
+      SetTolerance(&g, t, 16);
+      cases->push_back(g);
+
+      ConformanceCase only_x = g;
+      only_x.label += " (X@GRAD only)";
+      only_x.expected.erase("Y@GRAD");
+      cases->push_back(only_x);
+    }
+  }
+}
+
+void AddMean(std::vector<ConformanceCase>* cases) {
+  const std::vector<Shape> shapes = {Shape(), Shape({1}), Shape({1023}), Shape({3, 7}),
+                                     Shape({300, 257})};
+  uint64_t seed = 7000;
+  for (DataType t : kFloats) {
+    for (const Shape& s : shapes) {
+      auto [x, xa] = Input(t, s, ++seed);
+      ConformanceCase c;
+      c.op = "mean";
+      c.label = Label(c.op, t, s.ToString());
+      c.inputs = {{"X", x}};
+      c.expected["Out"] = {t, reference::Mean(xa)};
+      SetTolerance(&c, t, 4);
+      cases->push_back(c);
+
+      auto [dout, douta] = Input(t, Shape({1}), ++seed);
+      ConformanceCase g;
+      g.op = "mean_grad";
+      g.label = Label(g.op, t, s.ToString());
+      g.inputs = {{"X", x}, {"Out@GRAD", dout}};
+      g.expected["X@GRAD"] = {t, reference::MeanGrad(xa, douta)};
+      SetTolerance(&g, t);
+      cases->push_back(g);
+    }
+  }
+}
+
+void AddSgd(std::vector<ConformanceCase>* cases) {
+  const double lr = 0.375;
+  const Tensor lr_t = MakeTensor(DataType::kFloat32, Shape({1}), {lr});
+  uint64_t seed = 8000;
+  for (DataType t : kFloats) {
+    for (const Shape& s : {Shape(), Shape({0, 3}), Shape({1023}), Shape({5, 3})}) {
+      auto [param, pa] = Input(t, s, ++seed);
+      auto [grad, ga] = Input(t, s, ++seed);
+      ConformanceCase c;
+      c.op = "sgd";
+      c.label = Label(c.op, t, absl::StrCat(s.ToString(), " dense"));
+      c.inputs = {{"Param", param}, {"Grad", grad}, {"LearningRate", lr_t}};
+      c.expected["ParamOut"] = {t, reference::SgdDense(pa, ga, lr)};
+      SetTolerance(&c, t, 4);
+      cases->push_back(c);
+    }
+    // Sparse: duplicate rows accumulate; no rows leave Param unchanged.
+    for (const std::vector<int64_t>& rows :
+         {std::vector<int64_t>{1, 4, 1, 0, 1}, std::vector<int64_t>{}, std::vector<int64_t>{5}}) {
+      auto [param, pa] = Input(t, Shape({6, 3}), ++seed);
+      const Shape value_shape({static_cast<int64_t>(rows.size()), 3});
+      auto [value, va] = Input(t, value_shape, ++seed);
+      ConformanceCase c;
+      c.op = "sgd";
+      c.label = Label(c.op, t, absl::StrCat("[6, 3] sparse, ", rows.size(), " rows"));
+      c.inputs = {{"Param", param}, {"LearningRate", lr_t}};
+      c.selected_rows_inputs = {{"Grad", SelectedRows(6, rows, value)}};
+      c.expected["ParamOut"] = {t, reference::SgdSparse(pa, rows, va, lr)};
+      SetTolerance(&c, t, 4 * std::max<int64_t>(1, rows.size()));
+      cases->push_back(c);
+    }
+  }
+}
+
+void AddShape(std::vector<ConformanceCase>* cases) {
+  uint64_t seed = 9000;
+  for (DataType t : AllDataTypes()) {
+    for (const Shape& s : {Shape(), Shape({0, 3}), Shape({1, 3, 5, 5})}) {
+      ConformanceCase c;
+      c.op = "shape";
+      c.label = Label(c.op, t, s.ToString());
+      c.inputs = {{"Input", RandomTensor(t, s, ++seed)}};
+      std::vector<double> dims(s.dims().begin(), s.dims().end());
+      c.expected["Out"] = {DataType::kInt32, Array{Shape({s.rank()}), dims}};
+      cases->push_back(std::move(c));
+    }
+  }
+}
+
+struct SliceConfig {
+  Shape x;
+  std::vector<int64_t> axes, starts, ends;
+};
+
+void AddSlice(std::vector<ConformanceCase>* cases) {
+  const std::vector<SliceConfig> configs = {
+      {Shape({4}), {0}, {0}, {4}},                        // the crop model's slice
+      {Shape({3, 10}), {1}, {-3}, {-1}},                  // negative start and end
+      {Shape({3, 10}), {1, 0}, {-100, 1}, {1000, 1000}},  // clamped
+      {Shape({5}), {0}, {3}, {2}},                        // end <= start: empty
+      {Shape({5}), {-1}, {7}, {9}},                       // start past the end: empty
+      {Shape({2, 3, 4}), {2}, {1}, {3}},                  // inner dim
+      {Shape({2, 3, 4}), {-2}, {1}, {2}},                 // negative axis
+      {Shape({37, 29}), {0, 1}, {3, 5}, {30, -2}},        // odd sizes
+      {Shape(), {}, {}, {}},                              // 0-d, nothing sliced
+      {Shape({0, 4}), {1}, {1}, {3}},                     // empty input
+  };
+  uint64_t seed = 10000;
+  for (DataType t : kNumeric) {
+    for (const SliceConfig& cfg : configs) {
+      auto [x, xa] = Input(t, cfg.x, ++seed);
+      const std::string what = absl::StrCat(
+          cfg.x.ToString(), " axes [", absl::StrJoin(cfg.axes, ","), "] starts [",
+          absl::StrJoin(cfg.starts, ","), "] ends [", absl::StrJoin(cfg.ends, ","), "]");
+      const AttrMap attrs = {{"axes", cfg.axes}, {"starts", cfg.starts}, {"ends", cfg.ends}};
+      ConformanceCase c;
+      c.op = "slice";
+      c.label = Label(c.op, t, what);
+      c.inputs = {{"Input", x}};
+      c.attrs = attrs;
+      const Array out = reference::Slice(xa, cfg.axes, cfg.starts, cfg.ends);
+      c.expected["Out"] = {t, out};
+      cases->push_back(c);
+
+      auto [dout, douta] = Input(t, out.shape, ++seed);
+      ConformanceCase g;
+      g.op = "slice_grad";
+      g.label = Label(g.op, t, what);
+      g.inputs = {{"Input", x}, {"Out@GRAD", dout}};
+      g.attrs = attrs;
+      g.expected["Input@GRAD"] = {
+          t, reference::SliceGrad(cfg.x, douta, cfg.axes, cfg.starts, cfg.ends)};
+      cases->push_back(g);
+    }
+  }
+}
+
+struct CropConfig {
+  Shape x;
+  std::vector<int64_t> sizes, offsets;
+};
+
+void AddCropTensor(std::vector<ConformanceCase>* cases) {
+  const std::vector<CropConfig> configs = {
+      {Shape({1, 3, 8, 8}), {1, 3, 5, 5}, {}},  // the crop model
+      {Shape({4, 8}), {2, -1}, {1, 3}},         // -1: to the end
+      {Shape({5}), {0}, {2}},                   // empty crop
+      {Shape(), {}, {}},                        // 0-d
+      {Shape({37, 29}), {30, 20}, {2, 4}},      // odd sizes
+      {Shape({2, 3, 4}), {2, 2, 2}, {0, 1, 2}},
+  };
+  uint64_t seed = 11000;
+  for (DataType t : kNumeric) {
+    for (const CropConfig& cfg : configs) {
+      auto [x, xa] = Input(t, cfg.x, ++seed);
+      const Tensor shape_t =
+          MakeTensor(DataType::kInt32, Shape({static_cast<int64_t>(cfg.sizes.size())}),
+                     std::vector<double>(cfg.sizes.begin(), cfg.sizes.end()));
+      const std::string what =
+          absl::StrCat(cfg.x.ToString(), " Shape [", absl::StrJoin(cfg.sizes, ","), "] offsets [",
+                       absl::StrJoin(cfg.offsets, ","), "]");
+      AttrMap attrs;
+      if (!cfg.offsets.empty()) attrs["offsets"] = cfg.offsets;
+      ConformanceCase c;
+      c.op = "crop_tensor";
+      c.label = Label(c.op, t, what);
+      c.inputs = {{"X", x}, {"Shape", shape_t}};
+      c.attrs = attrs;
+      const Array out = reference::Crop(xa, cfg.sizes, cfg.offsets);
+      c.expected["Out"] = {t, out};
+      cases->push_back(c);
+
+      auto [dout, douta] = Input(t, out.shape, ++seed);
+      ConformanceCase g;
+      g.op = "crop_tensor_grad";
+      g.label = Label(g.op, t, what);
+      g.inputs = {{"X", x}, {"Shape", shape_t}, {"Out@GRAD", dout}};
+      g.attrs = attrs;
+      g.expected["X@GRAD"] = {t, reference::CropGrad(cfg.x, douta, cfg.sizes, cfg.offsets)};
+      cases->push_back(g);
+    }
+  }
+}
+
+void AddUniformRandom(std::vector<ConformanceCase>* cases) {
+  struct Config {
+    Shape shape;
+    double min, max;
+    int64_t seed;
+  };
+  const std::vector<Config> configs = {
+      {Shape(), -1, 1, 0},
+      {Shape({0}), -1, 1, 0},
+      {Shape({1023}), -0.05, 0.05, 42},
+      {Shape({3, 5}), 2, 7.5, -7},
+      {Shape({300, 257}), -1, 1, 1234567},
+  };
+  for (DataType t : kFloats) {
+    for (const Config& cfg : configs) {
+      ConformanceCase c;
+      c.op = "uniform_random";
+      c.label = Label(
+          c.op, t,
+          absl::StrCat(cfg.shape.ToString(), " [", cfg.min, ", ", cfg.max, ") seed ", cfg.seed));
+      c.attrs = {{"shape", cfg.shape.ToVector()},
+                 {"dtype", t},
+                 {"min", cfg.min},
+                 {"max", cfg.max},
+                 {"seed", cfg.seed}};
+      // Bit-identical on every backend: no tolerance.
+      c.expected["Out"] = {t, reference::UniformRandom(cfg.shape, t, cfg.min, cfg.max, cfg.seed)};
+      cases->push_back(std::move(c));
+    }
+  }
+}
+
 }  // namespace
 
 std::map<std::string, DataType> ConformanceCase::Bindings() const {
   std::map<std::string, DataType> b;
   for (const auto& [arg, t] : inputs) b.emplace(arg, t.dtype());
+  for (const auto& [arg, r] : selected_rows_inputs) b.emplace(arg, r.value().dtype());
   for (const auto& [name, value] : attrs) {
     if (const DataType* t = std::get_if<DataType>(&value)) b.emplace(name, *t);
   }
@@ -237,6 +583,15 @@ std::vector<ConformanceCase> AllConformanceCases() {
   AddMatmul(&cases);
   AddScale(&cases);
   AddCast(&cases);
+  AddLookupTable(&cases);
+  AddL2Normalize(&cases);
+  AddSquareErrorCost(&cases);
+  AddMean(&cases);
+  AddSgd(&cases);
+  AddShape(&cases);
+  AddSlice(&cases);
+  AddCropTensor(&cases);
+  AddUniformRandom(&cases);
   return cases;
 }
 

@@ -4,11 +4,13 @@
 #define TANDEM_TESTS_CONFORMANCE_CASES_H_
 
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "framework/op/attr.h"
+#include "framework/tensor/selected_rows.h"
 #include "framework/tensor/tensor.h"
 #include "tests/conformance/reference.h"
 
@@ -18,9 +20,14 @@ struct ConformanceCase {
   std::string op;
   std::string label;                                   // for failure messages
   std::vector<std::pair<std::string, Tensor>> inputs;  // host tensors, by argument
+  // Inputs that hold SelectedRows (host values), e.g. a sparse gradient.
+  std::vector<std::pair<std::string, SelectedRows>> selected_rows_inputs;
   AttrMap attrs;
   // Output argument -> expected dtype and float64 values.
   std::map<std::string, std::pair<DataType, reference::Array>> expected;
+  // Outputs expected to hold SelectedRows; compared densified (rows summed
+  // into a zero tensor of the dense shape).
+  std::set<std::string> selected_rows_outputs;
   double rtol = 0;
   double atol = 0;
 

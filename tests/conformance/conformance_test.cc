@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "framework/device/device.h"
 #include "framework/device/device_registry.h"
 #include "framework/kernel/kernel_registry.h"
 #include "framework/runtime/eager.h"
@@ -40,8 +41,8 @@ TEST(Conformance, EveryRegisteredKernelHasACase) {
           covered |= b.count(name) && b.at(name) == t;
         }
         if (!covered) {
-          uncovered.push_back(absl::StrCat(k->def.DebugString(), " with ", name, "=",
-                                           DataTypeName(t)));
+          uncovered.push_back(
+              absl::StrCat(k->def.DebugString(), " with ", name, "=", DataTypeName(t)));
         }
       }
     }
@@ -55,19 +56,47 @@ TEST(Conformance, EveryRegisteredKernelHasACase) {
                                  << absl::StrJoin(uncovered, "\n  ");
 }
 
-void ExpectClose(const ConformanceCase& c, const std::string& arg, const Tensor& got,
-                 const Place& place) {
+// A fresh host copy of `t`: kernels may update inputs in place (sgd), and
+// every case runs on several places.
+Variable Fresh(const Tensor& t) {
+  absl::StatusOr<Tensor> copy = CopyTensorTo(t, CPUPlace());
+  CHECK(copy.ok()) << copy.status();
+  return Variable(*std::move(copy));
+}
+
+// The output `arg` as float64 values with its dtype, densified if it holds
+// SelectedRows (which the case must expect).
+absl::StatusOr<std::pair<DataType, reference::Array>> Values(const ConformanceCase& c,
+                                                             const std::string& arg,
+                                                             const Variable& v) {
+  const bool sparse = c.selected_rows_outputs.count(arg) > 0;
+  if (sparse != v.is_selected_rows()) {
+    return absl::InternalError(
+        absl::StrCat(arg, sparse ? " is not" : " is", " SelectedRows, expected the opposite"));
+  }
+  const Tensor* t = v.data_tensor();
+  if (t == nullptr) return absl::InternalError(absl::StrCat(arg, " was not written"));
+  reference::Array got{t->shape(), ToDoubles(*t)};
+  if (sparse) {
+    const SelectedRows& r = v.selected_rows();
+    got = reference::Densify(r.height(), r.rows(), got);
+  }
+  return std::make_pair(t->dtype(), got);
+}
+
+void ExpectClose(const ConformanceCase& c, const std::string& arg,
+                 const std::pair<DataType, reference::Array>& got, const Place& place) {
   const auto& [dtype, want] = c.expected.at(arg);
-  ASSERT_EQ(got.dtype(), dtype) << arg;
-  ASSERT_EQ(got.shape(), want.shape) << arg;
-  const std::vector<double> values = ToDoubles(got);
+  ASSERT_EQ(got.first, dtype) << arg;
+  ASSERT_EQ(got.second.shape, want.shape) << arg;
+  const std::vector<double>& values = got.second.values;
   int bad = 0;
   for (size_t i = 0; i < values.size() && bad < 5; ++i) {
     const double tol = c.atol + c.rtol * std::abs(want.values[i]);
     if (!(std::abs(values[i] - want.values[i]) <= tol)) {
       ++bad;
-      ADD_FAILURE() << c.label << " on " << place << ": " << arg << "[" << i << "] = "
-                    << values[i] << ", reference " << want.values[i] << " (tol " << tol << ")";
+      ADD_FAILURE() << c.label << " on " << place << ": " << arg << "[" << i << "] = " << values[i]
+                    << ", reference " << want.values[i] << " (tol " << tol << ")";
     }
   }
 }
@@ -87,14 +116,18 @@ TEST(Conformance, EveryKernelOnEveryPlaceMatchesReference) {
       op.attrs = c.attrs;
       for (const auto& [arg, unused] : c.expected) op.outputs[arg] = {arg + "_out"};
       EagerInputs inputs;
-      for (const auto& [arg, t] : c.inputs) inputs[arg].push_back(Variable(t));
+      for (const auto& [arg, t] : c.inputs) inputs[arg].push_back(Fresh(t));
+      for (const auto& [arg, r] : c.selected_rows_inputs) {
+        inputs[arg].push_back(
+            Variable(SelectedRows(r.height(), r.rows(), Fresh(r.value()).tensor())));
+      }
       ASSERT_OK_AND_ASSIGN(EagerOutputs out, RunOpEager(op, place, inputs));
       for (const auto& [arg, unused] : c.expected) {
         ASSERT_EQ(out[arg].size(), 1u);
-        const Tensor& t = out[arg][0].tensor();
+        ASSERT_OK_AND_ASSIGN(auto got, Values(c, arg, out[arg][0]));
         const Place want_place = k->def.IsHostMemory(arg) ? CPUPlace() : place;
-        EXPECT_EQ(t.place(), want_place) << arg;
-        ExpectClose(c, arg, t, place);
+        EXPECT_EQ(out[arg][0].data_tensor()->place(), want_place) << arg;
+        ExpectClose(c, arg, got, place);
       }
       for (const auto& [arg, vars] : out) {
         if (c.expected.count(arg) == 0) {

@@ -1,0 +1,38 @@
+// The counter-based generator of uniform_random: element i of a tensor is a
+// pure function of (seed, i), so every backend and every thread count
+// produces the same bits.
+//
+//   double u = CounterUniform(seed, i);                    // in [0, 1)
+//   FillUniform(-0.05, 0.05, seed, /*first=*/0, n, out);   // float or double
+//
+// Stateless and thread-safe.
+#ifndef TANDEM_BACKENDS_COMMON_COUNTER_RANDOM_H_
+#define TANDEM_BACKENDS_COMMON_COUNTER_RANDOM_H_
+
+#include <cstdint>
+
+namespace tandem {
+
+// SplitMix64 of counter i + 1 offset by the seed, as a double in [0, 1)
+// with 53 random bits:
+//   z = seed + (i + 1) * 0x9E3779B97F4A7C15
+//   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9
+//   z = (z ^ (z >> 27)) * 0x94D049BB133111EB
+//   z ^= z >> 31;  u = (z >> 11) * 2^-53
+inline double CounterUniform(uint64_t seed, uint64_t i) {
+  uint64_t z = seed + (i + 1) * 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return static_cast<double>(z >> 11) * 0x1.0p-53;  // exact
+}
+
+// out[k] = static_cast<T>(min + (max - min) * CounterUniform(seed, first + k))
+// for k < n, computed in double with a separate multiply and add (never a
+// fused multiply-add), so results are bit-identical everywhere.
+void FillUniform(double min, double max, uint64_t seed, uint64_t first, int64_t n, float* out);
+void FillUniform(double min, double max, uint64_t seed, uint64_t first, int64_t n, double* out);
+
+}  // namespace tandem
+
+#endif  // TANDEM_BACKENDS_COMMON_COUNTER_RANDOM_H_

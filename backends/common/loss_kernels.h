@@ -1,0 +1,174 @@
+// The kernels of the loss ops (ops/loss) for every backend whose memory the
+// host can address: square_error_cost(_grad) and mean(_grad). Each is
+// written once, templated on an execution policy (serial_policy.h). A
+// backend registers them under its device type with one line:
+//
+//   // in an anonymous namespace of the backend's kernel .cc file
+//   const LossKernelsRegistrar<SerialPolicy> loss_kernels("sim");
+//
+// RegisterLossKernels holds the registration lines (all arguments in
+// device memory):
+//   square_error_cost(_grad), mean(_grad)    X: float32, float64
+// Kernels validate their inputs with ops/loss/shape_fns.h (InvalidArgument
+// naming the op and both shapes or the empty input), compute synchronously
+// through the policy and never copy between places. Compute is thread-safe
+// across kernel instances.
+#ifndef TANDEM_BACKENDS_COMMON_LOSS_KERNELS_H_
+#define TANDEM_BACKENDS_COMMON_LOSS_KERNELS_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "backends/common/elementwise.h"
+#include "backends/common/type_dispatch.h"
+#include "framework/base/status_macros.h"
+#include "framework/kernel/kernel_context.h"
+#include "framework/kernel/kernel_registry.h"
+#include "framework/kernel/op_kernel.h"
+#include "framework/tensor/tensor.h"
+#include "ops/loss/shape_fns.h"
+#include "ops/math/shape_fns.h"
+
+namespace tandem {
+
+// Out = (X - Y)^2 element-wise; X and Y have the same dtype and shape
+// (0-d and empty included).
+template <typename Policy>
+class SquareErrorCostKernel final : public OpKernel {
+ public:
+  using Types = FloatTypes;
+
+  absl::Status Compute(KernelContext* ctx) override {
+    ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
+    ASSIGN_OR_RETURN(const Tensor* y, ctx->InputTensor("Y"));
+    ASSIGN_OR_RETURN(
+        const TensorMeta m,
+        SquareErrorCostMeta(ctx->op().type, {x->dtype(), x->shape()}, {y->dtype(), y->shape()}));
+    ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", m.dtype, m.shape));
+    return DispatchType(Types(), m.dtype, *ctx, "X", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* xd = x->data<T>();
+      const T* yd = y->data<T>();
+      T* o = out->data<T>();
+      Policy::ParallelFor(x->NumElements(), kMinElementsPerTask, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) {
+          const T d = xd[i] - yd[i];
+          o[i] = d * d;
+        }
+      });
+      return absl::OkStatus();
+    });
+  }
+};
+
+// X@GRAD = 2 (X - Y) Out@GRAD and Y@GRAD = -2 (X - Y) Out@GRAD, each
+// computed only when its output is bound; Out@GRAD has X's dtype and shape.
+template <typename Policy>
+class SquareErrorCostGradKernel final : public OpKernel {
+ public:
+  using Types = FloatTypes;
+
+  absl::Status Compute(KernelContext* ctx) override {
+    ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
+    ASSIGN_OR_RETURN(const Tensor* y, ctx->InputTensor("Y"));
+    ASSIGN_OR_RETURN(const Tensor* dout, ctx->InputTensor("Out@GRAD"));
+    const std::string& op = ctx->op().type;
+    ASSIGN_OR_RETURN(const TensorMeta m,
+                     SquareErrorCostMeta(op, {x->dtype(), x->shape()}, {y->dtype(), y->shape()}));
+    RETURN_IF_ERROR(CheckArgMeta(op, "Out@GRAD", dout->dtype(), dout->shape(), m.dtype, m.shape));
+    for (const auto& [arg, sign] : {std::pair<const char*, double>{"X@GRAD", 2.0},
+                                    std::pair<const char*, double>{"Y@GRAD", -2.0}}) {
+      if (ctx->OutputVar(arg) == nullptr) continue;
+      ASSIGN_OR_RETURN(Tensor * grad, ctx->AllocateOutput(arg, m.dtype, m.shape));
+      RETURN_IF_ERROR(DispatchType(Types(), m.dtype, *ctx, "X", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        const T* xd = x->data<T>();
+        const T* yd = y->data<T>();
+        const T* g = dout->data<T>();
+        const T s = static_cast<T>(sign);
+        T* d = grad->data<T>();
+        Policy::ParallelFor(x->NumElements(), kMinElementsPerTask, [&](int64_t begin, int64_t end) {
+          for (int64_t i = begin; i < end; ++i) d[i] = s * (xd[i] - yd[i]) * g[i];
+        });
+        return absl::OkStatus();
+      }));
+    }
+    return absl::OkStatus();
+  }
+};
+
+// Out (shape [1]) = the mean of all elements of X, summed in a fixed order
+// (float32 in double). An empty X is InvalidArgument "op 'mean': X is empty".
+template <typename Policy>
+class MeanKernel final : public OpKernel {
+ public:
+  using Types = FloatTypes;
+
+  absl::Status Compute(KernelContext* ctx) override {
+    ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
+    ASSIGN_OR_RETURN(const TensorMeta m, MeanMeta(ctx->op().type, {x->dtype(), x->shape()}));
+    ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", m.dtype, m.shape));
+    return DispatchType(Types(), m.dtype, *ctx, "X", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const int64_t n = x->NumElements();
+      out->data<T>()[0] = static_cast<T>(static_cast<double>(Sum<T, Policy>(x->data<T>(), n)) / n);
+      return absl::OkStatus();
+    });
+  }
+};
+
+// X@GRAD = Out@GRAD[0] / numel(X) everywhere (computed in double);
+// Out@GRAD is [1] of X's dtype.
+template <typename Policy>
+class MeanGradKernel final : public OpKernel {
+ public:
+  using Types = FloatTypes;
+
+  absl::Status Compute(KernelContext* ctx) override {
+    ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
+    ASSIGN_OR_RETURN(const Tensor* dout, ctx->InputTensor("Out@GRAD"));
+    const std::string& op = ctx->op().type;
+    ASSIGN_OR_RETURN(const TensorMeta m, MeanMeta(op, {x->dtype(), x->shape()}));
+    RETURN_IF_ERROR(CheckArgMeta(op, "Out@GRAD", dout->dtype(), dout->shape(), m.dtype, m.shape));
+    ASSIGN_OR_RETURN(Tensor * dx, ctx->AllocateOutput("X@GRAD", x->dtype(), x->shape()));
+    return DispatchType(Types(), m.dtype, *ctx, "X", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const int64_t n = x->NumElements();
+      Fill<T, Policy>(static_cast<T>(static_cast<double>(dout->data<T>()[0]) / n), dx->data<T>(),
+                      n);
+      return absl::OkStatus();
+    });
+  }
+};
+
+// Registers every kernel above for `device_type` (see header comment).
+template <typename Policy>
+void RegisterLossKernels(const std::string& device_type) {
+  KernelRegistry& registry = KernelRegistry::Global();
+  registry.Register(KernelDef("square_error_cost", device_type)
+                        .TypeConstraint("X", SquareErrorCostKernel<Policy>::Types::DataTypes()),
+                    MakeKernelFactory<SquareErrorCostKernel<Policy>>());
+  registry.Register(KernelDef("square_error_cost_grad", device_type)
+                        .TypeConstraint("X", SquareErrorCostGradKernel<Policy>::Types::DataTypes()),
+                    MakeKernelFactory<SquareErrorCostGradKernel<Policy>>());
+  registry.Register(
+      KernelDef("mean", device_type).TypeConstraint("X", MeanKernel<Policy>::Types::DataTypes()),
+      MakeKernelFactory<MeanKernel<Policy>>());
+  registry.Register(KernelDef("mean_grad", device_type)
+                        .TypeConstraint("X", MeanGradKernel<Policy>::Types::DataTypes()),
+                    MakeKernelFactory<MeanGradKernel<Policy>>());
+}
+
+// Calls RegisterLossKernels<Policy>(device_type) during static
+// initialisation; define one in the backend's kernel .cc file, whose
+// cc_library must have alwayslink = True.
+template <typename Policy>
+struct LossKernelsRegistrar {
+  explicit LossKernelsRegistrar(const std::string& device_type) {
+    RegisterLossKernels<Policy>(device_type);
+  }
+};
+
+}  // namespace tandem
+
+#endif  // TANDEM_BACKENDS_COMMON_LOSS_KERNELS_H_

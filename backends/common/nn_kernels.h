@@ -1,0 +1,249 @@
+// The kernels of the nn ops (ops/nn) for every backend whose memory the
+// host can address: lookup_table(_grad) and l2_normalize(_grad). Each is
+// written once, templated on an execution policy (serial_policy.h). A
+// backend registers them under its device type with one line:
+//
+//   // in an anonymous namespace of the backend's kernel .cc file
+//   const NnKernelsRegistrar<SerialPolicy> nn_kernels("sim");
+//
+// RegisterNnKernels holds the registration lines (all arguments in device
+// memory):
+//   lookup_table(_grad)       W: float32, float64 (Ids: int64)
+//   l2_normalize(_grad)       X: float32, float64
+// Semantics, including edge cases, are documented on each kernel below.
+// Kernels validate their inputs with ops/nn/shape_fns.h and
+// ops/math/shape_fns.h (InvalidArgument naming the op and the offending
+// argument or value), compute synchronously through the policy and never
+// copy between places. Compute is thread-safe across kernel instances.
+#ifndef TANDEM_BACKENDS_COMMON_NN_KERNELS_H_
+#define TANDEM_BACKENDS_COMMON_NN_KERNELS_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "backends/common/elementwise.h"
+#include "backends/common/l2_normalize.h"
+#include "backends/common/rows.h"
+#include "backends/common/type_dispatch.h"
+#include "framework/base/status_macros.h"
+#include "framework/kernel/kernel_context.h"
+#include "framework/kernel/kernel_registry.h"
+#include "framework/kernel/op_kernel.h"
+#include "framework/op/op_desc.h"
+#include "framework/tensor/selected_rows.h"
+#include "framework/tensor/tensor.h"
+#include "ops/math/shape_fns.h"
+#include "ops/nn/shape_fns.h"
+
+namespace tandem {
+namespace nn_kernels_internal {
+
+// What lookup_table(_grad) needs from its inputs, validated: Ids int64
+// with every id in [0, rows) (else InvalidArgument "op 'lookup_table': id
+// 10000000 at position 3 is out of range [0, 10000000) of table 'emb_w'"),
+// W a float [rows, dim] table and attr padding_idx as a row (-1: none).
+struct Lookup {
+  const Tensor* ids = nullptr;
+  const Tensor* w = nullptr;
+  Shape out;  // Ids.shape + [dim]
+  int64_t rows = 0, dim = 0;
+  int64_t padding_row = -1;
+};
+absl::StatusOr<Lookup> GetLookup(const KernelContext& ctx, int64_t padding_idx);
+
+}  // namespace nn_kernels_internal
+
+// Out = W[Ids] with shape Ids.shape + [dim] (rank-0 Ids give [dim]); rows
+// equal to the padding row (attr padding_idx: -1 none, other negatives
+// count from the end) are zeros. Ids must be int64 in [0, rows).
+template <typename Policy>
+class LookupTableKernel final : public OpKernel {
+ public:
+  using Types = FloatTypes;
+
+  absl::Status Init(const OpDesc& op) override {
+    ASSIGN_OR_RETURN(padding_idx_, GetAttr<int64_t>(op.attrs, "padding_idx", op.type));
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(KernelContext* ctx) override {
+    ASSIGN_OR_RETURN(const nn_kernels_internal::Lookup l,
+                     nn_kernels_internal::GetLookup(*ctx, padding_idx_));
+    ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", l.w->dtype(), l.out));
+    return DispatchType(Types(), l.w->dtype(), *ctx, "W", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const int64_t* ids = l.ids->data<int64_t>();
+      const T* w = l.w->data<T>();
+      CopyRows<T, Policy>(
+          l.ids->NumElements(), l.dim,
+          [&](int64_t i) -> const T* {
+            return ids[i] == l.padding_row ? nullptr : w + ids[i] * l.dim;
+          },
+          out->data<T>());
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  int64_t padding_idx_ = -1;
+};
+
+// W@GRAD of lookup_table from Out@GRAD (Ids.shape + [dim], W's dtype), with
+// the forward's attrs and the same checks on Ids and W.
+//   is_sparse false: dense [rows, dim], zeros with row Ids[i] += Out@GRAD[i]
+//                    (duplicates accumulate); the padding row stays zero.
+//   is_sparse true:  SelectedRows of height rows whose rows are the ids in
+//                    order (duplicates kept) and whose value is Out@GRAD as
+//                    [n, dim], with the padding rows' values zero.
+template <typename Policy>
+class LookupTableGradKernel final : public OpKernel {
+ public:
+  using Types = FloatTypes;
+
+  absl::Status Init(const OpDesc& op) override {
+    ASSIGN_OR_RETURN(padding_idx_, GetAttr<int64_t>(op.attrs, "padding_idx", op.type));
+    ASSIGN_OR_RETURN(is_sparse_, GetAttr<bool>(op.attrs, "is_sparse", op.type));
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(KernelContext* ctx) override {
+    ASSIGN_OR_RETURN(const nn_kernels_internal::Lookup l,
+                     nn_kernels_internal::GetLookup(*ctx, padding_idx_));
+    ASSIGN_OR_RETURN(const Tensor* dout, ctx->InputTensor("Out@GRAD"));
+    const DataType dtype = l.w->dtype();
+    RETURN_IF_ERROR(
+        CheckArgMeta(ctx->op().type, "Out@GRAD", dout->dtype(), dout->shape(), dtype, l.out));
+    const int64_t n = l.ids->NumElements();
+    const int64_t* ids = l.ids->data<int64_t>();
+    if (is_sparse_) {
+      ASSIGN_OR_RETURN(Tensor * value, ctx->AllocateOutput("W@GRAD", dtype, Shape({n, l.dim})));
+      RETURN_IF_ERROR(DispatchType(Types(), dtype, *ctx, "W", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        const T* g = dout->data<T>();
+        CopyRows<T, Policy>(
+            n, l.dim,
+            [&](int64_t i) -> const T* {
+              return ids[i] == l.padding_row ? nullptr : g + i * l.dim;
+            },
+            value->data<T>());
+        return absl::OkStatus();
+      }));
+      ctx->OutputVar("W@GRAD")->set(
+          SelectedRows(l.rows, std::vector<int64_t>(ids, ids + n), *value));
+      return absl::OkStatus();
+    }
+    ASSIGN_OR_RETURN(Tensor * dw, ctx->AllocateOutput("W@GRAD", dtype, l.w->shape()));
+    return DispatchType(Types(), dtype, *ctx, "W", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      T* d = dw->data<T>();
+      Fill<T, Policy>(T(0), d, dw->NumElements());
+      ScatterAddRows<T, Policy>(ids, n, dout->data<T>(), l.dim, T(1), d, l.rows);
+      if (l.padding_row >= 0) Fill<T, Policy>(T(0), d + l.padding_row * l.dim, l.dim);
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  int64_t padding_idx_ = -1;
+  bool is_sparse_ = false;
+};
+
+// Out = X / sqrt(sum(X^2 over attr axis) + attr epsilon), same shape;
+// negative axes count from the end. Sums accumulate in double.
+template <typename Policy>
+class L2NormalizeKernel final : public OpKernel {
+ public:
+  using Types = FloatTypes;
+
+  absl::Status Init(const OpDesc& op) override {
+    ASSIGN_OR_RETURN(axis_, GetAttr<int64_t>(op.attrs, "axis", op.type));
+    ASSIGN_OR_RETURN(epsilon_, GetAttr<double>(op.attrs, "epsilon", op.type));
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(KernelContext* ctx) override {
+    ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
+    ASSIGN_OR_RETURN(const int axis, NormalizeAxis(ctx->op().type, "X", x->shape(), axis_));
+    ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", x->dtype(), x->shape()));
+    return DispatchType(Types(), x->dtype(), *ctx, "X", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      L2Normalize<T, Policy>(x->data<T>(), AxisLines::Around(x->shape(), axis), epsilon_,
+                             out->data<T>());
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  int64_t axis_ = -1;
+  double epsilon_ = 1e-10;
+};
+
+// X@GRAD = (Out@GRAD - Out * sum(Out@GRAD * Out over axis)) /
+// sqrt(sum(X^2 over axis) + epsilon); Out and Out@GRAD have X's dtype and
+// shape.
+template <typename Policy>
+class L2NormalizeGradKernel final : public OpKernel {
+ public:
+  using Types = FloatTypes;
+
+  absl::Status Init(const OpDesc& op) override {
+    ASSIGN_OR_RETURN(axis_, GetAttr<int64_t>(op.attrs, "axis", op.type));
+    ASSIGN_OR_RETURN(epsilon_, GetAttr<double>(op.attrs, "epsilon", op.type));
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(KernelContext* ctx) override {
+    ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
+    ASSIGN_OR_RETURN(const Tensor* out, ctx->InputTensor("Out"));
+    ASSIGN_OR_RETURN(const Tensor* dout, ctx->InputTensor("Out@GRAD"));
+    const std::string& op = ctx->op().type;
+    ASSIGN_OR_RETURN(const int axis, NormalizeAxis(op, "X", x->shape(), axis_));
+    RETURN_IF_ERROR(CheckArgMeta(op, "Out", out->dtype(), out->shape(), x->dtype(), x->shape()));
+    RETURN_IF_ERROR(
+        CheckArgMeta(op, "Out@GRAD", dout->dtype(), dout->shape(), x->dtype(), x->shape()));
+    ASSIGN_OR_RETURN(Tensor * dx, ctx->AllocateOutput("X@GRAD", x->dtype(), x->shape()));
+    return DispatchType(Types(), x->dtype(), *ctx, "X", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      L2NormalizeGrad<T, Policy>(x->data<T>(), out->data<T>(), dout->data<T>(),
+                                 AxisLines::Around(x->shape(), axis), epsilon_, dx->data<T>());
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  int64_t axis_ = -1;
+  double epsilon_ = 1e-10;
+};
+
+// Registers every kernel above for `device_type` (see header comment).
+template <typename Policy>
+void RegisterNnKernels(const std::string& device_type) {
+  KernelRegistry& registry = KernelRegistry::Global();
+  registry.Register(KernelDef("lookup_table", device_type)
+                        .TypeConstraint("W", LookupTableKernel<Policy>::Types::DataTypes()),
+                    MakeKernelFactory<LookupTableKernel<Policy>>());
+  registry.Register(KernelDef("lookup_table_grad", device_type)
+                        .TypeConstraint("W", LookupTableGradKernel<Policy>::Types::DataTypes()),
+                    MakeKernelFactory<LookupTableGradKernel<Policy>>());
+  registry.Register(KernelDef("l2_normalize", device_type)
+                        .TypeConstraint("X", L2NormalizeKernel<Policy>::Types::DataTypes()),
+                    MakeKernelFactory<L2NormalizeKernel<Policy>>());
+  registry.Register(KernelDef("l2_normalize_grad", device_type)
+                        .TypeConstraint("X", L2NormalizeGradKernel<Policy>::Types::DataTypes()),
+                    MakeKernelFactory<L2NormalizeGradKernel<Policy>>());
+}
+
+// Calls RegisterNnKernels<Policy>(device_type) during static
+// initialisation; define one in the backend's kernel .cc file, whose
+// cc_library must have alwayslink = True.
+template <typename Policy>
+struct NnKernelsRegistrar {
+  explicit NnKernelsRegistrar(const std::string& device_type) {
+    RegisterNnKernels<Policy>(device_type);
+  }
+};
+
+}  // namespace tandem
+
+#endif  // TANDEM_BACKENDS_COMMON_NN_KERNELS_H_

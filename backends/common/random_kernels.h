@@ -1,0 +1,90 @@
+// The kernels of the random ops (ops/random) for every backend whose memory
+// the host can address: uniform_random. Written once, templated on an
+// execution policy (serial_policy.h). A backend registers them under its
+// device type with one line:
+//
+//   // in an anonymous namespace of the backend's kernel .cc file
+//   const RandomKernelsRegistrar<SerialPolicy> random_kernels("sim");
+//
+// RegisterRandomKernels holds the registration lines:
+//   uniform_random    attr dtype: float32, float64
+// Values come from the counter-based generator (counter_random.h): element
+// i depends only on (seed, i), so every backend and thread count produces
+// the same bits. Compute is synchronous and thread-safe across kernel
+// instances.
+#ifndef TANDEM_BACKENDS_COMMON_RANDOM_KERNELS_H_
+#define TANDEM_BACKENDS_COMMON_RANDOM_KERNELS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "backends/common/counter_random.h"
+#include "backends/common/elementwise.h"
+#include "backends/common/type_dispatch.h"
+#include "framework/base/status_macros.h"
+#include "framework/kernel/kernel_context.h"
+#include "framework/kernel/kernel_registry.h"
+#include "framework/kernel/op_kernel.h"
+#include "framework/op/op_schema.h"
+#include "ops/random/shape_fns.h"
+
+namespace tandem {
+
+// Out (attrs shape, dtype) at flat index i = static_cast<T>(min + (max -
+// min) * CounterUniform(seed, i)), attrs min, max and seed (an int64 taken
+// as its uint64 bits).
+template <typename Policy>
+class UniformRandomKernel final : public OpKernel {
+ public:
+  using Types = FloatTypes;
+
+  absl::Status Init(const OpDesc& op) override {
+    ASSIGN_OR_RETURN(out_, UniformRandomMeta(op));
+    ASSIGN_OR_RETURN(min_, GetAttr<double>(op.attrs, "min", op.type));
+    ASSIGN_OR_RETURN(max_, GetAttr<double>(op.attrs, "max", op.type));
+    ASSIGN_OR_RETURN(const int64_t seed, GetAttr<int64_t>(op.attrs, "seed", op.type));
+    seed_ = static_cast<uint64_t>(seed);
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(KernelContext* ctx) override {
+    ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", out_.dtype, out_.shape));
+    return DispatchType(Types(), out_.dtype, *ctx, "dtype", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      T* o = out->data<T>();
+      Policy::ParallelFor(out->NumElements(), kMinElementsPerTask, [&](int64_t begin, int64_t end) {
+        FillUniform(min_, max_, seed_, begin, end - begin, o + begin);
+      });
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  TensorMeta out_;
+  double min_ = -1, max_ = 1;
+  uint64_t seed_ = 0;
+};
+
+// Registers every kernel above for `device_type` (see header comment).
+template <typename Policy>
+void RegisterRandomKernels(const std::string& device_type) {
+  KernelRegistry::Global().Register(
+      KernelDef("uniform_random", device_type)
+          .TypeConstraint("dtype", UniformRandomKernel<Policy>::Types::DataTypes()),
+      MakeKernelFactory<UniformRandomKernel<Policy>>());
+}
+
+// Calls RegisterRandomKernels<Policy>(device_type) during static
+// initialisation; define one in the backend's kernel .cc file, whose
+// cc_library must have alwayslink = True.
+template <typename Policy>
+struct RandomKernelsRegistrar {
+  explicit RandomKernelsRegistrar(const std::string& device_type) {
+    RegisterRandomKernels<Policy>(device_type);
+  }
+};
+
+}  // namespace tandem
+
+#endif  // TANDEM_BACKENDS_COMMON_RANDOM_KERNELS_H_

@@ -1,0 +1,76 @@
+#include "backends/common/rows.h"
+
+#include <cstdint>
+#include <vector>
+
+#include "backends/common/serial_policy.h"
+#include "backends/common/testing_policy.h"
+#include "gtest/gtest.h"
+
+namespace tandem {
+namespace {
+
+TEST(FirstOutOfRange, FirstBadPositionOrMinusOne) {
+  const std::vector<int64_t> ids = {0, 9, 3, 10, -1};
+  EXPECT_EQ(FirstOutOfRange(ids.data(), 3, 10), -1);
+  EXPECT_EQ(FirstOutOfRange(ids.data(), 5, 10), 3);
+  EXPECT_EQ(FirstOutOfRange(ids.data() + 4, 1, 10), 0);
+  EXPECT_EQ(FirstOutOfRange(ids.data(), 0, 0), -1);
+}
+
+TEST(CopyRows, CopiesOrZeroesEachRow) {
+  const std::vector<float> table = {1, 2, 3, 4, 5, 6};  // [3, 2]
+  const std::vector<int64_t> ids = {2, 0, 1, 2};
+  std::vector<float> out(8, -1);
+  CopyRows<float, ChunkingPolicy<1>>(
+      4, 2, [&](int64_t i) -> const float* { return ids[i] == 1 ? nullptr : &table[ids[i] * 2]; },
+      out.data());
+  EXPECT_EQ(out, std::vector<float>({5, 6, 1, 2, 0, 0, 5, 6}));
+}
+
+// table[rows[i]] += scale * values[i], serially in order of i.
+std::vector<double> Naive(const std::vector<int64_t>& rows, const std::vector<double>& values,
+                          int64_t width, double scale, std::vector<double> table) {
+  for (size_t i = 0; i < rows.size(); ++i) {
+    for (int64_t j = 0; j < width; ++j) table[rows[i] * width + j] += scale * values[i * width + j];
+  }
+  return table;
+}
+
+TEST(ScatterAddRows, DuplicatesAccumulateWhateverTheTaskSplit) {
+  const int64_t height = 10, width = 3;
+  const std::vector<int64_t> rows = {7, 2, 7, 0, 9, 7, 2};
+  std::vector<double> values(rows.size() * width);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = 0.25 * static_cast<double>(i) - 1;
+  std::vector<double> start(height * width);
+  for (size_t i = 0; i < start.size(); ++i) start[i] = static_cast<double>(i);
+  const std::vector<double> want = Naive(rows, values, width, -0.5, start);
+
+  std::vector<double> serial = start;
+  ScatterAddRows<double, SerialPolicy>(rows.data(), rows.size(), values.data(), width, -0.5,
+                                       serial.data(), height);
+  EXPECT_EQ(serial, want);
+  // Tasks of one, three and four table rows: every duplicate of a row is
+  // applied by the task owning that row.
+  std::vector<double> ones = start, threes = start, fours = start;
+  ScatterAddRows<double, ChunkingPolicy<1>>(rows.data(), rows.size(), values.data(), width, -0.5,
+                                            ones.data(), height);
+  ScatterAddRows<double, ChunkingPolicy<3>>(rows.data(), rows.size(), values.data(), width, -0.5,
+                                            threes.data(), height);
+  ScatterAddRows<double, ChunkingPolicy<4>>(rows.data(), rows.size(), values.data(), width, -0.5,
+                                            fours.data(), height);
+  EXPECT_EQ(ones, want);
+  EXPECT_EQ(threes, want);
+  EXPECT_EQ(fours, want);
+}
+
+TEST(ScatterAddRows, NothingToDo) {
+  std::vector<float> table = {1, 2};
+  ScatterAddRows<float, SerialPolicy>(nullptr, 0, nullptr, 2, 1.0f, table.data(), 1);
+  const std::vector<int64_t> rows = {0};
+  ScatterAddRows<float, SerialPolicy>(rows.data(), 1, nullptr, 0, 1.0f, nullptr, 1);
+  EXPECT_EQ(table, std::vector<float>({1, 2}));
+}
+
+}  // namespace
+}  // namespace tandem
