@@ -27,6 +27,7 @@ REGISTER_OP("scale")
       g.outputs["Out"] = {GradVarName(fwd.Input("X"))};
       g.attrs["scale"] = fwd.attrs.at("scale");
       g.attrs["bias"] = 0.0;
+      g.attrs["bias_after_scale"] = true;
       return std::vector<OpDesc>{g};
     });
 

@@ -82,6 +82,14 @@ void CheckGradients(const GradCase& c, const Place& place) {
   ASSERT_TRUE(schema->grad_maker()) << c.op.type << " has no gradient";
   ASSERT_OK_AND_ASSIGN(std::vector<OpDesc> grad_ops, schema->grad_maker()(fwd, gctx));
   ASSERT_FALSE(grad_ops.empty());
+  // Complete as made: the backward pass runs grad ops without filling
+  // attribute defaults.
+  for (const OpDesc& g : grad_ops) {
+    ASSERT_OK_AND_ASSIGN(const OpSchema* grad_schema, OpRegistry::Global().Find(g.type));
+    OpDesc validated = g;
+    ASSERT_OK(grad_schema->Validate(&validated));
+    EXPECT_EQ(validated.attrs.size(), g.attrs.size()) << g.type << " lacks attributes";
+  }
   std::map<std::string, Variable> env;
   for (const auto& [name, t] : c.vars) env[name] = Variable(t);
   env[fwd.Output("Out")] = out.at("Out")[0];
