@@ -5,8 +5,11 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <map>
+#include <set>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "backends/cuda/cuda_device.h"
@@ -14,8 +17,10 @@
 #include "framework/device/device_registry.h"
 #include "framework/kernel/kernel_registry.h"
 #include "framework/runtime/eager.h"
+#include "framework/tensor/selected_rows.h"
 #include "framework/testing/status_matchers.h"
 #include "gtest/gtest.h"
+#include "ops/array/shape_fns.h"
 #include "ops/math/shape_fns.h"
 
 namespace tandem {
@@ -31,9 +36,85 @@ int GpuCount() { return DeviceRegistry::Global().DeviceCount(DeviceType::GPU());
 // Anywhere, GPU or not.
 
 TEST(CudaBackend, KernelsAreRegisteredOnGpu) {
-  for (const char* op : {"fill_constant", "elementwise_add", "elementwise_add_grad", "matmul",
-                         "matmul_grad", "scale", "cast"}) {
+  for (const char* op : {"fill_constant",
+                         "elementwise_add",
+                         "elementwise_add_grad",
+                         "matmul",
+                         "matmul_grad",
+                         "scale",
+                         "cast",
+                         "lookup_table",
+                         "lookup_table_grad",
+                         "l2_normalize",
+                         "l2_normalize_grad",
+                         "square_error_cost",
+                         "square_error_cost_grad",
+                         "mean",
+                         "mean_grad",
+                         "sgd",
+                         "shape",
+                         "slice",
+                         "slice_grad",
+                         "crop_tensor",
+                         "crop_tensor_grad",
+                         "uniform_random"}) {
     EXPECT_TRUE(KernelRegistry::Global().HasKernel(op, DeviceType::GPU())) << op;
+  }
+}
+
+// The gpu kernel of `op`; null when there is none.
+const KernelDef* GpuKernelDef(const std::string& op) {
+  for (const KernelRegistration* k : KernelRegistry::Global().KernelsFor(op)) {
+    if (k->def.device_type() == DeviceType::GPU()) return &k->def;
+  }
+  return nullptr;
+}
+
+// The registration lines of the new kernels: the same dtypes and host-memory
+// arguments as the cpu and sim kernels (backends/common).
+TEST(CudaBackend, NewKernelsDeclareTheirDtypesAndHostMemory) {
+  struct Want {
+    const char* op;
+    const char* typed_arg;
+    std::set<DataType> types;
+    std::set<std::string> host_args;
+  };
+  const std::set<DataType> floats(kFloatTypes.begin(), kFloatTypes.end());
+  const std::set<DataType> numeric(kNumericTypes.begin(), kNumericTypes.end());
+  const std::set<DataType> all(AllDataTypes().begin(), AllDataTypes().end());
+  const std::vector<Want> wants = {
+      {"lookup_table", "W", floats, {}},
+      {"lookup_table_grad", "W", floats, {}},
+      {"l2_normalize", "X", floats, {}},
+      {"l2_normalize_grad", "X", floats, {}},
+      {"square_error_cost", "X", floats, {}},
+      {"square_error_cost_grad", "X", floats, {}},
+      {"mean", "X", floats, {}},
+      {"mean_grad", "X", floats, {}},
+      {"sgd", "Param", floats, {"LearningRate"}},
+      {"shape", "Input", all, {"Out"}},
+      {"slice", "Input", numeric, {}},
+      {"slice_grad", "Input", numeric, {}},
+      {"crop_tensor", "X", numeric, {"Shape"}},
+      {"crop_tensor_grad", "X", numeric, {"Shape"}},
+      {"uniform_random", "dtype", floats, {}},
+  };
+  for (const Want& w : wants) {
+    SCOPED_TRACE(w.op);
+    const KernelDef* def = GpuKernelDef(w.op);
+    ASSERT_NE(def, nullptr);
+    ASSERT_EQ(def->type_constraints().size(), 1u);
+    EXPECT_EQ(def->type_constraints().count(w.typed_arg), 1u);
+    EXPECT_EQ(def->type_constraints().begin()->second, w.types);
+    EXPECT_EQ(def->host_memory_args(), w.host_args);
+    // And exactly what the cpu kernel declares.
+    const KernelDef* cpu = nullptr;
+    for (const KernelRegistration* k : KernelRegistry::Global().KernelsFor(w.op)) {
+      if (k->def.device_type() == DeviceType::CPU()) cpu = &k->def;
+    }
+    ASSERT_NE(cpu, nullptr);
+    EXPECT_EQ(def->type_constraints(), cpu->type_constraints());
+    EXPECT_EQ(def->host_memory_args(), cpu->host_memory_args());
   }
 }
 
@@ -679,6 +760,545 @@ TEST_F(GpuTest, CastEveryPairMatchesHost) {
   ASSERT_OK_AND_ASSIGN(auto empty, RunOnGpu(Op("cast", {{"out_dtype", DataType::kInt64}}),
                                             {{"X", {HostVar<float>(Shape({0, 2}), {})}}}));
   EXPECT_EQ(empty.at("Out").shape(), Shape({0, 2}));
+}
+
+// ---------------------------------------------------------------------------
+// The nn, loss, optimizer, array and random kernels against the cpu backend's
+// (backends/common): the same op through RunOpEager on cpu and on gpu:0.
+
+// An output copied to the host: a dense tensor, or SelectedRows whose value
+// is on the host.
+using HostOutputs = std::map<std::string, Variable>;
+
+absl::StatusOr<HostOutputs> RunToHost(OpDesc op, const Place& place, const EagerInputs& inputs,
+                                      EagerStats* stats = nullptr) {
+  absl::StatusOr<EagerOutputs> out = RunOpEager(std::move(op), place, inputs, stats);
+  if (!out.ok()) return out.status();
+  HostOutputs host;
+  for (const auto& [arg, vars] : *out) {
+    if (vars.empty() || vars[0].empty()) continue;
+    absl::StatusOr<Tensor> t = CopyTensorTo(*vars[0].data_tensor(), CPUPlace());
+    if (!t.ok()) return t.status();
+    if (vars[0].is_selected_rows()) {
+      const SelectedRows& r = vars[0].selected_rows();
+      host[arg] = Variable(SelectedRows(r.height(), r.rows(), *std::move(t)));
+    } else {
+      host[arg] = Variable(*std::move(t));
+    }
+  }
+  return host;
+}
+
+std::vector<double> ToDoubles(const Tensor& t) {
+  std::vector<double> v(t.NumElements());
+  DispatchDataType(t.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    for (int64_t i = 0; i < t.NumElements(); ++i) v[i] = static_cast<double>(t.data<T>()[i]);
+  });
+  return v;
+}
+
+// Every output alike: kind, rows, dtype, shape, and values within
+// rtol * (1 + |cpu|), or bit for bit when rtol is 0.
+void ExpectSameOutputs(const HostOutputs& cpu, const HostOutputs& gpu, double rtol) {
+  ASSERT_EQ(cpu.size(), gpu.size());
+  for (const auto& [arg, c] : cpu) {
+    SCOPED_TRACE(arg);
+    ASSERT_EQ(gpu.count(arg), 1u);
+    const Variable& g = gpu.at(arg);
+    ASSERT_EQ(g.is_selected_rows(), c.is_selected_rows());
+    if (c.is_selected_rows()) {
+      EXPECT_EQ(g.selected_rows().height(), c.selected_rows().height());
+      EXPECT_EQ(g.selected_rows().rows(), c.selected_rows().rows());
+    }
+    const Tensor& ct = *c.data_tensor();
+    const Tensor& gt = *g.data_tensor();
+    ASSERT_EQ(gt.dtype(), ct.dtype());
+    ASSERT_EQ(gt.shape(), ct.shape());
+    if (rtol == 0) {
+      EXPECT_EQ(std::memcmp(gt.raw_data(), ct.raw_data(), ct.NumBytes()), 0);
+    }
+    const std::vector<double> cv = ToDoubles(ct), gv = ToDoubles(gt);
+    for (size_t i = 0; i < cv.size(); ++i) {
+      ASSERT_NEAR(gv[i], cv[i], rtol * (1 + std::abs(cv[i]))) << "element " << i;
+    }
+  }
+}
+
+// Runs `op` on cpu and gpu:0 with inputs made by `make_inputs` (fresh host
+// tensors for each run, as sgd updates its Param in place) and compares.
+template <typename MakeInputs>
+void ExpectGpuMatchesCpu(const OpDesc& op, MakeInputs&& make_inputs, double rtol) {
+  ASSERT_OK_AND_ASSIGN(HostOutputs cpu, RunToHost(op, CPUPlace(), make_inputs()));
+  ASSERT_OK_AND_ASSIGN(HostOutputs gpu, RunToHost(op, GPUPlace(0), make_inputs()));
+  ExpectSameOutputs(cpu, gpu, rtol);
+}
+
+// Both places fail alike: same code, same message.
+void ExpectSameError(const OpDesc& op, const EagerInputs& in, absl::StatusCode code,
+                     const std::string& message) {
+  EXPECT_THAT(RunToHost(op, CPUPlace(), in), StatusIs(code, message));
+  EXPECT_THAT(RunToHost(op, GPUPlace(0), in), StatusIs(code, message));
+}
+
+// Calls fn(TypeTag<T>{}) for the four numeric dtypes.
+template <typename Fn>
+void DispatchNumericForTest(DataType t, Fn&& fn) {
+  switch (t) {
+    case DataType::kFloat32:
+      return fn(TypeTag<float>{});
+    case DataType::kFloat64:
+      return fn(TypeTag<double>{});
+    case DataType::kInt32:
+      return fn(TypeTag<int32_t>{});
+    case DataType::kInt64:
+      return fn(TypeTag<int64_t>{});
+    default:
+      FAIL() << "not numeric: " << DataTypeName(t);
+  }
+}
+
+template <typename T>
+double Tol() {
+  return std::is_same_v<T, float> ? 2e-6 : 1e-13;
+}
+
+Variable Ids(const Shape& s, const std::vector<int64_t>& v) {
+  return Variable(Tensor::FromVector<int64_t>(s, v));
+}
+
+TEST_F(GpuTest, LookupTableBadIdIsInvalidArgumentAndTheGpuStaysUsable) {
+  const Shape w_shape({10, 3});
+  const Variable w = HostVar<float>(w_shape, Values<float>(30));
+  OpDesc op = Op("lookup_table");
+  ExpectSameError(op, {{"Ids", {Ids(Shape({4}), {1, 2, 10, 3})}}, {"W", {w}}},
+                  absl::StatusCode::kInvalidArgument,
+                  "op 'lookup_table': id 10 at position 2 is out of range [0, 10) of table 'W_0'");
+  // The first bad position is reported, whichever thread saw it first.
+  std::vector<int64_t> many(5000, 4);
+  many[4321] = -7;
+  many[1234] = 12;
+  many[4999] = 10;
+  ExpectSameError(op, {{"Ids", {Ids(Shape({50, 100}), many)}}, {"W", {w}}},
+                  absl::StatusCode::kInvalidArgument,
+                  "op 'lookup_table': id 12 at position 1234 is out of range [0, 10) of table "
+                  "'W_0'");
+  // Named variables appear in the message.
+  OpDesc named = Op("lookup_table");
+  named.inputs["W"] = {"emb_w"};
+  EXPECT_THAT(RunOnGpu(named, {{"Ids", {Ids(Shape({1}), {-1})}}, {"W", {w}}}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "op 'lookup_table': id -1 at position 0 is out of range [0, 10) of table "
+                       "'emb_w'"));
+  // A table without columns still checks its ids.
+  ExpectSameError(op,
+                  {{"Ids", {Ids(Shape({2}), {0, 5})}}, {"W", {HostVar<float>(Shape({5, 0}), {})}}},
+                  absl::StatusCode::kInvalidArgument,
+                  "op 'lookup_table': id 5 at position 1 is out of range [0, 5) of table 'W_0'");
+  // The gradients check their ids too, before anything else (as on the cpu).
+  for (const bool sparse : {false, true}) {
+    SCOPED_TRACE(sparse ? "sparse" : "dense");
+    ExpectSameError(Op("lookup_table_grad", {{"is_sparse", sparse}}),
+                    {{"Ids", {Ids(Shape({3}), {0, 9, 11})}},
+                     {"W", {w}},
+                     {"Out@GRAD", {HostVar<float>(Shape({2}), Values<float>(2))}}},
+                    absl::StatusCode::kInvalidArgument,
+                    "op 'lookup_table_grad': id 11 at position 2 is out of range [0, 10) of table "
+                    "'W_0'");
+  }
+
+  // The GPU is fine afterwards: a good lookup gives the table's rows.
+  ASSERT_OK_AND_ASSIGN(auto out,
+                       RunOnGpu(op, {{"Ids", {Ids(Shape({4}), {1, 2, 9, 3})}}, {"W", {w}}}));
+  const std::vector<float> table = Values<float>(30);
+  std::vector<float> want;
+  for (int64_t id : {1, 2, 9, 3}) {
+    want.insert(want.end(), table.begin() + id * 3, table.begin() + id * 3 + 3);
+  }
+  EXPECT_EQ(out.at("Out").shape(), Shape({4, 3}));
+  EXPECT_EQ(out.at("Out").ToVector<float>(), want);
+  EXPECT_OK(device_->Synchronize());
+}
+
+template <typename T>
+void CheckLookup(const Shape& ids_shape, const std::vector<int64_t>& ids, const Shape& w_shape,
+                 int64_t padding_idx) {
+  SCOPED_TRACE(absl::StrCat(DataTypeName(DataTypeOf<T>()), " ids ", ids_shape.ToString(), " W ",
+                            w_shape.ToString(), " padding_idx ", padding_idx));
+  std::vector<int64_t> out_dims = ids_shape.ToVector();
+  out_dims.push_back(w_shape.dim(1));
+  const Shape out_shape(out_dims);
+  for (const bool sparse : {false, true}) {
+    const AttrMap attrs = {{"is_sparse", sparse}, {"padding_idx", padding_idx}};
+    auto inputs = [&] {
+      return EagerInputs{
+          {"Ids", {Ids(ids_shape, ids)}},
+          {"W", {HostVar<T>(w_shape, Values<T>(w_shape.num_elements(), 1))}},
+          {"Out@GRAD", {HostVar<T>(out_shape, Values<T>(out_shape.num_elements(), 2))}}};
+    };
+    ExpectGpuMatchesCpu(
+        Op("lookup_table", attrs),
+        [&] {
+          EagerInputs in = inputs();
+          in.erase("Out@GRAD");
+          return in;
+        },
+        0);
+    // Dense: repeated ids add up in an unspecified order (atomicAdd).
+    ExpectGpuMatchesCpu(Op("lookup_table_grad", attrs), inputs, sparse ? 0 : Tol<T>());
+  }
+}
+
+TEST_F(GpuTest, LookupTableAndGradMatchCpu) {
+  const std::vector<int64_t> ids = {3, 0, 3, 7, 2, 3};
+  for (const int64_t padding_idx : {int64_t{-1}, int64_t{3}, int64_t{-5}}) {
+    CheckLookup<float>(Shape({2, 3}), ids, Shape({8, 5}), padding_idx);
+    CheckLookup<double>(Shape({6}), ids, Shape({8, 5}), padding_idx);
+  }
+  CheckLookup<float>(Shape(), {4}, Shape({8, 5}), -1);           // 0-d ids
+  CheckLookup<float>(Shape({0}), {}, Shape({8, 5}), -1);         // no ids
+  CheckLookup<double>(Shape({0, 2}), {}, Shape({0, 3}), -1);     // empty table
+  CheckLookup<float>(Shape({3}), {1, 1, 0}, Shape({4, 0}), -1);  // no columns
+  std::vector<int64_t> many(3000);
+  for (size_t i = 0; i < many.size(); ++i) many[i] = (i * 7919) % 37;  // many repeats
+  CheckLookup<float>(Shape({30, 100}), many, Shape({37, 129}), 5);
+  CheckLookup<double>(Shape({3000}), many, Shape({37, 33}), -1);
+}
+
+template <typename T>
+void CheckL2(const Shape& s, int64_t axis, double epsilon) {
+  SCOPED_TRACE(absl::StrCat(DataTypeName(DataTypeOf<T>()), s.ToString(), " axis ", axis));
+  const AttrMap attrs = {{"axis", axis}, {"epsilon", epsilon}};
+  const int64_t n = s.num_elements();
+  ExpectGpuMatchesCpu(
+      Op("l2_normalize", attrs),
+      [&] {
+        return EagerInputs{{"X", {HostVar<T>(s, Values<T>(n, 1))}}};
+      },
+      Tol<T>());
+  // Out from the cpu kernel, so both gradients read the same values.
+  ASSERT_OK_AND_ASSIGN(HostOutputs fwd, RunToHost(Op("l2_normalize", attrs), CPUPlace(),
+                                                  {{"X", {HostVar<T>(s, Values<T>(n, 1))}}}));
+  ExpectGpuMatchesCpu(
+      Op("l2_normalize_grad", attrs),
+      [&] {
+        return EagerInputs{{"X", {HostVar<T>(s, Values<T>(n, 1))}},
+                           {"Out", {fwd.at("Out")}},
+                           {"Out@GRAD", {HostVar<T>(s, Values<T>(n, 2))}}};
+      },
+      Tol<T>() * 10);
+}
+
+TEST_F(GpuTest, L2NormalizeAndGradMatchCpu) {
+  for (const int64_t axis : {int64_t{-1}, int64_t{0}}) {
+    CheckL2<float>(Shape({4, 5}), axis, 1e-10);
+    CheckL2<double>(Shape({4, 5}), axis, 1e-10);
+  }
+  CheckL2<float>(Shape({3, 4, 5}), 1, 1e-10);   // warp per line, strided
+  CheckL2<double>(Shape({2, 3000}), 1, 1e-10);  // block per line
+  CheckL2<float>(Shape({2, 3000}), -1, 1e-10);
+  CheckL2<float>(Shape({3, 40, 64}), 1, 1e-10);    // thread per line (inner 64)
+  CheckL2<double>(Shape({2, 2500, 33}), 1, 1e-6);  // long and strided
+  CheckL2<float>(Shape({1, 150}), -1, 1e-10);      // the embedding workload's
+  CheckL2<float>(Shape({7}), 0, 1e-3);
+  CheckL2<float>(Shape({0, 3}), 1, 1e-10);
+  CheckL2<double>(Shape({3, 0}), 1, 1e-10);
+  CheckL2<float>(Shape({4, 3}), 1, 0);
+}
+
+TEST_F(GpuTest, SquareErrorCostAndGradMatchCpuBitwise) {
+  for (const Shape& s :
+       {Shape({1, 150}), Shape({1023}), Shape(), Shape({0, 4}), Shape({3, 5, 7})}) {
+    SCOPED_TRACE(s.ToString());
+    const int64_t n = s.num_elements();
+    auto inputs = [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      return EagerInputs{{"X", {HostVar<T>(s, Values<T>(n, 1))}},
+                         {"Y", {HostVar<T>(s, Values<T>(n, 2))}},
+                         {"Out@GRAD", {HostVar<T>(s, Values<T>(n, 3))}}};
+    };
+    for (DataType dtype : kFloatTypes) {
+      DispatchDataType(dtype, [&](auto tag) {
+        auto fwd_inputs = [&] {
+          EagerInputs in = inputs(tag);
+          in.erase("Out@GRAD");
+          return in;
+        };
+        ExpectGpuMatchesCpu(Op("square_error_cost"), fwd_inputs, 0);
+        ExpectGpuMatchesCpu(
+            Op("square_error_cost_grad"), [&] { return inputs(tag); }, 0);
+        OpDesc only_y = Op("square_error_cost_grad");
+        only_y.outputs["Y@GRAD"] = {"dy"};
+        ExpectGpuMatchesCpu(
+            only_y, [&] { return inputs(tag); }, 0);
+      });
+    }
+  }
+  ExpectSameError(Op("square_error_cost"),
+                  {{"X", {HostVar<float>(Shape({2, 3}), Values<float>(6))}},
+                   {"Y", {HostVar<float>(Shape({3, 2}), Values<float>(6))}}},
+                  absl::StatusCode::kInvalidArgument,
+                  "op 'square_error_cost': X is float32[2, 3] but Y is float32[3, 2]; they must "
+                  "have the same dtype and shape");
+}
+
+TEST_F(GpuTest, MeanAndGradMatchCpu) {
+  for (const Shape& s : {Shape({1}), Shape(), Shape({1, 150}), Shape({1023}), Shape({300, 1001}),
+                         Shape({(1 << 22) + 7})}) {
+    SCOPED_TRACE(s.ToString());
+    const int64_t n = s.num_elements();
+    ExpectGpuMatchesCpu(
+        Op("mean"),
+        [&] {
+          return EagerInputs{{"X", {HostVar<float>(s, Values<float>(n, 1))}}};
+        },
+        1e-6);
+    ExpectGpuMatchesCpu(
+        Op("mean"),
+        [&] {
+          return EagerInputs{{"X", {HostVar<double>(s, Values<double>(n, 1))}}};
+        },
+        1e-14);
+    ExpectGpuMatchesCpu(
+        Op("mean_grad"),
+        [&] {
+          return EagerInputs{{"X", {HostVar<float>(s, Values<float>(n, 1))}},
+                             {"Out@GRAD", {HostVar<float>(Shape({1}), {0.7f})}}};
+        },
+        0);
+  }
+  ExpectSameError(Op("mean"), {{"X", {HostVar<float>(Shape({3, 0}), {})}}},
+                  absl::StatusCode::kInvalidArgument, "op 'mean': X is empty");
+}
+
+// Param for sgd tests: fresh host values each call (sgd updates in place).
+template <typename T>
+Variable Param(const Shape& s) {
+  return HostVar<T>(s, Values<T>(s.num_elements(), 5));
+}
+
+Variable LearningRate(float lr) { return Variable(Tensor::FromVector<float>(Shape({1}), {lr})); }
+
+template <typename T>
+void CheckSgd(const Shape& param_shape, const std::vector<int64_t>& rows) {
+  SCOPED_TRACE(absl::StrCat(DataTypeName(DataTypeOf<T>()), param_shape.ToString(), " ", rows.size(),
+                            " rows"));
+  const float lr = 0.37f;
+  // Dense.
+  ExpectGpuMatchesCpu(
+      Op("sgd"),
+      [&] {
+        return EagerInputs{
+            {"Param", {Param<T>(param_shape)}},
+            {"Grad", {HostVar<T>(param_shape, Values<T>(param_shape.num_elements(), 6))}},
+            {"LearningRate", {LearningRate(lr)}}};
+      },
+      0);
+  // Sparse: repeated rows apply in order, as on the cpu: bit for bit.
+  std::vector<int64_t> value_dims = param_shape.ToVector();
+  value_dims[0] = static_cast<int64_t>(rows.size());
+  const Shape value_shape(value_dims);
+  auto sparse_inputs = [&] {
+    return EagerInputs{
+        {"Param", {Param<T>(param_shape)}},
+        {"Grad",
+         {Variable(SelectedRows(
+             param_shape.dim(0), rows,
+             Tensor::FromVector<T>(value_shape, Values<T>(value_shape.num_elements(), 7))))}},
+        {"LearningRate", {LearningRate(lr)}}};
+  };
+  ExpectGpuMatchesCpu(Op("sgd"), sparse_inputs, 0);
+  // ParamOut is Param's (device) tensor; the learning rate is not copied.
+  EagerStats stats;
+  ASSERT_OK_AND_ASSIGN(EagerOutputs out,
+                       RunOpEager(Op("sgd"), GPUPlace(0), sparse_inputs(), &stats));
+  EXPECT_EQ(out.at("ParamOut")[0].tensor().place(), GPUPlace(0));
+  EXPECT_EQ(stats.copies_h2d, 2);  // Param and Grad's value
+}
+
+TEST_F(GpuTest, SgdDenseAndSparseWithRepeatedRowsMatchCpuBitwise) {
+  CheckSgd<float>(Shape({8, 5}), {3, 1, 3, 3, 0});
+  CheckSgd<double>(Shape({8, 5}), {3, 1, 3, 3, 0});
+  CheckSgd<float>(Shape({8, 2, 3}), {7});
+  CheckSgd<float>(Shape({8, 5}), {});
+  CheckSgd<float>(Shape({0, 5}), {});
+  CheckSgd<float>(Shape({8, 0}), {1, 1});
+  // More updates than one launch carries (kSgdEntriesPerLaunch), rows whose
+  // updates span launches, and long rows.
+  std::vector<int64_t> many(1000);
+  for (size_t i = 0; i < many.size(); ++i) many[i] = (i * 31) % 7;
+  CheckSgd<float>(Shape({7, 300}), many);
+  CheckSgd<double>(Shape({9, 3}), many);
+  std::vector<int64_t> one_row(500, 4);
+  CheckSgd<float>(Shape({5, 1000}), one_row);
+}
+
+TEST_F(GpuTest, SgdBadSparseGradientsAreInvalidArgument) {
+  const Shape param_shape({4, 2});
+  auto inputs = [&](std::vector<int64_t> rows, const Shape& value_shape) {
+    return EagerInputs{
+        {"Param", {Param<float>(param_shape)}},
+        {"Grad",
+         {Variable(SelectedRows(
+             4, std::move(rows),
+             Tensor::FromVector<float>(value_shape, Values<float>(value_shape.num_elements()))))}},
+        {"LearningRate", {LearningRate(0.1f)}}};
+  };
+  ExpectSameError(Op("sgd"), inputs({0, 4, 1}, Shape({3, 2})), absl::StatusCode::kInvalidArgument,
+                  "op 'sgd': row 4 at position 1 of Grad 'Grad_0' is out of range [0, 4) of Param "
+                  "'Param_0'");
+  ExpectSameError(Op("sgd"), inputs({0, 1}, Shape({3, 2})), absl::StatusCode::kInvalidArgument,
+                  "op 'sgd': Grad 'Grad_0' has 2 rows but a value of shape [3, 2]");
+}
+
+TEST_F(GpuTest, ShapeWritesHostMemoryWithoutDeviceWork) {
+  for (DataType dtype : AllDataTypes()) {
+    SCOPED_TRACE(DataTypeName(dtype));
+    ASSERT_OK_AND_ASSIGN(Tensor x,
+                         Tensor::Allocate(device_->allocator(), dtype, Shape({1, 3, 5, 5})));
+    EagerStats stats;
+    ASSERT_OK_AND_ASSIGN(EagerOutputs out,
+                         RunOpEager(Op("shape"), GPUPlace(0), {{"Input", {Variable(x)}}}, &stats));
+    const Tensor& t = out.at("Out")[0].tensor();
+    EXPECT_EQ(t.place(), CPUPlace());
+    EXPECT_EQ(t.dtype(), DataType::kInt32);
+    EXPECT_EQ(t.ToVector<int32_t>(), (std::vector<int32_t>{1, 3, 5, 5}));
+    EXPECT_EQ(stats.copies_h2d + stats.copies_d2h, 0);
+  }
+  ASSERT_OK_AND_ASSIGN(Tensor scalar,
+                       Tensor::Allocate(device_->allocator(), DataType::kFloat32, Shape()));
+  ASSERT_OK_AND_ASSIGN(EagerOutputs out,
+                       RunOpEager(Op("shape"), GPUPlace(0), {{"Input", {Variable(scalar)}}}));
+  EXPECT_EQ(out.at("Out")[0].tensor().shape(), Shape({0}));
+}
+
+struct SliceCase {
+  Shape x;
+  std::vector<int64_t> axes, starts, ends;
+};
+
+TEST_F(GpuTest, SliceAndGradMatchCpuBitwise) {
+  const std::vector<SliceCase> cases = {
+      {Shape({4}), {0}, {0}, {4}},                     // the crop workload's shape slice
+      {Shape({2, 3, 8, 8}), {1}, {1}, {3}},            // merged inner dims
+      {Shape({5, 6, 7}), {0, 2}, {-4, 1}, {100, -1}},  // negative and clamped
+      {Shape({5, 6, 7}), {-1, 1}, {2, 5}, {4, 2}},     // end <= start: empty
+      {Shape({3, 1, 4, 2, 5, 2, 3, 2, 3}), {0, 2, 4, 6, 8}, {1, 1, 1, 1, 1}, {3, 3, 4, 2, 2}},
+      {Shape({9}), {}, {}, {}},        // nothing sliced
+      {Shape(), {}, {}, {}},           // 0-d
+      {Shape({0, 3}), {1}, {1}, {2}},  // empty input
+  };
+  for (const SliceCase& c : cases) {
+    SCOPED_TRACE(absl::StrCat(c.x.ToString(), " axes ", c.axes.size()));
+    const AttrMap attrs = {{"axes", c.axes}, {"starts", c.starts}, {"ends", c.ends}};
+    ASSERT_OK_AND_ASSIGN(Box box, SliceBox("slice", c.x, c.axes, c.starts, c.ends));
+    for (DataType dtype : kNumericTypes) {
+      SCOPED_TRACE(DataTypeName(dtype));
+      DispatchNumericForTest(dtype, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        const int64_t n = c.x.num_elements();
+        ExpectGpuMatchesCpu(
+            Op("slice", attrs),
+            [&] {
+              return EagerInputs{{"Input", {HostVar<T>(c.x, Values<T>(n, 1))}}};
+            },
+            0);
+        ExpectGpuMatchesCpu(
+            Op("slice_grad", attrs),
+            [&] {
+              return EagerInputs{
+                  {"Input", {HostVar<T>(c.x, Values<T>(n, 1))}},
+                  {"Out@GRAD", {HostVar<T>(box.shape, Values<T>(box.shape.num_elements(), 2))}}};
+            },
+            0);
+      });
+    }
+  }
+}
+
+TEST_F(GpuTest, CropTensorTooLargeIsInvalidArgumentAndGoodCropsMatchCpu) {
+  const Shape x({1, 3, 8, 8});
+  auto shape_var = [](std::vector<int32_t> v) {
+    return Variable(Tensor::FromVector<int32_t>(Shape({static_cast<int64_t>(v.size())}), v));
+  };
+  auto inputs = [&](std::vector<int32_t> sizes) {
+    return EagerInputs{{"X", {HostVar<float>(x, Values<float>(x.num_elements(), 1))}},
+                       {"Shape", {shape_var(sizes)}}};
+  };
+  ExpectSameError(Op("crop_tensor"), inputs({1, 3, 9, 8}), absl::StatusCode::kInvalidArgument,
+                  "op 'crop_tensor': crop of size 9 at offset 0 exceeds dim 2 of X [1, 3, 8, 8]");
+  ExpectSameError(Op("crop_tensor", {{"offsets", std::vector<int64_t>{0, 1, 4, 0}}}),
+                  inputs({1, 3, 5, 5}), absl::StatusCode::kInvalidArgument,
+                  "op 'crop_tensor': crop of size 3 at offset 1 exceeds dim 1 of X [1, 3, 8, 8]");
+  ExpectSameError(Op("crop_tensor"),
+                  {{"X", {HostVar<float>(x, Values<float>(x.num_elements()))}},
+                   {"Shape", {Variable(Tensor::FromVector<int64_t>(Shape({4}), {1, 3, 5, 5}))}}},
+                  absl::StatusCode::kInvalidArgument,
+                  "op 'crop_tensor': Shape must be a 1-D int32 tensor, got int64[4]");
+
+  const struct {
+    std::vector<int32_t> sizes;
+    std::vector<int64_t> offsets;
+  } crops[] = {{{1, 3, 5, 5}, {}},  // the crop workload's
+               {{-1, 2, -1, 3}, {0, 1, 2, 5}},
+               {{1, 3, 8, 8}, {}},   // everything
+               {{1, 0, 4, 4}, {}}};  // empty
+  for (const auto& c : crops) {
+    SCOPED_TRACE(c.offsets.size());
+    const AttrMap attrs = {{"offsets", c.offsets}};
+    ASSERT_OK_AND_ASSIGN(
+        Box box,
+        CropBox("crop_tensor", x, std::vector<int64_t>(c.sizes.begin(), c.sizes.end()), c.offsets));
+    for (DataType dtype : kNumericTypes) {
+      SCOPED_TRACE(DataTypeName(dtype));
+      DispatchNumericForTest(dtype, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        auto make = [&](bool grad) {
+          EagerInputs in = {{"X", {HostVar<T>(x, Values<T>(x.num_elements(), 1))}},
+                            {"Shape", {shape_var(c.sizes)}}};
+          if (grad) {
+            in["Out@GRAD"] = {HostVar<T>(box.shape, Values<T>(box.shape.num_elements(), 2))};
+          }
+          return in;
+        };
+        ExpectGpuMatchesCpu(
+            Op("crop_tensor", attrs), [&] { return make(false); }, 0);
+        ExpectGpuMatchesCpu(
+            Op("crop_tensor_grad", attrs), [&] { return make(true); }, 0);
+      });
+    }
+  }
+  // Shape is read on the host: only X is copied to the GPU.
+  EagerStats stats;
+  ASSERT_OK(RunOpEager(Op("crop_tensor"), GPUPlace(0), inputs({1, 3, 5, 5}), &stats).status());
+  EXPECT_EQ(stats.copies_h2d, 1);
+}
+
+TEST_F(GpuTest, UniformRandomIsBitwiseEqualToCpu) {
+  struct Case {
+    std::vector<int64_t> shape;
+    double min, max;
+    int64_t seed;
+  };
+  const std::vector<Case> cases = {
+      {{1000, 150}, -0.05, 0.05, 0},
+      {{1023}, -1, 1, 42},
+      {{3, 0}, -1, 1, 7},
+      {{}, 0, 1, 1},
+      {{257, 3}, 2.5, 1e6, -123},
+      {{4096}, -1e-30, 3e-30, 9},
+      {{77}, 1, 1, 5},
+      {{5000}, -3.7, 11.1, std::numeric_limits<int64_t>::min()},
+  };
+  for (const Case& c : cases) {
+    for (DataType dtype : kFloatTypes) {
+      SCOPED_TRACE(absl::StrCat(DataTypeName(dtype), " ", c.shape.size(), " seed ", c.seed));
+      const AttrMap attrs = {
+          {"shape", c.shape}, {"dtype", dtype}, {"min", c.min}, {"max", c.max}, {"seed", c.seed}};
+      ExpectGpuMatchesCpu(
+          Op("uniform_random", attrs), [] { return EagerInputs{}; }, 0);
+    }
+  }
 }
 
 }  // namespace

@@ -1,0 +1,107 @@
+// square_error_cost and mean kernels. See loss_launchers.h.
+#include "backends/cuda/device_reduce.h"
+#include "backends/cuda/loss_launchers.h"
+
+namespace tandem {
+namespace cuda {
+namespace {
+
+using device::Blocks;
+using device::BlockSum;
+using device::kThreads;
+
+constexpr int kMaxParts = 1024;
+// Elements per thread of the first mean pass before another block is used.
+constexpr int64_t kMeanPerThread = 16;
+
+template <typename T>
+__global__ void SquareErrorCostKernel(const T* x, const T* y, T* out, int64_t n) {
+  TANDEM_GRID_LOOP(i, n) {
+    const T d = x[i] - y[i];
+    out[i] = d * d;
+  }
+}
+
+template <typename T>
+__global__ void SquareErrorCostGradKernel(const T* x, const T* y, const T* dout, T* dx, T* dy,
+                                          int64_t n) {
+  TANDEM_GRID_LOOP(i, n) {
+    const T g = T(2) * (x[i] - y[i]) * dout[i];
+    if (dx != nullptr) dx[i] = g;
+    if (dy != nullptr) dy[i] = -g;
+  }
+}
+
+template <typename T>
+__global__ void MeanPartialKernel(const T* x, int64_t n, double* partials) {
+  double acc = 0;
+  TANDEM_GRID_LOOP(i, n) { acc += static_cast<double>(x[i]); }
+  acc = BlockSum(acc);
+  if (threadIdx.x == 0) partials[blockIdx.x] = acc;
+}
+
+template <typename T>
+__global__ void MeanFinalKernel(const double* partials, int parts, int64_t n, T* out) {
+  double acc = 0;
+  for (int i = threadIdx.x; i < parts; i += blockDim.x) acc += partials[i];
+  acc = BlockSum(acc);
+  if (threadIdx.x == 0) out[0] = static_cast<T>(acc / static_cast<double>(n));
+}
+
+template <typename T>
+__global__ void MeanGradKernel(const T* dout, T* dx, int64_t n) {
+  const T g = static_cast<T>(static_cast<double>(dout[0]) / static_cast<double>(n));
+  TANDEM_GRID_LOOP(i, n) { dx[i] = g; }
+}
+
+}  // namespace
+
+template <typename T>
+cudaError_t LaunchSquareErrorCost(const T* x, const T* y, T* out, int64_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  SquareErrorCostKernel<T><<<Blocks(n), kThreads, 0, stream>>>(x, y, out, n);
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t LaunchSquareErrorCostGrad(const T* x, const T* y, const T* dout, T* dx, T* dy,
+                                      int64_t n, cudaStream_t stream) {
+  if (n == 0 || (dx == nullptr && dy == nullptr)) return cudaSuccess;
+  SquareErrorCostGradKernel<T><<<Blocks(n), kThreads, 0, stream>>>(x, y, dout, dx, dy, n);
+  return cudaGetLastError();
+}
+
+int MeanPartCount(int64_t n) {
+  const int64_t per_block = kThreads * kMeanPerThread;
+  const int64_t parts = (n + per_block - 1) / per_block;
+  return static_cast<int>(parts < 1 ? 1 : parts > kMaxParts ? kMaxParts : parts);
+}
+
+template <typename T>
+cudaError_t LaunchMean(const T* x, int64_t n, double* partials, int parts, T* out,
+                       cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  MeanPartialKernel<T><<<parts, kThreads, 0, stream>>>(x, n, partials);
+  MeanFinalKernel<T><<<1, kMaxParts, 0, stream>>>(partials, parts, n, out);
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t LaunchMeanGrad(const T* dout, T* dx, int64_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  MeanGradKernel<T><<<Blocks(n), kThreads, 0, stream>>>(dout, dx, n);
+  return cudaGetLastError();
+}
+
+#define TANDEM_INSTANTIATE(T)                                                                      \
+  template cudaError_t LaunchSquareErrorCost<T>(const T*, const T*, T*, int64_t, cudaStream_t);    \
+  template cudaError_t LaunchSquareErrorCostGrad<T>(const T*, const T*, const T*, T*, T*, int64_t, \
+                                                    cudaStream_t);                                 \
+  template cudaError_t LaunchMean<T>(const T*, int64_t, double*, int, T*, cudaStream_t);           \
+  template cudaError_t LaunchMeanGrad<T>(const T*, T*, int64_t, cudaStream_t);
+TANDEM_INSTANTIATE(float)
+TANDEM_INSTANTIATE(double)
+#undef TANDEM_INSTANTIATE
+
+}  // namespace cuda
+}  // namespace tandem

@@ -1,0 +1,51 @@
+// Launchers of the CUDA backend's loss kernels (square_error_cost, mean and
+// their gradients), implemented in loss_launchers.cu. Plain C++: included by
+// that .cu file and by loss_kernels.cc.
+//
+//   const int parts = MeanPartCount(n);
+//   ... a device buffer of `parts` doubles ...
+//   CUDA_RETURN_IF_ERROR(LaunchMean<float>(x, n, partials, parts, out, stream));
+//
+// Each call enqueues its kernels on `stream` and returns at once (async)
+// with the launch status; nothing is launched when there is no element.
+// Pointers are device memory of the stream's GPU. Instantiated for float and
+// double. Thread-safe.
+#ifndef TANDEM_BACKENDS_CUDA_LOSS_LAUNCHERS_H_
+#define TANDEM_BACKENDS_CUDA_LOSS_LAUNCHERS_H_
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace tandem {
+namespace cuda {
+
+// out[i] = (x[i] - y[i])^2, in T.
+template <typename T>
+cudaError_t LaunchSquareErrorCost(const T* x, const T* y, T* out, int64_t n, cudaStream_t stream);
+
+// dx[i] = 2 (x[i] - y[i]) dout[i] and dy[i] = -dx[i], in T; either output
+// may be null (not computed).
+template <typename T>
+cudaError_t LaunchSquareErrorCostGrad(const T* x, const T* y, const T* dout, T* dx, T* dy,
+                                      int64_t n, cudaStream_t stream);
+
+// The number of partial sums (blocks of the first pass) LaunchMean uses for
+// n elements: between 1 and 1024.
+int MeanPartCount(int64_t n);
+
+// out[0] = (sum of x[0..n)) / n, summed in double by a two-pass reduction:
+// block b writes partials[b] (parts = MeanPartCount(n) doubles), then one
+// block sums the partials in a fixed order (deterministic). n > 0.
+template <typename T>
+cudaError_t LaunchMean(const T* x, int64_t n, double* partials, int parts, T* out,
+                       cudaStream_t stream);
+
+// dx[i] = dout[0] / n (computed once in double, then converted to T).
+template <typename T>
+cudaError_t LaunchMeanGrad(const T* dout, T* dx, int64_t n, cudaStream_t stream);
+
+}  // namespace cuda
+}  // namespace tandem
+
+#endif  // TANDEM_BACKENDS_CUDA_LOSS_LAUNCHERS_H_

@@ -1,0 +1,298 @@
+// gpu kernels of lookup_table(_grad) and l2_normalize(_grad).
+//
+// Bad ids: a kernel records the first position whose id is outside
+// [0, rows) in a device flag (atomicMin, no trap, so the GPU stays usable);
+// the OpKernel reads the flag back synchronously on its stream (host_read.h)
+// and returns InvalidArgument naming op, id, position, range and table, as
+// the host kernels do. lookup_table checks inside its gather kernel; the
+// dense lookup_table_grad runs a check kernel before anything else (the
+// host kernels check ids before Out@GRAD); the sparse one reads the ids to
+// the host anyway and checks them there. Either way one stream
+// synchronisation per call.
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "backends/cuda/cuda_device.h"
+#include "backends/cuda/cuda_device_guard.h"
+#include "backends/cuda/cuda_status.h"
+#include "backends/cuda/host_read.h"
+#include "backends/cuda/kernel_util.h"
+#include "backends/cuda/nn_launchers.h"
+#include "framework/base/status_macros.h"
+#include "framework/kernel/kernel_context.h"
+#include "framework/kernel/kernel_registry.h"
+#include "framework/tensor/selected_rows.h"
+#include "ops/math/shape_fns.h"
+#include "ops/nn/shape_fns.h"
+
+namespace tandem {
+namespace cuda {
+namespace {
+
+using Flag = unsigned long long;  // NOLINT(runtime/int)
+
+TensorMeta MetaOf(const Tensor& t) { return TensorMeta{t.dtype(), t.shape()}; }
+
+// "op 'lookup_table': id 12 at position 3 is out of range [0, 10) of table 'emb_w'".
+absl::Status BadId(const KernelContext* ctx, int64_t id, int64_t position, int64_t rows) {
+  return ctx->InvalidArgument(absl::StrCat("id ", id, " at position ", position,
+                                           " is out of range [0, ", rows, ") of table '",
+                                           ctx->InputName("W"), "'"));
+}
+
+// A device flag holding the first bad id position (see nn_launchers.h).
+class BadIdFlag {
+ public:
+  // Allocates the flag and enqueues its reset on the context's stream.
+  static absl::StatusOr<BadIdFlag> Create(KernelContext* ctx) {
+    CachingAllocator* allocator = CudaDeviceOf(ctx->device())->allocator();
+    ASSIGN_OR_RETURN(void* p, allocator->Allocate(sizeof(Flag)));
+    BadIdFlag flag(allocator, static_cast<Flag*>(p));
+    CUDA_RETURN_IF_ERROR(
+        cudaMemsetAsync(p, 0xff, sizeof(Flag), CudaStreamOf(ctx->stream())));  // kNoBadPosition
+    return flag;
+  }
+  BadIdFlag(BadIdFlag&& other) : allocator_(other.allocator_), flag_(other.flag_) {
+    other.flag_ = nullptr;
+  }
+  BadIdFlag(const BadIdFlag&) = delete;
+  BadIdFlag& operator=(const BadIdFlag&) = delete;
+  // Returned once the flag has been read (or the work that uses it is
+  // enqueued on the compute stream, which orders later users after it).
+  ~BadIdFlag() {
+    if (flag_ != nullptr) allocator_->Deallocate(flag_, sizeof(Flag));
+  }
+
+  Flag* get() const { return flag_; }
+
+  // Waits for the kernel's stream, then OK, or the bad-id error for the
+  // first bad position (reading that id too).
+  absl::Status Check(KernelContext* ctx, const int64_t* ids, int64_t rows) const {
+    Flag position = kNoBadPosition;
+    RETURN_IF_ERROR(ReadToHost(ctx, &position, flag_, sizeof(position)));
+    if (position == kNoBadPosition) return absl::OkStatus();
+    int64_t id = 0;
+    RETURN_IF_ERROR(ReadToHost(ctx, &id, ids + position, sizeof(id)));
+    return BadId(ctx, id, static_cast<int64_t>(position), rows);
+  }
+
+ private:
+  BadIdFlag(CachingAllocator* allocator, Flag* flag) : allocator_(allocator), flag_(flag) {}
+  CachingAllocator* allocator_;
+  Flag* flag_;
+};
+
+// Validated inputs of lookup_table(_grad).
+struct Lookup {
+  const Tensor* ids = nullptr;
+  const Tensor* w = nullptr;
+  Shape out_shape;
+  int64_t n = 0, rows = 0, dim = 0;
+  int64_t padding_row = -1;
+};
+
+absl::StatusOr<Lookup> GetLookup(KernelContext* ctx, int64_t padding_idx) {
+  Lookup l;
+  ASSIGN_OR_RETURN(l.ids, ctx->InputTensor("Ids"));
+  ASSIGN_OR_RETURN(l.w, ctx->InputTensor("W"));
+  const std::string& op = ctx->op().type;
+  ASSIGN_OR_RETURN(l.out_shape, LookupTableShape(op, MetaOf(*l.ids), MetaOf(*l.w)));
+  l.n = l.ids->NumElements();
+  l.rows = l.w->shape().dim(0);
+  l.dim = l.w->shape().dim(1);
+  ASSIGN_OR_RETURN(l.padding_row, PaddingRow(op, padding_idx, l.rows));
+  return l;
+}
+
+struct LookupAttrs {
+  bool is_sparse = false;
+  int64_t padding_idx = -1;
+
+  absl::Status Read(const OpDesc& op) {
+    ASSIGN_OR_RETURN(is_sparse, GetAttr<bool>(op.attrs, "is_sparse", op.type));
+    ASSIGN_OR_RETURN(padding_idx, GetAttr<int64_t>(op.attrs, "padding_idx", op.type));
+    return absl::OkStatus();
+  }
+};
+
+class LookupTableKernel : public OpKernel {
+ public:
+  absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
+
+  absl::Status Compute(KernelContext* ctx) override {
+    CudaDeviceGuard guard(ctx->place().index());
+    ASSIGN_OR_RETURN(Lookup l, GetLookup(ctx, attrs_.padding_idx));
+    ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", l.w->dtype(), l.out_shape));
+    if (l.n == 0) return absl::OkStatus();
+    const cudaStream_t stream = CudaStreamOf(ctx->stream());
+    const int64_t* ids = l.ids->data<int64_t>();
+    ASSIGN_OR_RETURN(BadIdFlag flag, BadIdFlag::Create(ctx));
+    if (l.dim == 0) {
+      CUDA_RETURN_IF_ERROR(LaunchCheckIds(ids, l.n, l.rows, flag.get(), stream));
+    } else {
+      RETURN_IF_ERROR(DispatchFloat(l.w->dtype(), [&](auto tag) -> absl::Status {
+        using T = typename decltype(tag)::type;
+        CUDA_RETURN_IF_ERROR(LaunchLookup<T>(ids, l.n, l.w->data<T>(), l.rows, l.dim, l.padding_row,
+                                             out->data<T>(), flag.get(), stream));
+        return absl::OkStatus();
+      }));
+    }
+    return flag.Check(ctx, ids, l.rows);
+  }
+
+ private:
+  LookupAttrs attrs_;
+};
+
+REGISTER_KERNEL(KernelDef("lookup_table", "gpu").TypeConstraint("W", kFloatTypes),
+                LookupTableKernel);
+
+// W@GRAD dense: zeros, then Out@GRAD's rows added (atomicAdd, so repeated
+// ids sum in an unspecified order) at their ids, padding rows skipped.
+// Sparse: SelectedRows of height rows whose row list is the ids in order,
+// read to the host synchronously (host_read.h: SelectedRows keeps its rows
+// on the host, and Ids lives in device memory), with value = Out@GRAD as
+// [n, dim] and padding rows zeroed. Ids are checked first, as on the host.
+class LookupTableGradKernel : public OpKernel {
+ public:
+  absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
+
+  absl::Status Compute(KernelContext* ctx) override {
+    CudaDeviceGuard guard(ctx->place().index());
+    ASSIGN_OR_RETURN(Lookup l, GetLookup(ctx, attrs_.padding_idx));
+    const cudaStream_t stream = CudaStreamOf(ctx->stream());
+    const int64_t* ids = l.ids->data<int64_t>();
+    std::vector<int64_t> host_ids;
+    if (attrs_.is_sparse) {
+      host_ids.resize(l.n);
+      RETURN_IF_ERROR(ReadToHost(ctx, host_ids.data(), ids, host_ids.size() * sizeof(int64_t)));
+      for (int64_t p = 0; p < l.n; ++p) {
+        if (host_ids[p] < 0 || host_ids[p] >= l.rows) return BadId(ctx, host_ids[p], p, l.rows);
+      }
+    } else if (l.n > 0) {
+      ASSIGN_OR_RETURN(BadIdFlag flag, BadIdFlag::Create(ctx));
+      CUDA_RETURN_IF_ERROR(LaunchCheckIds(ids, l.n, l.rows, flag.get(), stream));
+      RETURN_IF_ERROR(flag.Check(ctx, ids, l.rows));
+    }
+    ASSIGN_OR_RETURN(const Tensor* dout, ctx->InputTensor("Out@GRAD"));
+    const DataType dtype = l.w->dtype();
+    RETURN_IF_ERROR(
+        CheckArgMeta(ctx->op().type, "Out@GRAD", dout->dtype(), dout->shape(), dtype, l.out_shape));
+    if (attrs_.is_sparse) {
+      ASSIGN_OR_RETURN(Tensor * value, ctx->AllocateOutput("W@GRAD", dtype, Shape({l.n, l.dim})));
+      RETURN_IF_ERROR(DispatchFloat(dtype, [&](auto tag) -> absl::Status {
+        using T = typename decltype(tag)::type;
+        CUDA_RETURN_IF_ERROR(LaunchLookupGradSparseValue<T>(
+            ids, l.n, dout->data<T>(), l.dim, l.padding_row, value->data<T>(), stream));
+        return absl::OkStatus();
+      }));
+      Tensor value_tensor = *value;
+      ctx->OutputVar("W@GRAD")->set(
+          SelectedRows(l.rows, std::move(host_ids), std::move(value_tensor)));
+      return absl::OkStatus();
+    }
+    ASSIGN_OR_RETURN(Tensor * dw, ctx->AllocateOutput("W@GRAD", dtype, l.w->shape()));
+    if (dw->NumBytes() > 0) {
+      CUDA_RETURN_IF_ERROR(cudaMemsetAsync(dw->raw_data(), 0, dw->NumBytes(), stream));
+    }
+    return DispatchFloat(dtype, [&](auto tag) -> absl::Status {
+      using T = typename decltype(tag)::type;
+      CUDA_RETURN_IF_ERROR(LaunchLookupGradDense<T>(ids, l.n, dout->data<T>(), l.rows, l.dim,
+                                                    l.padding_row, dw->data<T>(), stream));
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  LookupAttrs attrs_;
+};
+
+REGISTER_KERNEL(KernelDef("lookup_table_grad", "gpu").TypeConstraint("W", kFloatTypes),
+                LookupTableGradKernel);
+
+struct L2Attrs {
+  int64_t axis = -1;
+  double epsilon = 1e-10;
+
+  absl::Status Read(const OpDesc& op) {
+    ASSIGN_OR_RETURN(axis, GetAttr<int64_t>(op.attrs, "axis", op.type));
+    ASSIGN_OR_RETURN(epsilon, GetAttr<double>(op.attrs, "epsilon", op.type));
+    return absl::OkStatus();
+  }
+};
+
+// X validated (floating, axis in range), as [outer, n, inner] around the axis.
+absl::StatusOr<AxisGeometry> L2Geometry(const KernelContext* ctx, const Tensor& x,
+                                        int64_t axis_attr) {
+  const std::string& op = ctx->op().type;
+  RETURN_IF_ERROR(CheckFloating(op, "X", x.dtype()));
+  ASSIGN_OR_RETURN(int axis, NormalizeAxis(op, "X", x.shape(), axis_attr));
+  AxisGeometry g;
+  for (int d = 0; d < x.shape().rank(); ++d) {
+    (d < axis ? g.outer : d == axis ? g.n : g.inner) *= x.shape().dim(d);
+  }
+  return g;
+}
+
+class L2NormalizeKernel : public OpKernel {
+ public:
+  absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
+
+  absl::Status Compute(KernelContext* ctx) override {
+    CudaDeviceGuard guard(ctx->place().index());
+    ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
+    ASSIGN_OR_RETURN(AxisGeometry g, L2Geometry(ctx, *x, attrs_.axis));
+    ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", x->dtype(), x->shape()));
+    const cudaStream_t stream = CudaStreamOf(ctx->stream());
+    return DispatchFloat(x->dtype(), [&](auto tag) -> absl::Status {
+      using T = typename decltype(tag)::type;
+      CUDA_RETURN_IF_ERROR(
+          LaunchL2Normalize<T>(x->data<T>(), out->data<T>(), g, attrs_.epsilon, stream));
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  L2Attrs attrs_;
+};
+
+REGISTER_KERNEL(KernelDef("l2_normalize", "gpu").TypeConstraint("X", kFloatTypes),
+                L2NormalizeKernel);
+
+class L2NormalizeGradKernel : public OpKernel {
+ public:
+  absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
+
+  absl::Status Compute(KernelContext* ctx) override {
+    CudaDeviceGuard guard(ctx->place().index());
+    ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
+    ASSIGN_OR_RETURN(const Tensor* out, ctx->InputTensor("Out"));
+    ASSIGN_OR_RETURN(const Tensor* dout, ctx->InputTensor("Out@GRAD"));
+    ASSIGN_OR_RETURN(AxisGeometry g, L2Geometry(ctx, *x, attrs_.axis));
+    for (const auto& [arg, t] : {std::make_pair("Out", out), std::make_pair("Out@GRAD", dout)}) {
+      RETURN_IF_ERROR(
+          CheckArgMeta(ctx->op().type, arg, t->dtype(), t->shape(), x->dtype(), x->shape()));
+    }
+    ASSIGN_OR_RETURN(Tensor * dx, ctx->AllocateOutput("X@GRAD", x->dtype(), x->shape()));
+    const cudaStream_t stream = CudaStreamOf(ctx->stream());
+    return DispatchFloat(x->dtype(), [&](auto tag) -> absl::Status {
+      using T = typename decltype(tag)::type;
+      CUDA_RETURN_IF_ERROR(LaunchL2NormalizeGrad<T>(x->data<T>(), out->data<T>(), dout->data<T>(),
+                                                    dx->data<T>(), g, attrs_.epsilon, stream));
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  L2Attrs attrs_;
+};
+
+REGISTER_KERNEL(KernelDef("l2_normalize_grad", "gpu").TypeConstraint("X", kFloatTypes),
+                L2NormalizeGradKernel);
+
+}  // namespace
+}  // namespace cuda
+}  // namespace tandem

@@ -1,0 +1,35 @@
+// Launcher of the CUDA backend's uniform_random kernel, implemented in
+// random_launchers.cu. Plain C++: included by that .cu file and by
+// random_kernels.cc.
+//
+//   CUDA_RETURN_IF_ERROR(LaunchUniformRandom<float>(out, n, min, max, seed, stream));
+//
+// Enqueues one kernel on `stream` and returns at once (async) with the launch
+// status; n == 0 launches nothing. `out` is device memory of the stream's
+// GPU. Instantiated for float and double. Thread-safe.
+#ifndef TANDEM_BACKENDS_CUDA_RANDOM_LAUNCHERS_H_
+#define TANDEM_BACKENDS_CUDA_RANDOM_LAUNCHERS_H_
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace tandem {
+namespace cuda {
+
+// out[i] = T(min + (max - min) * u(i)) for i < n, with the counter-based
+// SplitMix64 generator every backend uses (ops/random/uniform_random_op.cc):
+//   z = uint64(seed) + (i + 1) * 0x9E3779B97F4A7C15
+//   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9
+//   z = (z ^ (z >> 27)) * 0x94D049BB133111EB
+//   z ^= z >> 31
+//   u = double(z >> 11) * 2^-53                      (in [0, 1), exact)
+// The double arithmetic rounds exactly as the host does: see the .cu file.
+template <typename T>
+cudaError_t LaunchUniformRandom(T* out, int64_t n, double min, double max, int64_t seed,
+                                cudaStream_t stream);
+
+}  // namespace cuda
+}  // namespace tandem
+
+#endif  // TANDEM_BACKENDS_CUDA_RANDOM_LAUNCHERS_H_

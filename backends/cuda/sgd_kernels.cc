@@ -1,0 +1,144 @@
+// gpu kernel of sgd: ParamOut = Param - LearningRate * Grad, in place (ParamOut
+// is bound to Param's tensor), for a dense Grad or a SelectedRows one.
+//
+// LearningRate is a HostMemory argument: its value is read on the host and
+// passed to the kernel as an argument, so it is never copied. A sparse
+// Grad's row indices are host data (SelectedRows::rows()): they are checked
+// on the host, grouped by table row (stable, so repeated rows keep their
+// order) and reach the device inside kernel arguments, kSgdEntriesPerLaunch
+// updates per launch (sgd_launchers.h): no staging buffer has to outlive the
+// call and no copy is made. Each table element is updated by one thread, in
+// the gradient's order, so repeated rows accumulate deterministically and
+// bit-identically to the host kernels.
+//
+// Validation and messages follow the host kernels
+// (backends/common/optimizer_kernels.cc, GetSgdArgs) step by step.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "backends/cuda/cuda_device.h"
+#include "backends/cuda/cuda_device_guard.h"
+#include "backends/cuda/cuda_status.h"
+#include "backends/cuda/kernel_util.h"
+#include "backends/cuda/sgd_launchers.h"
+#include "framework/base/status_macros.h"
+#include "framework/kernel/kernel_context.h"
+#include "framework/kernel/kernel_registry.h"
+#include "framework/op/op_schema.h"
+#include "framework/tensor/selected_rows.h"
+#include "ops/optimizer/shape_fns.h"
+
+namespace tandem {
+namespace cuda {
+namespace {
+
+struct SgdArgs {
+  const Tensor* param = nullptr;
+  const Variable* grad = nullptr;  // a dense tensor or SelectedRows
+  float learning_rate = 0;         // read on the host
+};
+
+absl::StatusOr<SgdArgs> GetSgdArgs(const KernelContext& ctx) {
+  SgdArgs a;
+  ASSIGN_OR_RETURN(a.param, ctx.InputTensor("Param"));
+  ASSIGN_OR_RETURN(const Tensor* lr, ctx.InputTensor("LearningRate"));
+  a.grad = ctx.InputVar("Grad");
+  const Tensor* grad_data = a.grad == nullptr ? nullptr : a.grad->data_tensor();
+  if (grad_data == nullptr || !grad_data->initialized()) {
+    return ctx.InvalidArgument(absl::StrCat("input 'Grad' (variable '", ctx.InputName("Grad"),
+                                            "') is missing or not initialised"));
+  }
+  const bool sparse = a.grad->is_selected_rows();
+  const Shape grad_shape = sparse ? a.grad->selected_rows().DenseShape() : grad_data->shape();
+  RETURN_IF_ERROR(CheckSgdArgs(ctx.op(), {a.param->dtype(), a.param->shape()},
+                               {grad_data->dtype(), grad_shape, sparse},
+                               {lr->dtype(), lr->shape()}));
+  a.learning_rate = lr->data<float>()[0];  // host memory (HostMemory("LearningRate"))
+  if (!sparse) return a;
+  const SelectedRows& g = a.grad->selected_rows();
+  const int64_t n = static_cast<int64_t>(g.rows().size());
+  if (grad_data->shape().rank() == 0 || grad_data->shape().dim(0) != n) {
+    return ctx.InvalidArgument(absl::StrCat("Grad '", ctx.InputName("Grad"), "' has ", n,
+                                            " rows but a value of shape ",
+                                            grad_data->shape().ToString()));
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t row = g.rows()[i];
+    if (row < 0 || row >= g.height()) {
+      return ctx.InvalidArgument(absl::StrCat(
+          "row ", row, " at position ", i, " of Grad '", ctx.InputName("Grad"),
+          "' is out of range [0, ", g.height(), ") of Param '", ctx.InputName("Param"), "'"));
+    }
+  }
+  return a;
+}
+
+// Enqueues the sparse update: the gradient's positions sorted (stably) by
+// table row, cut into chunks of kSgdEntriesPerLaunch.
+template <typename T>
+absl::Status UpdateSparse(const Tensor& param, const SelectedRows& grad, float learning_rate,
+                          cudaStream_t stream) {
+  const std::vector<int64_t>& rows = grad.rows();
+  const int64_t height = param.shape().dim(0);
+  const int64_t width = height == 0 ? 0 : param.NumElements() / height;
+  if (rows.empty() || width == 0) return absl::OkStatus();
+  std::vector<int64_t> order(rows.size());
+  std::iota(order.begin(), order.end(), int64_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return rows[a] < rows[b]; });
+  T* p = param.data<T>();
+  const T* value = grad.value().data<T>();
+  SgdRowChunk chunk;
+  int entries = 0;
+  chunk.begin[0] = 0;
+  for (const int64_t position : order) {
+    if (entries == kSgdEntriesPerLaunch) {
+      CUDA_RETURN_IF_ERROR(LaunchSgdSparse<T>(p, value, width, learning_rate, chunk, stream));
+      chunk.groups = 0;
+      entries = 0;
+    }
+    const int64_t row = rows[position];
+    if (chunk.groups == 0 || chunk.rows[chunk.groups - 1] != row) {
+      chunk.rows[chunk.groups] = row;
+      chunk.begin[chunk.groups] = entries;
+      ++chunk.groups;
+    }
+    chunk.positions[entries++] = position;
+    chunk.begin[chunk.groups] = entries;
+  }
+  CUDA_RETURN_IF_ERROR(LaunchSgdSparse<T>(p, value, width, learning_rate, chunk, stream));
+  return absl::OkStatus();
+}
+
+class SgdKernel : public OpKernel {
+ public:
+  absl::Status Compute(KernelContext* ctx) override {
+    CudaDeviceGuard guard(ctx->place().index());
+    ASSIGN_OR_RETURN(const SgdArgs a, GetSgdArgs(*ctx));
+    const Tensor& param = *a.param;
+    const cudaStream_t stream = CudaStreamOf(ctx->stream());
+    RETURN_IF_ERROR(DispatchFloat(param.dtype(), [&](auto tag) -> absl::Status {
+      using T = typename decltype(tag)::type;
+      if (a.grad->is_selected_rows()) {
+        return UpdateSparse<T>(param, a.grad->selected_rows(), a.learning_rate, stream);
+      }
+      CUDA_RETURN_IF_ERROR(LaunchSgdDense<T>(param.data<T>(), a.grad->tensor().data<T>(),
+                                             param.NumElements(), a.learning_rate, stream));
+      return absl::OkStatus();
+    }));
+    return ctx->SetOutput("ParamOut", param);
+  }
+};
+
+REGISTER_KERNEL(
+    KernelDef("sgd", "gpu").TypeConstraint("Param", kFloatTypes).HostMemory("LearningRate"),
+    SgdKernel);
+
+}  // namespace
+}  // namespace cuda
+}  // namespace tandem
