@@ -1,11 +1,16 @@
 // Workload 2: shape -> slice -> crop_tensor, run --iterations times with the
 // slice on the default place (GPU 0 when present) and then under
 // device_guard("cpu"). Prints host<->device copies per iteration and the
-// median time per iteration for both placements.
+// median time per iteration for both placements; with --profile, the
+// profiler's report for both (before and after the fix), with --advise the
+// copy advisor's verdict, with --trace_out a Chrome trace of each.
 //
 //   bazel run //examples/crop_profile -- --iterations=1000
 //   bazel run //examples/crop_profile -- --place=sim:0 --print_placement
+//   bazel run //examples/crop_profile -- --profile --advise --iterations=100
+//       --trace_out=/tmp/crop.json   (writes /tmp/crop.before.json and /tmp/crop.after.json)
 #include <cstdio>
+#include <string>
 
 #include "examples/common/example_util.h"
 #include "examples/crop_profile/crop_model.h"
@@ -13,16 +18,45 @@
 #include "framework/runtime/executor.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
+#include "profiler/advisor.h"
+#include "profiler/chrome_trace.h"
+#include "profiler/profiler.h"
 
 DEFINE_int32(iterations, 1000, "timed iterations per placement");
-DEFINE_int32(warmup, 10, "untimed iterations first");
+DEFINE_int32(warmup, 10, "untimed iterations first (left out of the profile too)");
 DEFINE_string(place, "", "default place: gpu:N, sim:N or cpu (default: gpu:0 if present, else cpu)");
 DEFINE_bool(print_placement, false, "print each placement table");
+DEFINE_bool(profile, false, "print the profiler's report for each placement");
+DEFINE_string(profile_state, "All", "profiler state: CPU, GPU or All");
+DEFINE_string(sort_key, "total", "report order: default, calls, total, max, min or ave");
+DEFINE_string(trace_out, "",
+              "write a Chrome trace per placement: FILE.json becomes FILE.before.json "
+              "(slice on the device) and FILE.after.json (slice on the cpu)");
+DEFINE_bool(advise, false, "print the copy advisor's verdict for each placement");
 
 namespace tandem {
 namespace {
 
-absl::Status RunOne(const Place& place, bool slice_on_cpu) {
+bool Profiling() { return FLAGS_profile || FLAGS_advise || !FLAGS_trace_out.empty(); }
+
+// "/tmp/crop.json" -> "/tmp/crop.before.json".
+std::string TracePath(const std::string& path, const std::string& tag) {
+  const size_t dot = path.rfind('.');
+  const size_t slash = path.rfind('/');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) {
+    return path + "." + tag + ".json";
+  }
+  return path.substr(0, dot) + "." + tag + path.substr(dot);
+}
+
+struct Outcome {
+  int sync_copies = 0;  // per iteration
+  double median_us = 0;
+  double profiled_median_ms = 0;
+  double profiled_p90_ms = 0;
+};
+
+absl::StatusOr<Outcome> RunOne(const Place& place, bool slice_on_cpu) {
   ProgramBuilder builder;
   ASSIGN_OR_RETURN(Var out, BuildCropModel(slice_on_cpu, &builder));
   Executor exe(place);
@@ -30,6 +64,13 @@ absl::Status RunOne(const Place& place, bool slice_on_cpu) {
   ASSIGN_OR_RETURN(std::unique_ptr<Plan> plan,
                    exe.Prepare(builder.main_program(), scope, {}, {out.name}));
   if (FLAGS_print_placement) std::printf("%s", plan->PlacementTable().c_str());
+  profiler::ProfilerOptions options;
+  if (Profiling()) {
+    ASSIGN_OR_RETURN(options.state, profiler::ParseProfilerState(FLAGS_profile_state));
+    options.warmup_runs = FLAGS_warmup;
+    RETURN_IF_ERROR(profiler::StartProfiler(options));
+    RETURN_IF_ERROR(profiler::AttachPlan(*plan));
+  }
   RunStats stats;
   std::vector<double> times;
   for (int i = 0; i < FLAGS_warmup + FLAGS_iterations; ++i) {
@@ -40,11 +81,35 @@ absl::Status RunOne(const Place& place, bool slice_on_cpu) {
       return absl::InternalError("crop_tensor produced " + result[0].shape().ToString());
     }
   }
+  Outcome outcome;
+  outcome.sync_copies = stats.sync_copies;
+  outcome.median_us = Median(times);
+  const std::string where = slice_on_cpu ? "cpu" : place.ToString();
   std::printf("slice on %-6s: %d H2D + %d D2H copies per iteration (%d sync), "
-              "median %.1f us per iteration over %d iterations\n",
-              slice_on_cpu ? "cpu" : place.ToString().c_str(), stats.copies_h2d,
-              stats.copies_d2h, stats.sync_copies, Median(times), FLAGS_iterations);
-  return absl::OkStatus();
+              "median %.1f us per iteration over %d iterations%s\n",
+              where.c_str(), stats.copies_h2d, stats.copies_d2h, stats.sync_copies, outcome.median_us,
+              FLAGS_iterations, Profiling() ? " (profiled)" : "");
+  if (!Profiling()) return outcome;
+
+  ASSIGN_OR_RETURN(profiler::Profile profile, profiler::CollectProfile());
+  const std::vector<double> steps = profile.SteadyStepMs();
+  outcome.profiled_median_ms = profiler::Percentile(steps, 0.5);
+  outcome.profiled_p90_ms = profiler::Percentile(steps, 0.9);
+  if (FLAGS_profile) {
+    ASSIGN_OR_RETURN(profiler::SortKey key, profiler::ParseSortKey(FLAGS_sort_key));
+    std::printf("\n=== Profile: slice on %s ===\n%s\n", where.c_str(),
+                profiler::FormatReport(profile, key).c_str());
+  }
+  if (FLAGS_advise) {
+    std::printf("=== Advice: slice on %s ===\n%s\n", where.c_str(),
+                profiler::FormatAdvice(profiler::Advise(profile, plan->placed())).c_str());
+  }
+  if (!FLAGS_trace_out.empty()) {
+    const std::string path = TracePath(FLAGS_trace_out, slice_on_cpu ? "after" : "before");
+    RETURN_IF_ERROR(profiler::WriteChromeTrace(profile, path));
+    std::printf("Chrome trace: %s\n", path.c_str());
+  }
+  return outcome;
 }
 
 absl::Status Main() {
@@ -52,9 +117,21 @@ absl::Status Main() {
   if (FLAGS_iterations <= 0 || FLAGS_warmup < 0) {
     return absl::InvalidArgumentError("--iterations must be > 0 and --warmup >= 0");
   }
+  if (Profiling()) {  // bad values fail before anything runs
+    RETURN_IF_ERROR(profiler::ParseProfilerState(FLAGS_profile_state).status());
+    RETURN_IF_ERROR(profiler::ParseSortKey(FLAGS_sort_key).status());
+  }
   std::printf("workload 2 (shape -> slice -> crop_tensor) on %s\n", place.ToString().c_str());
-  RETURN_IF_ERROR(RunOne(place, /*slice_on_cpu=*/false));
-  return RunOne(place, /*slice_on_cpu=*/true);
+  ASSIGN_OR_RETURN(Outcome before, RunOne(place, /*slice_on_cpu=*/false));
+  ASSIGN_OR_RETURN(Outcome after, RunOne(place, /*slice_on_cpu=*/true));
+  if (Profiling()) {
+    std::printf("before -> after: sync copies per step %d -> %d; steady-state step time "
+                "median %.4f -> %.4f ms, p90 %.4f -> %.4f ms (first %d runs excluded as warm-up)\n",
+                before.sync_copies, after.sync_copies, before.profiled_median_ms,
+                after.profiled_median_ms, before.profiled_p90_ms, after.profiled_p90_ms,
+                FLAGS_warmup);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace

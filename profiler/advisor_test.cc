@@ -1,0 +1,77 @@
+#include "profiler/advisor.h"
+
+#include "framework/testing/status_matchers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "profiler/crop_workload_testutil.h"
+#include "profiler/profiler.h"
+
+namespace tandem {
+namespace profiler {
+namespace {
+
+using ::testing::ElementsAre;
+
+struct Profiled {
+  std::unique_ptr<CropWorkload> crop;
+  Profile profile;
+};
+
+Profiled ProfileCrop(bool slice_on_cpu) {
+  Profiled out;
+  auto crop = CropWorkload::Create(*ParsePlace("sim:0"), slice_on_cpu);
+  CHECK(crop.ok()) << crop.status();
+  out.crop = *std::move(crop);
+  CHECK(StartProfiler({ProfilerState::kAll, 1}).ok());
+  CHECK(AttachPlan(out.crop->plan()).ok());
+  CHECK(out.crop->Run(4).ok());
+  auto profile = CollectProfile();
+  CHECK(profile.ok()) << profile.status();
+  out.profile = *std::move(profile);
+  return out;
+}
+
+TEST(AdvisorTest, NamesSliceOnTheAccelerator) {
+  const Profiled run = ProfileCrop(/*slice_on_cpu=*/false);
+  ASSERT_TRUE(run.profile.plan.has_value());
+  const std::vector<Advice> advice = Advise(run.profile, *run.profile.plan);
+  ASSERT_EQ(advice.size(), 1u) << FormatAdvice(advice);
+  const Advice& a = advice[0];
+  EXPECT_EQ(a.op, "slice");
+  EXPECT_EQ(a.op_index, 3);
+  EXPECT_EQ(a.placed_index, 4);
+  EXPECT_EQ(a.place.ToString(), "sim:0");
+  EXPECT_EQ(a.sync_h2d, 1);
+  EXPECT_EQ(a.sync_d2h, 1);
+  EXPECT_THAT(a.bytes, ElementsAre(16, 16));
+  EXPECT_TRUE(a.profiled);
+  EXPECT_GT(a.ms_per_step, 0);
+  EXPECT_EQ(a.copies_removed, 2);
+  EXPECT_THAT(a.message, HasSubstr("slice (#3, sim:0): 1 sync H2D + 1 sync D2H per step (16 B each, "));
+  EXPECT_THAT(a.message, HasSubstr("its input 'shape_0.tmp_0' is produced on the host "
+                                   "(HostMemory output of 'shape')"));
+  EXPECT_THAT(a.message, HasSubstr("its output 'slice_0.tmp_0' is read on the host by "
+                                   "'crop_tensor' (HostMemory 'Shape')"));
+  EXPECT_THAT(a.message, HasSubstr("put 'slice' under device_guard(\"cpu\") to remove both"));
+  EXPECT_EQ(FormatAdvice(advice), a.message + "\n");
+}
+
+TEST(AdvisorTest, NothingWithSliceOnTheCpu) {
+  const Profiled run = ProfileCrop(/*slice_on_cpu=*/true);
+  const std::vector<Advice> advice = Advise(run.profile, *run.profile.plan);
+  EXPECT_TRUE(advice.empty()) << FormatAdvice(advice);
+  EXPECT_EQ(FormatAdvice(advice), "No op placement causes synchronous copies.\n");
+}
+
+TEST(AdvisorTest, WithoutAProfileGivesCountsOnly) {
+  auto crop = CropWorkload::Create(*ParsePlace("sim:0"), /*slice_on_cpu=*/false);
+  ASSERT_OK(crop.status());
+  const std::vector<Advice> advice = Advise(Profile(), (*crop)->plan().placed());
+  ASSERT_EQ(advice.size(), 1u);
+  EXPECT_FALSE(advice[0].profiled);
+  EXPECT_THAT(advice[0].message, HasSubstr("(16 B each, not profiled)"));
+}
+
+}  // namespace
+}  // namespace profiler
+}  // namespace tandem

@@ -1,0 +1,154 @@
+// Profile: everything the profiler collected, as plain data, and the
+// steady-state views the report, the trace and the advisor share.
+//
+//   profiler::Profile p = profiler::GetProfile();          // profiler.h
+//   for (const profiler::ProfileEvent& e : p.events) {
+//     if (!p.IsSteady(e)) continue;                         // warm-up excluded
+//     ... e.name, e.host_ms(), e.has_device_time, e.device_ms ...
+//   }
+//   for (const profiler::LedgerEntry& c : profiler::CopyLedger(p)) {
+//     ... c.var, c.from, c.to, c.bytes, c.consumer, c.per_step ...
+//   }
+//
+// Times are nanoseconds of the host's steady clock since the profiler
+// started. Device time comes from timing events recorded on the op's stream
+// and is only present for ops that launched device work on a device with a
+// timer (see profiler.h). A Profile is a value; it is not shared with the
+// profiler once returned, so any thread may read it.
+#ifndef TANDEM_PROFILER_PROFILE_H_
+#define TANDEM_PROFILER_PROFILE_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "framework/device/device.h"
+#include "framework/memory/allocator.h"
+#include "framework/place/place.h"
+#include "framework/runtime/executor.h"
+#include "framework/runtime/placer.h"
+
+namespace tandem {
+namespace profiler {
+
+// What is timed: kCPU host spans only; kGPU and kAll host spans and device
+// time (kAll is the reference system's name for it and prints "Place: All").
+enum class ProfilerState { kCPU, kGPU, kAll };
+
+// "CPU", "GPU", "All" (case-insensitive); InvalidArgument listing them
+// otherwise.
+absl::StatusOr<ProfilerState> ParseProfilerState(absl::string_view name);
+absl::string_view ProfilerStateName(ProfilerState state);
+
+enum class EventKind {
+  kOp,    // a kernel run by the executor
+  kCopy,  // a memcpy_h2d / memcpy_d2h step run by the executor
+  kUser,  // a RecordEvent span
+};
+
+struct ProfileEvent {
+  EventKind kind = EventKind::kOp;
+  std::string name;   // op type, "memcpy_h2d" / "memcpy_d2h", or the span's name
+  int run = -1;       // index into Profile::runs; -1 outside any run
+  int op_index = -1;  // position in the placed program; -1 for spans
+  Place place;        // where it ran (a copy: its device side)
+  int thread = 0;     // host thread ordinal, in order of first event
+  int stream = -1;    // index into Profile::streams; -1 for spans
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  // Device time between timing events recorded around the op on its stream.
+  bool has_device_time = false;
+  double device_ms = 0;
+  int64_t device_start_ns = 0;  // its start, estimated on the host clock
+  // Copies only.
+  CopyKind copy_kind = CopyKind::kHostToDevice;
+  bool sync = true;
+  int64_t bytes = 0;
+  std::string var;       // variable copied
+  std::string consumer;  // type of the op that needed the copy
+
+  double host_ms() const { return static_cast<double>(end_ns - start_ns) * 1e-6; }
+};
+
+// A copy's name in the reference format: "GpuMemcpySync:CPU->GPU". The
+// device side is the device type in capitals ("CPU->SIM" on the sim place).
+std::string CopyEventName(const ProfileEvent& copy);
+
+// One Executor::Run.
+struct ProfileRun {
+  int thread = 0;
+  int64_t start_ns = 0;
+  int64_t end_ns = -1;  // -1: did not finish (failed, or still running)
+  bool warmup = false;  // among the first ProfilerOptions::warmup_runs runs
+  RunStats stats;       // the executor's counters for the run
+
+  double wall_ms() const { return static_cast<double>(end_ns - start_ns) * 1e-6; }
+};
+
+// A stream that events ran on: "gpu:0 compute", "sim:0 copy".
+struct StreamInfo {
+  Place place;
+  std::string name;  // "compute", "copy" or "stream N"
+};
+
+// Memory of one place when profiling stopped (or the profile was taken).
+struct PlaceMemory {
+  Place place;
+  std::string device;  // Device::Description()
+  AllocatorStats stats;
+};
+
+struct Profile {
+  ProfilerState state = ProfilerState::kAll;
+  int warmup_runs = 0;
+  // When the last warm-up run ended (0 without warm-up; INT64_MAX while the
+  // warm-up runs have not all finished).
+  int64_t steady_start_ns = 0;
+  int64_t duration_ns = 0;  // from start to when the profile was taken
+  std::vector<ProfileRun> runs;
+  std::vector<ProfileEvent> events;  // in the order they ended, per thread
+  std::vector<StreamInfo> streams;
+  std::vector<PlaceMemory> memory;
+  std::optional<PlacedProgram> plan;  // see AttachPlan (profiler.h)
+
+  // Steady state: runs that are not warm-up runs and finished; events that
+  // belong to such a run, and spans outside runs that started at or after
+  // steady_start_ns.
+  bool IsSteady(const ProfileEvent& event) const;
+  bool IsSteady(const ProfileRun& run) const { return !run.warmup && run.end_ns >= 0; }
+  int SteadyRuns() const;
+  // Wall time of each steady run, in ms, in run order.
+  std::vector<double> SteadyStepMs() const;
+};
+
+// The median (p = 0.5), p90 (p = 0.9) etc. of `values` (nearest rank on
+// the sorted values); 0 for none.
+double Percentile(std::vector<double> values, double p);
+
+// One placed copy, over the steady-state runs.
+struct LedgerEntry {
+  int op_index = -1;        // the copy's position in the placed program
+  std::string var;
+  Place from, to;
+  int64_t bytes = 0;        // per copy (the last one seen)
+  bool sync = true;
+  std::string consumer;     // type of the op that read the copy
+  int consumer_index = -1;  // its position in the placed program; -1 unknown
+  int calls = 0;
+  double per_step = 0;      // calls / steady runs
+  double total_ms = 0;      // host wall time, all calls
+  bool has_device_time = false;
+  double device_ms = 0;     // all calls
+};
+
+// The per-copy ledger, in program order. The consumer's position comes from
+// the attached plan (the first non-copy op after the copy).
+std::vector<LedgerEntry> CopyLedger(const Profile& profile);
+
+}  // namespace profiler
+}  // namespace tandem
+
+#endif  // TANDEM_PROFILER_PROFILE_H_

@@ -1,0 +1,340 @@
+#include "profiler/profiler.h"
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "framework/memory/cpu_allocator.h"
+#include "framework/runtime/execution_observer.h"
+#include "framework/testing/status_matchers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "profiler/chrome_trace.h"
+#include "profiler/crop_workload_testutil.h"
+
+namespace tandem {
+namespace profiler {
+namespace {
+
+using ::testing::AllOf;
+
+Place Sim0() { return *ParsePlace("sim:0"); }
+
+class ProfilerTest : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    if (IsProfilerEnabled()) CollectProfile().status().IgnoreError();
+  }
+};
+
+int CountKind(const Profile& p, EventKind kind, bool steady_only) {
+  int n = 0;
+  for (const ProfileEvent& e : p.events) n += e.kind == kind && (!steady_only || p.IsSteady(e));
+  return n;
+}
+
+TEST_F(ProfilerTest, ParsesStatesInAnyCase) {
+  EXPECT_THAT(ParseProfilerState("CPU"), IsOkAndHolds(ProfilerState::kCPU));
+  EXPECT_THAT(ParseProfilerState("gpu"), IsOkAndHolds(ProfilerState::kGPU));
+  EXPECT_THAT(ParseProfilerState("ALL"), IsOkAndHolds(ProfilerState::kAll));
+  EXPECT_THAT(ParseProfilerState("All"), IsOkAndHolds(ProfilerState::kAll));
+}
+
+TEST_F(ProfilerTest, UnknownStateListsTheAcceptedOnes) {
+  EXPECT_THAT(StartProfiler("TPU"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("'TPU'"), HasSubstr("\"CPU\", \"GPU\", \"All\""))));
+  EXPECT_FALSE(IsProfilerEnabled());
+}
+
+TEST_F(ProfilerTest, UnknownSortKeyListsTheAcceptedOnesAndKeepsProfiling) {
+  ASSERT_OK(StartProfiler("All"));
+  EXPECT_THAT(StopProfiler("median"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("'median'"),
+                             HasSubstr("\"default\", \"calls\", \"total\", \"max\", \"min\", "
+                                       "\"ave\""))));
+  EXPECT_TRUE(IsProfilerEnabled());
+  EXPECT_OK(StopProfiler("TOTAL"));
+}
+
+TEST_F(ProfilerTest, StartStopMisuseIsFailedPrecondition) {
+  EXPECT_THAT(StopProfiler(), StatusIs(absl::StatusCode::kFailedPrecondition));
+  ASSERT_OK_AND_ASSIGN(auto crop, CropWorkload::Create(Sim0(), false));
+  EXPECT_THAT(AttachPlan(crop->plan()), StatusIs(absl::StatusCode::kFailedPrecondition));
+  EXPECT_THAT(StartProfiler({ProfilerState::kCPU, -1}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("warmup_runs")));
+  ASSERT_OK(StartProfiler("CPU"));
+  EXPECT_THAT(StartProfiler("CPU"), StatusIs(absl::StatusCode::kFailedPrecondition));
+}
+
+TEST_F(ProfilerTest, ObserverIsInstalledOnlyWhileProfiling) {
+  EXPECT_EQ(GetExecutionObserver(), nullptr);
+  ASSERT_OK(StartProfiler("All"));
+  EXPECT_NE(GetExecutionObserver(), nullptr);
+  ASSERT_OK(CollectProfile().status());
+  EXPECT_EQ(GetExecutionObserver(), nullptr);
+}
+
+TEST_F(ProfilerTest, EachOpAndCopyYieldsExactlyOneEvent) {
+  for (bool slice_on_cpu : {false, true}) {
+    SCOPED_TRACE(slice_on_cpu ? "slice on cpu" : "slice on sim:0");
+    ASSERT_OK_AND_ASSIGN(auto crop, CropWorkload::Create(Sim0(), slice_on_cpu));
+    ASSERT_OK(StartProfiler({ProfilerState::kAll, /*warmup_runs=*/0}));
+    ASSERT_OK_AND_ASSIGN(std::vector<RunStats> stats, crop->Run(4));
+    ASSERT_OK_AND_ASSIGN(Profile p, CollectProfile());
+    ASSERT_EQ(p.runs.size(), 4u);
+    int ops = 0, copies = 0;
+    for (const RunStats& s : stats) {
+      ops += s.ops;
+      copies += s.copies();
+    }
+    EXPECT_EQ(CountKind(p, EventKind::kOp, false), ops);
+    EXPECT_EQ(CountKind(p, EventKind::kCopy, false), copies);
+    EXPECT_EQ(copies, slice_on_cpu ? 0 : 8);
+    // Per run: the placed program's steps, each once, in order.
+    const size_t steps = crop->plan().placed().program.block().ops().size();
+    std::vector<std::vector<int>> per_run(p.runs.size());
+    for (const ProfileEvent& e : p.events) per_run.at(e.run).push_back(e.op_index);
+    for (const std::vector<int>& indices : per_run) {
+      ASSERT_EQ(indices.size(), steps);
+      for (size_t i = 0; i < steps; ++i) EXPECT_EQ(indices[i], static_cast<int>(i));
+    }
+    for (size_t r = 0; r < p.runs.size(); ++r) {
+      EXPECT_EQ(p.runs[r].stats.copies(), stats[r].copies());
+    }
+  }
+}
+
+TEST_F(ProfilerTest, TimestampsAreMonotonicAndInsideTheirRun) {
+  ASSERT_OK_AND_ASSIGN(auto crop, CropWorkload::Create(Sim0(), false));
+  ASSERT_OK(StartProfiler({ProfilerState::kAll, 0}));
+  ASSERT_OK(crop->Run(3).status());
+  ASSERT_OK_AND_ASSIGN(Profile p, CollectProfile());
+  int64_t last_end = 0;
+  for (const ProfileEvent& e : p.events) {
+    EXPECT_LE(e.start_ns, e.end_ns) << e.name;
+    EXPECT_GE(e.start_ns, last_end) << e.name;  // one thread: events do not overlap
+    last_end = e.end_ns;
+    const ProfileRun& run = p.runs.at(e.run);
+    EXPECT_GE(e.start_ns, run.start_ns);
+    EXPECT_LE(e.end_ns, run.end_ns);
+  }
+  for (size_t r = 1; r < p.runs.size(); ++r) EXPECT_GE(p.runs[r].start_ns, p.runs[r - 1].end_ns);
+  EXPECT_LE(p.runs.back().end_ns, p.duration_ns);
+}
+
+std::vector<std::string> OutputBytes(const CropWorkload& crop) {
+  std::vector<std::string> bytes;
+  for (const Tensor& t : crop.outputs()) {
+    bytes.emplace_back(static_cast<const char*>(t.raw_data()), t.NumBytes());
+  }
+  return bytes;
+}
+
+TEST_F(ProfilerTest, ProfilingDoesNotChangeResults) {
+  for (bool slice_on_cpu : {false, true}) {
+    ASSERT_OK_AND_ASSIGN(auto off, CropWorkload::Create(Sim0(), slice_on_cpu));
+    ASSERT_OK(off->Run(3).status());
+    ASSERT_OK_AND_ASSIGN(auto on, CropWorkload::Create(Sim0(), slice_on_cpu));
+    ASSERT_OK(StartProfiler("All"));
+    ASSERT_OK(on->Run(3).status());
+    ASSERT_OK(CollectProfile().status());
+    EXPECT_EQ(OutputBytes(*on), OutputBytes(*off));
+  }
+}
+
+TEST_F(ProfilerTest, WarmupRunsAreRecordedButNotSteady) {
+  ASSERT_OK_AND_ASSIGN(auto crop, CropWorkload::Create(Sim0(), false));
+  ASSERT_OK(StartProfiler({ProfilerState::kAll, /*warmup_runs=*/2}));
+  ASSERT_OK(crop->Run(5).status());
+  ASSERT_OK_AND_ASSIGN(Profile p, CollectProfile());
+  ASSERT_EQ(p.runs.size(), 5u);
+  EXPECT_TRUE(p.runs[0].warmup && p.runs[1].warmup && !p.runs[2].warmup);
+  EXPECT_EQ(p.SteadyRuns(), 3);
+  EXPECT_EQ(p.SteadyStepMs().size(), 3u);
+  EXPECT_EQ(CountKind(p, EventKind::kCopy, true), 6);
+  EXPECT_EQ(CountKind(p, EventKind::kCopy, false), 10);
+  EXPECT_EQ(p.steady_start_ns, p.runs[1].end_ns);
+}
+
+TEST_F(ProfilerTest, ResetDiscardsEventsButNotTheWarmupCount) {
+  ASSERT_OK_AND_ASSIGN(auto crop, CropWorkload::Create(Sim0(), false));
+  ASSERT_OK(StartProfiler({ProfilerState::kAll, 1}));
+  ASSERT_OK(crop->Run(2).status());
+  ResetProfiler();
+  EXPECT_TRUE(GetProfile().events.empty());
+  ASSERT_OK(crop->Run(2).status());
+  ASSERT_OK_AND_ASSIGN(Profile p, CollectProfile());
+  EXPECT_EQ(p.runs.size(), 2u);
+  EXPECT_EQ(p.SteadyRuns(), 2);
+}
+
+TEST_F(ProfilerTest, RecordEventSpansOnlyWhileProfiling) {
+  { RecordEvent ignored("before"); }
+  ASSERT_OK(StartProfiler({ProfilerState::kCPU, 0}));
+  ASSERT_OK_AND_ASSIGN(auto crop, CropWorkload::Create(Sim0(), false));
+  {
+    RecordEvent step("train_step");
+    ASSERT_OK(crop->Run(1).status());
+  }
+  ASSERT_OK_AND_ASSIGN(Profile p, CollectProfile());
+  { RecordEvent ignored("after"); }
+  ASSERT_EQ(CountKind(p, EventKind::kUser, false), 1);
+  const ProfileEvent& span = p.events.back();
+  EXPECT_EQ(span.name, "train_step");
+  EXPECT_LE(span.start_ns, p.runs[0].start_ns);
+  EXPECT_GE(span.end_ns, p.runs[0].end_ns);
+  EXPECT_TRUE(p.IsSteady(span));
+  EXPECT_EQ(CountKind(GetProfile(), EventKind::kUser, false), 1);
+}
+
+TEST_F(ProfilerTest, UnwritableTracePathIsAnErrorAndTheProfileIsKept) {
+  ASSERT_OK_AND_ASSIGN(auto crop, CropWorkload::Create(Sim0(), false));
+  ASSERT_OK(StartProfiler({ProfilerState::kAll, 0}));
+  ASSERT_OK(crop->Run(2).status());
+  const std::string path = "/nonexistent-dir/trace.json";
+  EXPECT_THAT(StopProfiler("total", path),
+              StatusIs(absl::StatusCode::kNotFound,
+                       AllOf(HasSubstr(path), HasSubstr("No such file or directory"))));
+  EXPECT_FALSE(IsProfilerEnabled());
+  EXPECT_EQ(CountKind(GetProfile(), EventKind::kCopy, false), 4);
+  // Training goes on.
+  EXPECT_OK(crop->Run(1).status());
+}
+
+TEST_F(ProfilerTest, ScopedProfilerStopsOnDestruction) {
+  ASSERT_OK_AND_ASSIGN(auto crop, CropWorkload::Create(Sim0(), false));
+  {
+    ScopedProfiler prof({ProfilerState::kAll, 0}, SortKey::kCalls);
+    ASSERT_OK(prof.status());
+    EXPECT_TRUE(IsProfilerEnabled());
+    ASSERT_OK(crop->Run(1).status());
+  }
+  EXPECT_FALSE(IsProfilerEnabled());
+  EXPECT_EQ(GetProfile().runs.size(), 1u);
+  ScopedProfiler first({ProfilerState::kCPU, 0});
+  ScopedProfiler second({ProfilerState::kCPU, 0});
+  EXPECT_THAT(second.status(), StatusIs(absl::StatusCode::kFailedPrecondition));
+  EXPECT_OK(second.Stop());  // does not stop the first one's session
+  EXPECT_TRUE(IsProfilerEnabled());
+  EXPECT_OK(first.Stop());
+  EXPECT_FALSE(IsProfilerEnabled());
+}
+
+// ---- Device time, with a device whose timing events count calls -----------
+
+class FakeEvent final : public Event {
+ public:
+  double at_ms = 0;
+};
+
+class FakeStream final : public Stream {};
+
+// Every recorded timing event is 0.5 ms after the previous one.
+class FakeTimedDevice final : public Device {
+ public:
+  Place place() const override { return Sim0(); }
+  std::string Description() const override { return "fake timed device"; }
+  Allocator* allocator() override { return CpuAllocator::Default(); }
+  Allocator* host_allocator() override { return CpuAllocator::Default(); }
+  Stream* compute_stream() override { return &compute_; }
+  Stream* copy_stream() override { return &copy_; }
+  absl::StatusOr<std::unique_ptr<Stream>> CreateStream() override {
+    return std::unique_ptr<Stream>(new FakeStream());
+  }
+  absl::StatusOr<std::unique_ptr<Event>> CreateEvent() override {
+    return std::unique_ptr<Event>(new FakeEvent());
+  }
+  absl::Status Copy(CopyKind, void*, const void*, size_t) override { return absl::OkStatus(); }
+  absl::Status CopyAsync(CopyKind, void*, const void*, size_t, Stream*) override {
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::unique_ptr<Event>> CreateTimingEvent() override { return CreateEvent(); }
+  absl::StatusOr<double> EventElapsedMs(Event* start, Event* end) override {
+    return static_cast<FakeEvent*>(end)->at_ms - static_cast<FakeEvent*>(start)->at_ms;
+  }
+  absl::Status RecordEvent(Event* event, Stream*) override {
+    static_cast<FakeEvent*>(event)->at_ms = clock_ms_ += 0.5;
+    return absl::OkStatus();
+  }
+  absl::Status StreamWaitEvent(Stream*, Event*) override { return absl::OkStatus(); }
+  absl::Status SynchronizeEvent(Event*) override { return absl::OkStatus(); }
+  absl::Status SynchronizeStream(Stream*) override { return absl::OkStatus(); }
+  absl::Status Synchronize() override { return absl::OkStatus(); }
+
+ private:
+  FakeStream compute_, copy_;
+  double clock_ms_ = 0;
+};
+
+// Feeds the installed observer one run: slice (device work), shape (its
+// output lives in host memory: no device work) and an H2D copy.
+void FakeRun(FakeTimedDevice* device) {
+  ExecutionObserver* observer = GetExecutionObserver();
+  ASSERT_NE(observer, nullptr);
+  OpDesc slice, shape, copy;
+  slice.type = "slice";
+  slice.outputs["Out"] = {"s"};
+  shape.type = "shape";
+  shape.outputs["Out"] = {"t"};
+  copy.type = "memcpy_h2d";
+  observer->OnRunBegin();
+  int index = 0;
+  for (const OpDesc* op : {&slice, &shape, &copy}) {
+    OpEvent e;
+    e.op = op;
+    e.index = index++;
+    e.place = device->place();
+    e.device = device;
+    e.is_copy = op == &copy;
+    e.stream = e.is_copy ? device->copy_stream() : device->compute_stream();
+    e.bytes = e.is_copy ? 16 : 0;
+    e.var = e.is_copy ? "t" : "";
+    e.consumer = e.is_copy ? "slice" : "";
+    observer->OnOpBegin(e);
+    observer->OnOpEnd(e);
+  }
+  RunStats stats;
+  stats.ops = 2;
+  stats.copies_h2d = 1;
+  observer->OnRunEnd(stats);
+}
+
+TEST_F(ProfilerTest, DeviceTimeOnlyForOpsThatLaunchDeviceWork) {
+  FakeTimedDevice device;
+  ASSERT_OK(StartProfiler({ProfilerState::kGPU, 0}));
+  FakeRun(&device);
+  ASSERT_OK_AND_ASSIGN(Profile p, CollectProfile());
+  ASSERT_EQ(p.events.size(), 3u);
+  EXPECT_TRUE(p.events[0].has_device_time);  // slice: two events 0.5 ms apart
+  EXPECT_DOUBLE_EQ(p.events[0].device_ms, 0.5);
+  EXPECT_FALSE(p.events[1].has_device_time);  // shape: HostMemory output
+  EXPECT_TRUE(p.events[2].has_device_time);   // the copy
+  EXPECT_DOUBLE_EQ(p.events[2].device_ms, 0.5);
+  EXPECT_GE(p.events[2].device_start_ns, p.events[2].start_ns);
+  ASSERT_EQ(p.streams.size(), 2u);
+  EXPECT_EQ(p.streams[p.events[0].stream].name, "compute");
+  EXPECT_EQ(p.streams[p.events[2].stream].name, "copy");
+  // The trace has a track per device stream holding the device spans.
+  const Json trace = ChromeTraceJson(p);
+  int device_spans = 0;
+  for (const Json& e : trace.Find("traceEvents")->array()) {
+    if (e.Find("ph")->string_value() == "X" && e.Find("pid")->int_value() != 1) ++device_spans;
+  }
+  EXPECT_EQ(device_spans, 2);
+}
+
+TEST_F(ProfilerTest, CpuStateRecordsNoDeviceTime) {
+  FakeTimedDevice device;
+  ASSERT_OK(StartProfiler({ProfilerState::kCPU, 0}));
+  FakeRun(&device);
+  ASSERT_OK_AND_ASSIGN(Profile p, CollectProfile());
+  ASSERT_EQ(p.events.size(), 3u);
+  for (const ProfileEvent& e : p.events) EXPECT_FALSE(e.has_device_time) << e.name;
+}
+
+}  // namespace
+}  // namespace profiler
+}  // namespace tandem
