@@ -221,7 +221,9 @@ std::vector<Advice> Advise(const Profile& profile, const PlacedProgram& placed) 
     a.message = absl::StrCat(
         a.op, " (#", a.op_index, ", ", a.place.ToString(), "): ", Counts(a.sync_h2d, a.sync_d2h),
         " per step (", Bytes(a.bytes), ", ",
-        a.profiled ? absl::StrFormat("%.3g ms", a.ms_per_step) : std::string("not profiled"),
+        !a.profiled             ? std::string("not profiled")
+        : a.ms_per_step >= 0.01 ? absl::StrFormat("%.3f ms", a.ms_per_step)
+                                : absl::StrFormat("%.3g us", a.ms_per_step * 1e3),
         "): ", Sentence(reasons), "; put '", a.op, "' under ", a.fix, " to remove ",
         Removes(a.copies_removed, static_cast<int>(caused.size())));
     advice.push_back(std::move(a));

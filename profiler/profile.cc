@@ -42,7 +42,8 @@ bool Profile::IsSteady(const ProfileEvent& event) const {
   if (event.run >= 0 && event.run < static_cast<int>(runs.size())) {
     return IsSteady(runs[event.run]);
   }
-  return event.start_ns >= steady_start_ns;
+  // Ops and copies outside a known run belong to a run cut by ResetProfiler.
+  return event.kind == EventKind::kUser && event.start_ns >= steady_start_ns;
 }
 
 int Profile::SteadyRuns() const {

@@ -115,8 +115,8 @@ struct Profile {
   std::optional<PlacedProgram> plan;  // see AttachPlan (profiler.h)
 
   // Steady state: runs that are not warm-up runs and finished; events that
-  // belong to such a run, and spans outside runs that started at or after
-  // steady_start_ns.
+  // belong to such a run, and RecordEvent spans outside runs that started at
+  // or after steady_start_ns.
   bool IsSteady(const ProfileEvent& event) const;
   bool IsSteady(const ProfileRun& run) const { return !run.warmup && run.end_ns >= 0; }
   int SteadyRuns() const;

@@ -58,6 +58,7 @@ struct ThreadState {
   int thread = -1;          // ordinal; assigned on first use
   uint64_t generation = 0;  // of the session data `run` and `anchors` belong to
   int run = -1;             // index into Collector::runs_
+  bool op_open = false;     // between OnOpBegin and OnOpEnd
   int64_t op_start_ns = 0;  // absolute
   DeviceTimers* op_timers = nullptr;
   Event* op_start_event = nullptr;
@@ -85,7 +86,7 @@ class Collector final : public ExecutionObserver {
     return *collector;
   }
 
-  bool enabled() const { return enabled_.load(std::memory_order_relaxed); }
+  bool enabled() const { return enabled_.load(std::memory_order_acquire); }
 
   absl::Status Start(const ProfilerOptions& options) {
     if (options.warmup_runs < 0) {
@@ -204,12 +205,15 @@ class Collector final : public ExecutionObserver {
       DeviceTimers* timers = TimersFor(event.device);
       if (timers->timed) StartTiming(event, timers);
     }
+    ts.op_open = true;
     ts.op_start_ns = NowNs();
   }
 
   void OnOpEnd(const OpEvent& event) override {
     const int64_t end = NowNs();
     ThreadState& ts = t_state;
+    if (!ts.op_open) return;  // began before the profiler started
+    ts.op_open = false;
     Event* end_event = nullptr;
     if (ts.op_start_event != nullptr) end_event = RecordTimingEvent(ts.op_timers, event.stream);
     const int thread = ThreadOrdinal();

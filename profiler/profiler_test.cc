@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "framework/device/device_registry.h"
 #include "framework/memory/cpu_allocator.h"
 #include "framework/runtime/execution_observer.h"
 #include "framework/testing/status_matchers.h"
@@ -333,6 +334,31 @@ TEST_F(ProfilerTest, CpuStateRecordsNoDeviceTime) {
   ASSERT_OK_AND_ASSIGN(Profile p, CollectProfile());
   ASSERT_EQ(p.events.size(), 3u);
   for (const ProfileEvent& e : p.events) EXPECT_FALSE(e.has_device_time) << e.name;
+}
+
+// On a real GPU (skipped without one): device time for ops that launch
+// kernels and for copies, none for shape (HostMemory output).
+TEST_F(ProfilerTest, GpuOpsGetDeviceTimeWhereTheyLaunchWork) {
+  if (DeviceRegistry::Global().DeviceCount(DeviceType::GPU()) == 0) GTEST_SKIP() << "no GPU";
+  ASSERT_OK_AND_ASSIGN(auto crop, CropWorkload::Create(GPUPlace(0), /*slice_on_cpu=*/false));
+  ASSERT_OK(StartProfiler({ProfilerState::kAll, 1}));
+  ASSERT_OK(crop->Run(4).status());
+  ASSERT_OK_AND_ASSIGN(Profile p, CollectProfile());
+  int timed = 0;
+  for (const ProfileEvent& e : p.events) {
+    if (!p.IsSteady(e)) continue;
+    SCOPED_TRACE(e.name);
+    if (e.name == "shape") {
+      EXPECT_FALSE(e.has_device_time);
+    } else {
+      EXPECT_TRUE(e.has_device_time);
+      EXPECT_GT(e.device_ms, 0);
+      EXPECT_LT(e.device_ms, 1000);
+      EXPECT_GE(e.device_start_ns, e.start_ns);
+      ++timed;
+    }
+  }
+  EXPECT_EQ(timed, 3 * (4 + 2));  // fill_constant x2, slice, crop_tensor, 2 copies
 }
 
 }  // namespace

@@ -1,9 +1,27 @@
 #!/usr/bin/env bash
 # Workload 2 on the sim place: 1 H2D + 1 D2H per iteration with the slice on
-# the device, none with the slice under device_guard("cpu").
+# the device, none with the slice under device_guard("cpu"); with --profile,
+# --advise and --trace_out, the report, the advice and both traces.
 set -euo pipefail
 bin="$(dirname "$0")/crop_profile"
 out=$("$bin" --place=sim:0 --iterations=20 --warmup=2)
 echo "$out"
 grep -q "slice on sim:0 : 1 H2D + 1 D2H copies per iteration" <<<"$out"
 grep -q "slice on cpu   : 0 H2D + 0 D2H copies per iteration" <<<"$out"
+
+trace="${TEST_TMPDIR:-/tmp}/crop.json"
+out=$("$bin" --place=sim:0 --iterations=5 --warmup=1 --profile --advise --trace_out="$trace")
+echo "$out"
+grep -q "Profiling Report" <<<"$out"
+grep -q "  GpuMemcpySync          Calls: 10 " <<<"$out"
+grep -q "  GpuMemcpySync          Calls: 0 " <<<"$out"
+grep -q "put 'slice' under device_guard(\"cpu\") to remove both" <<<"$out"
+grep -q "No op placement causes synchronous copies." <<<"$out"
+grep -q "sync copies per step 2 -> 0" <<<"$out"
+test -s "${trace%.json}.before.json"
+test -s "${trace%.json}.after.json"
+
+if "$bin" --place=sim:0 --profile --sort_key=median >/dev/null 2>&1; then
+  echo "expected --sort_key=median to fail" >&2
+  exit 1
+fi
