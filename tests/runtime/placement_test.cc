@@ -1,4 +1,8 @@
 // Placement, copy insertion and execution on the sim place (no GPU needed).
+#include "framework/base/status_macros.h"
+#include "framework/device/device_registry.h"
+#include "framework/kernel/kernel_context.h"
+#include "framework/op/op_schema.h"
 #include "framework/program/program_builder.h"
 #include "framework/runtime/executor.h"
 #include "framework/testing/status_matchers.h"
@@ -13,6 +17,28 @@ namespace {
 using ::testing::AllOf;
 
 const Place kSim0 = *ParsePlace("sim:0");
+
+// An op with a CPU kernel only, to exercise the fallback rule.
+REGISTER_OP("test_cpu_only")
+    .Input("X")
+    .Output("Out")
+    .SetInferShape([](InferShapeContext* ctx) -> absl::Status {
+      ASSIGN_OR_RETURN(TensorMeta x, ctx->Input("X"));
+      ctx->SetOutput("Out", x);
+      return absl::OkStatus();
+    });
+
+class NegateKernel : public OpKernel {
+ public:
+  absl::Status Compute(KernelContext* ctx) override {
+    ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
+    ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput("Out", x->dtype(), x->shape()));
+    for (int64_t i = 0; i < x->NumElements(); ++i) out->data<float>()[i] = -x->data<float>()[i];
+    return absl::OkStatus();
+  }
+};
+REGISTER_KERNEL(KernelDef("test_cpu_only", "cpu").TypeConstraint("X", {DataType::kFloat32}),
+                NegateKernel);
 
 FeedMap XFeed() { return {{"x", MakeTensor(DataType::kFloat32, {2, 2}, {1, 2, 3, 4})}}; }
 
@@ -156,6 +182,51 @@ TEST(Placement, FeedErrors) {
   ASSERT_OK_AND_ASSIGN(std::vector<Tensor> out,
                        exe.Run(plan.get(), &scope, {{"x", MakeTensor(DataType::kFloat32, {3, 2}, {1, 2, 3, 4, 5, 6})}}));
   EXPECT_EQ(out[0].shape(), Shape({3, 2}));
+}
+
+TEST(Placement, MissingKernelFallsBackToCpuOrFailsWhenStrict) {
+  ProgramBuilder b;
+  Var x = b.Data("x", DataType::kFloat32, Shape({2, 2}));
+  Var y = b.Scale(x, 2.0);                      // sim
+  Var z = b.AppendOp("test_cpu_only", {{"X", {y}}}, {}, {"Out"})["Out"][0];  // no sim kernel
+  Var w = b.Scale(z, 1.0);                      // sim again
+  ASSERT_OK(b.status());
+  Executor exe(kSim0);
+  Scope scope;
+  ASSERT_OK_AND_ASSIGN(auto plan, exe.Prepare(b.main_program(), scope, {"x"}, {w.name}));
+  EXPECT_THAT(plan->PlacementTable(),
+              AllOf(HasSubstr("test_cpu_only          cpu      fallback"),
+                    HasSubstr("fell back to cpu")));
+  RunStats stats;
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> out, exe.Run(plan.get(), &scope, XFeed(), &stats));
+  EXPECT_EQ(ToDoubles(out[0]), (std::vector<double>{-2, -4, -6, -8}));
+  EXPECT_EQ(stats.copies_h2d, 2);  // x to sim, z back to sim
+  EXPECT_EQ(stats.copies_d2h, 1);  // y to the cpu kernel
+
+  Executor strict(kSim0, {/*strict_placement=*/true, TransferPolicy::kAllow});
+  EXPECT_THAT(strict.Prepare(b.main_program(), scope, {"x"}, {w.name}),
+              StatusIs(absl::StatusCode::kNotFound,
+                       AllOf(HasSubstr("op 'test_cpu_only' (#1) on sim:0"),
+                             HasSubstr("test_cpu_only on cpu [X: float32]"))));
+}
+
+TEST(Placement, IntermediatesAreFreedAfterTheirLastReader) {
+  ProgramBuilder b;
+  Var x = b.Data("x", DataType::kFloat32, Shape({256, 256}));
+  Var h = x;
+  for (int i = 0; i < 8; ++i) h = b.Scale(h, 1.0);  // 8 intermediates of 256 KiB
+  Executor exe(kSim0);
+  Scope scope;
+  ASSERT_OK_AND_ASSIGN(auto plan, exe.Prepare(b.main_program(), scope, {"x"}, {h.name}));
+  ASSERT_OK_AND_ASSIGN(Device * sim, DeviceRegistry::Global().GetDevice(kSim0));
+  const int64_t before = sim->allocator()->GetStats().bytes_in_use;
+  const Tensor feed = RandomTensor(DataType::kFloat32, {256, 256}, 1);
+  ASSERT_OK(exe.Run(plan.get(), &scope, {{"x", feed}}).status());
+  const AllocatorStats after = sim->allocator()->GetStats();
+  EXPECT_EQ(after.bytes_in_use, before);  // nothing left behind on the device
+  // At most the input copy, one live intermediate and the one being
+  // written exist at once (plus the fetched value).
+  EXPECT_LE(after.peak_bytes_in_use - before, 4 * 256 * 256 * 4);
 }
 
 TEST(Placement, VmoduleExecutorLogsInReferenceFormat) {
