@@ -15,7 +15,7 @@ namespace {
 
 // A placed copy and the ops on either side of it.
 struct Copy {
-  int index = -1;     // in the placed program
+  int index = -1;  // in the placed program
   bool h2d = true;
   std::string var;    // the variable as the user's program names it
   int consumer = -1;  // first non-copy op after it
@@ -102,8 +102,7 @@ std::string WhyReadOnHost(const PlacedProgram& placed, const Copy& c) {
   const KernelRegistration* k = placed.kernels[c.consumer];
   const bool host_arg = k != nullptr && k->def.IsHostMemory(c.consumer_arg);
   return absl::StrCat("its output '", c.var, "' is read on the host by '", reader.type, "' (",
-                      host_arg ? absl::StrCat("HostMemory '", c.consumer_arg, "'") : "on cpu",
-                      ")");
+                      host_arg ? absl::StrCat("HostMemory '", c.consumer_arg, "'") : "on cpu", ")");
 }
 
 int64_t DeclaredBytes(const PlacedProgram& placed, const std::string& var) {
@@ -125,8 +124,8 @@ std::string Counts(double h2d, double d2h) {
 }
 
 std::string Bytes(const std::vector<int64_t>& bytes) {
-  if (bytes.size() > 1 && std::all_of(bytes.begin(), bytes.end(),
-                                      [&](int64_t b) { return b == bytes[0]; })) {
+  if (bytes.size() > 1 &&
+      std::all_of(bytes.begin(), bytes.end(), [&](int64_t b) { return b == bytes[0]; })) {
     return absl::StrCat(bytes[0], " B each");
   }
   return absl::StrCat(absl::StrJoin(bytes, " B + "), " B");
@@ -218,14 +217,14 @@ std::vector<Advice> Advise(const Profile& profile, const PlacedProgram& placed) 
         a.profiled = false;
       }
     }
-    a.message = absl::StrCat(
-        a.op, " (#", a.op_index, ", ", a.place.ToString(), "): ", Counts(a.sync_h2d, a.sync_d2h),
-        " per step (", Bytes(a.bytes), ", ",
-        !a.profiled             ? std::string("not profiled")
-        : a.ms_per_step >= 0.01 ? absl::StrFormat("%.3f ms", a.ms_per_step)
-                                : absl::StrFormat("%.3g us", a.ms_per_step * 1e3),
-        "): ", Sentence(reasons), "; put '", a.op, "' under ", a.fix, " to remove ",
-        Removes(a.copies_removed, static_cast<int>(caused.size())));
+    a.message =
+        absl::StrCat(a.op, " (#", a.op_index, ", ", a.place.ToString(),
+                     "): ", Counts(a.sync_h2d, a.sync_d2h), " per step (", Bytes(a.bytes), ", ",
+                     !a.profiled             ? std::string("not profiled")
+                     : a.ms_per_step >= 0.01 ? absl::StrFormat("%.3f ms", a.ms_per_step)
+                                             : absl::StrFormat("%.3g us", a.ms_per_step * 1e3),
+                     "): ", Sentence(reasons), "; put '", a.op, "' under ", a.fix, " to remove ",
+                     Removes(a.copies_removed, static_cast<int>(caused.size())));
     advice.push_back(std::move(a));
   }
   std::stable_sort(advice.begin(), advice.end(), [](const Advice& a, const Advice& b) {

@@ -34,18 +34,18 @@ namespace tandem {
 namespace profiler {
 
 struct Advice {
-  std::string op;          // op type
-  int op_index = -1;       // in the user's program (copies not counted)
-  int placed_index = -1;   // in the placed program
-  Place place;             // where it runs now
-  double sync_h2d = 0;     // sync copies per step it causes, each direction
+  std::string op;         // op type
+  int op_index = -1;      // in the user's program (copies not counted)
+  int placed_index = -1;  // in the placed program
+  Place place;            // where it runs now
+  double sync_h2d = 0;    // sync copies per step it causes, each direction
   double sync_d2h = 0;
   std::vector<int64_t> bytes;  // per copy
-  bool profiled = false;   // ms_per_step comes from the profile
-  double ms_per_step = 0;  // host time of those copies per step
-  int copies_removed = 0;  // per run, by the fix, net of copies it adds
-  std::string fix;         // "device_guard(\"cpu\")"
-  std::string message;     // the whole advice, one line
+  bool profiled = false;       // ms_per_step comes from the profile
+  double ms_per_step = 0;      // host time of those copies per step
+  int copies_removed = 0;      // per run, by the fix, net of copies it adds
+  std::string fix;             // "device_guard(\"cpu\")"
+  std::string message;         // the whole advice, one line
 };
 
 // Most copies removed first. `placed` must be the plan the profile ran

@@ -47,7 +47,8 @@ TEST(AdvisorTest, NamesSliceOnTheAccelerator) {
   EXPECT_TRUE(a.profiled);
   EXPECT_GT(a.ms_per_step, 0);
   EXPECT_EQ(a.copies_removed, 2);
-  EXPECT_THAT(a.message, HasSubstr("slice (#3, sim:0): 1 sync H2D + 1 sync D2H per step (16 B each, "));
+  EXPECT_THAT(a.message,
+              HasSubstr("slice (#3, sim:0): 1 sync H2D + 1 sync D2H per step (16 B each, "));
   EXPECT_THAT(a.message, HasSubstr("its input 'shape_0.tmp_0' is produced on the host "
                                    "(HostMemory output of 'shape')"));
   EXPECT_THAT(a.message, HasSubstr("its output 'slice_0.tmp_0' is read on the host by "

@@ -75,33 +75,36 @@ Json ChromeTraceJson(const Profile& profile) {
   std::set<int> threads;
   for (const ProfileRun& r : profile.runs) threads.insert(r.thread);
   for (const ProfileEvent& e : profile.events) threads.insert(e.thread);
-  for (int t : threads) events.Push(Metadata("thread_name", kHostPid, t, absl::StrCat("thread ", t)));
+  for (int t : threads)
+    events.Push(Metadata("thread_name", kHostPid, t, absl::StrCat("thread ", t)));
 
   // One process per device place, one thread per stream.
   std::map<Place, int> device_pid;
   for (size_t i = 0; i < profile.streams.size(); ++i) {
     const StreamInfo& s = profile.streams[i];
-    auto [it, inserted] = device_pid.emplace(s.place, kHostPid + 1 + static_cast<int>(device_pid.size()));
+    auto [it, inserted] =
+        device_pid.emplace(s.place, kHostPid + 1 + static_cast<int>(device_pid.size()));
     if (inserted) events.Push(Metadata("process_name", it->second, -1, s.place.ToString()));
-    events.Push(Metadata("thread_name", it->second, static_cast<int>(i),
-                         absl::StrCat(s.name, " stream")));
+    events.Push(
+        Metadata("thread_name", it->second, static_cast<int>(i), absl::StrCat(s.name, " stream")));
   }
 
   for (size_t i = 0; i < profile.runs.size(); ++i) {
     const ProfileRun& r = profile.runs[i];
     if (r.end_ns < 0) continue;
-    events.Push(Complete(
-        absl::StrCat("run ", i, r.warmup ? " (warm-up)" : ""), "run", Us(r.start_ns),
-        Us(r.end_ns - r.start_ns), kHostPid, r.thread,
-        Json::Object().Set("ops", r.stats.ops).Set("copies", r.stats.copies())
-            .Set("sync_copies", r.stats.sync_copies).Set("warmup", r.warmup)));
+    events.Push(Complete(absl::StrCat("run ", i, r.warmup ? " (warm-up)" : ""), "run",
+                         Us(r.start_ns), Us(r.end_ns - r.start_ns), kHostPid, r.thread,
+                         Json::Object()
+                             .Set("ops", r.stats.ops)
+                             .Set("copies", r.stats.copies())
+                             .Set("sync_copies", r.stats.sync_copies)
+                             .Set("warmup", r.warmup)));
   }
   for (const ProfileEvent& e : profile.events) {
     const std::string name = e.kind == EventKind::kCopy ? CopyEventName(e) : e.name;
     events.Push(Complete(name, Category(e.kind), Us(e.start_ns), Us(e.end_ns - e.start_ns),
                          kHostPid, e.thread, EventArgs(profile, e)));
-    if (e.has_device_time && e.stream >= 0 &&
-        e.stream < static_cast<int>(profile.streams.size())) {
+    if (e.has_device_time && e.stream >= 0 && e.stream < static_cast<int>(profile.streams.size())) {
       events.Push(Complete(name, Category(e.kind), Us(e.device_start_ns), e.device_ms * 1e3,
                            device_pid[profile.streams[e.stream].place], e.stream,
                            EventArgs(profile, e)));
@@ -115,8 +118,8 @@ absl::Status WriteChromeTrace(const Profile& profile, const std::string& path) {
   std::FILE* f = std::fopen(path.c_str(), "w");
   if (f == nullptr) {
     const int error = errno;
-    return absl::ErrnoToStatus(
-        error, absl::StrCat("cannot write the Chrome trace to '", path, "'"));
+    return absl::ErrnoToStatus(error,
+                               absl::StrCat("cannot write the Chrome trace to '", path, "'"));
   }
   const size_t written = std::fwrite(text.data(), 1, text.size(), f);
   const int write_error = written == text.size() ? 0 : errno;

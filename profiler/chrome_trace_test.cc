@@ -21,9 +21,7 @@ Profile ProfileCrop(int runs, int warmup) {
   CHECK(crop.ok()) << crop.status();
   CHECK(StartProfiler({ProfilerState::kAll, warmup}).ok());
   CHECK((*crop)->Run(runs).ok());
-  {
-    RecordEvent span("after_runs");
-  }
+  { RecordEvent span("after_runs"); }
   auto profile = CollectProfile();
   CHECK(profile.ok()) << profile.status();
   return *std::move(profile);
@@ -85,7 +83,8 @@ TEST(ChromeTraceTest, WrittenFileParsesAndHoldsEveryEvent) {
 TEST(ChromeTraceTest, WarmupEventsAreMarked) {
   const Profile profile = ProfileCrop(/*runs=*/2, /*warmup=*/1);
   int warmup = 0, steady = 0;
-  for (const Json& e : ChromeTraceJson(profile).Find("traceEvents")->array()) {
+  const Json trace = ChromeTraceJson(profile);
+  for (const Json& e : trace.Find("traceEvents")->array()) {
     const Json* args = e.Find("args");
     if (e.Find("cat") == nullptr || e.Find("cat")->string_value() != "op") continue;
     (args->Has("warmup") ? warmup : steady)++;
@@ -100,8 +99,8 @@ TEST(ChromeTraceTest, UnwritablePathNamesPathAndReason) {
               StatusIs(absl::StatusCode::kNotFound,
                        HasSubstr("cannot write the Chrome trace to '/nonexistent-dir/t.json'")));
   const std::string dir = TempPath("");
-  EXPECT_THAT(WriteChromeTrace(profile, dir), StatusIs(absl::StatusCode::kFailedPrecondition,
-                                                       HasSubstr("Is a directory")));
+  EXPECT_THAT(WriteChromeTrace(profile, dir),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("Is a directory")));
 }
 
 }  // namespace

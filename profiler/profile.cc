@@ -34,8 +34,8 @@ absl::string_view ProfilerStateName(ProfilerState state) {
 std::string CopyEventName(const ProfileEvent& copy) {
   const std::string device = absl::AsciiStrToUpper(copy.place.type().name());
   const bool h2d = copy.copy_kind == CopyKind::kHostToDevice;
-  return absl::StrCat(copy.sync ? "GpuMemcpySync:" : "GpuMemcpyAsync:", h2d ? "CPU" : device,
-                      "->", h2d ? device : "CPU");
+  return absl::StrCat(copy.sync ? "GpuMemcpySync:" : "GpuMemcpyAsync:", h2d ? "CPU" : device, "->",
+                      h2d ? device : "CPU");
 }
 
 bool Profile::IsSteady(const ProfileEvent& event) const {

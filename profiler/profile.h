@@ -130,18 +130,18 @@ double Percentile(std::vector<double> values, double p);
 
 // One placed copy, over the steady-state runs.
 struct LedgerEntry {
-  int op_index = -1;        // the copy's position in the placed program
+  int op_index = -1;  // the copy's position in the placed program
   std::string var;
   Place from, to;
-  int64_t bytes = 0;        // per copy (the last one seen)
+  int64_t bytes = 0;  // per copy (the last one seen)
   bool sync = true;
   std::string consumer;     // type of the op that read the copy
   int consumer_index = -1;  // its position in the placed program; -1 unknown
   int calls = 0;
-  double per_step = 0;      // calls / steady runs
-  double total_ms = 0;      // host wall time, all calls
+  double per_step = 0;  // calls / steady runs
+  double total_ms = 0;  // host wall time, all calls
   bool has_device_time = false;
-  double device_ms = 0;     // all calls
+  double device_ms = 0;  // all calls
 };
 
 // The per-copy ledger, in program order. The consumer's position comes from

@@ -1,5 +1,6 @@
 #include "profiler/profiler.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -7,11 +8,14 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "framework/base/status_macros.h"
+#include "framework/device/device_registry.h"
 #include "framework/kernel/kernel_registry.h"
 #include "framework/runtime/execution_observer.h"
 #include "glog/logging.h"
@@ -247,8 +251,8 @@ class Collector final : public ExecutionObserver {
         ReleaseLocked(ts.op_timers, ts.op_start_event);
         ReleaseLocked(ts.op_timers, end_event);
       } else {
-        pending_.push_back({events_.size() - 1, thread, ts.op_timers, ts.op_start_event,
-                            end_event, ts.op_anchor});
+        pending_.push_back(
+            {events_.size() - 1, thread, ts.op_timers, ts.op_start_event, end_event, ts.op_anchor});
       }
       ts.op_start_event = nullptr;
     }
@@ -286,8 +290,8 @@ class Collector final : public ExecutionObserver {
       if (timers->free.empty()) {
         absl::StatusOr<std::unique_ptr<Event>> created = timers->device->CreateTimingEvent();
         if (!created.ok()) {
-          LOG_FIRST_N(WARNING, 1) << "profiler: no timing event on "
-                                  << timers->device->place() << ": " << created.status();
+          LOG_FIRST_N(WARNING, 1) << "profiler: no timing event on " << timers->device->place()
+                                  << ": " << created.status();
           return nullptr;
         }
         timers->owned.push_back(*std::move(created));
@@ -427,11 +431,19 @@ class Collector final : public ExecutionObserver {
     std::vector<Device*> devices;
     for (const StreamRecord& s : streams_) {
       p.streams.push_back(s.info);
-      if (s.device != nullptr && std::find(devices.begin(), devices.end(), s.device) == devices.end()) {
+      if (s.device != nullptr &&
+          std::find(devices.begin(), devices.end(), s.device) == devices.end()) {
         devices.push_back(s.device);
       }
     }
-    for (Device* d : devices) p.memory.push_back({d->place(), d->Description(), d->allocator()->GetStats()});
+    // The host holds the host side of every copy, even when no op ran there.
+    absl::StatusOr<Device*> host = DeviceRegistry::Global().GetDevice(CPUPlace());
+    if (host.ok() && std::find(devices.begin(), devices.end(), *host) == devices.end()) {
+      devices.push_back(*host);
+    }
+    for (Device* d : devices) {
+      p.memory.push_back({d->place(), d->Description(), d->allocator()->GetStats()});
+    }
     std::sort(p.memory.begin(), p.memory.end(),
               [](const PlaceMemory& a, const PlaceMemory& b) { return a.place < b.place; });
     return p;
@@ -445,7 +457,7 @@ class Collector final : public ExecutionObserver {
 
   std::atomic<bool> enabled_{false};
   std::mutex mu_;
-  bool running_ = false;                 // guarded by mu_ (and the rest below)
+  bool running_ = false;  // guarded by mu_ (and the rest below)
   ProfilerOptions options_;
   int64_t epoch_ns_ = 0;
   uint64_t generation_ = 1;

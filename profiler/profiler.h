@@ -112,8 +112,8 @@ class RecordEvent {
 // destruction or at Stop(). Not copyable.
 class ScopedProfiler {
  public:
-  explicit ScopedProfiler(const ProfilerOptions& options,
-                          SortKey sort_key = SortKey::kDefault, std::string trace_path = "");
+  explicit ScopedProfiler(const ProfilerOptions& options, SortKey sort_key = SortKey::kDefault,
+                          std::string trace_path = "");
   // Logs Stop()'s error, if any.
   ~ScopedProfiler();
   ScopedProfiler(const ScopedProfiler&) = delete;

@@ -71,9 +71,9 @@ void BM_CropRun(benchmark::State& state) {
   }
   if (mode > 0) CHECK(CollectProfile().ok());
   constexpr int kStepsPerRun = 7;  // 5 ops + 2 copies
-  state.counters["per_step"] = benchmark::Counter(
-      static_cast<double>(state.iterations() * kStepsPerRun),
-      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["per_step"] =
+      benchmark::Counter(static_cast<double>(state.iterations() * kStepsPerRun),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_CropRun)->Arg(0)->Arg(1)->Arg(2);
 

@@ -47,10 +47,11 @@ struct Row {
   }
 };
 
+// A section title centred between dashes, as the reference prints it
+// (titles up to 27 characters).
 std::string Title(absl::string_view title) {
-  return absl::StrCat("-------------------------", std::string((27 - title.size()) / 2, ' '),
-                      title, std::string((28 - title.size()) / 2, ' '),
-                      "-------------------------\n\n");
+  return absl::StrCat("-------------------------", std::string((27 - title.size()) / 2, ' '), title,
+                      std::string((28 - title.size()) / 2, ' '), "-------------------------\n\n");
 }
 
 std::string SortedBy(SortKey key) {
@@ -149,8 +150,8 @@ void AppendMemcpySummary(const Profile& profile, double total_time, std::string*
   absl::StrAppend(out, Title("GpuMemCpy Summary"));
   auto line = [&](const char* indent, const char* name, const Sum& s) {
     absl::StrAppendFormat(out, "%s%-*s Calls: %-10d Total: %-12s Ratio: %-12s Bytes: %d\n", indent,
-                          24 - static_cast<int>(std::string(indent).size()), name, s.calls,
-                          G(s.ms), Percent(s.ms, total_time), s.bytes);
+                          24 - static_cast<int>(std::string(indent).size()), name, s.calls, G(s.ms),
+                          Percent(s.ms, total_time), s.bytes);
   };
   line("", "GpuMemcpy", all);
   line("  ", "GpuMemcpyAsync", async);
@@ -179,7 +180,8 @@ std::vector<Row> BuildRows(const Profile& profile) {
   for (auto& [consumer, by_name] : copies) {
     int parent = -1;
     for (size_t i = 0; i < rows.size(); ++i) {
-      if (!rows[i].is_copy && !rows[i].is_user && rows[i].name == consumer) parent = static_cast<int>(i);
+      if (!rows[i].is_copy && !rows[i].is_user && rows[i].name == consumer)
+        parent = static_cast<int>(i);
     }
     for (auto& [name, row] : by_name) {
       if (parent >= 0) {
@@ -194,8 +196,7 @@ std::vector<Row> BuildRows(const Profile& profile) {
   return rows;
 }
 
-void AppendEventSummary(const Profile& profile, SortKey key, double total_time,
-                        std::string* out) {
+void AppendEventSummary(const Profile& profile, SortKey key, double total_time, std::string* out) {
   std::vector<Row> rows = BuildRows(profile);
   SortRows(&rows, key);
   const bool device_columns = profile.state != ProfilerState::kCPU;
@@ -240,13 +241,13 @@ void AppendLedger(const Profile& profile, std::string* out) {
                                                     "Consumer", "Per step", "Total", "Ave.",
                                                     "GPU Time"}};
     for (const LedgerEntry& c : ledger) {
-      cells.push_back(
-          {absl::StrCat(c.op_index), c.var, c.from.ToString(), c.to.ToString(),
-           absl::StrCat(c.bytes), c.sync ? "sync" : "async",
-           c.consumer_index >= 0 ? absl::StrCat(c.consumer, " (#", c.consumer_index, ")")
-                                 : c.consumer,
-           G(c.per_step), Ms(c.total_ms), Ms(c.calls > 0 ? c.total_ms / c.calls : 0),
-           c.has_device_time ? Ms(c.device_ms) : "-"});
+      cells.push_back({absl::StrCat(c.op_index), c.var, c.from.ToString(), c.to.ToString(),
+                       absl::StrCat(c.bytes), c.sync ? "sync" : "async",
+                       c.consumer_index >= 0
+                           ? absl::StrCat(c.consumer, " (#", c.consumer_index, ")")
+                           : c.consumer,
+                       G(c.per_step), Ms(c.total_ms), Ms(c.calls > 0 ? c.total_ms / c.calls : 0),
+                       c.has_device_time ? Ms(c.device_ms) : "-"});
     }
     absl::StrAppend(out, Table(cells));
   }
@@ -255,8 +256,9 @@ void AppendLedger(const Profile& profile, std::string* out) {
 
 void AppendPlacement(const Profile& profile, std::string* out) {
   absl::StrAppend(out, Title("Placement"));
-  absl::StrAppend(out, profile.plan.has_value() ? profile.plan->TableString()
-                                                : "No plan attached (profiler::AttachPlan).\n",
+  absl::StrAppend(out,
+                  profile.plan.has_value() ? profile.plan->TableString()
+                                           : "No plan attached (profiler::AttachPlan).\n",
                   "\n");
 }
 
@@ -302,12 +304,13 @@ std::string FormatReport(const Profile& profile, SortKey sort_key) {
     }
     if (last > first) total_time = static_cast<double>(last - first) * 1e-6;
   }
-  const int warmup = static_cast<int>(std::count_if(
-      profile.runs.begin(), profile.runs.end(), [](const ProfileRun& r) { return r.warmup; }));
+  const int warmup = static_cast<int>(std::count_if(profile.runs.begin(), profile.runs.end(),
+                                                    [](const ProfileRun& r) { return r.warmup; }));
   std::set<std::string> places;
   for (const StreamInfo& s : profile.streams) places.insert(s.place.ToString());
 
-  std::string out = "------------------------->     Profiling Report     <-------------------------\n\n";
+  std::string out =
+      "------------------------->     Profiling Report     <-------------------------\n\n";
   absl::StrAppend(&out, "Note! This Report merge all thread info into one.\n",
                   "Place: ", ProfilerStateName(profile.state), "\n", "Time unit: ms\n",
                   SortedBy(sort_key), "\n\n");
@@ -315,11 +318,12 @@ std::string FormatReport(const Profile& profile, SortKey sort_key) {
   absl::StrAppend(&out, "Steady state: ", steps.size(), steps.size() == 1 ? " run" : " runs",
                   " (warm-up runs excluded: ", warmup, ")\n");
   if (steps.empty() && !profile.runs.empty()) {
-    absl::StrAppend(&out, "Note! Every profiled run was a warm-up run; profile more runs or "
-                          "start the profiler with fewer warm-up runs.\n");
+    absl::StrAppend(&out,
+                    "Note! Every profiled run was a warm-up run; profile more runs or "
+                    "start the profiler with fewer warm-up runs.\n");
   }
-  absl::StrAppendFormat(&out, "%-24s Median: %-12s P90: %-12s Min: %-12s Max: %s\n\n",
-                        "Step time", G(Percentile(steps, 0.5)), G(Percentile(steps, 0.9)),
+  absl::StrAppendFormat(&out, "%-24s Median: %-12s P90: %-12s Min: %-12s Max: %s\n\n", "Step time",
+                        G(Percentile(steps, 0.5)), G(Percentile(steps, 0.9)),
                         G(steps.empty() ? 0 : *std::min_element(steps.begin(), steps.end())),
                         G(steps.empty() ? 0 : *std::max_element(steps.begin(), steps.end())));
   AppendOverhead(profile, total_time, &out);

@@ -78,10 +78,10 @@ ParsedReport Parse(const std::string& report) {
   for (size_t i = 0; i < p.lines.size(); ++i) {
     const std::string& l = p.lines[i];
     if (absl::StartsWith(l, dashes) && absl::EndsWith(l, dashes)) {
-      std::string title(absl::StripAsciiWhitespace(
-          absl::StripSuffix(absl::StripPrefix(l, dashes), dashes)));
-      p.sections.push_back(std::string(absl::StripAsciiWhitespace(
-          absl::StripSuffix(absl::StripPrefix(title, ">"), "<"))));
+      std::string title(
+          absl::StripAsciiWhitespace(absl::StripSuffix(absl::StripPrefix(l, dashes), dashes)));
+      p.sections.push_back(std::string(
+          absl::StripAsciiWhitespace(absl::StripSuffix(absl::StripPrefix(title, ">"), "<"))));
     }
     if (absl::StartsWith(l, "Event ") && header < 0) header = static_cast<int>(i);
   }
@@ -127,8 +127,8 @@ struct Profiled {
   std::vector<RunStats> stats;  // every run's, warm-up included
 };
 
-Profiled ProfileCrop(bool slice_on_cpu, ProfilerState state = ProfilerState::kAll,
-                     int runs = 6, int warmup = 1) {
+Profiled ProfileCrop(bool slice_on_cpu, ProfilerState state = ProfilerState::kAll, int runs = 6,
+                     int warmup = 1) {
   Profiled out;
   auto crop = CropWorkload::Create(Sim0(), slice_on_cpu);
   CHECK(crop.ok()) << crop.status();
@@ -166,9 +166,9 @@ TEST(ReportTest, SectionsHeaderAndColumnsFollowTheReference) {
   EXPECT_GE(p.LineOf("Time unit: ms"), 0);
   EXPECT_GE(p.LineOf("Sorted by total time in descending order in the same thread"), 0);
   EXPECT_GE(p.LineOf("Steady state: 5 runs (warm-up runs excluded: 1)"), 0) << report;
-  EXPECT_THAT(p.columns, ElementsAre("Event", "Calls", "Total", "CPU Time (Ratio)",
-                                     "GPU Time (Ratio)", "Min.", "Max.", "Ave.", "Ratio.",
-                                     "Bytes"));
+  EXPECT_THAT(p.columns,
+              ElementsAre("Event", "Calls", "Total", "CPU Time (Ratio)", "GPU Time (Ratio)", "Min.",
+                          "Max.", "Ave.", "Ratio.", "Bytes"));
 }
 
 TEST(ReportTest, OverheadRatiosAndTotalsAddUp) {
@@ -265,9 +265,12 @@ TEST(ReportTest, RowsAreConsistent) {
 
 TEST(ReportTest, SortKeysOrderTheRows) {
   const Profiled run = ProfileCrop(false);
-  for (const auto& [key, column] : std::vector<std::pair<SortKey, std::string>>{
-           {SortKey::kCalls, "Calls"}, {SortKey::kTotal, "Total"}, {SortKey::kMax, "Max."},
-           {SortKey::kMin, "Min."}, {SortKey::kAve, "Ave."}}) {
+  for (const auto& [key, column] :
+       std::vector<std::pair<SortKey, std::string>>{{SortKey::kCalls, "Calls"},
+                                                    {SortKey::kTotal, "Total"},
+                                                    {SortKey::kMax, "Max."},
+                                                    {SortKey::kMin, "Min."},
+                                                    {SortKey::kAve, "Ave."}}) {
     SCOPED_TRACE(column);
     const ParsedReport p = Parse(FormatReport(run.profile, key));
     double last = 1e300;

@@ -24,7 +24,8 @@
 
 DEFINE_int32(iterations, 1000, "timed iterations per placement");
 DEFINE_int32(warmup, 10, "untimed iterations first (left out of the profile too)");
-DEFINE_string(place, "", "default place: gpu:N, sim:N or cpu (default: gpu:0 if present, else cpu)");
+DEFINE_string(place, "",
+              "default place: gpu:N, sim:N or cpu (default: gpu:0 if present, else cpu)");
 DEFINE_bool(print_placement, false, "print each placement table");
 DEFINE_bool(profile, false, "print the profiler's report for each placement");
 DEFINE_string(profile_state, "All", "profiler state: CPU, GPU or All");
@@ -85,10 +86,11 @@ absl::StatusOr<Outcome> RunOne(const Place& place, bool slice_on_cpu) {
   outcome.sync_copies = stats.sync_copies;
   outcome.median_us = Median(times);
   const std::string where = slice_on_cpu ? "cpu" : place.ToString();
-  std::printf("slice on %-6s: %d H2D + %d D2H copies per iteration (%d sync), "
-              "median %.1f us per iteration over %d iterations%s\n",
-              where.c_str(), stats.copies_h2d, stats.copies_d2h, stats.sync_copies, outcome.median_us,
-              FLAGS_iterations, Profiling() ? " (profiled)" : "");
+  std::printf(
+      "slice on %-6s: %d H2D + %d D2H copies per iteration (%d sync), "
+      "median %.1f us per iteration over %d iterations%s\n",
+      where.c_str(), stats.copies_h2d, stats.copies_d2h, stats.sync_copies, outcome.median_us,
+      FLAGS_iterations, Profiling() ? " (profiled)" : "");
   if (!Profiling()) return outcome;
 
   ASSIGN_OR_RETURN(profiler::Profile profile, profiler::CollectProfile());
@@ -125,11 +127,11 @@ absl::Status Main() {
   ASSIGN_OR_RETURN(Outcome before, RunOne(place, /*slice_on_cpu=*/false));
   ASSIGN_OR_RETURN(Outcome after, RunOne(place, /*slice_on_cpu=*/true));
   if (Profiling()) {
-    std::printf("before -> after: sync copies per step %d -> %d; steady-state step time "
-                "median %.4f -> %.4f ms, p90 %.4f -> %.4f ms (first %d runs excluded as warm-up)\n",
-                before.sync_copies, after.sync_copies, before.profiled_median_ms,
-                after.profiled_median_ms, before.profiled_p90_ms, after.profiled_p90_ms,
-                FLAGS_warmup);
+    std::printf(
+        "before -> after: sync copies per step %d -> %d; steady-state step time "
+        "median %.4f -> %.4f ms, p90 %.4f -> %.4f ms (first %d runs excluded as warm-up)\n",
+        before.sync_copies, after.sync_copies, before.profiled_median_ms, after.profiled_median_ms,
+        before.profiled_p90_ms, after.profiled_p90_ms, FLAGS_warmup);
   }
   return absl::OkStatus();
 }
