@@ -1,0 +1,241 @@
+// Tandem's benchmarks, one per row of the performance table (issue 6), on
+// every available place. Names are the metric names the peer scripts print
+// (benchmarks/peers/*.py), so tools/compare.py can put them side by side.
+//
+//   bazel run -c opt //benchmarks:tandem_benchmark -- --benchmark_filter=workload2
+//   tandem_benchmark --benchmark_repetitions=5 --benchmark_report_aggregates_only \
+//                    --benchmark_format=json > ours.json        (GPU machine)
+//
+// Environment: TANDEM_BENCH_ROWS (default 1000000) sets the embedding table
+// rows of workload 1 (the H200 run uses 10000000); TANDEM_BENCH_PLACES
+// (default "gpu:0,sim:0,cpu" filtered by what exists) picks the devices.
+// Every time is steady-state wall time per iteration, device work included
+// (each iteration ends with the device synchronised); copies per iteration
+// are reported as counters next to it.
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "benchmark/benchmark.h"
+#include "examples/crop_profile/crop_model.h"
+#include "examples/embedding_offload/embedding_model.h"
+#include "framework/device/device_registry.h"
+#include "framework/memory/cpu_allocator.h"
+#include "framework/runtime/executor.h"
+#include "gflags/gflags.h"
+#include "glog/logging.h"
+
+namespace tandem {
+namespace {
+
+int64_t EnvInt(const char* name, int64_t fallback) {
+  const char* v = std::getenv(name);
+  return v == nullptr ? fallback : std::atoll(v);
+}
+
+std::vector<Place> BenchPlaces() {
+  const char* env = std::getenv("TANDEM_BENCH_PLACES");
+  std::vector<Place> places;
+  for (absl::string_view s : absl::StrSplit(env ? env : "gpu:0,sim:0,cpu", ',')) {
+    absl::StatusOr<Place> p = ParsePlace(s);
+    if (p.ok() && DeviceRegistry::Global().GetDevice(*p).ok()) places.push_back(*p);
+  }
+  return places;
+}
+
+void Fail(benchmark::State& state, const absl::Status& s) {
+  state.SkipWithError(s.ToString().c_str());
+}
+
+void ReportCopies(benchmark::State& state, const RunStats& stats) {
+  state.counters["h2d_per_iter"] = stats.copies_h2d;
+  state.counters["d2h_per_iter"] = stats.copies_d2h;
+  state.counters["sync_copies_per_iter"] = stats.sync_copies;
+}
+
+// A prepared program and its scope, run once per iteration.
+struct Prepared {
+  ProgramBuilder builder;
+  Executor exe;
+  Scope scope;
+  std::unique_ptr<Plan> plan;
+  explicit Prepared(Place p) : exe(p) {}
+};
+
+// dispatch/<place>_us: per-op cost of a chain of 100 tiny scale ops
+// ([1] float32), one run = 100 ops + one synchronisation.
+void BM_Dispatch(benchmark::State& state, Place place) {
+  constexpr int kOps = 100;
+  Prepared p(place);
+  Var x = p.builder.CreatePersistableConstant("x", DataType::kFloat32, Shape({1}), 1.0);
+  Var h = x;
+  for (int i = 0; i < kOps; ++i) h = p.builder.Scale(h, 1.0);
+  if (absl::Status s = p.exe.Run(p.builder.startup_program(), &p.scope).status(); !s.ok()) {
+    return Fail(state, s);
+  }
+  auto plan = p.exe.Prepare(p.builder.main_program(), p.scope, {}, {});
+  if (!plan.ok()) return Fail(state, plan.status());
+  RunStats stats;
+  for (auto _ : state) {
+    absl::StatusOr<std::vector<Tensor>> out = p.exe.Run(plan->get(), &p.scope, {}, &stats);
+    if (!out.ok()) return Fail(state, out.status());
+  }
+  state.counters["ops_per_iter"] = kOps;
+  state.counters["us_per_op"] = benchmark::Counter(
+      kOps, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  ReportCopies(state, stats);
+}
+
+// copy/<dir>_<memory>_<bytes>: Device copies of one buffer.
+void BM_Copy(benchmark::State& state, Place place, CopyKind kind, bool pinned, bool async) {
+  const size_t bytes = static_cast<size_t>(state.range(0));
+  absl::StatusOr<Device*> dev = DeviceRegistry::Global().GetDevice(place);
+  if (!dev.ok()) return Fail(state, dev.status());
+  Allocator* host_alloc = pinned ? (*dev)->host_allocator() : CpuAllocator::Default();
+  auto host = Buffer::Allocate(host_alloc, bytes);
+  auto device = Buffer::Allocate((*dev)->allocator(), bytes);
+  if (!host.ok() || !device.ok()) return Fail(state, absl::ResourceExhaustedError("buffers"));
+  std::memset((*host)->data(), 1, bytes);
+  void* dst = kind == CopyKind::kHostToDevice ? (*device)->data() : (*host)->data();
+  const void* src = kind == CopyKind::kHostToDevice ? (*host)->data() : (*device)->data();
+  for (auto _ : state) {
+    absl::Status s = async ? (*dev)->CopyAsync(kind, dst, src, bytes, (*dev)->copy_stream())
+                           : (*dev)->Copy(kind, dst, src, bytes);
+    if (s.ok() && async) s = (*dev)->SynchronizeStream((*dev)->copy_stream());
+    if (!s.ok()) return Fail(state, s);
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(bytes));
+}
+
+// workload2/slice_<where>: shape -> slice -> crop_tensor per iteration.
+void BM_Workload2(benchmark::State& state, Place place, bool slice_on_cpu) {
+  Prepared p(place);
+  absl::StatusOr<Var> out = BuildCropModel(slice_on_cpu, &p.builder);
+  if (!out.ok()) return Fail(state, out.status());
+  auto plan = p.exe.Prepare(p.builder.main_program(), p.scope, {}, {});
+  if (!plan.ok()) return Fail(state, plan.status());
+  RunStats stats;
+  for (auto _ : state) {
+    absl::StatusOr<std::vector<Tensor>> r = p.exe.Run(plan->get(), &p.scope, {}, &stats);
+    if (!r.ok()) return Fail(state, r.status());
+  }
+  ReportCopies(state, stats);
+}
+
+// workload1/b<batch>/<table place>: one training step (forward, backward,
+// SGD with sparse rows) of the embedding workload, random ids.
+void BM_Workload1(benchmark::State& state, Place place, int64_t batch, bool table_on_cpu) {
+  Prepared p(place);
+  EmbeddingConfig config;
+  config.rows = EnvInt("TANDEM_BENCH_ROWS", 1000000);
+  config.batch = batch;
+  config.table_on_cpu = table_on_cpu;
+  config.is_sparse = true;
+  absl::StatusOr<EmbeddingModel> m = BuildEmbeddingModel(config, &p.builder);
+  if (!m.ok()) return Fail(state, m.status());
+  if (absl::Status s = p.exe.Run(p.builder.startup_program(), &p.scope).status(); !s.ok()) {
+    return Fail(state, s);
+  }
+  auto plan = p.exe.Prepare(p.builder.main_program(), p.scope, {m->ids.name}, {});
+  if (!plan.ok()) return Fail(state, plan.status());
+  std::mt19937_64 rng(1);
+  std::vector<Tensor> id_batches;
+  for (int i = 0; i < 16; ++i) {
+    Tensor t = *Tensor::Allocate(CpuAllocator::Default(), DataType::kInt64, {batch});
+    for (int64_t j = 0; j < batch; ++j) t.data<int64_t>()[j] = rng() % config.rows;
+    id_batches.push_back(t);
+  }
+  RunStats stats;
+  int i = 0;
+  for (auto _ : state) {
+    absl::StatusOr<std::vector<Tensor>> r =
+        p.exe.Run(plan->get(), &p.scope, {{m->ids.name, id_batches[i++ % 16]}}, &stats);
+    if (!r.ok()) return Fail(state, r.status());
+  }
+  ReportCopies(state, stats);
+}
+
+// embedding_cpu/rows_per_s: lookup + sparse SGD update of a [rows, 150]
+// table on the CPU, batch 65536 ids (the forward/backward in between is on
+// the CPU too: the whole step is host work).
+void BM_SparseEmbeddingCpu(benchmark::State& state) {
+  constexpr int64_t kBatch = 65536;
+  Prepared p(CPUPlace());
+  EmbeddingConfig config;
+  config.rows = EnvInt("TANDEM_BENCH_ROWS", 1000000);
+  config.batch = kBatch;
+  config.table_on_cpu = true;
+  config.is_sparse = true;
+  absl::StatusOr<EmbeddingModel> m = BuildEmbeddingModel(config, &p.builder);
+  if (!m.ok()) return Fail(state, m.status());
+  if (absl::Status s = p.exe.Run(p.builder.startup_program(), &p.scope).status(); !s.ok()) {
+    return Fail(state, s);
+  }
+  auto plan = p.exe.Prepare(p.builder.main_program(), p.scope, {m->ids.name}, {});
+  if (!plan.ok()) return Fail(state, plan.status());
+  std::mt19937_64 rng(2);
+  Tensor ids = *Tensor::Allocate(CpuAllocator::Default(), DataType::kInt64, {kBatch});
+  for (int64_t j = 0; j < kBatch; ++j) ids.data<int64_t>()[j] = rng() % config.rows;
+  for (auto _ : state) {
+    absl::StatusOr<std::vector<Tensor>> r = p.exe.Run(plan->get(), &p.scope, {{m->ids.name, ids}});
+    if (!r.ok()) return Fail(state, r.status());
+  }
+  state.counters["rows_per_s"] =
+      benchmark::Counter(static_cast<double>(kBatch), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void RegisterAll() {
+  for (const Place& place : BenchPlaces()) {
+    const std::string p = place.is_host() ? "cpu" : place.type().name();
+    benchmark::RegisterBenchmark(absl::StrCat("dispatch/", p).c_str(), BM_Dispatch, place)
+        ->Unit(benchmark::kMicrosecond);
+    if (place.is_host()) continue;
+    benchmark::RegisterBenchmark(absl::StrCat("workload2/slice_", p).c_str(), BM_Workload2,
+                                 place, false)
+        ->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark(absl::StrCat("workload2/slice_cpu_with_", p).c_str(),
+                                 BM_Workload2, place, true)
+        ->Unit(benchmark::kMicrosecond);
+    for (int64_t batch : {1, 4096}) {
+      benchmark::RegisterBenchmark(absl::StrCat("workload1/b", batch, "/table_cpu_rest_", p).c_str(),
+                                   BM_Workload1, place, batch, true)
+          ->Unit(benchmark::kMicrosecond);
+      benchmark::RegisterBenchmark(absl::StrCat("workload1/b", batch, "/all_", p).c_str(),
+                                   BM_Workload1, place, batch, false)
+          ->Unit(benchmark::kMicrosecond);
+    }
+    for (CopyKind kind : {CopyKind::kHostToDevice, CopyKind::kDeviceToHost}) {
+      for (bool pinned : {true, false}) {
+        for (bool async : {false, true}) {
+          if (async && !pinned) continue;
+          benchmark::RegisterBenchmark(
+              absl::StrCat("copy/", p, "_", CopyKindName(kind), pinned ? "_pinned" : "_pageable",
+                           async ? "_async" : "_sync")
+                  .c_str(),
+              BM_Copy, place, kind, pinned, async)
+              ->RangeMultiplier(256)
+              ->Range(16, 256 << 20)
+              ->Unit(benchmark::kMicrosecond);
+        }
+      }
+    }
+  }
+  benchmark::RegisterBenchmark("embedding_cpu/sparse_lookup_sgd_150d", BM_SparseEmbeddingCpu)
+      ->Unit(benchmark::kMillisecond);
+}
+
+}  // namespace
+}  // namespace tandem
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  google::InitGoogleLogging(argv[0]);
+  tandem::RegisterAll();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
