@@ -3,35 +3,19 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "framework/testing/tensor_testutil.h"
+#include "tests/conformance/case_util.h"
 
 namespace tandem {
 namespace {
 
+using case_util::BroadcastConfig;
+using case_util::BroadcastConfigs;
+using case_util::Input;
+using case_util::kFloats;
+using case_util::kNumeric;
+using case_util::Label;
+using case_util::SetTolerance;
 using reference::Array;
-
-const std::vector<DataType> kNumeric = {DataType::kFloat32, DataType::kFloat64, DataType::kInt32,
-                                        DataType::kInt64};
-const std::vector<DataType> kFloats = {DataType::kFloat32, DataType::kFloat64};
-
-void SetTolerance(ConformanceCase* c, DataType t, int64_t reduction = 1) {
-  if (t == DataType::kFloat32) {
-    c->rtol = 2e-6 * std::max<int64_t>(reduction, 1) + 1e-6;
-    c->atol = 1e-5 * std::max<int64_t>(reduction, 1);
-  } else if (t == DataType::kFloat64) {
-    c->rtol = 1e-13 * std::max<int64_t>(reduction, 1);
-    c->atol = 1e-13 * std::max<int64_t>(reduction, 1);
-  }
-}
-
-// A random input and its float64 view (the values the kernel really sees).
-std::pair<Tensor, Array> Input(DataType t, const Shape& s, uint64_t seed) {
-  Tensor tensor = RandomTensor(t, s, seed);
-  return {tensor, Array{s, ToDoubles(tensor)}};
-}
-
-std::string Label(const std::string& op, DataType t, const std::string& what) {
-  return absl::StrCat(op, " ", DataTypeName(t), " ", what);
-}
 
 void AddFillConstant(std::vector<ConformanceCase>* cases) {
   const std::vector<Shape> shapes = {Shape(), Shape({0}), Shape({3}), Shape({2, 3, 5})};
@@ -52,32 +36,10 @@ void AddFillConstant(std::vector<ConformanceCase>* cases) {
   }
 }
 
-struct AddShapes {
-  Shape x, y;
-  int64_t axis;
-};
-
-const std::vector<AddShapes>& AddConfigs() {
-  static const auto* configs = new std::vector<AddShapes>{
-      {Shape({1023}), Shape({1023}), -1},       // same shape, odd size
-      {Shape({2, 3, 4}), Shape({4}), -1},       // row broadcast
-      {Shape({4, 1, 5}), Shape({3, 1}), -1},    // both sides broadcast
-      {Shape({2}), Shape({3, 2}), -1},          // X broadcast
-      {Shape(), Shape(), -1},                   // 0-d
-      {Shape(), Shape({2, 3}), -1},             // scalar X
-      {Shape({2, 3}), Shape(), -1},             // scalar Y
-      {Shape({0, 3}), Shape({3}), -1},          // empty
-      {Shape({2, 3, 4}), Shape({3}), 1},        // axis alignment
-      {Shape({2, 3, 4}), Shape({2, 3}), 0},     // axis 0
-      {Shape({257, 65}), Shape({257, 1}), -1},  // column broadcast, odd
-  };
-  return *configs;
-}
-
 void AddElementwise(std::vector<ConformanceCase>* cases) {
   uint64_t seed = 100;
   for (DataType t : kNumeric) {
-    for (const AddShapes& cfg : AddConfigs()) {
+    for (const BroadcastConfig& cfg : BroadcastConfigs()) {
       auto [x, xa] = Input(t, cfg.x, ++seed);
       auto [y, ya] = Input(t, cfg.y, ++seed);
       const std::string what =

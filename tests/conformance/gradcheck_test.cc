@@ -1,9 +1,10 @@
 // Central-difference gradient checks: for L = sum(Out * R) with a fixed
-// random R, the gradient ops built by each op's GradMaker must match
+// random R (Out: the case's differentiated output, gradcheck_cases.h), the
+// gradient ops built by each op's GradMaker must match
 // (L(x + eps) - L(x - eps)) / 2eps for every element of every float64
 // input, on every available place. Other inputs (int64 ids, int32 shapes)
-// are held fixed and get no gradient. Gradient ops may read the forward
-// Out; SelectedRows gradients are densified for the comparison.
+// are held fixed and get no gradient. Gradient ops may read any forward
+// output; SelectedRows gradients are densified for the comparison.
 #include <map>
 
 #include "absl/strings/str_cat.h"
@@ -13,15 +14,10 @@
 #include "framework/testing/status_matchers.h"
 #include "framework/testing/tensor_testutil.h"
 #include "gtest/gtest.h"
+#include "tests/conformance/gradcheck_cases.h"
 
 namespace tandem {
 namespace {
-
-struct GradCase {
-  std::string label;
-  OpDesc op;                           // inputs/outputs named; single output "Out"
-  std::map<std::string, Tensor> vars;  // forward inputs by variable name
-};
 
 // Inputs that are differentiated (the others are held fixed).
 bool Differentiable(const Tensor& t) { return t.dtype() == DataType::kFloat64; }
@@ -39,15 +35,15 @@ std::vector<double> DenseValues(const Variable& v) {
   return dense;
 }
 
-double Loss(const OpDesc& op, const Place& place, const std::map<std::string, Tensor>& vars,
-            const std::vector<double>& r) {
+double Loss(const OpDesc& op, const std::string& output, const Place& place,
+            const std::map<std::string, Tensor>& vars, const std::vector<double>& r) {
   EagerInputs in;
   for (const auto& [arg, names] : op.inputs) {
     for (const std::string& n : names) in[arg].push_back(Variable(vars.at(n)));
   }
   absl::StatusOr<EagerOutputs> out = RunOpEager(op, place, in);
   CHECK(out.ok()) << out.status();
-  const std::vector<double> v = ToDoubles(out->at("Out")[0].tensor());
+  const std::vector<double> v = ToDoubles(out->at(output)[0].tensor());
   double loss = 0;
   for (size_t i = 0; i < v.size(); ++i) loss += v[i] * r[i];
   return loss;
@@ -59,13 +55,13 @@ void CheckGradients(const GradCase& c, const Place& place) {
   OpDesc fwd = c.op;
   ASSERT_OK(schema->Validate(&fwd));
 
-  // Forward once for Out's shape, then R.
+  // Forward once for the output's shape, then R.
   EagerInputs in;
   for (const auto& [arg, names] : fwd.inputs) {
     for (const std::string& n : names) in[arg].push_back(Variable(c.vars.at(n)));
   }
   ASSERT_OK_AND_ASSIGN(EagerOutputs out, RunOpEager(fwd, place, in));
-  const Tensor& out_t = out.at("Out")[0].tensor();
+  const Tensor& out_t = out.at(c.output)[0].tensor();
   const Tensor r = RandomTensor(DataType::kFloat64, out_t.shape(), 77);
   const std::vector<double> r_values = ToDoubles(r);
 
@@ -92,8 +88,11 @@ void CheckGradients(const GradCase& c, const Place& place) {
   }
   std::map<std::string, Variable> env;
   for (const auto& [name, t] : c.vars) env[name] = Variable(t);
-  env[fwd.Output("Out")] = out.at("Out")[0];
-  env[GradVarName(fwd.Output("Out"))] = Variable(r);
+  // Gradient ops may read any forward output.
+  for (const auto& [arg, names] : fwd.outputs) {
+    for (size_t i = 0; i < names.size(); ++i) env[names[i]] = out.at(arg)[i];
+  }
+  env[GradVarName(fwd.Output(c.output))] = Variable(r);
   for (const OpDesc& g : grad_ops) {
     EagerInputs gin;
     for (const auto& [arg, names] : g.inputs) {
@@ -122,21 +121,12 @@ void CheckGradients(const GradCase& c, const Place& place) {
       m[j] -= eps;
       plus[name] = MakeTensor(DataType::kFloat64, t.shape(), p);
       minus[name] = MakeTensor(DataType::kFloat64, t.shape(), m);
-      const double numeric =
-          (Loss(fwd, place, plus, r_values) - Loss(fwd, place, minus, r_values)) / (2 * eps);
+      const double numeric = (Loss(fwd, c.output, place, plus, r_values) -
+                              Loss(fwd, c.output, place, minus, r_values)) /
+                             (2 * eps);
       EXPECT_NEAR(analytic[j], numeric, 1e-6 * (1 + std::abs(numeric))) << name << "[" << j << "]";
     }
   }
-}
-
-OpDesc Op(const std::string& type, std::map<std::string, std::vector<std::string>> inputs,
-          AttrMap attrs = {}) {
-  OpDesc op;
-  op.type = type;
-  op.inputs = std::move(inputs);
-  op.outputs["Out"] = {"out"};
-  op.attrs = std::move(attrs);
-  return op;
 }
 
 std::vector<GradCase> Cases() {
@@ -145,76 +135,76 @@ std::vector<GradCase> Cases() {
   };
   std::vector<GradCase> cases;
   cases.push_back({"add same shape",
-                   Op("elementwise_add", {{"X", {"x"}}, {"Y", {"y"}}}),
+                   GradOp("elementwise_add", {{"X", {"x"}}, {"Y", {"y"}}}),
                    {{"x", rnd({2, 3}, 1)}, {"y", rnd({2, 3}, 2)}}});
   cases.push_back({"add broadcast both",
-                   Op("elementwise_add", {{"X", {"x"}}, {"Y", {"y"}}}),
+                   GradOp("elementwise_add", {{"X", {"x"}}, {"Y", {"y"}}}),
                    {{"x", rnd({3, 1, 2}, 3)}, {"y", rnd({4, 1}, 4)}}});
   cases.push_back({"add axis 1",
-                   Op("elementwise_add", {{"X", {"x"}}, {"Y", {"y"}}}, {{"axis", int64_t{1}}}),
+                   GradOp("elementwise_add", {{"X", {"x"}}, {"Y", {"y"}}}, {{"axis", int64_t{1}}}),
                    {{"x", rnd({2, 3, 2}, 5)}, {"y", rnd({3}, 6)}}});
   cases.push_back({"add scalar",
-                   Op("elementwise_add", {{"X", {"x"}}, {"Y", {"y"}}}),
+                   GradOp("elementwise_add", {{"X", {"x"}}, {"Y", {"y"}}}),
                    {{"x", rnd({}, 7)}, {"y", rnd({3}, 8)}}});
   for (bool tx : {false, true}) {
     for (bool ty : {false, true}) {
       const Shape xs = tx ? Shape({4, 3}) : Shape({3, 4});
       const Shape ys = ty ? Shape({2, 4}) : Shape({4, 2});
       cases.push_back({absl::StrCat("matmul tx=", tx, " ty=", ty),
-                       Op("matmul", {{"X", {"x"}}, {"Y", {"y"}}},
-                          {{"transpose_X", tx}, {"transpose_Y", ty}, {"alpha", 0.7}}),
+                       GradOp("matmul", {{"X", {"x"}}, {"Y", {"y"}}},
+                              {{"transpose_X", tx}, {"transpose_Y", ty}, {"alpha", 0.7}}),
                        {{"x", rnd(xs, 10 + tx)}, {"y", rnd(ys, 20 + ty)}}});
     }
   }
   cases.push_back({"matmul batched, Y shared",
-                   Op("matmul", {{"X", {"x"}}, {"Y", {"y"}}}),
+                   GradOp("matmul", {{"X", {"x"}}, {"Y", {"y"}}}),
                    {{"x", rnd({2, 3, 2}, 30)}, {"y", rnd({2, 2}, 31)}}});
   cases.push_back({"matmul batched both",
-                   Op("matmul", {{"X", {"x"}}, {"Y", {"y"}}}),
+                   GradOp("matmul", {{"X", {"x"}}, {"Y", {"y"}}}),
                    {{"x", rnd({2, 2, 3}, 32)}, {"y", rnd({2, 3, 2}, 33)}}});
   cases.push_back({"scale bias after",
-                   Op("scale", {{"X", {"x"}}}, {{"scale", -1.5}, {"bias", 2.0}}),
+                   GradOp("scale", {{"X", {"x"}}}, {{"scale", -1.5}, {"bias", 2.0}}),
                    {{"x", rnd({5}, 40)}}});
-  cases.push_back(
-      {"scale bias before",
-       Op("scale", {{"X", {"x"}}}, {{"scale", 3.0}, {"bias", 1.0}, {"bias_after_scale", false}}),
-       {{"x", rnd({2, 2}, 41)}}});
+  cases.push_back({"scale bias before",
+                   GradOp("scale", {{"X", {"x"}}},
+                          {{"scale", 3.0}, {"bias", 1.0}, {"bias_after_scale", false}}),
+                   {{"x", rnd({2, 2}, 41)}}});
   cases.push_back({"cast float64 -> float64",
-                   Op("cast", {{"X", {"x"}}}, {{"out_dtype", DataType::kFloat64}}),
+                   GradOp("cast", {{"X", {"x"}}}, {{"out_dtype", DataType::kFloat64}}),
                    {{"x", rnd({4}, 50)}}});
   const Tensor ids = MakeTensor(DataType::kInt64, {2, 2}, {1, 3, 1, 0});
   for (bool sparse : {false, true}) {
     for (int64_t padding_idx : {int64_t{-1}, int64_t{1}}) {
       cases.push_back(
           {absl::StrCat("lookup_table ", sparse ? "sparse" : "dense", " padding_idx ", padding_idx),
-           Op("lookup_table", {{"Ids", {"ids"}}, {"W", {"w"}}},
-              {{"is_sparse", sparse}, {"padding_idx", padding_idx}}),
+           GradOp("lookup_table", {{"Ids", {"ids"}}, {"W", {"w"}}},
+                  {{"is_sparse", sparse}, {"padding_idx", padding_idx}}),
            {{"ids", ids}, {"w", rnd({5, 3}, 60)}}});
     }
   }
   for (int64_t axis : {-1, 0}) {
     cases.push_back({absl::StrCat("l2_normalize axis ", axis),
-                     Op("l2_normalize", {{"X", {"x"}}}, {{"axis", axis}}),
+                     GradOp("l2_normalize", {{"X", {"x"}}}, {{"axis", axis}}),
                      {{"x", rnd({3, 4}, 70 + axis)}}});
   }
   cases.push_back({"l2_normalize middle axis, epsilon 0.1",
-                   Op("l2_normalize", {{"X", {"x"}}}, {{"axis", int64_t{1}}, {"epsilon", 0.1}}),
+                   GradOp("l2_normalize", {{"X", {"x"}}}, {{"axis", int64_t{1}}, {"epsilon", 0.1}}),
                    {{"x", rnd({2, 3, 2}, 72)}}});
   cases.push_back({"square_error_cost",
-                   Op("square_error_cost", {{"X", {"x"}}, {"Y", {"y"}}}),
+                   GradOp("square_error_cost", {{"X", {"x"}}, {"Y", {"y"}}}),
                    {{"x", rnd({2, 3}, 80)}, {"y", rnd({2, 3}, 81)}}});
-  cases.push_back({"mean", Op("mean", {{"X", {"x"}}}), {{"x", rnd({2, 3}, 90)}}});
-  cases.push_back({"mean 0-d", Op("mean", {{"X", {"x"}}}), {{"x", rnd({}, 91)}}});
+  cases.push_back({"mean", GradOp("mean", {{"X", {"x"}}}), {{"x", rnd({2, 3}, 90)}}});
+  cases.push_back({"mean 0-d", GradOp("mean", {{"X", {"x"}}}), {{"x", rnd({}, 91)}}});
   cases.push_back({"slice",
-                   Op("slice", {{"Input", {"x"}}},
-                      {{"axes", std::vector<int64_t>{0, 1}},
-                       {"starts", std::vector<int64_t>{1, -3}},
-                       {"ends", std::vector<int64_t>{3, 100}}}),
+                   GradOp("slice", {{"Input", {"x"}}},
+                          {{"axes", std::vector<int64_t>{0, 1}},
+                           {"starts", std::vector<int64_t>{1, -3}},
+                           {"ends", std::vector<int64_t>{3, 100}}}),
                    {{"x", rnd({4, 5}, 100)}}});
   cases.push_back(
       {"crop_tensor",
-       Op("crop_tensor", {{"X", {"x"}}, {"Shape", {"shape"}}},
-          {{"offsets", std::vector<int64_t>{1, 1}}}),
+       GradOp("crop_tensor", {{"X", {"x"}}, {"Shape", {"shape"}}},
+              {{"offsets", std::vector<int64_t>{1, 1}}}),
        {{"x", rnd({3, 4}, 110)}, {"shape", MakeTensor(DataType::kInt32, {2}, {2, -1})}}});
   return cases;
 }
