@@ -46,6 +46,5 @@ done
 strip --strip-unneeded .bundle/tandem/bin/* 2>/dev/null || true
 tar -C .bundle -cJf .bundle/tandem.tar.xz tandem
 rm -rf .bundle/tandem
-cp tools/gpu_run.sh .bundle/
 echo "bundle: $(du -h .bundle/tandem.tar.xz | cut -f1) in .bundle/tandem.tar.xz," \
      "$(tar -tJf .bundle/tandem.tar.xz | grep -c '/bin/.') binaries"

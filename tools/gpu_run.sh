@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine, over a bundle made by tools/gpu_bundle.sh.
 #
-#   tools/gpu_run.sh [--filter REGEX] [-- BINARY ARGS...]...
+#   tools/gpu_run.sh [--filter REGEX | --skip-tests] [-- BINARY ARGS...]...
 #
 # Unpacks .bundle/tandem.tar.xz into /tmp/tandem, runs every test binary
 # (or those matching REGEX) and prints one line per binary and the totals as
@@ -9,20 +9,13 @@
 # Each "-- BINARY ARGS" group afterwards runs that bundled binary too (its
 # output is printed and appended to $OUT/runs.log).
 set -uo pipefail
-here="$(cd "$(dirname "$0")" && pwd)"
-bundle="$here/tandem.tar.xz"
-[[ -f "$bundle" ]] || bundle="$here/../.bundle/tandem.tar.xz"
-rm -rf /tmp/tandem && tar -C /tmp -xJf "$bundle"
-cuda_libs=/usr/local/cuda/lib64
-pip_cublas=$(python3 -c 'import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], "lib"))' 2>/dev/null || true)
-pip_cudart=$(python3 -c 'import nvidia.cuda_runtime, os; print(os.path.join(list(nvidia.cuda_runtime.__path__)[0], "lib"))' 2>/dev/null || true)
-export LD_LIBRARY_PATH="/tmp/tandem/lib:$cuda_libs:${pip_cublas}:${pip_cudart}:${LD_LIBRARY_PATH:-}"
-export GLOG_logtostderr=1
+source "$(cd "$(dirname "$0")" && pwd)/gpu_env.sh"
 log="${OUT:-/tmp}/tests.log"
 : > "$log"
 
 filter="."
 if [[ "${1:-}" == "--filter" ]]; then filter="$2"; shift 2; fi
+if [[ "${1:-}" == "--skip-tests" ]]; then filter="^$"; shift; fi
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || echo "nvidia-smi: no GPU visible"
 
 passed=0; failed=0

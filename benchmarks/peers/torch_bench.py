@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""PyTorch versions of Tandem's benchmarks, written as an expert user would
+(sparse embedding gradients, CUDA graphs where they apply, synchronised
+timing). Prints one line per metric: `METRIC <name> <value> <unit>`, with the
+names tandem_benchmark uses, so tools/compare.py can pair them.
+
+  python3 torch_bench.py [--rows 10000000] [--quick]
+"""
+import argparse
+import statistics
+import time
+
+import torch
+import torch.nn.functional as F
+
+
+def timeit(fn, iters, warmup=10, repeats=5, sync=True):
+    """Median over `repeats` of the mean time per call, in microseconds."""
+    for _ in range(warmup):
+        fn()
+    if sync and torch.cuda.is_available():
+        torch.cuda.synchronize()
+    results = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(iters):
+            fn()
+        if sync and torch.cuda.is_available():
+            torch.cuda.synchronize()
+        results.append((time.perf_counter() - t0) / iters * 1e6)
+    return statistics.median(results)
+
+
+def metric(name, value, unit):
+    print(f"METRIC {name} {value:.4g} {unit}", flush=True)
+
+
+def workload2(iters):
+    dev = "cuda"
+
+    def slice_gpu():
+        data1 = torch.full([1, 3, 8, 8], 1.0, device=dev)
+        data2 = torch.full([1, 3, 5, 5], 2.0, device=dev)
+        shape = torch.tensor(data2.shape, dtype=torch.int32)      # shape op: host
+        sliced = shape.to(dev)[0:4]                                # slice on the GPU
+        dims = sliced.cpu().tolist()                               # crop reads it on the host
+        return data1[: dims[0], : dims[1], : dims[2], : dims[3]].contiguous()
+
+    def slice_cpu():
+        data1 = torch.full([1, 3, 8, 8], 1.0, device=dev)
+        data2 = torch.full([1, 3, 5, 5], 2.0, device=dev)
+        shape = torch.tensor(data2.shape, dtype=torch.int32)
+        dims = shape[0:4].tolist()                                 # slice on the CPU
+        return data1[: dims[0], : dims[1], : dims[2], : dims[3]].contiguous()
+
+    metric("workload2/slice_gpu", timeit(slice_gpu, iters), "us")
+    metric("workload2/slice_cpu_with_gpu", timeit(slice_cpu, iters), "us")
+
+
+def workload1(rows, batch, iters):
+    dim, lr = 150, 0.001
+    label = torch.full([batch, dim], 0.5, device="cuda")
+    for where in ("table_cpu_rest_gpu", "all_gpu"):
+        table_dev = "cpu" if where.startswith("table_cpu") else "cuda"
+        emb = torch.nn.Embedding(rows, dim, sparse=True, device=table_dev)
+        torch.nn.init.uniform_(emb.weight, -0.05, 0.05)
+        opt = torch.optim.SGD(emb.parameters(), lr=lr)
+        ids_list = [torch.randint(0, rows, (batch,), device=table_dev) for _ in range(16)]
+        state = {"i": 0}
+
+        def step():
+            ids = ids_list[state["i"] % 16]
+            state["i"] += 1
+            e = emb(ids)
+            if table_dev == "cpu":
+                e = e.to("cuda", non_blocking=True)
+            out = F.normalize(e, dim=-1)
+            loss = ((out - label) ** 2).mean()
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+
+        metric(f"workload1/b{batch}/{where}", timeit(step, iters, warmup=5), "us")
+        del emb, opt
+        torch.cuda.empty_cache()
+
+
+def dispatch(iters):
+    x = torch.ones(1, device="cuda")
+
+    def chain():
+        h = x
+        for _ in range(100):
+            h = h * 1.0
+        return h
+
+    metric("dispatch/gpu", timeit(chain, iters) / 100, "us_per_op")
+    static_in = torch.ones(1, device="cuda")
+    g = torch.cuda.CUDAGraph()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            chain()
+    torch.cuda.current_stream().wait_stream(s)
+    with torch.cuda.graph(g):
+        h = static_in
+        for _ in range(100):
+            h = h * 1.0
+    metric("dispatch/gpu_graph", timeit(g.replay, iters) / 100, "us_per_op")
+    xc = torch.ones(1)
+
+    def chain_cpu():
+        h = xc
+        for _ in range(100):
+            h = h * 1.0
+        return h
+
+    metric("dispatch/cpu", timeit(chain_cpu, iters, sync=False) / 100, "us_per_op")
+
+
+def copies(quick):
+    sizes = [16, 4096, 1 << 20, 256 << 20] if not quick else [16, 1 << 20]
+    for n in sizes:
+        for pinned in (True, False):
+            host = torch.empty(n, dtype=torch.uint8, pin_memory=pinned)
+            dev = torch.empty(n, dtype=torch.uint8, device="cuda")
+            mem = "pinned" if pinned else "pageable"
+            iters = 20 if n >= (64 << 20) else 200
+            t = timeit(lambda: dev.copy_(host, non_blocking=False), iters)
+            metric(f"copy/gpu_H2D_{mem}_sync/{n}", n / t / 1e3, "GB/s")
+            t = timeit(lambda: host.copy_(dev, non_blocking=False), iters)
+            metric(f"copy/gpu_D2H_{mem}_sync/{n}", n / t / 1e3, "GB/s")
+
+
+def mlp(iters, batch=4096, width=1024):
+    layers = []
+    for _ in range(4):
+        layers += [torch.nn.Linear(width, width), torch.nn.ReLU()]
+    model = torch.nn.Sequential(*layers[:-1]).cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x = torch.randn(batch, width, device="cuda")
+    y = torch.randn(batch, width, device="cuda")
+
+    def step():
+        loss = ((model(x) - y) ** 2).mean()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+
+    t = timeit(step, iters, warmup=5)
+    flops = 3 * 2 * batch * width * width * 4
+    metric("mlp/4x1024_b4096_step", t, "us")
+    metric("mlp/4x1024_b4096_tflops", flops / t / 1e6, "TFLOP/s")
+
+
+def embedding_cpu(rows, iters):
+    torch.set_num_threads(torch.get_num_threads())
+    batch, dim = 65536, 150
+    emb = torch.nn.Embedding(rows, dim, sparse=True)
+    opt = torch.optim.SGD(emb.parameters(), lr=0.001)
+    ids = torch.randint(0, rows, (batch,))
+
+    def step():
+        out = F.normalize(emb(ids), dim=-1)
+        loss = ((out - 0.5) ** 2).mean()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+
+    t = timeit(step, iters, warmup=2, sync=False)
+    metric("embedding_cpu/sparse_lookup_sgd_150d", batch / t * 1e6, "rows/s")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--rows", type=int, default=10_000_000)
+    ap.add_argument("--quick", action="store_true", help="few iterations (smoke run)")
+    args = ap.parse_args()
+    it = 20 if args.quick else 200
+    print(f"# torch {torch.__version__}, {torch.cuda.get_device_name(0)}", flush=True)
+    workload2(it * 5)
+    dispatch(it)
+    workload1(args.rows, 1, it)
+    workload1(args.rows, 4096, it)
+    copies(args.quick)
+    mlp(max(it // 4, 5))
+    embedding_cpu(min(args.rows, 1_000_000), max(it // 20, 3))
+
+
+if __name__ == "__main__":
+    main()

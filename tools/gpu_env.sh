@@ -1,0 +1,15 @@
+# Sourced on the GPU machine: unpacks the bundle made by tools/gpu_bundle.sh
+# into /tmp/tandem (once per machine) and sets LD_LIBRARY_PATH so its
+# binaries find the packed libraries and the machine's CUDA runtime/cuBLAS.
+#
+#   source tools/gpu_env.sh && /tmp/tandem/bin/benchmarks_tandem_benchmark
+_tandem_here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+_tandem_bundle="$_tandem_here/tandem.tar.xz"
+[[ -f "$_tandem_bundle" ]] || _tandem_bundle="$_tandem_here/../.bundle/tandem.tar.xz"
+if [[ ! -f /tmp/tandem/.unpacked || "$_tandem_bundle" -nt /tmp/tandem/.unpacked ]]; then
+  rm -rf /tmp/tandem && tar -C /tmp -xJf "$_tandem_bundle" && touch /tmp/tandem/.unpacked
+fi
+_pip_cublas=$(python3 -c 'import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], "lib"))' 2>/dev/null || true)
+_pip_cudart=$(python3 -c 'import nvidia.cuda_runtime, os; print(os.path.join(list(nvidia.cuda_runtime.__path__)[0], "lib"))' 2>/dev/null || true)
+export LD_LIBRARY_PATH="/tmp/tandem/lib:/usr/local/cuda/lib64:${_pip_cublas}:${_pip_cudart}:${LD_LIBRARY_PATH:-}"
+export GLOG_logtostderr=1
