@@ -16,6 +16,7 @@
 #include "framework/runtime/executor.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
+#include "profiler/profiler.h"
 
 DEFINE_int64(rows, 10000000, "embedding table rows");
 DEFINE_int64(dim, 150, "embedding width");
@@ -30,6 +31,8 @@ DEFINE_bool(is_sparse, false, "sparse (SelectedRows) table gradient: update only
 DEFINE_bool(print_placement, false, "print the placement table");
 DEFINE_bool(print_program, false, "print the main program");
 DEFINE_uint64(seed, 1, "seed for the random ids");
+DEFINE_bool(profile, false, "profile the run (first step is warm-up) and print the report");
+DEFINE_string(trace_out, "", "with --profile: also write a Chrome trace to this file");
 
 namespace tandem {
 namespace {
@@ -68,6 +71,10 @@ absl::Status Main() {
   std::mt19937_64 rng(FLAGS_seed);
   std::uniform_int_distribution<int64_t> pick(0, FLAGS_rows - 1);
   std::vector<double> ids(FLAGS_batch, static_cast<double>(std::min<int64_t>(128, FLAGS_rows - 1)));
+  if (FLAGS_profile) {
+    RETURN_IF_ERROR(profiler::StartProfiler("All", /*warmup_runs=*/1));
+    RETURN_IF_ERROR(profiler::AttachPlan(*plan));
+  }
   double first = -1, last = 0;
   RunStats stats;
   Stopwatch clock;
@@ -96,6 +103,7 @@ absl::Status Main() {
       std::fflush(stdout);
     }
   }
+  if (FLAGS_profile) RETURN_IF_ERROR(profiler::StopProfiler("total", FLAGS_trace_out));
   std::printf("loss %.6f -> %.6f over %d steps (%s)\n", first, last, FLAGS_steps,
               last < first ? "decreasing" : "NOT decreasing");
   if (FLAGS_steps > 1 && !(last < first)) return absl::InternalError("the loss did not decrease");

@@ -9,5 +9,8 @@ for flags in "" "--is_sparse --batch=8" "--no_guard"; do
   grep -q "decreasing" <<<"$out"
   grep -q "NOT decreasing" <<<"$out" && exit 1
 done
+out=$("$bin" --place=sim:0 --rows=1000 --steps=5 --lr=0.5 --profile)
+grep -q "Event Summary" <<<"$out"
+grep -q "lookup_table" <<<"$out"
 if "$bin" --place=sim:0 --rows=0 --steps=1 2>"$TEST_TMPDIR/err"; then exit 1; fi
 grep -q "rows, dim and batch must be > 0" "$TEST_TMPDIR/err"
