@@ -71,8 +71,12 @@ absl::StatusOr<Tensor*> KernelContext::AllocateOutput(absl::string_view arg,
                                                       const Shape& shape, int index) {
   Variable* v = OutputVar(arg, index);
   if (v == nullptr) return InvalidArgument(absl::StrCat("output '", arg, "' is not bound"));
+  const bool on_host = def_.IsHostMemory(arg) || device_->place().is_host();
   Allocator* allocator =
-      def_.IsHostMemory(arg) ? CpuAllocator::Default() : device_->allocator();
+      !on_host ? device_->allocator()
+               : (host_output_allocator_ != nullptr ? host_output_allocator_
+                                                    : (def_.IsHostMemory(arg) ? CpuAllocator::Default()
+                                                                              : device_->allocator()));
   absl::StatusOr<Tensor> t = Tensor::Allocate(allocator, dtype, shape);
   if (!t.ok()) {
     if (t.status().code() != absl::StatusCode::kResourceExhausted) {

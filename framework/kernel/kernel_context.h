@@ -73,6 +73,12 @@ class KernelContext {
   // bound output accordingly.
   absl::Status AllocateInferredOutputs();
 
+  // Host memory for this kernel's host-resident outputs (HostMemory
+  // outputs, and every output of a host kernel). The executor passes a
+  // device's pinned allocator when the output is copied to that device
+  // next, so the copy can be asynchronous. Default: CpuAllocator::Default().
+  void set_host_output_allocator(Allocator* allocator) { host_output_allocator_ = allocator; }
+
   // Internal error if an input is not where the kernel's registration
   // expects it (host for HostMemory arguments, the device otherwise):
   // a copy the placer should have inserted is missing.
@@ -93,6 +99,7 @@ class KernelContext {
   Stream* stream_;
   ArgVars inputs_;
   ArgVars outputs_;
+  Allocator* host_output_allocator_ = nullptr;
 };
 
 }  // namespace tandem

@@ -33,6 +33,18 @@ struct Plan::Step {
   std::vector<int> release_after;       // slots whose last use is this step
   bool is_copy = false;
   Place copy_to;
+  // Computed once and kept: an input-less, deterministic op whose output
+  // nothing else writes (fill_constant).
+  bool folded = false;
+  // Host memory for this step's host-resident outputs: a device's pinned
+  // allocator when the output is copied to that device next.
+  Allocator* host_output_allocator = nullptr;
+  // Switches the current device; nullptr for the host.
+  DeviceFactory* device_factory = nullptr;
+  // Variables bound to the kernel's arguments (rebuilt when the scope changes).
+  ArgVars in_args, out_args;
+  // H2D copies from pageable memory go through this pinned buffer.
+  std::shared_ptr<Buffer> staging;
 };
 
 Plan::Plan() = default;
@@ -151,6 +163,9 @@ absl::StatusOr<std::unique_ptr<Plan>> Executor::Prepare(const Program& program,
       for (const std::string& v : vars) ids.push_back(slot(v));
       step->outputs.emplace_back(arg, std::move(ids));
     }
+    if (!step->place.is_host()) {
+      step->device_factory = DeviceRegistry::Global().FactoryFor(step->place.type());
+    }
     const KernelRegistration* reg = plan->placed_.kernels[i];
     if (reg == nullptr) {
       step->is_copy = true;
@@ -165,6 +180,43 @@ absl::StatusOr<std::unique_ptr<Plan>> Executor::Prepare(const Program& program,
   }
   for (const std::string& f : fetches) plan->fetch_slots_.push_back(slot(f));
 
+  // Writers per slot, for constant folding and pinned producers.
+  std::vector<std::vector<int>> writers(plan->slot_names_.size());
+  for (size_t i = 0; i < plan->steps_.size(); ++i) {
+    for (const auto& [arg, ids] : plan->steps_[i]->outputs) {
+      for (int id : ids) writers[id].push_back(static_cast<int>(i));
+    }
+  }
+  std::set<int> folded_slots;
+  for (size_t i = 0; i < plan->steps_.size(); ++i) {
+    Plan::Step& step = *plan->steps_[i];
+    if (step.is_copy || step.op.type != "fill_constant" || !step.inputs.empty()) continue;
+    bool foldable = true;
+    for (const auto& [arg, ids] : step.outputs) {
+      for (int id : ids) foldable &= !plan->slot_persistable_[id] && writers[id].size() == 1;
+    }
+    if (!foldable) continue;
+    step.folded = true;
+    for (const auto& [arg, ids] : step.outputs) folded_slots.insert(ids.begin(), ids.end());
+  }
+  plan->slot_folded_.assign(plan->slot_names_.size(), false);
+  for (int id : folded_slots) plan->slot_folded_[id] = true;
+  // A host kernel whose output is copied to a device next allocates it in
+  // that device's pinned memory, so the copy is asynchronous.
+  for (size_t i = 0; i < plan->steps_.size(); ++i) {
+    const Plan::Step& copy = *plan->steps_[i];
+    if (!copy.is_copy || copy.copy_to.is_host()) continue;
+    const int src = copy.inputs[0].second[0];
+    int producer = -1;
+    for (int w : writers[src]) {
+      if (w < static_cast<int>(i)) producer = w;
+    }
+    if (producer < 0 || plan->steps_[producer]->is_copy) continue;
+    Plan::Step& p = *plan->steps_[producer];
+    Allocator* pinned = copy.device->host_allocator();
+    if (p.host_output_allocator == nullptr) p.host_output_allocator = pinned;
+  }
+
   // Free each intermediate right after its last use.
   std::vector<int> last_use(plan->slot_names_.size(), -1);
   for (size_t i = 0; i < plan->steps_.size(); ++i) {
@@ -176,7 +228,10 @@ absl::StatusOr<std::unique_ptr<Plan>> Executor::Prepare(const Program& program,
   }
   std::set<int> keep(plan->fetch_slots_.begin(), plan->fetch_slots_.end());
   for (size_t id = 0; id < last_use.size(); ++id) {
-    if (plan->slot_persistable_[id] || keep.count(id) || last_use[id] < 0) continue;
+    if (plan->slot_persistable_[id] || keep.count(id) || folded_slots.count(id) ||
+        last_use[id] < 0) {
+      continue;
+    }
     plan->steps_[last_use[id]]->release_after.push_back(static_cast<int>(id));
   }
   plan->locals_.resize(plan->slot_names_.size());
@@ -192,9 +247,26 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(Plan* plan, Scope* scope, cons
   *stats = RunStats();
   ExecutionObserver* observer = GetExecutionObserver();
   if (observer != nullptr) observer->OnRunBegin();
-  for (size_t id = 0; id < plan->slots_.size(); ++id) {
-    plan->slots_[id] = plan->slot_persistable_[id] ? scope->Var(plan->slot_names_[id])
-                                                   : &plan->locals_[id];
+  if (plan->bound_scope_ != scope) {
+    for (size_t id = 0; id < plan->slots_.size(); ++id) {
+      plan->slots_[id] = plan->slot_persistable_[id] ? scope->Var(plan->slot_names_[id])
+                                                     : &plan->locals_[id];
+    }
+    for (auto& step : plan->steps_) {
+      step->in_args.clear();
+      step->out_args.clear();
+      for (const auto& [arg, ids] : step->inputs) {
+        std::vector<Variable*> vars;
+        for (int id : ids) vars.push_back(plan->slots_[id]);
+        step->in_args.emplace_back(arg, std::move(vars));
+      }
+      for (const auto& [arg, ids] : step->outputs) {
+        std::vector<Variable*> vars;
+        for (int id : ids) vars.push_back(plan->slots_[id]);
+        step->out_args.emplace_back(arg, std::move(vars));
+      }
+    }
+    plan->bound_scope_ = scope;
   }
   const Block& block = plan->placed_.program.block();
   for (size_t i = 0; i < plan->feed_names_.size(); ++i) {
@@ -223,6 +295,7 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(Plan* plan, Scope* scope, cons
 
   for (size_t i = 0; i < plan->steps_.size(); ++i) {
     Plan::Step& step = *plan->steps_[i];
+    if (step.folded && plan->constants_ready_) continue;
     if (step.is_copy) {
       Variable* src = plan->slots_[step.inputs[0].second[0]];
       Variable* dst = plan->slots_[step.outputs[0].second[0]];
@@ -233,23 +306,28 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(Plan* plan, Scope* scope, cons
                             absl::StrCat("variable '", var, "' is not initialised")),
                         step, static_cast<int>(i));
       }
-      Allocator* alloc = step.copy_to.is_host() ? CpuAllocator::Default()
+      const CopyKind kind =
+          step.copy_to.is_host() ? CopyKind::kDeviceToHost : CopyKind::kHostToDevice;
+      // Host side in the device's pinned memory; device to host waits for
+      // the data (sync), host to device is queued on the compute stream
+      // (async): later kernels on that stream see the data.
+      Allocator* alloc = step.copy_to.is_host() ? step.device->host_allocator()
                                                 : step.device->allocator();
       absl::StatusOr<Tensor> to = Tensor::Allocate(alloc, from->dtype(), from->shape());
       if (!to.ok()) return Annotate(to.status(), step, static_cast<int>(i));
-      const CopyKind kind =
-          step.copy_to.is_host() ? CopyKind::kDeviceToHost : CopyKind::kHostToDevice;
       const int64_t bytes = static_cast<int64_t>(from->NumBytes());
+      const bool sync = kind == CopyKind::kDeviceToHost;
+      Stream* stream = step.device->compute_stream();
       OpEvent event;
       if (observer != nullptr) {
         event.op = &step.op;
         event.index = static_cast<int>(i);
         event.place = step.place;
         event.device = step.device;
-        event.stream = step.device->copy_stream();
+        event.stream = stream;
         event.is_copy = true;
         event.copy_kind = kind;
-        event.sync = true;
+        event.sync = sync;
         event.bytes = bytes;
         event.var = var;
         auto consumer = step.op.attrs.find("consumer");
@@ -260,23 +338,38 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(Plan* plan, Scope* scope, cons
               << KernelTypeForLog(from->dtype(), from->place()) << " to "
               << KernelTypeForLog(from->dtype(), step.copy_to);
       if (bytes > 0) {
-        RETURN_IF_ERROR(Annotate(step.device->Copy(kind, to->raw_data(), from->raw_data(), bytes),
-                                 step, static_cast<int>(i)));
+        absl::Status s;
+        if (sync) {
+          s = step.device->CopyAsync(kind, to->raw_data(), from->raw_data(), bytes, stream);
+          if (s.ok()) s = step.device->SynchronizeStream(stream);
+        } else {
+          const void* source = from->raw_data();
+          if (from->buffer()->allocator() == step.device->host_allocator()) {
+            plan->keep_alive_.push_back(from->buffer());  // read until the run ends
+          } else {
+            if (step.staging == nullptr || step.staging->size() < static_cast<size_t>(bytes)) {
+              absl::StatusOr<std::shared_ptr<Buffer>> staging =
+                  Buffer::Allocate(step.device->host_allocator(), bytes);
+              if (!staging.ok()) return Annotate(staging.status(), step, static_cast<int>(i));
+              step.staging = *std::move(staging);
+            }
+            std::memcpy(step.staging->data(), source, bytes);
+            source = step.staging->data();
+          }
+          s = step.device->CopyAsync(kind, to->raw_data(), source, bytes, stream);
+        }
+        RETURN_IF_ERROR(Annotate(s, step, static_cast<int>(i)));
       }
-      VLOG(3) << "TensorCopySync " << Dims(from->shape()) << " from " << from->place().LogName()
-              << " to " << step.copy_to.LogName();
+      VLOG(3) << (sync ? "TensorCopySync " : "TensorCopyAsync ") << Dims(from->shape())
+              << " from " << from->place().LogName() << " to " << step.copy_to.LogName();
       if (observer != nullptr) observer->OnOpEnd(event);
       (kind == CopyKind::kHostToDevice ? stats->copies_h2d : stats->copies_d2h)++;
       (kind == CopyKind::kHostToDevice ? stats->bytes_h2d : stats->bytes_d2h) += bytes;
-      stats->sync_copies++;
+      (sync ? stats->sync_copies : stats->async_copies)++;
       std::string consumer;
-      if (const AttrValue* reason = [&]() -> const AttrValue* {
-            auto it = step.op.attrs.find("reason");
-            return it == step.op.attrs.end() ? nullptr : &it->second;
-          }()) {
-        consumer = std::get<std::string>(*reason);
-      }
-      stats->ledger.push_back({var, from->place(), step.copy_to, bytes, true, consumer});
+      auto reason = step.op.attrs.find("reason");
+      if (reason != step.op.attrs.end()) consumer = std::get<std::string>(reason->second);
+      stats->ledger.push_back({var, from->place(), step.copy_to, bytes, sync, consumer});
       if (src->is_selected_rows()) {
         const SelectedRows& rows = src->selected_rows();
         dst->set(SelectedRows(rows.height(), rows.rows(), *std::move(to)));
@@ -284,19 +377,9 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(Plan* plan, Scope* scope, cons
         dst->set(*std::move(to));
       }
     } else {
-      ArgVars in, out;
-      for (const auto& [arg, ids] : step.inputs) {
-        std::vector<Variable*> vars;
-        for (int id : ids) vars.push_back(plan->slots_[id]);
-        in.emplace_back(arg, std::move(vars));
-      }
-      for (const auto& [arg, ids] : step.outputs) {
-        std::vector<Variable*> vars;
-        for (int id : ids) vars.push_back(plan->slots_[id]);
-        out.emplace_back(arg, std::move(vars));
-      }
       KernelContext ctx(step.op, *step.def, step.device, step.device->compute_stream(),
-                        std::move(in), std::move(out));
+                        step.in_args, step.out_args);
+      ctx.set_host_output_allocator(step.host_output_allocator);
       RETURN_IF_ERROR(Annotate(ctx.CheckInputPlaces(), step, static_cast<int>(i)));
       OpEvent event;
       if (observer != nullptr) {
@@ -307,8 +390,13 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(Plan* plan, Scope* scope, cons
         event.stream = step.device->compute_stream();
         observer->OnOpBegin(event);
       }
-      DeviceGuard guard(step.place);
-      RETURN_IF_ERROR(Annotate(step.kernel->Compute(&ctx), step, static_cast<int>(i)));
+      const int previous_device =
+          step.device_factory ? step.device_factory->ExchangeCurrentDevice(step.place.index()) : 0;
+      absl::Status computed = step.kernel->Compute(&ctx);
+      if (step.device_factory != nullptr && previous_device != step.place.index()) {
+        step.device_factory->ExchangeCurrentDevice(previous_device);
+      }
+      RETURN_IF_ERROR(Annotate(computed, step, static_cast<int>(i)));
       if (observer != nullptr) observer->OnOpEnd(event);
       stats->ops++;
       if (VLOG_IS_ON(3)) {
@@ -322,6 +410,8 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(Plan* plan, Scope* scope, cons
   for (Device* d : plan->devices_) {
     RETURN_IF_ERROR(d->SynchronizeStream(d->compute_stream()));
   }
+  plan->keep_alive_.clear();
+  plan->constants_ready_ = true;
   if (observer != nullptr) observer->OnRunEnd(*stats);
   std::vector<Tensor> fetched;
   for (size_t i = 0; i < plan->fetch_slots_.size(); ++i) {
@@ -335,13 +425,19 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(Plan* plan, Scope* scope, cons
       fetched.push_back(*t);
       continue;
     }
-    ASSIGN_OR_RETURN(Tensor host, CopyTensorTo(*t, CPUPlace()));
+    ASSIGN_OR_RETURN(Device * device, DeviceRegistry::Global().GetDevice(t->place()));
+    ASSIGN_OR_RETURN(Tensor host, Tensor::Allocate(device->host_allocator(), t->dtype(), t->shape()));
+    if (t->NumBytes() > 0) {
+      RETURN_IF_ERROR(device->CopyAsync(CopyKind::kDeviceToHost, host.raw_data(), t->raw_data(),
+                                        t->NumBytes(), device->compute_stream()));
+      RETURN_IF_ERROR(device->SynchronizeStream(device->compute_stream()));
+    }
     stats->fetch_copies++;
     stats->fetch_bytes += static_cast<int64_t>(t->NumBytes());
     fetched.push_back(std::move(host));
   }
   for (int id : plan->fetch_slots_) {
-    if (!plan->slot_persistable_[id]) plan->slots_[id]->clear();
+    if (!plan->slot_persistable_[id] && !plan->slot_folded_[id]) plan->slots_[id]->clear();
   }
   return fetched;
 }

@@ -13,9 +13,13 @@
 //
 // Prepare places the program (placer.h), creates every kernel once and
 // resolves variables to slots, so a run does no placement, hashing or
-// kernel lookup. Each device's ops run in order on its compute stream;
-// copies are synchronous (they wait for the producer's stream). A run ends
-// with every used device synchronised, so its results are final.
+// kernel lookup. Each device's ops and copies run in order on its compute
+// stream: a host->device copy is queued there (asynchronous; its host side
+// is pinned memory: host kernels whose output is copied next allocate it
+// there, other sources go through a pinned staging buffer); a device->host
+// copy waits for the data (synchronous). Input-less fill_constant ops whose
+// output nothing else writes run once and are kept (constant folding). A
+// run ends with every used device synchronised, so its results are final.
 // Intermediates are freed right after their last reader. Persistable
 // variables live in the Scope. An Executor and a Plan are not thread-safe.
 //
@@ -114,11 +118,16 @@ class Plan {
   std::vector<std::unique_ptr<Step>> steps_;
   std::vector<std::string> slot_names_;
   std::vector<bool> slot_persistable_;
+  std::vector<bool> slot_folded_;              // outputs of folded constants
   std::vector<Variable> locals_;               // non-persistable slots
   std::vector<Variable*> slots_;               // resolved per run
   std::vector<int> feed_slots_, fetch_slots_;
   std::vector<std::string> feed_names_, fetch_names_;
   std::vector<Device*> devices_;               // every device the plan uses
+  const Scope* bound_scope_ = nullptr;         // the scope slots_ point into
+  bool constants_ready_ = false;               // folded steps have run
+  // Host buffers read by asynchronous copies, kept until the run ends.
+  std::vector<std::shared_ptr<Buffer>> keep_alive_;
 };
 
 }  // namespace tandem

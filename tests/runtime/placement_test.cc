@@ -108,7 +108,8 @@ TEST(Placement, HostToDeviceAndBackCountsBothDirections) {
   EXPECT_EQ(stats.copies_h2d, 1);
   EXPECT_EQ(stats.copies_d2h, 1);
   EXPECT_EQ(stats.bytes_d2h, 16);
-  EXPECT_EQ(stats.sync_copies, 2);
+  EXPECT_EQ(stats.sync_copies, 1);   // device->host: the host waits for the data
+  EXPECT_EQ(stats.async_copies, 1);  // host->device: queued on the device stream
 }
 
 TEST(Placement, DisallowPolicyNamesVariableOpAndDirection) {
@@ -235,16 +236,25 @@ TEST(Placement, VmoduleExecutorLogsInReferenceFormat) {
   ProgramBuilder b;
   Var x = b.Data("x", DataType::kFloat32, Shape({2, 2}));
   Var y = b.Scale(x, 2.0);
+  Var z;
+  {
+    auto g = b.device_guard("cpu");
+    z = b.Scale(y, 1.0);
+  }
   Executor exe(kSim0);
   Scope scope;
   ::testing::internal::CaptureStderr();
-  ASSERT_OK(exe.Run(b.main_program(), &scope, XFeed(), {y.name}).status());
+  ASSERT_OK(exe.Run(b.main_program(), &scope, XFeed(), {z.name}).status());
   const std::string log = ::testing::internal::GetCapturedStderr();
   google::SetVLOGLevel("executor", 0);
   EXPECT_THAT(log, HasSubstr("Transform Variable x from data_type[float]:data_layout[NCHW]:"
                              "place[CPUPlace]:library_type[PLAIN] to data_type[float]:"
                              "data_layout[NCHW]:place[SimPlace(0)]:library_type[PLAIN]"));
-  EXPECT_THAT(log, HasSubstr("TensorCopySync 2, 2 from CPUPlace to SimPlace(0)"));
+  EXPECT_THAT(log, HasSubstr("TensorCopyAsync 2, 2 from CPUPlace to SimPlace(0)"));
+  EXPECT_THAT(log, HasSubstr("TensorCopySync 2, 2 from SimPlace(0) to CPUPlace"));
+  EXPECT_THAT(log, HasSubstr("Transform Variable scale_0.tmp_0 from data_type[float]:"
+                             "data_layout[NCHW]:place[SimPlace(0)]:library_type[PLAIN] to "
+                             "data_type[float]:data_layout[NCHW]:place[CPUPlace]"));
   EXPECT_THAT(log, HasSubstr("SimPlace(0) Op(scale), inputs:{X[x@sim:0:float[2, 2]({})"
                              "(Place(sim:0))]}, outputs:{Out[scale_0.tmp_0:float[2, 2]({})"
                              "(Place(sim:0))]}"));
