@@ -116,10 +116,17 @@ int64_t DeclaredBytes(const PlacedProgram& placed, const std::string& var) {
   return n * static_cast<int64_t>(SizeOf(d->dtype));
 }
 
-std::string Counts(double h2d, double d2h) {
+// "1 async H2D + 1 sync D2H": copies per step by direction and mode ("" when
+// not profiled).
+std::string Counts(const std::map<std::pair<bool, std::string>, double>& per_step) {
   std::vector<std::string> parts;
-  if (h2d > 0) parts.push_back(absl::StrCat(absl::StrFormat("%g", h2d), " sync H2D"));
-  if (d2h > 0) parts.push_back(absl::StrCat(absl::StrFormat("%g", d2h), " sync D2H"));
+  for (bool h2d : {true, false}) {
+    for (const auto& [key, n] : per_step) {
+      if (key.first != h2d) continue;
+      parts.push_back(absl::StrCat(absl::StrFormat("%g", n), key.second.empty() ? "" : " ",
+                                   key.second, h2d ? " H2D" : " D2H"));
+    }
+  }
   return absl::StrJoin(parts, " + ");
 }
 
@@ -205,21 +212,24 @@ std::vector<Advice> Advise(const Profile& profile, const PlacedProgram& placed) 
     a.copies_removed = *base - *moved;
     a.fix = "device_guard(\"cpu\")";
     a.profiled = true;
+    std::map<std::pair<bool, std::string>, double> per_mode;  // (h2d, mode) -> per step
     for (const Copy* c : caused) {
       auto it = ledger.find(c->index);
-      const bool seen = it != ledger.end() && it->second.var == c->var;
+      const bool seen = it != ledger.end() && it->second.var == c->var && it->second.calls > 0;
       const double per_step = seen ? it->second.per_step : 1;
-      (c->h2d ? a.sync_h2d : a.sync_d2h) += per_step;
+      (c->h2d ? a.h2d_per_step : a.d2h_per_step) += per_step;
       a.bytes.push_back(seen ? it->second.bytes : DeclaredBytes(placed, c->var));
-      if (seen && it->second.calls > 0) {
+      if (seen) {
+        if (it->second.sync) a.sync_per_step += per_step;
         a.ms_per_step += it->second.total_ms / it->second.calls * per_step;
       } else {
         a.profiled = false;
       }
+      per_mode[{c->h2d, seen ? (it->second.sync ? "sync" : "async") : ""}] += per_step;
     }
     a.message =
-        absl::StrCat(a.op, " (#", a.op_index, ", ", a.place.ToString(),
-                     "): ", Counts(a.sync_h2d, a.sync_d2h), " per step (", Bytes(a.bytes), ", ",
+        absl::StrCat(a.op, " (#", a.op_index, ", ", a.place.ToString(), "): ", Counts(per_mode),
+                     " per step (", Bytes(a.bytes), ", ",
                      !a.profiled             ? std::string("not profiled")
                      : a.ms_per_step >= 0.01 ? absl::StrFormat("%.3f ms", a.ms_per_step)
                                              : absl::StrFormat("%.3g us", a.ms_per_step * 1e3),
@@ -228,8 +238,9 @@ std::vector<Advice> Advise(const Profile& profile, const PlacedProgram& placed) 
     advice.push_back(std::move(a));
   }
   std::stable_sort(advice.begin(), advice.end(), [](const Advice& a, const Advice& b) {
-    return a.copies_removed != b.copies_removed ? a.copies_removed > b.copies_removed
-                                                : a.ms_per_step > b.ms_per_step;
+    if (a.sync_per_step != b.sync_per_step) return a.sync_per_step > b.sync_per_step;
+    if (a.copies_removed != b.copies_removed) return a.copies_removed > b.copies_removed;
+    return a.ms_per_step > b.ms_per_step;
   });
   return advice;
 }

@@ -34,12 +34,13 @@ namespace tandem {
 namespace profiler {
 
 struct Advice {
-  std::string op;         // op type
-  int op_index = -1;      // in the user's program (copies not counted)
-  int placed_index = -1;  // in the placed program
-  Place place;            // where it runs now
-  double sync_h2d = 0;    // sync copies per step it causes, each direction
-  double sync_d2h = 0;
+  std::string op;           // op type
+  int op_index = -1;        // in the user's program (copies not counted)
+  int placed_index = -1;    // in the placed program
+  Place place;              // where it runs now
+  double h2d_per_step = 0;  // copies per step it causes, each direction
+  double d2h_per_step = 0;
+  double sync_per_step = 0;    // of those, synchronous ones (as profiled)
   std::vector<int64_t> bytes;  // per copy
   bool profiled = false;       // ms_per_step comes from the profile
   double ms_per_step = 0;      // host time of those copies per step
@@ -48,7 +49,7 @@ struct Advice {
   std::string message;         // the whole advice, one line
 };
 
-// Most copies removed first. `placed` must be the plan the profile ran
+// Most synchronous copies first. `placed` must be the plan the profile ran
 // (AttachPlan); an empty profile gives counts without times.
 std::vector<Advice> Advise(const Profile& profile, const PlacedProgram& placed);
 

@@ -1,5 +1,6 @@
 #include "profiler/advisor.h"
 
+#include "absl/strings/str_cat.h"
 #include "framework/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -15,6 +16,7 @@ using ::testing::ElementsAre;
 struct Profiled {
   std::unique_ptr<CropWorkload> crop;
   Profile profile;
+  RunStats last;  // the last run's counters
 };
 
 Profiled ProfileCrop(bool slice_on_cpu) {
@@ -24,7 +26,9 @@ Profiled ProfileCrop(bool slice_on_cpu) {
   out.crop = *std::move(crop);
   CHECK(StartProfiler({ProfilerState::kAll, 1}).ok());
   CHECK(AttachPlan(out.crop->plan()).ok());
-  CHECK(out.crop->Run(4).ok());
+  auto stats = out.crop->Run(4);
+  CHECK(stats.ok()) << stats.status();
+  out.last = stats->back();
   auto profile = CollectProfile();
   CHECK(profile.ok()) << profile.status();
   out.profile = *std::move(profile);
@@ -41,14 +45,19 @@ TEST(AdvisorTest, NamesSliceOnTheAccelerator) {
   EXPECT_EQ(a.op_index, 3);
   EXPECT_EQ(a.placed_index, 4);
   EXPECT_EQ(a.place.ToString(), "sim:0");
-  EXPECT_EQ(a.sync_h2d, 1);
-  EXPECT_EQ(a.sync_d2h, 1);
+  EXPECT_EQ(a.h2d_per_step, 1);
+  EXPECT_EQ(a.d2h_per_step, 1);
+  EXPECT_EQ(a.sync_per_step, run.last.sync_copies);
+  std::string h2d_mode, d2h_mode;
+  for (const CopyRecord& c : run.last.ledger) {
+    (c.to.is_host() ? d2h_mode : h2d_mode) = c.sync ? "sync" : "async";
+  }
   EXPECT_THAT(a.bytes, ElementsAre(16, 16));
   EXPECT_TRUE(a.profiled);
   EXPECT_GT(a.ms_per_step, 0);
   EXPECT_EQ(a.copies_removed, 2);
-  EXPECT_THAT(a.message,
-              HasSubstr("slice (#3, sim:0): 1 sync H2D + 1 sync D2H per step (16 B each, "));
+  EXPECT_THAT(a.message, HasSubstr(absl::StrCat("slice (#3, sim:0): 1 ", h2d_mode, " H2D + 1 ",
+                                                d2h_mode, " D2H per step (16 B each, ")));
   EXPECT_THAT(a.message, HasSubstr("its input 'shape_0.tmp_0' is produced on the host "
                                    "(HostMemory output of 'shape')"));
   EXPECT_THAT(a.message, HasSubstr("its output 'slice_0.tmp_0' is read on the host by "
@@ -70,7 +79,7 @@ TEST(AdvisorTest, WithoutAProfileGivesCountsOnly) {
   const std::vector<Advice> advice = Advise(Profile(), (*crop)->plan().placed());
   ASSERT_EQ(advice.size(), 1u);
   EXPECT_FALSE(advice[0].profiled);
-  EXPECT_THAT(advice[0].message, HasSubstr("(16 B each, not profiled)"));
+  EXPECT_THAT(advice[0].message, HasSubstr(": 1 H2D + 1 D2H per step (16 B each, not profiled)"));
 }
 
 }  // namespace

@@ -55,6 +55,7 @@ struct Outcome {
   double median_us = 0;
   double profiled_median_ms = 0;
   double profiled_p90_ms = 0;
+  absl::Status trace_status;
 };
 
 absl::StatusOr<Outcome> RunOne(const Place& place, bool slice_on_cpu) {
@@ -108,8 +109,9 @@ absl::StatusOr<Outcome> RunOne(const Place& place, bool slice_on_cpu) {
   }
   if (!FLAGS_trace_out.empty()) {
     const std::string path = TracePath(FLAGS_trace_out, slice_on_cpu ? "after" : "before");
-    RETURN_IF_ERROR(profiler::WriteChromeTrace(profile, path));
-    std::printf("Chrome trace: %s\n", path.c_str());
+    // A trace that cannot be written does not stop the run; Main reports it.
+    outcome.trace_status = profiler::WriteChromeTrace(profile, path);
+    if (outcome.trace_status.ok()) std::printf("Chrome trace: %s\n", path.c_str());
   }
   return outcome;
 }
@@ -133,7 +135,7 @@ absl::Status Main() {
         before.sync_copies, after.sync_copies, before.profiled_median_ms, after.profiled_median_ms,
         before.profiled_p90_ms, after.profiled_p90_ms, FLAGS_warmup);
   }
-  return absl::OkStatus();
+  return before.trace_status.ok() ? after.trace_status : before.trace_status;
 }
 
 }  // namespace
