@@ -76,7 +76,11 @@ def workload1(rows, batch, iters):
     metric(f"workload1/b{batch}/all_gpu", timeit(run_gpu, iters, warmup=3), "us")
     del table, state
     # Table on the CPU: gather and update on the CPU, the rest on the GPU.
-    table_c = jax.device_put(np.random.uniform(-0.05, 0.05, (rows, dim)).astype(np.float32), cpu)
+    host = np.random.default_rng(0).random((rows, dim), dtype=np.float32)
+    host *= 0.1
+    host -= 0.05
+    table_c = jax.device_put(host, cpu)
+    del host
     # jit runs where its (committed) inputs live: gather/update on the CPU.
     gather = jax.jit(lambda t, i: t[i])
     update = jax.jit(lambda t, i, g: t.at[i].add(-lr * g), donate_argnums=0)
