@@ -7,17 +7,48 @@
 //
 // Pointers are to host-addressable memory; callers validate row indices
 // first. Functions return when the work is done. Results do not depend on
-// the policy: every output element is computed by one task, in a fixed
-// order.
+// the policy: every output element is computed by one task, in an order
+// fixed by the inputs.
 #ifndef TANDEM_BACKENDS_COMMON_ROWS_H_
 #define TANDEM_BACKENDS_COMMON_ROWS_H_
 
 #include <algorithm>
 #include <cstdint>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 #include "backends/common/elementwise.h"
 
 namespace tandem {
+namespace rows_internal {
+
+// dst[j] += scale * v[j] for j < width. Arguments by value: a store to dst
+// cannot then force `scale` or `width` to be reloaded.
+template <typename T>
+inline void AddScaledRow(const T* v, T scale, int64_t width, T* dst) {
+  for (int64_t j = 0; j < width; ++j) dst[j] += scale * v[j];
+}
+
+// Columns [begin, end) of block `block` of `blocks` of a row of `width`
+// elements starting at `row`: interior boundaries fall on 64-byte cache
+// line boundaries, so blocks of one row never share a cache line.
+template <typename T>
+std::pair<int64_t, int64_t> ColumnBlock(const T* row, int64_t width, int64_t block,
+                                        int64_t blocks) {
+  constexpr int64_t kLine = std::max<int64_t>(1, 64 / sizeof(T));
+  const int64_t misalign =
+      static_cast<int64_t>(reinterpret_cast<uintptr_t>(row) % 64) / static_cast<int64_t>(sizeof(T));
+  const int64_t first_aligned = std::min(width, (kLine - misalign) % kLine);
+  const int64_t lines = (width - first_aligned + kLine - 1) / kLine;
+  const int64_t step = (lines + blocks - 1) / blocks * kLine;
+  auto boundary = [&](int64_t k) {
+    return k == 0 ? 0 : k == blocks ? width : std::min(width, first_aligned + k * step);
+  };
+  return {boundary(block), boundary(block + 1)};
+}
+
+}  // namespace rows_internal
 
 // The position of the first of ids[0..n) outside [0, height), or -1.
 inline int64_t FirstOutOfRange(const int64_t* ids, int64_t n, int64_t height) {
@@ -46,27 +77,86 @@ void CopyRows(int64_t n, int64_t width, Source&& source, T* out) {
                       });
 }
 
-// table[rows[i], :] += scale * values[i, :] for i < n, where `table` is
-// [height, width] and every row index is in [0, height). Duplicate rows
-// accumulate in the order of i. Race-free on any number of threads: each
-// task owns a range of table rows and applies, in order, the updates that
-// fall in it (so every task reads all n indices, a small cost next to the
-// width-long updates).
+// table[rows[i], :] += scale * values[i, :] for i < n, in order of i, where
+// `table` is [height, width] and every row index is in [0, height);
+// duplicate rows accumulate. Race-free, and fast whatever the duplicates:
+// the table is cut into ranges of rows, about one per kMinElementsPerTask
+// elements of updates. A sample of the updates estimates each range's
+// load: a range with many more updates (a hot row, e.g. every id equal) is
+// cut into column blocks split on cache lines, up to one per line of a
+// row, and consecutive ranges the sample misses are merged. Each (rows,
+// columns) cell is one task applying, in order of i, its rows' updates to
+// its columns: every element is updated in order of i by one task, so the
+// result equals the serial one whatever the cells.
 template <typename T, typename Policy>
 void ScatterAddRows(const int64_t* rows, int64_t n, const T* values, int64_t width, T scale,
                     T* table, int64_t height) {
-  const int64_t work = n * width;
-  if (work == 0) return;
-  // About one task per kMinElementsPerTask elements of updates, assuming
-  // rows spread over the table.
-  const int64_t tasks = std::max<int64_t>(1, work / kMinElementsPerTask);
-  Policy::ParallelFor(height, std::max<int64_t>(1, height / tasks), [&](int64_t lo, int64_t hi) {
+  if (n == 0 || width == 0) return;
+  // Four ranges per kMinElementsPerTask elements of updates, so that tasks
+  // taking whole numbers of ranges are balanced.
+  const int64_t ranges = std::clamp<int64_t>(4 * n * width / kMinElementsPerTask, 1, height);
+  std::vector<int64_t> first_row(ranges + 1);  // range b is [first_row[b], first_row[b + 1])
+  for (int64_t b = 0; b <= ranges; ++b) {
+    first_row[b] = static_cast<int64_t>(static_cast<__int128>(height) * b / ranges);
+  }
+  // Updates per range, estimated from up to 256 updates spread over i.
+  const int64_t samples = std::min<int64_t>(n, 256);
+  std::vector<int64_t> sampled(ranges, 0);
+  const double ranges_per_row = static_cast<double>(ranges) / static_cast<double>(height);
+  for (int64_t k = 0; k < samples; ++k) {
+    const int64_t r = rows[k * n / samples];
+    int64_t b = std::min(ranges - 1, static_cast<int64_t>(static_cast<double>(r) * ranges_per_row));
+    while (r < first_row[b]) --b;
+    while (r >= first_row[b + 1]) ++b;
+    ++sampled[b];
+  }
+  struct Cell {
+    int64_t lo, hi;  // rows
+    int64_t block, blocks;
+  };
+  std::vector<Cell> cells;
+  const int64_t max_blocks = (width * static_cast<int64_t>(sizeof(T)) + 63) / 64;
+  int64_t quiet = -1;  // first row of a run of ranges the sample missed
+  for (int64_t b = 0; b <= ranges; ++b) {
+    if (b < ranges && sampled[b] == 0) {
+      if (quiet < 0) quiet = first_row[b];
+      continue;
+    }
+    if (quiet >= 0) cells.push_back({quiet, first_row[b], 0, 1});
+    quiet = -1;
+    if (b == ranges) break;
+    const int64_t load = sampled[b] * n / samples * width;
+    const int64_t blocks = std::clamp<int64_t>(load / kMinElementsPerTask, 1, max_blocks);
+    for (int64_t k = 0; k < blocks; ++k) {
+      cells.push_back({first_row[b], first_row[b + 1], k, blocks});
+    }
+  }
+  // Applies the updates of rows [lo, hi) to columns `block` of `blocks`.
+  auto apply = [&](int64_t lo, int64_t hi, int64_t block, int64_t blocks) {
+    int64_t last = -1, begin = 0, end = width;  // columns of the last row
     for (int64_t i = 0; i < n; ++i) {
       const int64_t r = rows[i];
       if (r < lo || r >= hi) continue;
-      const T* v = values + i * width;
       T* dst = table + r * width;
-      for (int64_t j = 0; j < width; ++j) dst[j] += scale * v[j];
+      if (blocks > 1 && r != last) {
+        std::tie(begin, end) = rows_internal::ColumnBlock(dst, width, block, blocks);
+        last = r;
+      }
+      rows_internal::AddScaledRow(values + i * width + begin, scale, end - begin, dst + begin);
+    }
+  };
+  Policy::ParallelFor(static_cast<int64_t>(cells.size()), 1, [&](int64_t begin, int64_t end) {
+    for (int64_t c = begin; c < end;) {
+      if (cells[c].blocks > 1) {
+        apply(cells[c].lo, cells[c].hi, cells[c].block, cells[c].blocks);
+        ++c;
+        continue;
+      }
+      // Consecutive whole-row cells cover adjacent rows: one pass.
+      int64_t e = c + 1;
+      while (e < end && cells[e].blocks == 1) ++e;
+      apply(cells[c].lo, cells[e - 1].hi, 0, 1);
+      c = e;
     }
   });
 }

@@ -64,6 +64,44 @@ TEST(ScatterAddRows, DuplicatesAccumulateWhateverTheTaskSplit) {
   EXPECT_EQ(fours, want);
 }
 
+TEST(ScatterAddRows, HotRowsAreSplitIntoColumnBlocks) {
+  // 100 updates of 1024-wide rows, most to row 3: that row's bucket has
+  // about 3 tasks' worth of updates, so it is split into column blocks.
+  // Integer values keep every sum exact.
+  const int64_t height = 5, width = 1024, n = 100;
+  std::vector<int64_t> rows(n);
+  for (int64_t i = 0; i < n; ++i) rows[i] = i % 10 == 0 ? i % 5 : 3;
+  std::vector<double> values(n * width);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<double>(i % 7);
+  const std::vector<double> start(height * width, 1.0);
+  const std::vector<double> want = Naive(rows, values, width, -2.0, start);
+  std::vector<double> serial = start, chunked = start;
+  ScatterAddRows<double, SerialPolicy>(rows.data(), n, values.data(), width, -2.0, serial.data(),
+                                       height);
+  ScatterAddRows<double, ChunkingPolicy<1>>(rows.data(), n, values.data(), width, -2.0,
+                                            chunked.data(), height);
+  EXPECT_EQ(serial, want);
+  EXPECT_EQ(chunked, want);
+}
+
+TEST(ColumnBlock, BlocksCoverTheRowAndSplitOnCacheLines) {
+  alignas(64) float row[64 + 150];
+  for (int64_t offset : {0, 1, 5, 15, 16}) {
+    for (int64_t blocks : {1, 2, 3, 9, 12}) {
+      SCOPED_TRACE(testing::Message() << "offset " << offset << " blocks " << blocks);
+      int64_t expected_begin = 0;
+      for (int64_t k = 0; k < blocks; ++k) {
+        const auto [lo, hi] = rows_internal::ColumnBlock(row + offset, 150, k, blocks);
+        EXPECT_EQ(lo, expected_begin);
+        EXPECT_LE(lo, hi);
+        if (k > 0 && lo < 150) EXPECT_EQ((offset + lo) % 16, 0) << "block " << k;
+        expected_begin = hi;
+      }
+      EXPECT_EQ(expected_begin, 150);
+    }
+  }
+}
+
 TEST(ScatterAddRows, NothingToDo) {
   std::vector<float> table = {1, 2};
   ScatterAddRows<float, SerialPolicy>(nullptr, 0, nullptr, 2, 1.0f, table.data(), 1);

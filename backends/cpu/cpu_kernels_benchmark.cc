@@ -8,6 +8,7 @@
 
 #include "benchmark/benchmark.h"
 #include "framework/runtime/eager.h"
+#include "framework/tensor/selected_rows.h"
 #include "framework/tensor/tensor.h"
 
 namespace tandem {
@@ -64,6 +65,66 @@ void BM_Matmul(benchmark::State& state) {
 }
 BENCHMARK_TEMPLATE(BM_Matmul, float)->Arg(64)->Arg(256)->Arg(1024)->UseRealTime();
 BENCHMARK_TEMPLATE(BM_Matmul, double)->Arg(64)->Arg(256)->Arg(1024)->UseRealTime();
+
+// uniform_random of n float32 values (the embedding table's initialiser:
+// 1.5 G values for 10M x 150).
+void BM_UniformRandom(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  OpDesc op;
+  op.type = "uniform_random";
+  op.attrs = {{"shape", std::vector<int64_t>{n}}, {"seed", int64_t{7}}};
+  RunOrSkip(state, op, {});
+  state.SetItemsProcessed(state.iterations() * n);
+}
+BENCHMARK(BM_UniformRandom)->Arg(1 << 16)->Arg(1 << 26)->UseRealTime();
+
+// A [rows, 150] float32 table made by uniform_random (no host staging).
+Variable Table(int64_t rows) {
+  OpDesc op;
+  op.type = "uniform_random";
+  op.attrs = {{"shape", std::vector<int64_t>{rows, 150}}, {"min", -0.05}, {"max", 0.05}};
+  absl::StatusOr<EagerOutputs> out = RunOpEager(op, CPUPlace(), {});
+  CHECK(out.ok()) << out.status();
+  return out->at("Out")[0];
+}
+
+// `batch` ids into `rows` rows: distinct pseudo-random ones (Arg 1 = 0) or
+// all the same row (Arg 1 = 1, the seed workload's fill_constant ids).
+std::vector<int64_t> Ids(int64_t rows, int64_t batch, bool same) {
+  std::vector<int64_t> ids(batch);
+  for (int64_t i = 0; i < batch; ++i) ids[i] = same ? 128 : (i * 2654435761) % rows;
+  return ids;
+}
+
+// sgd of a [rows, 150] table with a SelectedRows gradient of `batch` rows
+// (the embedding workload on the CPU: 10M rows, batch 4096): bytes of
+// updated rows read and written per second.
+void BM_SgdSparse(benchmark::State& state) {
+  const int64_t rows = state.range(0), batch = 4096, dim = 150;
+  OpDesc op;
+  op.type = "sgd";
+  const Variable grad(SelectedRows(rows, Ids(rows, batch, state.range(1) != 0),
+                                   Filled<float>({batch, dim}).tensor()));
+  RunOrSkip(state, op,
+            {{"Param", {Table(rows)}},
+             {"Grad", {grad}},
+             {"LearningRate", {Variable(Tensor::FromVector<float>({1}, {1e-3f}))}}});
+  state.SetBytesProcessed(state.iterations() * 3 * batch * dim * sizeof(float));
+}
+BENCHMARK(BM_SgdSparse)->Args({10'000'000, 0})->Args({10'000'000, 1})->UseRealTime();
+
+// lookup_table of `batch` rows of a [rows, 150] table, and its sparse
+// gradient.
+void BM_LookupTable(benchmark::State& state) {
+  const int64_t rows = state.range(0), batch = 4096;
+  OpDesc op;
+  op.type = "lookup_table";
+  RunOrSkip(state, op,
+            {{"Ids", {Variable(Tensor::FromVector<int64_t>({batch}, Ids(rows, batch, false)))}},
+             {"W", {Table(rows)}}});
+  state.SetBytesProcessed(state.iterations() * 2 * batch * 150 * sizeof(float));
+}
+BENCHMARK(BM_LookupTable)->Arg(10'000'000)->UseRealTime();
 
 }  // namespace
 }  // namespace tandem
