@@ -1,9 +1,10 @@
-// The counter-based generator of uniform_random: element i of a tensor is a
-// pure function of (seed, i), so every backend and every thread count
-// produces the same bits.
+// The counter-based generators of uniform_random and gaussian_random:
+// element i of a tensor is a pure function of (seed, i), so every backend
+// and every thread count produces the same bits.
 //
 //   double u = CounterUniform(seed, i);                    // in [0, 1)
 //   FillUniform(-0.05, 0.05, seed, /*first=*/0, n, out);   // float or double
+//   FillGaussian(0.0, 0.02, seed, /*first=*/0, n, out);    // float or double
 //
 // Stateless and thread-safe.
 #ifndef TANDEM_BACKENDS_COMMON_COUNTER_RANDOM_H_
@@ -36,3 +37,13 @@ void FillUniform(double min, double max, uint64_t seed, uint64_t first, int64_t 
 }  // namespace tandem
 
 #endif  // TANDEM_BACKENDS_COMMON_COUNTER_RANDOM_H_
+// Box-Muller on two counter draws per element: for element i,
+//   u1 = CounterUniform(seed, 2 * i), u2 = CounterUniform(seed, 2 * i + 1),
+//   z = sqrt(-2 * log(1 - u1)) * cos(2 * pi * u2)   (1 - u1 is in (0, 1])
+// and out[k] = static_cast<T>(mean + std * z) for i = first + k, k < n,
+// in double without fused multiply-adds. log and cos come from the C
+// library, so bits agree wherever the same library computes them (every
+// kernel of backends/common).
+void FillGaussian(double mean, double std, uint64_t seed, uint64_t first, int64_t n, float* out);
+void FillGaussian(double mean, double std, uint64_t seed, uint64_t first, int64_t n, double* out);
+

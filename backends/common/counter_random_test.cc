@@ -1,5 +1,6 @@
 #include "backends/common/counter_random.h"
 
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -47,6 +48,40 @@ TEST(FillUniform, FloatIsTheDoubleValueRounded) {
     EXPECT_GE(f[i], 2.0f);
     EXPECT_LE(f[i], 7.5f);  // a float may round up to max
   }
+}
+
+TEST(FillGaussian, BoxMullerOfTwoCounterDraws) {
+  double v[3];
+  FillGaussian(1.5, 2.0, 42, 7, 3, v);
+  for (int k = 0; k < 3; ++k) {
+    const uint64_t i = 7 + k;
+    const double z = std::sqrt(-2.0 * std::log(1.0 - CounterUniform(42, 2 * i))) *
+                     std::cos(6.283185307179586 * CounterUniform(42, 2 * i + 1));
+    EXPECT_EQ(v[k], 1.5 + 2.0 * z) << k;
+  }
+}
+
+TEST(FillGaussian, MomentsSplitIndependenceAndFloatRounding) {
+  const int64_t n = 100000;
+  std::vector<double> whole(n), parts(n);
+  FillGaussian(0.5, 2.0, 9, 0, n, whole.data());
+  FillGaussian(0.5, 2.0, 9, 0, 4321, parts.data());
+  FillGaussian(0.5, 2.0, 9, 4321, n - 4321, parts.data() + 4321);
+  EXPECT_EQ(whole, parts);
+  double sum = 0, sq = 0;
+  int64_t beyond_3sd = 0;
+  for (double x : whole) {
+    sum += x;
+    sq += (x - 0.5) * (x - 0.5);
+    beyond_3sd += std::abs(x - 0.5) > 6.0;
+  }
+  EXPECT_NEAR(sum / n, 0.5, 0.03);               // sd of the mean: 2 / sqrt(n) = 0.0063
+  EXPECT_NEAR(std::sqrt(sq / n), 2.0, 0.03);     // sd of the sd: about 2 / sqrt(2n)
+  EXPECT_NEAR(beyond_3sd / double(n), 0.0027, 0.001);  // normal tails, not uniform ones
+
+  std::vector<float> f(1000);
+  FillGaussian(0.5, 2.0, 9, 0, 1000, f.data());
+  for (int i = 0; i < 1000; ++i) EXPECT_EQ(f[i], static_cast<float>(whole[i])) << i;
 }
 
 }  // namespace

@@ -1,35 +1,40 @@
 #include "backends/common/optimizer_kernels.h"
 
+#include <numeric>
+
 #include "absl/strings/str_cat.h"
-#include "framework/op/op_schema.h"
-#include "ops/optimizer/shape_fns.h"
 
 namespace tandem {
 namespace optimizer_kernels_internal {
 
-absl::StatusOr<SgdArgs> GetSgdArgs(const KernelContext& ctx) {
-  SgdArgs a;
+TensorMeta UpdateArgs::grad_meta() const {
+  const Tensor *data = grad->data_tensor();
+  if (!sparse()) return {data->dtype(), data->shape()};
+  return {data->dtype(), grad->selected_rows().DenseShape(),
+          /*selected_rows=*/true};
+}
+
+absl::StatusOr<UpdateArgs> GetUpdateArgs(const KernelContext &ctx) {
+  UpdateArgs a;
   ASSIGN_OR_RETURN(a.param, ctx.InputTensor("Param"));
-  ASSIGN_OR_RETURN(const Tensor* lr, ctx.InputTensor("LearningRate"));
+  ASSIGN_OR_RETURN(a.learning_rate, ctx.InputTensor("LearningRate"));
   a.grad = ctx.InputVar("Grad");
-  const Tensor* grad_data = a.grad == nullptr ? nullptr : a.grad->data_tensor();
+  const Tensor *grad_data = a.grad == nullptr ? nullptr : a.grad->data_tensor();
   if (grad_data == nullptr || !grad_data->initialized()) {
     return ctx.InvalidArgument(absl::StrCat("input 'Grad' (variable '", ctx.InputName("Grad"),
                                             "') is missing or not initialised"));
   }
-  const bool sparse = a.grad->is_selected_rows();
-  const Shape grad_shape = sparse ? a.grad->selected_rows().DenseShape() : grad_data->shape();
-  RETURN_IF_ERROR(CheckSgdArgs(ctx.op(), {a.param->dtype(), a.param->shape()},
-                               {grad_data->dtype(), grad_shape, sparse},
-                               {lr->dtype(), lr->shape()}));
-  a.learning_rate = lr->data<float>()[0];
-  if (!sparse) return a;
-  const SelectedRows& g = a.grad->selected_rows();
+  return a;
+}
+
+absl::Status CheckSparseGrad(const KernelContext &ctx, const UpdateArgs &a) {
+  if (!a.sparse()) return absl::OkStatus();
+  const SelectedRows &g = a.grad->selected_rows();
+  const Shape &value_shape = g.value().shape();
   const int64_t n = static_cast<int64_t>(g.rows().size());
-  if (grad_data->shape().rank() == 0 || grad_data->shape().dim(0) != n) {
+  if (value_shape.rank() == 0 || value_shape.dim(0) != n) {
     return ctx.InvalidArgument(absl::StrCat("Grad '", ctx.InputName("Grad"), "' has ", n,
-                                            " rows but a value of shape ",
-                                            grad_data->shape().ToString()));
+                                            " rows but a value of shape ", value_shape.ToString()));
   }
   const int64_t bad = FirstOutOfRange(g.rows().data(), n, g.height());
   if (bad >= 0) {
@@ -37,7 +42,26 @@ absl::StatusOr<SgdArgs> GetSgdArgs(const KernelContext& ctx) {
         "row ", g.rows()[bad], " at position ", bad, " of Grad '", ctx.InputName("Grad"),
         "' is out of range [0, ", g.height(), ") of Param '", ctx.InputName("Param"), "'"));
   }
-  return a;
+  return absl::OkStatus();
+}
+
+RowGroups GroupRows(const int64_t *rows, int64_t n) {
+  RowGroups g;
+  g.order.resize(n);
+  std::iota(g.order.begin(), g.order.end(), int64_t{0});
+  std::stable_sort(g.order.begin(), g.order.end(),
+                   [rows](int64_t a, int64_t b) { return rows[a] < rows[b]; });
+  for (int64_t i = 0; i < n; ++i) {
+    if (i == 0 || rows[g.order[i]] != rows[g.order[i - 1]]) g.starts.push_back(i);
+  }
+  g.starts.push_back(n);
+  return g;
+}
+
+absl::Status CheckBetaPow(const KernelContext &ctx, const char *arg, double value) {
+  if (value >= 0 && value < 1) return absl::OkStatus();
+  return ctx.InvalidArgument(absl::StrCat(arg, " '", ctx.InputName(arg), "' is ", value,
+                                          "; it must be in [0, 1) (beta^step)"));
 }
 
 }  // namespace optimizer_kernels_internal

@@ -1,21 +1,32 @@
 // The kernels of the optimizer ops (ops/optimizer) for every backend whose
-// memory the host can address: sgd. Written once, templated on an
-// execution policy (serial_policy.h). A backend registers them under its
-// device type with one line:
+// memory the host can address: sgd, momentum, adam. Written once, templated
+// on an execution policy (serial_policy.h). A backend registers them under
+// its device type with one line:
 //
 //   // in an anonymous namespace of the backend's kernel .cc file
 //   const OptimizerKernelsRegistrar<SerialPolicy> optimizer_kernels("sim");
 //
 // RegisterOptimizerKernels holds the registration lines:
-//   sgd    Param: float32, float64; HostMemory(LearningRate)
-// so the learning rate is read on the host and never copied. Kernels
-// validate their inputs with ops/optimizer/shape_fns.h, update Param in
-// place synchronously through the policy and never copy between places.
-// Compute is thread-safe across kernel instances (not for one Param).
+//   sgd       Param: float32, float64; HostMemory(LearningRate)
+//   momentum  Param: float32, float64; HostMemory(LearningRate)
+//   adam      Param: float32, float64; HostMemory(LearningRate, Beta1Pow,
+//             Beta2Pow, Beta1PowOut, Beta2PowOut)
+// so the learning rate and the beta powers are read (and the powers
+// advanced) on the host and never copied. Kernels validate their inputs
+// with ops/optimizer/shape_fns.h, update Param and its state in place
+// synchronously through the policy and never copy between places. Dense
+// updates split elements across threads; sparse (SelectedRows) updates
+// split distinct rows, so every row is written by one thread (race-free,
+// and results do not depend on the thread count). Compute is thread-safe
+// across kernel instances (not for one Param).
 #ifndef TANDEM_BACKENDS_COMMON_OPTIMIZER_KERNELS_H_
 #define TANDEM_BACKENDS_COMMON_OPTIMIZER_KERNELS_H_
 
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "backends/common/elementwise.h"
@@ -25,22 +36,96 @@
 #include "framework/kernel/kernel_context.h"
 #include "framework/kernel/kernel_registry.h"
 #include "framework/kernel/op_kernel.h"
+#include "framework/op/op_schema.h"
 #include "framework/tensor/selected_rows.h"
 #include "framework/tensor/tensor.h"
 #include "framework/tensor/variable.h"
+#include "ops/optimizer/shape_fns.h"
 
 namespace tandem {
 namespace optimizer_kernels_internal {
 
-// The inputs of sgd, validated (CheckSgdArgs; a sparse Grad's value must
-// have one row per index and every index must be in [0, Param.dim(0)),
-// else InvalidArgument naming the position, the index and both variables).
-struct SgdArgs {
-  const Tensor* param = nullptr;
-  const Variable* grad = nullptr;  // a dense tensor or SelectedRows
-  float learning_rate = 0;         // read on the host
+// Param, Grad (a dense tensor or SelectedRows) and LearningRate of an
+// update op, present and initialised (else InvalidArgument naming the
+// argument and its variable).
+struct UpdateArgs {
+  const Tensor *param = nullptr;
+  const Variable *grad = nullptr;
+  const Tensor *learning_rate = nullptr;  // in host memory
+
+  bool sparse() const { return grad->is_selected_rows(); }
+  TensorMeta param_meta() const { return {param->dtype(), param->shape()}; }
+  // A sparse Grad's meta is its dense shape [height, ...].
+  TensorMeta grad_meta() const;
+  TensorMeta learning_rate_meta() const { return {learning_rate->dtype(), learning_rate->shape()}; }
+  float lr() const { return learning_rate->data<float>()[0]; }
 };
-absl::StatusOr<SgdArgs> GetSgdArgs(const KernelContext& ctx);
+absl::StatusOr<UpdateArgs> GetUpdateArgs(const KernelContext &ctx);
+
+// For a sparse Grad (after the op's meta checks): one value row per index
+// and every index in [0, Param.dim(0)), else InvalidArgument naming the
+// position, the index and both variables. OK for a dense Grad.
+absl::Status CheckSparseGrad(const KernelContext &ctx, const UpdateArgs &a);
+
+// The positions of `n` row indices grouped by row: group k is
+// order[starts[k] .. starts[k + 1]), positions ascending, all with the same
+// row; groups in ascending row order.
+struct RowGroups {
+  std::vector<int64_t> order;
+  std::vector<int64_t> starts;  // size groups + 1
+  int64_t size() const { return static_cast<int64_t>(starts.size()) - 1; }
+};
+RowGroups GroupRows(const int64_t *rows, int64_t n);
+
+// Calls update(row, merged) once per distinct row of `g` (a SelectedRows of
+// T with rows `width` wide), in parallel over rows: `merged` points at the
+// row's gradient, the sum of its value rows in order of position.
+template <typename T, typename Policy, typename Update>
+void ForEachMergedRow(const SelectedRows &g, int64_t width, Update &&update) {
+  const int64_t n = static_cast<int64_t>(g.rows().size());
+  if (n == 0 || width == 0) return;
+  const RowGroups groups = GroupRows(g.rows().data(), n);
+  const T *values = g.value().data<T>();
+  Policy::ParallelFor(groups.size(), std::max<int64_t>(1, kMinElementsPerTask / width),
+                      [&](int64_t begin, int64_t end) {
+                        std::vector<T> sum;
+                        for (int64_t k = begin; k < end; ++k) {
+                          const int64_t *pos = groups.order.data() + groups.starts[k];
+                          const int64_t count = groups.starts[k + 1] - groups.starts[k];
+                          const T *merged = values + pos[0] * width;
+                          if (count > 1) {
+                            sum.assign(merged, merged + width);
+                            for (int64_t c = 1; c < count; ++c) {
+                              const T *v = values + pos[c] * width;
+                              for (int64_t j = 0; j < width; ++j) sum[j] += v[j];
+                            }
+                            merged = sum.data();
+                          }
+                          update(g.rows()[pos[0]], merged);
+                        }
+                      });
+}
+
+// Runs step(offset, g, len) over Param's elements: for a dense Grad on
+// element ranges in parallel (g = Grad + offset); for a sparse one once per
+// distinct row (offset = row * width, g = the merged row, len = width).
+template <typename T, typename Policy, typename Step>
+void ForEachUpdate(const UpdateArgs &a, Step &&step) {
+  const Tensor &param = *a.param;
+  if (a.sparse()) {
+    const int64_t height = param.shape().dim(0);
+    const int64_t width = height == 0 ? 0 : param.NumElements() / height;
+    ForEachMergedRow<T, Policy>(a.grad->selected_rows(), width,
+                                [&](int64_t row, const T *g) { step(row * width, g, width); });
+  } else {
+    const T *g = a.grad->tensor().data<T>();
+    Policy::ParallelFor(param.NumElements(), kMinElementsPerTask,
+                        [&](int64_t begin, int64_t end) { step(begin, g + begin, end - begin); });
+  }
+}
+
+// Checks that a beta power (host memory, one element) is in [0, 1).
+absl::Status CheckBetaPow(const KernelContext &ctx, const char *arg, double value);
 
 }  // namespace optimizer_kernels_internal
 
@@ -55,22 +140,24 @@ class SgdKernel final : public OpKernel {
  public:
   using Types = FloatTypes;
 
-  absl::Status Compute(KernelContext* ctx) override {
-    ASSIGN_OR_RETURN(const optimizer_kernels_internal::SgdArgs a,
-                     optimizer_kernels_internal::GetSgdArgs(*ctx));
-    const Tensor& param = *a.param;
+  absl::Status Compute(KernelContext *ctx) override {
+    ASSIGN_OR_RETURN(const optimizer_kernels_internal::UpdateArgs a,
+                     optimizer_kernels_internal::GetUpdateArgs(*ctx));
+    RETURN_IF_ERROR(CheckSgdArgs(ctx->op(), a.param_meta(), a.grad_meta(), a.learning_rate_meta()));
+    RETURN_IF_ERROR(optimizer_kernels_internal::CheckSparseGrad(*ctx, a));
+    const Tensor &param = *a.param;
     RETURN_IF_ERROR(DispatchType(Types(), param.dtype(), *ctx, "Param", [&](auto tag) {
       using T = typename decltype(tag)::type;
-      T* p = param.data<T>();
-      const T lr = static_cast<T>(a.learning_rate);
-      if (a.grad->is_selected_rows()) {
-        const SelectedRows& g = a.grad->selected_rows();
+      T *p = param.data<T>();
+      const T lr = static_cast<T>(a.lr());
+      if (a.sparse()) {
+        const SelectedRows &g = a.grad->selected_rows();
         const int64_t height = param.shape().dim(0);
         ScatterAddRows<T, Policy>(g.rows().data(), static_cast<int64_t>(g.rows().size()),
                                   g.value().data<T>(),
                                   height == 0 ? 0 : param.NumElements() / height, -lr, p, height);
       } else {
-        const T* g = a.grad->tensor().data<T>();
+        const T *g = a.grad->tensor().data<T>();
         Policy::ParallelFor(param.NumElements(), kMinElementsPerTask,
                             [&](int64_t begin, int64_t end) {
                               for (int64_t i = begin; i < end; ++i) p[i] -= lr * g[i];
@@ -82,14 +169,160 @@ class SgdKernel final : public OpKernel {
   }
 };
 
+// momentum (see its op doc), in T: v = mu * v + g; p -= lr * v, or with
+// Nesterov p -= lr * (g + mu * v). Param and Velocity are updated in place
+// and bound to ParamOut and VelocityOut. A sparse Grad is lazy: duplicate
+// rows are merged, then only the rows present are updated.
+template <typename Policy>
+class MomentumKernel final : public OpKernel {
+ public:
+  using Types = FloatTypes;
+
+  absl::Status Init(const OpDesc &op) override {
+    ASSIGN_OR_RETURN(attrs_, GetMomentumAttrs(op));
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(KernelContext *ctx) override {
+    ASSIGN_OR_RETURN(const optimizer_kernels_internal::UpdateArgs a,
+                     optimizer_kernels_internal::GetUpdateArgs(*ctx));
+    ASSIGN_OR_RETURN(const Tensor *velocity, ctx->InputTensor("Velocity"));
+    RETURN_IF_ERROR(CheckMomentumArgs(ctx->op(), a.param_meta(), a.grad_meta(),
+                                      {velocity->dtype(), velocity->shape()},
+                                      a.learning_rate_meta()));
+    RETURN_IF_ERROR(optimizer_kernels_internal::CheckSparseGrad(*ctx, a));
+    RETURN_IF_ERROR(DispatchType(Types(), a.param->dtype(), *ctx, "Param", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      T *param = a.param->data<T>();
+      T *vel = velocity->data<T>();
+      const T lr = static_cast<T>(a.lr());
+      const T mu = static_cast<T>(attrs_.mu);
+      const bool nesterov = attrs_.use_nesterov;
+      optimizer_kernels_internal::ForEachUpdate<T, Policy>(
+          a, [&](int64_t offset, const T *g, int64_t len) {
+            T *p = param + offset;
+            T *v = vel + offset;
+            if (nesterov) {
+              for (int64_t i = 0; i < len; ++i) {
+                v[i] = mu * v[i] + g[i];
+                p[i] -= lr * (g[i] + mu * v[i]);
+              }
+            } else {
+              for (int64_t i = 0; i < len; ++i) {
+                v[i] = mu * v[i] + g[i];
+                p[i] -= lr * v[i];
+              }
+            }
+          });
+      return absl::OkStatus();
+    }));
+    RETURN_IF_ERROR(ctx->SetOutput("ParamOut", *a.param));
+    return ctx->SetOutput("VelocityOut", *velocity);
+  }
+
+ private:
+  MomentumAttrs attrs_;
+};
+
+// adam (see its op doc), in T, with bias corrections 1 - Beta1Pow and
+// 1 - Beta2Pow computed in double. Param, Moment1 and Moment2 are updated
+// in place on the op's place; Beta1Pow and Beta2Pow in host memory, after
+// the step. Every output is bound to its input's tensor. A sparse Grad is
+// lazy (merged duplicates, only the rows present updated).
+template <typename Policy>
+class AdamKernel final : public OpKernel {
+ public:
+  using Types = FloatTypes;
+
+  absl::Status Init(const OpDesc &op) override {
+    ASSIGN_OR_RETURN(attrs_, GetAdamAttrs(op));
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(KernelContext *ctx) override {
+    ASSIGN_OR_RETURN(const optimizer_kernels_internal::UpdateArgs a,
+                     optimizer_kernels_internal::GetUpdateArgs(*ctx));
+    ASSIGN_OR_RETURN(const Tensor *m1, ctx->InputTensor("Moment1"));
+    ASSIGN_OR_RETURN(const Tensor *m2, ctx->InputTensor("Moment2"));
+    ASSIGN_OR_RETURN(const Tensor *b1p, ctx->InputTensor("Beta1Pow"));
+    ASSIGN_OR_RETURN(const Tensor *b2p, ctx->InputTensor("Beta2Pow"));
+    RETURN_IF_ERROR(CheckAdamArgs(ctx->op(), {a.param_meta(),
+                                              a.grad_meta(),
+                                              a.learning_rate_meta(),
+                                              {m1->dtype(), m1->shape()},
+                                              {m2->dtype(), m2->shape()},
+                                              {b1p->dtype(), b1p->shape()},
+                                              {b2p->dtype(), b2p->shape()}}));
+    RETURN_IF_ERROR(optimizer_kernels_internal::CheckSparseGrad(*ctx, a));
+    RETURN_IF_ERROR(DispatchType(Types(), a.param->dtype(), *ctx, "Param", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      T *beta1_pow = b1p->data<T>();
+      T *beta2_pow = b2p->data<T>();
+      RETURN_IF_ERROR(optimizer_kernels_internal::CheckBetaPow(*ctx, "Beta1Pow", *beta1_pow));
+      RETURN_IF_ERROR(optimizer_kernels_internal::CheckBetaPow(*ctx, "Beta2Pow", *beta2_pow));
+      T *param = a.param->data<T>();
+      T *mom1 = m1->data<T>();
+      T *mom2 = m2->data<T>();
+      const T lr = static_cast<T>(a.lr());
+      const T beta1 = static_cast<T>(attrs_.beta1), beta2 = static_cast<T>(attrs_.beta2);
+      const T one_minus_beta1 = static_cast<T>(1 - attrs_.beta1);
+      const T one_minus_beta2 = static_cast<T>(1 - attrs_.beta2);
+      const T correction1 = static_cast<T>(1 - static_cast<double>(*beta1_pow));
+      const T correction2 = static_cast<T>(1 - static_cast<double>(*beta2_pow));
+      const T epsilon = static_cast<T>(attrs_.epsilon);
+      const bool l2 = !attrs_.decoupled_weight_decay;
+      const T l2_decay = static_cast<T>(l2 ? attrs_.weight_decay : 0);
+      const T shrink = static_cast<T>(l2 ? 1 : 1 - static_cast<double>(lr) * attrs_.weight_decay);
+      optimizer_kernels_internal::ForEachUpdate<T, Policy>(
+          a, [&](int64_t offset, const T *g, int64_t len) {
+            T *p = param + offset;
+            T *u = mom1 + offset;
+            T *v = mom2 + offset;
+            for (int64_t i = 0; i < len; ++i) {
+              const T grad = g[i] + l2_decay * p[i];
+              u[i] = beta1 * u[i] + one_minus_beta1 * grad;
+              v[i] = beta2 * v[i] + one_minus_beta2 * grad * grad;
+              p[i] = p[i] * shrink -
+                     lr * (u[i] / correction1) / (std::sqrt(v[i] / correction2) + epsilon);
+            }
+          });
+      *beta1_pow *= beta1;
+      *beta2_pow *= beta2;
+      return absl::OkStatus();
+    }));
+    RETURN_IF_ERROR(ctx->SetOutput("ParamOut", *a.param));
+    RETURN_IF_ERROR(ctx->SetOutput("Moment1Out", *m1));
+    RETURN_IF_ERROR(ctx->SetOutput("Moment2Out", *m2));
+    RETURN_IF_ERROR(ctx->SetOutput("Beta1PowOut", *b1p));
+    return ctx->SetOutput("Beta2PowOut", *b2p);
+  }
+
+ private:
+  AdamAttrs attrs_;
+};
+
 // Registers every kernel above for `device_type` (see header comment).
 template <typename Policy>
-void RegisterOptimizerKernels(const std::string& device_type) {
+void RegisterOptimizerKernels(const std::string &device_type) {
   KernelRegistry::Global().Register(
       KernelDef("sgd", device_type)
           .TypeConstraint("Param", SgdKernel<Policy>::Types::DataTypes())
           .HostMemory("LearningRate"),
       MakeKernelFactory<SgdKernel<Policy>>());
+  KernelRegistry::Global().Register(
+      KernelDef("momentum", device_type)
+          .TypeConstraint("Param", MomentumKernel<Policy>::Types::DataTypes())
+          .HostMemory("LearningRate"),
+      MakeKernelFactory<MomentumKernel<Policy>>());
+  KernelRegistry::Global().Register(
+      KernelDef("adam", device_type)
+          .TypeConstraint("Param", AdamKernel<Policy>::Types::DataTypes())
+          .HostMemory("LearningRate")
+          .HostMemory("Beta1Pow")
+          .HostMemory("Beta2Pow")
+          .HostMemory("Beta1PowOut")
+          .HostMemory("Beta2PowOut"),
+      MakeKernelFactory<AdamKernel<Policy>>());
 }
 
 // Calls RegisterOptimizerKernels<Policy>(device_type) during static
@@ -97,7 +330,7 @@ void RegisterOptimizerKernels(const std::string& device_type) {
 // cc_library must have alwayslink = True.
 template <typename Policy>
 struct OptimizerKernelsRegistrar {
-  explicit OptimizerKernelsRegistrar(const std::string& device_type) {
+  explicit OptimizerKernelsRegistrar(const std::string &device_type) {
     RegisterOptimizerKernels<Policy>(device_type);
   }
 };

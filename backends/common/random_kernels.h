@@ -1,5 +1,5 @@
 // The kernels of the random ops (ops/random) for every backend whose memory
-// the host can address: uniform_random. Written once, templated on an
+// the host can address: uniform_random, gaussian_random. Written once, templated on an
 // execution policy (serial_policy.h). A backend registers them under its
 // device type with one line:
 //
@@ -8,7 +8,8 @@
 //
 // RegisterRandomKernels holds the registration lines:
 //   uniform_random    attr dtype: float32, float64
-// Values come from the counter-based generator (counter_random.h): element
+//   gaussian_random   attr dtype: float32, float64
+// Values come from the counter-based generators (counter_random.h): element
 // i depends only on (seed, i), so every backend and thread count produces
 // the same bits. Compute is synchronous and thread-safe across kernel
 // instances.
@@ -66,6 +67,40 @@ class UniformRandomKernel final : public OpKernel {
   uint64_t seed_ = 0;
 };
 
+// Out (attrs shape, dtype) at flat index i = static_cast<T>(mean + std *
+// z(seed, i)), z from FillGaussian (Box-Muller on two counter draws).
+template <typename Policy>
+class GaussianRandomKernel final : public OpKernel {
+ public:
+  using Types = FloatTypes;
+
+  absl::Status Init(const OpDesc& op) override {
+    ASSIGN_OR_RETURN(out_, GaussianRandomMeta(op));
+    ASSIGN_OR_RETURN(mean_, GetAttr<double>(op.attrs, "mean", op.type));
+    ASSIGN_OR_RETURN(std_, GetAttr<double>(op.attrs, "std", op.type));
+    ASSIGN_OR_RETURN(const int64_t seed, GetAttr<int64_t>(op.attrs, "seed", op.type));
+    seed_ = static_cast<uint64_t>(seed);
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(KernelContext* ctx) override {
+    ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", out_.dtype, out_.shape));
+    return DispatchType(Types(), out_.dtype, *ctx, "dtype", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      T* o = out->data<T>();
+      Policy::ParallelFor(out->NumElements(), kMinElementsPerTask, [&](int64_t begin, int64_t end) {
+        FillGaussian(mean_, std_, seed_, begin, end - begin, o + begin);
+      });
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  TensorMeta out_;
+  double mean_ = 0, std_ = 1;
+  uint64_t seed_ = 0;
+};
+
 // Registers every kernel above for `device_type` (see header comment).
 template <typename Policy>
 void RegisterRandomKernels(const std::string& device_type) {
@@ -73,6 +108,10 @@ void RegisterRandomKernels(const std::string& device_type) {
       KernelDef("uniform_random", device_type)
           .TypeConstraint("dtype", UniformRandomKernel<Policy>::Types::DataTypes()),
       MakeKernelFactory<UniformRandomKernel<Policy>>());
+  KernelRegistry::Global().Register(
+      KernelDef("gaussian_random", device_type)
+          .TypeConstraint("dtype", GaussianRandomKernel<Policy>::Types::DataTypes()),
+      MakeKernelFactory<GaussianRandomKernel<Policy>>());
 }
 
 // Calls RegisterRandomKernels<Policy>(device_type) during static

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "framework/base/status_macros.h"
+#include "framework/op/op_schema.h"
 
 namespace tandem {
 namespace {
@@ -20,30 +21,95 @@ std::string ParamDevice(const Block& block, const std::string& param) {
   return "";
 }
 
+// Fills `op`'s attribute defaults and runs its shape inference on the
+// declared variables, so bad hyper-parameters or state fail here, naming
+// the op, rather than when the program is prepared.
+absl::Status ValidateUpdate(const Block& block, OpDesc* op) {
+  ASSIGN_OR_RETURN(const OpSchema* schema, OpRegistry::Global().Find(op->type));
+  RETURN_IF_ERROR(schema->Validate(op));
+  std::map<std::string, std::vector<TensorMeta>> metas;
+  for (const auto& [arg, vars] : op->inputs) {
+    for (const std::string& v : vars) {
+      const VarDesc* d = block.FindVar(v);
+      if (d == nullptr) {
+        return absl::InternalError(absl::StrCat("op '", op->type, "': no variable '", v, "'"));
+      }
+      metas[arg].push_back({d->dtype, d->shape, d->kind == VarKind::kSelectedRows});
+    }
+  }
+  InferShapeContext ctx(*op, std::move(metas));
+  return schema->infer_shape()(&ctx);
+}
+
 }  // namespace
 
-absl::Status SGD::Minimize(ProgramBuilder* builder, Var loss) {
+const std::map<std::string, std::string>& Optimizer::state_vars(const std::string& param) const {
+  static const auto* const kNone = new std::map<std::string, std::string>();
+  auto it = state_.find(param);
+  return it == state_.end() ? *kNone : it->second;
+}
+
+void Optimizer::AddState(ProgramBuilder* builder, const VarDesc& param, OpDesc* op,
+                         const std::string& arg, const std::string& slot, DataType dtype,
+                         const Shape& shape, double value, bool on_host) {
+  const std::string name = builder->UniqueName(absl::StrCat(param.name, "_", slot));
+  {
+    auto guard = builder->device_guard(on_host ? "cpu" : op->op_device);
+    builder->CreatePersistableConstant(name, dtype, shape, value);
+  }
+  op->inputs[arg] = {name};
+  op->outputs[arg + "Out"] = {name};
+  state_[param.name][slot] = name;
+}
+
+absl::Status Optimizer::Minimize(ProgramBuilder* builder, Var loss) {
   if (!std::isfinite(learning_rate_) || learning_rate_ <= 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("SGD: learning rate must be finite and > 0, got ", learning_rate_));
+        absl::StrCat(op_type_, ": learning rate must be finite and > 0, got ", learning_rate_));
   }
   ASSIGN_OR_RETURN(GradMap grads, AppendBackward(builder, loss));
   {
-    auto host = builder->device_guard("cpu");  // host mirror: read by every sgd kernel
+    auto host = builder->device_guard("cpu");  // host mirror: read by every update kernel
     lr_var_ = builder->UniqueName("learning_rate");
     builder->CreatePersistableConstant(lr_var_, DataType::kFloat32, Shape({1}), learning_rate_);
   }
   Block& block = builder->main_program().block();
   for (const auto& [param, grad] : grads) {
     OpDesc op;
-    op.type = "sgd";
+    op.type = op_type_;
     op.inputs = {{"Param", {param}}, {"Grad", {grad}}, {"LearningRate", {lr_var_}}};
     op.outputs = {{"ParamOut", {param}}};
     op.op_device = ParamDevice(block, param);
     op.role = OpRole::kOptimize;
+    const VarDesc* desc = block.FindVar(param);
+    if (desc == nullptr) {
+      return absl::InternalError(absl::StrCat(op_type_, ": no variable '", param, "'"));
+    }
+    AddUpdateArgs(builder, VarDesc(*desc), &op);
+    RETURN_IF_ERROR(builder->status());
+    RETURN_IF_ERROR(ValidateUpdate(block, &op));
     block.AppendOp(std::move(op));
   }
   return builder->status();
+}
+
+void Momentum::AddUpdateArgs(ProgramBuilder* builder, const VarDesc& param, OpDesc* op) {
+  AddState(builder, param, op, "Velocity", "velocity", param.dtype, param.shape, 0,
+           /*on_host=*/false);
+  op->attrs = {{"mu", mu_}, {"use_nesterov", use_nesterov_}};
+}
+
+void Adam::AddUpdateArgs(ProgramBuilder* builder, const VarDesc& param, OpDesc* op) {
+  const AdamOptions& o = options_;
+  AddState(builder, param, op, "Moment1", "moment1", param.dtype, param.shape, 0, false);
+  AddState(builder, param, op, "Moment2", "moment2", param.dtype, param.shape, 0, false);
+  AddState(builder, param, op, "Beta1Pow", "beta1_pow", param.dtype, Shape({1}), o.beta1, true);
+  AddState(builder, param, op, "Beta2Pow", "beta2_pow", param.dtype, Shape({1}), o.beta2, true);
+  op->attrs = {{"beta1", o.beta1},
+               {"beta2", o.beta2},
+               {"epsilon", o.epsilon},
+               {"weight_decay", o.weight_decay},
+               {"decoupled_weight_decay", o.decoupled_weight_decay}};
 }
 
 }  // namespace tandem

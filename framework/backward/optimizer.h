@@ -3,14 +3,37 @@
 //   SGD sgd(/*learning_rate=*/0.001);
 //   RETURN_IF_ERROR(sgd.Minimize(&builder, loss));
 //
+//   Momentum momentum(/*learning_rate=*/0.01, /*mu=*/0.9, /*use_nesterov=*/true);
+//   AdamOptions options;
+//   options.weight_decay = 0.01;             // AdamW (decoupled) by default
+//   Adam adam(/*learning_rate=*/1e-3, options);
+//   RETURN_IF_ERROR(adam.Minimize(&builder, loss));
+//   adam.state_vars("fc_w").at("moment1");   // the state variable's name
+//
+// Minimize appends the backward ops of the loss (AppendBackward), a
+// learning-rate variable and one update op per trainable parameter: `sgd`,
+// `momentum` or `adam` (ops/optimizer documents their math; for Adam the
+// bias correction and the weight decay, decoupled AdamW-style or as an L2
+// term, are both options). Sparse (SelectedRows) gradients, e.g. of an
+// Embedding with is_sparse, update only the rows present (lazy Momentum and
+// Adam: the state of other rows is left as it is).
+//
 // Placement (DESIGN.md section 4): each update op runs where its parameter
 // lives, i.e. on the op_device of the first op that reads the parameter, so
 // a table kept on the CPU by device_guard("cpu") is updated on the CPU. The
-// learning rate is a persistable variable initialised on the host; update
-// kernels read it as a HostMemory argument, so no step copies it. Not
-// thread-safe.
+// optimizer's state (Momentum's velocity, Adam's moment1 and moment2) is
+// made of persistable variables initialised to zero by the startup program
+// on that same place. Host scalars live on the host and the update kernels
+// read them as HostMemory arguments, so no step copies them: the learning
+// rate, and Adam's beta1_pow and beta2_pow (beta^t, starting at beta),
+// which the adam kernel itself advances each step. Hyper-parameters are
+// checked by Minimize (InvalidArgument naming the op and the value, through
+// the op's schema). Not thread-safe.
 #ifndef TANDEM_FRAMEWORK_BACKWARD_OPTIMIZER_H_
 #define TANDEM_FRAMEWORK_BACKWARD_OPTIMIZER_H_
+
+#include <map>
+#include <string>
 
 #include "absl/status/status.h"
 #include "framework/backward/backward.h"
@@ -18,18 +41,88 @@
 
 namespace tandem {
 
-class SGD {
+// The base of the optimizers (see the header comment).
+class Optimizer {
  public:
-  explicit SGD(double learning_rate) : learning_rate_(learning_rate) {}
-  // Appends backward ops and one `sgd` op per trainable parameter.
-  // InvalidArgument for a learning rate that is not finite and positive.
+  virtual ~Optimizer() = default;
+
+  // Appends backward ops and one update op per trainable parameter.
+  // InvalidArgument for a learning rate that is not finite and positive,
+  // or for bad hyper-parameters; the builder's error if it has one.
   absl::Status Minimize(ProgramBuilder* builder, Var loss);
   // Name of the learning-rate variable after Minimize.
   const std::string& learning_rate_var() const { return lr_var_; }
+  // The state variables of `param` after Minimize, by slot ("velocity";
+  // "moment1", "moment2", "beta1_pow", "beta2_pow"); empty for SGD or an
+  // unknown parameter.
+  const std::map<std::string, std::string>& state_vars(const std::string& param) const;
+
+ protected:
+  Optimizer(std::string op_type, double learning_rate)
+      : op_type_(std::move(op_type)), learning_rate_(learning_rate) {}
+
+  // Adds the optimizer's state inputs, outputs and attributes to `op`, the
+  // update op of parameter `param` (Param, Grad, LearningRate and ParamOut
+  // are set; op_device is the parameter's place), creating state with
+  // AddState.
+  virtual void AddUpdateArgs(ProgramBuilder* builder, const VarDesc& param, OpDesc* op) = 0;
+
+  // Creates a persistable variable for slot `slot` of `param`, of `dtype`
+  // and `shape`, set to `value` by the startup program on the host or on
+  // the update op's place; binds it to input `arg` and output `arg + "Out"`
+  // of `op`, and records it in state_vars.
+  void AddState(ProgramBuilder* builder, const VarDesc& param, OpDesc* op, const std::string& arg,
+                const std::string& slot, DataType dtype, const Shape& shape, double value,
+                bool on_host);
 
  private:
+  std::string op_type_;
   double learning_rate_;
   std::string lr_var_;
+  std::map<std::string, std::map<std::string, std::string>> state_;  // param -> slot -> var
+};
+
+// param -= lr * grad.
+class SGD final : public Optimizer {
+ public:
+  explicit SGD(double learning_rate) : Optimizer("sgd", learning_rate) {}
+
+ private:
+  void AddUpdateArgs(ProgramBuilder*, const VarDesc&, OpDesc*) override {}
+};
+
+// velocity = mu * velocity + grad; param -= lr * velocity, or with Nesterov
+// param -= lr * (grad + mu * velocity). mu must be finite and >= 0.
+class Momentum final : public Optimizer {
+ public:
+  Momentum(double learning_rate, double mu, bool use_nesterov = false)
+      : Optimizer("momentum", learning_rate), mu_(mu), use_nesterov_(use_nesterov) {}
+
+ private:
+  void AddUpdateArgs(ProgramBuilder* builder, const VarDesc& param, OpDesc* op) override;
+  double mu_;
+  bool use_nesterov_;
+};
+
+struct AdamOptions {
+  double beta1 = 0.9;    // in [0, 1)
+  double beta2 = 0.999;  // in [0, 1)
+  double epsilon = 1e-8;
+  double weight_decay = 0;
+  // true: AdamW, param *= 1 - lr * weight_decay before the Adam step;
+  // false: L2, weight_decay * param is added to the gradient.
+  bool decoupled_weight_decay = true;
+};
+
+// Adam with bias correction (the adam op).
+class Adam final : public Optimizer {
+ public:
+  explicit Adam(double learning_rate, AdamOptions options = {})
+      : Optimizer("adam", learning_rate), options_(options) {}
+
+ private:
+  void AddUpdateArgs(ProgramBuilder* builder, const VarDesc& param, OpDesc* op) override;
+  AdamOptions options_;
 };
 
 }  // namespace tandem

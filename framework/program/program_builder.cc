@@ -1,6 +1,9 @@
 #include "framework/program/program_builder.h"
 
+#include <algorithm>
+#include <cmath>
 #include <functional>
+#include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -72,6 +75,20 @@ Var ProgramBuilder::Data(const std::string& name, DataType dtype, const Shape& s
   return {name};
 }
 
+namespace {
+
+// fan_in and fan_out of a parameter of `shape` (see Initializer).
+std::pair<int64_t, int64_t> Fans(const Shape& shape) {
+  if (shape.rank() == 0) return {1, 1};
+  if (shape.rank() == 1) return {shape.dim(0), shape.dim(0)};
+  int64_t receptive = 1;
+  for (int i = 2; i < shape.rank(); ++i) receptive *= shape.dim(i);
+  if (shape.rank() == 2) return {shape.dim(0), shape.dim(1)};
+  return {shape.dim(1) * receptive, shape.dim(0) * receptive};
+}
+
+}  // namespace
+
 void ProgramBuilder::AppendInitOp(const std::string& var, DataType dtype, const Shape& shape,
                                   const Initializer& init) {
   OpDesc op;
@@ -79,13 +96,32 @@ void ProgramBuilder::AppendInitOp(const std::string& var, DataType dtype, const 
   op.attrs["shape"] = shape.ToVector();
   op.attrs["dtype"] = dtype;
   op.op_device = device_;
-  if (init.kind == Initializer::Kind::kConstant) {
-    op.type = "fill_constant";
-    op.attrs["value"] = init.value;
-  } else {
-    op.type = "uniform_random";
-    op.attrs["min"] = init.low;
-    op.attrs["max"] = init.high;
+  const auto [fan_in, fan_out] = Fans(shape);
+  const double fan_sum = std::max<double>(1, fan_in + fan_out);  // an empty shape: no values
+  switch (init.kind) {
+    case Initializer::Kind::kConstant:
+      op.type = "fill_constant";
+      op.attrs["value"] = init.value;
+      break;
+    case Initializer::Kind::kUniform:
+    case Initializer::Kind::kXavierUniform: {
+      const double limit = std::sqrt(6.0 / fan_sum);
+      const bool xavier = init.kind == Initializer::Kind::kXavierUniform;
+      op.type = "uniform_random";
+      op.attrs["min"] = xavier ? -limit : init.low;
+      op.attrs["max"] = xavier ? limit : init.high;
+      break;
+    }
+    case Initializer::Kind::kNormal:
+    case Initializer::Kind::kXavierNormal: {
+      const bool xavier = init.kind == Initializer::Kind::kXavierNormal;
+      op.type = "gaussian_random";
+      op.attrs["mean"] = xavier ? 0.0 : init.mean;
+      op.attrs["std"] = xavier ? std::sqrt(2.0 / fan_sum) : init.std;
+      break;
+    }
+  }
+  if (op.type != "fill_constant") {
     op.attrs["seed"] = init.seed != 0 ? init.seed
                                       : static_cast<int64_t>(std::hash<std::string>{}(var) >> 1);
   }

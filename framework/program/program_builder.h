@@ -35,16 +35,35 @@ struct Var {
   bool valid() const { return !name.empty(); }
 };
 
+// How the startup program initialises a parameter: a constant, or values
+// from the counter-based uniform_random / gaussian_random ops (the same bits
+// on every backend for a given seed; seed 0 derives one from the parameter
+// name). Xavier (Glorot) initializers take fan_in and fan_out from the
+// shape: rank 0: 1, 1; rank 1: dim 0 for both; rank 2 ([in, out], as
+// matmul(x, w) uses w): dim 0, dim 1; rank >= 3 ([out_c, in_c, k...], a
+// convolution filter): in_c * receptive field, out_c * receptive field.
+//   XavierUniform: uniform in [-a, a), a = sqrt(6 / (fan_in + fan_out)).
+//   XavierNormal: normal with mean 0 and std sqrt(2 / (fan_in + fan_out)).
 struct Initializer {
-  enum class Kind { kConstant, kUniform };
+  enum class Kind { kConstant, kUniform, kNormal, kXavierUniform, kXavierNormal };
   Kind kind = Kind::kUniform;
-  double value = 0;                // kConstant
-  double low = -0.05, high = 0.05; // kUniform
-  int64_t seed = 0;                // 0: derived from the parameter name
+  double value = 0;                 // kConstant
+  double low = -0.05, high = 0.05;  // kUniform
+  double mean = 0, std = 1;         // kNormal
+  int64_t seed = 0;                 // 0: derived from the parameter name
 
   static Initializer Constant(double v) { return {Kind::kConstant, v}; }
   static Initializer Uniform(double low, double high, int64_t seed = 0) {
-    return {Kind::kUniform, 0, low, high, seed};
+    return {Kind::kUniform, 0, low, high, 0, 1, seed};
+  }
+  static Initializer Normal(double mean, double std, int64_t seed = 0) {
+    return {Kind::kNormal, 0, 0, 0, mean, std, seed};
+  }
+  static Initializer XavierUniform(int64_t seed = 0) {
+    return {Kind::kXavierUniform, 0, 0, 0, 0, 1, seed};
+  }
+  static Initializer XavierNormal(int64_t seed = 0) {
+    return {Kind::kXavierNormal, 0, 0, 0, 0, 1, seed};
   }
 };
 

@@ -1,5 +1,7 @@
 #include "ops/optimizer/shape_fns.h"
 
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 #include "framework/base/status_macros.h"
 #include "ops/math/shape_fns.h"
@@ -8,12 +10,12 @@ namespace tandem {
 namespace {
 
 // "float32[5, 3]", "float32[5, 3] (SelectedRows)".
-std::string Describe(const TensorMeta& m) {
+std::string Describe(const TensorMeta &m) {
   return absl::StrCat(DataTypeName(m.dtype), m.shape.ToString(),
                       m.selected_rows ? " (SelectedRows)" : "");
 }
 
-bool SameShape(const Shape& a, const Shape& b) {
+bool SameShape(const Shape &a, const Shape &b) {
   if (a.rank() != b.rank()) return false;
   for (int i = 0; i < a.rank(); ++i) {
     if (a.dim(i) != b.dim(i) && a.dim(i) != -1 && b.dim(i) != -1) return false;
@@ -21,10 +23,40 @@ bool SameShape(const Shape& a, const Shape& b) {
   return true;
 }
 
+// `arg` must be a dense tensor of Param's dtype and shape.
+absl::Status CheckLikeParam(const OpDesc &op, const std::string &arg, const TensorMeta &param,
+                            const TensorMeta &state) {
+  if (state.dtype != param.dtype || state.selected_rows || !SameShape(state.shape, param.shape)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("op '", op.type, "': ", arg, " '", op.Input(arg), "' is ", Describe(state),
+                     " but Param '", op.Input("Param"), "' is ", Describe(param),
+                     "; it must be dense with Param's dtype and shape"));
+  }
+  return absl::OkStatus();
+}
+
+// `arg` must have Param's dtype and one element.
+absl::Status CheckScalarLikeParam(const OpDesc &op, const std::string &arg, const TensorMeta &param,
+                                  const TensorMeta &value) {
+  const absl::StatusOr<int64_t> size = value.shape.NumElements();
+  if (value.dtype != param.dtype || value.selected_rows || (size.ok() && *size != 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "op '", op.type, "': ", arg, " '", op.Input(arg), "' must be ", DataTypeName(param.dtype),
+        " (Param's dtype) with one element, got ", Describe(value)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status AttrError(const OpDesc &op, const std::string &attr, double value,
+                       const std::string &want) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("op '", op.type, "': attribute '", attr, "' must be ", want, ", got ", value));
+}
+
 }  // namespace
 
-absl::Status CheckSgdArgs(const OpDesc& op, const TensorMeta& param, const TensorMeta& grad,
-                          const TensorMeta& learning_rate) {
+absl::Status CheckSgdArgs(const OpDesc &op, const TensorMeta &param, const TensorMeta &grad,
+                          const TensorMeta &learning_rate) {
   RETURN_IF_ERROR(CheckFloating(op.type, "Param", param.dtype));
   if (grad.dtype != param.dtype || !SameShape(grad.shape, param.shape)) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -38,6 +70,49 @@ absl::Status CheckSgdArgs(const OpDesc& op, const TensorMeta& param, const Tenso
                      "' must be float32 with one element, got ", Describe(learning_rate)));
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<MomentumAttrs> GetMomentumAttrs(const OpDesc &op) {
+  MomentumAttrs a;
+  ASSIGN_OR_RETURN(a.mu, GetAttr<double>(op.attrs, "mu", op.type));
+  ASSIGN_OR_RETURN(a.use_nesterov, GetAttr<bool>(op.attrs, "use_nesterov", op.type));
+  if (!std::isfinite(a.mu) || a.mu < 0) return AttrError(op, "mu", a.mu, "finite and >= 0");
+  return a;
+}
+
+absl::Status CheckMomentumArgs(const OpDesc &op, const TensorMeta &param, const TensorMeta &grad,
+                               const TensorMeta &velocity, const TensorMeta &learning_rate) {
+  RETURN_IF_ERROR(CheckSgdArgs(op, param, grad, learning_rate));
+  return CheckLikeParam(op, "Velocity", param, velocity);
+}
+
+absl::StatusOr<AdamAttrs> GetAdamAttrs(const OpDesc &op) {
+  AdamAttrs a;
+  ASSIGN_OR_RETURN(a.beta1, GetAttr<double>(op.attrs, "beta1", op.type));
+  ASSIGN_OR_RETURN(a.beta2, GetAttr<double>(op.attrs, "beta2", op.type));
+  ASSIGN_OR_RETURN(a.epsilon, GetAttr<double>(op.attrs, "epsilon", op.type));
+  ASSIGN_OR_RETURN(a.weight_decay, GetAttr<double>(op.attrs, "weight_decay", op.type));
+  ASSIGN_OR_RETURN(a.decoupled_weight_decay,
+                   GetAttr<bool>(op.attrs, "decoupled_weight_decay", op.type));
+  for (const auto &[name, value] :
+       {std::pair<const char *, double>{"beta1", a.beta1}, {"beta2", a.beta2}}) {
+    if (!(value >= 0 && value < 1)) return AttrError(op, name, value, "in [0, 1)");
+  }
+  for (const auto &[name, value] :
+       {std::pair<const char *, double>{"epsilon", a.epsilon}, {"weight_decay", a.weight_decay}}) {
+    if (!std::isfinite(value) || value < 0) {
+      return AttrError(op, name, value, "finite and >= 0");
+    }
+  }
+  return a;
+}
+
+absl::Status CheckAdamArgs(const OpDesc &op, const AdamMetas &m) {
+  RETURN_IF_ERROR(CheckSgdArgs(op, m.param, m.grad, m.learning_rate));
+  RETURN_IF_ERROR(CheckLikeParam(op, "Moment1", m.param, m.moment1));
+  RETURN_IF_ERROR(CheckLikeParam(op, "Moment2", m.param, m.moment2));
+  RETURN_IF_ERROR(CheckScalarLikeParam(op, "Beta1Pow", m.param, m.beta1_pow));
+  return CheckScalarLikeParam(op, "Beta2Pow", m.param, m.beta2_pow);
 }
 
 }  // namespace tandem

@@ -1,7 +1,8 @@
-// Shape functions of the random ops (uniform_random), used by their schemas
-// (ops/random/*_op.cc) and by kernels, so both agree.
+// Shape functions of the random ops (uniform_random, gaussian_random), used
+// by their schemas (ops/random/*_op.cc) and by kernels, so both agree.
 //
 //   ASSIGN_OR_RETURN(TensorMeta out, UniformRandomMeta(op));
+//   ASSIGN_OR_RETURN(TensorMeta out, GaussianRandomMeta(op));
 #ifndef TANDEM_OPS_RANDOM_SHAPE_FNS_H_
 #define TANDEM_OPS_RANDOM_SHAPE_FNS_H_
 
@@ -16,6 +17,10 @@ namespace tandem {
 // element count fitting int64). InvalidArgument naming the op and the
 // attribute otherwise.
 absl::StatusOr<TensorMeta> UniformRandomMeta(const OpDesc& op);
+
+// Out of a gaussian_random op: as UniformRandomMeta, and attrs mean and std
+// finite with std >= 0 (InvalidArgument naming the op and the attribute).
+absl::StatusOr<TensorMeta> GaussianRandomMeta(const OpDesc& op);
 
 }  // namespace tandem
 

@@ -1,5 +1,8 @@
 #include "ops/random/shape_fns.h"
 
+#include <cmath>
+#include <string>
+
 #include "framework/base/status_macros.h"
 #include "framework/op/op_schema.h"
 #include "framework/testing/status_matchers.h"
@@ -8,10 +11,10 @@
 namespace tandem {
 namespace {
 
-absl::StatusOr<TensorMeta> Infer(AttrMap attrs) {
-  ASSIGN_OR_RETURN(const OpSchema* schema, OpRegistry::Global().Find("uniform_random"));
+absl::StatusOr<TensorMeta> Infer(AttrMap attrs, const std::string& type = "uniform_random") {
+  ASSIGN_OR_RETURN(const OpSchema* schema, OpRegistry::Global().Find(type));
   OpDesc op;
-  op.type = "uniform_random";
+  op.type = type;
   op.outputs = {{"Out", {"w"}}};
   op.attrs = std::move(attrs);
   RETURN_IF_ERROR(schema->Validate(&op));
@@ -37,6 +40,23 @@ TEST(UniformRandomSchema, BadAttributesAreInvalidArgument) {
                        HasSubstr("op 'uniform_random': attribute 'shape': shape [2, -3]")));
   EXPECT_THAT(Infer({}), StatusIs(absl::StatusCode::kInvalidArgument,
                                   HasSubstr("missing required attribute 'shape'")));
+}
+
+TEST(GaussianRandomSchema, ShapeDtypeAndMoments) {
+  EXPECT_THAT(Infer({{"shape", std::vector<int64_t>{4, 2}}, {"std", 0.0}}, "gaussian_random"),
+              IsOkAndHolds(TensorMeta{DataType::kFloat32, Shape({4, 2})}));
+  EXPECT_THAT(Infer({{"shape", std::vector<int64_t>{2}}, {"std", -1.0}}, "gaussian_random"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "op 'gaussian_random': attributes 'mean' and 'std' must be finite with "
+                       "std >= 0, got mean 0, std -1"));
+  EXPECT_THAT(Infer({{"shape", std::vector<int64_t>{2}}, {"mean", std::nan("")}},
+                    "gaussian_random"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("got mean nan")));
+  EXPECT_THAT(Infer({{"shape", std::vector<int64_t>{2}}, {"dtype", DataType::kInt64}},
+                    "gaussian_random"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "op 'gaussian_random': attribute 'dtype' must be float32 or float64, "
+                       "got int64"));
 }
 
 }  // namespace

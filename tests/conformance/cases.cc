@@ -554,6 +554,7 @@ std::vector<ConformanceCase> AllConformanceCases() {
   AddSlice(&cases);
   AddCropTensor(&cases);
   AddUniformRandom(&cases);
+  AddTrainingCases(&cases);
   return cases;
 }
 

@@ -38,6 +38,9 @@ struct ConformanceCase {
 
 std::vector<ConformanceCase> AllConformanceCases();
 
+// Cases of the momentum, adam and gaussian_random kernels (cases_training.cc).
+void AddTrainingCases(std::vector<ConformanceCase>* cases);
+
 }  // namespace tandem
 
 #endif  // TANDEM_TESTS_CONFORMANCE_CASES_H_
