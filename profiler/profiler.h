@@ -29,7 +29,9 @@
 // left out of the report's numbers.
 //
 // Cost: nothing is installed while the profiler is off (RecordEvent checks
-// one atomic flag); when on, see profiler_benchmark.cc.
+// one atomic flag). When on, about 0.1 us of host time per op or copy
+// (profiler_benchmark.cc, development machine), plus recording two timing
+// events per op on devices with a timer.
 //
 // Thread safety: every function here is thread-safe. Runs on several threads
 // are recorded per host thread. One profiling session at a time per process.

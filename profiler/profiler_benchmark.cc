@@ -4,7 +4,7 @@
 //
 // BM_ObservedOp: one op's OnOpBegin + OnOpEnd through the installed
 //   observer (sim:0, no timer), i.e. the per-op cost of profiling.
-// BM_CropRun/<mode>: workload 2 on sim:0 (5 ops + 2 copies per run) with the
+// BM_CropRun/<mode>: workload 2 on sim:0 (ops and copies per run: `steps`) with the
 //   profiler off (0), on in CPU state (1) and on in All state (2); the
 //   difference per step is the overhead seen by a real run.
 // BM_RecordEvent/<on>: a user span, profiler off (0) or on (1).
@@ -59,7 +59,9 @@ BENCHMARK(BM_ObservedOp);
 void BM_CropRun(benchmark::State& state) {
   auto crop = CropWorkload::Create(*ParsePlace("sim:0"), /*slice_on_cpu=*/false);
   CHECK(crop.ok()) << crop.status();
-  CHECK((*crop)->Run(10).ok());  // warm the allocators
+  auto warm = (*crop)->Run(10);  // warms the allocators, folds constants
+  CHECK(warm.ok()) << warm.status();
+  const int steps_per_run = warm->back().ops + warm->back().copies();
   const int mode = static_cast<int>(state.range(0));
   if (mode > 0) {
     CHECK(StartProfiler({mode == 1 ? ProfilerState::kCPU : ProfilerState::kAll, 0}).ok());
@@ -70,10 +72,10 @@ void BM_CropRun(benchmark::State& state) {
     MaybeReset(state, i++);
   }
   if (mode > 0) CHECK(CollectProfile().ok());
-  constexpr int kStepsPerRun = 7;  // 5 ops + 2 copies
   state.counters["per_step"] =
-      benchmark::Counter(static_cast<double>(state.iterations() * kStepsPerRun),
+      benchmark::Counter(static_cast<double>(state.iterations() * steps_per_run),
                          benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["steps"] = steps_per_run;
 }
 BENCHMARK(BM_CropRun)->Arg(0)->Arg(1)->Arg(2);
 
