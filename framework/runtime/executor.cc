@@ -366,10 +366,14 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(Plan* plan, Scope* scope, cons
       (kind == CopyKind::kHostToDevice ? stats->copies_h2d : stats->copies_d2h)++;
       (kind == CopyKind::kHostToDevice ? stats->bytes_h2d : stats->bytes_d2h) += bytes;
       (sync ? stats->sync_copies : stats->async_copies)++;
-      std::string consumer;
-      auto reason = step.op.attrs.find("reason");
-      if (reason != step.op.attrs.end()) consumer = std::get<std::string>(reason->second);
-      stats->ledger.push_back({var, from->place(), step.copy_to, bytes, sync, consumer});
+      CopyRecord record{var, from->place(), step.copy_to, bytes, sync};
+      if (auto it = step.op.attrs.find("consumer"); it != step.op.attrs.end()) {
+        record.consumer = std::get<std::string>(it->second);
+      }
+      if (auto it = step.op.attrs.find("reason"); it != step.op.attrs.end()) {
+        record.reason = std::get<std::string>(it->second);
+      }
+      stats->ledger.push_back(std::move(record));
       if (src->is_selected_rows()) {
         const SelectedRows& rows = src->selected_rows();
         dst->set(SelectedRows(rows.height(), rows.rows(), *std::move(to)));

@@ -53,7 +53,8 @@ struct CopyRecord {
   Place from, to;
   int64_t bytes = 0;
   bool sync = true;
-  std::string consumer;  // the op whose read caused it ("fetch" for fetches)
+  std::string consumer;  // type of the op whose read caused it
+  std::string reason;    // the placer's explanation
 };
 
 // What one run did.

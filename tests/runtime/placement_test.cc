@@ -64,6 +64,8 @@ TEST(Placement, DefaultDeviceOpCopiesTheFeedOnce) {
     ASSERT_EQ(stats.ledger.size(), 1u);
     EXPECT_EQ(stats.ledger[0].var, "x");
     EXPECT_EQ(stats.ledger[0].to, kSim0);
+    EXPECT_EQ(stats.ledger[0].consumer, "scale");
+    EXPECT_THAT(stats.ledger[0].reason, HasSubstr("variable 'x' is on cpu"));
   }
   const std::string table = plan->PlacementTable();
   EXPECT_THAT(table, AllOf(HasSubstr("memcpy_h2d"), HasSubstr("sim:0"), HasSubstr("copy"),
