@@ -18,6 +18,8 @@ PACKAGES=(
   libgmock-dev
   libbenchmark-dev
   libdnnl-dev           # oneDNN 2.6, CPU matmul
+  zlib1g-dev            # gzip-compressed IDX files (//data)
+  dataset-fashion-mnist # Fashion-MNIST in /usr/share/datasets/fashion-mnist (//data tests, examples)
 )
 
 missing=()

@@ -6,6 +6,13 @@
 //
 //   bazel run //examples/embedding_offload -- --rows=1000000 --steps=200
 //   bazel run //examples/embedding_offload -- --place=sim:0 --is_sparse --batch=64
+//
+// Memory caps: --gpu_memory_limit_mb (gpu backend) and --sim_memory_limit_mb
+// (sim backend) bound each device's memory. With a cap the table cannot fit
+// in, the --no_guard run fails with ResourceExhausted naming the op, the
+// variable, the bytes and the device_guard("cpu") hint; the guarded run
+// trains within the same cap:
+//   bazel run //examples/embedding_offload -- --rows=10000000 --gpu_memory_limit_mb=1024
 #include <cstdio>
 #include <random>
 
@@ -114,7 +121,11 @@ absl::Status Main() {
 }  // namespace tandem
 
 int main(int argc, char** argv) {
-  gflags::SetUsageMessage("trains workload 1 (embedding table on the CPU, the rest on the GPU)");
+  gflags::SetUsageMessage(
+      "trains workload 1 (embedding table on the CPU, the rest on the GPU)\n"
+      "  memory caps: --gpu_memory_limit_mb=N (gpu), --sim_memory_limit_mb=N (sim); with a cap\n"
+      "  the table does not fit in, --no_guard fails with ResourceExhausted and the guarded\n"
+      "  run (table under device_guard(\"cpu\")) trains within it");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   google::InitGoogleLogging(argv[0]);
   absl::Status s = tandem::Main();
