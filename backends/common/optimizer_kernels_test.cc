@@ -1,0 +1,52 @@
+// The sparse-update helpers of the optimizer kernels: duplicate rows merged
+// in order, every row visited once, whatever the policy's split.
+#include "backends/common/optimizer_kernels.h"
+
+#include <map>
+#include <vector>
+
+#include "backends/common/serial_policy.h"
+#include "backends/common/testing_policy.h"
+#include "gtest/gtest.h"
+
+namespace tandem {
+namespace {
+
+using optimizer_kernels_internal::ForEachMergedRow;
+using optimizer_kernels_internal::GroupRows;
+using optimizer_kernels_internal::RowGroups;
+
+TEST(GroupRows, GroupsPositionsByRowInOrder) {
+  const std::vector<int64_t> rows = {5, 1, 5, 0, 1, 5};
+  const RowGroups g = GroupRows(rows.data(), 6);
+  EXPECT_EQ(g.order, (std::vector<int64_t>{3, 1, 4, 0, 2, 5}));
+  EXPECT_EQ(g.starts, (std::vector<int64_t>{0, 1, 3, 6}));
+  EXPECT_EQ(g.size(), 3);
+  EXPECT_EQ(GroupRows(rows.data(), 0).size(), 0);
+}
+
+template <typename Policy>
+std::map<int64_t, std::vector<double>> Merged(const SelectedRows& g) {
+  std::map<int64_t, std::vector<double>> out;
+  ForEachMergedRow<double, Policy>(g, 2, [&](int64_t row, const double* v) {
+    EXPECT_EQ(out.count(row), 0u) << "row " << row << " visited twice";
+    out[row] = {v[0], v[1]};
+  });
+  return out;
+}
+
+TEST(ForEachMergedRow, SumsDuplicatesOnceEachWhateverTheSplit) {
+  const SelectedRows g(8, {5, 1, 5, 0, 1, 5},
+                       Tensor::FromVector<double>(Shape({6, 2}),
+                                                  {1, 2, 10, 20, 100, 200, 3, 4, 30, 40, 0.5, 0.25}));
+  const std::map<int64_t, std::vector<double>> want = {
+      {0, {3, 4}}, {1, {40, 60}}, {5, {101.5, 202.25}}};
+  EXPECT_EQ(Merged<SerialPolicy>(g), want);
+  EXPECT_EQ(Merged<ChunkingPolicy<1>>(g), want);
+  EXPECT_EQ(Merged<ChunkingPolicy<2>>(g), want);
+  const SelectedRows empty(8, {}, Tensor::FromVector<double>(Shape({0, 2}), {}));
+  EXPECT_TRUE(Merged<ChunkingPolicy<1>>(empty).empty());
+}
+
+}  // namespace
+}  // namespace tandem
