@@ -34,9 +34,6 @@ inline double CounterUniform(uint64_t seed, uint64_t i) {
 void FillUniform(double min, double max, uint64_t seed, uint64_t first, int64_t n, float* out);
 void FillUniform(double min, double max, uint64_t seed, uint64_t first, int64_t n, double* out);
 
-}  // namespace tandem
-
-#endif  // TANDEM_BACKENDS_COMMON_COUNTER_RANDOM_H_
 // Box-Muller on two counter draws per element: for element i,
 //   u1 = CounterUniform(seed, 2 * i), u2 = CounterUniform(seed, 2 * i + 1),
 //   z = sqrt(-2 * log(1 - u1)) * cos(2 * pi * u2)   (1 - u1 is in (0, 1])
@@ -47,3 +44,6 @@ void FillUniform(double min, double max, uint64_t seed, uint64_t first, int64_t 
 void FillGaussian(double mean, double std, uint64_t seed, uint64_t first, int64_t n, float* out);
 void FillGaussian(double mean, double std, uint64_t seed, uint64_t first, int64_t n, double* out);
 
+}  // namespace tandem
+
+#endif  // TANDEM_BACKENDS_COMMON_COUNTER_RANDOM_H_
