@@ -5,6 +5,7 @@
 //
 //   Fill<float, SerialPolicy>(1.5f, out, n);
 //   BroadcastAdd<double, SerialPolicy>(BroadcastLayout(out_shape, {xs, ys}), x, y, out);
+//   BroadcastBinary<float, SerialPolicy>(layout, x, y, out, Binary<BinaryOp::kMul>());
 //   SumToShape<float, SerialPolicy>(dout, out_shape, dx, x_shape);
 //
 // Pointers are to host-addressable memory; the caller has validated shapes
@@ -14,7 +15,7 @@
 // whose partial sums are then added in chunk order).
 //
 // Arithmetic: float32 sums accumulate in double; integer sums and integer
-// additions wrap around (two's complement) instead of overflowing.
+// arithmetic wrap around (two's complement) instead of overflowing.
 #ifndef TANDEM_BACKENDS_COMMON_ELEMENTWISE_H_
 #define TANDEM_BACKENDS_COMMON_ELEMENTWISE_H_
 
@@ -63,6 +64,42 @@ inline T WrappingAdd(T a, T b) {
   }
 }
 
+// The arithmetic of the elementwise_* ops.
+enum class BinaryOp { kAdd, kSub, kMul, kDiv };
+
+// a <op> b as a function object (so loops over it inline and vectorize).
+// Integers wrap around (two's complement) on overflow, INT_MIN / -1
+// included; integer division truncates toward zero, and callers rule out
+// zero divisors first.
+template <BinaryOp kOp>
+struct Binary {
+  template <typename T>
+  T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>) {
+      using U = std::make_unsigned_t<T>;
+      if constexpr (kOp == BinaryOp::kAdd) {
+        return WrappingAdd(a, b);
+      } else if constexpr (kOp == BinaryOp::kSub) {
+        return static_cast<T>(static_cast<U>(a) - static_cast<U>(b));
+      } else if constexpr (kOp == BinaryOp::kMul) {
+        return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
+      } else {
+        return b == T(-1) ? static_cast<T>(U(0) - static_cast<U>(a)) : a / b;
+      }
+    } else {
+      if constexpr (kOp == BinaryOp::kAdd) {
+        return a + b;
+      } else if constexpr (kOp == BinaryOp::kSub) {
+        return a - b;
+      } else if constexpr (kOp == BinaryOp::kMul) {
+        return a * b;
+      } else {
+        return a / b;
+      }
+    }
+  }
+};
+
 // `From` converted to `To` as the cast op defines it: to bool is x != 0,
 // from bool is 0 / 1, numbers static_cast (float to int truncates toward
 // zero; values out of the target's range are undefined, as in C++).
@@ -110,31 +147,71 @@ void Scale(const T* x, T* out, int64_t n, double scale, double bias, bool bias_a
   });
 }
 
-// out[i] = x[i * sx] + y[i * sy] for i < n, strides 0 or 1 (see
+// out[i] = fn(x[i * sx], y[i * sy]) for i < n, strides 0 or 1 (see
 // BroadcastLayout::inner_stride). Separate loops let each one vectorize.
-template <typename T>
-void AddSegment(const T* x, int64_t sx, const T* y, int64_t sy, T* out, int64_t n) {
+template <typename T, typename Fn>
+void BinarySegment(const T* x, int64_t sx, const T* y, int64_t sy, T* out, int64_t n, Fn fn) {
   if (sx != 0 && sy != 0) {
-    for (int64_t i = 0; i < n; ++i) out[i] = WrappingAdd(x[i], y[i]);
+    for (int64_t i = 0; i < n; ++i) out[i] = fn(x[i], y[i]);
   } else if (sx != 0) {
     const T b = *y;
-    for (int64_t i = 0; i < n; ++i) out[i] = WrappingAdd(x[i], b);
+    for (int64_t i = 0; i < n; ++i) out[i] = fn(x[i], b);
   } else if (sy != 0) {
     const T a = *x;
-    for (int64_t i = 0; i < n; ++i) out[i] = WrappingAdd(a, y[i]);
+    for (int64_t i = 0; i < n; ++i) out[i] = fn(a, y[i]);
   } else {
-    std::fill(out, out + n, WrappingAdd(*x, *y));
+    std::fill(out, out + n, fn(*x, *y));
   }
+}
+
+// out = fn(x, y) element-wise over `layout` (operand 0: x, operand 1: y).
+// `out` may alias an operand that is not broadcast.
+template <typename T, typename Policy, typename Fn>
+void BroadcastBinary(const BroadcastLayout& layout, const T* x, const T* y, T* out, Fn fn) {
+  const int64_t sx = layout.inner_stride(0), sy = layout.inner_stride(1);
+  Policy::ParallelFor(layout.num_elements(), kMinElementsPerTask, [&](int64_t begin, int64_t end) {
+    ForEachSegment(layout, begin, end, [&](int64_t pos, const int64_t* in, int64_t len) {
+      BinarySegment(x + in[0], sx, y + in[1], sy, out + pos, len, fn);
+    });
+  });
 }
 
 // out = x + y over `layout` (operand 0: x, operand 1: y).
 template <typename T, typename Policy>
 void BroadcastAdd(const BroadcastLayout& layout, const T* x, const T* y, T* out) {
-  const int64_t sx = layout.inner_stride(0), sy = layout.inner_stride(1);
+  BroadcastBinary<T, Policy>(layout, x, y, out, Binary<BinaryOp::kAdd>());
+}
+
+// out = fn(x) element-wise over a one-operand `layout`: x broadcast to the
+// layout's output shape.
+template <typename T, typename Policy, typename Fn>
+void BroadcastUnary(const BroadcastLayout& layout, const T* x, T* out, Fn fn) {
+  const int64_t sx = layout.inner_stride(0);
   Policy::ParallelFor(layout.num_elements(), kMinElementsPerTask, [&](int64_t begin, int64_t end) {
     ForEachSegment(layout, begin, end, [&](int64_t pos, const int64_t* in, int64_t len) {
-      AddSegment(x + in[0], sx, y + in[1], sy, out + pos, len);
+      const T* src = x + in[0];
+      if (sx == 0) {
+        std::fill(out + pos, out + pos + len, fn(*src));
+      } else {
+        for (int64_t i = 0; i < len; ++i) out[pos + i] = fn(src[i]);
+      }
     });
+  });
+}
+
+// out[i] = fn(x[i]) for i < n.
+template <typename T, typename Policy, typename Fn>
+void Map(const T* x, T* out, int64_t n, Fn fn) {
+  Policy::ParallelFor(n, kMinElementsPerTask, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) out[i] = fn(x[i]);
+  });
+}
+
+// out[i] = fn(a[i], b[i]) for i < n.
+template <typename T, typename Policy, typename Fn>
+void Map2(const T* a, const T* b, T* out, int64_t n, Fn fn) {
+  Policy::ParallelFor(n, kMinElementsPerTask, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) out[i] = fn(a[i], b[i]);
   });
 }
 

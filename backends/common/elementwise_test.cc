@@ -86,6 +86,61 @@ TEST(BroadcastAdd, IntegersWrapAround) {
   EXPECT_THAT(out, ElementsAre(std::numeric_limits<int32_t>::min(), 6));
 }
 
+TEST(BroadcastBinary, SubMulDivMatchNumpyRulesForAnyRanges) {
+  auto check = [](auto policy_tag, auto op, auto fn) {
+    using Policy = decltype(policy_tag);
+    for (const BroadcastCase& c : Cases()) {
+      const std::vector<double> x = Iota(c.x.num_elements());
+      const std::vector<double> y = Iota(c.y.num_elements(), 100);
+      std::vector<double> out(c.out.num_elements(), -1);
+      BroadcastBinary<double, Policy>(BroadcastLayout(c.out, {c.x, c.y}), x.data(), y.data(),
+                                      out.data(), op);
+      for (int64_t i = 0; i < c.out.num_elements(); ++i) {
+        ASSERT_EQ(out[i], fn(x[SourceIndex(c.out, c.x, i)], y[SourceIndex(c.out, c.y, i)]))
+            << c.x << ", " << c.y << " at " << i;
+      }
+    }
+  };
+  check(Fine(), Binary<BinaryOp::kSub>(), [](double a, double b) { return a - b; });
+  check(Odd(), Binary<BinaryOp::kMul>(), [](double a, double b) { return a * b; });
+  check(Fine(), Binary<BinaryOp::kDiv>(), [](double a, double b) { return a / b; });
+  check(Odd(), Binary<BinaryOp::kDiv>(), [](double a, double b) { return a / b; });
+}
+
+TEST(Binary, IntegersWrapAndDivisionTruncatesTowardZero) {
+  constexpr int32_t kMin = std::numeric_limits<int32_t>::min();
+  constexpr int32_t kMax = std::numeric_limits<int32_t>::max();
+  EXPECT_EQ(Binary<BinaryOp::kSub>()(kMin, 1), kMax);
+  EXPECT_EQ(Binary<BinaryOp::kMul>()(kMax, 2), -2);
+  EXPECT_EQ(Binary<BinaryOp::kDiv>()(-7, 2), -3);
+  EXPECT_EQ(Binary<BinaryOp::kDiv>()(7, -2), -3);
+  EXPECT_EQ(Binary<BinaryOp::kDiv>()(kMin, -1), kMin);  // wraps, no SIGFPE
+  EXPECT_EQ(Binary<BinaryOp::kDiv>()(std::numeric_limits<int64_t>::min(), int64_t{-1}),
+            std::numeric_limits<int64_t>::min());
+}
+
+TEST(BroadcastUnary, SpreadsOneOperandOverTheOutput) {
+  // [2, 1, 3] over [2, 2, 3], doubled.
+  const std::vector<double> x = Iota(6);
+  std::vector<double> out(12, -1);
+  BroadcastUnary<double, Odd>(BroadcastLayout(Shape({2, 2, 3}), {Shape({2, 1, 3})}), x.data(),
+                              out.data(), [](double v) { return 2 * v; });
+  EXPECT_THAT(out, ElementsAre(2, 4, 6, 2, 4, 6, 8, 10, 12, 8, 10, 12));
+  // A scalar fills.
+  BroadcastUnary<double, Fine>(BroadcastLayout(Shape({4}), {Shape()}), x.data() + 5, out.data(),
+                               [](double v) { return v; });
+  EXPECT_THAT(std::vector<double>(out.begin(), out.begin() + 4), ElementsAre(6, 6, 6, 6));
+}
+
+TEST(Map, AppliesElementwiseForAnyRanges) {
+  const float a[] = {1, 2, 3}, b[] = {10, 20, 30};
+  float out[3];
+  Map<float, Fine>(a, out, 3, [](float v) { return -v; });
+  EXPECT_THAT(out, ElementsAre(-1, -2, -3));
+  Map2<float, Odd>(a, b, out, 3, [](float u, float v) { return u * v; });
+  EXPECT_THAT(out, ElementsAre(10, 40, 90));
+}
+
 template <typename Policy>
 void CheckSumToShape() {
   for (const BroadcastCase& c : Cases()) {

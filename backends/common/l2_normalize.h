@@ -16,26 +16,11 @@
 #include <cmath>
 #include <cstdint>
 
+#include "backends/common/axis_lines.h"
 #include "backends/common/elementwise.h"
 #include "framework/types/shape.h"
 
 namespace tandem {
-
-struct AxisLines {
-  int64_t outer = 1, n = 1, inner = 1;
-
-  // `axis` in [0, rank) (NormalizeAxis).
-  static AxisLines Around(const Shape& shape, int axis) {
-    AxisLines l;
-    for (int d = 0; d < shape.rank(); ++d) {
-      (d < axis ? l.outer : d == axis ? l.n : l.inner) *= shape.dim(d);
-    }
-    return l;
-  }
-  int64_t num_lines() const { return outer * inner; }
-  // Offset of element 0 of line `line`; element k is at Start + k * inner.
-  int64_t Start(int64_t line) const { return (line / inner) * n * inner + line % inner; }
-};
 
 namespace l2_normalize_internal {
 

@@ -1,7 +1,8 @@
 // The kernels of the loss ops (ops/loss) for every backend whose memory the
-// host can address: square_error_cost(_grad) and mean(_grad). Each is
-// written once, templated on an execution policy (serial_policy.h). A
-// backend registers them under its device type with one line:
+// host can address: square_error_cost(_grad), mean(_grad) and
+// softmax_with_cross_entropy(_grad). Each is written once, templated on an
+// execution policy (serial_policy.h). A backend registers them under its
+// device type with one line:
 //
 //   // in an anonymous namespace of the backend's kernel .cc file
 //   const LossKernelsRegistrar<SerialPolicy> loss_kernels("sim");
@@ -9,17 +10,25 @@
 // RegisterLossKernels holds the registration lines (all arguments in
 // device memory):
 //   square_error_cost(_grad), mean(_grad)    X: float32, float64
+//   softmax_with_cross_entropy               Logits: float32, float64
+//   softmax_with_cross_entropy_grad          Softmax: float32, float64
+//                                            (Label: int64)
 // Kernels validate their inputs with ops/loss/shape_fns.h (InvalidArgument
-// naming the op and both shapes or the empty input), compute synchronously
-// through the policy and never copy between places. Compute is thread-safe
-// across kernel instances.
+// naming the op and both shapes, the empty input or the bad label),
+// compute synchronously through the policy and never copy between places.
+// Compute is thread-safe across kernel instances.
 #ifndef TANDEM_BACKENDS_COMMON_LOSS_KERNELS_H_
 #define TANDEM_BACKENDS_COMMON_LOSS_KERNELS_H_
 
+#include <cstdint>
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "backends/common/elementwise.h"
+#include "backends/common/softmax.h"
 #include "backends/common/type_dispatch.h"
 #include "framework/base/status_macros.h"
 #include "framework/kernel/kernel_context.h"
@@ -141,6 +150,117 @@ class MeanGradKernel final : public OpKernel {
   }
 };
 
+namespace loss_kernels_internal {
+
+// What softmax_with_cross_entropy(_grad) needs from its scores (`scores_arg`:
+// Logits or Softmax) and Label, validated (ClassRowsShape), with every
+// label in [0, C) or equal to ignore_index; else InvalidArgument
+// "op 'softmax_with_cross_entropy': label 7 at position 2 is out of range
+// [0, 5) (ignore_index -100)".
+struct ClassBatch {
+  const Tensor* scores = nullptr;
+  const Tensor* label = nullptr;
+  ClassRows rows;
+};
+inline absl::StatusOr<ClassBatch> GetClassBatch(const KernelContext& ctx,
+                                                absl::string_view scores_arg,
+                                                int64_t ignore_index) {
+  ClassBatch b;
+  ASSIGN_OR_RETURN(b.scores, ctx.InputTensor(scores_arg));
+  ASSIGN_OR_RETURN(b.label, ctx.InputTensor("Label"));
+  ASSIGN_OR_RETURN(b.rows,
+                   ClassRowsShape(ctx.op().type, scores_arg, {b.scores->dtype(), b.scores->shape()},
+                                  {b.label->dtype(), b.label->shape()}));
+  const int64_t* labels = b.label->data<int64_t>();
+  const int64_t bad = FirstBadLabel(labels, b.rows.rows, b.rows.classes, ignore_index);
+  if (bad >= 0) {
+    return ctx.InvalidArgument(absl::StrCat("label ", labels[bad], " at position ", bad,
+                                            " is out of range [0, ", b.rows.classes,
+                                            ") (ignore_index ", ignore_index, ")"));
+  }
+  return b;
+}
+
+// Attrs of softmax_with_cross_entropy(_grad): soft_label must be false.
+inline absl::Status ReadCrossEntropyAttrs(const OpDesc& op, int64_t* ignore_index) {
+  ASSIGN_OR_RETURN(bool soft_label, GetAttr<bool>(op.attrs, "soft_label", op.type));
+  if (soft_label) {
+    return absl::UnimplementedError(absl::StrCat(
+        "op '", op.type, "': soft_label=true is not supported; pass int64 class labels"));
+  }
+  ASSIGN_OR_RETURN(*ignore_index, GetAttr<int64_t>(op.attrs, "ignore_index", op.type));
+  return absl::OkStatus();
+}
+
+}  // namespace loss_kernels_internal
+
+// Softmax = softmax of Logits [..., C] over the last dim and Loss [..., 1]
+// = log(sum(exp(Logits - max))) + max - Logits[label] per row (softmax.h),
+// with int64 Label [..., 1] or [...]; rows whose label is attr
+// ignore_index get loss 0; other labels must be in [0, C). Exps and sums in
+// double for float32. attr soft_label=true is Unimplemented (at Init).
+template <typename Policy>
+class SoftmaxWithCrossEntropyKernel final : public OpKernel {
+ public:
+  using Types = FloatTypes;
+
+  absl::Status Init(const OpDesc& op) override {
+    return loss_kernels_internal::ReadCrossEntropyAttrs(op, &ignore_index_);
+  }
+
+  absl::Status Compute(KernelContext* ctx) override {
+    ASSIGN_OR_RETURN(const loss_kernels_internal::ClassBatch b,
+                     loss_kernels_internal::GetClassBatch(*ctx, "Logits", ignore_index_));
+    const DataType dtype = b.scores->dtype();
+    ASSIGN_OR_RETURN(Tensor * softmax, ctx->AllocateOutput("Softmax", dtype, b.scores->shape()));
+    ASSIGN_OR_RETURN(Tensor * loss, ctx->AllocateOutput("Loss", dtype, b.rows.per_row));
+    return DispatchType(Types(), dtype, *ctx, "Logits", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      SoftmaxCrossEntropy<T, Policy>(b.scores->data<T>(), b.label->data<int64_t>(), b.rows.rows,
+                                     b.rows.classes, ignore_index_, softmax->data<T>(),
+                                     loss->data<T>());
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  int64_t ignore_index_ = -100;
+};
+
+// Logits@GRAD = (Softmax - onehot(Label)) * Loss@GRAD per row, zero for
+// rows whose label is ignore_index; Label is checked as in the forward op
+// and Loss@GRAD is [..., 1] of Softmax's dtype.
+template <typename Policy>
+class SoftmaxWithCrossEntropyGradKernel final : public OpKernel {
+ public:
+  using Types = FloatTypes;
+
+  absl::Status Init(const OpDesc& op) override {
+    return loss_kernels_internal::ReadCrossEntropyAttrs(op, &ignore_index_);
+  }
+
+  absl::Status Compute(KernelContext* ctx) override {
+    ASSIGN_OR_RETURN(const loss_kernels_internal::ClassBatch b,
+                     loss_kernels_internal::GetClassBatch(*ctx, "Softmax", ignore_index_));
+    ASSIGN_OR_RETURN(const Tensor* dloss, ctx->InputTensor("Loss@GRAD"));
+    const DataType dtype = b.scores->dtype();
+    RETURN_IF_ERROR(CheckArgMeta(ctx->op().type, "Loss@GRAD", dloss->dtype(), dloss->shape(), dtype,
+                                 b.rows.per_row));
+    ASSIGN_OR_RETURN(Tensor * dlogits,
+                     ctx->AllocateOutput("Logits@GRAD", dtype, b.scores->shape()));
+    return DispatchType(Types(), dtype, *ctx, "Softmax", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      SoftmaxCrossEntropyGrad<T, Policy>(b.scores->data<T>(), b.label->data<int64_t>(),
+                                         dloss->data<T>(), b.rows.rows, b.rows.classes,
+                                         ignore_index_, dlogits->data<T>());
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  int64_t ignore_index_ = -100;
+};
+
 // Registers every kernel above for `device_type` (see header comment).
 template <typename Policy>
 void RegisterLossKernels(const std::string& device_type) {
@@ -157,6 +277,14 @@ void RegisterLossKernels(const std::string& device_type) {
   registry.Register(KernelDef("mean_grad", device_type)
                         .TypeConstraint("X", MeanGradKernel<Policy>::Types::DataTypes()),
                     MakeKernelFactory<MeanGradKernel<Policy>>());
+  registry.Register(
+      KernelDef("softmax_with_cross_entropy", device_type)
+          .TypeConstraint("Logits", SoftmaxWithCrossEntropyKernel<Policy>::Types::DataTypes()),
+      MakeKernelFactory<SoftmaxWithCrossEntropyKernel<Policy>>());
+  registry.Register(
+      KernelDef("softmax_with_cross_entropy_grad", device_type)
+          .TypeConstraint("Softmax", SoftmaxWithCrossEntropyGradKernel<Policy>::Types::DataTypes()),
+      MakeKernelFactory<SoftmaxWithCrossEntropyGradKernel<Policy>>());
 }
 
 // Calls RegisterLossKernels<Policy>(device_type) during static

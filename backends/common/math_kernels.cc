@@ -26,19 +26,42 @@ absl::Status CheckOutGrad(const KernelContext& ctx, const Tensor& dout, DataType
                                           ", expected ", Describe(dtype, expected)));
 }
 
-absl::Status WithOpName(const KernelContext& ctx, const absl::Status& status) {
-  if (status.ok()) return status;
-  return absl::Status(status.code(), absl::StrCat("op '", ctx.op().type, "': ", status.message()));
-}
-
-absl::StatusOr<AddShapes> GetAddShapes(const KernelContext& ctx, const Tensor& x, const Tensor& y,
-                                       int64_t axis) {
+absl::StatusOr<BinaryShapes> GetBinaryShapes(const KernelContext& ctx, const Tensor& x,
+                                             const Tensor& y, int64_t axis) {
   RETURN_IF_ERROR(CheckSameDtype(ctx, x, y));
   const std::string& op = ctx.op().type;
-  AddShapes shapes;
+  BinaryShapes shapes;
   ASSIGN_OR_RETURN(shapes.y_aligned, AlignForBroadcast(op, x.shape(), y.shape(), axis));
   ASSIGN_OR_RETURN(shapes.out, BroadcastShapes(op, x.shape(), y.shape(), axis));
   return shapes;
+}
+
+absl::Status ReadReduceAttrs(const OpDesc& op, ReduceAttrs* attrs) {
+  ASSIGN_OR_RETURN(attrs->dims, GetAttr<std::vector<int64_t>>(op.attrs, "dim", op.type));
+  ASSIGN_OR_RETURN(attrs->keep_dim, GetAttr<bool>(op.attrs, "keep_dim", op.type));
+  ASSIGN_OR_RETURN(attrs->reduce_all, GetAttr<bool>(op.attrs, "reduce_all", op.type));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ReduceDims> GetReduceDims(const KernelContext& ctx, const Shape& x,
+                                         const ReduceAttrs& attrs, bool mean) {
+  const std::string& op = ctx.op().type;
+  ASSIGN_OR_RETURN(ReduceDims r, ReduceShape(op, x, attrs.dims, attrs.keep_dim, attrs.reduce_all));
+  if (mean) RETURN_IF_ERROR(CheckMeanCount(op, x, r));
+  return r;
+}
+
+absl::Status ReadNumColDims(const OpDesc& op, int64_t* xn, int64_t* yn) {
+  ASSIGN_OR_RETURN(*xn, GetAttr<int64_t>(op.attrs, "x_num_col_dims", op.type));
+  ASSIGN_OR_RETURN(*yn, GetAttr<int64_t>(op.attrs, "y_num_col_dims", op.type));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<FlatMatmulDims> GetMulDims(const KernelContext& ctx, const Tensor& x,
+                                          const Tensor& y, int64_t xn, int64_t yn) {
+  RETURN_IF_ERROR(CheckSameDtype(ctx, x, y));
+  return FlatMatmulShape(ctx.op().type, {"X", x.shape(), xn, "x_num_col_dims"},
+                         {"Y", y.shape(), yn, "y_num_col_dims"});
 }
 
 }  // namespace math_kernels_internal

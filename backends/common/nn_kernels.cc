@@ -25,5 +25,17 @@ absl::StatusOr<Lookup> GetLookup(const KernelContext& ctx, int64_t padding_idx) 
   return l;
 }
 
+absl::StatusOr<FlatMatmulDims> GetFcDims(const KernelContext& ctx, const Tensor& input,
+                                         const Tensor& w, const Tensor* bias,
+                                         int64_t in_num_col_dims) {
+  if (bias == nullptr) {
+    return FcShape(ctx.op().type, {input.dtype(), input.shape()}, in_num_col_dims,
+                   {w.dtype(), w.shape()}, nullptr);
+  }
+  const TensorMeta bias_meta{bias->dtype(), bias->shape()};
+  return FcShape(ctx.op().type, {input.dtype(), input.shape()}, in_num_col_dims,
+                 {w.dtype(), w.shape()}, &bias_meta);
+}
+
 }  // namespace nn_kernels_internal
 }  // namespace tandem

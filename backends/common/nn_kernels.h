@@ -1,7 +1,8 @@
 // The kernels of the nn ops (ops/nn) for every backend whose memory the
-// host can address: lookup_table(_grad) and l2_normalize(_grad). Each is
-// written once, templated on an execution policy (serial_policy.h). A
-// backend registers them under its device type with one line:
+// host can address: lookup_table(_grad), l2_normalize(_grad), fc(_grad) and
+// softmax(_grad). Each is written once, templated on an execution policy
+// (serial_policy.h). A backend registers them under its device type with
+// one line:
 //
 //   // in an anonymous namespace of the backend's kernel .cc file
 //   const NnKernelsRegistrar<SerialPolicy> nn_kernels("sim");
@@ -10,6 +11,8 @@
 // memory):
 //   lookup_table(_grad)       W: float32, float64 (Ids: int64)
 //   l2_normalize(_grad)       X: float32, float64
+//   fc(_grad)                 Input: float32, float64
+//   softmax                   X: float32, float64 (softmax_grad: Out)
 // Semantics, including edge cases, are documented on each kernel below.
 // Kernels validate their inputs with ops/nn/shape_fns.h and
 // ops/math/shape_fns.h (InvalidArgument naming the op and the offending
@@ -22,9 +25,13 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "backends/common/axis_lines.h"
 #include "backends/common/elementwise.h"
+#include "backends/common/flat_matmul.h"
+#include "backends/common/kernel_status.h"
 #include "backends/common/l2_normalize.h"
 #include "backends/common/rows.h"
+#include "backends/common/softmax.h"
 #include "backends/common/type_dispatch.h"
 #include "framework/base/status_macros.h"
 #include "framework/kernel/kernel_context.h"
@@ -51,6 +58,11 @@ struct Lookup {
   int64_t padding_row = -1;
 };
 absl::StatusOr<Lookup> GetLookup(const KernelContext& ctx, int64_t padding_idx);
+
+// fc's geometry (FcShape) from the tensors; `bias` may be null.
+absl::StatusOr<FlatMatmulDims> GetFcDims(const KernelContext& ctx, const Tensor& input,
+                                         const Tensor& w, const Tensor* bias,
+                                         int64_t in_num_col_dims);
 
 }  // namespace nn_kernels_internal
 
@@ -216,6 +228,153 @@ class L2NormalizeGradKernel final : public OpKernel {
   double epsilon_ = 1e-10;
 };
 
+// Out = Input * W + Bias: Input's first attr in_num_col_dims dims form the
+// rows and the rest the K columns of a matrix, W is [K, M], the optional
+// Bias [M] is added to every row (FcShape); Out is
+// Input.dims[:in_num_col_dims] + [M]. float32 on the cpu goes through the
+// policy's GEMM (oneDNN sgemm, as matmul). K == 0 gives Bias (or zeros).
+template <typename Policy>
+class FcKernel final : public OpKernel {
+ public:
+  using Types = FloatTypes;
+
+  absl::Status Init(const OpDesc& op) override {
+    ASSIGN_OR_RETURN(in_num_col_dims_, GetAttr<int64_t>(op.attrs, "in_num_col_dims", op.type));
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(KernelContext* ctx) override {
+    ASSIGN_OR_RETURN(const Tensor* input, ctx->InputTensor("Input"));
+    ASSIGN_OR_RETURN(const Tensor* w, ctx->InputTensor("W"));
+    const Tensor* bias = nullptr;
+    if (ctx->HasInput("Bias")) {
+      ASSIGN_OR_RETURN(bias, ctx->InputTensor("Bias"));
+    }
+    ASSIGN_OR_RETURN(const FlatMatmulDims d,
+                     nn_kernels_internal::GetFcDims(*ctx, *input, *w, bias, in_num_col_dims_));
+    ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", input->dtype(), d.out));
+    return DispatchType(Types(), input->dtype(), *ctx, "Input", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      return WithOpName(*ctx, FlatMatmul<T, Policy>(input->data<T>(), w->data<T>(),
+                                                    bias == nullptr ? nullptr : bias->data<T>(),
+                                                    d.m, d.k, d.n, out->data<T>()));
+    });
+  }
+
+ private:
+  int64_t in_num_col_dims_ = 1;
+};
+
+// Input@GRAD = Out@GRAD * W^T (shaped like Input), W@GRAD = Input^T *
+// Out@GRAD and Bias@GRAD [M] = the column sums of Out@GRAD (float32 in
+// double), each optional: only bound outputs are computed. Out@GRAD has
+// the forward Out's shape and Input's dtype.
+template <typename Policy>
+class FcGradKernel final : public OpKernel {
+ public:
+  using Types = FloatTypes;
+
+  absl::Status Init(const OpDesc& op) override {
+    ASSIGN_OR_RETURN(in_num_col_dims_, GetAttr<int64_t>(op.attrs, "in_num_col_dims", op.type));
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(KernelContext* ctx) override {
+    ASSIGN_OR_RETURN(const Tensor* input, ctx->InputTensor("Input"));
+    ASSIGN_OR_RETURN(const Tensor* w, ctx->InputTensor("W"));
+    ASSIGN_OR_RETURN(const Tensor* dout, ctx->InputTensor("Out@GRAD"));
+    ASSIGN_OR_RETURN(const FlatMatmulDims d,
+                     nn_kernels_internal::GetFcDims(*ctx, *input, *w, nullptr, in_num_col_dims_));
+    const DataType dtype = input->dtype();
+    RETURN_IF_ERROR(
+        CheckArgMeta(ctx->op().type, "Out@GRAD", dout->dtype(), dout->shape(), dtype, d.out));
+    Tensor* dinput = nullptr;
+    Tensor* dw = nullptr;
+    Tensor* dbias = nullptr;
+    if (ctx->OutputVar("Input@GRAD") != nullptr) {
+      ASSIGN_OR_RETURN(dinput, ctx->AllocateOutput("Input@GRAD", dtype, input->shape()));
+    }
+    if (ctx->OutputVar("W@GRAD") != nullptr) {
+      ASSIGN_OR_RETURN(dw, ctx->AllocateOutput("W@GRAD", dtype, w->shape()));
+    }
+    if (ctx->OutputVar("Bias@GRAD") != nullptr) {
+      ASSIGN_OR_RETURN(dbias, ctx->AllocateOutput("Bias@GRAD", dtype, Shape({d.n})));
+    }
+    return DispatchType(Types(), dtype, *ctx, "Input", [&](auto tag) -> absl::Status {
+      using T = typename decltype(tag)::type;
+      if (dbias != nullptr) {
+        SumToShape<T, Policy>(dout->data<T>(), Shape({d.m, d.n}), dbias->data<T>(), Shape({d.n}));
+      }
+      return WithOpName(
+          *ctx, FlatMatmulGrad<T, Policy>(input->data<T>(), w->data<T>(), dout->data<T>(), d.m, d.k,
+                                          d.n, dinput == nullptr ? nullptr : dinput->data<T>(),
+                                          dw == nullptr ? nullptr : dw->data<T>()));
+    });
+  }
+
+ private:
+  int64_t in_num_col_dims_ = 1;
+};
+
+// Out = exp(X - max) / sum(exp(X - max)) along attr axis (negative counts
+// from the end); same shape, exps and sums in double for float32.
+template <typename Policy>
+class SoftmaxKernel final : public OpKernel {
+ public:
+  using Types = FloatTypes;
+
+  absl::Status Init(const OpDesc& op) override {
+    ASSIGN_OR_RETURN(axis_, GetAttr<int64_t>(op.attrs, "axis", op.type));
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(KernelContext* ctx) override {
+    ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
+    ASSIGN_OR_RETURN(const int axis, NormalizeAxis(ctx->op().type, "X", x->shape(), axis_));
+    ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", x->dtype(), x->shape()));
+    return DispatchType(Types(), x->dtype(), *ctx, "X", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      Softmax<T, Policy>(x->data<T>(), AxisLines::Around(x->shape(), axis), out->data<T>());
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  int64_t axis_ = -1;
+};
+
+// X@GRAD = Out * (Out@GRAD - sum(Out@GRAD * Out along axis)); Out@GRAD has
+// Out's dtype and shape.
+template <typename Policy>
+class SoftmaxGradKernel final : public OpKernel {
+ public:
+  using Types = FloatTypes;
+
+  absl::Status Init(const OpDesc& op) override {
+    ASSIGN_OR_RETURN(axis_, GetAttr<int64_t>(op.attrs, "axis", op.type));
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(KernelContext* ctx) override {
+    ASSIGN_OR_RETURN(const Tensor* out, ctx->InputTensor("Out"));
+    ASSIGN_OR_RETURN(const Tensor* dout, ctx->InputTensor("Out@GRAD"));
+    const std::string& op = ctx->op().type;
+    ASSIGN_OR_RETURN(const int axis, NormalizeAxis(op, "Out", out->shape(), axis_));
+    RETURN_IF_ERROR(
+        CheckArgMeta(op, "Out@GRAD", dout->dtype(), dout->shape(), out->dtype(), out->shape()));
+    ASSIGN_OR_RETURN(Tensor * dx, ctx->AllocateOutput("X@GRAD", out->dtype(), out->shape()));
+    return DispatchType(Types(), out->dtype(), *ctx, "Out", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      SoftmaxGrad<T, Policy>(out->data<T>(), dout->data<T>(), AxisLines::Around(out->shape(), axis),
+                             dx->data<T>());
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  int64_t axis_ = -1;
+};
+
 // Registers every kernel above for `device_type` (see header comment).
 template <typename Policy>
 void RegisterNnKernels(const std::string& device_type) {
@@ -232,6 +391,18 @@ void RegisterNnKernels(const std::string& device_type) {
   registry.Register(KernelDef("l2_normalize_grad", device_type)
                         .TypeConstraint("X", L2NormalizeGradKernel<Policy>::Types::DataTypes()),
                     MakeKernelFactory<L2NormalizeGradKernel<Policy>>());
+  registry.Register(
+      KernelDef("fc", device_type).TypeConstraint("Input", FcKernel<Policy>::Types::DataTypes()),
+      MakeKernelFactory<FcKernel<Policy>>());
+  registry.Register(KernelDef("fc_grad", device_type)
+                        .TypeConstraint("Input", FcGradKernel<Policy>::Types::DataTypes()),
+                    MakeKernelFactory<FcGradKernel<Policy>>());
+  registry.Register(KernelDef("softmax", device_type)
+                        .TypeConstraint("X", SoftmaxKernel<Policy>::Types::DataTypes()),
+                    MakeKernelFactory<SoftmaxKernel<Policy>>());
+  registry.Register(KernelDef("softmax_grad", device_type)
+                        .TypeConstraint("Out", SoftmaxGradKernel<Policy>::Types::DataTypes()),
+                    MakeKernelFactory<SoftmaxGradKernel<Policy>>());
 }
 
 // Calls RegisterNnKernels<Policy>(device_type) during static

@@ -4,6 +4,7 @@
 #include "backends/common/array_kernels.h"
 #include "backends/common/loss_kernels.h"
 #include "backends/common/math_kernels.h"
+#include "backends/common/metric_kernels.h"
 #include "backends/common/nn_kernels.h"
 #include "backends/common/optimizer_kernels.h"
 #include "backends/common/random_kernels.h"
@@ -18,6 +19,7 @@ const LossKernelsRegistrar<CpuPolicy> loss_kernels("cpu");
 const OptimizerKernelsRegistrar<CpuPolicy> optimizer_kernels("cpu");
 const ArrayKernelsRegistrar<CpuPolicy> array_kernels("cpu");
 const RandomKernelsRegistrar<CpuPolicy> random_kernels("cpu");
+const MetricKernelsRegistrar<CpuPolicy> metric_kernels("cpu");
 
 }  // namespace
 }  // namespace tandem

@@ -3,6 +3,7 @@
 // host.
 #include "backends/common/kernel_conformance.h"
 #include "backends/common/math_kernel_conformance.h"
+#include "backends/common/model_ops_conformance.h"
 #include "framework/place/place.h"
 #include "gtest/gtest.h"
 
@@ -11,6 +12,7 @@ namespace {
 
 INSTANTIATE_TEST_SUITE_P(Cpu, MathKernelConformance, ::testing::Values(CPUPlace()), PlaceTestName);
 INSTANTIATE_TEST_SUITE_P(Cpu, KernelConformance, ::testing::Values(CPUPlace()), PlaceTestName);
+INSTANTIATE_TEST_SUITE_P(Cpu, ModelOpsConformance, ::testing::Values(CPUPlace()), PlaceTestName);
 
 }  // namespace
 }  // namespace tandem

@@ -8,6 +8,7 @@
 #include "backends/common/array_kernels.h"
 #include "backends/common/loss_kernels.h"
 #include "backends/common/math_kernels.h"
+#include "backends/common/metric_kernels.h"
 #include "backends/common/nn_kernels.h"
 #include "backends/common/optimizer_kernels.h"
 #include "backends/common/random_kernels.h"
@@ -22,6 +23,7 @@ const LossKernelsRegistrar<SerialPolicy> loss_kernels("sim");
 const OptimizerKernelsRegistrar<SerialPolicy> optimizer_kernels("sim");
 const ArrayKernelsRegistrar<SerialPolicy> array_kernels("sim");
 const RandomKernelsRegistrar<SerialPolicy> random_kernels("sim");
+const MetricKernelsRegistrar<SerialPolicy> metric_kernels("sim");
 
 }  // namespace
 }  // namespace tandem

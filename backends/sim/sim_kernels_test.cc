@@ -8,6 +8,7 @@
 
 #include "backends/common/kernel_conformance.h"
 #include "backends/common/math_kernel_conformance.h"
+#include "backends/common/model_ops_conformance.h"
 #include "backends/sim/sim_device.h"
 #include "framework/device/device_registry.h"
 #include "framework/runtime/eager.h"
@@ -28,6 +29,8 @@ Variable Var(const Shape& shape, int seed) {
 INSTANTIATE_TEST_SUITE_P(Sim, MathKernelConformance, ::testing::Values(SimPlace(0), SimPlace(1)),
                          PlaceTestName);
 INSTANTIATE_TEST_SUITE_P(Sim, KernelConformance, ::testing::Values(SimPlace(0), SimPlace(1)),
+                         PlaceTestName);
+INSTANTIATE_TEST_SUITE_P(Sim, ModelOpsConformance, ::testing::Values(SimPlace(0), SimPlace(1)),
                          PlaceTestName);
 
 // Every output of `op` on `place`, on the host.

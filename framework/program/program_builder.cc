@@ -300,6 +300,111 @@ Var ProgramBuilder::SquareErrorCost(Var input, Var label) {
 
 Var ProgramBuilder::Mean(Var x) { return AppendSingle("mean", {{"X", {x}}}, {}); }
 
+Var ProgramBuilder::ElementwiseSub(Var x, Var y, int64_t axis) {
+  return AppendSingle("elementwise_sub", {{"X", {x}}, {"Y", {y}}}, {{"axis", axis}});
+}
+
+Var ProgramBuilder::ElementwiseMul(Var x, Var y, int64_t axis) {
+  return AppendSingle("elementwise_mul", {{"X", {x}}, {"Y", {y}}}, {{"axis", axis}});
+}
+
+Var ProgramBuilder::ElementwiseDiv(Var x, Var y, int64_t axis) {
+  return AppendSingle("elementwise_div", {{"X", {x}}, {"Y", {y}}}, {{"axis", axis}});
+}
+
+Var ProgramBuilder::Relu(Var x) { return AppendSingle("relu", {{"X", {x}}}, {}); }
+
+Var ProgramBuilder::Sigmoid(Var x) { return AppendSingle("sigmoid", {{"X", {x}}}, {}); }
+
+Var ProgramBuilder::Tanh(Var x) { return AppendSingle("tanh", {{"X", {x}}}, {}); }
+
+Var ProgramBuilder::Softmax(Var x, int64_t axis) {
+  return AppendSingle("softmax", {{"X", {x}}}, {{"axis", axis}});
+}
+
+Var ProgramBuilder::ReduceSum(Var x, const std::vector<int64_t>& dims, bool keep_dim) {
+  return AppendSingle("reduce_sum", {{"X", {x}}}, {{"dim", dims}, {"keep_dim", keep_dim}});
+}
+
+Var ProgramBuilder::ReduceMean(Var x, const std::vector<int64_t>& dims, bool keep_dim) {
+  return AppendSingle("reduce_mean", {{"X", {x}}}, {{"dim", dims}, {"keep_dim", keep_dim}});
+}
+
+Var ProgramBuilder::Mul(Var x, Var y, int64_t x_num_col_dims, int64_t y_num_col_dims) {
+  return AppendSingle("mul", {{"X", {x}}, {"Y", {y}}},
+                      {{"x_num_col_dims", x_num_col_dims}, {"y_num_col_dims", y_num_col_dims}});
+}
+
+Var ProgramBuilder::Fc(Var x, int64_t size, int64_t in_num_col_dims, bool with_bias,
+                       const std::string& name, Initializer w_init) {
+  if (!status_.ok()) return {};
+  const VarDesc* desc = main_.block().FindVar(x.name);
+  if (desc == nullptr) {
+    RecordError(absl::InvalidArgumentError(
+        absl::StrCat("Fc: input '", x.name, "' is not a variable of the program")));
+    return {};
+  }
+  const Shape& shape = desc->shape;
+  int64_t k = 1;  // the columns of x as a matrix; -1 if unknown
+  std::string problem;
+  if (desc->dtype != DataType::kFloat32 && desc->dtype != DataType::kFloat64) {
+    problem = absl::StrCat("must be float32 or float64, got ", DataTypeName(desc->dtype));
+  } else if (in_num_col_dims < 1 || in_num_col_dims >= shape.rank()) {
+    problem = absl::StrCat("has rank ", shape.rank(), " but in_num_col_dims is ", in_num_col_dims,
+                           " (need 1 <= in_num_col_dims < rank)");
+  } else if (size < 1) {
+    problem = absl::StrCat("gives size ", size, " (need >= 1)");
+  } else {
+    for (int d = static_cast<int>(in_num_col_dims); d < shape.rank(); ++d) {
+      k = shape.dim(d) < 0 || k < 0 ? -1 : k * shape.dim(d);
+    }
+    if (k < 0) {
+      problem =
+          absl::StrCat("needs known dims from in_num_col_dims ", in_num_col_dims, " on to size W");
+    }
+  }
+  if (!problem.empty()) {
+    RecordError(absl::InvalidArgumentError(
+        absl::StrCat("Fc: input '", x.name, "' ", shape.ToString(), " ", problem)));
+    return {};
+  }
+  std::string prefix = name;
+  if (prefix.empty()) {
+    const std::string unique = UniqueName("fc");  // "fc_<n>.tmp_0"
+    prefix = unique.substr(0, unique.find('.'));
+  }
+  std::map<std::string, std::vector<Var>> inputs = {
+      {"Input", {x}},
+      {"W", {CreateParameter(prefix + ".w_0", desc->dtype, Shape({k, size}), w_init)}}};
+  if (with_bias) {
+    inputs["Bias"] = {
+        CreateParameter(prefix + ".b_0", desc->dtype, Shape({size}), Initializer::Constant(0))};
+  }
+  auto out = AppendOp("fc", inputs, {{"in_num_col_dims", in_num_col_dims}}, {"Out"},
+                      {{"Out", prefix + ".tmp_0"}});
+  return out.count("Out") ? out.at("Out")[0] : Var{};
+}
+
+Var ProgramBuilder::SoftmaxWithCrossEntropy(Var logits, Var label, int64_t ignore_index,
+                                            Var* softmax) {
+  auto out = AppendOp("softmax_with_cross_entropy", {{"Logits", {logits}}, {"Label", {label}}},
+                      {{"ignore_index", ignore_index}}, {"Softmax", "Loss"});
+  if (out.empty()) return {};
+  main_.block().FindVar(out.at("Softmax")[0].name)->stop_gradient = true;
+  if (softmax != nullptr) *softmax = out.at("Softmax")[0];
+  return out.at("Loss")[0];
+}
+
+Var ProgramBuilder::Accuracy(Var scores, Var label, int64_t k, Var* correct, Var* total) {
+  auto out = AppendOp("accuracy", {{"Out", {scores}}, {"Label", {label}}}, {{"k", k}},
+                      {"Accuracy", "Correct", "Total"});
+  if (out.empty()) return {};
+  for (const auto& [arg, vars] : out) main_.block().FindVar(vars[0].name)->stop_gradient = true;
+  if (correct != nullptr) *correct = out.at("Correct")[0];
+  if (total != nullptr) *total = out.at("Total")[0];
+  return out.at("Accuracy")[0];
+}
+
 Var ProgramBuilder::ShapeOf(Var x) {
   return AppendSingle("shape", {{"Input", {x}}}, {});
 }

@@ -149,6 +149,37 @@ class ProgramBuilder {
   Var L2Normalize(Var x, int64_t axis = -1, double epsilon = 1e-10);
   Var SquareErrorCost(Var input, Var label);
   Var Mean(Var x);
+  Var ElementwiseSub(Var x, Var y, int64_t axis = -1);
+  Var ElementwiseMul(Var x, Var y, int64_t axis = -1);
+  Var ElementwiseDiv(Var x, Var y, int64_t axis = -1);
+  Var Relu(Var x);
+  Var Sigmoid(Var x);
+  Var Tanh(Var x);
+  Var Softmax(Var x, int64_t axis = -1);
+  // The sum / mean over `dims` (negative count from the end; empty: all),
+  // the reduced dims kept as 1 when keep_dim.
+  Var ReduceSum(Var x, const std::vector<int64_t>& dims = {}, bool keep_dim = false);
+  Var ReduceMean(Var x, const std::vector<int64_t>& dims = {}, bool keep_dim = false);
+  // Paddle's mul: X and Y flattened to matrices at x/y_num_col_dims.
+  Var Mul(Var x, Var y, int64_t x_num_col_dims = 1, int64_t y_num_col_dims = 1);
+  // A fully connected layer: x's dims from in_num_col_dims on (known, K in
+  // all) are flattened and multiplied by a new parameter "<name>.w_0" [K,
+  // size] (`w_init`, Xavier-uniform by default), plus "<name>.b_0" [size]
+  // (zeros) when with_bias; both are created on the current device with
+  // x's dtype. Out is x.dims[:in_num_col_dims] + [size], named
+  // "<name>.tmp_0"; `name` defaults to a fresh "fc_<n>".
+  Var Fc(Var x, int64_t size, int64_t in_num_col_dims = 1, bool with_bias = true,
+         const std::string& name = "", Initializer w_init = Initializer::XavierUniform());
+  // The per-row loss [..., 1] of softmax_with_cross_entropy on the last dim
+  // of `logits` with int64 class labels; rows labelled ignore_index add 0.
+  // `softmax`, if not null, receives the softmax output (which is
+  // stop_gradient: gradients flow through the loss only).
+  Var SoftmaxWithCrossEntropy(Var logits, Var label, int64_t ignore_index = -100,
+                              Var* softmax = nullptr);
+  // The float32 [1] fraction of rows whose label is among the top-k
+  // scores; `correct` and `total`, if not null, receive the int64 [1]
+  // counts. Metrics are stop_gradient.
+  Var Accuracy(Var scores, Var label, int64_t k = 1, Var* correct = nullptr, Var* total = nullptr);
   Var ShapeOf(Var x);
   Var Slice(Var x, const std::vector<int64_t>& axes, const std::vector<int64_t>& starts,
             const std::vector<int64_t>& ends);

@@ -73,5 +73,34 @@ TEST(LossSchemas, GradMakers) {
                        "op 'mean_grad': Out@GRAD is float32[2], expected float32[1]"));
 }
 
+TEST(ClassRowsShape, LabelIsInt64WithOrWithoutTheLastDim) {
+  const TensorMeta logits{DataType::kFloat32, Shape({2, 3, 5})};
+  for (const Shape& label : {Shape({2, 3, 1}), Shape({2, 3}), Shape({-1, 3, 1})}) {
+    ASSERT_OK_AND_ASSIGN(ClassRows r, ClassRowsShape("softmax_with_cross_entropy", "Logits", logits,
+                                                     {DataType::kInt64, label}));
+    EXPECT_EQ(r.rows, 6);
+    EXPECT_EQ(r.classes, 5);
+    EXPECT_EQ(r.per_row, Shape({2, 3, 1}));
+  }
+  ASSERT_OK_AND_ASSIGN(ClassRows r,
+                       ClassRowsShape("accuracy", "Out", {DataType::kFloat64, Shape({-1, 10})},
+                                      {DataType::kInt64, Shape({-1, 1})}));
+  EXPECT_EQ(r.rows, -1);
+  EXPECT_EQ(r.per_row, Shape({-1, 1}));
+  EXPECT_THAT(ClassRowsShape("accuracy", "Out", {DataType::kFloat32, Shape({4, 10})},
+                             {DataType::kInt64, Shape({4, 2})}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "op 'accuracy': Label must be int64[4, 1] or int64[4] for Out [4, 10], "
+                       "got int64[4, 2]"));
+  EXPECT_THAT(ClassRowsShape("accuracy", "Out", {DataType::kInt32, Shape({4, 10})},
+                             {DataType::kInt64, Shape({4, 1})}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "op 'accuracy': Out must be float32 or float64, got int32"));
+  EXPECT_THAT(ClassRowsShape("accuracy", "Out", {DataType::kFloat32, Shape()},
+                             {DataType::kInt64, Shape({1})}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "op 'accuracy': Out must have a class dim, got a 0-d tensor"));
+}
+
 }  // namespace
 }  // namespace tandem

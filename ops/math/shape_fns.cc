@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "framework/base/status_macros.h"
 
 namespace tandem {
 
@@ -118,6 +119,120 @@ absl::StatusOr<MatmulDims> MatmulShape(absl::string_view op, const Shape& x,
   batch.push_back(d.n);
   d.out = Shape(batch);
   return d;
+}
+
+namespace {
+
+// Product of dims [begin, end) of `s`; -1 if one of them is unknown.
+int64_t DimProduct(const Shape& s, int begin, int end) {
+  int64_t p = 1;
+  for (int i = begin; i < end; ++i) {
+    if (s.dim(i) < 0) return -1;
+    p *= s.dim(i);
+  }
+  return p;
+}
+
+absl::Status CheckNumColDims(absl::string_view op, const MatrixView& v) {
+  if (v.num_col_dims >= 1 && v.num_col_dims < v.shape.rank()) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("op '", op, "': ", v.attr, " ", v.num_col_dims, " is out of range for ", v.arg,
+                   " ", v.shape.ToString(), " (need 1 <= ", v.attr, " < ", v.shape.rank(), ")"));
+}
+
+}  // namespace
+
+absl::StatusOr<FlatMatmulDims> FlatMatmulShape(absl::string_view op, const MatrixView& x,
+                                               const MatrixView& y) {
+  RETURN_IF_ERROR(CheckNumColDims(op, x));
+  RETURN_IF_ERROR(CheckNumColDims(op, y));
+  const int xn = static_cast<int>(x.num_col_dims), yn = static_cast<int>(y.num_col_dims);
+  FlatMatmulDims d;
+  d.m = DimProduct(x.shape, 0, xn);
+  d.k = DimProduct(x.shape, xn, x.shape.rank());
+  const int64_t ky = DimProduct(y.shape, 0, yn);
+  d.n = DimProduct(y.shape, yn, y.shape.rank());
+  if (d.k != ky && d.k != -1 && ky != -1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("op '", op, "': inner dims differ: ", x.arg, " ", x.shape.ToString(),
+                     " is a [", d.m, ", ", d.k, "] matrix (", x.attr, " ", x.num_col_dims, ") but ",
+                     y.arg, " ", y.shape.ToString(), " is a [", ky, ", ", d.n, "] matrix"));
+  }
+  if (d.k == -1) d.k = ky;
+  std::vector<int64_t> out(x.shape.dims().begin(), x.shape.dims().begin() + xn);
+  out.insert(out.end(), y.shape.dims().begin() + yn, y.shape.dims().end());
+  d.out = Shape(out);
+  return d;
+}
+
+absl::StatusOr<FlatMatmulDims> FcShape(absl::string_view op, const TensorMeta& input,
+                                       int64_t in_num_col_dims, const TensorMeta& w,
+                                       const TensorMeta* bias) {
+  RETURN_IF_ERROR(CheckFloating(op, "Input", input.dtype));
+  if (w.dtype != input.dtype || w.shape.rank() != 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("op '", op, "': W must be a ", DataTypeName(input.dtype),
+                     " [K, M] matrix, got ", DataTypeName(w.dtype), w.shape.ToString()));
+  }
+  ASSIGN_OR_RETURN(FlatMatmulDims d,
+                   FlatMatmulShape(op, {"Input", input.shape, in_num_col_dims, "in_num_col_dims"},
+                                   {"W", w.shape, 1, "num_col_dims"}));
+  if (bias != nullptr) {
+    const int64_t m = w.shape.dim(1);
+    const bool ok = bias->dtype == input.dtype && bias->shape.rank() == 1 &&
+                    (bias->shape.dim(0) == m || bias->shape.dim(0) == -1 || m == -1);
+    if (!ok) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "op '", op, "': Bias must be ", DataTypeName(input.dtype), "[", m, "] to match W ",
+          w.shape.ToString(), ", got ", DataTypeName(bias->dtype), bias->shape.ToString()));
+    }
+  }
+  return d;
+}
+
+absl::StatusOr<ReduceDims> ReduceShape(absl::string_view op, const Shape& x,
+                                       const std::vector<int64_t>& dims, bool keep_dim,
+                                       bool reduce_all) {
+  const int rank = x.rank();
+  std::vector<bool> reduced(rank, reduce_all || dims.empty());
+  if (!reduce_all) {
+    for (int64_t dim : dims) {
+      if (dim < -rank || dim >= rank) {
+        return absl::InvalidArgumentError(absl::StrCat("op '", op, "': dim ", dim,
+                                                       " is out of range for X ", x.ToString(),
+                                                       " (need ", -rank, " <= dim < ", rank, ")"));
+      }
+      const int d = static_cast<int>(dim < 0 ? dim + rank : dim);
+      if (reduced[d]) {
+        return absl::InvalidArgumentError(absl::StrCat("op '", op, "': dim ", dim, " of X ",
+                                                       x.ToString(), " is listed twice in dim"));
+      }
+      reduced[d] = true;
+    }
+  }
+  ReduceDims r;
+  r.kept = x;
+  std::vector<int64_t> out;
+  for (int d = 0; d < rank; ++d) {
+    if (!reduced[d]) {
+      out.push_back(x.dim(d));
+      continue;
+    }
+    r.count = r.count < 0 || x.dim(d) < 0 ? -1 : r.count * x.dim(d);
+    r.kept.set_dim(d, 1);
+  }
+  if (keep_dim) {
+    r.out = r.kept;
+  } else {
+    r.out = out.empty() ? Shape({1}) : Shape(out);
+  }
+  return r;
+}
+
+absl::Status CheckMeanCount(absl::string_view op, const Shape& x, const ReduceDims& r) {
+  if (r.count != 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("op '", op, "': X ", x.ToString(), " has no elements to average over dim"));
 }
 
 }  // namespace tandem

@@ -3,13 +3,17 @@
 //
 //   ASSIGN_OR_RETURN(Shape out, BroadcastShapes("elementwise_add", x, y, axis));
 //   ASSIGN_OR_RETURN(MatmulDims d, MatmulShape("matmul", x, y, tx, ty));
+//   ASSIGN_OR_RETURN(FlatMatmulDims d, FcShape("fc", input, 1, w, &bias));
+//   ASSIGN_OR_RETURN(ReduceDims r, ReduceShape("reduce_sum", x, {-1}, false, false));
 #ifndef TANDEM_OPS_MATH_SHAPE_FNS_H_
 #define TANDEM_OPS_MATH_SHAPE_FNS_H_
 
 #include <cstdint>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "framework/op/op_schema.h"
 #include "framework/types/data_type.h"
 #include "framework/types/shape.h"
 
@@ -57,6 +61,57 @@ struct MatmulDims {
 absl::StatusOr<MatmulDims> MatmulShape(absl::string_view op, const Shape& x,
                                        const Shape& y, bool transpose_x,
                                        bool transpose_y);
+
+// A tensor seen as a matrix (mul, fc): its first num_col_dims dims form the
+// rows, the others the columns. `arg` and `attr` name the argument and the
+// attribute holding num_col_dims, for messages.
+struct MatrixView {
+  absl::string_view arg;
+  Shape shape;
+  int64_t num_col_dims = 1;
+  absl::string_view attr;
+};
+// Flattened matrix product geometry: Out[m, n] = X[m, k] * Y[k, n], with
+// Out's shape X.dims[:x.num_col_dims] + Y.dims[y.num_col_dims:]. Unknown
+// dims (-1) make m, k or n -1. InvalidArgument naming the op, the attribute
+// and its range unless 1 <= num_col_dims < rank, or naming both shapes
+// when the inner dims differ.
+struct FlatMatmulDims {
+  Shape out;
+  int64_t m = 0, k = 0, n = 0;
+};
+absl::StatusOr<FlatMatmulDims> FlatMatmulShape(absl::string_view op, const MatrixView& x,
+                                               const MatrixView& y);
+
+// fc's geometry: Input flattened at in_num_col_dims times W, a [K, M]
+// matrix (FlatMatmulShape), plus Bias of shape [M] unless `bias` is null.
+// All have one dtype, float32 or float64. InvalidArgument naming the op
+// and the offending argument otherwise.
+absl::StatusOr<FlatMatmulDims> FcShape(absl::string_view op, const TensorMeta& input,
+                                       int64_t in_num_col_dims, const TensorMeta& w,
+                                       const TensorMeta* bias);
+
+// Geometry of reduce_sum / reduce_mean over `dims` of X (negative dims
+// count from the end; empty `dims` or `reduce_all` reduce every dim).
+struct ReduceDims {
+  // X without the reduced dims ([1] when none is left), or with them as 1
+  // when keep_dim.
+  Shape out;
+  // X's rank with the reduced dims as 1: how Out's elements broadcast
+  // back over X.
+  Shape kept;
+  // Elements reduced into each output element; -1 if a reduced dim is
+  // unknown.
+  int64_t count = 1;
+};
+// InvalidArgument naming the op, X's shape and the dim when a dim is out of
+// range or listed twice.
+absl::StatusOr<ReduceDims> ReduceShape(absl::string_view op, const Shape& x,
+                                       const std::vector<int64_t>& dims, bool keep_dim,
+                                       bool reduce_all);
+// reduce_mean's extra rule: InvalidArgument "op 'reduce_mean': X [3, 0] has
+// no elements to average over dim" when a reduced dim is 0.
+absl::Status CheckMeanCount(absl::string_view op, const Shape& x, const ReduceDims& r);
 
 }  // namespace tandem
 

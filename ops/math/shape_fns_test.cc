@@ -119,5 +119,96 @@ TEST(MathSchemas, GradMakers) {
   EXPECT_EQ(grads[0].outputs.count("X@GRAD"), 0u);  // not wanted
 }
 
+TEST(MathSchemas, ElementwiseGradOfDivReadsOut) {
+  for (const std::string type : {"elementwise_sub", "elementwise_mul", "elementwise_div"}) {
+    SCOPED_TRACE(type);
+    ASSERT_OK_AND_ASSIGN(const OpSchema* s, OpRegistry::Global().Find(type));
+    OpDesc op = Op(type);
+    op.inputs = {{"X", {"x"}}, {"Y", {"y"}}};
+    op.outputs = {{"Out", {"o"}}};
+    ASSERT_OK(s->Validate(&op));
+    GradContext gctx{{"x", "y"}, [](const std::string&) { return std::nullopt; }};
+    ASSERT_OK_AND_ASSIGN(std::vector<OpDesc> grads, s->grad_maker()(op, gctx));
+    ASSERT_EQ(grads.size(), 1u);
+    EXPECT_EQ(grads[0].type, type + "_grad");
+    EXPECT_EQ(grads[0].inputs.count("Out"), type == "elementwise_div" ? 1u : 0u);
+    EXPECT_EQ(grads[0].Output("X@GRAD"), "x@GRAD");
+    EXPECT_EQ(grads[0].Output("Y@GRAD"), "y@GRAD");
+  }
+}
+
+TEST(FlatMatmulShape, FlattensEachSideAtItsNumColDims) {
+  ASSERT_OK_AND_ASSIGN(FlatMatmulDims d,
+                       FlatMatmulShape("mul", {"X", Shape({2, 3, 4}), 2, "x_num_col_dims"},
+                                       {"Y", Shape({4, 5, 6}), 1, "y_num_col_dims"}));
+  EXPECT_EQ(d.out, Shape({2, 3, 5, 6}));
+  EXPECT_EQ(d.m, 6);
+  EXPECT_EQ(d.k, 4);
+  EXPECT_EQ(d.n, 30);
+  // Unknown rows stay unknown; an unknown K takes Y's.
+  ASSERT_OK_AND_ASSIGN(d, FlatMatmulShape("mul", {"X", Shape({-1, -1}), 1, "x_num_col_dims"},
+                                          {"Y", Shape({7, 2}), 1, "y_num_col_dims"}));
+  EXPECT_EQ(d.out, Shape({-1, 2}));
+  EXPECT_EQ(d.m, -1);
+  EXPECT_EQ(d.k, 7);
+  EXPECT_THAT(FlatMatmulShape("mul", {"X", Shape({2, 3}), 1, "x_num_col_dims"},
+                              {"Y", Shape({3, 4}), 2, "y_num_col_dims"}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "op 'mul': y_num_col_dims 2 is out of range for Y [3, 4] "
+                       "(need 1 <= y_num_col_dims < 2)"));
+}
+
+TEST(FcShape, ChecksWAndBias) {
+  const TensorMeta input{DataType::kFloat32, Shape({-1, 4})};
+  const TensorMeta w{DataType::kFloat32, Shape({4, 3})};
+  const TensorMeta bias{DataType::kFloat32, Shape({3})};
+  ASSERT_OK_AND_ASSIGN(FlatMatmulDims d, FcShape("fc", input, 1, w, &bias));
+  EXPECT_EQ(d.out, Shape({-1, 3}));
+  EXPECT_OK(FcShape("fc", input, 1, w, nullptr).status());
+  const TensorMeta bias64{DataType::kFloat64, Shape({3})};
+  EXPECT_THAT(FcShape("fc", input, 1, w, &bias64),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "op 'fc': Bias must be float32[3] to match W [4, 3], got float64[3]"));
+  EXPECT_THAT(FcShape("fc", {DataType::kInt64, Shape({2, 4})}, 1, w, nullptr),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "op 'fc': Input must be float32 or float64, got int64"));
+  EXPECT_THAT(FcShape("fc", input, 1, {DataType::kFloat32, Shape({2, 2, 3})}, nullptr),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "op 'fc': W must be a float32 [K, M] matrix, got float32[2, 2, 3]"));
+}
+
+TEST(ReduceShape, DimsKeepDimAllAndErrors) {
+  ASSERT_OK_AND_ASSIGN(ReduceDims r,
+                       ReduceShape("reduce_sum", Shape({2, 3, 4}), {-1, 0}, false, false));
+  EXPECT_EQ(r.out, Shape({3}));
+  EXPECT_EQ(r.kept, Shape({1, 3, 1}));
+  EXPECT_EQ(r.count, 8);
+  ASSERT_OK_AND_ASSIGN(r, ReduceShape("reduce_sum", Shape({2, 3}), {1}, true, false));
+  EXPECT_EQ(r.out, Shape({2, 1}));
+  // Empty dims and reduce_all reduce everything; nothing left gives [1].
+  for (bool reduce_all : {false, true}) {
+    ASSERT_OK_AND_ASSIGN(
+        r, ReduceShape("reduce_sum", Shape({2, 3}),
+                       reduce_all ? std::vector<int64_t>{0} : std::vector<int64_t>{}, false,
+                       reduce_all));
+    EXPECT_EQ(r.out, Shape({1}));
+    EXPECT_EQ(r.count, 6);
+  }
+  ASSERT_OK_AND_ASSIGN(r, ReduceShape("reduce_sum", Shape({-1, 3}), {0}, false, false));
+  EXPECT_EQ(r.out, Shape({3}));
+  EXPECT_EQ(r.count, -1);
+  EXPECT_THAT(ReduceShape("reduce_mean", Shape({2, 3}), {-3}, false, false),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "op 'reduce_mean': dim -3 is out of range for X [2, 3] "
+                       "(need -2 <= dim < 2)"));
+  EXPECT_THAT(ReduceShape("reduce_mean", Shape({2, 3}), {0, -2}, false, false),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "op 'reduce_mean': dim -2 of X [2, 3] is listed twice in dim"));
+  ASSERT_OK_AND_ASSIGN(r, ReduceShape("reduce_mean", Shape({0, 3}), {0}, false, false));
+  EXPECT_THAT(CheckMeanCount("reduce_mean", Shape({0, 3}), r),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "op 'reduce_mean': X [0, 3] has no elements to average over dim"));
+}
+
 }  // namespace
 }  // namespace tandem

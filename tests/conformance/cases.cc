@@ -554,6 +554,8 @@ std::vector<ConformanceCase> AllConformanceCases() {
   AddSlice(&cases);
   AddCropTensor(&cases);
   AddUniformRandom(&cases);
+  AddMathCases(&cases);
+  AddClassifierCases(&cases);
   AddTrainingCases(&cases);
   return cases;
 }

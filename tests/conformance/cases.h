@@ -41,6 +41,14 @@ std::vector<ConformanceCase> AllConformanceCases();
 // Cases of the momentum, adam and gaussian_random kernels (cases_training.cc).
 void AddTrainingCases(std::vector<ConformanceCase>* cases);
 
+// Cases of elementwise_sub/mul/div, relu/sigmoid/tanh, reduce_sum/mean and
+// mul (cases_math.cc).
+void AddMathCases(std::vector<ConformanceCase>* cases);
+
+// Cases of softmax, softmax_with_cross_entropy, accuracy and fc
+// (cases_classifier.cc).
+void AddClassifierCases(std::vector<ConformanceCase>* cases);
+
 }  // namespace tandem
 
 #endif  // TANDEM_TESTS_CONFORMANCE_CASES_H_

@@ -33,6 +33,14 @@ OpDesc GradOp(const std::string& type, std::map<std::string, std::vector<std::st
               AttrMap attrs = {},
               const std::map<std::string, std::string>& outputs = {{"Out", "out"}});
 
+// Cases of elementwise_sub/mul/div, relu/sigmoid/tanh, reduce_sum/mean and
+// mul (gradcheck_cases_math.cc).
+void AddMathGradCases(std::vector<GradCase>* cases);
+
+// Cases of softmax, softmax_with_cross_entropy and fc
+// (gradcheck_cases_classifier.cc).
+void AddClassifierGradCases(std::vector<GradCase>* cases);
+
 }  // namespace tandem
 
 #endif  // TANDEM_TESTS_CONFORMANCE_GRADCHECK_CASES_H_

@@ -206,6 +206,8 @@ std::vector<GradCase> Cases() {
        GradOp("crop_tensor", {{"X", {"x"}}, {"Shape", {"shape"}}},
               {{"offsets", std::vector<int64_t>{1, 1}}}),
        {{"x", rnd({3, 4}, 110)}, {"shape", MakeTensor(DataType::kInt32, {2}, {2, -1})}}});
+  AddMathGradCases(&cases);
+  AddClassifierGradCases(&cases);
   return cases;
 }
 

@@ -107,6 +107,19 @@ std::pair<Array, Array> AddGrad(const Array& x, const Array& y, const Array& dou
   return {dx, dy};
 }
 
+Shape ForEachBroadcast(const Shape& x, const Shape& y, int64_t axis,
+                       const std::function<void(int64_t, int64_t, int64_t)>& fn) {
+  const std::vector<int64_t> xd = x.ToVector();
+  const std::vector<int64_t> yd = AlignY(x, y, axis).ToVector();
+  const std::vector<int64_t> od = BroadcastDims(xd, yd);
+  const Shape out(od);
+  for (int64_t i = 0; i < out.num_elements(); ++i) {
+    const std::vector<int64_t> idx = Unravel(i, od);
+    fn(i, BroadcastOffset(idx, od, xd), BroadcastOffset(idx, od, yd));
+  }
+  return out;
+}
+
 namespace {
 
 // Geometry of Out[b] = op(X[b]) op(Y[b]) for the reference loops.

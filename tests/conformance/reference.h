@@ -5,6 +5,7 @@
 #define TANDEM_TESTS_CONFORMANCE_REFERENCE_H_
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "framework/types/data_type.h"
@@ -27,6 +28,11 @@ Shape AlignY(const Shape& x, const Shape& y, int64_t axis);
 Array Add(const Array& x, const Array& y, int64_t axis);
 // {dX, dY}
 std::pair<Array, Array> AddGrad(const Array& x, const Array& y, const Array& dout, int64_t axis);
+// Calls fn(i, xi, yi) for every element i of the broadcast of X and Y (Y
+// aligned by `axis`) with the offsets of the X and Y elements feeding it;
+// returns the broadcast shape.
+Shape ForEachBroadcast(const Shape& x, const Shape& y, int64_t axis,
+                       const std::function<void(int64_t, int64_t, int64_t)>& fn);
 Array Matmul(const Array& x, const Array& y, bool tx, bool ty, double alpha);
 std::pair<Array, Array> MatmulGrad(const Array& x, const Array& y, const Array& dout, bool tx,
                                    bool ty, double alpha);

@@ -1,0 +1,130 @@
+// The kernel of the metric op (ops/metric) for every backend whose memory
+// the host can address: accuracy. Written once, templated on an execution
+// policy (serial_policy.h). A backend registers it under its device type
+// with one line:
+//
+//   // in an anonymous namespace of the backend's kernel .cc file
+//   const MetricKernelsRegistrar<SerialPolicy> metric_kernels("sim");
+//
+// RegisterMetricKernels holds the registration line (all arguments in
+// device memory):
+//   accuracy    Out: float32, float64 (Label: int64)
+// The kernel validates its inputs with ops/loss/shape_fns.h
+// (InvalidArgument naming the op, the arguments or the bad label),
+// computes synchronously through the policy and never copies between
+// places. Compute is thread-safe across kernel instances.
+#ifndef TANDEM_BACKENDS_COMMON_METRIC_KERNELS_H_
+#define TANDEM_BACKENDS_COMMON_METRIC_KERNELS_H_
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "backends/common/elementwise.h"
+#include "backends/common/softmax.h"
+#include "backends/common/type_dispatch.h"
+#include "framework/base/status_macros.h"
+#include "framework/kernel/kernel_context.h"
+#include "framework/kernel/kernel_registry.h"
+#include "framework/kernel/op_kernel.h"
+#include "framework/tensor/tensor.h"
+#include "ops/loss/shape_fns.h"
+
+namespace tandem {
+
+// Of the rows of scores Out [..., C] with int64 Label [..., 1] or [...], a
+// row is correct when fewer than attr k classes rank above its label
+// (higher score, or an equal score at a lower class index). Correct and
+// Total (int64 [1]) count the correct and all rows; Accuracy (float32 [1])
+// is Correct / Total, or 0 without rows. Labels must be in [0, C): else
+// InvalidArgument "op 'accuracy': label 7 at position 2 is out of range
+// [0, 5)". attr k < 1 is InvalidArgument at Init.
+template <typename Policy>
+class AccuracyKernel final : public OpKernel {
+ public:
+  using Types = FloatTypes;
+
+  absl::Status Init(const OpDesc& op) override {
+    ASSIGN_OR_RETURN(k_, GetAttr<int64_t>(op.attrs, "k", op.type));
+    if (k_ < 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("op '", op.type, "': k must be >= 1, got ", k_));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(KernelContext* ctx) override {
+    ASSIGN_OR_RETURN(const Tensor* scores, ctx->InputTensor("Out"));
+    ASSIGN_OR_RETURN(const Tensor* label, ctx->InputTensor("Label"));
+    ASSIGN_OR_RETURN(const ClassRows r,
+                     ClassRowsShape(ctx->op().type, "Out", {scores->dtype(), scores->shape()},
+                                    {label->dtype(), label->shape()}));
+    const int64_t* labels = label->data<int64_t>();
+    const int64_t bad = FirstBadLabel(labels, r.rows, r.classes, std::nullopt);
+    if (bad >= 0) {
+      return ctx->InvalidArgument(absl::StrCat("label ", labels[bad], " at position ", bad,
+                                               " is out of range [0, ", r.classes, ")"));
+    }
+    ASSIGN_OR_RETURN(Tensor * accuracy,
+                     ctx->AllocateOutput("Accuracy", DataType::kFloat32, Shape({1})));
+    ASSIGN_OR_RETURN(Tensor * correct,
+                     ctx->AllocateOutput("Correct", DataType::kInt64, Shape({1})));
+    ASSIGN_OR_RETURN(Tensor * total, ctx->AllocateOutput("Total", DataType::kInt64, Shape({1})));
+    return DispatchType(Types(), scores->dtype(), *ctx, "Out", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* s = scores->data<T>();
+      const int64_t classes = r.classes;
+      std::vector<char> hit(r.rows);
+      Policy::ParallelFor(r.rows,
+                          std::max<int64_t>(1, kMinElementsPerTask / std::max<int64_t>(1, classes)),
+                          [&](int64_t begin, int64_t end) {
+                            for (int64_t i = begin; i < end; ++i) {
+                              const T* row = s + i * classes;
+                              const int64_t l = labels[i];
+                              int64_t above = 0;
+                              for (int64_t j = 0; j < classes; ++j) {
+                                above += row[j] > row[l] || (row[j] == row[l] && j < l);
+                              }
+                              hit[i] = above < k_;
+                            }
+                          });
+      int64_t n = 0;
+      for (char h : hit) n += h;
+      correct->data<int64_t>()[0] = n;
+      total->data<int64_t>()[0] = r.rows;
+      accuracy->data<float>()[0] =
+          r.rows == 0 ? 0.0f : static_cast<float>(static_cast<double>(n) / r.rows);
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  int64_t k_ = 1;
+};
+
+// Registers the kernel above for `device_type` (see header comment).
+template <typename Policy>
+void RegisterMetricKernels(const std::string& device_type) {
+  KernelRegistry::Global().Register(
+      KernelDef("accuracy", device_type)
+          .TypeConstraint("Out", AccuracyKernel<Policy>::Types::DataTypes()),
+      MakeKernelFactory<AccuracyKernel<Policy>>());
+}
+
+// Calls RegisterMetricKernels<Policy>(device_type) during static
+// initialisation; define one in the backend's kernel .cc file, whose
+// cc_library must have alwayslink = True.
+template <typename Policy>
+struct MetricKernelsRegistrar {
+  explicit MetricKernelsRegistrar(const std::string& device_type) {
+    RegisterMetricKernels<Policy>(device_type);
+  }
+};
+
+}  // namespace tandem
+
+#endif  // TANDEM_BACKENDS_COMMON_METRIC_KERNELS_H_
