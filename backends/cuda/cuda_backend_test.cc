@@ -57,7 +57,10 @@ TEST(CudaBackend, KernelsAreRegisteredOnGpu) {
                          "slice_grad",
                          "crop_tensor",
                          "crop_tensor_grad",
-                         "uniform_random"}) {
+                         "uniform_random",
+                         "momentum",
+                         "adam",
+                         "gaussian_random"}) {
     EXPECT_TRUE(KernelRegistry::Global().HasKernel(op, DeviceType::GPU())) << op;
   }
 }
@@ -98,6 +101,12 @@ TEST(CudaBackend, NewKernelsDeclareTheirDtypesAndHostMemory) {
       {"crop_tensor", "X", numeric, {"Shape"}},
       {"crop_tensor_grad", "X", numeric, {"Shape"}},
       {"uniform_random", "dtype", floats, {}},
+      {"momentum", "Param", floats, {"LearningRate"}},
+      {"adam",
+       "Param",
+       floats,
+       {"LearningRate", "Beta1Pow", "Beta2Pow", "Beta1PowOut", "Beta2PowOut"}},
+      {"gaussian_random", "dtype", floats, {}},
   };
   for (const Want& w : wants) {
     SCOPED_TRACE(w.op);
@@ -1149,6 +1158,104 @@ TEST_F(GpuTest, SgdBadSparseGradientsAreInvalidArgument) {
                   "'Param_0'");
   ExpectSameError(Op("sgd"), inputs({0, 1}, Shape({3, 2})), absl::StatusCode::kInvalidArgument,
                   "op 'sgd': Grad 'Grad_0' has 2 rows but a value of shape [3, 2]");
+}
+
+// Momentum and adam on dense and sparse gradients: the same updates as on the
+// cpu, up to how each compiler contracts multiply-adds.
+template <typename T>
+void CheckMomentumAndAdam(const Shape& param_shape, const std::vector<int64_t>& rows) {
+  SCOPED_TRACE(absl::StrCat(DataTypeName(DataTypeOf<T>()), param_shape.ToString(), " ",
+                            rows.size(), " rows"));
+  const int64_t n = param_shape.num_elements();
+  std::vector<int64_t> value_dims = param_shape.ToVector();
+  value_dims[0] = static_cast<int64_t>(rows.size());
+  const Shape value_shape(value_dims);
+  for (const bool sparse : {false, true}) {
+    SCOPED_TRACE(sparse ? "sparse" : "dense");
+    auto grad = [&] {
+      if (!sparse) return HostVar<T>(param_shape, Values<T>(n, 6));
+      return Variable(SelectedRows(
+          param_shape.dim(0), rows,
+          Tensor::FromVector<T>(value_shape, Values<T>(value_shape.num_elements(), 7))));
+    };
+    for (const bool nesterov : {false, true}) {
+      ExpectGpuMatchesCpu(
+          Op("momentum", {{"mu", 0.875}, {"use_nesterov", nesterov}}),
+          [&] {
+            return EagerInputs{{"Param", {Param<T>(param_shape)}},
+                               {"Grad", {grad()}},
+                               {"Velocity", {HostVar<T>(param_shape, Values<T>(n, 8))}},
+                               {"LearningRate", {LearningRate(0.37f)}}};
+          },
+          Tol<T>());
+    }
+    for (const bool decoupled : {false, true}) {
+      auto inputs = [&] {
+        std::vector<T> m2 = Values<T>(n, 9);
+        for (T& v : m2) v = std::abs(v);
+        return EagerInputs{{"Param", {Param<T>(param_shape)}},
+                           {"Grad", {grad()}},
+                           {"LearningRate", {LearningRate(0.37f)}},
+                           {"Moment1", {HostVar<T>(param_shape, Values<T>(n, 8))}},
+                           {"Moment2", {HostVar<T>(param_shape, m2)}},
+                           {"Beta1Pow", {HostVar<T>(Shape({1}), {T(0.729)})}},
+                           {"Beta2Pow", {HostVar<T>(Shape({1}), {T(0.997)})}}};
+      };
+      const OpDesc adam =
+          Op("adam", {{"weight_decay", 0.25}, {"decoupled_weight_decay", decoupled}});
+      ExpectGpuMatchesCpu(adam, inputs, Tol<T>() * 4);
+      // The beta powers stay in host memory and advance there.
+      ASSERT_OK_AND_ASSIGN(EagerOutputs out, RunOpEager(adam, GPUPlace(0), inputs()));
+      const Tensor& b1p = out.at("Beta1PowOut")[0].tensor();
+      EXPECT_EQ(b1p.place(), CPUPlace());
+      EXPECT_EQ(b1p.data<T>()[0], T(0.729) * T(0.9));
+      EXPECT_EQ(out.at("ParamOut")[0].tensor().place(), GPUPlace(0));
+    }
+  }
+}
+
+TEST_F(GpuTest, MomentumAndAdamMatchCpu) {
+  CheckMomentumAndAdam<float>(Shape({8, 5}), {3, 1, 3, 3, 0});
+  CheckMomentumAndAdam<double>(Shape({8, 5}), {3, 1, 3, 3, 0});
+  CheckMomentumAndAdam<float>(Shape({8, 0}), {1, 1});
+  CheckMomentumAndAdam<float>(Shape({6, 3}), {});
+  CheckMomentumAndAdam<double>(Shape({1023}), {5});
+  // Rows whose value rows span several launches (kSgdEntriesPerLaunch).
+  std::vector<int64_t> many(1000);
+  for (size_t i = 0; i < many.size(); ++i) many[i] = i < 500 ? 4 : (i * 31) % 7;
+  CheckMomentumAndAdam<float>(Shape({7, 130}), many);
+  CheckMomentumAndAdam<double>(Shape({9, 3}), many);
+}
+
+TEST_F(GpuTest, AdamBadBetaPowIsInvalidArgument) {
+  const Shape s({2, 3});
+  ExpectSameError(Op("adam"),
+                  {{"Param", {Param<float>(s)}},
+                   {"Grad", {HostVar<float>(s, Values<float>(6))}},
+                   {"LearningRate", {LearningRate(0.1f)}},
+                   {"Moment1", {HostVar<float>(s, Values<float>(6))}},
+                   {"Moment2", {HostVar<float>(s, std::vector<float>(6, 1))}},
+                   {"Beta1Pow", {HostVar<float>(Shape({1}), {1.0f})}},
+                   {"Beta2Pow", {HostVar<float>(Shape({1}), {0.5f})}}},
+                  absl::StatusCode::kInvalidArgument,
+                  "op 'adam': Beta1Pow 'Beta1Pow_0' is 1; it must be in [0, 1) (beta^step)");
+}
+
+TEST_F(GpuTest, GaussianRandomMatchesCpu) {
+  for (const int64_t seed : {int64_t{0}, int64_t{42}, std::numeric_limits<int64_t>::min()}) {
+    for (const std::vector<int64_t>& shape :
+         std::vector<std::vector<int64_t>>{{300, 257}, {1023}, {}, {3, 0}}) {
+      for (DataType dtype : kFloatTypes) {
+        SCOPED_TRACE(absl::StrCat(DataTypeName(dtype), " seed ", seed, " ", shape.size()));
+        const AttrMap attrs = {
+            {"shape", shape}, {"dtype", dtype}, {"mean", 0.5}, {"std", 2.0}, {"seed", seed}};
+        // float32 bit for bit; float64 up to CUDA's log and cos.
+        ExpectGpuMatchesCpu(
+            Op("gaussian_random", attrs), [] { return EagerInputs{}; },
+            dtype == DataType::kFloat32 ? 0 : 1e-14);
+      }
+    }
+  }
 }
 
 TEST_F(GpuTest, ShapeWritesHostMemoryWithoutDeviceWork) {

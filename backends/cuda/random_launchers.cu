@@ -1,13 +1,14 @@
-// uniform_random kernel. See random_launchers.h.
+// uniform_random and gaussian_random kernels. See random_launchers.h.
 //
-// Bit-identical to the host (backends/common/counter_random.cc, built with
+// uniform_random is bit-identical to the host (backends/common/counter_random.cc, built with
 // -ffp-contract=off): the integer hash is exact everywhere, u = (z >> 11) *
 // 2^-53 is exact, range = max - min is computed once on the host, and
 // min + range * u is a round-to-nearest multiply followed by a
 // round-to-nearest add (__dmul_rn / __dadd_rn, which nvcc never fuses; the
 // file is also built with -fmad=false, see BUILD, so no other contraction can
 // creep in). The conversion to float rounds to nearest, as static_cast does
-// on the host.
+// on the host. gaussian_random rounds each of its multiplies, adds and its
+// square root the same way; only log and cos are CUDA's own.
 #include "backends/cuda/device_reduce.h"
 #include "backends/cuda/random_launchers.h"
 
@@ -35,6 +36,19 @@ __global__ void UniformRandomKernel(T* out, int64_t n, double min, double range,
   }
 }
 
+template <typename T>
+__global__ void GaussianRandomKernel(T* out, int64_t n, double mean, double std, uint64_t seed) {
+  constexpr double kTwoPi = 6.283185307179586;
+  TANDEM_GRID_LOOP(i, n) {
+    const uint64_t k = static_cast<uint64_t>(i);
+    const double u1 = CounterUniform(seed, 2 * k);
+    const double u2 = CounterUniform(seed, 2 * k + 1);
+    const double radius = __dsqrt_rn(__dmul_rn(-2.0, log(__dsub_rn(1.0, u1))));
+    const double z = __dmul_rn(radius, cos(__dmul_rn(kTwoPi, u2)));
+    out[i] = static_cast<T>(__dadd_rn(mean, __dmul_rn(std, z)));
+  }
+}
+
 }  // namespace
 
 template <typename T>
@@ -47,10 +61,23 @@ cudaError_t LaunchUniformRandom(T* out, int64_t n, double min, double max, int64
   return cudaGetLastError();
 }
 
+template <typename T>
+cudaError_t LaunchGaussianRandom(T* out, int64_t n, double mean, double std, int64_t seed,
+                                 cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  GaussianRandomKernel<T>
+      <<<Blocks(n), kThreads, 0, stream>>>(out, n, mean, std, static_cast<uint64_t>(seed));
+  return cudaGetLastError();
+}
+
 template cudaError_t LaunchUniformRandom<float>(float*, int64_t, double, double, int64_t,
                                                 cudaStream_t);
 template cudaError_t LaunchUniformRandom<double>(double*, int64_t, double, double, int64_t,
                                                  cudaStream_t);
+template cudaError_t LaunchGaussianRandom<float>(float*, int64_t, double, double, int64_t,
+                                                 cudaStream_t);
+template cudaError_t LaunchGaussianRandom<double>(double*, int64_t, double, double, int64_t,
+                                                  cudaStream_t);
 
 }  // namespace cuda
 }  // namespace tandem

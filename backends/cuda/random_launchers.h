@@ -1,10 +1,11 @@
-// Launcher of the CUDA backend's uniform_random kernel, implemented in
-// random_launchers.cu. Plain C++: included by that .cu file and by
-// random_kernels.cc.
+// Launchers of the CUDA backend's uniform_random and gaussian_random
+// kernels, implemented in random_launchers.cu. Plain C++: included by that
+// .cu file and by random_kernels.cc.
 //
 //   CUDA_RETURN_IF_ERROR(LaunchUniformRandom<float>(out, n, min, max, seed, stream));
+//   CUDA_RETURN_IF_ERROR(LaunchGaussianRandom<float>(out, n, mean, std, seed, stream));
 //
-// Enqueues one kernel on `stream` and returns at once (async) with the launch
+// Each call enqueues one kernel on `stream` and returns at once (async) with the launch
 // status; n == 0 launches nothing. `out` is device memory of the stream's
 // GPU. Instantiated for float and double. Thread-safe.
 #ifndef TANDEM_BACKENDS_CUDA_RANDOM_LAUNCHERS_H_
@@ -28,6 +29,19 @@ namespace cuda {
 template <typename T>
 cudaError_t LaunchUniformRandom(T* out, int64_t n, double min, double max, int64_t seed,
                                 cudaStream_t stream);
+
+// out[i] = T(mean + std * z(i)) for i < n, Box-Muller on two draws of the
+// same generator (backends/common/counter_random.h, FillGaussian):
+//   u1 = u(2 i), u2 = u(2 i + 1)
+//   z = sqrt(-2 * log(1 - u1)) * cos(2 pi * u2)
+// Every step but log and cos rounds exactly as the host does (see the .cu
+// file); log and cos are CUDA's (within 1 and 2 ulp of the exact value), not
+// the host C library's, so a float64 value can differ from the host's in its
+// last bits. float32 values, rounded from those doubles, agree unless the
+// double lies within a few double ulp of a float rounding boundary.
+template <typename T>
+cudaError_t LaunchGaussianRandom(T* out, int64_t n, double mean, double std, int64_t seed,
+                                 cudaStream_t stream);
 
 }  // namespace cuda
 }  // namespace tandem

@@ -1,0 +1,214 @@
+// gpu kernels of momentum and adam, dense and sparse (SelectedRows) Grad,
+// updating Param and its state in place (every output is bound to its
+// input's tensor).
+//
+// Registration lines, validation and messages are the host kernels'
+// (backends/common/optimizer_kernels.h, whose argument helpers they call):
+// LearningRate, and adam's Beta1Pow and Beta2Pow (and their outputs), are
+// HostMemory arguments read and advanced on the host, never copied. A sparse
+// Grad is lazy: its row indices (host data) are grouped by table row on the
+// host (stable, so duplicates are summed in their order, as on the host) and
+// reach the device in kernel arguments, kSgdEntriesPerLaunch value rows per
+// launch (optimizer_launchers.h); a row with more value rows than one launch
+// carries passes its partial sum on through a scratch row.
+#include <cuda_runtime_api.h>
+
+#include <vector>
+
+#include "backends/common/optimizer_kernels.h"
+#include "backends/cuda/cuda_device.h"
+#include "backends/cuda/cuda_device_guard.h"
+#include "backends/cuda/cuda_status.h"
+#include "backends/cuda/kernel_util.h"
+#include "backends/cuda/optimizer_launchers.h"
+#include "backends/cuda/scratch.h"
+#include "framework/base/status_macros.h"
+#include "framework/kernel/kernel_context.h"
+#include "framework/kernel/kernel_registry.h"
+#include "framework/tensor/selected_rows.h"
+#include "ops/optimizer/shape_fns.h"
+
+namespace tandem {
+namespace cuda {
+namespace {
+
+using optimizer_kernels_internal::UpdateArgs;
+
+// Enqueues the lazy update of a sparse Grad (checked by CheckSparseGrad):
+// launch(chunk, width, carry_in, carry_out, carry) for consecutive chunks of
+// its row groups (see LaunchMomentumRows), in ascending row order, where
+// width is the length of Param's rows.
+template <typename T, typename Launch>
+absl::Status UpdateRows(const KernelContext* ctx, const UpdateArgs& a, Launch&& launch) {
+  const SelectedRows& grad = a.grad->selected_rows();
+  const std::vector<int64_t>& rows = grad.rows();
+  const int64_t n = static_cast<int64_t>(rows.size());
+  const int64_t height = a.param->shape().dim(0);
+  const int64_t width = height == 0 ? 0 : a.param->NumElements() / height;
+  if (n == 0 || width == 0) return absl::OkStatus();
+  Tensor carry;
+  if (n > kSgdEntriesPerLaunch) {
+    ASSIGN_OR_RETURN(carry, AllocateScratch(ctx, a.param->dtype(), Shape({width}),
+                                            "a row's partial gradient sum"));
+  }
+  T* carry_data = carry.initialized() ? carry.data<T>() : nullptr;
+  const optimizer_kernels_internal::RowGroups groups =
+      optimizer_kernels_internal::GroupRows(rows.data(), n);
+  SgdRowChunk chunk;
+  chunk.begin[0] = 0;
+  int entries = 0;
+  bool carry_in = false;
+  for (int64_t k = 0; k < groups.size(); ++k) {
+    for (int64_t e = groups.starts[k]; e < groups.starts[k + 1]; ++e) {
+      if (entries == kSgdEntriesPerLaunch) {
+        const bool carry_out = e != groups.starts[k];  // group k goes on in the next chunk
+        RETURN_IF_ERROR(launch(chunk, width, carry_in, carry_out, carry_data));
+        carry_in = carry_out;
+        chunk.groups = 0;
+        entries = 0;
+      }
+      if (chunk.groups == 0 || e == groups.starts[k]) {
+        chunk.rows[chunk.groups] = rows[groups.order[e]];
+        chunk.begin[chunk.groups] = entries;
+        ++chunk.groups;
+      }
+      chunk.positions[entries++] = groups.order[e];
+      chunk.begin[chunk.groups] = entries;
+    }
+  }
+  return launch(chunk, width, carry_in, /*carry_out=*/false, carry_data);
+}
+
+class MomentumKernel : public OpKernel {
+ public:
+  absl::Status Init(const OpDesc& op) override {
+    ASSIGN_OR_RETURN(attrs_, GetMomentumAttrs(op));
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(KernelContext* ctx) override {
+    CudaDeviceGuard guard(ctx->place().index());
+    ASSIGN_OR_RETURN(const UpdateArgs a, optimizer_kernels_internal::GetUpdateArgs(*ctx));
+    ASSIGN_OR_RETURN(const Tensor* velocity, ctx->InputTensor("Velocity"));
+    RETURN_IF_ERROR(CheckMomentumArgs(ctx->op(), a.param_meta(), a.grad_meta(),
+                                      {velocity->dtype(), velocity->shape()},
+                                      a.learning_rate_meta()));
+    RETURN_IF_ERROR(optimizer_kernels_internal::CheckSparseGrad(*ctx, a));
+    const cudaStream_t stream = CudaStreamOf(ctx->stream());
+    RETURN_IF_ERROR(DispatchFloat(a.param->dtype(), [&](auto tag) -> absl::Status {
+      using T = typename decltype(tag)::type;
+      const MomentumStep<T> step{static_cast<T>(a.lr()), static_cast<T>(attrs_.mu),
+                                 attrs_.use_nesterov};
+      T* param = a.param->data<T>();
+      T* vel = velocity->data<T>();
+      if (!a.sparse()) {
+        CUDA_RETURN_IF_ERROR(LaunchMomentumDense<T>(param, vel, a.grad->tensor().data<T>(),
+                                                    a.param->NumElements(), step, stream));
+        return absl::OkStatus();
+      }
+      const T* value = a.grad->selected_rows().value().data<T>();
+      return UpdateRows<T>(ctx, a,
+                           [&](const SgdRowChunk& chunk, int64_t width, bool in, bool out,
+                               T* carry) -> absl::Status {
+            CUDA_RETURN_IF_ERROR(LaunchMomentumRows<T>(param, vel, value, width, step, chunk, in,
+                                                       out, carry, stream));
+            return absl::OkStatus();
+          });
+    }));
+    RETURN_IF_ERROR(ctx->SetOutput("ParamOut", *a.param));
+    return ctx->SetOutput("VelocityOut", *velocity);
+  }
+
+ private:
+  MomentumAttrs attrs_;
+};
+
+REGISTER_KERNEL(
+    KernelDef("momentum", "gpu").TypeConstraint("Param", kFloatTypes).HostMemory("LearningRate"),
+    MomentumKernel);
+
+class AdamKernel : public OpKernel {
+ public:
+  absl::Status Init(const OpDesc& op) override {
+    ASSIGN_OR_RETURN(attrs_, GetAdamAttrs(op));
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(KernelContext* ctx) override {
+    CudaDeviceGuard guard(ctx->place().index());
+    ASSIGN_OR_RETURN(const UpdateArgs a, optimizer_kernels_internal::GetUpdateArgs(*ctx));
+    ASSIGN_OR_RETURN(const Tensor* m1, ctx->InputTensor("Moment1"));
+    ASSIGN_OR_RETURN(const Tensor* m2, ctx->InputTensor("Moment2"));
+    ASSIGN_OR_RETURN(const Tensor* b1p, ctx->InputTensor("Beta1Pow"));
+    ASSIGN_OR_RETURN(const Tensor* b2p, ctx->InputTensor("Beta2Pow"));
+    RETURN_IF_ERROR(CheckAdamArgs(ctx->op(), {a.param_meta(),
+                                              a.grad_meta(),
+                                              a.learning_rate_meta(),
+                                              {m1->dtype(), m1->shape()},
+                                              {m2->dtype(), m2->shape()},
+                                              {b1p->dtype(), b1p->shape()},
+                                              {b2p->dtype(), b2p->shape()}}));
+    RETURN_IF_ERROR(optimizer_kernels_internal::CheckSparseGrad(*ctx, a));
+    const cudaStream_t stream = CudaStreamOf(ctx->stream());
+    RETURN_IF_ERROR(DispatchFloat(a.param->dtype(), [&](auto tag) -> absl::Status {
+      using T = typename decltype(tag)::type;
+      T* beta1_pow = b1p->data<T>();  // host memory
+      T* beta2_pow = b2p->data<T>();
+      RETURN_IF_ERROR(optimizer_kernels_internal::CheckBetaPow(*ctx, "Beta1Pow", *beta1_pow));
+      RETURN_IF_ERROR(optimizer_kernels_internal::CheckBetaPow(*ctx, "Beta2Pow", *beta2_pow));
+      AdamStep<T> step;
+      step.lr = static_cast<T>(a.lr());
+      step.beta1 = static_cast<T>(attrs_.beta1);
+      step.beta2 = static_cast<T>(attrs_.beta2);
+      step.one_minus_beta1 = static_cast<T>(1 - attrs_.beta1);
+      step.one_minus_beta2 = static_cast<T>(1 - attrs_.beta2);
+      step.correction1 = static_cast<T>(1 - static_cast<double>(*beta1_pow));
+      step.correction2 = static_cast<T>(1 - static_cast<double>(*beta2_pow));
+      step.epsilon = static_cast<T>(attrs_.epsilon);
+      const bool l2 = !attrs_.decoupled_weight_decay;
+      step.l2_decay = static_cast<T>(l2 ? attrs_.weight_decay : 0);
+      step.shrink =
+          static_cast<T>(l2 ? 1 : 1 - static_cast<double>(step.lr) * attrs_.weight_decay);
+      T* param = a.param->data<T>();
+      T* mom1 = m1->data<T>();
+      T* mom2 = m2->data<T>();
+      if (!a.sparse()) {
+        CUDA_RETURN_IF_ERROR(LaunchAdamDense<T>(param, mom1, mom2, a.grad->tensor().data<T>(),
+                                                a.param->NumElements(), step, stream));
+      } else {
+        const T* value = a.grad->selected_rows().value().data<T>();
+        RETURN_IF_ERROR(UpdateRows<T>(ctx, a,
+                                      [&](const SgdRowChunk& chunk, int64_t width, bool in,
+                                          bool out, T* carry) -> absl::Status {
+              CUDA_RETURN_IF_ERROR(LaunchAdamRows<T>(param, mom1, mom2, value, width, step, chunk,
+                                                     in, out, carry, stream));
+              return absl::OkStatus();
+            }));
+      }
+      *beta1_pow *= step.beta1;
+      *beta2_pow *= step.beta2;
+      return absl::OkStatus();
+    }));
+    RETURN_IF_ERROR(ctx->SetOutput("ParamOut", *a.param));
+    RETURN_IF_ERROR(ctx->SetOutput("Moment1Out", *m1));
+    RETURN_IF_ERROR(ctx->SetOutput("Moment2Out", *m2));
+    RETURN_IF_ERROR(ctx->SetOutput("Beta1PowOut", *b1p));
+    return ctx->SetOutput("Beta2PowOut", *b2p);
+  }
+
+ private:
+  AdamAttrs attrs_;
+};
+
+REGISTER_KERNEL(KernelDef("adam", "gpu")
+                    .TypeConstraint("Param", kFloatTypes)
+                    .HostMemory("LearningRate")
+                    .HostMemory("Beta1Pow")
+                    .HostMemory("Beta2Pow")
+                    .HostMemory("Beta1PowOut")
+                    .HostMemory("Beta2PowOut"),
+                AdamKernel);
+
+}  // namespace
+}  // namespace cuda
+}  // namespace tandem
