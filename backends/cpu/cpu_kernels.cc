@@ -1,6 +1,6 @@
 // The cpu kernels: the shared kernels of backends/common (math, nn, loss,
-// optimizer, array and random ops) run with CpuPolicy (OpenMP threads,
-// oneDNN sgemm for float32 matmul).
+// metric, optimizer, array and random ops) run with CpuPolicy (OpenMP
+// threads, oneDNN sgemm for float32 matmul, mul and fc).
 #include "backends/common/array_kernels.h"
 #include "backends/common/loss_kernels.h"
 #include "backends/common/math_kernels.h"

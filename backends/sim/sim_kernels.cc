@@ -1,5 +1,5 @@
 // The sim kernels: the shared kernels of backends/common (math, nn, loss,
-// optimizer, array and random ops), registered for "sim" and run
+// metric, optimizer, array and random ops), registered for "sim" and run
 // single-threaded (SerialPolicy), like a device executing one kernel at a
 // time. They read and write sim memory only: the runner
 // checks that inputs are on the sim place (KernelContext::CheckInputPlaces)
