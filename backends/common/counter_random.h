@@ -14,18 +14,29 @@
 
 namespace tandem {
 
-// SplitMix64 of counter i + 1 offset by the seed, as a double in [0, 1)
-// with 53 random bits:
+// SplitMix64 of counter i + 1 offset by the seed, 64 random bits:
 //   z = seed + (i + 1) * 0x9E3779B97F4A7C15
 //   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9
 //   z = (z ^ (z >> 27)) * 0x94D049BB133111EB
-//   z ^= z >> 31;  u = (z >> 11) * 2^-53
-inline double CounterUniform(uint64_t seed, uint64_t i) {
+//   z ^= z >> 31
+inline uint64_t CounterBits(uint64_t seed, uint64_t i) {
   uint64_t z = seed + (i + 1) * 0x9E3779B97F4A7C15ull;
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  z ^= z >> 31;
-  return static_cast<double>(z >> 11) * 0x1.0p-53;  // exact
+  return z ^ (z >> 31);
+}
+
+// CounterBits as a double in [0, 1) with 53 random bits:
+// u = (z >> 11) * 2^-53.
+inline double CounterUniform(uint64_t seed, uint64_t i) {
+  return static_cast<double>(CounterBits(seed, i) >> 11) * 0x1.0p-53;  // exact
+}
+
+// The seed of stream `stream` (e.g. a training step) of a generator seeded
+// with `seed`: CounterBits(seed, stream). Elements of different streams are
+// CounterUniform(CounterStreamSeed(seed, stream), i).
+inline uint64_t CounterStreamSeed(uint64_t seed, uint64_t stream) {
+  return CounterBits(seed, stream);
 }
 
 // out[k] = static_cast<T>(min + (max - min) * CounterUniform(seed, first + k))

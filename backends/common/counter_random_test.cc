@@ -84,5 +84,13 @@ TEST(FillGaussian, MomentsSplitIndependenceAndFloatRounding) {
   for (int i = 0; i < 1000; ++i) EXPECT_EQ(f[i], static_cast<float>(whole[i])) << i;
 }
 
+TEST(CounterStreamSeed, StreamsAreSeededByTheBitsOfTheirIndex) {
+  EXPECT_EQ(CounterBits(0, 0), 0xE220A8397B1DCDAFull);
+  EXPECT_EQ(CounterStreamSeed(7, 3), CounterBits(7, 3));
+  // Consecutive streams draw unrelated values.
+  EXPECT_NE(CounterUniform(CounterStreamSeed(7, 0), 0), CounterUniform(CounterStreamSeed(7, 1), 0));
+  EXPECT_NE(CounterUniform(CounterStreamSeed(7, 0), 1), CounterUniform(CounterStreamSeed(7, 1), 0));
+}
+
 }  // namespace
 }  // namespace tandem

@@ -1,4 +1,7 @@
-// Broadcasting add and sum-reduction kernels. See broadcast_launchers.h.
+// Broadcasting binary, broadcast-copy and sum-reduction kernels. See
+// broadcast_launchers.h.
+#include <type_traits>
+
 #include "backends/cuda/broadcast_launchers.h"
 
 namespace tandem {
@@ -19,18 +22,53 @@ int Blocks(int64_t n) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < (n); \
        i += int64_t{blockDim.x} * gridDim.x)
 
-template <typename T>
-__global__ void AddSameKernel(const T* x, const T* y, T* out, int64_t n) {
-  TANDEM_GRID_LOOP(i, n) { out[i] = x[i] + y[i]; }
+// a <op> b as the host computes it (see ElementwiseOp).
+template <ElementwiseOp kOp>
+struct Apply {
+  template <typename T>
+  __device__ __forceinline__ T operator()(T a, T b) const {
+    if constexpr (std::is_integral<T>::value) {
+      using U = std::make_unsigned_t<T>;
+      const U ua = static_cast<U>(a), ub = static_cast<U>(b);
+      if constexpr (kOp == ElementwiseOp::kAdd) {
+        return static_cast<T>(ua + ub);
+      } else if constexpr (kOp == ElementwiseOp::kSub) {
+        return static_cast<T>(ua - ub);
+      } else if constexpr (kOp == ElementwiseOp::kMul) {
+        return static_cast<T>(ua * ub);
+      } else {
+        return b == T(-1) ? static_cast<T>(U(0) - ua) : a / b;
+      }
+    } else {
+      if constexpr (kOp == ElementwiseOp::kAdd) {
+        return a + b;
+      } else if constexpr (kOp == ElementwiseOp::kSub) {
+        return a - b;
+      } else if constexpr (kOp == ElementwiseOp::kMul) {
+        return a * b;
+      } else {
+        return a / b;
+      }
+    }
+  }
+};
+
+template <typename T, typename Op>
+__global__ void SameKernel(Op op, const T* x, const T* y, T* out, int64_t n) {
+  TANDEM_GRID_LOOP(i, n) { out[i] = op(x[i], y[i]); }
 }
 
-template <typename T>
-__global__ void AddRowKernel(const T* x, const T* y, T* out, int64_t n, int64_t cols) {
-  TANDEM_GRID_LOOP(i, n) { out[i] = x[i] + y[i % cols]; }
+template <typename T, typename Op>
+__global__ void RowKernel(Op op, const T* full, const T* row, bool row_is_x, T* out, int64_t n,
+                          int64_t cols) {
+  TANDEM_GRID_LOOP(i, n) {
+    const T r = row[i % cols];
+    out[i] = row_is_x ? op(r, full[i]) : op(full[i], r);
+  }
 }
 
-template <typename T>
-__global__ void AddStridedKernel(const T* x, const T* y, T* out, AddGeometry g, int64_t n) {
+template <typename T, typename Op>
+__global__ void StridedKernel(Op op, const T* x, const T* y, T* out, AddGeometry g, int64_t n) {
   TANDEM_GRID_LOOP(i, n) {
     int64_t rest = i, xo = 0, yo = 0;
     for (int d = g.rank - 1; d >= 0; --d) {
@@ -39,8 +77,41 @@ __global__ void AddStridedKernel(const T* x, const T* y, T* out, AddGeometry g, 
       xo += c * g.x_strides[d];
       yo += c * g.y_strides[d];
     }
-    out[i] = x[xo] + y[yo];
+    out[i] = op(x[xo], y[yo]);
   }
+}
+
+template <typename T>
+__global__ void BroadcastDivideKernel(const T* in, T* out, AddGeometry g, int64_t n, T divisor) {
+  TANDEM_GRID_LOOP(i, n) {
+    int64_t rest = i, at = 0;
+    for (int d = g.rank - 1; d >= 0; --d) {
+      at += (rest % g.dims[d]) * g.x_strides[d];
+      rest /= g.dims[d];
+    }
+    out[i] = in[at] / divisor;
+  }
+}
+
+// Calls launch(Apply<op>{}) with `op` as a template argument.
+template <typename Launch>
+void WithOp(ElementwiseOp op, Launch&& launch) {
+  switch (op) {
+    case ElementwiseOp::kAdd:
+      return launch(Apply<ElementwiseOp::kAdd>());
+    case ElementwiseOp::kSub:
+      return launch(Apply<ElementwiseOp::kSub>());
+    case ElementwiseOp::kMul:
+      return launch(Apply<ElementwiseOp::kMul>());
+    case ElementwiseOp::kDiv:
+      return launch(Apply<ElementwiseOp::kDiv>());
+  }
+}
+
+int64_t Count(const AddGeometry& g) {
+  int64_t n = 1;
+  for (int d = 0; d < g.rank; ++d) n *= g.dims[d];
+  return n;
 }
 
 template <typename T>
@@ -82,7 +153,7 @@ __global__ void ReduceThreadKernel(const T* in, T* out, ReduceGeometry g) {
     const T* base = in + KeepBase(g, j);
     Acc acc = 0;
     for (int64_t r = 0; r < g.reduce_count; ++r) acc += base[ReduceOffset(g, r)];
-    out[j] = static_cast<T>(acc);
+    out[j] = static_cast<T>(acc) / static_cast<T>(g.divisor);
   }
 }
 
@@ -103,7 +174,7 @@ __global__ void ReduceBlockKernel(const T* in, T* out, ReduceGeometry g) {
       if (threadIdx.x < width) partial[threadIdx.x] += partial[threadIdx.x + width];
       __syncthreads();
     }
-    if (threadIdx.x == 0) out[j] = static_cast<T>(partial[0]);
+    if (threadIdx.x == 0) out[j] = static_cast<T>(partial[0]) / static_cast<T>(g.divisor);
     __syncthreads();  // partial[0] is read before the next element reuses it
   }
 }
@@ -113,27 +184,43 @@ __global__ void ReduceBlockKernel(const T* in, T* out, ReduceGeometry g) {
 }  // namespace
 
 template <typename T>
-cudaError_t LaunchAddSame(const T* x, const T* y, T* out, int64_t n, cudaStream_t stream) {
-  if (n == 0) return cudaSuccess;
-  AddSameKernel<T><<<Blocks(n), kThreads, 0, stream>>>(x, y, out, n);
-  return cudaGetLastError();
-}
-
-template <typename T>
-cudaError_t LaunchAddRow(const T* x, const T* y, T* out, int64_t n, int64_t cols,
-                         cudaStream_t stream) {
-  if (n == 0) return cudaSuccess;
-  AddRowKernel<T><<<Blocks(n), kThreads, 0, stream>>>(x, y, out, n, cols);
-  return cudaGetLastError();
-}
-
-template <typename T>
-cudaError_t LaunchAddStrided(const T* x, const T* y, T* out, const AddGeometry& g,
+cudaError_t LaunchBinarySame(ElementwiseOp op, const T* x, const T* y, T* out, int64_t n,
                              cudaStream_t stream) {
-  int64_t n = 1;
-  for (int d = 0; d < g.rank; ++d) n *= g.dims[d];
   if (n == 0) return cudaSuccess;
-  AddStridedKernel<T><<<Blocks(n), kThreads, 0, stream>>>(x, y, out, g, n);
+  WithOp(op, [&](auto apply) {
+    SameKernel<T><<<Blocks(n), kThreads, 0, stream>>>(apply, x, y, out, n);
+  });
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t LaunchBinaryRow(ElementwiseOp op, const T* full, const T* row, bool row_is_x, T* out,
+                            int64_t n, int64_t cols, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  WithOp(op, [&](auto apply) {
+    RowKernel<T><<<Blocks(n), kThreads, 0, stream>>>(apply, full, row, row_is_x, out, n, cols);
+  });
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t LaunchBinaryStrided(ElementwiseOp op, const T* x, const T* y, T* out,
+                                const AddGeometry& g, cudaStream_t stream) {
+  const int64_t n = Count(g);
+  if (n == 0) return cudaSuccess;
+  WithOp(op, [&](auto apply) {
+    StridedKernel<T><<<Blocks(n), kThreads, 0, stream>>>(apply, x, y, out, g, n);
+  });
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t LaunchBroadcastDivide(const T* in, T* out, const AddGeometry& g, int64_t divisor,
+                                  cudaStream_t stream) {
+  const int64_t n = Count(g);
+  if (n == 0) return cudaSuccess;
+  BroadcastDivideKernel<T>
+      <<<Blocks(n), kThreads, 0, stream>>>(in, out, g, n, static_cast<T>(divisor));
   return cudaGetLastError();
 }
 
@@ -149,11 +236,15 @@ cudaError_t LaunchReduceSum(const T* in, T* out, const ReduceGeometry& g, cudaSt
   return cudaGetLastError();
 }
 
-#define TANDEM_INSTANTIATE(T)                                                                   \
-  template cudaError_t LaunchAddSame<T>(const T*, const T*, T*, int64_t, cudaStream_t);         \
-  template cudaError_t LaunchAddRow<T>(const T*, const T*, T*, int64_t, int64_t, cudaStream_t); \
-  template cudaError_t LaunchAddStrided<T>(const T*, const T*, T*, const AddGeometry&,          \
-                                           cudaStream_t);                                       \
+#define TANDEM_INSTANTIATE(T)                                                                    \
+  template cudaError_t LaunchBinarySame<T>(ElementwiseOp, const T*, const T*, T*, int64_t,       \
+                                           cudaStream_t);                                        \
+  template cudaError_t LaunchBinaryRow<T>(ElementwiseOp, const T*, const T*, bool, T*, int64_t,  \
+                                          int64_t, cudaStream_t);                                \
+  template cudaError_t LaunchBinaryStrided<T>(ElementwiseOp, const T*, const T*, T*,             \
+                                              const AddGeometry&, cudaStream_t);                 \
+  template cudaError_t LaunchBroadcastDivide<T>(const T*, T*, const AddGeometry&, int64_t,       \
+                                                cudaStream_t);                                   \
   template cudaError_t LaunchReduceSum<T>(const T*, T*, const ReduceGeometry&, cudaStream_t);
 TANDEM_INSTANTIATE(float)
 TANDEM_INSTANTIATE(double)

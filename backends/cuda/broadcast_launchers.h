@@ -1,10 +1,11 @@
-// Launchers of the CUDA backend's broadcasting kernels (elementwise_add and
-// its gradient), implemented in broadcast_launchers.cu, and the geometry they
-// take. Plain C++: included by that .cu file, by broadcast_plan.h (which
-// computes the geometry) and by the OpKernels.
+// Launchers of the CUDA backend's broadcasting kernels (elementwise_add,
+// _sub, _mul, _div and the sums of their gradients, reduce_sum/mean and
+// their gradients), implemented in broadcast_launchers.cu, and the geometry
+// they take. Plain C++: included by that .cu file, by broadcast_plan.h
+// (which computes the geometry) and by the OpKernels.
 //
 //   AddGeometry g = ...;   // from PlanAdd (broadcast_plan.h)
-//   CUDA_RETURN_IF_ERROR(LaunchAddStrided<float>(x, y, out, g, stream));
+//   CUDA_RETURN_IF_ERROR(LaunchBinaryStrided<float>(ElementwiseOp::kSub, x, y, out, g, stream));
 //
 // Each call enqueues one kernel on `stream` and returns at once (async) with
 // the launch status; nothing is launched when there is no output element.
@@ -24,8 +25,8 @@ namespace cuda {
 // alike, which leaves few).
 constexpr int kMaxBroadcastDims = 8;
 
-// out (contiguous, `rank` dims) = x + y, where x and y are read with element
-// strides, 0 along the dims they are broadcast on.
+// out (contiguous, `rank` dims) = x <op> y, where x and y are read with
+// element strides, 0 along the dims they are broadcast on.
 struct AddGeometry {
   int rank = 0;
   int64_t dims[kMaxBroadcastDims] = {};
@@ -35,8 +36,9 @@ struct AddGeometry {
 
 // out = in summed over some dims. `in` is contiguous; output element j
 // (row-major over keep_dims) sums in[base(j) + offset(r)] for r over the
-// reduced dims, base and offset from the strides of `in`. No reduced element
-// (reduce_count 0) gives 0.
+// reduced dims, base and offset from the strides of `in`, then divided by
+// `divisor` in T (a mean; 1 for a sum). No reduced element (reduce_count 0)
+// gives 0.
 struct ReduceGeometry {
   int keep_rank = 0;
   int64_t keep_dims[kMaxBroadcastDims] = {};
@@ -46,21 +48,38 @@ struct ReduceGeometry {
   int64_t reduce_strides[kMaxBroadcastDims] = {};
   int64_t out_count = 1;     // product of keep_dims
   int64_t reduce_count = 1;  // product of reduce_dims
+  int64_t divisor = 1;
 };
 
-// out[i] = x[i] + y[i], i < n.
+// The arithmetic of elementwise_add, _sub, _mul and _div, as the host
+// kernels do it (backends/common/elementwise.h, Binary): integers wrap
+// around (two's complement), INT_MIN / -1 included; integer division
+// truncates toward zero and the caller rules out zero divisors.
+enum class ElementwiseOp { kAdd, kSub, kMul, kDiv };
+
+// out[i] = x[i] <op> y[i], i < n. `out` may be x or y (in place).
 template <typename T>
-cudaError_t LaunchAddSame(const T* x, const T* y, T* out, int64_t n, cudaStream_t stream);
-// out[i] = x[i] + y[i % cols], i < n (y a row repeated; cols 1: a scalar).
+cudaError_t LaunchBinarySame(ElementwiseOp op, const T* x, const T* y, T* out, int64_t n,
+                             cudaStream_t stream);
+// A full operand and a row repeated over it (cols 1: a scalar), i < n:
+// out[i] = full[i] <op> row[i % cols], or row[i % cols] <op> full[i] when
+// row_is_x. `out` may be `full`.
 template <typename T>
-cudaError_t LaunchAddRow(const T* x, const T* y, T* out, int64_t n, int64_t cols,
-                         cudaStream_t stream);
+cudaError_t LaunchBinaryRow(ElementwiseOp op, const T* full, const T* row, bool row_is_x, T* out,
+                            int64_t n, int64_t cols, cudaStream_t stream);
 // The general case described by `g`.
 template <typename T>
-cudaError_t LaunchAddStrided(const T* x, const T* y, T* out, const AddGeometry& g,
-                             cudaStream_t stream);
+cudaError_t LaunchBinaryStrided(ElementwiseOp op, const T* x, const T* y, T* out,
+                                const AddGeometry& g, cudaStream_t stream);
+// out (contiguous, g.dims) = `in` read with g.x_strides (0 where it is
+// broadcast), divided by `divisor` in T: the gradient of a sum (divisor 1)
+// or a mean.
+template <typename T>
+cudaError_t LaunchBroadcastDivide(const T* in, T* out, const AddGeometry& g, int64_t divisor,
+                                  cudaStream_t stream);
 // out = sum of `in` as described by `g`. Float sums accumulate in double,
-// int32 in int64.
+// int32 in int64; one block per output element for long sums (a tree sum in
+// shared memory), one thread per output element for short ones.
 template <typename T>
 cudaError_t LaunchReduceSum(const T* in, T* out, const ReduceGeometry& g, cudaStream_t stream);
 

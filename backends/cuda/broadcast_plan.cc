@@ -124,5 +124,22 @@ absl::StatusOr<ReduceGeometry> PlanReduceTo(absl::string_view op, const Shape& o
   return g;
 }
 
+absl::StatusOr<AddGeometry> PlanBroadcastTo(absl::string_view op, const Shape& in,
+                                            const Shape& out) {
+  const std::vector<Run> runs = MergeRuns(out, in, out);  // `b` unused
+  if (runs.size() > static_cast<size_t>(kMaxBroadcastDims)) {
+    return TooManyDims(op, in, out, runs.size());
+  }
+  AddGeometry g;
+  g.rank = static_cast<int>(runs.size());
+  int64_t stride = 1;
+  for (int d = g.rank - 1; d >= 0; --d) {
+    g.dims[d] = runs[d].size;
+    g.x_strides[d] = runs[d].a_broadcast ? 0 : stride;
+    if (!runs[d].a_broadcast) stride *= runs[d].size;
+  }
+  return g;
+}
+
 }  // namespace cuda
 }  // namespace tandem

@@ -1,13 +1,16 @@
 // Host-side planning for the broadcasting kernels: merges dims that broadcast
-// alike and picks the cheapest kernel for elementwise_add, and describes the
-// sum that reduces an output gradient to an input's shape.
+// alike and picks the cheapest kernel for a binary element-wise op
+// (elementwise_add, _sub, _mul, _div), describes the sum that reduces an
+// output gradient to an input's shape, and the copy that broadcasts a
+// tensor back.
 //
 //   ASSIGN_OR_RETURN(Shape y_aligned, AlignForBroadcast(op, x, y, axis));
 //   ASSIGN_OR_RETURN(Shape out, BroadcastShapes(op, x, y, axis));
 //   ASSIGN_OR_RETURN(AddPlan plan, PlanAdd(op, x, y_aligned, out));
+//   CUDA_RETURN_IF_ERROR(LaunchBinary<float>(ElementwiseOp::kSub, x, y, o, plan, stream));
 //   ASSIGN_OR_RETURN(ReduceGeometry g, PlanReduceTo(op, out, x));
 //
-// Pure functions of shapes (no device work); thread-safe.
+// The planners are pure functions of shapes (no device work); thread-safe.
 #ifndef TANDEM_BACKENDS_CUDA_BROADCAST_PLAN_H_
 #define TANDEM_BACKENDS_CUDA_BROADCAST_PLAN_H_
 
@@ -21,14 +24,15 @@
 namespace tandem {
 namespace cuda {
 
+// How to compute a binary element-wise op (any of ElementwiseOp).
 struct AddPlan {
   enum class Kind {
-    kSame,     // LaunchAddSame over n elements
-    kRow,      // LaunchAddRow(full, row, n, cols)
-    kStrided,  // LaunchAddStrided(geometry)
+    kSame,     // LaunchBinarySame over n elements
+    kRow,      // LaunchBinaryRow(full, row, n, cols)
+    kStrided,  // LaunchBinaryStrided(geometry)
   };
   Kind kind = Kind::kSame;
-  // kRow: X is the repeated row, so the kernel computes Y + X (same result).
+  // kRow: X is the repeated row (and Y the full operand).
   bool swap = false;
   int64_t n = 0;     // output elements
   int64_t cols = 1;  // kRow: row length
@@ -47,6 +51,31 @@ absl::StatusOr<AddPlan> PlanAdd(absl::string_view op, const Shape& x, const Shap
 // data is copied as is. Unimplemented beyond kMaxBroadcastDims merged dims.
 absl::StatusOr<ReduceGeometry> PlanReduceTo(absl::string_view op, const Shape& out,
                                             const Shape& target);
+
+// The geometry of LaunchBroadcastDivide that broadcasts a contiguous tensor
+// of shape `in` (right-aligned with `out`, its dims equal to out's or 1) to
+// `out`. Unimplemented beyond kMaxBroadcastDims merged dims.
+absl::StatusOr<AddGeometry> PlanBroadcastTo(absl::string_view op, const Shape& in,
+                                            const Shape& out);
+
+// Enqueues out = x <op> y on `stream` as `plan` (PlanAdd of x, Y aligned
+// and out) says; returns the launch status.
+template <typename T>
+cudaError_t LaunchBinary(ElementwiseOp op, const T* x, const T* y, T* out, const AddPlan& plan,
+                         cudaStream_t stream) {
+  switch (plan.kind) {
+    case AddPlan::Kind::kSame:
+      return LaunchBinarySame<T>(op, x, y, out, plan.n, stream);
+    case AddPlan::Kind::kRow:
+      return plan.swap ? LaunchBinaryRow<T>(op, y, x, /*row_is_x=*/true, out, plan.n, plan.cols,
+                                            stream)
+                       : LaunchBinaryRow<T>(op, x, y, /*row_is_x=*/false, out, plan.n, plan.cols,
+                                            stream);
+    case AddPlan::Kind::kStrided:
+      return LaunchBinaryStrided<T>(op, x, y, out, plan.geometry, stream);
+  }
+  return cudaErrorInvalidValue;
+}
 
 }  // namespace cuda
 }  // namespace tandem

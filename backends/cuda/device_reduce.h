@@ -1,6 +1,6 @@
 // Device-side helpers shared by the CUDA backend's .cu files: grid-stride
-// loops, launch sizes, warp and block sums. CUDA code: include it only from
-// .cu files (compiled by nvcc through cuda_library).
+// loops, launch sizes, warp and block sums and maxima. CUDA code: include it
+// only from .cu files (compiled by nvcc through cuda_library).
 //
 //   __global__ void K(const float* x, double* out, int64_t n) {
 //     double acc = 0;
@@ -33,28 +33,48 @@ inline int Blocks(int64_t n, int threads = kThreads) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < (n); \
        i += int64_t{blockDim.x} * gridDim.x)
 
-// The sum of `v` over the 32 lanes of the warp, returned to every lane. All
+// Combines two values of a reduction (sum or max); Identity() is its
+// neutral value.
+struct SumOp {
+  __device__ __forceinline__ static double Identity() { return 0.0; }
+  __device__ __forceinline__ double operator()(double a, double b) const { return a + b; }
+};
+struct MaxOp {
+  __device__ __forceinline__ static double Identity() {
+    return __longlong_as_double(static_cast<long long>(0xfff0000000000000ull));  // -inf
+  }
+  __device__ __forceinline__ double operator()(double a, double b) const { return fmax(a, b); }
+};
+
+// `v` reduced over the 32 lanes of the warp, returned to every lane. All
 // lanes must call it.
-__device__ __forceinline__ double WarpSum(double v) {
-  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
+template <typename Op>
+__device__ __forceinline__ double WarpReduce(double v, Op op) {
+  for (int offset = 16; offset > 0; offset /= 2) v = op(v, __shfl_xor_sync(0xffffffffu, v, offset));
   return v;
 }
 
-// The sum of `v` over the block (blockDim.x a multiple of 32, at most 1024),
-// returned to every thread. Every thread of the block must call it; it may be
-// called again right away (it synchronises before returning).
-__device__ __forceinline__ double BlockSum(double v) {
-  __shared__ double warp_sums[32];
+// `v` reduced over the block (blockDim.x a multiple of 32, at most 1024),
+// returned to every thread. Every thread of the block must call it; it may
+// be called again right away (it synchronises before returning).
+template <typename Op>
+__device__ __forceinline__ double BlockReduce(double v, Op op) {
+  __shared__ double warp_results[32];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  v = WarpSum(v);
-  if (lane == 0) warp_sums[warp] = v;
+  v = WarpReduce(v, op);
+  if (lane == 0) warp_results[warp] = v;
   __syncthreads();
   const int warps = blockDim.x >> 5;
-  v = lane < warps ? warp_sums[lane] : 0.0;
-  v = WarpSum(v);   // every warp reduces the warp sums: no second broadcast
-  __syncthreads();  // warp_sums is read before a next call overwrites it
+  v = lane < warps ? warp_results[lane] : Op::Identity();
+  v = WarpReduce(v, op);  // every warp reduces the warp results: no second broadcast
+  __syncthreads();        // warp_results is read before a next call overwrites it
   return v;
 }
+
+__device__ __forceinline__ double WarpSum(double v) { return WarpReduce(v, SumOp()); }
+__device__ __forceinline__ double BlockSum(double v) { return BlockReduce(v, SumOp()); }
+__device__ __forceinline__ double WarpMax(double v) { return WarpReduce(v, MaxOp()); }
+__device__ __forceinline__ double BlockMax(double v) { return BlockReduce(v, MaxOp()); }
 
 }  // namespace device
 }  // namespace cuda

@@ -1,18 +1,9 @@
-// gpu kernels of matmul and matmul_grad on cuBLAS (float32: Sgemm, float64:
-// Dgemm, strided-batched). Tensors are row-major and cuBLAS column-major: a
-// row-major C = A * B is computed as the column-major C^T = B^T * A^T, which
-// reads the same memory, so A and B swap places and no data moves.
-#include <cublas_v2.h>
-#include <cuda_runtime_api.h>
-
-#include <type_traits>
-
-#include "absl/strings/str_cat.h"
-#include "backends/cuda/broadcast_launchers.h"
-#include "backends/cuda/broadcast_plan.h"
-#include "backends/cuda/cuda_device.h"
+// gpu kernels of matmul, mul and their gradients on cuBLAS (gemm.h). mul's
+// registration lines, validation and messages are the host kernels'
+// (backends/common/math_kernels.h, whose argument helpers they call).
+#include "backends/common/math_kernels.h"
 #include "backends/cuda/cuda_device_guard.h"
-#include "backends/cuda/cuda_status.h"
+#include "backends/cuda/gemm.h"
 #include "backends/cuda/kernel_util.h"
 #include "framework/base/status_macros.h"
 #include "framework/kernel/kernel_context.h"
@@ -22,86 +13,6 @@
 namespace tandem {
 namespace cuda {
 namespace {
-
-// C[b] = alpha * op(A[b]) * op(B[b]) for b < batch, all row-major: C[b] is
-// m x n; A[b] is stored m x k, or k x m when trans_a; B[b] is stored k x n,
-// or n x k when trans_b. A stride of 0 shares one matrix across the batch.
-// With sum_batches, C (one m x n matrix) = the sum over b instead.
-struct Gemm {
-  bool trans_a = false, trans_b = false;
-  int64_t m = 0, n = 0, k = 0;
-  int64_t batch = 1;
-  const void* a = nullptr;
-  int64_t stride_a = 0;
-  const void* b = nullptr;
-  int64_t stride_b = 0;
-  double alpha = 1;
-  bool sum_batches = false;
-};
-
-template <typename T>
-cublasStatus_t GemmStridedBatched(cublasHandle_t h, const Gemm& g, T* c, int64_t stride_c) {
-  const T alpha = static_cast<T>(g.alpha), beta = 0;
-  const cublasOperation_t op_a = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const cublasOperation_t op_b = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const int64_t lda = g.trans_a ? g.m : g.k;
-  const int64_t ldb = g.trans_b ? g.k : g.n;
-  const T* a = static_cast<const T*>(g.a);
-  const T* b = static_cast<const T*>(g.b);
-  // Column-major: C^T (n x m) = op(B)^T (n x k) * op(A)^T (k x m).
-  if constexpr (std::is_same_v<T, float>) {
-    return cublasSgemmStridedBatched_64(h, op_b, op_a, g.n, g.m, g.k, &alpha, b, ldb, g.stride_b, a,
-                                        lda, g.stride_a, &beta, c, g.n, stride_c, g.batch);
-  } else {
-    return cublasDgemmStridedBatched_64(h, op_b, op_a, g.n, g.m, g.k, &alpha, b, ldb, g.stride_b, a,
-                                        lda, g.stride_a, &beta, c, g.n, stride_c, g.batch);
-  }
-}
-
-// Runs `g` into `c` (m x n, or batch x m x n without sum_batches) on the
-// context's stream. Summing over a batch folds it into k when A and B are
-// stacked along k in memory; otherwise the products go to a temporary and are
-// summed with a reduction kernel.
-template <typename T>
-absl::Status RunGemm(KernelContext* ctx, Gemm g, Tensor* c) {
-  const cudaStream_t stream = CudaStreamOf(ctx->stream());
-  if (c->NumElements() == 0) return absl::OkStatus();
-  if (g.k == 0 || g.batch == 0) {  // empty sums
-    CUDA_RETURN_IF_ERROR(cudaMemsetAsync(c->raw_data(), 0, c->NumBytes(), stream));
-    return absl::OkStatus();
-  }
-  if (g.sum_batches && g.batch > 1 && g.trans_a && !g.trans_b && g.stride_a == g.k * g.m &&
-      g.stride_b == g.k * g.n) {
-    g.k *= g.batch;  // sum_b A[b]^T B[b] == [A[0]; A[1]; ...]^T [B[0]; B[1]; ...]
-    g.batch = 1;
-  }
-  CudaDevice* device = CudaDeviceOf(ctx->device());
-  if (!g.sum_batches || g.batch == 1) {
-    return device->WithCublas(ctx->stream(), [&](cublasHandle_t h) -> absl::Status {
-      CUBLAS_RETURN_IF_ERROR(GemmStridedBatched<T>(h, g, c->data<T>(), g.m * g.n));
-      return absl::OkStatus();
-    });
-  }
-  // The temporary is released when this returns, while the work is still
-  // queued; later users of the memory are ordered after this stream.
-  const Shape products_shape({g.batch, g.m * g.n});
-  absl::StatusOr<Tensor> temp = Tensor::Allocate(device->allocator(), c->dtype(), products_shape);
-  if (!temp.ok()) {
-    return absl::Status(temp.status().code(),
-                        absl::StrCat("op '", ctx->op().type, "': temporary ",
-                                     DataTypeName(c->dtype()), products_shape.ToString(),
-                                     " for the sum over the batch: ", temp.status().message()));
-  }
-  Tensor& products = *temp;
-  RETURN_IF_ERROR(device->WithCublas(ctx->stream(), [&](cublasHandle_t h) -> absl::Status {
-    CUBLAS_RETURN_IF_ERROR(GemmStridedBatched<T>(h, g, products.data<T>(), g.m * g.n));
-    return absl::OkStatus();
-  }));
-  ASSIGN_OR_RETURN(ReduceGeometry sum,
-                   PlanReduceTo(ctx->op().type, products_shape, Shape({g.m * g.n})));
-  CUDA_RETURN_IF_ERROR(LaunchReduceSum<T>(products.data<T>(), c->data<T>(), sum, stream));
-  return absl::OkStatus();
-}
 
 struct MatmulAttrs {
   bool tx = false, ty = false;
@@ -139,9 +50,7 @@ class MatmulKernel : public OpKernel {
     g.b = y->raw_data();
     g.stride_b = d.y_batched ? d.k * d.n : 0;
     g.alpha = attrs_.alpha;
-    return DispatchFloat(x->dtype(), [&](auto tag) -> absl::Status {
-      return RunGemm<typename decltype(tag)::type>(ctx, g, out);
-    });
+    return RunGemm(ctx, g, out);
   }
 
  private:
@@ -170,8 +79,7 @@ class MatmulGradKernel : public OpKernel {
     const int64_t m = d.m, n = d.n, k = d.k;
     const int64_t x_stride = d.x_batched ? m * k : 0;
     const int64_t y_stride = d.y_batched ? k * n : 0;
-    return DispatchFloat(x->dtype(), [&](auto tag) -> absl::Status {
-      using T = typename decltype(tag)::type;
+    return DispatchFloat(x->dtype(), [&](auto) -> absl::Status {
       if (ctx->OutputVar("X@GRAD") != nullptr) {
         ASSIGN_OR_RETURN(Tensor * dx, ctx->AllocateOutput("X@GRAD", x->dtype(), x->shape()));
         Gemm g;     // a product over n of G (m x n) and Y
@@ -187,7 +95,7 @@ class MatmulGradKernel : public OpKernel {
         g.batch = d.x_batched || d.y_batched ? d.batch : 1;
         g.alpha = attrs_.alpha;
         g.sum_batches = !d.x_batched;
-        RETURN_IF_ERROR(RunGemm<T>(ctx, g, dx));
+        RETURN_IF_ERROR(RunGemm(ctx, g, dx));
       }
       if (ctx->OutputVar("Y@GRAD") != nullptr) {
         ASSIGN_OR_RETURN(Tensor * dy, ctx->AllocateOutput("Y@GRAD", y->dtype(), y->shape()));
@@ -204,7 +112,7 @@ class MatmulGradKernel : public OpKernel {
         g.batch = d.x_batched || d.y_batched ? d.batch : 1;
         g.alpha = attrs_.alpha;
         g.sum_batches = !d.y_batched;
-        RETURN_IF_ERROR(RunGemm<T>(ctx, g, dy));
+        RETURN_IF_ERROR(RunGemm(ctx, g, dy));
       }
       return absl::OkStatus();
     });
@@ -215,6 +123,61 @@ class MatmulGradKernel : public OpKernel {
 };
 
 REGISTER_KERNEL(KernelDef("matmul_grad", "gpu").TypeConstraint("X", kFloatTypes), MatmulGradKernel);
+
+class MulKernel : public OpKernel {
+ public:
+  absl::Status Init(const OpDesc& op) override {
+    return math_kernels_internal::ReadNumColDims(op, &xn_, &yn_);
+  }
+
+  absl::Status Compute(KernelContext* ctx) override {
+    CudaDeviceGuard guard(ctx->place().index());
+    ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
+    ASSIGN_OR_RETURN(const Tensor* y, ctx->InputTensor("Y"));
+    ASSIGN_OR_RETURN(const FlatMatmulDims d,
+                     math_kernels_internal::GetMulDims(*ctx, *x, *y, xn_, yn_));
+    ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", x->dtype(), d.out));
+    return RunFlatMatmul(ctx, *x, *y, d.m, d.k, d.n, out);
+  }
+
+ private:
+  int64_t xn_ = 1, yn_ = 1;
+};
+
+REGISTER_KERNEL(KernelDef("mul", "gpu").TypeConstraint("X", kFloatTypes), MulKernel);
+
+// X@GRAD = Out@GRAD * Y^T and Y@GRAD = X^T * Out@GRAD as matrices, each only
+// when bound.
+class MulGradKernel : public OpKernel {
+ public:
+  absl::Status Init(const OpDesc& op) override {
+    return math_kernels_internal::ReadNumColDims(op, &xn_, &yn_);
+  }
+
+  absl::Status Compute(KernelContext* ctx) override {
+    CudaDeviceGuard guard(ctx->place().index());
+    ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
+    ASSIGN_OR_RETURN(const Tensor* y, ctx->InputTensor("Y"));
+    ASSIGN_OR_RETURN(const Tensor* dout, ctx->InputTensor("Out@GRAD"));
+    ASSIGN_OR_RETURN(const FlatMatmulDims d,
+                     math_kernels_internal::GetMulDims(*ctx, *x, *y, xn_, yn_));
+    RETURN_IF_ERROR(math_kernels_internal::CheckOutGrad(*ctx, *dout, x->dtype(), d.out));
+    Tensor* dx = nullptr;
+    Tensor* dy = nullptr;
+    if (ctx->OutputVar("X@GRAD") != nullptr) {
+      ASSIGN_OR_RETURN(dx, ctx->AllocateOutput("X@GRAD", x->dtype(), x->shape()));
+    }
+    if (ctx->OutputVar("Y@GRAD") != nullptr) {
+      ASSIGN_OR_RETURN(dy, ctx->AllocateOutput("Y@GRAD", y->dtype(), y->shape()));
+    }
+    return RunFlatMatmulGrad(ctx, *x, *y, *dout, d.m, d.k, d.n, dx, dy);
+  }
+
+ private:
+  int64_t xn_ = 1, yn_ = 1;
+};
+
+REGISTER_KERNEL(KernelDef("mul_grad", "gpu").TypeConstraint("X", kFloatTypes), MulGradKernel);
 
 }  // namespace
 }  // namespace cuda

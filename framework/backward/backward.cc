@@ -135,16 +135,20 @@ absl::StatusOr<GradMap> AppendBackward(ProgramBuilder* builder, Var loss) {
       g.op_device = fwd.op_device;
       g.role = OpRole::kBackward;
       g.transfer_policy = fwd.transfer_policy;
-      // Gradient outputs that already exist are produced under a new name
-      // and summed into the existing one.
+      // Gradient outputs that already exist, or that this op writes twice
+      // (concat(x, x)), are produced under a new name and summed into the
+      // existing one.
       std::vector<std::pair<std::string, std::string>> accumulate;
+      std::set<std::string> written;
       for (auto& [arg, vars] : g.outputs) {
         for (std::string& v : vars) {
-          if (block.HasVar(v) && v.size() > 5 && v.compare(v.size() - 5, 5, kGradSuffix) == 0) {
+          const bool exists = block.HasVar(v) || written.count(v) > 0;
+          if (exists && v.size() > 5 && v.compare(v.size() - 5, 5, kGradSuffix) == 0) {
             const std::string renamed = absl::StrCat(v, "@RENAME@", rename_counter++);
             accumulate.emplace_back(v, renamed);
             v = renamed;
           }
+          written.insert(v);
         }
       }
       RETURN_IF_ERROR(DeclareOutputs(&block, g));

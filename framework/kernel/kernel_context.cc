@@ -52,7 +52,7 @@ absl::StatusOr<const Tensor*> KernelContext::InputTensor(absl::string_view arg,
         v->is_selected_rows() ? "holds SelectedRows, expected a dense tensor"
                               : "is not initialised"));
   }
-  return &v->tensor();
+  return &held_inputs_.emplace_front(v->tensor());
 }
 
 int KernelContext::OutputCount(absl::string_view arg) const {

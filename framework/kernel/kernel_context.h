@@ -17,6 +17,7 @@
 #ifndef TANDEM_FRAMEWORK_KERNEL_KERNEL_CONTEXT_H_
 #define TANDEM_FRAMEWORK_KERNEL_KERNEL_CONTEXT_H_
 
+#include <forward_list>
 #include <string>
 #include <utility>
 #include <vector>
@@ -51,7 +52,10 @@ class KernelContext {
   // nullptr when absent.
   const Variable* InputVar(absl::string_view arg, int index = 0) const;
   // InvalidArgument naming op, argument and variable when the input is
-  // missing, not initialised or not a dense tensor.
+  // missing, not initialised or not a dense tensor. The tensor is held by
+  // the context: it stays valid and unchanged while the context lives, even
+  // when an output bound to the same variable is replaced (the backward
+  // pass accumulates gradients in place: g = elementwise_add(g, partial)).
   absl::StatusOr<const Tensor*> InputTensor(absl::string_view arg, int index = 0) const;
   // Values of an attribute (validated by the op's schema).
   template <typename T>
@@ -100,6 +104,8 @@ class KernelContext {
   ArgVars inputs_;
   ArgVars outputs_;
   Allocator* host_output_allocator_ = nullptr;
+  // The tensors InputTensor returned (list nodes never move).
+  mutable std::forward_list<Tensor> held_inputs_;
 };
 
 }  // namespace tandem

@@ -61,6 +61,10 @@ OpSchema& OpSchema::OptionalOutput(std::string name, std::string doc) {
   outputs_.push_back({std::move(name), true, false, std::move(doc)});
   return *this;
 }
+OpSchema& OpSchema::DuplicableOutput(std::string name, std::string doc) {
+  outputs_.push_back({std::move(name), false, true, std::move(doc)});
+  return *this;
+}
 OpSchema& OpSchema::RequiredAttr(std::string name, AttrType type, std::string doc) {
   attrs_.push_back({std::move(name), type, std::nullopt, std::move(doc)});
   return *this;

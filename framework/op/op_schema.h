@@ -99,7 +99,9 @@ using InferShapeFn = std::function<absl::Status(InferShapeContext*)>;
 struct GradContext {
   // Input variables whose gradients are needed; others may be skipped.
   std::vector<std::string> wanted;
-  // Meta of a forward variable (dtype, shape), nullopt if unknown.
+  // Meta of a forward variable (dtype, shape), or of the gradient of one of
+  // the op's outputs when that gradient exists already (e.g. split's pieces
+  // that reach the loss); nullopt if unknown.
   std::function<std::optional<TensorMeta>(const std::string& var)> meta;
 
   bool Wants(const std::string& var) const {
@@ -137,6 +139,8 @@ class OpSchema {
   OpSchema& DuplicableInput(std::string name, std::string doc = "");
   OpSchema& Output(std::string name, std::string doc = "");
   OpSchema& OptionalOutput(std::string name, std::string doc = "");
+  // An output bound to a list of one or more variables (e.g. split's Out).
+  OpSchema& DuplicableOutput(std::string name, std::string doc = "");
   template <typename T>
   OpSchema& Attr(std::string name, T default_value, std::string doc = "") {
     attrs_.push_back({std::move(name), AttrTypeFor<T>(), AttrValue(default_value),

@@ -77,6 +77,49 @@ TEST(OpSchema, InferShapeRuns) {
                        "op 'schema_test_scale': input 'X' is missing"));
 }
 
+REGISTER_OP("schema_test_split")
+    .Doc("Out[i] = X for every variable bound to Out")
+    .Input("X")
+    .DuplicableOutput("Out")
+    .Output("Single")
+    .SetInferShape([](InferShapeContext* ctx) -> absl::Status {
+      ASSIGN_OR_RETURN(TensorMeta x, ctx->Input("X"));
+      for (size_t i = 0; i < ctx->op().outputs.at("Out").size(); ++i) {
+        ctx->SetOutput("Out", x, static_cast<int>(i));
+      }
+      ctx->SetOutput("Single", x);
+      return absl::OkStatus();
+    });
+
+TEST(OpSchema, DuplicableOutputTakesOneOrMoreVariables) {
+  ASSERT_OK_AND_ASSIGN(const OpSchema* s, OpRegistry::Global().Find("schema_test_split"));
+  ASSERT_EQ(s->outputs().size(), 2u);
+  EXPECT_TRUE(s->outputs()[0].duplicable);
+  EXPECT_FALSE(s->outputs()[0].optional);
+  EXPECT_FALSE(s->outputs()[1].duplicable);
+  OpDesc op;
+  op.type = "schema_test_split";
+  op.inputs["X"] = {"x"};
+  op.outputs["Out"] = {"a", "b", "c"};
+  op.outputs["Single"] = {"s"};
+  ASSERT_OK(s->Validate(&op));
+  InferShapeContext ctx(op, {{"X", {TensorMeta{DataType::kInt64, Shape({4})}}}});
+  ASSERT_OK(s->infer_shape()(&ctx));
+  EXPECT_EQ(ctx.outputs().at("Out").size(), 3u);
+  EXPECT_EQ(ctx.outputs().at("Out")[2], (TensorMeta{DataType::kInt64, Shape({4})}));
+
+  op.outputs["Out"] = {"a"};
+  EXPECT_OK(s->Validate(&op));
+  op.outputs["Out"] = {};
+  EXPECT_THAT(s->Validate(&op), StatusIs(absl::StatusCode::kInvalidArgument,
+                                         "op 'schema_test_split': missing output 'Out'"));
+  op.outputs["Out"] = {"a"};
+  op.outputs["Single"] = {"s", "t"};
+  EXPECT_THAT(s->Validate(&op),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "op 'schema_test_split': output 'Single' takes one variable, got 2"));
+}
+
 TEST(OpRegistry, UnknownOpListsRegistered) {
   EXPECT_THAT(OpRegistry::Global().Find("nope"),
               StatusIs(absl::StatusCode::kNotFound,

@@ -164,9 +164,9 @@ Var ProgramBuilder::CreatePersistableConstant(const std::string& name, DataType 
 }
 
 std::map<std::string, std::vector<Var>> ProgramBuilder::AppendOp(
-    const std::string& type, const std::map<std::string, std::vector<Var>>& inputs,
-    AttrMap attrs, const std::vector<std::string>& outputs,
-    const std::map<std::string, std::string>& output_names) {
+    const std::string& type, const std::map<std::string, std::vector<Var>>& inputs, AttrMap attrs,
+    const std::vector<std::string>& outputs, const std::map<std::string, std::string>& output_names,
+    const std::map<std::string, int>& output_counts) {
   std::map<std::string, std::vector<Var>> result;
   if (!status_.ok()) return result;
   absl::StatusOr<const OpSchema*> schema = OpRegistry::Global().Find(type);
@@ -194,10 +194,17 @@ std::map<std::string, std::vector<Var>> ProgramBuilder::AppendOp(
   }
   const std::string prefix = UniqueName(type);  // "<type>_<n>.tmp_0"
   const std::string stem = prefix.substr(0, prefix.size() - 1);
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    auto named = output_names.find(outputs[i]);
-    op.outputs[outputs[i]] = {named != output_names.end() ? named->second
-                                                          : absl::StrCat(stem, i)};
+  int next_index = 0;
+  for (const std::string& arg : outputs) {
+    auto named = output_names.find(arg);
+    if (named != output_names.end()) {
+      op.outputs[arg] = {named->second};
+      ++next_index;
+      continue;
+    }
+    auto count = output_counts.find(arg);
+    const int n = count == output_counts.end() ? 1 : count->second;
+    for (int i = 0; i < n; ++i) op.outputs[arg].push_back(absl::StrCat(stem, next_index++));
   }
   absl::Status s = (*schema)->Validate(&op);
   if (s.ok() && (*schema)->infer_shape()) {
@@ -419,6 +426,152 @@ Var ProgramBuilder::CropTensor(Var x, Var shape, const std::vector<int64_t>& off
   AttrMap attrs;
   if (!offsets.empty()) attrs["offsets"] = offsets;
   return AppendSingle("crop_tensor", {{"X", {x}}, {"Shape", {shape}}}, std::move(attrs));
+}
+
+namespace {
+
+// The description of layer input `x`, or null after recording an
+// InvalidArgument naming the layer.
+const VarDesc* LayerInput(ProgramBuilder* b, absl::string_view layer, Var x) {
+  const VarDesc* desc = b->main_program().block().FindVar(x.name);
+  if (desc == nullptr) {
+    b->RecordError(absl::InvalidArgumentError(
+        absl::StrCat(layer, ": input '", x.name, "' is not a variable of the program")));
+  }
+  return desc;
+}
+
+// `name`, or a fresh "<type>_<n>" when empty: the prefix of a layer's
+// parameter names.
+std::string LayerPrefix(ProgramBuilder* b, const std::string& name, const std::string& type) {
+  if (!name.empty()) return name;
+  const std::string unique = b->UniqueName(type);  // "<type>_<n>.tmp_0"
+  return unique.substr(0, unique.find('.'));
+}
+
+std::vector<Var> AppendSplit(ProgramBuilder* b, Var x, AttrMap attrs, int64_t pieces) {
+  // At least one output, so that shape inference reports bad attrs.
+  auto out = b->AppendOp("split", {{"X", {x}}}, std::move(attrs), {"Out"}, {},
+                         {{"Out", static_cast<int>(std::max<int64_t>(pieces, 1))}});
+  return out.count("Out") ? out.at("Out") : std::vector<Var>{};
+}
+
+}  // namespace
+
+Var ProgramBuilder::Reshape(Var x, const std::vector<int64_t>& shape) {
+  return AppendSingle("reshape", {{"X", {x}}}, {{"shape", shape}});
+}
+
+Var ProgramBuilder::Transpose(Var x, const std::vector<int64_t>& axis) {
+  return AppendSingle("transpose", {{"X", {x}}}, {{"axis", axis}});
+}
+
+Var ProgramBuilder::Concat(const std::vector<Var>& xs, int64_t axis) {
+  return AppendSingle("concat", {{"X", xs}}, {{"axis", axis}});
+}
+
+std::vector<Var> ProgramBuilder::Split(Var x, int64_t num, int64_t axis) {
+  return AppendSplit(this, x, {{"num", num}, {"axis", axis}}, num);
+}
+
+std::vector<Var> ProgramBuilder::SplitSections(Var x, const std::vector<int64_t>& sections,
+                                               int64_t axis) {
+  return AppendSplit(this, x, {{"sections", sections}, {"axis", axis}},
+                     static_cast<int64_t>(sections.size()));
+}
+
+Var ProgramBuilder::Dropout(Var x, double dropout_prob, bool is_test, int64_t seed) {
+  auto out = AppendOp("dropout", {{"X", {x}}},
+                      {{"dropout_prob", dropout_prob}, {"is_test", is_test}, {"seed", seed}},
+                      {"Out", "Mask"});
+  if (out.empty()) return {};
+  const Var result = out.at("Out")[0];
+  if (seed == 0) {
+    main_.block().mutable_ops().back().attrs["seed"] =
+        static_cast<int64_t>(std::hash<std::string>{}(result.name) >> 1);
+  }
+  main_.block().FindVar(out.at("Mask")[0].name)->stop_gradient = true;
+  return result;
+}
+
+Var ProgramBuilder::Conv2D(Var input, int64_t num_filters, int64_t filter_size, int64_t stride,
+                           int64_t padding, int64_t groups, bool with_bias, const std::string& name,
+                           Initializer w_init) {
+  if (!status_.ok()) return {};
+  const VarDesc* desc = LayerInput(this, "Conv2D", input);
+  if (desc == nullptr) return {};
+  const Shape& shape = desc->shape;
+  if (shape.rank() != 4 || shape.dim(1) < 0 || groups < 1 || shape.dim(1) % groups != 0 ||
+      num_filters < 1 || filter_size < 1) {
+    RecordError(absl::InvalidArgumentError(
+        absl::StrCat("Conv2D: input '", input.name, "' ", shape.ToString(), " with groups ", groups,
+                     ", num_filters ", num_filters, " and filter_size ", filter_size,
+                     ": need NCHW input with known channels divisible by groups, num_filters and "
+                     "filter_size >= 1")));
+    return {};
+  }
+  const std::string prefix = LayerPrefix(this, name, "conv2d");
+  const Var filter = CreateParameter(
+      prefix + ".w_0", desc->dtype,
+      Shape({num_filters, shape.dim(1) / groups, filter_size, filter_size}), w_init);
+  Var out = AppendSingle("conv2d", {{"Input", {input}}, {"Filter", {filter}}},
+                         {{"strides", std::vector<int64_t>{stride, stride}},
+                          {"paddings", std::vector<int64_t>{padding, padding}},
+                          {"groups", groups}},
+                         "Output");
+  if (!with_bias) return out;
+  const Var bias =
+      CreateParameter(prefix + ".b_0", desc->dtype, Shape({num_filters}), Initializer::Constant(0));
+  return ElementwiseAdd(out, bias, /*axis=*/1);
+}
+
+Var ProgramBuilder::Pool2D(Var x, int64_t pool_size, const std::string& pool_type,
+                           int64_t pool_stride, int64_t pool_padding, bool global_pooling,
+                           bool exclusive) {
+  return AppendSingle("pool2d", {{"X", {x}}},
+                      {{"pooling_type", pool_type},
+                       {"ksize", std::vector<int64_t>{pool_size, pool_size}},
+                       {"strides", std::vector<int64_t>{pool_stride, pool_stride}},
+                       {"paddings", std::vector<int64_t>{pool_padding, pool_padding}},
+                       {"global_pooling", global_pooling},
+                       {"exclusive", exclusive}});
+}
+
+Var ProgramBuilder::LayerNorm(Var x, int64_t begin_norm_axis, double epsilon, bool scale,
+                              bool shift, const std::string& name) {
+  if (!status_.ok()) return {};
+  const VarDesc* desc = LayerInput(this, "LayerNorm", x);
+  if (desc == nullptr) return {};
+  const Shape& shape = desc->shape;
+  const int64_t axis = begin_norm_axis < 0 ? begin_norm_axis + shape.rank() : begin_norm_axis;
+  int64_t d = axis >= 0 && axis < shape.rank() ? 1 : -1;
+  for (int i = static_cast<int>(std::max<int64_t>(axis, 0)); d > 0 && i < shape.rank(); ++i) {
+    d = shape.dim(i) < 0 ? -1 : d * shape.dim(i);
+  }
+  if (d <= 0) {
+    RecordError(absl::InvalidArgumentError(absl::StrCat(
+        "LayerNorm: input '", x.name, "' ", shape.ToString(), " with begin_norm_axis ",
+        begin_norm_axis, ": need an axis in [-rank, rank) and known, non-empty dims from it on")));
+    return {};
+  }
+  const std::string prefix = LayerPrefix(this, name, "layer_norm");
+  std::map<std::string, std::vector<Var>> inputs = {{"X", {x}}};
+  if (scale) {
+    inputs["Scale"] = {
+        CreateParameter(prefix + ".scale_0", desc->dtype, Shape({d}), Initializer::Constant(1))};
+  }
+  if (shift) {
+    inputs["Bias"] = {
+        CreateParameter(prefix + ".b_0", desc->dtype, Shape({d}), Initializer::Constant(0))};
+  }
+  auto out =
+      AppendOp("layer_norm", inputs, {{"begin_norm_axis", begin_norm_axis}, {"epsilon", epsilon}},
+               {"Y", "Mean", "Variance"});
+  if (out.empty()) return {};
+  for (const char* stat : {"Mean", "Variance"}) {
+    main_.block().FindVar(out.at(stat)[0].name)->stop_gradient = true;
+  }
+  return out.at("Y")[0];
 }
 
 }  // namespace tandem

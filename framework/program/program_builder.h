@@ -127,11 +127,14 @@ class ProgramBuilder {
 
   // Generic op: validates against the schema, creates outputs named
   // "<type>_<n>.tmp_<i>" (or `output_names` for the given args), runs shape
-  // inference and appends the op. Returns the output vars by argument.
+  // inference and appends the op. An output listed in `output_counts` is
+  // bound to that many variables (a duplicable output such as split's Out);
+  // the others to one. Returns the output vars by argument.
   std::map<std::string, std::vector<Var>> AppendOp(
-      const std::string& type, const std::map<std::string, std::vector<Var>>& inputs,
-      AttrMap attrs, const std::vector<std::string>& outputs,
-      const std::map<std::string, std::string>& output_names = {});
+      const std::string& type, const std::map<std::string, std::vector<Var>>& inputs, AttrMap attrs,
+      const std::vector<std::string>& outputs,
+      const std::map<std::string, std::string>& output_names = {},
+      const std::map<std::string, int>& output_counts = {});
 
   // One method per op (see ops/ for their semantics).
   Var FillConstant(const std::vector<int64_t>& shape, DataType dtype, double value);
@@ -184,6 +187,40 @@ class ProgramBuilder {
   Var Slice(Var x, const std::vector<int64_t>& axes, const std::vector<int64_t>& starts,
             const std::vector<int64_t>& ends);
   Var CropTensor(Var x, Var shape, const std::vector<int64_t>& offsets = {});
+  // x with dims `shape` (0 copies x's dim, one -1 is inferred); shares x's
+  // buffer at run time.
+  Var Reshape(Var x, const std::vector<int64_t>& shape);
+  Var Transpose(Var x, const std::vector<int64_t>& axis);
+  Var Concat(const std::vector<Var>& xs, int64_t axis = 0);
+  // x cut along `axis` into `num` equal pieces, or into pieces of the given
+  // `sections` sizes (one may be -1: the rest).
+  std::vector<Var> Split(Var x, int64_t num, int64_t axis = 0);
+  std::vector<Var> SplitSections(Var x, const std::vector<int64_t>& sections, int64_t axis = 0);
+  // Seeded dropout (upscale_in_train; is_test: identity). Seed 0 derives
+  // one from the output's name, so two dropout ops draw different masks;
+  // the kernel adds its run count, so every step draws a new one. The bool
+  // Mask output is stop_gradient.
+  Var Dropout(Var x, double dropout_prob = 0.5, bool is_test = false, int64_t seed = 0);
+  // A 2-D convolution of NCHW `input` (channels C = input dim 1, known)
+  // with a new filter parameter "<name>.w_0" [num_filters, C / groups,
+  // filter_size, filter_size] (`w_init`, Xavier-uniform by default) and,
+  // when with_bias, "<name>.b_0" [num_filters] (zeros) added per output
+  // channel; both are created on the current device with input's dtype.
+  // `name` defaults to a fresh "conv2d_<n>".
+  Var Conv2D(Var input, int64_t num_filters, int64_t filter_size, int64_t stride = 1,
+             int64_t padding = 0, int64_t groups = 1, bool with_bias = true,
+             const std::string& name = "", Initializer w_init = Initializer::XavierUniform());
+  // Max or average ("max" / "avg") pooling of NCHW x over square windows.
+  Var Pool2D(Var x, int64_t pool_size, const std::string& pool_type = "max",
+             int64_t pool_stride = 1, int64_t pool_padding = 0, bool global_pooling = false,
+             bool exclusive = true);
+  // layer_norm of x over dims [begin_norm_axis, rank) (known, D elements in
+  // all) with parameters "<name>.scale_0" [D] (ones) when `scale` and
+  // "<name>.b_0" [D] (zeros) when `shift`, created on the current device
+  // with x's dtype. Returns Y; Mean and Variance are stop_gradient. `name`
+  // defaults to a fresh "layer_norm_<n>".
+  Var LayerNorm(Var x, int64_t begin_norm_axis = 1, double epsilon = 1e-5, bool scale = true,
+                bool shift = true, const std::string& name = "");
 
   // Records `error` as the sticky status if none is recorded yet.
   void RecordError(absl::Status error);

@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "framework/op/op_desc.h"
 #include "framework/types/data_type.h"
 #include "framework/types/shape.h"
 
@@ -53,6 +54,64 @@ absl::Status CheckCropShapeArg(absl::string_view op, DataType dtype, const Shape
 // dim 1 of X [1, 3, 8, 8]", or a negative offset or size other than -1.
 absl::StatusOr<Box> CropBox(absl::string_view op, const Shape& x, absl::Span<const int64_t> sizes,
                             absl::Span<const int64_t> offsets);
+
+// Out of reshape: attr `shape` with 0 copying X's dim at the same index and
+// one -1 inferred from the element count. Dims of X that are not known yet
+// (-1) give -1 where they matter. InvalidArgument naming the op, X's shape
+// and element count and the target shape: "op 'reshape': cannot reshape X
+// [2, 3] (6 elements) to [4, 2] (8 elements)", and for a second -1, a dim
+// below -1 or a 0 past X's rank.
+absl::StatusOr<Shape> ReshapeShape(absl::string_view op, const Shape& x,
+                                   absl::Span<const int64_t> shape);
+
+// Out of transpose: Out.dim(k) = X.dim(axis[k]). `axis` must hold each of
+// 0 .. rank(X) - 1 once; InvalidArgument naming the op, axis and X's shape
+// otherwise.
+absl::StatusOr<Shape> TransposeShape(absl::string_view op, const Shape& x,
+                                     absl::Span<const int64_t> axis);
+// The permutation that undoes `axis` (transpose_grad's).
+std::vector<int64_t> InversePermutation(absl::Span<const int64_t> axis);
+
+// Geometry of concatenating (or splitting) tensors along `axis`: `outer` is
+// the product of the dims before it, `inner` of the dims after it (each -1
+// if a dim it multiplies is not known yet), and piece i spans sizes[i]
+// along it.
+struct AxisPieces {
+  int axis = 0;
+  int64_t outer = 1, inner = 1;
+  std::vector<int64_t> sizes;
+  Shape whole;  // the concatenated shape
+};
+
+// concat of tensors with shapes `xs` (at least one, the same rank, equal
+// dims except along `axis`; negative counts from the end). Unknown dims
+// (-1) are allowed at build time: the axis dim of the result is -1 if any
+// piece's is, other dims take any known value. InvalidArgument naming the
+// op, the offending X[i] and its shape otherwise.
+absl::StatusOr<AxisPieces> ConcatGeometry(absl::string_view op, absl::Span<const Shape> xs,
+                                          int64_t axis);
+
+// split of X along `axis` (negative counts from the end) into `num` equal
+// pieces (num > 0; X.dim(axis) must be a multiple of num) or into
+// `sections` (num == 0: sizes >= 0, at most one -1 taking the rest; they
+// must add up to X.dim(axis)). A dim not known yet gives pieces of size -1
+// where they depend on it. InvalidArgument naming the op, the attributes and
+// X's shape otherwise.
+absl::StatusOr<AxisPieces> SplitGeometry(absl::string_view op, const Shape& x, int64_t axis,
+                                         int64_t num, absl::Span<const int64_t> sections);
+// The shape of piece i of `p`: p.whole with p.sizes[i] along p.axis.
+Shape PieceShape(const AxisPieces& p, int i);
+
+// The number of variables `op` binds to output `arg` (0 if none).
+size_t BoundCount(const OpDesc& op, absl::string_view arg);
+
+// Attr grad_positions of concat_grad and split_grad: the pieces (of `n`)
+// whose gradients are bound, strictly increasing in [0, n); empty means all
+// n. Returns the positions as a list of size the number of bound gradients;
+// InvalidArgument naming the op otherwise.
+absl::StatusOr<std::vector<int64_t>> GradPositions(absl::string_view op,
+                                                   absl::Span<const int64_t> grad_positions,
+                                                   int64_t n);
 
 }  // namespace tandem
 

@@ -1,5 +1,6 @@
 #include "ops/array/shape_fns.h"
 
+#include "framework/base/status_macros.h"
 #include "framework/op/op_schema.h"
 #include "framework/tensor/tensor.h"
 #include "framework/testing/status_matchers.h"
@@ -188,6 +189,256 @@ TEST(ArraySchemas, ShapeSliceAndGradients) {
   GradContext want_shape{{"shape"}, [](const std::string&) { return std::nullopt; }};
   ASSERT_OK_AND_ASSIGN(grads, crop->grad_maker()(c, want_shape));
   EXPECT_TRUE(grads.empty());
+}
+
+TEST(ReshapeShape, ZeroCopiesAndMinusOneInfers) {
+  EXPECT_THAT(ReshapeShape("reshape", Shape({2, 3}), {3, 2}), IsOkAndHolds(Shape({3, 2})));
+  EXPECT_THAT(ReshapeShape("reshape", Shape({2, 3, 4}), {-1}), IsOkAndHolds(Shape({24})));
+  EXPECT_THAT(ReshapeShape("reshape", Shape({2, 3, 4}), {0, -1}), IsOkAndHolds(Shape({2, 12})));
+  EXPECT_THAT(ReshapeShape("reshape", Shape({5}), {1, 5, 1}), IsOkAndHolds(Shape({1, 5, 1})));
+  EXPECT_THAT(ReshapeShape("reshape", Shape(), {1, 1}), IsOkAndHolds(Shape({1, 1})));
+  EXPECT_THAT(ReshapeShape("reshape", Shape({0, 4}), {-1, 2}), IsOkAndHolds(Shape({0, 2})));
+  // Unknown dims (build time) stay unknown where they matter.
+  EXPECT_THAT(ReshapeShape("reshape", Shape({-1, 3, 4}), {0, -1}), IsOkAndHolds(Shape({-1, -1})));
+  EXPECT_THAT(ReshapeShape("reshape", Shape({-1, 3, 4}), {-1, 12}), IsOkAndHolds(Shape({-1, 12})));
+}
+
+TEST(ReshapeShape, BadShapesNameBothShapesAndCounts) {
+  EXPECT_THAT(ReshapeShape("reshape", Shape({2, 3}), {4, 2}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "op 'reshape': cannot reshape X [2, 3] (6 elements) to [4, 2] "
+                       "(8 elements)"));
+  EXPECT_THAT(ReshapeShape("reshape", Shape({2, 3}), {4, -1}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "op 'reshape': cannot reshape X [2, 3] (6 elements) to [4, -1]: 6 "
+                       "elements are not a multiple of the other dims' product 4"));
+  EXPECT_THAT(ReshapeShape("reshape", Shape({3, 0}), {-1, 0}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("the -1 is undefined when the other dims' product is 0")));
+  EXPECT_THAT(ReshapeShape("reshape", Shape({6}), {-1, -1}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "op 'reshape': attribute shape [-1, -1] has more than one -1"));
+  EXPECT_THAT(ReshapeShape("reshape", Shape({6}), {2, -3}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "op 'reshape': attribute shape [2, -3] has invalid dim -3 at index 1 "
+                       "(need >= -1)"));
+  EXPECT_THAT(ReshapeShape("reshape", Shape({6}), {6, 0}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "op 'reshape': attribute shape [6, 0] has 0 (copy X's dim) at index 1 "
+                       "but X [6] has rank 1"));
+  EXPECT_THAT(ReshapeShape("reshape", Shape({6}), {int64_t{1} << 40, int64_t{1} << 40}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("more than 2^63")));
+}
+
+TEST(TransposeShape, PermutesAndRejectsNonPermutations) {
+  EXPECT_THAT(TransposeShape("transpose", Shape({2, 3, 4}), {2, 0, 1}),
+              IsOkAndHolds(Shape({4, 2, 3})));
+  EXPECT_THAT(TransposeShape("transpose", Shape(), {}), IsOkAndHolds(Shape()));
+  EXPECT_THAT(InversePermutation({2, 0, 1}), ElementsAre(1, 2, 0));
+  for (const std::vector<int64_t>& bad :
+       {std::vector<int64_t>{0, 0, 1}, std::vector<int64_t>{0, 1}, std::vector<int64_t>{0, 1, 3},
+        std::vector<int64_t>{-1, 0, 1}}) {
+    EXPECT_THAT(TransposeShape("transpose", Shape({2, 3, 4}), bad),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         HasSubstr("is not a permutation of the 3 dims of X [2, 3, 4] (need "
+                                   "each of 0..2 once)")));
+  }
+}
+
+TEST(ConcatGeometry, JoinsAlongAxis) {
+  ASSERT_OK_AND_ASSIGN(AxisPieces p,
+                       ConcatGeometry("concat", {Shape({2, 3, 4}), Shape({2, 5, 4})}, 1));
+  EXPECT_EQ(p.axis, 1);
+  EXPECT_EQ(p.whole, Shape({2, 8, 4}));
+  EXPECT_EQ(p.outer, 2);
+  EXPECT_EQ(p.inner, 4);
+  EXPECT_THAT(p.sizes, ElementsAre(3, 5));
+  EXPECT_EQ(PieceShape(p, 1), Shape({2, 5, 4}));
+  ASSERT_OK_AND_ASSIGN(p, ConcatGeometry("concat", {Shape({2, 3}), Shape({2, 0})}, -1));
+  EXPECT_EQ(p.whole, Shape({2, 3}));
+  // Unknown dims: the axis dim becomes unknown, others take a known value.
+  ASSERT_OK_AND_ASSIGN(p, ConcatGeometry("concat", {Shape({-1, 3}), Shape({4, -1})}, 1));
+  EXPECT_EQ(p.whole, Shape({4, -1}));
+  EXPECT_EQ(p.inner, 1);
+}
+
+TEST(ConcatGeometry, MismatchesNameTheOffendingX) {
+  EXPECT_THAT(ConcatGeometry("concat", {Shape({2, 3}), Shape({3, 3})}, 1),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "op 'concat': X[1] [3, 3] differs from X[0] [2, 3] in dim 0 (only the "
+                       "concatenation axis 1 may differ)"));
+  EXPECT_THAT(ConcatGeometry("concat", {Shape({2, 3}), Shape({3})}, 0),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "op 'concat': X[1] [3] has rank 1 but X[0] [2, 3] has rank 2"));
+  EXPECT_THAT(ConcatGeometry("concat", {Shape({2, 3})}, 2),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "op 'concat': axis 2 is out of range for X[0] [2, 3] (need -2 <= axis "
+                       "< 2)"));
+  EXPECT_THAT(ConcatGeometry("concat", {}, 0),
+              StatusIs(absl::StatusCode::kInvalidArgument, "op 'concat': X is an empty list"));
+}
+
+TEST(SplitGeometry, NumOrSections) {
+  ASSERT_OK_AND_ASSIGN(AxisPieces p, SplitGeometry("split", Shape({6, 2}), 0, 3, {}));
+  EXPECT_THAT(p.sizes, ElementsAre(2, 2, 2));
+  EXPECT_EQ(p.outer, 1);
+  EXPECT_EQ(p.inner, 2);
+  ASSERT_OK_AND_ASSIGN(p, SplitGeometry("split", Shape({2, 6}), -1, 0, {1, -1, 2}));
+  EXPECT_THAT(p.sizes, ElementsAre(1, 3, 2));
+  EXPECT_EQ(PieceShape(p, 1), Shape({2, 3}));
+  ASSERT_OK_AND_ASSIGN(p, SplitGeometry("split", Shape({2, 6}), 1, 0, {6, 0}));
+  EXPECT_THAT(p.sizes, ElementsAre(6, 0));
+  ASSERT_OK_AND_ASSIGN(p, SplitGeometry("split", Shape({-1, 4}), 0, 2, {}));
+  EXPECT_THAT(p.sizes, ElementsAre(-1, -1));
+}
+
+TEST(SplitGeometry, BadAttributesAreInvalidArgument) {
+  EXPECT_THAT(SplitGeometry("split", Shape({5, 2}), 0, 2, {}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "op 'split': num 2 does not divide dim 5 for X [5, 2] along axis 0"));
+  EXPECT_THAT(SplitGeometry("split", Shape({5}), 0, 0, {2, 2}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "op 'split': sections [2, 2] add up to 4, not dim 5 for X [5] along "
+                       "axis 0"));
+  EXPECT_THAT(SplitGeometry("split", Shape({5}), 0, 0, {4, -1, 2}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("sections [4, -1, 2] add up to 6 (plus the -1), not dim 5")));
+  EXPECT_THAT(SplitGeometry("split", Shape({5}), 0, 0, {-1, -1}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("sections [-1, -1] is invalid for X [5] along axis 0")));
+  EXPECT_THAT(SplitGeometry("split", Shape({5}), 0, 0, {}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "op 'split': give either num > 0 or sections, got num 0 and sections []"));
+  EXPECT_THAT(SplitGeometry("split", Shape({4}), 0, 2, {2, 2}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("give either num")));
+}
+
+TEST(GradPositions, EmptyMeansAll) {
+  EXPECT_THAT(GradPositions("concat_grad", {}, 3), IsOkAndHolds(ElementsAre(0, 1, 2)));
+  EXPECT_THAT(GradPositions("concat_grad", {0, 2}, 3), IsOkAndHolds(ElementsAre(0, 2)));
+  EXPECT_THAT(GradPositions("concat_grad", {2, 0}, 3),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "op 'concat_grad': attribute grad_positions [2, 0] must be strictly "
+                       "increasing positions in [0, 3)"));
+  EXPECT_THAT(GradPositions("concat_grad", {3}, 3),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("in [0, 3)")));
+}
+
+// Runs `type`'s shape inference on `op` with the given input metas.
+absl::StatusOr<std::map<std::string, std::vector<TensorMeta>>> Infer(
+    OpDesc op, std::map<std::string, std::vector<TensorMeta>> inputs) {
+  ASSIGN_OR_RETURN(const OpSchema* schema, OpRegistry::Global().Find(op.type));
+  RETURN_IF_ERROR(schema->Validate(&op));
+  InferShapeContext ctx(op, std::move(inputs));
+  RETURN_IF_ERROR(schema->infer_shape()(&ctx));
+  return ctx.outputs();
+}
+
+TensorMeta F32(const Shape& s) { return TensorMeta{DataType::kFloat32, s}; }
+
+TEST(LayoutSchemas, ReshapeAndTranspose) {
+  OpDesc r;
+  r.type = "reshape";
+  r.inputs = {{"X", {"x"}}};
+  r.outputs = {{"Out", {"y"}}};
+  r.attrs = {{"shape", std::vector<int64_t>{0, -1}}};
+  ASSERT_OK_AND_ASSIGN(auto out, Infer(r, {{"X", {F32(Shape({2, 3, 4}))}}}));
+  EXPECT_EQ(out.at("Out")[0], F32(Shape({2, 12})));
+  ASSERT_OK_AND_ASSIGN(const OpSchema* reshape, OpRegistry::Global().Find("reshape"));
+  GradContext want_x{{"x"}, [](const std::string&) { return std::nullopt; }};
+  ASSERT_OK_AND_ASSIGN(std::vector<OpDesc> grads, reshape->grad_maker()(r, want_x));
+  ASSERT_EQ(grads.size(), 1u);
+  EXPECT_EQ(grads[0].DebugString(), "reshape_grad(Out@GRAD=[y@GRAD], X=[x]) -> (X@GRAD=[x@GRAD])");
+  EXPECT_THAT(Infer(grads[0], {{"X", {F32(Shape({2, 3, 4}))}}, {"Out@GRAD", {F32(Shape({4, 5}))}}}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "op 'reshape_grad': Out@GRAD float32[4, 5] does not match X "
+                       "float32[2, 3, 4] (same dtype and element count needed)"));
+
+  OpDesc t;
+  t.type = "transpose";
+  t.inputs = {{"X", {"x"}}};
+  t.outputs = {{"Out", {"y"}}};
+  t.attrs = {{"axis", std::vector<int64_t>{1, 2, 0}}};
+  ASSERT_OK_AND_ASSIGN(out, Infer(t, {{"X", {F32(Shape({2, 3, 4}))}}}));
+  EXPECT_EQ(out.at("Out")[0], F32(Shape({3, 4, 2})));
+  ASSERT_OK_AND_ASSIGN(const OpSchema* transpose, OpRegistry::Global().Find("transpose"));
+  ASSERT_OK_AND_ASSIGN(grads, transpose->grad_maker()(t, want_x));
+  ASSERT_EQ(grads.size(), 1u);
+  ASSERT_OK_AND_ASSIGN(out, Infer(grads[0], {{"Out@GRAD", {F32(Shape({3, 4, 2}))}}}));
+  EXPECT_EQ(out.at("X@GRAD")[0], F32(Shape({2, 3, 4})));
+}
+
+TEST(LayoutSchemas, ConcatAndItsPartialGradient) {
+  OpDesc c;
+  c.type = "concat";
+  c.inputs = {{"X", {"a", "b", "c"}}};
+  c.outputs = {{"Out", {"y"}}};
+  c.attrs = {{"axis", int64_t{1}}};
+  ASSERT_OK_AND_ASSIGN(
+      auto out, Infer(c, {{"X", {F32(Shape({2, 1})), F32(Shape({2, 2})), F32(Shape({2, 3}))}}}));
+  EXPECT_EQ(out.at("Out")[0], F32(Shape({2, 6})));
+  EXPECT_THAT(Infer(c, {{"X",
+                         {F32(Shape({2, 1})), TensorMeta{DataType::kInt32, Shape({2, 2})},
+                          F32(Shape({2, 3}))}}}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "op 'concat': X[1] is int32 but X[0] is float32"));
+
+  ASSERT_OK_AND_ASSIGN(const OpSchema* concat, OpRegistry::Global().Find("concat"));
+  GradContext want_ac{{"a", "c"}, [](const std::string&) { return std::nullopt; }};
+  ASSERT_OK_AND_ASSIGN(std::vector<OpDesc> grads, concat->grad_maker()(c, want_ac));
+  ASSERT_EQ(grads.size(), 1u);
+  EXPECT_EQ(grads[0].DebugString(),
+            "concat_grad(Out@GRAD=[y@GRAD], X=[a, b, c]) -> (X@GRAD=[a@GRAD, c@GRAD]) "
+            "{axis=1, grad_positions=[0, 2]}");
+  ASSERT_OK_AND_ASSIGN(
+      out, Infer(grads[0], {{"X", {F32(Shape({2, 1})), F32(Shape({2, 2})), F32(Shape({2, 3}))}},
+                            {"Out@GRAD", {F32(Shape({2, 6}))}}}));
+  ASSERT_EQ(out.at("X@GRAD").size(), 2u);
+  EXPECT_EQ(out.at("X@GRAD")[1], F32(Shape({2, 3})));
+  GradContext want_all{{"a", "b", "c"}, [](const std::string&) { return std::nullopt; }};
+  ASSERT_OK_AND_ASSIGN(grads, concat->grad_maker()(c, want_all));
+  EXPECT_EQ(grads[0].attrs.at("grad_positions"), AttrValue(std::vector<int64_t>{}));
+  GradContext want_none{{}, [](const std::string&) { return std::nullopt; }};
+  ASSERT_OK_AND_ASSIGN(grads, concat->grad_maker()(c, want_none));
+  EXPECT_TRUE(grads.empty());
+}
+
+TEST(LayoutSchemas, SplitBindsOneVariablePerPiece) {
+  OpDesc s;
+  s.type = "split";
+  s.inputs = {{"X", {"x"}}};
+  s.outputs = {{"Out", {"p0", "p1", "p2"}}};
+  s.attrs = {{"axis", int64_t{-1}}, {"sections", std::vector<int64_t>{1, -1, 1}}};
+  ASSERT_OK_AND_ASSIGN(auto out, Infer(s, {{"X", {F32(Shape({2, 5}))}}}));
+  ASSERT_EQ(out.at("Out").size(), 3u);
+  EXPECT_EQ(out.at("Out")[1], F32(Shape({2, 3})));
+  OpDesc two = s;
+  two.outputs["Out"] = {"p0", "p1"};
+  EXPECT_THAT(Infer(two, {{"X", {F32(Shape({2, 5}))}}}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "op 'split': Out has 2 variables but X [2, 5] is split into 3 pieces"));
+
+  // Only the pieces whose gradients exist feed split_grad; the rest are zeros.
+  ASSERT_OK_AND_ASSIGN(const OpSchema* split, OpRegistry::Global().Find("split"));
+  ASSERT_OK(split->Validate(&s));
+  GradContext ctx{{"x"}, [](const std::string& var) -> std::optional<TensorMeta> {
+                    if (var == "p2@GRAD") return F32(Shape({2, 1}));
+                    return std::nullopt;
+                  }};
+  ASSERT_OK_AND_ASSIGN(std::vector<OpDesc> grads, split->grad_maker()(s, ctx));
+  ASSERT_EQ(grads.size(), 1u);
+  EXPECT_EQ(grads[0].DebugString(),
+            "split_grad(Out@GRAD=[p2@GRAD], X=[x]) -> (X@GRAD=[x@GRAD]) {axis=-1, "
+            "grad_positions=[2], num=0, sections=[1, -1, 1]}");
+  ASSERT_OK_AND_ASSIGN(
+      out, Infer(grads[0], {{"X", {F32(Shape({2, 5}))}}, {"Out@GRAD", {F32(Shape({2, 1}))}}}));
+  EXPECT_EQ(out.at("X@GRAD")[0], F32(Shape({2, 5})));
+  EXPECT_THAT(Infer(grads[0], {{"X", {F32(Shape({2, 5}))}}, {"Out@GRAD", {F32(Shape({2, 3}))}}}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "op 'split_grad': Out@GRAD[0] is float32[2, 3], expected float32[2, 1]"));
+  GradContext none{{"x"}, [](const std::string&) { return std::nullopt; }};
+  EXPECT_THAT(split->grad_maker()(s, none),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("no gradient")));
 }
 
 }  // namespace

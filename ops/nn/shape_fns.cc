@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "framework/base/status_macros.h"
 #include "ops/math/shape_fns.h"
 
@@ -33,6 +34,168 @@ absl::StatusOr<int64_t> PaddingRow(absl::string_view op, int64_t padding_idx, in
         rows, " rows (need -1 for none, or ", -rows, " <= padding_idx < ", rows, ")"));
   }
   return row;
+}
+
+namespace {
+
+// A two-value (height, width) ints attribute whose values are >= `min`.
+absl::Status ReadPair(const OpDesc& op, absl::string_view name, int64_t min, int64_t* h,
+                      int64_t* w) {
+  ASSIGN_OR_RETURN(std::vector<int64_t> v, GetAttr<std::vector<int64_t>>(op.attrs, name, op.type));
+  if (v.size() != 2 || v[0] < min || v[1] < min) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("op '", op.type, "': attribute ", name, " [", absl::StrJoin(v, ", "),
+                     "] must be two values (height, width) >= ", min));
+  }
+  *h = v[0];
+  *w = v[1];
+  return absl::OkStatus();
+}
+
+// (size + 2 * pad - window) / stride + 1, or -1 if size is unknown.
+int64_t OutputSize(int64_t size, int64_t pad, int64_t window, int64_t stride) {
+  if (size < 0) return -1;
+  const int64_t span = size + 2 * pad - window;
+  return span < 0 ? 0 : span / stride + 1;
+}
+
+absl::Status CheckRank4(absl::string_view op, absl::string_view arg, const Shape& s,
+                        absl::string_view layout) {
+  if (s.rank() == 4) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("op '", op, "': ", arg, " must be 4-D ", layout, ", got ", s.ToString()));
+}
+
+}  // namespace
+
+absl::Status CheckDropoutProb(absl::string_view op, double dropout_prob) {
+  if (dropout_prob >= 0 && dropout_prob <= 1) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("op '", op, "': attribute dropout_prob is ",
+                                                 dropout_prob, ", need 0 <= dropout_prob <= 1"));
+}
+
+absl::StatusOr<Conv2DParams> ReadConv2DParams(const OpDesc& op) {
+  Conv2DParams p;
+  RETURN_IF_ERROR(ReadPair(op, "strides", 1, &p.stride_h, &p.stride_w));
+  RETURN_IF_ERROR(ReadPair(op, "paddings", 0, &p.pad_h, &p.pad_w));
+  RETURN_IF_ERROR(ReadPair(op, "dilations", 1, &p.dilation_h, &p.dilation_w));
+  ASSIGN_OR_RETURN(p.groups, GetAttr<int64_t>(op.attrs, "groups", op.type));
+  if (p.groups < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("op '", op.type, "': attribute groups is ", p.groups, ", need >= 1"));
+  }
+  return p;
+}
+
+absl::StatusOr<Conv2DGeometry> Conv2DShape(absl::string_view op, const Shape& input,
+                                           const Shape& filter, const Conv2DParams& p) {
+  RETURN_IF_ERROR(CheckRank4(op, "Input", input, "[N, C, H, W]"));
+  RETURN_IF_ERROR(CheckRank4(op, "Filter", filter, "[M, C / groups, KH, KW]"));
+  Conv2DGeometry g;
+  g.p = p;
+  g.n = input.dim(0);
+  g.c = input.dim(1);
+  g.h = input.dim(2);
+  g.w = input.dim(3);
+  g.m = filter.dim(0);
+  g.kh = filter.dim(2);
+  g.kw = filter.dim(3);
+  const std::string shapes = absl::StrCat("Input ", input.ToString(), " and Filter ",
+                                          filter.ToString(), " with groups ", p.groups);
+  if (g.c >= 0 && filter.dim(1) >= 0 && g.c != filter.dim(1) * p.groups) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "op '", op, "': ", shapes, ": Input's channels must equal Filter.dim(1) * groups"));
+  }
+  if (g.m >= 0 && g.m % p.groups != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("op '", op, "': ", shapes, ": Filter.dim(0) must be a multiple of groups"));
+  }
+  if (g.m == 0 || g.kh == 0 || g.kw == 0 || filter.dim(1) == 0 || g.h == 0 || g.w == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("op '", op, "': ", shapes, ": Filter and Input's planes must not be empty"));
+  }
+  g.oh = OutputSize(g.h, p.pad_h, p.dilation_h * (g.kh - 1) + 1, p.stride_h);
+  g.ow = OutputSize(g.w, p.pad_w, p.dilation_w * (g.kw - 1) + 1, p.stride_w);
+  if ((g.kh >= 0 && g.oh == 0) || (g.kw >= 0 && g.ow == 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("op '", op, "': ", shapes, ", paddings [", p.pad_h, ", ", p.pad_w,
+                     "] and dilations [", p.dilation_h, ", ", p.dilation_w,
+                     "]: the (dilated) filter is larger than the padded input"));
+  }
+  if (g.kh < 0) g.oh = -1;
+  if (g.kw < 0) g.ow = -1;
+  g.output = Shape({g.n, g.m, g.oh, g.ow});
+  return g;
+}
+
+absl::StatusOr<Pool2DParams> ReadPool2DParams(const OpDesc& op) {
+  Pool2DParams p;
+  ASSIGN_OR_RETURN(std::string type, GetAttr<std::string>(op.attrs, "pooling_type", op.type));
+  if (type != "max" && type != "avg") {
+    return absl::InvalidArgumentError(absl::StrCat("op '", op.type, "': attribute pooling_type \"",
+                                                   type, "\" must be \"max\" or \"avg\""));
+  }
+  p.max = type == "max";
+  ASSIGN_OR_RETURN(p.global, GetAttr<bool>(op.attrs, "global_pooling", op.type));
+  ASSIGN_OR_RETURN(p.exclusive, GetAttr<bool>(op.attrs, "exclusive", op.type));
+  RETURN_IF_ERROR(ReadPair(op, "strides", 1, &p.stride_h, &p.stride_w));
+  if (p.global) {
+    p.stride_h = p.stride_w = 1;
+    return p;
+  }
+  RETURN_IF_ERROR(ReadPair(op, "ksize", 1, &p.kh, &p.kw));
+  RETURN_IF_ERROR(ReadPair(op, "paddings", 0, &p.pad_h, &p.pad_w));
+  if (p.pad_h >= p.kh || p.pad_w >= p.kw) {
+    return absl::InvalidArgumentError(absl::StrCat("op '", op.type, "': paddings [", p.pad_h, ", ",
+                                                   p.pad_w, "] must be smaller than ksize [", p.kh,
+                                                   ", ", p.kw, "]"));
+  }
+  return p;
+}
+
+absl::StatusOr<Pool2DGeometry> Pool2DShape(absl::string_view op, const Shape& x,
+                                           const Pool2DParams& p) {
+  RETURN_IF_ERROR(CheckRank4(op, "X", x, "[N, C, H, W]"));
+  Pool2DGeometry g;
+  g.p = p;
+  g.n = x.dim(0);
+  g.c = x.dim(1);
+  g.h = x.dim(2);
+  g.w = x.dim(3);
+  if (g.h == 0 || g.w == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("op '", op, "': X ", x.ToString(), " has empty planes"));
+  }
+  if (p.global) {
+    g.p.kh = g.h;
+    g.p.kw = g.w;
+    g.oh = g.ow = 1;
+  } else {
+    g.oh = OutputSize(g.h, p.pad_h, p.kh, p.stride_h);
+    g.ow = OutputSize(g.w, p.pad_w, p.kw, p.stride_w);
+    if (g.oh == 0 || g.ow == 0) {
+      return absl::InvalidArgumentError(absl::StrCat("op '", op, "': ksize [", p.kh, ", ", p.kw,
+                                                     "] with paddings [", p.pad_h, ", ", p.pad_w,
+                                                     "] does not fit X ", x.ToString()));
+    }
+  }
+  g.out = Shape({g.n, g.c, g.oh, g.ow});
+  return g;
+}
+
+absl::StatusOr<LayerNormDims> LayerNormShape(absl::string_view op, const Shape& x,
+                                             int64_t begin_norm_axis) {
+  LayerNormDims d;
+  ASSIGN_OR_RETURN(d.axis, NormalizeAxis(op, "X", x, begin_norm_axis));
+  for (int i = 0; i < x.rank(); ++i) {
+    int64_t& product = i < d.axis ? d.rows : d.cols;
+    product = product < 0 || x.dim(i) < 0 ? -1 : product * x.dim(i);
+  }
+  if (d.cols == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "op '", op, "': X ", x.ToString(), " has no elements to normalize from dim ", d.axis));
+  }
+  return d;
 }
 
 }  // namespace tandem

@@ -557,6 +557,7 @@ std::vector<ConformanceCase> AllConformanceCases() {
   AddMathCases(&cases);
   AddClassifierCases(&cases);
   AddTrainingCases(&cases);
+  AddLayerCases(&cases);
   return cases;
 }
 

@@ -18,13 +18,18 @@ namespace tandem {
 
 struct ConformanceCase {
   std::string op;
-  std::string label;                                   // for failure messages
-  std::vector<std::pair<std::string, Tensor>> inputs;  // host tensors, by argument
+  std::string label;  // for failure messages
+  // Host tensors by argument; an argument listed several times binds a list
+  // (e.g. concat's X), in order.
+  std::vector<std::pair<std::string, Tensor>> inputs;
   // Inputs that hold SelectedRows (host values), e.g. a sparse gradient.
   std::vector<std::pair<std::string, SelectedRows>> selected_rows_inputs;
   AttrMap attrs;
   // Output argument -> expected dtype and float64 values.
   std::map<std::string, std::pair<DataType, reference::Array>> expected;
+  // Outputs bound to several variables (e.g. split's Out): argument ->
+  // expected dtype and values of each variable, in order.
+  std::map<std::string, std::vector<std::pair<DataType, reference::Array>>> expected_lists;
   // Outputs expected to hold SelectedRows; compared densified (rows summed
   // into a zero tensor of the dense shape).
   std::set<std::string> selected_rows_outputs;
@@ -40,6 +45,10 @@ std::vector<ConformanceCase> AllConformanceCases();
 
 // Cases of the momentum, adam and gaussian_random kernels (cases_training.cc).
 void AddTrainingCases(std::vector<ConformanceCase>* cases);
+
+// Cases of the reshape, transpose, concat, split, dropout, conv2d, pool2d
+// and layer_norm kernels (cases_layers.cc).
+void AddLayerCases(std::vector<ConformanceCase>* cases);
 
 // Cases of elementwise_sub/mul/div, relu/sigmoid/tanh, reduce_sum/mean and
 // mul (cases_math.cc).

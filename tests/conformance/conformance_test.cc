@@ -85,8 +85,9 @@ absl::StatusOr<std::pair<DataType, reference::Array>> Values(const ConformanceCa
 }
 
 void ExpectClose(const ConformanceCase& c, const std::string& arg,
+                 const std::pair<DataType, reference::Array>& expected,
                  const std::pair<DataType, reference::Array>& got, const Place& place) {
-  const auto& [dtype, want] = c.expected.at(arg);
+  const auto& [dtype, want] = expected;
   ASSERT_EQ(got.first, dtype) << arg;
   ASSERT_EQ(got.second.shape, want.shape) << arg;
   const std::vector<double>& values = got.second.values;
@@ -115,6 +116,11 @@ TEST(Conformance, EveryKernelOnEveryPlaceMatchesReference) {
       op.type = c.op;
       op.attrs = c.attrs;
       for (const auto& [arg, unused] : c.expected) op.outputs[arg] = {arg + "_out"};
+      for (const auto& [arg, list] : c.expected_lists) {
+        for (size_t i = 0; i < list.size(); ++i) {
+          op.outputs[arg].push_back(absl::StrCat(arg, "_out", i));
+        }
+      }
       EagerInputs inputs;
       for (const auto& [arg, t] : c.inputs) inputs[arg].push_back(Fresh(t));
       for (const auto& [arg, r] : c.selected_rows_inputs) {
@@ -127,10 +133,19 @@ TEST(Conformance, EveryKernelOnEveryPlaceMatchesReference) {
         ASSERT_OK_AND_ASSIGN(auto got, Values(c, arg, out[arg][0]));
         const Place want_place = k->def.IsHostMemory(arg) ? CPUPlace() : place;
         EXPECT_EQ(out[arg][0].data_tensor()->place(), want_place) << arg;
-        ExpectClose(c, arg, got, place);
+        ExpectClose(c, arg, c.expected.at(arg), got, place);
+      }
+      for (const auto& [arg, list] : c.expected_lists) {
+        ASSERT_EQ(out[arg].size(), list.size()) << arg;
+        for (size_t i = 0; i < list.size(); ++i) {
+          const std::string name = absl::StrCat(arg, "[", i, "]");
+          ASSERT_OK_AND_ASSIGN(auto got, Values(c, arg, out[arg][i]));
+          EXPECT_EQ(out[arg][i].data_tensor()->place(), place) << name;
+          ExpectClose(c, name, list[i], got, place);
+        }
       }
       for (const auto& [arg, vars] : out) {
-        if (c.expected.count(arg) == 0) {
+        if (c.expected.count(arg) == 0 && c.expected_lists.count(arg) == 0) {
           EXPECT_TRUE(vars.empty() || vars[0].empty()) << "unbound output " << arg << " written";
         }
       }

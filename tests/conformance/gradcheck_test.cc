@@ -1,5 +1,6 @@
 // Central-difference gradient checks: for L = sum(Out * R) with a fixed
-// random R (Out: the case's differentiated output, gradcheck_cases.h), the
+// random R (Out: the case's differentiated output, gradcheck_cases.h; an
+// output bound to several variables sums over them, each with its R), the
 // gradient ops built by each op's GradMaker must match
 // (L(x + eps) - L(x - eps)) / 2eps for every element of every float64
 // input, on every available place. Other inputs (int64 ids, int32 shapes)
@@ -35,17 +36,20 @@ std::vector<double> DenseValues(const Variable& v) {
   return dense;
 }
 
+// sum over the variables i of `output` of sum(Out_i * r[i]).
 double Loss(const OpDesc& op, const std::string& output, const Place& place,
-            const std::map<std::string, Tensor>& vars, const std::vector<double>& r) {
+            const std::map<std::string, Tensor>& vars, const std::vector<std::vector<double>>& r) {
   EagerInputs in;
   for (const auto& [arg, names] : op.inputs) {
     for (const std::string& n : names) in[arg].push_back(Variable(vars.at(n)));
   }
   absl::StatusOr<EagerOutputs> out = RunOpEager(op, place, in);
   CHECK(out.ok()) << out.status();
-  const std::vector<double> v = ToDoubles(out->at(output)[0].tensor());
   double loss = 0;
-  for (size_t i = 0; i < v.size(); ++i) loss += v[i] * r[i];
+  for (size_t k = 0; k < r.size(); ++k) {
+    const std::vector<double> v = ToDoubles(out->at(output)[k].tensor());
+    for (size_t i = 0; i < v.size(); ++i) loss += v[i] * r[k][i];
+  }
   return loss;
 }
 
@@ -55,25 +59,36 @@ void CheckGradients(const GradCase& c, const Place& place) {
   OpDesc fwd = c.op;
   ASSERT_OK(schema->Validate(&fwd));
 
-  // Forward once for the output's shape, then R.
+  // Forward once for the output's shapes, then R (one per variable of the
+  // output, e.g. split's pieces).
   EagerInputs in;
   for (const auto& [arg, names] : fwd.inputs) {
     for (const std::string& n : names) in[arg].push_back(Variable(c.vars.at(n)));
   }
   ASSERT_OK_AND_ASSIGN(EagerOutputs out, RunOpEager(fwd, place, in));
-  const Tensor& out_t = out.at(c.output)[0].tensor();
-  const Tensor r = RandomTensor(DataType::kFloat64, out_t.shape(), 77);
-  const std::vector<double> r_values = ToDoubles(r);
+  const std::vector<std::string>& out_names = fwd.outputs.at(c.output);
+  std::map<std::string, Tensor> r;  // by gradient variable name
+  std::vector<std::vector<double>> r_values;
+  for (size_t k = 0; k < out_names.size(); ++k) {
+    const Tensor rk =
+        RandomTensor(DataType::kFloat64, out.at(c.output)[k].tensor().shape(), 77 + k);
+    r[GradVarName(out_names[k])] = rk;
+    r_values.push_back(ToDoubles(rk));
+  }
 
   // Analytic gradients through the op's gradient ops.
   GradContext gctx;
   for (const auto& [name, t] : c.vars) {
     if (Differentiable(t)) gctx.wanted.push_back(name);
   }
+  // Forward inputs and the output's gradients (which exist) are known.
   gctx.meta = [&](const std::string& var) -> std::optional<TensorMeta> {
-    auto it = c.vars.find(var);
-    if (it == c.vars.end()) return std::nullopt;
-    return TensorMeta{it->second.dtype(), it->second.shape()};
+    const std::map<std::string, Tensor>* const known_vars[] = {&c.vars, &r};
+    for (const std::map<std::string, Tensor>* known : known_vars) {
+      auto it = known->find(var);
+      if (it != known->end()) return TensorMeta{it->second.dtype(), it->second.shape()};
+    }
+    return std::nullopt;
   };
   ASSERT_TRUE(schema->grad_maker()) << c.op.type << " has no gradient";
   ASSERT_OK_AND_ASSIGN(std::vector<OpDesc> grad_ops, schema->grad_maker()(fwd, gctx));
@@ -92,7 +107,7 @@ void CheckGradients(const GradCase& c, const Place& place) {
   for (const auto& [arg, names] : fwd.outputs) {
     for (size_t i = 0; i < names.size(); ++i) env[names[i]] = out.at(arg)[i];
   }
-  env[GradVarName(fwd.Output(c.output))] = Variable(r);
+  for (const auto& [name, t] : r) env[name] = Variable(t);
   for (const OpDesc& g : grad_ops) {
     EagerInputs gin;
     for (const auto& [arg, names] : g.inputs) {
@@ -206,6 +221,7 @@ std::vector<GradCase> Cases() {
        GradOp("crop_tensor", {{"X", {"x"}}, {"Shape", {"shape"}}},
               {{"offsets", std::vector<int64_t>{1, 1}}}),
        {{"x", rnd({3, 4}, 110)}, {"shape", MakeTensor(DataType::kInt32, {2}, {2, -1})}}});
+  AddLayerGradCases(&cases);
   AddMathGradCases(&cases);
   AddClassifierGradCases(&cases);
   return cases;
