@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backends/common/kernel_conformance.h"
+#include "backends/common/layer_ops_conformance.h"
 #include "backends/common/math_kernel_conformance.h"
 #include "backends/common/model_ops_conformance.h"
 #include "backends/sim/sim_device.h"
@@ -31,6 +32,8 @@ INSTANTIATE_TEST_SUITE_P(Sim, MathKernelConformance, ::testing::Values(SimPlace(
 INSTANTIATE_TEST_SUITE_P(Sim, KernelConformance, ::testing::Values(SimPlace(0), SimPlace(1)),
                          PlaceTestName);
 INSTANTIATE_TEST_SUITE_P(Sim, ModelOpsConformance, ::testing::Values(SimPlace(0), SimPlace(1)),
+                         PlaceTestName);
+INSTANTIATE_TEST_SUITE_P(Sim, LayerOpsConformance, ::testing::Values(SimPlace(0), SimPlace(1)),
                          PlaceTestName);
 
 // Every output of `op` on `place`, on the host.
