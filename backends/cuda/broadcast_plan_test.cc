@@ -175,6 +175,31 @@ TEST(PlanReduceTo, MatchesReference) {
   }
 }
 
+TEST(PlanBroadcastTo, MatchesReference) {
+  const std::vector<std::pair<Vec, Vec>> cases = {
+      {{3}, {2, 3}},       {{2, 1}, {2, 3}},       {{2, 3}, {2, 3}},     {{}, {2, 3}},
+      {{3, 1}, {4, 3, 5}}, {{4, 1, 5}, {4, 3, 5}}, {{1, 3}, {0, 3}},     {{}, {}},
+      {{1}, {7}},          {{2, 1, 4, 1}, {2, 3, 4, 5}},
+  };
+  for (const auto& [in_dims, out_dims] : cases) {
+    const Shape in(in_dims), out(out_dims);
+    SCOPED_TRACE(in.ToString() + " -> " + out.ToString());
+    ASSERT_OK_AND_ASSIGN(AddGeometry g, PlanBroadcastTo("reduce_sum_grad", in, out));
+    const Vec iv = Iota(in, 1);
+    int64_t n = 1;
+    for (int d = 0; d < g.rank; ++d) n *= g.dims[d];
+    ASSERT_EQ(n, out.num_elements());
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t rest = i, at = 0;
+      for (int d = g.rank - 1; d >= 0; --d) {
+        at += rest % g.dims[d] * g.x_strides[d];
+        rest /= g.dims[d];
+      }
+      EXPECT_EQ(iv[at], iv[BroadcastOffset(in, out, Coord(out, i))]) << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace cuda
 }  // namespace tandem

@@ -60,7 +60,32 @@ TEST(CudaBackend, KernelsAreRegisteredOnGpu) {
                          "uniform_random",
                          "momentum",
                          "adam",
-                         "gaussian_random"}) {
+                         "gaussian_random",
+                         "elementwise_sub",
+                         "elementwise_sub_grad",
+                         "elementwise_mul",
+                         "elementwise_mul_grad",
+                         "elementwise_div",
+                         "elementwise_div_grad",
+                         "relu",
+                         "relu_grad",
+                         "sigmoid",
+                         "sigmoid_grad",
+                         "tanh",
+                         "tanh_grad",
+                         "reduce_sum",
+                         "reduce_sum_grad",
+                         "reduce_mean",
+                         "reduce_mean_grad",
+                         "mul",
+                         "mul_grad",
+                         "fc",
+                         "fc_grad",
+                         "softmax",
+                         "softmax_grad",
+                         "softmax_with_cross_entropy",
+                         "softmax_with_cross_entropy_grad",
+                         "accuracy"}) {
     EXPECT_TRUE(KernelRegistry::Global().HasKernel(op, DeviceType::GPU())) << op;
   }
 }
@@ -125,6 +150,25 @@ TEST(CudaBackend, NewKernelsDeclareTheirDtypesAndHostMemory) {
     EXPECT_EQ(def->type_constraints(), cpu->type_constraints());
     EXPECT_EQ(def->host_memory_args(), cpu->host_memory_args());
   }
+}
+
+// Every gpu kernel's registration line declares exactly the dtypes and
+// host-memory arguments of the op's cpu kernel.
+TEST(CudaBackend, EveryGpuKernelDeclaresWhatTheCpuKernelDeclares) {
+  int checked = 0;
+  for (const KernelRegistration* gpu : KernelRegistry::Global().AllKernels()) {
+    if (gpu->def.device_type() != DeviceType::GPU()) continue;
+    SCOPED_TRACE(gpu->def.DebugString());
+    const KernelDef* cpu = nullptr;
+    for (const KernelRegistration* k : KernelRegistry::Global().KernelsFor(gpu->def.op())) {
+      if (k->def.device_type() == DeviceType::CPU()) cpu = &k->def;
+    }
+    ASSERT_NE(cpu, nullptr);
+    EXPECT_EQ(gpu->def.type_constraints(), cpu->type_constraints());
+    EXPECT_EQ(gpu->def.host_memory_args(), cpu->host_memory_args());
+    ++checked;
+  }
+  EXPECT_GE(checked, 50);
 }
 
 TEST(CudaBackend, GpuFactoryIsLinkedAndCountsWithoutCrashing) {
@@ -1256,6 +1300,345 @@ TEST_F(GpuTest, GaussianRandomMatchesCpu) {
       }
     }
   }
+}
+
+// Values without zeros (divisors).
+template <typename T>
+std::vector<T> NonZero(int64_t n, int salt) {
+  std::vector<T> v = Values<T>(n, salt);
+  for (T& x : v) {
+    if (x == T(0)) x = T(3);
+  }
+  return v;
+}
+
+// Sums of the gradients add in another order than on the cpu.
+template <typename T>
+double GradTol() {
+  return std::is_floating_point_v<T> ? Tol<T>() * 16 : 0;
+}
+
+template <typename T>
+void CheckBinary(const std::string& op, const AddCase& c) {
+  SCOPED_TRACE(absl::StrCat(op, " ", DataTypeName(DataTypeOf<T>()), " ", c.x.ToString(), " ",
+                            c.y.ToString(), " axis ", c.axis));
+  ASSERT_OK_AND_ASSIGN(Shape out_shape, BroadcastShapes("t", c.x, c.y, c.axis));
+  auto inputs = [&] {
+    return EagerInputs{{"X", {HostVar<T>(c.x, Values<T>(c.x.num_elements(), 1))}},
+                       {"Y", {HostVar<T>(c.y, NonZero<T>(c.y.num_elements(), 2))}}};
+  };
+  const AttrMap attrs = {{"axis", c.axis}};
+  ExpectGpuMatchesCpu(Op(op, attrs), inputs, 0);  // one rounding per element, as on the cpu
+  if (op == "elementwise_div" && !std::is_floating_point_v<T>) return;  // no integer gradient
+  ASSERT_OK_AND_ASSIGN(HostOutputs fwd, RunToHost(Op(op, attrs), CPUPlace(), inputs()));
+  ExpectGpuMatchesCpu(
+      Op(op + "_grad", attrs),
+      [&] {
+        EagerInputs in = inputs();
+        in["Out@GRAD"] = {HostVar<T>(out_shape, Values<T>(out_shape.num_elements(), 3))};
+        if (op == "elementwise_div") in["Out"] = {fwd.at("Out")};
+        return in;
+      },
+      GradTol<T>());
+}
+
+TEST_F(GpuTest, ElementwiseSubMulDivAndGradsMatchCpu) {
+  for (const std::string op : {"elementwise_sub", "elementwise_mul", "elementwise_div"}) {
+    for (const AddCase& c : AddCases()) {
+      CheckBinary<float>(op, c);
+      CheckBinary<double>(op, c);
+      CheckBinary<int32_t>(op, c);
+      CheckBinary<int64_t>(op, c);
+    }
+  }
+  // Integer wrap-around and INT_MIN / -1, as on the cpu.
+  const int32_t kMin = std::numeric_limits<int32_t>::min();
+  for (const std::string op : {"elementwise_sub", "elementwise_mul", "elementwise_div"}) {
+    ExpectGpuMatchesCpu(
+        Op(op),
+        [&] {
+          return EagerInputs{
+              {"X", {HostVar<int32_t>(Shape({3}), {kMin, std::numeric_limits<int32_t>::max(), 7})}},
+              {"Y", {HostVar<int32_t>(Shape({3}), {-1, 2, -2})}}};
+        },
+        0);
+  }
+}
+
+TEST_F(GpuTest, IntegerDivisionByZeroIsInvalidArgumentAndTheGpuStaysUsable) {
+  ExpectSameError(Op("elementwise_div"),
+                  {{"X", {HostVar<int64_t>(Shape({2, 3}), Values<int64_t>(6))}},
+                   {"Y", {HostVar<int64_t>(Shape({3}), {4, 0, 0})}}},
+                  absl::StatusCode::kInvalidArgument,
+                  "op 'elementwise_div': integer division by zero: Y 'Y_0' [3] is 0 at position 1");
+  ASSERT_OK_AND_ASSIGN(auto out, RunOnGpu(Op("elementwise_div"),
+                                          {{"X", {HostVar<int32_t>(Shape({2}), {7, -7})}},
+                                           {"Y", {HostVar<int32_t>(Shape({2}), {2, 2})}}}));
+  EXPECT_EQ(out.at("Out").ToVector<int32_t>(), (std::vector<int32_t>{3, -3}));
+}
+
+TEST_F(GpuTest, ActivationsAndGradsMatchCpu) {
+  for (const std::string op : {"relu", "sigmoid", "tanh"}) {
+    for (const Shape& s : {Shape({1023}), Shape(), Shape({0}), Shape({3, 4})}) {
+      SCOPED_TRACE(absl::StrCat(op, s.ToString()));
+      for (DataType dtype : kFloatTypes) {
+        DispatchDataType(dtype, [&](auto tag) {
+          using T = typename decltype(tag)::type;
+          const int64_t n = s.num_elements();
+          auto x = [&] { return EagerInputs{{"X", {HostVar<T>(s, Values<T>(n, 1))}}}; };
+          ExpectGpuMatchesCpu(Op(op), x, Tol<T>() * 4);
+          ASSERT_OK_AND_ASSIGN(HostOutputs fwd, RunToHost(Op(op), CPUPlace(), x()));
+          ExpectGpuMatchesCpu(
+              Op(op + "_grad"),
+              [&] {
+                return EagerInputs{{"Out", {fwd.at("Out")}},
+                                   {"Out@GRAD", {HostVar<T>(s, Values<T>(n, 2))}}};
+              },
+              Tol<T>() * 4);
+        });
+      }
+    }
+  }
+}
+
+TEST_F(GpuTest, ReduceSumAndMeanAndGradsMatchCpu) {
+  struct Case {
+    Shape x;
+    std::vector<int64_t> dims;
+    bool keep_dim, reduce_all;
+  };
+  const std::vector<Case> cases = {
+      {Shape({2, 3, 4}), {1}, false, false},     {Shape({2, 3, 4}), {0, 2}, true, false},
+      {Shape({2, 3, 4}), {-1}, false, false},    {Shape({2, 3, 4}), {}, false, true},
+      {Shape({3, 1}), {1}, false, false},        {Shape({300, 1001}), {0}, false, false},
+      {Shape({300, 1001}), {1}, true, false},    {Shape({5000}), {0}, false, false},
+      {Shape({0, 3}), {1}, false, false},        {Shape({7}), {}, true, true},
+  };
+  for (const Case& c : cases) {
+    for (const std::string op : {"reduce_sum", "reduce_mean"}) {
+      SCOPED_TRACE(absl::StrCat(op, c.x.ToString(), " dims ", c.dims.size()));
+      const AttrMap attrs = {
+          {"dim", c.dims}, {"keep_dim", c.keep_dim}, {"reduce_all", c.reduce_all}};
+      ASSERT_OK_AND_ASSIGN(ReduceDims r,
+                           ReduceShape(op, c.x, c.dims, c.keep_dim, c.reduce_all));
+      const int64_t n = c.x.num_elements();
+      for (DataType dtype : kFloatTypes) {
+        DispatchDataType(dtype, [&](auto tag) {
+          using T = typename decltype(tag)::type;
+          ExpectGpuMatchesCpu(
+              Op(op, attrs), [&] { return EagerInputs{{"X", {HostVar<T>(c.x, Values<T>(n, 1))}}}; },
+              GradTol<T>());
+          ExpectGpuMatchesCpu(
+              Op(op + "_grad", attrs),
+              [&] {
+                return EagerInputs{
+                    {"X", {HostVar<T>(c.x, Values<T>(n, 1))}},
+                    {"Out@GRAD", {HostVar<T>(r.out, Values<T>(r.out.num_elements(), 2))}}};
+              },
+              0);
+        });
+      }
+    }
+  }
+  ExpectSameError(Op("reduce_mean", {{"dim", std::vector<int64_t>{1}}}),
+                  {{"X", {HostVar<float>(Shape({3, 0}), {})}}},
+                  absl::StatusCode::kInvalidArgument,
+                  "op 'reduce_mean': X [3, 0] has no elements to average over dim");
+}
+
+TEST_F(GpuTest, MulAndFcAndGradsMatchCpu) {
+  const struct {
+    Shape x, y;
+    int64_t xn, yn;
+  } muls[] = {{Shape({2, 3, 4}), Shape({12, 5}), 1, 1},
+              {Shape({2, 3, 4}), Shape({4, 5}), 2, 1},
+              {Shape({3, 0}), Shape({0, 4}), 1, 1},
+              {Shape({33, 65}), Shape({65, 17}), 1, 1}};
+  for (const auto& c : muls) {
+    SCOPED_TRACE(absl::StrCat("mul ", c.x.ToString(), " ", c.y.ToString()));
+    const AttrMap attrs = {{"x_num_col_dims", c.xn}, {"y_num_col_dims", c.yn}};
+    ASSERT_OK_AND_ASSIGN(HostOutputs fwd,
+                         RunToHost(Op("mul", attrs), CPUPlace(),
+                                   {{"X", {HostVar<float>(c.x, Values<float>(c.x.num_elements()))}},
+                                    {"Y", {HostVar<float>(c.y, Values<float>(c.y.num_elements()))}}}));
+    const Shape out = fwd.at("Out").tensor().shape();
+    for (DataType dtype : kFloatTypes) {
+      DispatchDataType(dtype, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        auto inputs = [&] {
+          return EagerInputs{{"X", {HostVar<T>(c.x, Values<T>(c.x.num_elements(), 1))}},
+                             {"Y", {HostVar<T>(c.y, Values<T>(c.y.num_elements(), 2))}},
+                             {"Out@GRAD", {HostVar<T>(out, Values<T>(out.num_elements(), 3))}}};
+        };
+        ExpectGpuMatchesCpu(
+            Op("mul", attrs),
+            [&] {
+              EagerInputs in = inputs();
+              in.erase("Out@GRAD");
+              return in;
+            },
+            GradTol<T>());
+        ExpectGpuMatchesCpu(Op("mul_grad", attrs), inputs, GradTol<T>());
+      });
+    }
+  }
+  const struct {
+    Shape input, w;
+    int64_t in_num_col_dims;
+    bool bias;
+  } fcs[] = {{Shape({4, 6}), Shape({6, 3}), 1, true},
+             {Shape({4, 6}), Shape({6, 3}), 1, false},
+             {Shape({2, 3, 6}), Shape({6, 5}), 2, true},
+             {Shape({4, 0}), Shape({0, 3}), 1, true},
+             {Shape({300, 7}), Shape({7, 9}), 1, true}};
+  for (const auto& c : fcs) {
+    SCOPED_TRACE(absl::StrCat("fc ", c.input.ToString(), " bias ", c.bias));
+    const AttrMap attrs = {{"in_num_col_dims", c.in_num_col_dims}};
+    std::vector<int64_t> out_dims(c.input.dims().begin(),
+                                  c.input.dims().begin() + c.in_num_col_dims);
+    out_dims.push_back(c.w.dim(1));
+    const Shape out(out_dims);
+    for (DataType dtype : kFloatTypes) {
+      DispatchDataType(dtype, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        auto inputs = [&](bool grad) {
+          EagerInputs in = {
+              {"Input", {HostVar<T>(c.input, Values<T>(c.input.num_elements(), 1))}},
+              {"W", {HostVar<T>(c.w, Values<T>(c.w.num_elements(), 2))}}};
+          if (c.bias && !grad) in["Bias"] = {HostVar<T>(Shape({c.w.dim(1)}), Values<T>(c.w.dim(1), 4))};
+          if (grad) in["Out@GRAD"] = {HostVar<T>(out, Values<T>(out.num_elements(), 3))};
+          return in;
+        };
+        ExpectGpuMatchesCpu(Op("fc", attrs), [&] { return inputs(false); }, GradTol<T>());
+        OpDesc grad = Op("fc_grad", attrs);
+        grad.outputs = {{"Input@GRAD", {"di"}}, {"W@GRAD", {"dw"}}};
+        if (c.bias) grad.outputs["Bias@GRAD"] = {"db"};
+        ExpectGpuMatchesCpu(grad, [&] { return inputs(true); }, GradTol<T>());
+      });
+    }
+  }
+}
+
+TEST_F(GpuTest, SoftmaxAndGradMatchCpu) {
+  const struct {
+    Shape x;
+    int64_t axis;
+  } cases[] = {{Shape({4, 5}), -1},       {Shape({3, 4, 5}), 1},   {Shape({2, 3000}), 1},
+               {Shape({3, 40, 64}), 1},   {Shape({0, 3}), 1},      {Shape({7}), 0},
+               {Shape({2, 2500, 33}), 1}, {Shape({128, 10}), -1}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(absl::StrCat(c.x.ToString(), " axis ", c.axis));
+    const AttrMap attrs = {{"axis", c.axis}};
+    const int64_t n = c.x.num_elements();
+    for (DataType dtype : kFloatTypes) {
+      DispatchDataType(dtype, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        auto x = [&] { return EagerInputs{{"X", {HostVar<T>(c.x, Values<T>(n, 1))}}}; };
+        ExpectGpuMatchesCpu(Op("softmax", attrs), x, Tol<T>());
+        ASSERT_OK_AND_ASSIGN(HostOutputs fwd, RunToHost(Op("softmax", attrs), CPUPlace(), x()));
+        ExpectGpuMatchesCpu(
+            Op("softmax_grad", attrs),
+            [&] {
+              return EagerInputs{{"Out", {fwd.at("Out")}},
+                                 {"Out@GRAD", {HostVar<T>(c.x, Values<T>(n, 2))}}};
+            },
+            Tol<T>() * 4);
+      });
+    }
+  }
+}
+
+TEST_F(GpuTest, SoftmaxWithCrossEntropyAndGradMatchCpu) {
+  const struct {
+    Shape logits, label;
+    std::vector<int64_t> labels;
+  } cases[] = {{Shape({6, 5}), Shape({6, 1}), {0, 4, -100, 2, 2, 1}},
+               {Shape({2, 3, 5}), Shape({2, 3}), {1, -100, -100, 0, 3, 4}},
+               {Shape({3, 3000}), Shape({3, 1}), {2999, 0, 1500}},
+               {Shape({0, 5}), Shape({0, 1}), {}},
+               {Shape({2, 0}), Shape({2, 1}), {-100, -100}}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.logits.ToString());
+    const int64_t rows = static_cast<int64_t>(c.labels.size());
+    for (DataType dtype : kFloatTypes) {
+      DispatchDataType(dtype, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        auto inputs = [&] {
+          return EagerInputs{
+              {"Logits", {HostVar<T>(c.logits, Values<T>(c.logits.num_elements(), 1))}},
+              {"Label", {Ids(c.label, c.labels)}}};
+        };
+        ExpectGpuMatchesCpu(Op("softmax_with_cross_entropy"), inputs, Tol<T>() * 4);
+        ASSERT_OK_AND_ASSIGN(HostOutputs fwd, RunToHost(Op("softmax_with_cross_entropy"),
+                                                        CPUPlace(), inputs()));
+        ExpectGpuMatchesCpu(
+            Op("softmax_with_cross_entropy_grad"),
+            [&] {
+              return EagerInputs{{"Softmax", {fwd.at("Softmax")}},
+                                 {"Label", {Ids(c.label, c.labels)}},
+                                 {"Loss@GRAD", {HostVar<T>(fwd.at("Loss").tensor().shape(),
+                                                           Values<T>(rows, 2))}}};
+            },
+            Tol<T>());
+      });
+    }
+  }
+}
+
+TEST_F(GpuTest, BadLabelsAreInvalidArgumentAndTheGpuStaysUsable) {
+  const Variable logits = HostVar<float>(Shape({4, 5}), Values<float>(20));
+  ExpectSameError(Op("softmax_with_cross_entropy"),
+                  {{"Logits", {logits}}, {"Label", {Ids(Shape({4, 1}), {0, 7, -100, -1})}}},
+                  absl::StatusCode::kInvalidArgument,
+                  "op 'softmax_with_cross_entropy': label 7 at position 1 is out of range [0, 5) "
+                  "(ignore_index -100)");
+  ExpectSameError(Op("softmax_with_cross_entropy_grad"),
+                  {{"Softmax", {logits}},
+                   {"Label", {Ids(Shape({4}), {0, 1, 2, 5})}},
+                   {"Loss@GRAD", {HostVar<float>(Shape({3}), Values<float>(3))}}},
+                  absl::StatusCode::kInvalidArgument,
+                  "op 'softmax_with_cross_entropy_grad': label 5 at position 3 is out of range "
+                  "[0, 5) (ignore_index -100)");
+  ExpectSameError(Op("accuracy"), {{"Out", {logits}}, {"Label", {Ids(Shape({4}), {0, 1, -100, 2})}}},
+                  absl::StatusCode::kInvalidArgument,
+                  "op 'accuracy': label -100 at position 2 is out of range [0, 5)");
+  ASSERT_OK_AND_ASSIGN(auto out, RunOnGpu(Op("accuracy"), {{"Out", {logits}},
+                                                          {"Label", {Ids(Shape({4}), {0, 1, 4, 2})}}}));
+  EXPECT_EQ(out.at("Total").ToVector<int64_t>(), (std::vector<int64_t>{4}));
+  EXPECT_OK(device_->Synchronize());
+}
+
+TEST_F(GpuTest, AccuracyMatchesCpu) {
+  // Ties rank by class index; k counts the classes above the label.
+  std::vector<float> scores = Values<float>(8 * 5, 1);
+  scores[3] = scores[0];
+  std::vector<int64_t> labels = {0, 1, 2, 3, 4, 0, 1, 3};
+  for (const int64_t k : {int64_t{1}, int64_t{2}, int64_t{5}}) {
+    SCOPED_TRACE(k);
+    ExpectGpuMatchesCpu(
+        Op("accuracy", {{"k", k}}),
+        [&] {
+          return EagerInputs{{"Out", {HostVar<float>(Shape({8, 5}), scores)}},
+                             {"Label", {Ids(Shape({8, 1}), labels)}}};
+        },
+        0);
+  }
+  std::vector<int64_t> many(3000);
+  for (size_t i = 0; i < many.size(); ++i) many[i] = (i * 7) % 2500;
+  ExpectGpuMatchesCpu(
+      Op("accuracy", {{"k", int64_t{3}}}),
+      [&] {
+        return EagerInputs{{"Out", {HostVar<double>(Shape({3000, 2500}), Values<double>(7500000, 3))}},
+                           {"Label", {Ids(Shape({3000}), many)}}};
+      },
+      0);
+  ExpectGpuMatchesCpu(
+      Op("accuracy"),
+      [&] {
+        return EagerInputs{{"Out", {HostVar<float>(Shape({0, 5}), {})}},
+                           {"Label", {Ids(Shape({0}), {})}}};
+      },
+      0);
 }
 
 TEST_F(GpuTest, ShapeWritesHostMemoryWithoutDeviceWork) {

@@ -1,0 +1,68 @@
+// gpu kernels of relu, sigmoid, tanh and their gradients (which read the
+// forward Out), with the host kernels' registration lines and messages
+// (backends/common/math_kernels.h).
+#include <cuda_runtime_api.h>
+
+#include "backends/common/math_kernels.h"
+#include "backends/cuda/cuda_device.h"
+#include "backends/cuda/cuda_device_guard.h"
+#include "backends/cuda/cuda_status.h"
+#include "backends/cuda/kernel_util.h"
+#include "backends/cuda/math_launchers.h"
+#include "framework/base/status_macros.h"
+#include "framework/kernel/kernel_context.h"
+#include "framework/kernel/kernel_registry.h"
+
+namespace tandem {
+namespace cuda {
+namespace {
+
+template <ActivationKind kAct>
+class ActivationKernel : public OpKernel {
+ public:
+  absl::Status Compute(KernelContext* ctx) override {
+    CudaDeviceGuard guard(ctx->place().index());
+    ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
+    ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", x->dtype(), x->shape()));
+    const cudaStream_t stream = CudaStreamOf(ctx->stream());
+    return DispatchFloat(x->dtype(), [&](auto tag) -> absl::Status {
+      using T = typename decltype(tag)::type;
+      CUDA_RETURN_IF_ERROR(
+          LaunchActivation<T>(kAct, x->data<T>(), out->data<T>(), x->NumElements(), stream));
+      return absl::OkStatus();
+    });
+  }
+};
+
+template <ActivationKind kAct>
+class ActivationGradKernel : public OpKernel {
+ public:
+  absl::Status Compute(KernelContext* ctx) override {
+    CudaDeviceGuard guard(ctx->place().index());
+    ASSIGN_OR_RETURN(const Tensor* out, ctx->InputTensor("Out"));
+    ASSIGN_OR_RETURN(const Tensor* dout, ctx->InputTensor("Out@GRAD"));
+    RETURN_IF_ERROR(math_kernels_internal::CheckOutGrad(*ctx, *dout, out->dtype(), out->shape()));
+    ASSIGN_OR_RETURN(Tensor * dx, ctx->AllocateOutput("X@GRAD", out->dtype(), out->shape()));
+    const cudaStream_t stream = CudaStreamOf(ctx->stream());
+    return DispatchFloat(out->dtype(), [&](auto tag) -> absl::Status {
+      using T = typename decltype(tag)::type;
+      CUDA_RETURN_IF_ERROR(LaunchActivationGrad<T>(kAct, out->data<T>(), dout->data<T>(),
+                                                   dx->data<T>(), out->NumElements(), stream));
+      return absl::OkStatus();
+    });
+  }
+};
+
+#define TANDEM_ACTIVATION(name, act)                                                      \
+  REGISTER_KERNEL(KernelDef(name, "gpu").TypeConstraint("X", kFloatTypes),                \
+                  ActivationKernel<act>);                                                 \
+  REGISTER_KERNEL(KernelDef(name "_grad", "gpu").TypeConstraint("Out", kFloatTypes),      \
+                  ActivationGradKernel<act>)
+TANDEM_ACTIVATION("relu", ActivationKind::kRelu);
+TANDEM_ACTIVATION("sigmoid", ActivationKind::kSigmoid);
+TANDEM_ACTIVATION("tanh", ActivationKind::kTanh);
+#undef TANDEM_ACTIVATION
+
+}  // namespace
+}  // namespace cuda
+}  // namespace tandem

@@ -1,0 +1,216 @@
+// gpu kernels of elementwise_add, _sub, _mul, _div (numpy broadcasting, Y
+// aligned by `axis`) and their gradients, with the host kernels'
+// registration lines, validation and messages (backends/common/
+// math_kernels.h, whose argument helpers they call).
+//
+// Forward: one kernel picked by PlanAdd (same shape, a repeated row, or
+// strided). Integer division first looks for a zero in Y with a device flag
+// (device_flag.h): one stream synchronisation, and InvalidArgument naming Y
+// and the zero's position, as on the host.
+//
+// Gradients: the unreduced gradient over Out's shape (Out@GRAD, or its
+// product or quotient with the other operand broadcast) is summed down to
+// the input's shape (PlanReduceTo, LaunchReduceSum) through a scratch
+// tensor, or written directly when the input was not broadcast. sub's
+// Y@GRAD and div's Y@GRAD are negated after the sum (the sum of negated
+// values is the negated sum, bit for bit).
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <type_traits>
+
+#include "absl/strings/str_cat.h"
+#include "backends/common/math_kernels.h"
+#include "backends/cuda/broadcast_launchers.h"
+#include "backends/cuda/broadcast_plan.h"
+#include "backends/cuda/cuda_device.h"
+#include "backends/cuda/cuda_device_guard.h"
+#include "backends/cuda/cuda_status.h"
+#include "backends/cuda/device_flag.h"
+#include "backends/cuda/kernel_util.h"
+#include "backends/cuda/math_launchers.h"
+#include "backends/cuda/scratch.h"
+#include "framework/base/status_macros.h"
+#include "framework/kernel/kernel_context.h"
+#include "framework/kernel/kernel_registry.h"
+#include "ops/math/shape_fns.h"
+
+namespace tandem {
+namespace cuda {
+namespace {
+
+using math_kernels_internal::BinaryShapes;
+
+// InvalidArgument unless no element of integer Y is zero (host wording).
+template <typename T>
+absl::Status CheckNoZeroDivisor(KernelContext* ctx, const Tensor& y) {
+  ASSIGN_OR_RETURN(FirstBadPosition flag, FirstBadPosition::Create(ctx));
+  CUDA_RETURN_IF_ERROR(
+      LaunchFindZero<T>(y.data<T>(), y.NumElements(), flag.get(), CudaStreamOf(ctx->stream())));
+  ASSIGN_OR_RETURN(const std::optional<int64_t> zero, flag.Read(ctx));
+  if (!zero.has_value()) return absl::OkStatus();
+  return ctx->InvalidArgument(absl::StrCat("integer division by zero: Y '", ctx->InputName("Y"),
+                                           "' ", y.shape().ToString(), " is 0 at position ",
+                                           *zero));
+}
+
+template <ElementwiseOp kOp>
+class ElementwiseKernel : public OpKernel {
+ public:
+  absl::Status Init(const OpDesc& op) override {
+    ASSIGN_OR_RETURN(axis_, GetAttr<int64_t>(op.attrs, "axis", op.type));
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(KernelContext* ctx) override {
+    CudaDeviceGuard guard(ctx->place().index());
+    ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
+    ASSIGN_OR_RETURN(const Tensor* y, ctx->InputTensor("Y"));
+    ASSIGN_OR_RETURN(const BinaryShapes shapes,
+                     math_kernels_internal::GetBinaryShapes(*ctx, *x, *y, axis_));
+    ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", x->dtype(), shapes.out));
+    if (out->NumElements() == 0) return absl::OkStatus();
+    ASSIGN_OR_RETURN(const AddPlan plan,
+                     PlanAdd(ctx->op().type, x->shape(), shapes.y_aligned, shapes.out));
+    const cudaStream_t stream = CudaStreamOf(ctx->stream());
+    return DispatchNumeric(x->dtype(), [&](auto tag) -> absl::Status {
+      using T = typename decltype(tag)::type;
+      if constexpr (kOp == ElementwiseOp::kDiv && std::is_integral_v<T>) {
+        RETURN_IF_ERROR(CheckNoZeroDivisor<T>(ctx, *y));
+      }
+      CUDA_RETURN_IF_ERROR(
+          LaunchBinary<T>(kOp, x->data<T>(), y->data<T>(), out->data<T>(), plan, stream));
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  int64_t axis_ = -1;
+};
+
+// X@GRAD and Y@GRAD (each only when bound) from Out@GRAD (G):
+//   add  G, G            sub  G, -G
+//   mul  G * Y, G * X    div  G / Y, -(G * Out) / Y (reads the forward Out)
+// each summed over the dims its input was broadcast along.
+template <ElementwiseOp kOp>
+class ElementwiseGradKernel : public OpKernel {
+ public:
+  absl::Status Init(const OpDesc& op) override {
+    ASSIGN_OR_RETURN(axis_, GetAttr<int64_t>(op.attrs, "axis", op.type));
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(KernelContext* ctx) override {
+    CudaDeviceGuard guard(ctx->place().index());
+    ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
+    ASSIGN_OR_RETURN(const Tensor* y, ctx->InputTensor("Y"));
+    ASSIGN_OR_RETURN(const Tensor* dout, ctx->InputTensor("Out@GRAD"));
+    ASSIGN_OR_RETURN(const BinaryShapes shapes,
+                     math_kernels_internal::GetBinaryShapes(*ctx, *x, *y, axis_));
+    RETURN_IF_ERROR(math_kernels_internal::CheckOutGrad(*ctx, *dout, x->dtype(), shapes.out));
+    const Tensor* out = nullptr;
+    if constexpr (kOp == ElementwiseOp::kDiv) {
+      ASSIGN_OR_RETURN(out, ctx->InputTensor("Out"));
+      RETURN_IF_ERROR(
+          CheckArgMeta(ctx->op().type, "Out", out->dtype(), out->shape(), x->dtype(), shapes.out));
+    }
+    const std::string& op = ctx->op().type;
+    const cudaStream_t stream = CudaStreamOf(ctx->stream());
+    return DispatchNumeric(x->dtype(), [&](auto tag) -> absl::Status {
+      using T = typename decltype(tag)::type;
+      const Shape& os = shapes.out;
+      const int64_t n = os.num_elements();
+      const T* g = dout->data<T>();
+      // buf = G <op> `other` broadcast (aligned to Out as `other_aligned`).
+      auto combine = [&](ElementwiseOp with, const T* first, const Tensor& other,
+                         const Shape& other_aligned, T* buf) -> absl::Status {
+        ASSIGN_OR_RETURN(const AddPlan plan, PlanAdd(op, os, other_aligned, os));
+        CUDA_RETURN_IF_ERROR(LaunchBinary<T>(with, first, other.data<T>(), buf, plan, stream));
+        return absl::OkStatus();
+      };
+      // The gradient of `in` (aligned to Out as `aligned`) into output
+      // `arg`: `pre(buf)` writes its unreduced form over Out's shape (null
+      // pre: it is G itself), which is summed over the broadcast dims, then
+      // negated when `negate`.
+      auto grad = [&](const char* arg, const Tensor& in, const Shape& aligned, auto&& pre,
+                      bool negate) -> absl::Status {
+        if (ctx->OutputVar(arg) == nullptr) return absl::OkStatus();
+        ASSIGN_OR_RETURN(Tensor * d, ctx->AllocateOutput(arg, in.dtype(), in.shape()));
+        const int64_t count = d->NumElements();
+        if (count == 0) return absl::OkStatus();
+        ASSIGN_OR_RETURN(const ReduceGeometry sum, PlanReduceTo(op, os, aligned));
+        constexpr bool kIdentity = std::is_same_v<std::decay_t<decltype(pre)>, std::nullptr_t>;
+        if (sum.reduce_rank == 0) {  // not broadcast: same elements in the same order
+          if constexpr (kIdentity) {
+            if (negate) {
+              CUDA_RETURN_IF_ERROR(LaunchNegate<T>(g, d->data<T>(), count, stream));
+              return absl::OkStatus();
+            }
+            CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(d->data<T>(), g, d->NumBytes(),
+                                                 cudaMemcpyDeviceToDevice, stream));
+            return absl::OkStatus();
+          } else {
+            RETURN_IF_ERROR(pre(d->data<T>()));
+          }
+        } else {
+          const T* full = g;
+          Tensor temp;
+          if constexpr (!kIdentity) {
+            ASSIGN_OR_RETURN(temp, AllocateScratch(ctx, in.dtype(), os, "the unreduced gradient"));
+            RETURN_IF_ERROR(pre(temp.data<T>()));
+            full = temp.data<T>();
+          }
+          CUDA_RETURN_IF_ERROR(LaunchReduceSum<T>(full, d->data<T>(), sum, stream));
+        }
+        if (negate) CUDA_RETURN_IF_ERROR(LaunchNegate<T>(d->data<T>(), d->data<T>(), count, stream));
+        return absl::OkStatus();
+      };
+      const Shape& ya = shapes.y_aligned;
+      if constexpr (kOp == ElementwiseOp::kAdd || kOp == ElementwiseOp::kSub) {
+        RETURN_IF_ERROR(grad("X@GRAD", *x, x->shape(), nullptr, false));
+        return grad("Y@GRAD", *y, ya, nullptr, kOp == ElementwiseOp::kSub);
+      } else if constexpr (kOp == ElementwiseOp::kMul) {
+        RETURN_IF_ERROR(grad(
+            "X@GRAD", *x, x->shape(),
+            [&](T* buf) { return combine(ElementwiseOp::kMul, g, *y, ya, buf); }, false));
+        return grad(
+            "Y@GRAD", *y, ya,
+            [&](T* buf) { return combine(ElementwiseOp::kMul, g, *x, x->shape(), buf); }, false);
+      } else {
+        RETURN_IF_ERROR(grad(
+            "X@GRAD", *x, x->shape(),
+            [&](T* buf) { return combine(ElementwiseOp::kDiv, g, *y, ya, buf); }, false));
+        return grad(
+            "Y@GRAD", *y, ya,
+            [&](T* buf) -> absl::Status {
+              CUDA_RETURN_IF_ERROR(LaunchBinarySame<T>(ElementwiseOp::kMul, g, out->data<T>(),
+                                                       buf, n, stream));
+              return combine(ElementwiseOp::kDiv, buf, *y, ya, buf);
+            },
+            true);
+      }
+    });
+  }
+
+ private:
+  int64_t axis_ = -1;
+};
+
+// The host kernels' type constraints: every op and gradient takes the
+// numeric types, except elementwise_div_grad (float only).
+#define TANDEM_ELEMENTWISE(name, op, grad_types)                                                \
+  REGISTER_KERNEL(KernelDef(name, "gpu").TypeConstraint("X", kNumericTypes),                    \
+                  ElementwiseKernel<op>);                                                       \
+  REGISTER_KERNEL(KernelDef(name "_grad", "gpu").TypeConstraint("X", grad_types),               \
+                  ElementwiseGradKernel<op>)
+TANDEM_ELEMENTWISE("elementwise_add", ElementwiseOp::kAdd, kNumericTypes);
+TANDEM_ELEMENTWISE("elementwise_sub", ElementwiseOp::kSub, kNumericTypes);
+TANDEM_ELEMENTWISE("elementwise_mul", ElementwiseOp::kMul, kNumericTypes);
+TANDEM_ELEMENTWISE("elementwise_div", ElementwiseOp::kDiv, kFloatTypes);
+#undef TANDEM_ELEMENTWISE
+
+}  // namespace
+}  // namespace cuda
+}  // namespace tandem

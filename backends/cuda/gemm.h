@@ -1,0 +1,62 @@
+// Row-major matrix products on cuBLAS for the CUDA backend's kernels
+// (matmul, mul, fc, conv2d): float32 through Sgemm, float64 through Dgemm,
+// strided-batched. Tensors are row-major and cuBLAS column-major: a
+// row-major C = A * B is computed as the column-major C^T = B^T * A^T, which
+// reads the same memory, so A and B swap places and no data moves.
+//
+//   Gemm g;
+//   g.m = m, g.n = n, g.k = k;
+//   g.a = x->raw_data(), g.b = w->raw_data();
+//   RETURN_IF_ERROR(RunGemm(ctx, g, out));   // out: m x n
+//
+// RunGemm enqueues the work on the context's stream (cuBLAS through
+// CudaDevice::WithCublas) and returns at once. Thread-safe.
+#ifndef TANDEM_BACKENDS_CUDA_GEMM_H_
+#define TANDEM_BACKENDS_CUDA_GEMM_H_
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "framework/kernel/kernel_context.h"
+#include "framework/tensor/tensor.h"
+
+namespace tandem {
+namespace cuda {
+
+// C[b] = alpha * op(A[b]) * op(B[b]) for b < batch, all row-major: C[b] is
+// m x n; A[b] is stored m x k, or k x m when trans_a; B[b] is stored k x n,
+// or n x k when trans_b. A stride of 0 shares one matrix across the batch.
+// With sum_batches, C (one m x n matrix) = the sum over b instead.
+struct Gemm {
+  bool trans_a = false, trans_b = false;
+  int64_t m = 0, n = 0, k = 0;
+  int64_t batch = 1;
+  const void* a = nullptr;
+  int64_t stride_a = 0;
+  const void* b = nullptr;
+  int64_t stride_b = 0;
+  double alpha = 1;
+  bool sum_batches = false;
+};
+
+// Runs `g` into `c` (m x n, or batch x m x n without sum_batches; float32
+// or float64, A and B of c's dtype) on the context's stream. An empty sum
+// (k or batch 0) gives zeros. Summing over a batch folds it into k when A
+// and B are stacked along k in memory; otherwise the products go to a
+// scratch tensor and are summed with a reduction kernel.
+absl::Status RunGemm(KernelContext* ctx, Gemm g, Tensor* c);
+
+// The flattened products of mul and fc (backends/common/flat_matmul.h), all
+// row-major of one dtype: out [m, n] = x [m, k] * y [k, n].
+absl::Status RunFlatMatmul(KernelContext* ctx, const Tensor& x, const Tensor& y, int64_t m,
+                           int64_t k, int64_t n, Tensor* out);
+// Its gradients from dout [m, n]: dx [m, k] = dout * y^T and dy [k, n] =
+// x^T * dout, each skipped when null.
+absl::Status RunFlatMatmulGrad(KernelContext* ctx, const Tensor& x, const Tensor& y,
+                               const Tensor& dout, int64_t m, int64_t k, int64_t n, Tensor* dx,
+                               Tensor* dy);
+
+}  // namespace cuda
+}  // namespace tandem
+
+#endif  // TANDEM_BACKENDS_CUDA_GEMM_H_

@@ -1,0 +1,142 @@
+// Element-wise math kernels. See math_launchers.h.
+#include <type_traits>
+
+#include "backends/cuda/device_reduce.h"
+#include "backends/cuda/math_launchers.h"
+
+namespace tandem {
+namespace cuda {
+namespace {
+
+using device::Blocks;
+using device::kThreads;
+
+template <ActivationKind kAct>
+struct Activate {
+  template <typename T>
+  __device__ __forceinline__ T operator()(T x) const {
+    if constexpr (kAct == ActivationKind::kRelu) {
+      return x > T(0) ? x : T(0);
+    } else if constexpr (kAct == ActivationKind::kSigmoid) {
+      if (x >= T(0)) return T(1) / (T(1) + exp(-x));
+      const T e = exp(x);
+      return e / (T(1) + e);
+    } else {
+      return tanh(x);
+    }
+  }
+};
+
+template <ActivationKind kAct>
+struct ActivateGrad {
+  template <typename T>
+  __device__ __forceinline__ T operator()(T out, T dout) const {
+    if constexpr (kAct == ActivationKind::kRelu) {
+      return out > T(0) ? dout : T(0);
+    } else if constexpr (kAct == ActivationKind::kSigmoid) {
+      return dout * out * (T(1) - out);
+    } else {
+      return dout * (T(1) - out * out);
+    }
+  }
+};
+
+template <typename T, typename F>
+__global__ void MapKernel(F f, const T* x, T* out, int64_t n) {
+  TANDEM_GRID_LOOP(i, n) { out[i] = f(x[i]); }
+}
+
+template <typename T, typename F>
+__global__ void Map2Kernel(F f, const T* a, const T* b, T* out, int64_t n) {
+  TANDEM_GRID_LOOP(i, n) { out[i] = f(a[i], b[i]); }
+}
+
+struct Negate {
+  template <typename T>
+  __device__ __forceinline__ T operator()(T x) const {
+    if constexpr (std::is_integral<T>::value) {
+      using U = std::make_unsigned_t<T>;
+      return static_cast<T>(U(0) - static_cast<U>(x));
+    } else {
+      return T(0) - x;
+    }
+  }
+};
+
+template <typename T>
+__global__ void FindZeroKernel(const T* y, int64_t n, unsigned long long* first_zero) {
+  TANDEM_GRID_LOOP(i, n) {
+    if (y[i] == T(0)) atomicMin(first_zero, static_cast<unsigned long long>(i));
+  }
+}
+
+// Calls launch(Functor<act>()) with `act` as a template argument.
+template <template <ActivationKind> class Functor, typename Launch>
+void WithActivation(ActivationKind act, Launch&& launch) {
+  switch (act) {
+    case ActivationKind::kRelu:
+      return launch(Functor<ActivationKind::kRelu>());
+    case ActivationKind::kSigmoid:
+      return launch(Functor<ActivationKind::kSigmoid>());
+    case ActivationKind::kTanh:
+      return launch(Functor<ActivationKind::kTanh>());
+  }
+}
+
+}  // namespace
+
+template <typename T>
+cudaError_t LaunchActivation(ActivationKind act, const T* x, T* out, int64_t n,
+                             cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  WithActivation<Activate>(act, [&](auto f) {
+    MapKernel<T><<<Blocks(n), kThreads, 0, stream>>>(f, x, out, n);
+  });
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t LaunchActivationGrad(ActivationKind act, const T* out, const T* dout, T* dx,
+                                 int64_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  WithActivation<ActivateGrad>(act, [&](auto f) {
+    Map2Kernel<T><<<Blocks(n), kThreads, 0, stream>>>(f, out, dout, dx, n);
+  });
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t LaunchNegate(const T* x, T* out, int64_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  MapKernel<T><<<Blocks(n), kThreads, 0, stream>>>(Negate(), x, out, n);
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t LaunchFindZero(const T* y, int64_t n, unsigned long long* first_zero,
+                           cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  FindZeroKernel<T><<<Blocks(n), kThreads, 0, stream>>>(y, n, first_zero);
+  return cudaGetLastError();
+}
+
+#define TANDEM_ACTIVATION(T)                                                                  \
+  template cudaError_t LaunchActivation<T>(ActivationKind, const T*, T*, int64_t,             \
+                                           cudaStream_t);                                     \
+  template cudaError_t LaunchActivationGrad<T>(ActivationKind, const T*, const T*, T*, int64_t, \
+                                               cudaStream_t);
+TANDEM_ACTIVATION(float)
+TANDEM_ACTIVATION(double)
+#undef TANDEM_ACTIVATION
+
+template cudaError_t LaunchNegate<float>(const float*, float*, int64_t, cudaStream_t);
+template cudaError_t LaunchNegate<double>(const double*, double*, int64_t, cudaStream_t);
+template cudaError_t LaunchNegate<int32_t>(const int32_t*, int32_t*, int64_t, cudaStream_t);
+template cudaError_t LaunchNegate<int64_t>(const int64_t*, int64_t*, int64_t, cudaStream_t);
+template cudaError_t LaunchFindZero<int32_t>(const int32_t*, int64_t, unsigned long long*,
+                                             cudaStream_t);
+template cudaError_t LaunchFindZero<int64_t>(const int64_t*, int64_t, unsigned long long*,
+                                             cudaStream_t);
+
+}  // namespace cuda
+}  // namespace tandem

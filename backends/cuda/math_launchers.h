@@ -1,0 +1,53 @@
+// Launchers of the CUDA backend's element-wise math kernels (relu, sigmoid,
+// tanh and their gradients, negation, the zero-divisor check of integer
+// elementwise_div), implemented in math_launchers.cu. Plain C++: included by
+// that .cu file and by the OpKernels.
+//
+//   CUDA_RETURN_IF_ERROR(LaunchActivation<float>(ActivationKind::kSigmoid, x, out, n, stream));
+//   CUDA_RETURN_IF_ERROR(LaunchFindZero<int32_t>(y, n, flag.get(), stream));
+//
+// Each call enqueues one kernel on `stream` and returns at once (async) with
+// the launch status; n == 0 launches nothing. Pointers are device memory of
+// the stream's GPU. Thread-safe.
+#ifndef TANDEM_BACKENDS_CUDA_MATH_LAUNCHERS_H_
+#define TANDEM_BACKENDS_CUDA_MATH_LAUNCHERS_H_
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace tandem {
+namespace cuda {
+
+// The host kernels' functions (backends/common/activation.h), in T:
+//   relu      x > 0 ? x : 0                     grad: out > 0 ? dout : 0
+//   sigmoid   1 / (1 + exp(-x)), or e / (1 + e)  grad: dout * out * (1 - out)
+//             with e = exp(x) for x < 0
+//   tanh      tanh(x)                           grad: dout * (1 - out * out)
+// exp and tanh are CUDA's, so sigmoid and tanh agree with the host to a few
+// ulp. Instantiated for float and double.
+enum class ActivationKind { kRelu, kSigmoid, kTanh };
+template <typename T>
+cudaError_t LaunchActivation(ActivationKind act, const T* x, T* out, int64_t n,
+                             cudaStream_t stream);
+template <typename T>
+cudaError_t LaunchActivationGrad(ActivationKind act, const T* out, const T* dout, T* dx,
+                                 int64_t n, cudaStream_t stream);
+
+// out[i] = 0 - x[i] (integers wrap around). `out` may be `x`. Instantiated
+// for float, double, int32_t and int64_t.
+template <typename T>
+cudaError_t LaunchNegate(const T* x, T* out, int64_t n, cudaStream_t stream);
+
+// Lowers *first_zero (atomicMin) to every i < n with y[i] == 0, so it ends
+// at the first zero's position if there is one. Instantiated for int32_t
+// and int64_t.
+template <typename T>
+cudaError_t LaunchFindZero(const T* y, int64_t n,
+                           unsigned long long* first_zero,  // NOLINT(runtime/int)
+                           cudaStream_t stream);
+
+}  // namespace cuda
+}  // namespace tandem
+
+#endif  // TANDEM_BACKENDS_CUDA_MATH_LAUNCHERS_H_

@@ -1,0 +1,275 @@
+// gpu kernels of softmax(_grad), softmax_with_cross_entropy(_grad) and
+// accuracy (softmax_launchers.h), with the host kernels' registration
+// lines, validation and messages (backends/common/nn_kernels.h,
+// loss_kernels.h, metric_kernels.h).
+//
+// Labels live in device memory: a check kernel records the first bad
+// label's position in a device flag (device_flag.h, no trap), which the
+// OpKernel reads back (one stream synchronisation per call) to return the
+// host kernels' InvalidArgument, e.g. "op 'softmax_with_cross_entropy':
+// label 7 at position 2 is out of range [0, 5) (ignore_index -100)". The
+// forward ops check and compute in one go (rows with bad labels are
+// computed as ignored) and read the flag last; the gradient checks first,
+// as the host kernel does before looking at Loss@GRAD.
+#include <cuda_runtime_api.h>
+
+#include <optional>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "backends/common/loss_kernels.h"
+#include "backends/cuda/cuda_device.h"
+#include "backends/cuda/cuda_device_guard.h"
+#include "backends/cuda/cuda_status.h"
+#include "backends/cuda/device_flag.h"
+#include "backends/cuda/host_read.h"
+#include "backends/cuda/kernel_util.h"
+#include "backends/cuda/softmax_launchers.h"
+#include "framework/base/status_macros.h"
+#include "framework/kernel/kernel_context.h"
+#include "framework/kernel/kernel_registry.h"
+#include "ops/loss/shape_fns.h"
+#include "ops/math/shape_fns.h"
+
+namespace tandem {
+namespace cuda {
+namespace {
+
+TensorMeta MetaOf(const Tensor& t) { return TensorMeta{t.dtype(), t.shape()}; }
+
+// `x` (argument `arg`) as [outer, n, inner] around attr axis (validated).
+absl::StatusOr<AxisGeometry> AxisOf(const KernelContext& ctx, absl::string_view arg,
+                                    const Tensor& x, int64_t axis_attr) {
+  ASSIGN_OR_RETURN(const int axis, NormalizeAxis(ctx.op().type, arg, x.shape(), axis_attr));
+  AxisGeometry g;
+  for (int d = 0; d < x.shape().rank(); ++d) {
+    (d < axis ? g.outer : d == axis ? g.n : g.inner) *= x.shape().dim(d);
+  }
+  return g;
+}
+
+class SoftmaxKernel : public OpKernel {
+ public:
+  absl::Status Init(const OpDesc& op) override {
+    ASSIGN_OR_RETURN(axis_, GetAttr<int64_t>(op.attrs, "axis", op.type));
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(KernelContext* ctx) override {
+    CudaDeviceGuard guard(ctx->place().index());
+    ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
+    ASSIGN_OR_RETURN(const AxisGeometry g, AxisOf(*ctx, "X", *x, axis_));
+    ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", x->dtype(), x->shape()));
+    const cudaStream_t stream = CudaStreamOf(ctx->stream());
+    return DispatchFloat(x->dtype(), [&](auto tag) -> absl::Status {
+      using T = typename decltype(tag)::type;
+      CUDA_RETURN_IF_ERROR(LaunchSoftmax<T>(x->data<T>(), out->data<T>(), g, stream));
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  int64_t axis_ = -1;
+};
+
+REGISTER_KERNEL(KernelDef("softmax", "gpu").TypeConstraint("X", kFloatTypes), SoftmaxKernel);
+
+class SoftmaxGradKernel : public OpKernel {
+ public:
+  absl::Status Init(const OpDesc& op) override {
+    ASSIGN_OR_RETURN(axis_, GetAttr<int64_t>(op.attrs, "axis", op.type));
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(KernelContext* ctx) override {
+    CudaDeviceGuard guard(ctx->place().index());
+    ASSIGN_OR_RETURN(const Tensor* out, ctx->InputTensor("Out"));
+    ASSIGN_OR_RETURN(const Tensor* dout, ctx->InputTensor("Out@GRAD"));
+    ASSIGN_OR_RETURN(const AxisGeometry g, AxisOf(*ctx, "Out", *out, axis_));
+    RETURN_IF_ERROR(CheckArgMeta(ctx->op().type, "Out@GRAD", dout->dtype(), dout->shape(),
+                                 out->dtype(), out->shape()));
+    ASSIGN_OR_RETURN(Tensor * dx, ctx->AllocateOutput("X@GRAD", out->dtype(), out->shape()));
+    const cudaStream_t stream = CudaStreamOf(ctx->stream());
+    return DispatchFloat(out->dtype(), [&](auto tag) -> absl::Status {
+      using T = typename decltype(tag)::type;
+      CUDA_RETURN_IF_ERROR(
+          LaunchSoftmaxGrad<T>(out->data<T>(), dout->data<T>(), dx->data<T>(), g, stream));
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  int64_t axis_ = -1;
+};
+
+REGISTER_KERNEL(KernelDef("softmax_grad", "gpu").TypeConstraint("Out", kFloatTypes),
+                SoftmaxGradKernel);
+
+// Scores (`scores_arg`) and Label of a per-row classification op, shapes
+// validated (ClassRowsShape); labels are checked on the device.
+struct ClassBatch {
+  const Tensor* scores = nullptr;
+  const Tensor* label = nullptr;
+  ClassRows rows;
+};
+
+absl::StatusOr<ClassBatch> GetClassBatch(const KernelContext& ctx, absl::string_view scores_arg) {
+  ClassBatch b;
+  ASSIGN_OR_RETURN(b.scores, ctx.InputTensor(scores_arg));
+  ASSIGN_OR_RETURN(b.label, ctx.InputTensor("Label"));
+  ASSIGN_OR_RETURN(b.rows,
+                   ClassRowsShape(ctx.op().type, scores_arg, MetaOf(*b.scores), MetaOf(*b.label)));
+  return b;
+}
+
+// A label check in flight: Finish waits for it and returns the host
+// kernels' InvalidArgument for the first bad label, if any.
+class LabelCheck {
+ public:
+  // Enqueues the check of b's labels (ignore_index: none for accuracy).
+  static absl::StatusOr<LabelCheck> Start(KernelContext* ctx, const ClassBatch& b,
+                                          std::optional<int64_t> ignore_index) {
+    ASSIGN_OR_RETURN(FirstBadPosition flag, FirstBadPosition::Create(ctx));
+    CUDA_RETURN_IF_ERROR(LaunchCheckLabels(b.label->data<int64_t>(), b.rows.rows, b.rows.classes,
+                                           ignore_index.has_value(), ignore_index.value_or(0),
+                                           flag.get(), CudaStreamOf(ctx->stream())));
+    return LabelCheck(std::move(flag), b, ignore_index);
+  }
+
+  absl::Status Finish(KernelContext* ctx) const {
+    ASSIGN_OR_RETURN(const std::optional<int64_t> bad, flag_.Read(ctx));
+    if (!bad.has_value()) return absl::OkStatus();
+    int64_t label = 0;
+    RETURN_IF_ERROR(ReadToHost(ctx, &label, labels_ + *bad, sizeof(label)));
+    return ctx->InvalidArgument(absl::StrCat(
+        "label ", label, " at position ", *bad, " is out of range [0, ", classes_, ")",
+        ignore_index_.has_value() ? absl::StrCat(" (ignore_index ", *ignore_index_, ")") : ""));
+  }
+
+ private:
+  LabelCheck(FirstBadPosition flag, const ClassBatch& b, std::optional<int64_t> ignore_index)
+      : flag_(std::move(flag)),
+        labels_(b.label->data<int64_t>()),
+        classes_(b.rows.classes),
+        ignore_index_(ignore_index) {}
+
+  FirstBadPosition flag_;
+  const int64_t* labels_;
+  int64_t classes_;
+  std::optional<int64_t> ignore_index_;
+};
+
+class SoftmaxWithCrossEntropyKernel : public OpKernel {
+ public:
+  absl::Status Init(const OpDesc& op) override {
+    return loss_kernels_internal::ReadCrossEntropyAttrs(op, &ignore_index_);
+  }
+
+  absl::Status Compute(KernelContext* ctx) override {
+    CudaDeviceGuard guard(ctx->place().index());
+    ASSIGN_OR_RETURN(const ClassBatch b, GetClassBatch(*ctx, "Logits"));
+    ASSIGN_OR_RETURN(const LabelCheck check, LabelCheck::Start(ctx, b, ignore_index_));
+    const DataType dtype = b.scores->dtype();
+    ASSIGN_OR_RETURN(Tensor * softmax, ctx->AllocateOutput("Softmax", dtype, b.scores->shape()));
+    ASSIGN_OR_RETURN(Tensor * loss, ctx->AllocateOutput("Loss", dtype, b.rows.per_row));
+    const cudaStream_t stream = CudaStreamOf(ctx->stream());
+    if (b.rows.classes == 0) {  // every row ignored (or a bad label)
+      if (loss->NumBytes() > 0) {
+        CUDA_RETURN_IF_ERROR(cudaMemsetAsync(loss->raw_data(), 0, loss->NumBytes(), stream));
+      }
+    } else {
+      RETURN_IF_ERROR(DispatchFloat(dtype, [&](auto tag) -> absl::Status {
+        using T = typename decltype(tag)::type;
+        CUDA_RETURN_IF_ERROR(LaunchSoftmaxCrossEntropy<T>(
+            b.scores->data<T>(), b.label->data<int64_t>(), b.rows.rows, b.rows.classes,
+            ignore_index_, softmax->data<T>(), loss->data<T>(), stream));
+        return absl::OkStatus();
+      }));
+    }
+    return check.Finish(ctx);
+  }
+
+ private:
+  int64_t ignore_index_ = -100;
+};
+
+REGISTER_KERNEL(KernelDef("softmax_with_cross_entropy", "gpu").TypeConstraint("Logits", kFloatTypes),
+                SoftmaxWithCrossEntropyKernel);
+
+class SoftmaxWithCrossEntropyGradKernel : public OpKernel {
+ public:
+  absl::Status Init(const OpDesc& op) override {
+    return loss_kernels_internal::ReadCrossEntropyAttrs(op, &ignore_index_);
+  }
+
+  absl::Status Compute(KernelContext* ctx) override {
+    CudaDeviceGuard guard(ctx->place().index());
+    ASSIGN_OR_RETURN(const ClassBatch b, GetClassBatch(*ctx, "Softmax"));
+    {
+      ASSIGN_OR_RETURN(const LabelCheck check, LabelCheck::Start(ctx, b, ignore_index_));
+      RETURN_IF_ERROR(check.Finish(ctx));
+    }
+    ASSIGN_OR_RETURN(const Tensor* dloss, ctx->InputTensor("Loss@GRAD"));
+    const DataType dtype = b.scores->dtype();
+    RETURN_IF_ERROR(CheckArgMeta(ctx->op().type, "Loss@GRAD", dloss->dtype(), dloss->shape(), dtype,
+                                 b.rows.per_row));
+    ASSIGN_OR_RETURN(Tensor * dlogits,
+                     ctx->AllocateOutput("Logits@GRAD", dtype, b.scores->shape()));
+    const cudaStream_t stream = CudaStreamOf(ctx->stream());
+    return DispatchFloat(dtype, [&](auto tag) -> absl::Status {
+      using T = typename decltype(tag)::type;
+      CUDA_RETURN_IF_ERROR(LaunchSoftmaxCrossEntropyGrad<T>(
+          b.scores->data<T>(), b.label->data<int64_t>(), dloss->data<T>(), b.rows.rows,
+          b.rows.classes, ignore_index_, dlogits->data<T>(), stream));
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  int64_t ignore_index_ = -100;
+};
+
+REGISTER_KERNEL(
+    KernelDef("softmax_with_cross_entropy_grad", "gpu").TypeConstraint("Softmax", kFloatTypes),
+    SoftmaxWithCrossEntropyGradKernel);
+
+class AccuracyKernel : public OpKernel {
+ public:
+  absl::Status Init(const OpDesc& op) override {
+    ASSIGN_OR_RETURN(k_, GetAttr<int64_t>(op.attrs, "k", op.type));
+    if (k_ < 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("op '", op.type, "': k must be >= 1, got ", k_));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(KernelContext* ctx) override {
+    CudaDeviceGuard guard(ctx->place().index());
+    ASSIGN_OR_RETURN(const ClassBatch b, GetClassBatch(*ctx, "Out"));
+    ASSIGN_OR_RETURN(const LabelCheck check, LabelCheck::Start(ctx, b, std::nullopt));
+    ASSIGN_OR_RETURN(Tensor * accuracy,
+                     ctx->AllocateOutput("Accuracy", DataType::kFloat32, Shape({1})));
+    ASSIGN_OR_RETURN(Tensor * correct,
+                     ctx->AllocateOutput("Correct", DataType::kInt64, Shape({1})));
+    ASSIGN_OR_RETURN(Tensor * total, ctx->AllocateOutput("Total", DataType::kInt64, Shape({1})));
+    const cudaStream_t stream = CudaStreamOf(ctx->stream());
+    RETURN_IF_ERROR(DispatchFloat(b.scores->dtype(), [&](auto tag) -> absl::Status {
+      using T = typename decltype(tag)::type;
+      CUDA_RETURN_IF_ERROR(LaunchAccuracy<T>(
+          b.scores->data<T>(), b.label->data<int64_t>(), b.rows.rows, b.rows.classes, k_,
+          correct->data<int64_t>(), total->data<int64_t>(), accuracy->data<float>(), stream));
+      return absl::OkStatus();
+    }));
+    return check.Finish(ctx);
+  }
+
+ private:
+  int64_t k_ = 1;
+};
+
+REGISTER_KERNEL(KernelDef("accuracy", "gpu").TypeConstraint("Out", kFloatTypes), AccuracyKernel);
+
+}  // namespace
+}  // namespace cuda
+}  // namespace tandem
