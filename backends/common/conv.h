@@ -13,7 +13,8 @@
 //   dFilter[gi]   += dOutput[n, gi] * col^T        (summed over n in order)
 // Pointers are to host-addressable memory, NCHW / [M, C/groups, KH, KW]
 // row-major; `g` has no unknown dims. GEMM errors are returned; the
-// functions return when the work is done.
+// functions return when the work is done and are thread-safe for disjoint
+// outputs.
 #ifndef TANDEM_BACKENDS_COMMON_CONV_H_
 #define TANDEM_BACKENDS_COMMON_CONV_H_
 

@@ -8,7 +8,8 @@
 // scale and bias may be null (1 and 0). Per-row statistics and the column
 // sums of the gradient accumulate in AccumulatorT<T> (double for float), in
 // a fixed order, so results do not depend on the policy. Pointers are to
-// host-addressable memory. Functions return when the work is done.
+// host-addressable memory. Functions return when the work is done and are
+// thread-safe for disjoint outputs.
 #ifndef TANDEM_BACKENDS_COMMON_LAYER_NORM_H_
 #define TANDEM_BACKENDS_COMMON_LAYER_NORM_H_
 

@@ -9,7 +9,8 @@
 // the first element in row-major window order; average sums accumulate in
 // AccumulatorT<T> (double for float). Planes are independent tasks, so
 // results do not depend on the policy. Pointers are to host-addressable
-// memory; `g` has no unknown dims. Functions return when the work is done.
+// memory; `g` has no unknown dims. Functions return when the work is done
+// and are thread-safe for disjoint outputs.
 #ifndef TANDEM_BACKENDS_COMMON_POOL_H_
 #define TANDEM_BACKENDS_COMMON_POOL_H_
 

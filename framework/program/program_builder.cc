@@ -500,7 +500,9 @@ Var ProgramBuilder::Conv2D(Var input, int64_t num_filters, int64_t filter_size, 
   if (!status_.ok()) return {};
   const VarDesc* desc = LayerInput(this, "Conv2D", input);
   if (desc == nullptr) return {};
-  const Shape& shape = desc->shape;
+  // Copies: creating parameters adds variables, which moves the descriptions.
+  const Shape shape = desc->shape;
+  const DataType dtype = desc->dtype;
   if (shape.rank() != 4 || shape.dim(1) < 0 || groups < 1 || shape.dim(1) % groups != 0 ||
       num_filters < 1 || filter_size < 1) {
     RecordError(absl::InvalidArgumentError(
@@ -512,7 +514,7 @@ Var ProgramBuilder::Conv2D(Var input, int64_t num_filters, int64_t filter_size, 
   }
   const std::string prefix = LayerPrefix(this, name, "conv2d");
   const Var filter = CreateParameter(
-      prefix + ".w_0", desc->dtype,
+      prefix + ".w_0", dtype,
       Shape({num_filters, shape.dim(1) / groups, filter_size, filter_size}), w_init);
   Var out = AppendSingle("conv2d", {{"Input", {input}}, {"Filter", {filter}}},
                          {{"strides", std::vector<int64_t>{stride, stride}},
@@ -521,7 +523,7 @@ Var ProgramBuilder::Conv2D(Var input, int64_t num_filters, int64_t filter_size, 
                          "Output");
   if (!with_bias) return out;
   const Var bias =
-      CreateParameter(prefix + ".b_0", desc->dtype, Shape({num_filters}), Initializer::Constant(0));
+      CreateParameter(prefix + ".b_0", dtype, Shape({num_filters}), Initializer::Constant(0));
   return ElementwiseAdd(out, bias, /*axis=*/1);
 }
 
@@ -542,7 +544,9 @@ Var ProgramBuilder::LayerNorm(Var x, int64_t begin_norm_axis, double epsilon, bo
   if (!status_.ok()) return {};
   const VarDesc* desc = LayerInput(this, "LayerNorm", x);
   if (desc == nullptr) return {};
-  const Shape& shape = desc->shape;
+  // Copies: creating parameters adds variables, which moves the descriptions.
+  const Shape shape = desc->shape;
+  const DataType dtype = desc->dtype;
   const int64_t axis = begin_norm_axis < 0 ? begin_norm_axis + shape.rank() : begin_norm_axis;
   int64_t d = axis >= 0 && axis < shape.rank() ? 1 : -1;
   for (int i = static_cast<int>(std::max<int64_t>(axis, 0)); d > 0 && i < shape.rank(); ++i) {
@@ -558,11 +562,11 @@ Var ProgramBuilder::LayerNorm(Var x, int64_t begin_norm_axis, double epsilon, bo
   std::map<std::string, std::vector<Var>> inputs = {{"X", {x}}};
   if (scale) {
     inputs["Scale"] = {
-        CreateParameter(prefix + ".scale_0", desc->dtype, Shape({d}), Initializer::Constant(1))};
+        CreateParameter(prefix + ".scale_0", dtype, Shape({d}), Initializer::Constant(1))};
   }
   if (shift) {
     inputs["Bias"] = {
-        CreateParameter(prefix + ".b_0", desc->dtype, Shape({d}), Initializer::Constant(0))};
+        CreateParameter(prefix + ".b_0", dtype, Shape({d}), Initializer::Constant(0))};
   }
   auto out =
       AppendOp("layer_norm", inputs, {{"begin_norm_axis", begin_norm_axis}, {"epsilon", epsilon}},
