@@ -126,6 +126,7 @@ void SoftmaxCrossEntropy(const T* logits, const int64_t* labels, int64_t rows, i
 template <typename T, typename Policy>
 void SoftmaxCrossEntropyGrad(const T* softmax, const int64_t* labels, const T* dloss, int64_t rows,
                              int64_t classes, int64_t ignore_index, T* dlogits) {
+  if (classes == 0) return;  // dlogits is empty
   softmax_internal::ForEachLine<Policy>(AxisLines{rows, classes, 1}, [&](int64_t start) {
     const int64_t row = start / classes;
     const int64_t label = labels[row];

@@ -86,5 +86,13 @@ TEST(SoftmaxCrossEntropy, NoClassesGiveZeroLoss) {
   EXPECT_THAT(loss, ElementsAre(0, 0));
 }
 
+TEST(SoftmaxCrossEntropyGrad, NoClassesWriteNothing) {
+  const int64_t labels[] = {-100, -100};
+  const float dloss[] = {1, 2};
+  float sentinel = 7;  // a gradient of 2 x 0 values: nothing may be written
+  SoftmaxCrossEntropyGrad<float, ChunkingPolicy<1>>(nullptr, labels, dloss, 2, 0, -100, &sentinel);
+  EXPECT_EQ(sentinel, 7);
+}
+
 }  // namespace
 }  // namespace tandem
