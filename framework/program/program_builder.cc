@@ -380,12 +380,13 @@ Var ProgramBuilder::Fc(Var x, int64_t size, int64_t in_num_col_dims, bool with_b
     const std::string unique = UniqueName("fc");  // "fc_<n>.tmp_0"
     prefix = unique.substr(0, unique.find('.'));
   }
+  // A copy: creating parameters adds variables, which moves the descriptions.
+  const DataType dtype = desc->dtype;
   std::map<std::string, std::vector<Var>> inputs = {
-      {"Input", {x}},
-      {"W", {CreateParameter(prefix + ".w_0", desc->dtype, Shape({k, size}), w_init)}}};
+      {"Input", {x}}, {"W", {CreateParameter(prefix + ".w_0", dtype, Shape({k, size}), w_init)}}};
   if (with_bias) {
     inputs["Bias"] = {
-        CreateParameter(prefix + ".b_0", desc->dtype, Shape({size}), Initializer::Constant(0))};
+        CreateParameter(prefix + ".b_0", dtype, Shape({size}), Initializer::Constant(0))};
   }
   auto out = AppendOp("fc", inputs, {{"in_num_col_dims", in_num_col_dims}}, {"Out"},
                       {{"Out", prefix + ".tmp_0"}});
