@@ -53,10 +53,9 @@ class ActivationGradKernel : public OpKernel {
   }
 };
 
-#define TANDEM_ACTIVATION(name, act)                                                      \
-  REGISTER_KERNEL(KernelDef(name, "gpu").TypeConstraint("X", kFloatTypes),                \
-                  ActivationKernel<act>);                                                 \
-  REGISTER_KERNEL(KernelDef(name "_grad", "gpu").TypeConstraint("Out", kFloatTypes),      \
+#define TANDEM_ACTIVATION(name, act)                                                               \
+  REGISTER_KERNEL(KernelDef(name, "gpu").TypeConstraint("X", kFloatTypes), ActivationKernel<act>); \
+  REGISTER_KERNEL(KernelDef(name "_grad", "gpu").TypeConstraint("Out", kFloatTypes),               \
                   ActivationGradKernel<act>)
 TANDEM_ACTIVATION("relu", ActivationKind::kRelu);
 TANDEM_ACTIVATION("sigmoid", ActivationKind::kSigmoid);

@@ -236,15 +236,15 @@ cudaError_t LaunchReduceSum(const T* in, T* out, const ReduceGeometry& g, cudaSt
   return cudaGetLastError();
 }
 
-#define TANDEM_INSTANTIATE(T)                                                                    \
-  template cudaError_t LaunchBinarySame<T>(ElementwiseOp, const T*, const T*, T*, int64_t,       \
-                                           cudaStream_t);                                        \
-  template cudaError_t LaunchBinaryRow<T>(ElementwiseOp, const T*, const T*, bool, T*, int64_t,  \
-                                          int64_t, cudaStream_t);                                \
-  template cudaError_t LaunchBinaryStrided<T>(ElementwiseOp, const T*, const T*, T*,             \
-                                              const AddGeometry&, cudaStream_t);                 \
-  template cudaError_t LaunchBroadcastDivide<T>(const T*, T*, const AddGeometry&, int64_t,       \
-                                                cudaStream_t);                                   \
+#define TANDEM_INSTANTIATE(T)                                                                   \
+  template cudaError_t LaunchBinarySame<T>(ElementwiseOp, const T*, const T*, T*, int64_t,      \
+                                           cudaStream_t);                                       \
+  template cudaError_t LaunchBinaryRow<T>(ElementwiseOp, const T*, const T*, bool, T*, int64_t, \
+                                          int64_t, cudaStream_t);                               \
+  template cudaError_t LaunchBinaryStrided<T>(ElementwiseOp, const T*, const T*, T*,            \
+                                              const AddGeometry&, cudaStream_t);                \
+  template cudaError_t LaunchBroadcastDivide<T>(const T*, T*, const AddGeometry&, int64_t,      \
+                                                cudaStream_t);                                  \
   template cudaError_t LaunchReduceSum<T>(const T*, T*, const ReduceGeometry&, cudaStream_t);
 TANDEM_INSTANTIATE(float)
 TANDEM_INSTANTIATE(double)

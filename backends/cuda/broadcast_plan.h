@@ -67,10 +67,9 @@ cudaError_t LaunchBinary(ElementwiseOp op, const T* x, const T* y, T* out, const
     case AddPlan::Kind::kSame:
       return LaunchBinarySame<T>(op, x, y, out, plan.n, stream);
     case AddPlan::Kind::kRow:
-      return plan.swap ? LaunchBinaryRow<T>(op, y, x, /*row_is_x=*/true, out, plan.n, plan.cols,
-                                            stream)
-                       : LaunchBinaryRow<T>(op, x, y, /*row_is_x=*/false, out, plan.n, plan.cols,
-                                            stream);
+      return plan.swap
+                 ? LaunchBinaryRow<T>(op, y, x, /*row_is_x=*/true, out, plan.n, plan.cols, stream)
+                 : LaunchBinaryRow<T>(op, x, y, /*row_is_x=*/false, out, plan.n, plan.cols, stream);
     case AddPlan::Kind::kStrided:
       return LaunchBinaryStrided<T>(op, x, y, out, plan.geometry, stream);
   }

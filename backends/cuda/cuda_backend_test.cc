@@ -85,7 +85,23 @@ TEST(CudaBackend, KernelsAreRegisteredOnGpu) {
                          "softmax_grad",
                          "softmax_with_cross_entropy",
                          "softmax_with_cross_entropy_grad",
-                         "accuracy"}) {
+                         "accuracy",
+                         "reshape",
+                         "reshape_grad",
+                         "transpose",
+                         "transpose_grad",
+                         "concat",
+                         "concat_grad",
+                         "split",
+                         "split_grad",
+                         "dropout",
+                         "dropout_grad",
+                         "conv2d",
+                         "conv2d_grad",
+                         "pool2d",
+                         "pool2d_grad",
+                         "layer_norm",
+                         "layer_norm_grad"}) {
     EXPECT_TRUE(KernelRegistry::Global().HasKernel(op, DeviceType::GPU())) << op;
   }
 }
@@ -153,19 +169,26 @@ TEST(CudaBackend, NewKernelsDeclareTheirDtypesAndHostMemory) {
 }
 
 // Every gpu kernel's registration line declares exactly the dtypes and
-// host-memory arguments of the op's cpu kernel.
+// host-memory arguments of the op's cpu kernels (the union of their dtypes
+// where the cpu splits them, e.g. oneDNN's float32 conv2d and the portable
+// float64 one).
 TEST(CudaBackend, EveryGpuKernelDeclaresWhatTheCpuKernelDeclares) {
   int checked = 0;
   for (const KernelRegistration* gpu : KernelRegistry::Global().AllKernels()) {
     if (gpu->def.device_type() != DeviceType::GPU()) continue;
     SCOPED_TRACE(gpu->def.DebugString());
-    const KernelDef* cpu = nullptr;
+    std::map<std::string, std::set<DataType>> cpu_types;
+    int cpu_kernels = 0;
     for (const KernelRegistration* k : KernelRegistry::Global().KernelsFor(gpu->def.op())) {
-      if (k->def.device_type() == DeviceType::CPU()) cpu = &k->def;
+      if (k->def.device_type() != DeviceType::CPU()) continue;
+      ++cpu_kernels;
+      for (const auto& [arg, types] : k->def.type_constraints()) {
+        cpu_types[arg].insert(types.begin(), types.end());
+      }
+      EXPECT_EQ(gpu->def.host_memory_args(), k->def.host_memory_args());
     }
-    ASSERT_NE(cpu, nullptr);
-    EXPECT_EQ(gpu->def.type_constraints(), cpu->type_constraints());
-    EXPECT_EQ(gpu->def.host_memory_args(), cpu->host_memory_args());
+    ASSERT_GT(cpu_kernels, 0);
+    EXPECT_EQ(gpu->def.type_constraints(), cpu_types);
     ++checked;
   }
   EXPECT_GE(checked, 50);
@@ -819,8 +842,8 @@ TEST_F(GpuTest, CastEveryPairMatchesHost) {
 // The nn, loss, optimizer, array and random kernels against the cpu backend's
 // (backends/common): the same op through RunOpEager on cpu and on gpu:0.
 
-// An output copied to the host: a dense tensor, or SelectedRows whose value
-// is on the host.
+// Outputs copied to the host, keyed "Out" (first variable), "Out[1]", ...:
+// dense tensors, or SelectedRows whose value is on the host.
 using HostOutputs = std::map<std::string, Variable>;
 
 absl::StatusOr<HostOutputs> RunToHost(OpDesc op, const Place& place, const EagerInputs& inputs,
@@ -829,14 +852,18 @@ absl::StatusOr<HostOutputs> RunToHost(OpDesc op, const Place& place, const Eager
   if (!out.ok()) return out.status();
   HostOutputs host;
   for (const auto& [arg, vars] : *out) {
-    if (vars.empty() || vars[0].empty()) continue;
-    absl::StatusOr<Tensor> t = CopyTensorTo(*vars[0].data_tensor(), CPUPlace());
-    if (!t.ok()) return t.status();
-    if (vars[0].is_selected_rows()) {
-      const SelectedRows& r = vars[0].selected_rows();
-      host[arg] = Variable(SelectedRows(r.height(), r.rows(), *std::move(t)));
-    } else {
-      host[arg] = Variable(*std::move(t));
+    for (size_t i = 0; i < vars.size(); ++i) {  // "Out", then "Out[1]", ...
+      const Variable& v = vars[i];
+      if (v.empty()) continue;
+      const std::string key = i == 0 ? arg : absl::StrCat(arg, "[", i, "]");
+      absl::StatusOr<Tensor> t = CopyTensorTo(*v.data_tensor(), CPUPlace());
+      if (!t.ok()) return t.status();
+      if (v.is_selected_rows()) {
+        const SelectedRows& r = v.selected_rows();
+        host[key] = Variable(SelectedRows(r.height(), r.rows(), *std::move(t)));
+      } else {
+        host[key] = Variable(*std::move(t));
+      }
     }
   }
   return host;
@@ -1208,8 +1235,8 @@ TEST_F(GpuTest, SgdBadSparseGradientsAreInvalidArgument) {
 // cpu, up to how each compiler contracts multiply-adds.
 template <typename T>
 void CheckMomentumAndAdam(const Shape& param_shape, const std::vector<int64_t>& rows) {
-  SCOPED_TRACE(absl::StrCat(DataTypeName(DataTypeOf<T>()), param_shape.ToString(), " ",
-                            rows.size(), " rows"));
+  SCOPED_TRACE(absl::StrCat(DataTypeName(DataTypeOf<T>()), param_shape.ToString(), " ", rows.size(),
+                            " rows"));
   const int64_t n = param_shape.num_elements();
   std::vector<int64_t> value_dims = param_shape.ToVector();
   value_dims[0] = static_cast<int64_t>(rows.size());
@@ -1371,9 +1398,9 @@ TEST_F(GpuTest, IntegerDivisionByZeroIsInvalidArgumentAndTheGpuStaysUsable) {
                    {"Y", {HostVar<int64_t>(Shape({3}), {4, 0, 0})}}},
                   absl::StatusCode::kInvalidArgument,
                   "op 'elementwise_div': integer division by zero: Y 'Y_0' [3] is 0 at position 1");
-  ASSERT_OK_AND_ASSIGN(auto out, RunOnGpu(Op("elementwise_div"),
-                                          {{"X", {HostVar<int32_t>(Shape({2}), {7, -7})}},
-                                           {"Y", {HostVar<int32_t>(Shape({2}), {2, 2})}}}));
+  ASSERT_OK_AND_ASSIGN(
+      auto out, RunOnGpu(Op("elementwise_div"), {{"X", {HostVar<int32_t>(Shape({2}), {7, -7})}},
+                                                 {"Y", {HostVar<int32_t>(Shape({2}), {2, 2})}}}));
   EXPECT_EQ(out.at("Out").ToVector<int32_t>(), (std::vector<int32_t>{3, -3}));
 }
 
@@ -1408,25 +1435,27 @@ TEST_F(GpuTest, ReduceSumAndMeanAndGradsMatchCpu) {
     bool keep_dim, reduce_all;
   };
   const std::vector<Case> cases = {
-      {Shape({2, 3, 4}), {1}, false, false},     {Shape({2, 3, 4}), {0, 2}, true, false},
-      {Shape({2, 3, 4}), {-1}, false, false},    {Shape({2, 3, 4}), {}, false, true},
-      {Shape({3, 1}), {1}, false, false},        {Shape({300, 1001}), {0}, false, false},
-      {Shape({300, 1001}), {1}, true, false},    {Shape({5000}), {0}, false, false},
-      {Shape({0, 3}), {1}, false, false},        {Shape({7}), {}, true, true},
+      {Shape({2, 3, 4}), {1}, false, false},  {Shape({2, 3, 4}), {0, 2}, true, false},
+      {Shape({2, 3, 4}), {-1}, false, false}, {Shape({2, 3, 4}), {}, false, true},
+      {Shape({3, 1}), {1}, false, false},     {Shape({300, 1001}), {0}, false, false},
+      {Shape({300, 1001}), {1}, true, false}, {Shape({5000}), {0}, false, false},
+      {Shape({0, 3}), {1}, false, false},     {Shape({7}), {}, true, true},
   };
   for (const Case& c : cases) {
     for (const std::string op : {"reduce_sum", "reduce_mean"}) {
       SCOPED_TRACE(absl::StrCat(op, c.x.ToString(), " dims ", c.dims.size()));
       const AttrMap attrs = {
           {"dim", c.dims}, {"keep_dim", c.keep_dim}, {"reduce_all", c.reduce_all}};
-      ASSERT_OK_AND_ASSIGN(ReduceDims r,
-                           ReduceShape(op, c.x, c.dims, c.keep_dim, c.reduce_all));
+      ASSERT_OK_AND_ASSIGN(ReduceDims r, ReduceShape(op, c.x, c.dims, c.keep_dim, c.reduce_all));
       const int64_t n = c.x.num_elements();
       for (DataType dtype : kFloatTypes) {
         DispatchDataType(dtype, [&](auto tag) {
           using T = typename decltype(tag)::type;
           ExpectGpuMatchesCpu(
-              Op(op, attrs), [&] { return EagerInputs{{"X", {HostVar<T>(c.x, Values<T>(n, 1))}}}; },
+              Op(op, attrs),
+              [&] {
+                return EagerInputs{{"X", {HostVar<T>(c.x, Values<T>(n, 1))}}};
+              },
               GradTol<T>());
           ExpectGpuMatchesCpu(
               Op(op + "_grad", attrs),
@@ -1441,8 +1470,7 @@ TEST_F(GpuTest, ReduceSumAndMeanAndGradsMatchCpu) {
     }
   }
   ExpectSameError(Op("reduce_mean", {{"dim", std::vector<int64_t>{1}}}),
-                  {{"X", {HostVar<float>(Shape({3, 0}), {})}}},
-                  absl::StatusCode::kInvalidArgument,
+                  {{"X", {HostVar<float>(Shape({3, 0}), {})}}}, absl::StatusCode::kInvalidArgument,
                   "op 'reduce_mean': X [3, 0] has no elements to average over dim");
 }
 
@@ -1457,10 +1485,11 @@ TEST_F(GpuTest, MulAndFcAndGradsMatchCpu) {
   for (const auto& c : muls) {
     SCOPED_TRACE(absl::StrCat("mul ", c.x.ToString(), " ", c.y.ToString()));
     const AttrMap attrs = {{"x_num_col_dims", c.xn}, {"y_num_col_dims", c.yn}};
-    ASSERT_OK_AND_ASSIGN(HostOutputs fwd,
-                         RunToHost(Op("mul", attrs), CPUPlace(),
-                                   {{"X", {HostVar<float>(c.x, Values<float>(c.x.num_elements()))}},
-                                    {"Y", {HostVar<float>(c.y, Values<float>(c.y.num_elements()))}}}));
+    ASSERT_OK_AND_ASSIGN(
+        HostOutputs fwd,
+        RunToHost(Op("mul", attrs), CPUPlace(),
+                  {{"X", {HostVar<float>(c.x, Values<float>(c.x.num_elements()))}},
+                   {"Y", {HostVar<float>(c.y, Values<float>(c.y.num_elements()))}}}));
     const Shape out = fwd.at("Out").tensor().shape();
     for (DataType dtype : kFloatTypes) {
       DispatchDataType(dtype, [&](auto tag) {
@@ -1502,18 +1531,20 @@ TEST_F(GpuTest, MulAndFcAndGradsMatchCpu) {
       DispatchDataType(dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         auto inputs = [&](bool grad) {
-          EagerInputs in = {
-              {"Input", {HostVar<T>(c.input, Values<T>(c.input.num_elements(), 1))}},
-              {"W", {HostVar<T>(c.w, Values<T>(c.w.num_elements(), 2))}}};
-          if (c.bias && !grad) in["Bias"] = {HostVar<T>(Shape({c.w.dim(1)}), Values<T>(c.w.dim(1), 4))};
+          EagerInputs in = {{"Input", {HostVar<T>(c.input, Values<T>(c.input.num_elements(), 1))}},
+                            {"W", {HostVar<T>(c.w, Values<T>(c.w.num_elements(), 2))}}};
+          if (c.bias && !grad)
+            in["Bias"] = {HostVar<T>(Shape({c.w.dim(1)}), Values<T>(c.w.dim(1), 4))};
           if (grad) in["Out@GRAD"] = {HostVar<T>(out, Values<T>(out.num_elements(), 3))};
           return in;
         };
-        ExpectGpuMatchesCpu(Op("fc", attrs), [&] { return inputs(false); }, GradTol<T>());
+        ExpectGpuMatchesCpu(
+            Op("fc", attrs), [&] { return inputs(false); }, GradTol<T>());
         OpDesc grad = Op("fc_grad", attrs);
         grad.outputs = {{"Input@GRAD", {"di"}}, {"W@GRAD", {"dw"}}};
         if (c.bias) grad.outputs["Bias@GRAD"] = {"db"};
-        ExpectGpuMatchesCpu(grad, [&] { return inputs(true); }, GradTol<T>());
+        ExpectGpuMatchesCpu(
+            grad, [&] { return inputs(true); }, GradTol<T>());
       });
     }
   }
@@ -1523,8 +1554,8 @@ TEST_F(GpuTest, SoftmaxAndGradMatchCpu) {
   const struct {
     Shape x;
     int64_t axis;
-  } cases[] = {{Shape({4, 5}), -1},       {Shape({3, 4, 5}), 1},   {Shape({2, 3000}), 1},
-               {Shape({3, 40, 64}), 1},   {Shape({0, 3}), 1},      {Shape({7}), 0},
+  } cases[] = {{Shape({4, 5}), -1},       {Shape({3, 4, 5}), 1}, {Shape({2, 3000}), 1},
+               {Shape({3, 40, 64}), 1},   {Shape({0, 3}), 1},    {Shape({7}), 0},
                {Shape({2, 2500, 33}), 1}, {Shape({128, 10}), -1}};
   for (const auto& c : cases) {
     SCOPED_TRACE(absl::StrCat(c.x.ToString(), " axis ", c.axis));
@@ -1569,15 +1600,15 @@ TEST_F(GpuTest, SoftmaxWithCrossEntropyAndGradMatchCpu) {
               {"Label", {Ids(c.label, c.labels)}}};
         };
         ExpectGpuMatchesCpu(Op("softmax_with_cross_entropy"), inputs, Tol<T>() * 4);
-        ASSERT_OK_AND_ASSIGN(HostOutputs fwd, RunToHost(Op("softmax_with_cross_entropy"),
-                                                        CPUPlace(), inputs()));
+        ASSERT_OK_AND_ASSIGN(HostOutputs fwd,
+                             RunToHost(Op("softmax_with_cross_entropy"), CPUPlace(), inputs()));
         ExpectGpuMatchesCpu(
             Op("softmax_with_cross_entropy_grad"),
             [&] {
-              return EagerInputs{{"Softmax", {fwd.at("Softmax")}},
-                                 {"Label", {Ids(c.label, c.labels)}},
-                                 {"Loss@GRAD", {HostVar<T>(fwd.at("Loss").tensor().shape(),
-                                                           Values<T>(rows, 2))}}};
+              return EagerInputs{
+                  {"Softmax", {fwd.at("Softmax")}},
+                  {"Label", {Ids(c.label, c.labels)}},
+                  {"Loss@GRAD", {HostVar<T>(fwd.at("Loss").tensor().shape(), Values<T>(rows, 2))}}};
             },
             Tol<T>());
       });
@@ -1599,11 +1630,13 @@ TEST_F(GpuTest, BadLabelsAreInvalidArgumentAndTheGpuStaysUsable) {
                   absl::StatusCode::kInvalidArgument,
                   "op 'softmax_with_cross_entropy_grad': label 5 at position 3 is out of range "
                   "[0, 5) (ignore_index -100)");
-  ExpectSameError(Op("accuracy"), {{"Out", {logits}}, {"Label", {Ids(Shape({4}), {0, 1, -100, 2})}}},
+  ExpectSameError(Op("accuracy"),
+                  {{"Out", {logits}}, {"Label", {Ids(Shape({4}), {0, 1, -100, 2})}}},
                   absl::StatusCode::kInvalidArgument,
                   "op 'accuracy': label -100 at position 2 is out of range [0, 5)");
-  ASSERT_OK_AND_ASSIGN(auto out, RunOnGpu(Op("accuracy"), {{"Out", {logits}},
-                                                          {"Label", {Ids(Shape({4}), {0, 1, 4, 2})}}}));
+  ASSERT_OK_AND_ASSIGN(
+      auto out,
+      RunOnGpu(Op("accuracy"), {{"Out", {logits}}, {"Label", {Ids(Shape({4}), {0, 1, 4, 2})}}}));
   EXPECT_EQ(out.at("Total").ToVector<int64_t>(), (std::vector<int64_t>{4}));
   EXPECT_OK(device_->Synchronize());
 }
@@ -1628,8 +1661,9 @@ TEST_F(GpuTest, AccuracyMatchesCpu) {
   ExpectGpuMatchesCpu(
       Op("accuracy", {{"k", int64_t{3}}}),
       [&] {
-        return EagerInputs{{"Out", {HostVar<double>(Shape({3000, 2500}), Values<double>(7500000, 3))}},
-                           {"Label", {Ids(Shape({3000}), many)}}};
+        return EagerInputs{
+            {"Out", {HostVar<double>(Shape({3000, 2500}), Values<double>(7500000, 3))}},
+            {"Label", {Ids(Shape({3000}), many)}}};
       },
       0);
   ExpectGpuMatchesCpu(
@@ -1639,6 +1673,268 @@ TEST_F(GpuTest, AccuracyMatchesCpu) {
                            {"Label", {Ids(Shape({0}), {})}}};
       },
       0);
+}
+
+TEST_F(GpuTest, ReshapeSharesTheInputsBufferOnTheGpu) {
+  ASSERT_OK_AND_ASSIGN(
+      Tensor x, Tensor::Allocate(device_->allocator(), DataType::kFloat32, Shape({2, 3, 4})));
+  ASSERT_OK_AND_ASSIGN(EagerOutputs out,
+                       RunOpEager(Op("reshape", {{"shape", std::vector<int64_t>{4, -1}}}),
+                                  GPUPlace(0), {{"X", {Variable(x)}}}));
+  const Tensor& o = out.at("Out")[0].tensor();
+  EXPECT_EQ(o.shape(), Shape({4, 6}));
+  EXPECT_EQ(o.place(), GPUPlace(0));
+  EXPECT_EQ(o.raw_data(), x.raw_data());
+}
+
+TEST_F(GpuTest, TransposeConcatSplitAndGradsMatchCpuBitwise) {
+  for (DataType dtype : kNumericTypes) {
+    SCOPED_TRACE(DataTypeName(dtype));
+    DispatchNumericForTest(dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      auto var = [](const Shape& s, int salt) {
+        return HostVar<T>(s, Values<T>(s.num_elements(), salt));
+      };
+      const struct {
+        Shape x;
+        std::vector<int64_t> axis;
+      } transposes[] = {{Shape({2, 3}), {1, 0}},
+                        {Shape({2, 3, 4}), {2, 0, 1}},
+                        {Shape({2, 3, 4, 5}), {0, 2, 3, 1}},
+                        {Shape({1, 7, 1, 3}), {3, 2, 1, 0}},
+                        {Shape({0, 3}), {1, 0}},
+                        {Shape({33, 65}), {1, 0}}};
+      for (const auto& c : transposes) {
+        SCOPED_TRACE(c.x.ToString());
+        const AttrMap attrs = {{"axis", c.axis}};
+        ExpectGpuMatchesCpu(
+            Op("transpose", attrs),
+            [&] {
+              return EagerInputs{{"X", {var(c.x, 1)}}};
+            },
+            0);
+        ASSERT_OK_AND_ASSIGN(Shape out, TransposeShape("t", c.x, c.axis));
+        ExpectGpuMatchesCpu(
+            Op("transpose_grad", attrs),
+            [&] {
+              return EagerInputs{{"Out@GRAD", {var(out, 2)}}};
+            },
+            0);
+      }
+      // concat of three pieces (one empty) along axis 1, and back.
+      const std::vector<Shape> pieces = {Shape({2, 1, 3}), Shape({2, 4, 3}), Shape({2, 0, 3})};
+      auto xs = [&] {
+        std::vector<Variable> v;
+        for (size_t i = 0; i < pieces.size(); ++i) v.push_back(var(pieces[i], 3 + i));
+        return v;
+      };
+      ExpectGpuMatchesCpu(
+          Op("concat", {{"axis", int64_t{-2}}}),
+          [&] {
+            return EagerInputs{{"X", xs()}};
+          },
+          0);
+      OpDesc concat_grad =
+          Op("concat_grad", {{"axis", int64_t{1}}, {"grad_positions", std::vector<int64_t>{0, 1}}});
+      concat_grad.outputs["X@GRAD"] = {"d0", "d1"};
+      ExpectGpuMatchesCpu(
+          concat_grad,
+          [&] {
+            return EagerInputs{{"X", xs()}, {"Out@GRAD", {var(Shape({2, 5, 3}), 6)}}};
+          },
+          0);
+      // split into sections along axis 0, and back with one gradient missing.
+      const AttrMap split_attrs = {{"axis", int64_t{0}},
+                                   {"sections", std::vector<int64_t>{1, -1, 2}}};
+      OpDesc split = Op("split", split_attrs);
+      split.outputs["Out"] = {"a", "b", "c"};
+      ExpectGpuMatchesCpu(
+          split,
+          [&] {
+            return EagerInputs{{"X", {var(Shape({6, 5}), 7)}}};
+          },
+          0);
+      AttrMap grad_attrs = split_attrs;
+      grad_attrs["grad_positions"] = std::vector<int64_t>{0, 2};
+      ExpectGpuMatchesCpu(
+          Op("split_grad", grad_attrs),
+          [&] {
+            return EagerInputs{{"X", {var(Shape({6, 5}), 7)}},
+                               {"Out@GRAD", {var(Shape({1, 5}), 8), var(Shape({2, 5}), 9)}}};
+          },
+          0);
+      OpDesc equal = Op("split", {{"axis", int64_t{1}}, {"num", int64_t{2}}});
+      equal.outputs["Out"] = {"a", "b"};
+      ExpectGpuMatchesCpu(
+          equal,
+          [&] {
+            return EagerInputs{{"X", {var(Shape({3, 4, 2}), 10)}}};
+          },
+          0);
+    });
+  }
+}
+
+TEST_F(GpuTest, DropoutMaskAndGradMatchCpuBitwise) {
+  for (const double prob : {0.0, 0.3, 1.0}) {
+    for (const bool is_test : {false, true}) {
+      for (DataType dtype : kFloatTypes) {
+        SCOPED_TRACE(absl::StrCat(DataTypeName(dtype), " prob ", prob, " is_test ", is_test));
+        DispatchDataType(dtype, [&](auto tag) {
+          using T = typename decltype(tag)::type;
+          const AttrMap attrs = {
+              {"dropout_prob", prob}, {"is_test", is_test}, {"seed", int64_t{-42}}};
+          const Shape s({300, 257});
+          auto x = [&] { return EagerInputs{{"X", {HostVar<T>(s, Values<T>(s.num_elements()))}}}; };
+          ExpectGpuMatchesCpu(Op("dropout", attrs), x, 0);
+          ASSERT_OK_AND_ASSIGN(HostOutputs fwd, RunToHost(Op("dropout", attrs), CPUPlace(), x()));
+          ExpectGpuMatchesCpu(
+              Op("dropout_grad", attrs),
+              [&] {
+                return EagerInputs{{"Mask", {fwd.at("Mask")}},
+                                   {"Out@GRAD", {HostVar<T>(s, Values<T>(s.num_elements(), 2))}}};
+              },
+              0);
+        });
+      }
+    }
+  }
+}
+
+TEST_F(GpuTest, Conv2DAndGradsMatchCpu) {
+  const struct {
+    Shape input, filter;
+    std::vector<int64_t> strides, paddings, dilations;
+    int64_t groups;
+  } cases[] = {
+      {Shape({2, 3, 7, 7}), Shape({4, 3, 3, 3}), {1, 1}, {1, 1}, {1, 1}, 1},
+      {Shape({2, 3, 9, 8}), Shape({4, 3, 3, 2}), {2, 1}, {0, 1}, {2, 1}, 1},
+      {Shape({2, 4, 6, 6}), Shape({6, 2, 3, 3}), {1, 1}, {1, 1}, {1, 1}, 2},
+      {Shape({2, 3, 5, 5}), Shape({4, 3, 1, 1}), {1, 1}, {0, 0}, {1, 1}, 1},  // direct
+      {Shape({0, 3, 5, 5}), Shape({4, 3, 3, 3}), {1, 1}, {1, 1}, {1, 1}, 1},
+      {Shape({5, 1, 28, 28}), Shape({8, 1, 5, 5}), {1, 1}, {2, 2}, {1, 1}, 1},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(absl::StrCat(c.input.ToString(), " * ", c.filter.ToString()));
+    const AttrMap attrs = {{"strides", c.strides},
+                           {"paddings", c.paddings},
+                           {"dilations", c.dilations},
+                           {"groups", c.groups}};
+    for (DataType dtype : kFloatTypes) {
+      DispatchDataType(dtype, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        auto inputs = [&] {
+          return EagerInputs{
+              {"Input", {HostVar<T>(c.input, Values<T>(c.input.num_elements(), 1))}},
+              {"Filter", {HostVar<T>(c.filter, Values<T>(c.filter.num_elements(), 2))}}};
+        };
+        const double tol = std::is_same_v<T, float> ? 1e-5 : 1e-12;
+        ExpectGpuMatchesCpu(Op("conv2d", attrs), inputs, tol);
+        ASSERT_OK_AND_ASSIGN(HostOutputs fwd, RunToHost(Op("conv2d", attrs), CPUPlace(), inputs()));
+        const Shape out = fwd.at("Output").tensor().shape();
+        ExpectGpuMatchesCpu(
+            Op("conv2d_grad", attrs),
+            [&] {
+              EagerInputs in = inputs();
+              in["Output@GRAD"] = {HostVar<T>(out, Values<T>(out.num_elements(), 3))};
+              return in;
+            },
+            tol);
+      });
+    }
+  }
+}
+
+TEST_F(GpuTest, Pool2DAndGradMatchCpuBitwise) {
+  const struct {
+    Shape x;
+    std::string type;
+    std::vector<int64_t> ksize, strides, paddings;
+    bool global, exclusive;
+  } cases[] = {
+      {Shape({2, 3, 8, 8}), "max", {2, 2}, {2, 2}, {0, 0}, false, true},
+      {Shape({2, 3, 7, 9}), "max", {3, 3}, {1, 2}, {1, 1}, false, true},  // overlapping, ties
+      {Shape({2, 3, 7, 9}), "avg", {3, 3}, {1, 2}, {1, 1}, false, true},
+      {Shape({2, 3, 7, 9}), "avg", {3, 2}, {2, 1}, {1, 1}, false, false},
+      {Shape({2, 3, 5, 6}), "avg", {}, {1, 1}, {0, 0}, true, true},
+      {Shape({2, 3, 5, 6}), "max", {}, {1, 1}, {0, 0}, true, true},
+      {Shape({0, 3, 4, 4}), "max", {2, 2}, {2, 2}, {0, 0}, false, true},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(absl::StrCat(c.type, c.x.ToString(), " global ", c.global));
+    const AttrMap attrs = {{"pooling_type", c.type},     {"ksize", c.ksize},
+                           {"strides", c.strides},       {"paddings", c.paddings},
+                           {"global_pooling", c.global}, {"exclusive", c.exclusive}};
+    for (DataType dtype : kFloatTypes) {
+      DispatchDataType(dtype, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        auto x = [&] {
+          return EagerInputs{{"X", {HostVar<T>(c.x, Values<T>(c.x.num_elements(), 1))}}};
+        };
+        ExpectGpuMatchesCpu(Op("pool2d", attrs), x, 0);
+        ASSERT_OK_AND_ASSIGN(HostOutputs fwd, RunToHost(Op("pool2d", attrs), CPUPlace(), x()));
+        const Shape out = fwd.at("Out").tensor().shape();
+        ExpectGpuMatchesCpu(
+            Op("pool2d_grad", attrs),
+            [&] {
+              EagerInputs in = x();
+              in["Out"] = {fwd.at("Out")};
+              in["Out@GRAD"] = {HostVar<T>(out, Values<T>(out.num_elements(), 2))};
+              return in;
+            },
+            0);
+      });
+    }
+  }
+}
+
+TEST_F(GpuTest, LayerNormAndGradsMatchCpu) {
+  const struct {
+    Shape x;
+    int64_t axis;
+    bool scale, bias;
+  } cases[] = {
+      {Shape({4, 6}), 1, true, true},      {Shape({2, 3, 4}), 1, false, false},
+      {Shape({2, 3, 4}), -1, true, false}, {Shape({3, 3000}), 1, true, true},  // a block per row
+      {Shape({700, 20}), 1, true, true},  // many rows: chunked column sums
+      {Shape({0, 5}), 1, true, true}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(absl::StrCat(c.x.ToString(), " axis ", c.axis));
+    const AttrMap attrs = {{"begin_norm_axis", c.axis}, {"epsilon", 1e-5}};
+    for (DataType dtype : kFloatTypes) {
+      DispatchDataType(dtype, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        const int64_t n = c.x.num_elements();
+        const int64_t axis = c.axis < 0 ? c.axis + c.x.rank() : c.axis;
+        int64_t cols = 1;
+        for (int d = static_cast<int>(axis); d < c.x.rank(); ++d) cols *= c.x.dim(d);
+        auto inputs = [&] {
+          EagerInputs in = {{"X", {HostVar<T>(c.x, Values<T>(n, 1))}}};
+          if (c.scale) in["Scale"] = {HostVar<T>(Shape({cols}), Values<T>(cols, 2))};
+          if (c.bias) in["Bias"] = {HostVar<T>(Shape({cols}), Values<T>(cols, 3))};
+          return in;
+        };
+        ExpectGpuMatchesCpu(Op("layer_norm", attrs), inputs, Tol<T>() * 8);
+        ASSERT_OK_AND_ASSIGN(HostOutputs fwd,
+                             RunToHost(Op("layer_norm", attrs), CPUPlace(), inputs()));
+        OpDesc grad = Op("layer_norm_grad", attrs);
+        grad.outputs["X@GRAD"] = {"dx"};
+        if (c.scale) grad.outputs["Scale@GRAD"] = {"ds"};
+        grad.outputs["Bias@GRAD"] = {"db"};
+        ExpectGpuMatchesCpu(
+            grad,
+            [&] {
+              EagerInputs in = inputs();
+              in.erase("Bias");
+              in["Mean"] = {fwd.at("Mean")};
+              in["Variance"] = {fwd.at("Variance")};
+              in["Y@GRAD"] = {HostVar<T>(c.x, Values<T>(n, 4))};
+              return in;
+            },
+            Tol<T>() * 64);
+      });
+    }
+  }
 }
 
 TEST_F(GpuTest, ShapeWritesHostMemoryWithoutDeviceWork) {

@@ -148,8 +148,8 @@ class ElementwiseGradKernel : public OpKernel {
               CUDA_RETURN_IF_ERROR(LaunchNegate<T>(g, d->data<T>(), count, stream));
               return absl::OkStatus();
             }
-            CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(d->data<T>(), g, d->NumBytes(),
-                                                 cudaMemcpyDeviceToDevice, stream));
+            CUDA_RETURN_IF_ERROR(
+                cudaMemcpyAsync(d->data<T>(), g, d->NumBytes(), cudaMemcpyDeviceToDevice, stream));
             return absl::OkStatus();
           } else {
             RETURN_IF_ERROR(pre(d->data<T>()));
@@ -164,7 +164,8 @@ class ElementwiseGradKernel : public OpKernel {
           }
           CUDA_RETURN_IF_ERROR(LaunchReduceSum<T>(full, d->data<T>(), sum, stream));
         }
-        if (negate) CUDA_RETURN_IF_ERROR(LaunchNegate<T>(d->data<T>(), d->data<T>(), count, stream));
+        if (negate)
+          CUDA_RETURN_IF_ERROR(LaunchNegate<T>(d->data<T>(), d->data<T>(), count, stream));
         return absl::OkStatus();
       };
       const Shape& ya = shapes.y_aligned;
@@ -185,8 +186,8 @@ class ElementwiseGradKernel : public OpKernel {
         return grad(
             "Y@GRAD", *y, ya,
             [&](T* buf) -> absl::Status {
-              CUDA_RETURN_IF_ERROR(LaunchBinarySame<T>(ElementwiseOp::kMul, g, out->data<T>(),
-                                                       buf, n, stream));
+              CUDA_RETURN_IF_ERROR(
+                  LaunchBinarySame<T>(ElementwiseOp::kMul, g, out->data<T>(), buf, n, stream));
               return combine(ElementwiseOp::kDiv, buf, *y, ya, buf);
             },
             true);
@@ -200,10 +201,10 @@ class ElementwiseGradKernel : public OpKernel {
 
 // The host kernels' type constraints: every op and gradient takes the
 // numeric types, except elementwise_div_grad (float only).
-#define TANDEM_ELEMENTWISE(name, op, grad_types)                                                \
-  REGISTER_KERNEL(KernelDef(name, "gpu").TypeConstraint("X", kNumericTypes),                    \
-                  ElementwiseKernel<op>);                                                       \
-  REGISTER_KERNEL(KernelDef(name "_grad", "gpu").TypeConstraint("X", grad_types),               \
+#define TANDEM_ELEMENTWISE(name, op, grad_types)                                  \
+  REGISTER_KERNEL(KernelDef(name, "gpu").TypeConstraint("X", kNumericTypes),      \
+                  ElementwiseKernel<op>);                                         \
+  REGISTER_KERNEL(KernelDef(name "_grad", "gpu").TypeConstraint("X", grad_types), \
                   ElementwiseGradKernel<op>)
 TANDEM_ELEMENTWISE("elementwise_add", ElementwiseOp::kAdd, kNumericTypes);
 TANDEM_ELEMENTWISE("elementwise_sub", ElementwiseOp::kSub, kNumericTypes);

@@ -44,9 +44,9 @@ class FcKernel : public OpKernel {
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
     return DispatchFloat(input->dtype(), [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
-      CUDA_RETURN_IF_ERROR(LaunchBinaryRow<T>(ElementwiseOp::kAdd, out->data<T>(),
-                                              bias->data<T>(), /*row_is_x=*/false,
-                                              out->data<T>(), d.m * d.n, d.n, stream));
+      CUDA_RETURN_IF_ERROR(LaunchBinaryRow<T>(ElementwiseOp::kAdd, out->data<T>(), bias->data<T>(),
+                                              /*row_is_x=*/false, out->data<T>(), d.m * d.n, d.n,
+                                              stream));
       return absl::OkStatus();
     });
   }

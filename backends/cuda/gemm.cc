@@ -5,6 +5,7 @@
 
 #include <type_traits>
 
+#include "absl/strings/str_cat.h"
 #include "backends/cuda/broadcast_launchers.h"
 #include "backends/cuda/broadcast_plan.h"
 #include "backends/cuda/cuda_device.h"
@@ -72,8 +73,30 @@ absl::Status RunGemmOf(KernelContext* ctx, Gemm g, Tensor* c) {
 }  // namespace
 
 absl::Status RunGemm(KernelContext* ctx, Gemm g, Tensor* c) {
-  return DispatchFloat(c->dtype(), [&](auto tag) {
-    return RunGemmOf<typename decltype(tag)::type>(ctx, g, c);
+  return DispatchFloat(
+      c->dtype(), [&](auto tag) { return RunGemmOf<typename decltype(tag)::type>(ctx, g, c); });
+}
+
+absl::Status RunGemmStrided(KernelContext* ctx, const Gemm& g, DataType dtype, void* c,
+                            int64_t stride_c) {
+  if (g.sum_batches) {
+    return absl::InternalError(
+        absl::StrCat("op '", ctx->op().type, "': RunGemmStrided cannot sum over the batch"));
+  }
+  if (g.m * g.n == 0 || g.batch == 0) return absl::OkStatus();
+  if (g.k == 0) {  // empty sums
+    const size_t row = static_cast<size_t>(g.m * g.n) * SizeOf(dtype);
+    CUDA_RETURN_IF_ERROR(cudaMemset2DAsync(c, stride_c * SizeOf(dtype), 0, row, g.batch,
+                                           CudaStreamOf(ctx->stream())));
+    return absl::OkStatus();
+  }
+  return DispatchFloat(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    return CudaDeviceOf(ctx->device())
+        ->WithCublas(ctx->stream(), [&](cublasHandle_t h) -> absl::Status {
+          CUBLAS_RETURN_IF_ERROR(GemmStridedBatched<T>(h, g, static_cast<T*>(c), stride_c));
+          return absl::OkStatus();
+        });
   });
 }
 

@@ -46,6 +46,12 @@ struct Gemm {
 // scratch tensor and are summed with a reduction kernel.
 absl::Status RunGemm(KernelContext* ctx, Gemm g, Tensor* c);
 
+// Runs `g` (not summing over the batch) into raw device memory of `dtype`:
+// C[b] is the m x n matrix at c + b * stride_c elements, stride_c >= m * n.
+// An empty sum (k 0) gives zeros.
+absl::Status RunGemmStrided(KernelContext* ctx, const Gemm& g, DataType dtype, void* c,
+                            int64_t stride_c);
+
 // The flattened products of mul and fc (backends/common/flat_matmul.h), all
 // row-major of one dtype: out [m, n] = x [m, k] * y [k, n].
 absl::Status RunFlatMatmul(KernelContext* ctx, const Tensor& x, const Tensor& y, int64_t m,

@@ -89,19 +89,17 @@ template <typename T>
 cudaError_t LaunchActivation(ActivationKind act, const T* x, T* out, int64_t n,
                              cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  WithActivation<Activate>(act, [&](auto f) {
-    MapKernel<T><<<Blocks(n), kThreads, 0, stream>>>(f, x, out, n);
-  });
+  WithActivation<Activate>(
+      act, [&](auto f) { MapKernel<T><<<Blocks(n), kThreads, 0, stream>>>(f, x, out, n); });
   return cudaGetLastError();
 }
 
 template <typename T>
-cudaError_t LaunchActivationGrad(ActivationKind act, const T* out, const T* dout, T* dx,
-                                 int64_t n, cudaStream_t stream) {
+cudaError_t LaunchActivationGrad(ActivationKind act, const T* out, const T* dout, T* dx, int64_t n,
+                                 cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  WithActivation<ActivateGrad>(act, [&](auto f) {
-    Map2Kernel<T><<<Blocks(n), kThreads, 0, stream>>>(f, out, dout, dx, n);
-  });
+  WithActivation<ActivateGrad>(
+      act, [&](auto f) { Map2Kernel<T><<<Blocks(n), kThreads, 0, stream>>>(f, out, dout, dx, n); });
   return cudaGetLastError();
 }
 
@@ -120,10 +118,9 @@ cudaError_t LaunchFindZero(const T* y, int64_t n, unsigned long long* first_zero
   return cudaGetLastError();
 }
 
-#define TANDEM_ACTIVATION(T)                                                                  \
-  template cudaError_t LaunchActivation<T>(ActivationKind, const T*, T*, int64_t,             \
-                                           cudaStream_t);                                     \
-  template cudaError_t LaunchActivationGrad<T>(ActivationKind, const T*, const T*, T*, int64_t, \
+#define TANDEM_ACTIVATION(T)                                                                     \
+  template cudaError_t LaunchActivation<T>(ActivationKind, const T*, T*, int64_t, cudaStream_t); \
+  template cudaError_t LaunchActivationGrad<T>(ActivationKind, const T*, const T*, T*, int64_t,  \
                                                cudaStream_t);
 TANDEM_ACTIVATION(float)
 TANDEM_ACTIVATION(double)

@@ -31,8 +31,8 @@ template <typename T>
 cudaError_t LaunchActivation(ActivationKind act, const T* x, T* out, int64_t n,
                              cudaStream_t stream);
 template <typename T>
-cudaError_t LaunchActivationGrad(ActivationKind act, const T* out, const T* dout, T* dx,
-                                 int64_t n, cudaStream_t stream);
+cudaError_t LaunchActivationGrad(ActivationKind act, const T* out, const T* dout, T* dx, int64_t n,
+                                 cudaStream_t stream);
 
 // out[i] = 0 - x[i] (integers wrap around). `out` may be `x`. Instantiated
 // for float, double, int32_t and int64_t.

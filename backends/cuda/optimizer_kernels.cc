@@ -11,11 +11,12 @@
 // reach the device in kernel arguments, kSgdEntriesPerLaunch value rows per
 // launch (optimizer_launchers.h); a row with more value rows than one launch
 // carries passes its partial sum on through a scratch row.
+#include "backends/common/optimizer_kernels.h"
+
 #include <cuda_runtime_api.h>
 
 #include <vector>
 
-#include "backends/common/optimizer_kernels.h"
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_device_guard.h"
 #include "backends/cuda/cuda_status.h"
@@ -110,10 +111,10 @@ class MomentumKernel : public OpKernel {
       return UpdateRows<T>(ctx, a,
                            [&](const SgdRowChunk& chunk, int64_t width, bool in, bool out,
                                T* carry) -> absl::Status {
-            CUDA_RETURN_IF_ERROR(LaunchMomentumRows<T>(param, vel, value, width, step, chunk, in,
-                                                       out, carry, stream));
-            return absl::OkStatus();
-          });
+                             CUDA_RETURN_IF_ERROR(LaunchMomentumRows<T>(
+                                 param, vel, value, width, step, chunk, in, out, carry, stream));
+                             return absl::OkStatus();
+                           });
     }));
     RETURN_IF_ERROR(ctx->SetOutput("ParamOut", *a.param));
     return ctx->SetOutput("VelocityOut", *velocity);
@@ -167,8 +168,7 @@ class AdamKernel : public OpKernel {
       step.epsilon = static_cast<T>(attrs_.epsilon);
       const bool l2 = !attrs_.decoupled_weight_decay;
       step.l2_decay = static_cast<T>(l2 ? attrs_.weight_decay : 0);
-      step.shrink =
-          static_cast<T>(l2 ? 1 : 1 - static_cast<double>(step.lr) * attrs_.weight_decay);
+      step.shrink = static_cast<T>(l2 ? 1 : 1 - static_cast<double>(step.lr) * attrs_.weight_decay);
       T* param = a.param->data<T>();
       T* mom1 = m1->data<T>();
       T* mom2 = m2->data<T>();
@@ -180,10 +180,11 @@ class AdamKernel : public OpKernel {
         RETURN_IF_ERROR(UpdateRows<T>(ctx, a,
                                       [&](const SgdRowChunk& chunk, int64_t width, bool in,
                                           bool out, T* carry) -> absl::Status {
-              CUDA_RETURN_IF_ERROR(LaunchAdamRows<T>(param, mom1, mom2, value, width, step, chunk,
-                                                     in, out, carry, stream));
-              return absl::OkStatus();
-            }));
+                                        CUDA_RETURN_IF_ERROR(
+                                            LaunchAdamRows<T>(param, mom1, mom2, value, width, step,
+                                                              chunk, in, out, carry, stream));
+                                        return absl::OkStatus();
+                                      }));
       }
       *beta1_pow *= step.beta1;
       *beta2_pow *= step.beta2;

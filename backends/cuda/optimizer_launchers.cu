@@ -97,8 +97,8 @@ cudaError_t LaunchAdamDense(T* param, T* moment1, T* moment2, const T* grad, int
 
 template <typename T>
 cudaError_t LaunchMomentumRows(T* param, T* velocity, const T* value, int64_t width,
-                               const MomentumStep<T>& step, const SgdRowChunk& chunk,
-                               bool carry_in, bool carry_out, T* carry, cudaStream_t stream) {
+                               const MomentumStep<T>& step, const SgdRowChunk& chunk, bool carry_in,
+                               bool carry_out, T* carry, cudaStream_t stream) {
   return LaunchRows<T>(MomentumUpdate<T>{step, param, velocity}, value, width, chunk, carry_in,
                        carry_out, carry, stream);
 }
@@ -107,17 +107,17 @@ template <typename T>
 cudaError_t LaunchAdamRows(T* param, T* moment1, T* moment2, const T* value, int64_t width,
                            const AdamStep<T>& step, const SgdRowChunk& chunk, bool carry_in,
                            bool carry_out, T* carry, cudaStream_t stream) {
-  return LaunchRows<T>(AdamUpdate<T>{step, param, moment1, moment2}, value, width, chunk,
-                       carry_in, carry_out, carry, stream);
+  return LaunchRows<T>(AdamUpdate<T>{step, param, moment1, moment2}, value, width, chunk, carry_in,
+                       carry_out, carry, stream);
 }
 
-#define TANDEM_INSTANTIATE(T)                                                                     \
+#define TANDEM_INSTANTIATE(T)                                                                    \
   template cudaError_t LaunchMomentumDense<T>(T*, T*, const T*, int64_t, const MomentumStep<T>&, \
-                                              cudaStream_t);                                      \
+                                              cudaStream_t);                                     \
   template cudaError_t LaunchAdamDense<T>(T*, T*, T*, const T*, int64_t, const AdamStep<T>&,     \
-                                          cudaStream_t);                                          \
+                                          cudaStream_t);                                         \
   template cudaError_t LaunchMomentumRows<T>(T*, T*, const T*, int64_t, const MomentumStep<T>&,  \
-                                             const SgdRowChunk&, bool, bool, T*, cudaStream_t);   \
+                                             const SgdRowChunk&, bool, bool, T*, cudaStream_t);  \
   template cudaError_t LaunchAdamRows<T>(T*, T*, T*, const T*, int64_t, const AdamStep<T>&,      \
                                          const SgdRowChunk&, bool, bool, T*, cudaStream_t);
 TANDEM_INSTANTIATE(float)

@@ -75,8 +75,8 @@ cudaError_t LaunchAdamDense(T* param, T* moment1, T* moment2, const T* grad, int
 // and is updated by a later chunk.
 template <typename T>
 cudaError_t LaunchMomentumRows(T* param, T* velocity, const T* value, int64_t width,
-                               const MomentumStep<T>& step, const SgdRowChunk& chunk,
-                               bool carry_in, bool carry_out, T* carry, cudaStream_t stream);
+                               const MomentumStep<T>& step, const SgdRowChunk& chunk, bool carry_in,
+                               bool carry_out, T* carry, cudaStream_t stream);
 template <typename T>
 cudaError_t LaunchAdamRows(T* param, T* moment1, T* moment2, const T* value, int64_t width,
                            const AdamStep<T>& step, const SgdRowChunk& chunk, bool carry_in,

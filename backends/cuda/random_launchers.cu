@@ -49,6 +49,21 @@ __global__ void GaussianRandomKernel(T* out, int64_t n, double mean, double std,
   }
 }
 
+template <typename T>
+__global__ void DropoutKernel(const T* x, int64_t n, uint64_t key, double prob, T scale, T* out,
+                              bool* mask) {
+  TANDEM_GRID_LOOP(i, n) {
+    const bool keep = CounterUniform(key, static_cast<uint64_t>(i)) >= prob;
+    mask[i] = keep;
+    out[i] = keep ? x[i] * scale : T(0);
+  }
+}
+
+template <typename T>
+__global__ void MaskedScaleKernel(const T* in, const bool* mask, int64_t n, T scale, T* out) {
+  TANDEM_GRID_LOOP(i, n) { out[i] = mask == nullptr || mask[i] ? in[i] * scale : T(0); }
+}
+
 }  // namespace
 
 template <typename T>
@@ -70,6 +85,22 @@ cudaError_t LaunchGaussianRandom(T* out, int64_t n, double mean, double std, int
   return cudaGetLastError();
 }
 
+template <typename T>
+cudaError_t LaunchDropout(const T* x, int64_t n, uint64_t key, double prob, T scale, T* out,
+                          bool* mask, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  DropoutKernel<T><<<Blocks(n), kThreads, 0, stream>>>(x, n, key, prob, scale, out, mask);
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t LaunchMaskedScale(const T* in, const bool* mask, int64_t n, T scale, T* out,
+                              cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  MaskedScaleKernel<T><<<Blocks(n), kThreads, 0, stream>>>(in, mask, n, scale, out);
+  return cudaGetLastError();
+}
+
 template cudaError_t LaunchUniformRandom<float>(float*, int64_t, double, double, int64_t,
                                                 cudaStream_t);
 template cudaError_t LaunchUniformRandom<double>(double*, int64_t, double, double, int64_t,
@@ -78,6 +109,14 @@ template cudaError_t LaunchGaussianRandom<float>(float*, int64_t, double, double
                                                  cudaStream_t);
 template cudaError_t LaunchGaussianRandom<double>(double*, int64_t, double, double, int64_t,
                                                   cudaStream_t);
+template cudaError_t LaunchDropout<float>(const float*, int64_t, uint64_t, double, float, float*,
+                                          bool*, cudaStream_t);
+template cudaError_t LaunchDropout<double>(const double*, int64_t, uint64_t, double, double,
+                                           double*, bool*, cudaStream_t);
+template cudaError_t LaunchMaskedScale<float>(const float*, const bool*, int64_t, float, float*,
+                                              cudaStream_t);
+template cudaError_t LaunchMaskedScale<double>(const double*, const bool*, int64_t, double, double*,
+                                               cudaStream_t);
 
 }  // namespace cuda
 }  // namespace tandem

@@ -1,5 +1,5 @@
-// Launchers of the CUDA backend's uniform_random and gaussian_random
-// kernels, implemented in random_launchers.cu. Plain C++: included by that
+// Launchers of the CUDA backend's uniform_random, gaussian_random and
+// dropout kernels, implemented in random_launchers.cu. Plain C++: included by that
 // .cu file and by random_kernels.cc.
 //
 //   CUDA_RETURN_IF_ERROR(LaunchUniformRandom<float>(out, n, min, max, seed, stream));
@@ -42,6 +42,21 @@ cudaError_t LaunchUniformRandom(T* out, int64_t n, double min, double max, int64
 template <typename T>
 cudaError_t LaunchGaussianRandom(T* out, int64_t n, double mean, double std, int64_t seed,
                                  cudaStream_t stream);
+
+// dropout in training: mask[i] = u(i) >= prob with u the generator above
+// seeded with `key` (CounterStreamSeed(seed, step), computed on the host),
+// out[i] = mask[i] ? x[i] * scale : 0 (one product in T). Bit-identical to
+// the host kernels.
+template <typename T>
+cudaError_t LaunchDropout(const T* x, int64_t n, uint64_t key, double prob, T scale, T* out,
+                          bool* mask, cudaStream_t stream);
+
+// out[i] = mask[i] ? in[i] * scale : 0: dropout's gradient (and dropout in
+// inference when mask is null: out = in * scale for every i, mask left
+// alone).
+template <typename T>
+cudaError_t LaunchMaskedScale(const T* in, const bool* mask, int64_t n, T scale, T* out,
+                              cudaStream_t stream);
 
 }  // namespace cuda
 }  // namespace tandem

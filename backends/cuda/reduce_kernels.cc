@@ -74,8 +74,8 @@ class ReduceGradKernel : public OpKernel {
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
     return DispatchFloat(x->dtype(), [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
-      CUDA_RETURN_IF_ERROR(LaunchBroadcastDivide<T>(dout->data<T>(), dx->data<T>(), g,
-                                                    kMean ? r.count : 1, stream));
+      CUDA_RETURN_IF_ERROR(
+          LaunchBroadcastDivide<T>(dout->data<T>(), dx->data<T>(), g, kMean ? r.count : 1, stream));
       return absl::OkStatus();
     });
   }
@@ -84,10 +84,9 @@ class ReduceGradKernel : public OpKernel {
   ReduceAttrs attrs_;
 };
 
-#define TANDEM_REDUCE(name, mean)                                                       \
-  REGISTER_KERNEL(KernelDef(name, "gpu").TypeConstraint("X", kFloatTypes),              \
-                  ReduceKernel<mean>);                                                  \
-  REGISTER_KERNEL(KernelDef(name "_grad", "gpu").TypeConstraint("X", kFloatTypes),      \
+#define TANDEM_REDUCE(name, mean)                                                               \
+  REGISTER_KERNEL(KernelDef(name, "gpu").TypeConstraint("X", kFloatTypes), ReduceKernel<mean>); \
+  REGISTER_KERNEL(KernelDef(name "_grad", "gpu").TypeConstraint("X", kFloatTypes),              \
                   ReduceGradKernel<mean>)
 TANDEM_REDUCE("reduce_sum", false);
 TANDEM_REDUCE("reduce_mean", true);

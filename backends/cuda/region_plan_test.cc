@@ -112,6 +112,45 @@ TEST(PlanRegion, TooManySeparateDimsIsUnimplemented) {
   EXPECT_EQ(g.rank, 8);
 }
 
+// Element i of the transpose reads x at the coordinates of i in the output,
+// permuted back.
+TEST(PlanTranspose, GathersThePermutedElements) {
+  const std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> cases = {
+      {{2, 3}, {1, 0}},
+      {{2, 3, 4}, {0, 2, 1}},
+      {{2, 3, 4}, {2, 0, 1}},
+      {{2, 3, 4}, {0, 1, 2}},
+      {{1, 3, 1, 4}, {3, 2, 1, 0}},
+      {{5}, {0}},
+      {{}, {}},
+      {{2, 3, 4, 5}, {0, 1, 3, 2}},
+  };
+  for (const auto& [dims, axis] : cases) {
+    const Shape x(dims);
+    SCOPED_TRACE(x.ToString());
+    ASSERT_OK_AND_ASSIGN(RegionGeometry g, PlanTranspose("transpose", x, axis));
+    ASSERT_EQ(g.count, x.num_elements());
+    std::vector<int64_t> x_strides(x.rank(), 1);
+    for (int d = x.rank() - 2; d >= 0; --d) x_strides[d] = x_strides[d + 1] * x.dim(d + 1);
+    for (int64_t i = 0; i < g.count; ++i) {
+      int64_t rest = i, at = g.offset, want = 0;
+      for (int d = g.rank - 1; d >= 0; --d) {
+        at += (rest % g.dims[d]) * g.strides[d];
+        rest /= g.dims[d];
+      }
+      rest = i;
+      for (int k = x.rank() - 1; k >= 0; --k) {
+        want += (rest % x.dim(axis[k])) * x_strides[axis[k]];
+        rest /= x.dim(axis[k]);
+      }
+      EXPECT_EQ(at, want) << i;
+    }
+  }
+  // The identity permutation is one contiguous run.
+  ASSERT_OK_AND_ASSIGN(RegionGeometry id, PlanTranspose("transpose", Shape({2, 3, 4}), {0, 1, 2}));
+  EXPECT_EQ(id.rank, 1);
+}
+
 }  // namespace
 }  // namespace cuda
 }  // namespace tandem

@@ -23,8 +23,8 @@ namespace cuda {
 // allocation failure keeps its code (ResourceExhausted over the memory
 // limit) and is prefixed with the op and the purpose:
 // "op 'mean': temporary float64[3] for partial sums: out of memory on ...".
-absl::StatusOr<Tensor> AllocateScratch(const KernelContext* ctx, DataType dtype,
-                                       const Shape& shape, absl::string_view purpose);
+absl::StatusOr<Tensor> AllocateScratch(const KernelContext* ctx, DataType dtype, const Shape& shape,
+                                       absl::string_view purpose);
 
 }  // namespace cuda
 }  // namespace tandem

@@ -193,8 +193,9 @@ class SoftmaxWithCrossEntropyKernel : public OpKernel {
   int64_t ignore_index_ = -100;
 };
 
-REGISTER_KERNEL(KernelDef("softmax_with_cross_entropy", "gpu").TypeConstraint("Logits", kFloatTypes),
-                SoftmaxWithCrossEntropyKernel);
+REGISTER_KERNEL(
+    KernelDef("softmax_with_cross_entropy", "gpu").TypeConstraint("Logits", kFloatTypes),
+    SoftmaxWithCrossEntropyKernel);
 
 class SoftmaxWithCrossEntropyGradKernel : public OpKernel {
  public:

@@ -1,5 +1,6 @@
 // softmax, softmax_with_cross_entropy and accuracy kernels. See
 // softmax_launchers.h.
+#include "backends/cuda/device_lines.h"
 #include "backends/cuda/device_reduce.h"
 #include "backends/cuda/softmax_launchers.h"
 
@@ -7,94 +8,23 @@ namespace tandem {
 namespace cuda {
 namespace {
 
-using device::BlockMax;
 using device::Blocks;
-using device::BlockSum;
-using device::kMaxBlocks;
 using device::kThreads;
+using device::LaunchLines;
+using device::LineStart;
 using device::MaxOp;
-using device::WarpMax;
-using device::WarpSum;
 
 using Flag = unsigned long long;  // NOLINT(runtime/int): atomicMin's type
-
-// Lines at least this long get a block each.
-constexpr int64_t kLongLine = 2048;
-
-// The threads that reduce one line together: this thread handles elements
-// first, first + step, ...; Sum and Max reduce over the group and return
-// the result to every member. Every member must call them.
-struct WarpGroup {
-  int first, step;
-  __device__ __forceinline__ double Sum(double v) const { return WarpSum(v); }
-  __device__ __forceinline__ double Max(double v) const { return WarpMax(v); }
-};
-struct BlockGroup {
-  int first, step;
-  __device__ __forceinline__ double Sum(double v) const { return BlockSum(v); }
-  __device__ __forceinline__ double Max(double v) const { return BlockMax(v); }
-};
-struct ThreadGroup {
-  int first, step;
-  __device__ __forceinline__ double Sum(double v) const { return v; }
-  __device__ __forceinline__ double Max(double v) const { return v; }
-};
-
-// Line `line` of an [outer, n, inner] view starts here; its elements are
-// `inner` apart.
-__device__ __forceinline__ int64_t LineStart(int64_t line, int64_t n, int64_t inner) {
-  const int64_t o = line / inner;
-  return o * n * inner + (line - o * inner);
-}
-
-template <typename Op>
-__global__ void WarpLinesKernel(Op op, int64_t lines) {
-  const int lane = threadIdx.x & 31;
-  const int64_t warps = (int64_t{gridDim.x} * blockDim.x) >> 5;
-  for (int64_t r = (blockIdx.x * int64_t{blockDim.x} + threadIdx.x) >> 5; r < lines;
-       r += warps) {  // warp-uniform: every lane of a warp takes the same lines
-    op(r, WarpGroup{lane, 32});
-  }
-}
-
-template <typename Op>
-__global__ void BlockLinesKernel(Op op, int64_t lines) {
-  for (int64_t r = blockIdx.x; r < lines; r += gridDim.x) {
-    op(r, BlockGroup{static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x)});
-  }
-}
-
-template <typename Op>
-__global__ void ThreadLinesKernel(Op op, int64_t lines) {
-  TANDEM_GRID_LOOP(r, lines) { op(r, ThreadGroup{0, 1}); }
-}
-
-// Runs op(line, group) for every line of n elements `inner` apart.
-template <typename Op>
-cudaError_t LaunchLines(const Op& op, int64_t lines, int64_t n, int64_t inner,
-                        cudaStream_t stream) {
-  if (lines == 0 || n == 0) return cudaSuccess;
-  if (n >= kLongLine) {
-    BlockLinesKernel<<<static_cast<int>(lines < kMaxBlocks ? lines : kMaxBlocks), kThreads, 0,
-                       stream>>>(op, lines);
-  } else if (inner >= 32) {
-    ThreadLinesKernel<<<Blocks(lines), kThreads, 0, stream>>>(op, lines);
-  } else {
-    constexpr int kWarpsPerBlock = kThreads / 32;
-    const int64_t blocks = (lines + kWarpsPerBlock - 1) / kWarpsPerBlock;
-    WarpLinesKernel<<<static_cast<int>(blocks < kMaxBlocks ? blocks : kMaxBlocks), kThreads, 0,
-                      stream>>>(op, lines);
-  }
-  return cudaGetLastError();
-}
 
 // Writes exp(x - max) (rounded to T, as the host stores it) over the line
 // and returns {max, sum of the unrounded exps}, both group-wide.
 template <typename T, typename G>
-__device__ __forceinline__ void ExpLine(const T* x, T* out, int64_t start, int64_t n,
-                                        int64_t inner, const G& g, double* max, double* sum) {
+__device__ __forceinline__ void ExpLine(const T* x, T* out, int64_t start, int64_t n, int64_t inner,
+                                        const G& g, double* max, double* sum) {
   double m = MaxOp::Identity();
-  for (int64_t k = g.first; k < n; k += g.step) m = fmax(m, static_cast<double>(x[start + k * inner]));
+  for (int64_t k = g.first; k < n; k += g.step) {
+    m = fmax(m, static_cast<double>(x[start + k * inner]));
+  }
   m = g.Max(m);
   double s = 0;
   for (int64_t k = g.first; k < n; k += g.step) {
@@ -230,15 +160,15 @@ __global__ void AccuracyFinalKernel(const int64_t* correct, int64_t rows, int64_
                                     float* accuracy) {
   total[0] = rows;
   accuracy[0] =
-      rows == 0 ? 0.0f : static_cast<float>(static_cast<double>(correct[0]) / static_cast<double>(rows));
+      rows == 0 ? 0.0f
+                : static_cast<float>(static_cast<double>(correct[0]) / static_cast<double>(rows));
 }
 
 }  // namespace
 
 template <typename T>
 cudaError_t LaunchSoftmax(const T* x, T* out, const AxisGeometry& g, cudaStream_t stream) {
-  return LaunchLines(SoftmaxLine<T>{x, out, g.n, g.inner}, g.outer * g.inner, g.n, g.inner,
-                     stream);
+  return LaunchLines(SoftmaxLine<T>{x, out, g.n, g.inner}, g.outer * g.inner, g.n, g.inner, stream);
 }
 
 template <typename T>
@@ -248,9 +178,8 @@ cudaError_t LaunchSoftmaxGrad(const T* out, const T* dout, T* dx, const AxisGeom
                      g.inner, stream);
 }
 
-cudaError_t LaunchCheckLabels(const int64_t* labels, int64_t rows, int64_t classes,
-                              bool has_ignore, int64_t ignore_index, Flag* first_bad,
-                              cudaStream_t stream) {
+cudaError_t LaunchCheckLabels(const int64_t* labels, int64_t rows, int64_t classes, bool has_ignore,
+                              int64_t ignore_index, Flag* first_bad, cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
   CheckLabelsKernel<<<Blocks(rows), kThreads, 0, stream>>>(labels, rows, classes, has_ignore,
                                                            ignore_index, first_bad);
@@ -271,8 +200,8 @@ cudaError_t LaunchSoftmaxCrossEntropyGrad(const T* softmax, const int64_t* label
                                           T* dlogits, cudaStream_t stream) {
   const int64_t total = rows * classes;
   if (total == 0) return cudaSuccess;
-  CrossEntropyGradKernel<T><<<Blocks(total), kThreads, 0, stream>>>(
-      softmax, labels, dloss, classes, ignore_index, dlogits, total);
+  CrossEntropyGradKernel<T><<<Blocks(total), kThreads, 0, stream>>>(softmax, labels, dloss, classes,
+                                                                    ignore_index, dlogits, total);
   return cudaGetLastError();
 }
 
@@ -290,15 +219,14 @@ cudaError_t LaunchAccuracy(const T* scores, const int64_t* labels, int64_t rows,
   return cudaGetLastError();
 }
 
-#define TANDEM_INSTANTIATE(T)                                                                    \
-  template cudaError_t LaunchSoftmax<T>(const T*, T*, const AxisGeometry&, cudaStream_t);        \
-  template cudaError_t LaunchSoftmaxGrad<T>(const T*, const T*, T*, const AxisGeometry&,         \
-                                            cudaStream_t);                                       \
+#define TANDEM_INSTANTIATE(T)                                                                   \
+  template cudaError_t LaunchSoftmax<T>(const T*, T*, const AxisGeometry&, cudaStream_t);       \
+  template cudaError_t LaunchSoftmaxGrad<T>(const T*, const T*, T*, const AxisGeometry&,        \
+                                            cudaStream_t);                                      \
   template cudaError_t LaunchSoftmaxCrossEntropy<T>(const T*, const int64_t*, int64_t, int64_t, \
-                                                    int64_t, T*, T*, cudaStream_t);              \
-  template cudaError_t LaunchSoftmaxCrossEntropyGrad<T>(const T*, const int64_t*, const T*,      \
-                                                        int64_t, int64_t, int64_t, T*,           \
-                                                        cudaStream_t);                           \
+                                                    int64_t, T*, T*, cudaStream_t);             \
+  template cudaError_t LaunchSoftmaxCrossEntropyGrad<T>(                                        \
+      const T*, const int64_t*, const T*, int64_t, int64_t, int64_t, T*, cudaStream_t);         \
   template cudaError_t LaunchAccuracy<T>(const T*, const int64_t*, int64_t, int64_t, int64_t,   \
                                          int64_t*, int64_t*, float*, cudaStream_t);
 TANDEM_INSTANTIATE(float)

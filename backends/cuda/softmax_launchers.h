@@ -41,8 +41,8 @@ cudaError_t LaunchSoftmaxGrad(const T* out, const T* dout, T* dx, const AxisGeom
 
 // Lowers *first_bad (atomicMin) to every row r < rows whose label is
 // outside [0, classes) and (with has_ignore) not ignore_index.
-cudaError_t LaunchCheckLabels(const int64_t* labels, int64_t rows, int64_t classes,
-                              bool has_ignore, int64_t ignore_index,
+cudaError_t LaunchCheckLabels(const int64_t* labels, int64_t rows, int64_t classes, bool has_ignore,
+                              int64_t ignore_index,
                               unsigned long long* first_bad,  // NOLINT(runtime/int)
                               cudaStream_t stream);
 

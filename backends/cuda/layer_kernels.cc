@@ -1,0 +1,468 @@
+// gpu kernels of dropout, conv2d, pool2d, layer_norm and their gradients,
+// with the host kernels' registration lines (the union of the cpu's
+// oneDNN float32 and portable float64 ones for conv2d and pool2d),
+// validation and messages (backends/common/nn_layer_kernels.h, whose
+// argument helpers they call).
+//
+// dropout draws the host kernels' mask (the counter-based generator keyed
+// by seed and the kernel's run count): bit-identical. conv2d is im2col
+// (conv_launchers.h) and strided-batched cuBLAS products over the samples
+// (gemm.h), in chunks of samples whose columns fit kColumnBudget; a 1x1
+// filter with stride 1 and no padding multiplies the input directly. Its
+// input gradient gathers the columns back without atomics; its filter
+// gradient sums the per-sample products with the reduction kernel. pool2d
+// and layer_norm: pool_launchers.h and layer_norm_launchers.h.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <utility>
+
+#include "backends/common/counter_random.h"
+#include "backends/common/nn_layer_kernels.h"
+#include "backends/cuda/broadcast_launchers.h"
+#include "backends/cuda/broadcast_plan.h"
+#include "backends/cuda/conv_launchers.h"
+#include "backends/cuda/cuda_device.h"
+#include "backends/cuda/cuda_device_guard.h"
+#include "backends/cuda/cuda_status.h"
+#include "backends/cuda/elementwise_launchers.h"
+#include "backends/cuda/gemm.h"
+#include "backends/cuda/kernel_util.h"
+#include "backends/cuda/layer_norm_launchers.h"
+#include "backends/cuda/pool_launchers.h"
+#include "backends/cuda/random_launchers.h"
+#include "backends/cuda/scratch.h"
+#include "framework/base/status_macros.h"
+#include "framework/kernel/kernel_context.h"
+#include "framework/kernel/kernel_registry.h"
+
+namespace tandem {
+namespace cuda {
+namespace {
+
+namespace nli = nn_layer_kernels_internal;
+
+class DropoutKernel : public OpKernel {
+ public:
+  absl::Status Init(const OpDesc& op) override {
+    RETURN_IF_ERROR(attrs_.Read(op));
+    ASSIGN_OR_RETURN(const int64_t seed, GetAttr<int64_t>(op.attrs, "seed", op.type));
+    seed_ = static_cast<uint64_t>(seed);
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(KernelContext* ctx) override {
+    CudaDeviceGuard guard(ctx->place().index());
+    ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
+    ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", x->dtype(), x->shape()));
+    ASSIGN_OR_RETURN(Tensor * mask, ctx->AllocateOutput("Mask", DataType::kBool, x->shape()));
+    const uint64_t key = CounterStreamSeed(seed_, step_);
+    if (!attrs_.is_test) ++step_;
+    const int64_t n = x->NumElements();
+    const cudaStream_t stream = CudaStreamOf(ctx->stream());
+    return DispatchFloat(x->dtype(), [&](auto tag) -> absl::Status {
+      using T = typename decltype(tag)::type;
+      if (attrs_.is_test) {
+        CUDA_RETURN_IF_ERROR(
+            LaunchMaskedScale<T>(x->data<T>(), nullptr, n, T(1), out->data<T>(), stream));
+        CUDA_RETURN_IF_ERROR(LaunchFill<bool>(mask->data<bool>(), n, true, stream));
+        return absl::OkStatus();
+      }
+      CUDA_RETURN_IF_ERROR(LaunchDropout<T>(x->data<T>(), n, key, attrs_.prob, attrs_.Scale<T>(),
+                                            out->data<T>(), mask->data<bool>(), stream));
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  nli::DropoutAttrs attrs_;
+  uint64_t seed_ = 0;
+  uint64_t step_ = 0;
+};
+
+REGISTER_KERNEL(KernelDef("dropout", "gpu").TypeConstraint("X", kFloatTypes), DropoutKernel);
+
+class DropoutGradKernel : public OpKernel {
+ public:
+  absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
+
+  absl::Status Compute(KernelContext* ctx) override {
+    CudaDeviceGuard guard(ctx->place().index());
+    ASSIGN_OR_RETURN(const Tensor* mask, ctx->InputTensor("Mask"));
+    ASSIGN_OR_RETURN(const Tensor* dout, ctx->InputTensor("Out@GRAD"));
+    RETURN_IF_ERROR(CheckArgMeta(ctx->op().type, "Mask", mask->dtype(), mask->shape(),
+                                 DataType::kBool, dout->shape()));
+    ASSIGN_OR_RETURN(Tensor * dx, ctx->AllocateOutput("X@GRAD", dout->dtype(), dout->shape()));
+    const cudaStream_t stream = CudaStreamOf(ctx->stream());
+    return DispatchFloat(dout->dtype(), [&](auto tag) -> absl::Status {
+      using T = typename decltype(tag)::type;
+      CUDA_RETURN_IF_ERROR(LaunchMaskedScale<T>(dout->data<T>(), mask->data<bool>(),
+                                                dx->NumElements(), attrs_.Scale<T>(), dx->data<T>(),
+                                                stream));
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  nli::DropoutAttrs attrs_;
+};
+
+REGISTER_KERNEL(KernelDef("dropout_grad", "gpu").TypeConstraint("Out@GRAD", kFloatTypes),
+                DropoutGradKernel);
+
+// Most elements of a conv2d scratch buffer (im2col columns, per-sample
+// filter products): samples are processed in chunks that fit.
+constexpr int64_t kColumnBudget = int64_t{1} << 26;
+
+// conv2d's sizes: per group, Output[n, gi] [mg, P] = Filter[gi] [mg, K] x
+// col[n, gi] [K, P].
+struct ConvPlan {
+  ConvShape shape;
+  int64_t n, c, m, groups, cg, mg, k, p, plane;
+  bool direct;    // 1x1, stride 1, no padding: col is the input itself
+  int64_t chunk;  // samples per chunk
+
+  explicit ConvPlan(const Conv2DGeometry& g)
+      : n(g.n),
+        c(g.c),
+        m(g.m),
+        groups(g.p.groups),
+        cg(g.c / g.p.groups),
+        mg(g.m / g.p.groups),
+        k(g.c / g.p.groups * g.kh * g.kw),
+        p(g.oh * g.ow),
+        plane(g.h * g.w),
+        direct(g.kh == 1 && g.kw == 1 && g.p.stride_h == 1 && g.p.stride_w == 1 && g.p.pad_h == 0 &&
+               g.p.pad_w == 0) {
+    shape.c = g.c, shape.h = g.h, shape.w = g.w;
+    shape.kh = g.kh, shape.kw = g.kw, shape.oh = g.oh, shape.ow = g.ow;
+    shape.stride_h = g.p.stride_h, shape.stride_w = g.p.stride_w;
+    shape.pad_h = g.p.pad_h, shape.pad_w = g.p.pad_w;
+    shape.dilation_h = g.p.dilation_h, shape.dilation_w = g.p.dilation_w;
+    const int64_t per_sample = std::max<int64_t>(1, std::max(groups * k * p, m * k));
+    chunk = std::max<int64_t>(1, std::min(n, kColumnBudget / per_sample));
+  }
+
+  int64_t col_per_sample() const { return groups * k * p; }
+  int64_t Samples(int64_t n0) const { return std::min(chunk, n - n0); }
+};
+
+// Columns of a chunk of samples: im2col into `col`, or the input itself.
+// Returns where group gi's [K, P] matrix of sample n0 starts and the
+// stride between samples.
+template <typename T>
+absl::StatusOr<std::pair<const T*, int64_t>> Columns(KernelContext* ctx, const ConvPlan& cp,
+                                                     const T* x, int64_t n0, Tensor* col) {
+  const T* xs = x + n0 * cp.c * cp.plane;
+  if (cp.direct) return std::make_pair(xs, cp.c * cp.plane);
+  CUDA_RETURN_IF_ERROR(
+      LaunchIm2Col<T>(cp.shape, cp.Samples(n0), xs, col->data<T>(), CudaStreamOf(ctx->stream())));
+  return std::make_pair(static_cast<const T*>(col->data<T>()), cp.col_per_sample());
+}
+
+// Allocates a chunk's im2col columns into *col (nothing when direct).
+absl::Status ColumnScratch(KernelContext* ctx, const ConvPlan& cp, DataType dtype, Tensor* col) {
+  if (cp.direct) return absl::OkStatus();
+  ASSIGN_OR_RETURN(
+      *col, AllocateScratch(ctx, dtype, Shape({cp.chunk * cp.col_per_sample()}), "im2col columns"));
+  return absl::OkStatus();
+}
+
+class Conv2DKernel : public OpKernel {
+ public:
+  absl::Status Init(const OpDesc& op) override {
+    ASSIGN_OR_RETURN(params_, ReadConv2DParams(op));
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(KernelContext* ctx) override {
+    CudaDeviceGuard guard(ctx->place().index());
+    ASSIGN_OR_RETURN(const nli::Conv c, nli::GetConv(*ctx, params_, false));
+    const DataType dtype = c.input->dtype();
+    ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Output", dtype, c.g.output));
+    if (out->NumElements() == 0) return absl::OkStatus();
+    const ConvPlan cp(c.g);
+    Tensor col;
+    RETURN_IF_ERROR(ColumnScratch(ctx, cp, dtype, &col));
+    return DispatchFloat(dtype, [&](auto tag) -> absl::Status {
+      using T = typename decltype(tag)::type;
+      for (int64_t n0 = 0; n0 < cp.n; n0 += cp.chunk) {
+        ASSIGN_OR_RETURN(const auto cols, Columns<T>(ctx, cp, c.input->data<T>(), n0, &col));
+        for (int64_t gi = 0; gi < cp.groups; ++gi) {
+          Gemm g;  // Output[n, gi] = Filter[gi] x col[n, gi]
+          g.m = cp.mg, g.n = cp.p, g.k = cp.k, g.batch = cp.Samples(n0);
+          g.a = c.filter->data<T>() + gi * cp.mg * cp.k;
+          g.b = cols.first + gi * cp.k * cp.p, g.stride_b = cols.second;
+          RETURN_IF_ERROR(RunGemmStrided(
+              ctx, g, dtype, out->data<T>() + (n0 * cp.m + gi * cp.mg) * cp.p, cp.m * cp.p));
+        }
+      }
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  Conv2DParams params_;
+};
+
+// Input@GRAD and Filter@GRAD, each only when bound.
+class Conv2DGradKernel : public OpKernel {
+ public:
+  absl::Status Init(const OpDesc& op) override {
+    ASSIGN_OR_RETURN(params_, ReadConv2DParams(op));
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(KernelContext* ctx) override {
+    CudaDeviceGuard guard(ctx->place().index());
+    ASSIGN_OR_RETURN(const nli::Conv c, nli::GetConv(*ctx, params_, true));
+    const DataType dtype = c.input->dtype();
+    const ConvPlan cp(c.g);
+    return DispatchFloat(dtype, [&](auto tag) -> absl::Status {
+      using T = typename decltype(tag)::type;
+      if (ctx->OutputVar("Input@GRAD") != nullptr) {
+        ASSIGN_OR_RETURN(Tensor * dx, ctx->AllocateOutput("Input@GRAD", dtype, c.input->shape()));
+        RETURN_IF_ERROR(InputGrad<T>(ctx, c, cp, dx));
+      }
+      if (ctx->OutputVar("Filter@GRAD") != nullptr) {
+        ASSIGN_OR_RETURN(Tensor * dw, ctx->AllocateOutput("Filter@GRAD", dtype, c.filter->shape()));
+        RETURN_IF_ERROR(FilterGrad<T>(ctx, c, cp, dw));
+      }
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  // dcol[n, gi] = Filter[gi]^T x dOutput[n, gi], gathered back into dx.
+  template <typename T>
+  static absl::Status InputGrad(KernelContext* ctx, const nli::Conv& c, const ConvPlan& cp,
+                                Tensor* dx) {
+    if (dx->NumElements() == 0) return absl::OkStatus();
+    Tensor dcol;
+    RETURN_IF_ERROR(ColumnScratch(ctx, cp, dx->dtype(), &dcol));
+    for (int64_t n0 = 0; n0 < cp.n; n0 += cp.chunk) {
+      T* dxs = dx->data<T>() + n0 * cp.c * cp.plane;
+      T* target = cp.direct ? dxs : dcol.data<T>();
+      const int64_t target_stride = cp.direct ? cp.c * cp.plane : cp.col_per_sample();
+      for (int64_t gi = 0; gi < cp.groups; ++gi) {
+        Gemm g;
+        g.m = cp.k, g.n = cp.p, g.k = cp.mg, g.batch = cp.Samples(n0);
+        g.a = c.filter->data<T>() + gi * cp.mg * cp.k, g.trans_a = true;
+        g.b = c.dout->data<T>() + (n0 * cp.m + gi * cp.mg) * cp.p, g.stride_b = cp.m * cp.p;
+        RETURN_IF_ERROR(
+            RunGemmStrided(ctx, g, dx->dtype(), target + gi * cp.k * cp.p, target_stride));
+      }
+      if (!cp.direct) {
+        CUDA_RETURN_IF_ERROR(LaunchCol2Im<T>(cp.shape, cp.Samples(n0), dcol.data<T>(), dxs,
+                                             CudaStreamOf(ctx->stream())));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // dFilter[gi] = the sum over samples of dOutput[n, gi] x col[n, gi]^T:
+  // per-sample products summed by the reduction kernel, chunk sums added up.
+  template <typename T>
+  static absl::Status FilterGrad(KernelContext* ctx, const nli::Conv& c, const ConvPlan& cp,
+                                 Tensor* dw) {
+    const cudaStream_t stream = CudaStreamOf(ctx->stream());
+    if (dw->NumElements() == 0) return absl::OkStatus();
+    if (cp.n == 0) {
+      CUDA_RETURN_IF_ERROR(cudaMemsetAsync(dw->raw_data(), 0, dw->NumBytes(), stream));
+      return absl::OkStatus();
+    }
+    const int64_t slice = cp.mg * cp.k;
+    Tensor col;
+    RETURN_IF_ERROR(ColumnScratch(ctx, cp, dw->dtype(), &col));
+    ASSIGN_OR_RETURN(Tensor products, AllocateScratch(ctx, dw->dtype(), Shape({cp.chunk * slice}),
+                                                      "per-sample filter gradients"));
+    Tensor chunk_sum;
+    if (cp.chunk < cp.n) {
+      ASSIGN_OR_RETURN(chunk_sum, AllocateScratch(ctx, dw->dtype(), Shape({slice}),
+                                                  "a chunk's filter gradient"));
+    }
+    for (int64_t n0 = 0; n0 < cp.n; n0 += cp.chunk) {
+      const int64_t samples = cp.Samples(n0);
+      ASSIGN_OR_RETURN(const auto cols, Columns<T>(ctx, cp, c.input->data<T>(), n0, &col));
+      ASSIGN_OR_RETURN(const ReduceGeometry sum,
+                       PlanReduceTo(ctx->op().type, Shape({samples, slice}), Shape({slice})));
+      for (int64_t gi = 0; gi < cp.groups; ++gi) {
+        Gemm g;  // products[s] = dOutput[n0 + s, gi] x col[s, gi]^T: [mg, K]
+        g.m = cp.mg, g.n = cp.k, g.k = cp.p, g.batch = samples;
+        g.a = c.dout->data<T>() + (n0 * cp.m + gi * cp.mg) * cp.p, g.stride_a = cp.m * cp.p;
+        g.b = cols.first + gi * cp.k * cp.p, g.stride_b = cols.second, g.trans_b = true;
+        RETURN_IF_ERROR(RunGemmStrided(ctx, g, dw->dtype(), products.data<T>(), slice));
+        T* dwg = dw->data<T>() + gi * slice;
+        if (n0 == 0) {
+          CUDA_RETURN_IF_ERROR(LaunchReduceSum<T>(products.data<T>(), dwg, sum, stream));
+        } else {
+          CUDA_RETURN_IF_ERROR(
+              LaunchReduceSum<T>(products.data<T>(), chunk_sum.data<T>(), sum, stream));
+          CUDA_RETURN_IF_ERROR(LaunchBinarySame<T>(ElementwiseOp::kAdd, dwg, chunk_sum.data<T>(),
+                                                   dwg, slice, stream));
+        }
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  Conv2DParams params_;
+};
+
+REGISTER_KERNEL(KernelDef("conv2d", "gpu").TypeConstraint("Input", kFloatTypes), Conv2DKernel);
+REGISTER_KERNEL(KernelDef("conv2d_grad", "gpu").TypeConstraint("Input", kFloatTypes),
+                Conv2DGradKernel);
+
+PoolWindows WindowsOf(const Pool2DGeometry& g) {
+  PoolWindows w;
+  w.planes = g.n * g.c;
+  w.h = g.h, w.w = g.w, w.oh = g.oh, w.ow = g.ow;
+  w.kh = g.p.kh, w.kw = g.p.kw;
+  w.stride_h = g.p.stride_h, w.stride_w = g.p.stride_w;
+  w.pad_h = g.p.pad_h, w.pad_w = g.p.pad_w;
+  w.max = g.p.max;
+  w.exclusive = g.p.exclusive;
+  return w;
+}
+
+class Pool2DKernel : public OpKernel {
+ public:
+  absl::Status Init(const OpDesc& op) override {
+    ASSIGN_OR_RETURN(params_, ReadPool2DParams(op));
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(KernelContext* ctx) override {
+    CudaDeviceGuard guard(ctx->place().index());
+    ASSIGN_OR_RETURN(const nli::Pool p, nli::GetPool(*ctx, params_, false));
+    ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", p.x->dtype(), p.g.out));
+    const cudaStream_t stream = CudaStreamOf(ctx->stream());
+    return DispatchFloat(p.x->dtype(), [&](auto tag) -> absl::Status {
+      using T = typename decltype(tag)::type;
+      CUDA_RETURN_IF_ERROR(LaunchPool2D<T>(WindowsOf(p.g), p.x->data<T>(), out->data<T>(), stream));
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  Pool2DParams params_;
+};
+
+class Pool2DGradKernel : public OpKernel {
+ public:
+  absl::Status Init(const OpDesc& op) override {
+    ASSIGN_OR_RETURN(params_, ReadPool2DParams(op));
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(KernelContext* ctx) override {
+    CudaDeviceGuard guard(ctx->place().index());
+    ASSIGN_OR_RETURN(const nli::Pool p, nli::GetPool(*ctx, params_, true));
+    ASSIGN_OR_RETURN(Tensor * dx, ctx->AllocateOutput("X@GRAD", p.x->dtype(), p.x->shape()));
+    const cudaStream_t stream = CudaStreamOf(ctx->stream());
+    return DispatchFloat(p.x->dtype(), [&](auto tag) -> absl::Status {
+      using T = typename decltype(tag)::type;
+      CUDA_RETURN_IF_ERROR(LaunchPool2DGrad<T>(WindowsOf(p.g), p.x->data<T>(), p.out->data<T>(),
+                                               p.dout->data<T>(), dx->data<T>(), stream));
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  Pool2DParams params_;
+};
+
+REGISTER_KERNEL(KernelDef("pool2d", "gpu").TypeConstraint("X", kFloatTypes), Pool2DKernel);
+REGISTER_KERNEL(KernelDef("pool2d_grad", "gpu").TypeConstraint("X", kFloatTypes), Pool2DGradKernel);
+
+struct NormAttrs {
+  int64_t axis = 1;
+  double epsilon = 1e-5;
+
+  absl::Status Read(const OpDesc& op) {
+    ASSIGN_OR_RETURN(axis, GetAttr<int64_t>(op.attrs, "begin_norm_axis", op.type));
+    ASSIGN_OR_RETURN(epsilon, GetAttr<double>(op.attrs, "epsilon", op.type));
+    return absl::OkStatus();
+  }
+};
+
+template <typename T>
+const T* DataOrNull(const Tensor* t) {
+  return t == nullptr ? nullptr : t->data<T>();
+}
+
+class LayerNormKernel : public OpKernel {
+ public:
+  absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
+
+  absl::Status Compute(KernelContext* ctx) override {
+    CudaDeviceGuard guard(ctx->place().index());
+    ASSIGN_OR_RETURN(const nli::Norm n, nli::GetNorm(*ctx, attrs_.axis, false));
+    const DataType dtype = n.x->dtype();
+    ASSIGN_OR_RETURN(Tensor * y, ctx->AllocateOutput("Y", dtype, n.x->shape()));
+    ASSIGN_OR_RETURN(Tensor * mean, ctx->AllocateOutput("Mean", dtype, Shape({n.d.rows})));
+    ASSIGN_OR_RETURN(Tensor * var, ctx->AllocateOutput("Variance", dtype, Shape({n.d.rows})));
+    const cudaStream_t stream = CudaStreamOf(ctx->stream());
+    return DispatchFloat(dtype, [&](auto tag) -> absl::Status {
+      using T = typename decltype(tag)::type;
+      CUDA_RETURN_IF_ERROR(LaunchLayerNorm<T>(
+          n.x->data<T>(), DataOrNull<T>(n.scale), DataOrNull<T>(n.bias), n.d.rows, n.d.cols,
+          attrs_.epsilon, y->data<T>(), mean->data<T>(), var->data<T>(), stream));
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  NormAttrs attrs_;
+};
+
+// X@GRAD, Scale@GRAD and Bias@GRAD, each only when bound.
+class LayerNormGradKernel : public OpKernel {
+ public:
+  absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
+
+  absl::Status Compute(KernelContext* ctx) override {
+    CudaDeviceGuard guard(ctx->place().index());
+    ASSIGN_OR_RETURN(const nli::Norm n, nli::GetNorm(*ctx, attrs_.axis, true));
+    const DataType dtype = n.x->dtype();
+    Tensor* grads[3] = {nullptr, nullptr, nullptr};
+    const char* args[3] = {"X@GRAD", "Scale@GRAD", "Bias@GRAD"};
+    const Shape shapes[3] = {n.x->shape(), Shape({n.d.cols}), Shape({n.d.cols})};
+    for (int i = 0; i < 3; ++i) {
+      if (ctx->OutputVar(args[i]) == nullptr) continue;
+      ASSIGN_OR_RETURN(grads[i], ctx->AllocateOutput(args[i], dtype, shapes[i]));
+    }
+    const cudaStream_t stream = CudaStreamOf(ctx->stream());
+    return DispatchFloat(dtype, [&](auto tag) -> absl::Status {
+      using T = typename decltype(tag)::type;
+      auto data = [](Tensor* t) { return t == nullptr ? nullptr : t->data<T>(); };
+      const T* x = n.x->data<T>();
+      if (grads[0] != nullptr) {
+        CUDA_RETURN_IF_ERROR(LaunchLayerNormGradX<T>(
+            x, DataOrNull<T>(n.scale), n.mean->data<T>(), n.var->data<T>(), n.dy->data<T>(),
+            n.d.rows, n.d.cols, attrs_.epsilon, grads[0]->data<T>(), stream));
+      }
+      if (grads[1] == nullptr && grads[2] == nullptr) return absl::OkStatus();
+      const int64_t chunks = LayerNormRowChunks(n.d.rows);
+      ASSIGN_OR_RETURN(Tensor partials,
+                       AllocateScratch(ctx, DataType::kFloat64, Shape({2 * chunks * n.d.cols}),
+                                       "partial column sums"));
+      CUDA_RETURN_IF_ERROR(LaunchLayerNormParamGrads<T>(
+          x, n.mean->data<T>(), n.var->data<T>(), n.dy->data<T>(), n.d.rows, n.d.cols,
+          attrs_.epsilon, partials.data<double>(), chunks, data(grads[1]), data(grads[2]), stream));
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  NormAttrs attrs_;
+};
+
+REGISTER_KERNEL(KernelDef("layer_norm", "gpu").TypeConstraint("X", kFloatTypes), LayerNormKernel);
+REGISTER_KERNEL(KernelDef("layer_norm_grad", "gpu").TypeConstraint("X", kFloatTypes),
+                LayerNormGradKernel);
+
+}  // namespace
+}  // namespace cuda
+}  // namespace tandem
