@@ -2,7 +2,7 @@
 //
 // Bad ids: a kernel records the first position whose id is outside
 // [0, rows) in a device flag (atomicMin, no trap, so the GPU stays usable);
-// the OpKernel reads the flag back synchronously on its stream (host_read.h)
+// the OpKernel reads the flag back synchronously on its stream (device_flag.h)
 // and returns InvalidArgument naming op, id, position, range and table, as
 // the host kernels do. lookup_table checks inside its gather kernel; the
 // dense lookup_table_grad runs a check kernel before anything else (the
@@ -12,12 +12,14 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_device_guard.h"
 #include "backends/cuda/cuda_status.h"
+#include "backends/cuda/device_flag.h"
 #include "backends/cuda/host_read.h"
 #include "backends/cuda/kernel_util.h"
 #include "backends/cuda/nn_launchers.h"
@@ -32,8 +34,6 @@ namespace tandem {
 namespace cuda {
 namespace {
 
-using Flag = unsigned long long;  // NOLINT(runtime/int)
-
 TensorMeta MetaOf(const Tensor& t) { return TensorMeta{t.dtype(), t.shape()}; }
 
 // "op 'lookup_table': id 12 at position 3 is out of range [0, 10) of table 'emb_w'".
@@ -43,47 +43,16 @@ absl::Status BadId(const KernelContext* ctx, int64_t id, int64_t position, int64
                                            ctx->InputName("W"), "'"));
 }
 
-// A device flag holding the first bad id position (see nn_launchers.h).
-class BadIdFlag {
- public:
-  // Allocates the flag and enqueues its reset on the context's stream.
-  static absl::StatusOr<BadIdFlag> Create(KernelContext* ctx) {
-    CachingAllocator* allocator = CudaDeviceOf(ctx->device())->allocator();
-    ASSIGN_OR_RETURN(void* p, allocator->Allocate(sizeof(Flag)));
-    BadIdFlag flag(allocator, static_cast<Flag*>(p));
-    CUDA_RETURN_IF_ERROR(
-        cudaMemsetAsync(p, 0xff, sizeof(Flag), CudaStreamOf(ctx->stream())));  // kNoBadPosition
-    return flag;
-  }
-  BadIdFlag(BadIdFlag&& other) : allocator_(other.allocator_), flag_(other.flag_) {
-    other.flag_ = nullptr;
-  }
-  BadIdFlag(const BadIdFlag&) = delete;
-  BadIdFlag& operator=(const BadIdFlag&) = delete;
-  // Returned once the flag has been read (or the work that uses it is
-  // enqueued on the compute stream, which orders later users after it).
-  ~BadIdFlag() {
-    if (flag_ != nullptr) allocator_->Deallocate(flag_, sizeof(Flag));
-  }
-
-  Flag* get() const { return flag_; }
-
-  // Waits for the kernel's stream, then OK, or the bad-id error for the
-  // first bad position (reading that id too).
-  absl::Status Check(KernelContext* ctx, const int64_t* ids, int64_t rows) const {
-    Flag position = kNoBadPosition;
-    RETURN_IF_ERROR(ReadToHost(ctx, &position, flag_, sizeof(position)));
-    if (position == kNoBadPosition) return absl::OkStatus();
-    int64_t id = 0;
-    RETURN_IF_ERROR(ReadToHost(ctx, &id, ids + position, sizeof(id)));
-    return BadId(ctx, id, static_cast<int64_t>(position), rows);
-  }
-
- private:
-  BadIdFlag(CachingAllocator* allocator, Flag* flag) : allocator_(allocator), flag_(flag) {}
-  CachingAllocator* allocator_;
-  Flag* flag_;
-};
+// Waits for the kernel's stream, then OK, or the bad-id error for the first
+// bad position that `flag` recorded (reading that id too).
+absl::Status CheckIds(KernelContext* ctx, const FirstBadPosition& flag, const int64_t* ids,
+                      int64_t rows) {
+  ASSIGN_OR_RETURN(const std::optional<int64_t> position, flag.Read(ctx));
+  if (!position.has_value()) return absl::OkStatus();
+  int64_t id = 0;
+  RETURN_IF_ERROR(ReadToHost(ctx, &id, ids + *position, sizeof(id)));
+  return BadId(ctx, id, *position, rows);
+}
 
 // Validated inputs of lookup_table(_grad).
 struct Lookup {
@@ -129,7 +98,7 @@ class LookupTableKernel : public OpKernel {
     if (l.n == 0) return absl::OkStatus();
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
     const int64_t* ids = l.ids->data<int64_t>();
-    ASSIGN_OR_RETURN(BadIdFlag flag, BadIdFlag::Create(ctx));
+    ASSIGN_OR_RETURN(const FirstBadPosition flag, FirstBadPosition::Create(ctx));
     if (l.dim == 0) {
       CUDA_RETURN_IF_ERROR(LaunchCheckIds(ids, l.n, l.rows, flag.get(), stream));
     } else {
@@ -140,7 +109,7 @@ class LookupTableKernel : public OpKernel {
         return absl::OkStatus();
       }));
     }
-    return flag.Check(ctx, ids, l.rows);
+    return CheckIds(ctx, flag, ids, l.rows);
   }
 
  private:
@@ -173,9 +142,9 @@ class LookupTableGradKernel : public OpKernel {
         if (host_ids[p] < 0 || host_ids[p] >= l.rows) return BadId(ctx, host_ids[p], p, l.rows);
       }
     } else if (l.n > 0) {
-      ASSIGN_OR_RETURN(BadIdFlag flag, BadIdFlag::Create(ctx));
+      ASSIGN_OR_RETURN(const FirstBadPosition flag, FirstBadPosition::Create(ctx));
       CUDA_RETURN_IF_ERROR(LaunchCheckIds(ids, l.n, l.rows, flag.get(), stream));
-      RETURN_IF_ERROR(flag.Check(ctx, ids, l.rows));
+      RETURN_IF_ERROR(CheckIds(ctx, flag, ids, l.rows));
     }
     ASSIGN_OR_RETURN(const Tensor* dout, ctx->InputTensor("Out@GRAD"));
     const DataType dtype = l.w->dtype();

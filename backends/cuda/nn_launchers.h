@@ -19,13 +19,10 @@
 namespace tandem {
 namespace cuda {
 
-// Initial value of a `bad_position` flag: no bad id seen.
-constexpr unsigned long long kNoBadPosition = ~0ull;  // NOLINT(runtime/int)
-
 // out[p, j] = w[ids[p], j] for p < n, j < dim, or 0 when ids[p] ==
 // padding_row (-1: none). An id outside [0, rows) writes 0 and lowers
-// *bad_position (atomicMin; the caller sets it to kNoBadPosition first) to
-// p, so afterwards it holds the first bad position. No trap: the GPU stays
+// *bad_position (atomicMin; a FirstBadPosition word, device_flag.h) to p,
+// so afterwards it holds the first bad position. No trap: the GPU stays
 // usable.
 template <typename T>
 cudaError_t LaunchLookup(const int64_t* ids, int64_t n, const T* w, int64_t rows, int64_t dim,
