@@ -1,0 +1,339 @@
+// Trains an MLP (or, with --model=cnn, a small CNN) on Fashion-MNIST from
+// Debian's dataset-fashion-mnist package, on the GPU when there is one (else
+// the CPU), and prints progress lines and the test accuracy of every epoch.
+//
+//   bazel run //examples/fashion_mnist                              # MLP, 15 epochs
+//   bazel run //examples/fashion_mnist -- --model=cnn --place=cpu
+//   bazel run //examples/fashion_mnist -- --first_layer_on_cpu      # mixed CPU + GPU
+//   bazel run //examples/fashion_mnist -- --checkpoint_dir=/tmp/fm  # then add --resume
+//
+// The learning rate starts at --lr and is multiplied by --lr_decay after
+// every epoch (written into the host learning-rate variable between steps).
+// Checkpoints (framework/runtime/checkpoint.h) hold the parameters, the
+// optimizer's state and the trainer's position; one is written at the end
+// of every epoch and when --max_steps stops the run, and --resume continues
+// from it with the same next step an uninterrupted run would take.
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "data/data_loader.h"
+#include "examples/common/example_util.h"
+#include "examples/common/progress.h"
+#include "examples/fashion_mnist/fashion_mnist_model.h"
+#include "framework/base/status_macros.h"
+#include "framework/memory/cpu_allocator.h"
+#include "framework/runtime/checkpoint.h"
+#include "framework/runtime/executor.h"
+#include "gflags/gflags.h"
+#include "glog/logging.h"
+
+DEFINE_string(model, "mlp", "mlp (784 -> hidden -> 10) or cnn (2 x conv + pool, then hidden)");
+DEFINE_string(hidden, "",
+              "hidden fc sizes, comma-separated (default: 256,128 for mlp, 128 for cnn)");
+DEFINE_int32(epochs, 15, "passes over the training set");
+DEFINE_int64(batch_size, 64, "training examples per step");
+DEFINE_string(optimizer, "adam", "adam or momentum");
+DEFINE_double(lr, 0.001, "learning rate of the first epoch");
+DEFINE_double(lr_decay, 0.8, "the learning rate is multiplied by this after every epoch");
+DEFINE_double(momentum, 0.9, "momentum's mu (with --optimizer=momentum)");
+DEFINE_string(place, "",
+              "default place: gpu:N, sim:N or cpu (default: gpu:0 if present, else cpu)");
+DEFINE_bool(first_layer_on_cpu, false, "put the first layer under device_guard(\"cpu\")");
+DEFINE_string(checkpoint_dir, "",
+              "save a checkpoint here every epoch (and when --max_steps stops)");
+DEFINE_bool(resume, false, "continue from the checkpoint in --checkpoint_dir");
+DEFINE_int64(max_steps, 0,
+             "stop after this many steps in all, resumed ones included (0: no limit)");
+DEFINE_int64(seed, 1, "seed of the initial parameters and of the shuffling");
+DEFINE_string(data_dir, "/usr/share/datasets/fashion-mnist",
+              "directory of the gzipped IDX files (apt-get install dataset-fashion-mnist)");
+DEFINE_int64(train_examples, 0, "train on the first N training examples (0: all 60000)");
+DEFINE_int64(test_examples, 0, "test on the first N test examples (0: all 10000)");
+DEFINE_int32(log_every, 100, "print a progress line every N steps");
+DEFINE_bool(print_placement, false, "print the placement table of the training program");
+
+namespace tandem {
+namespace {
+
+// Steps taken in all (int64 [1]), saved in checkpoints beside the
+// parameters: the trainer's position (epoch = step / batches per epoch).
+constexpr char kStepVar[] = "trainer.step";
+
+absl::StatusOr<FashionMnistConfig> ConfigFromFlags() {
+  FashionMnistConfig config;
+  if (FLAGS_model == "mlp") {
+    config.arch = FashionMnistArch::kMlp;
+  } else if (FLAGS_model == "cnn") {
+    config.arch = FashionMnistArch::kCnn;
+    config.hidden = {128};
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--model must be mlp or cnn, got '", FLAGS_model, "'"));
+  }
+  if (!FLAGS_hidden.empty()) {
+    config.hidden.clear();
+    for (absl::string_view s : absl::StrSplit(FLAGS_hidden, ',')) {
+      int64_t size;
+      if (!absl::SimpleAtoi(s, &size)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--hidden must be comma-separated sizes, got '", FLAGS_hidden, "'"));
+      }
+      config.hidden.push_back(size);
+    }
+  }
+  config.first_layer_on_cpu = FLAGS_first_layer_on_cpu;
+  config.seed = FLAGS_seed;
+  return config;
+}
+
+absl::StatusOr<std::unique_ptr<Optimizer>> OptimizerFromFlags() {
+  if (FLAGS_optimizer == "adam") return std::make_unique<Adam>(FLAGS_lr);
+  if (FLAGS_optimizer == "momentum") return std::make_unique<Momentum>(FLAGS_lr, FLAGS_momentum);
+  return absl::InvalidArgumentError(
+      absl::StrCat("--optimizer must be adam or momentum, got '", FLAGS_optimizer, "'"));
+}
+
+// The Fashion-MNIST split, cut to its first `limit` examples when limit > 0.
+absl::StatusOr<std::vector<Column>> LoadSplit(bool train, int64_t limit) {
+  absl::StatusOr<std::vector<Column>> columns = FashionMnistColumns(FLAGS_data_dir, train);
+  if (absl::IsNotFound(columns.status())) {
+    return absl::NotFoundError(absl::StrCat(columns.status().message(),
+                                            " (install Debian's dataset-fashion-mnist, e.g. "
+                                            "tools/setup.sh, or pass --data_dir)"));
+  }
+  RETURN_IF_ERROR(columns.status());
+  for (Column& c : *columns) {
+    if (limit <= 0 || limit >= c.data.num_items()) continue;
+    c.data.dims[0] = limit;
+    c.data.data.resize(limit * c.data.item_elements() * IdxTypeSize(c.data.type));
+  }
+  return columns;
+}
+
+std::string CheckpointPath() { return FLAGS_checkpoint_dir + "/checkpoint"; }
+
+absl::Status Save(const Program& program, int64_t step, Scope* scope) {
+  Tensor t = Tensor::Allocate(CpuAllocator::Default(), DataType::kInt64, Shape({1})).value();
+  t.data<int64_t>()[0] = step;
+  scope->Var(kStepVar)->set(std::move(t));
+  std::vector<std::string> names = PersistableVars(program);
+  names.push_back(kStepVar);
+  std::error_code error;
+  std::filesystem::create_directories(FLAGS_checkpoint_dir, error);
+  if (error) {
+    return absl::ErrnoToStatus(
+        error.value(), absl::StrCat("cannot create --checkpoint_dir '", FLAGS_checkpoint_dir, "'"));
+  }
+  return SaveCheckpoint(*scope, names, CheckpointPath());
+}
+
+// Loads the checkpoint into the initialised `scope`, each tensor on the
+// place the startup program gave it (so a GPU run's checkpoint resumes on
+// the CPU too), and returns the steps taken. InvalidArgument naming the
+// variable, with `scope` untouched, if the checkpoint was written for
+// another model.
+absl::StatusOr<int64_t> Resume(const Program& program, Scope* scope) {
+  const std::vector<std::string> names = PersistableVars(program);
+  std::map<std::string, Place> places;
+  for (const std::string& name : names) {
+    const Variable* v = scope->Find(name);
+    if (v != nullptr && v->is_tensor()) places[name] = v->tensor().place();
+  }
+  Scope loaded;
+  RETURN_IF_ERROR(LoadCheckpoint(CheckpointPath(), &loaded, places));
+  for (const std::string& name : names) {
+    const Shape& want = program.block().FindVar(name)->shape;
+    const Variable* got = loaded.Find(name);
+    if (got == nullptr || !got->is_tensor() || got->tensor().shape() != want) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "checkpoint '", CheckpointPath(), "': '", name, "' is ",
+          got != nullptr && got->is_tensor() ? got->tensor().shape().ToString() : "missing",
+          " but this model has ", want.ToString(), "; resume with the flags it was saved with"));
+    }
+  }
+  const Variable* step = loaded.Find(kStepVar);
+  if (step == nullptr || !step->is_tensor() || step->tensor().dtype() != DataType::kInt64 ||
+      step->tensor().NumElements() != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("checkpoint '", CheckpointPath(), "' has no int64 '", kStepVar, "'"));
+  }
+  for (const std::string& name : names) scope->Var(name)->set(loaded.Find(name)->tensor());
+  return step->tensor().data<int64_t>()[0];
+}
+
+// Sets the learning-rate variable `name` (a host float32 [1], read by the
+// update kernels as a HostMemory argument) to `lr`.
+absl::Status SetLearningRate(const std::string& name, double lr, Scope* scope) {
+  Variable* v = scope->Find(name);
+  if (v == nullptr || !v->is_tensor() || v->tensor().dtype() != DataType::kFloat32 ||
+      v->tensor().NumElements() != 1 || !(v->tensor().place() == CPUPlace())) {
+    return absl::InternalError(
+        absl::StrCat("learning rate '", name, "' is not a float32 [1] host tensor of the scope"));
+  }
+  v->mutable_tensor()->data<float>()[0] = static_cast<float>(lr);
+  return absl::OkStatus();
+}
+
+// The next training batch, into the next epoch (reshuffled) at the end of one.
+absl::StatusOr<Batch> NextBatch(DataLoader* loader) {
+  absl::StatusOr<Batch> batch = loader->Next();
+  return absl::IsOutOfRange(batch.status()) ? loader->Next() : batch;
+}
+
+// Fraction of the test set classified correctly by the eval program.
+absl::StatusOr<double> TestAccuracy(Executor* exe, Plan* plan, Scope* scope, DataLoader* test) {
+  int64_t correct = 0, total = 0;
+  while (true) {
+    absl::StatusOr<Batch> batch = test->Next();
+    if (absl::IsOutOfRange(batch.status())) break;
+    RETURN_IF_ERROR(batch.status());
+    ASSIGN_OR_RETURN(std::vector<Tensor> out, exe->Run(plan, scope,
+                                                       {{"image", batch->tensors.at("image")},
+                                                        {"label", batch->tensors.at("label")}}));
+    correct += out[0].data<int64_t>()[0];
+    total += out[1].data<int64_t>()[0];
+  }
+  return total > 0 ? static_cast<double>(correct) / total : 0.0;
+}
+
+absl::Status Train() {
+  ASSIGN_OR_RETURN(Place place, ChooseDefaultPlace(FLAGS_place));
+  if (FLAGS_epochs < 1 || FLAGS_batch_size < 1 || FLAGS_log_every < 1 || FLAGS_max_steps < 0 ||
+      !(FLAGS_lr_decay > 0 && FLAGS_lr_decay <= 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--epochs, --batch_size and --log_every must be >= 1, --max_steps >= 0 and --lr_decay "
+        "in (0, 1], got ",
+        FLAGS_epochs, ", ", FLAGS_batch_size, ", ", FLAGS_log_every, ", ", FLAGS_max_steps, ", ",
+        FLAGS_lr_decay));
+  }
+  if (FLAGS_resume && FLAGS_checkpoint_dir.empty()) {
+    return absl::InvalidArgumentError("--resume needs --checkpoint_dir");
+  }
+  ASSIGN_OR_RETURN(FashionMnistConfig config, ConfigFromFlags());
+  ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> optimizer, OptimizerFromFlags());
+  ProgramBuilder builder;
+  ASSIGN_OR_RETURN(FashionMnistModel model,
+                   BuildFashionMnistModel(config, optimizer.get(), &builder));
+
+  ASSIGN_OR_RETURN(std::vector<Column> train_columns, LoadSplit(true, FLAGS_train_examples));
+  ASSIGN_OR_RETURN(std::vector<Column> test_columns, LoadSplit(false, FLAGS_test_examples));
+  DataLoaderOptions train_options;
+  train_options.batch_size = FLAGS_batch_size;
+  train_options.seed = static_cast<uint64_t>(FLAGS_seed);
+  ASSIGN_OR_RETURN(std::unique_ptr<DataLoader> train,
+                   DataLoader::Create(std::move(train_columns), train_options));
+  DataLoaderOptions test_options;
+  test_options.batch_size = 1000;
+  test_options.shuffle = false;
+  ASSIGN_OR_RETURN(std::unique_ptr<DataLoader> test,
+                   DataLoader::Create(std::move(test_columns), test_options));
+
+  std::printf(
+      "fashion_mnist: %s [%s] on %s%s, %s lr %g, batch %lld, %lld train / %lld test "
+      "examples\n",
+      FLAGS_model.c_str(), absl::StrJoin(config.hidden, ", ").c_str(), place.ToString().c_str(),
+      FLAGS_first_layer_on_cpu ? " (first layer on cpu)" : "", FLAGS_optimizer.c_str(), FLAGS_lr,
+      static_cast<long long>(FLAGS_batch_size), static_cast<long long>(train->num_examples()),
+      static_cast<long long>(test->num_examples()));
+
+  Executor exe(place);
+  Scope scope;
+  RETURN_IF_ERROR(exe.Run(builder.startup_program(), &scope).status());
+  const int64_t per_epoch = train->batches_per_epoch();
+  int64_t step = 0;
+  if (FLAGS_resume) {
+    ASSIGN_OR_RETURN(step, Resume(builder.main_program(), &scope));
+    std::printf("resumed from %s after step %lld (epoch %lld, batch %lld)\n",
+                CheckpointPath().c_str(), static_cast<long long>(step),
+                static_cast<long long>(step / per_epoch + 1),
+                static_cast<long long>(step % per_epoch));
+    // Replay the loader: its shuffles depend on (seed, epoch) only.
+    for (int64_t i = 0; i < step; ++i) RETURN_IF_ERROR(NextBatch(train.get()).status());
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<Plan> plan, exe.Prepare(builder.main_program(), scope,
+                                                           {"image", "label"}, {model.loss.name}));
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<Plan> eval_plan,
+      exe.Prepare(model.eval, scope, {"image", "label"}, {model.correct.name, model.total.name}));
+  if (FLAGS_print_placement) std::printf("%s", plan->PlacementTable().c_str());
+
+  int64_t last_step = FLAGS_epochs * per_epoch;
+  if (FLAGS_max_steps > 0) last_step = std::min(last_step, FLAGS_max_steps);
+  const int64_t first_step = step;
+  TrainingProgress progress(last_step - step);
+  double loss_sum = 0, accuracy = -1;
+  int64_t loss_count = 0;
+  Stopwatch epoch_clock;
+  while (step < last_step) {
+    const int64_t epoch = step / per_epoch + 1;
+    if (step % per_epoch == 0 || step == first_step) {
+      RETURN_IF_ERROR(SetLearningRate(optimizer->learning_rate_var(),
+                                      FLAGS_lr * std::pow(FLAGS_lr_decay, epoch - 1), &scope));
+    }
+    ASSIGN_OR_RETURN(Batch batch, NextBatch(train.get()));
+    ASSIGN_OR_RETURN(std::vector<Tensor> out, exe.Run(plan.get(), &scope,
+                                                      {{"image", batch.tensors.at("image")},
+                                                       {"label", batch.tensors.at("label")}}));
+    loss_sum += out[0].data<float>()[0];
+    ++loss_count;
+    progress.Step(batch.size);
+    ++step;
+    const int64_t in_epoch = (step - 1) % per_epoch + 1;
+    if (step % FLAGS_log_every == 0) {
+      std::printf("epoch %lld/%d  step %lld/%lld  loss %.4f  %s\n", static_cast<long long>(epoch),
+                  FLAGS_epochs, static_cast<long long>(in_epoch), static_cast<long long>(per_epoch),
+                  loss_sum / loss_count, progress.Summary().c_str());
+      std::fflush(stdout);
+      loss_sum = 0;
+      loss_count = 0;
+    }
+    if (in_epoch < per_epoch && step < last_step) continue;
+    // The end of an epoch, or of the run.
+    const double train_seconds = epoch_clock.Seconds();
+    Stopwatch test_clock;
+    ASSIGN_OR_RETURN(accuracy, TestAccuracy(&exe, eval_plan.get(), &scope, test.get()));
+    std::printf(
+        "epoch %lld/%d  %s  test accuracy %.4f  (train %.1f s, test %.1f s)\n",
+        static_cast<long long>(epoch), FLAGS_epochs,
+        in_epoch == per_epoch ? "done" : absl::StrCat("stopped at batch ", in_epoch).c_str(),
+        accuracy, train_seconds, test_clock.Seconds());
+    if (!FLAGS_checkpoint_dir.empty()) {
+      RETURN_IF_ERROR(Save(builder.main_program(), step, &scope));
+      std::printf("saved %s (step %lld)\n", CheckpointPath().c_str(), static_cast<long long>(step));
+    }
+    std::fflush(stdout);
+    epoch_clock = Stopwatch();
+  }
+  if (accuracy < 0) {
+    std::printf("nothing to do: the checkpoint is at step %lld of %lld\n",
+                static_cast<long long>(step), static_cast<long long>(last_step));
+    return absl::OkStatus();
+  }
+  std::printf("final test accuracy %.4f after %lld steps\n", accuracy,
+              static_cast<long long>(step));
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace tandem
+
+int main(int argc, char** argv) {
+  gflags::SetUsageMessage(
+      "trains an MLP or CNN on Fashion-MNIST with Tandem (GPU when present, else CPU)\n"
+      "usage: fashion_mnist [--model=mlp|cnn] [--epochs=10] [--place=gpu:0|cpu|sim:0] "
+      "[--first_layer_on_cpu] [--checkpoint_dir=DIR [--resume]] ...\n"
+      "--helpmatch=fashion_mnist lists this program's flags only");
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  google::InitGoogleLogging(argv[0]);
+  absl::Status s = tandem::Train();
+  if (!s.ok()) {
+    std::fprintf(stderr, "error: %s\n", s.ToString().c_str());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Short runs of the Fashion-MNIST trainer on a subset of the real data: the
+# MLP learns (loss falls, test accuracy far above the 0.1 of chance) on cpu,
+# on sim:0 and with the first layer on the cpu, to the same accuracy; a
+# resumed checkpoint gives the uninterrupted run's numbers; the CNN learns.
+# Skips (passes) when Debian's dataset-fashion-mnist is not installed.
+set -euo pipefail
+bin="$(dirname "$0")/fashion_mnist"
+data=/usr/share/datasets/fashion-mnist
+if [[ ! -r "$data/t10k-labels-idx1-ubyte.gz" ]]; then
+  echo "SKIPPED: $data is missing (tools/setup.sh installs dataset-fashion-mnist)"
+  exit 0
+fi
+
+# The mean loss of the first and last progress lines, and the final accuracy.
+first_loss() { grep -oP 'step \d+/\d+  loss \K[0-9.]+' <<<"$1" | head -1; }
+last_loss() { grep -oP 'step \d+/\d+  loss \K[0-9.]+' <<<"$1" | tail -1; }
+accuracy() { grep -oP '^final test accuracy \K[0-9.]+' <<<"$1"; }
+check() {  # check NAME AWK-CONDITION VALUES...
+  local name=$1 cond=$2; shift 2
+  awk -v a="${1:-}" -v b="${2:-}" "BEGIN { exit !($cond) }" || { echo "FAILED: $name ($*)"; exit 1; }
+}
+
+subset="--train_examples=6400 --test_examples=2000 --log_every=50 --seed=3"
+declare -A acc
+for run in "cpu" "sim:0" "sim:0 --first_layer_on_cpu"; do
+  out=$("$bin" --place=$run --max_steps=300 $subset)
+  echo "$out"
+  check "mlp loss falls on $run" 'b < a * 0.7' "$(first_loss "$out")" "$(last_loss "$out")"
+  acc[$run]=$(accuracy "$out")
+  check "mlp accuracy > 0.6 on $run" 'a > 0.6' "${acc[$run]}"
+done
+grep -q "relu  *cpu  *guard" <<<"$("$bin" --place=sim:0 --first_layer_on_cpu --max_steps=1 \
+    --print_placement $subset)" || { echo "FAILED: first layer not on the cpu"; exit 1; }
+check "cpu and sim:0 agree" 'a - b < 0.005 && b - a < 0.005' "${acc[cpu]}" "${acc[sim:0]}"
+check "first layer on cpu agrees" 'a - b < 0.005 && b - a < 0.005' "${acc[cpu]}" \
+    "${acc[sim:0 --first_layer_on_cpu]}"
+
+# Resume: 25 steps, checkpoint, resume to 60 == 60 steps straight (same shuffles,
+# same Adam state, same numbers).
+short="--place=cpu --train_examples=1280 --test_examples=500 --log_every=10 --batch_size=32"
+numbers() { grep -oP '(loss|test accuracy) [0-9.]+' <<<"$1" | tail -4; }  # of steps 40..60
+straight=$(numbers "$("$bin" $short --max_steps=60)")
+"$bin" $short --max_steps=25 --checkpoint_dir="$TEST_TMPDIR/ckpt" >/dev/null
+resumed=$("$bin" $short --max_steps=60 --checkpoint_dir="$TEST_TMPDIR/ckpt" --resume)
+echo "$resumed"
+grep -q "resumed from .* after step 25 (epoch 1, batch 25)" <<<"$resumed"
+[[ "$(numbers "$resumed")" == "$straight" ]] ||
+  { echo "FAILED: resumed run differs from the straight one:"; echo "$straight"; exit 1; }
+# A checkpoint of another model is refused, naming the variable.
+if "$bin" $short --hidden=32 --max_steps=60 --checkpoint_dir="$TEST_TMPDIR/ckpt" --resume \
+    2>"$TEST_TMPDIR/err"; then echo "FAILED: resumed another model"; exit 1; fi
+grep -q "'layer0.b_0' is \[256\] but this model has \[32\]" "$TEST_TMPDIR/err"
+
+# The CNN learns too (a few steps: convolutions are slow on 2 cores).
+out=$("$bin" --place=cpu --model=cnn --max_steps=60 --batch_size=32 --train_examples=1920 \
+      --test_examples=500 --log_every=10)
+echo "$out"
+check "cnn loss falls" 'b < a * 0.8' "$(first_loss "$out")" "$(last_loss "$out")"
+check "cnn accuracy > 0.5" 'a > 0.5' "$(accuracy "$out")"
+
+# Bad flags and missing data are errors that say what is wrong.
+if "$bin" --model=rnn 2>"$TEST_TMPDIR/err"; then exit 1; fi
+grep -q "model must be mlp or cnn, got 'rnn'" "$TEST_TMPDIR/err"
+if "$bin" --data_dir=/nonexistent 2>"$TEST_TMPDIR/err"; then exit 1; fi
+grep -q "NOT_FOUND.*install Debian's dataset-fashion-mnist" "$TEST_TMPDIR/err"
+help=$("$bin" --help 2>&1 || true)  # gflags exits 1 after --help
+grep -q -- "-first_layer_on_cpu (put the first layer under" <<<"$help"
+echo PASSED
