@@ -1,6 +1,8 @@
 // Tandem's benchmarks, one per row of the performance table (issue 6), on
 // every available place. Names are the metric names the peer scripts print
-// (benchmarks/peers/*.py), so tools/compare.py can put them side by side.
+// (benchmarks/peers/*.py), so benchmarks/compare.py can put them side by
+// side. This file has the seed workloads, dispatch, copies and main(); other
+// rows live in their own files of the same binary (bench_util.h says how).
 //
 //   bazel run -c opt //benchmarks:tandem_benchmark -- --benchmark_filter=workload2
 //   tandem_benchmark --benchmark_repetitions=5 --benchmark_report_aggregates_only \
@@ -18,8 +20,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "benchmark/benchmark.h"
+#include "benchmarks/bench_util.h"
 #include "examples/crop_profile/crop_model.h"
 #include "examples/embedding_offload/embedding_model.h"
 #include "framework/device/device_registry.h"
@@ -31,39 +33,11 @@
 namespace tandem {
 namespace {
 
-int64_t EnvInt(const char* name, int64_t fallback) {
-  const char* v = std::getenv(name);
-  return v == nullptr ? fallback : std::atoll(v);
-}
+using bench::EnvInt;
+using bench::Fail;
+using bench::Prepared;
+using bench::ReportCopies;
 
-std::vector<Place> BenchPlaces() {
-  const char* env = std::getenv("TANDEM_BENCH_PLACES");
-  std::vector<Place> places;
-  for (absl::string_view s : absl::StrSplit(env ? env : "gpu:0,sim:0,cpu", ',')) {
-    absl::StatusOr<Place> p = ParsePlace(s);
-    if (p.ok() && DeviceRegistry::Global().GetDevice(*p).ok()) places.push_back(*p);
-  }
-  return places;
-}
-
-void Fail(benchmark::State& state, const absl::Status& s) {
-  state.SkipWithError(s.ToString().c_str());
-}
-
-void ReportCopies(benchmark::State& state, const RunStats& stats) {
-  state.counters["h2d_per_iter"] = stats.copies_h2d;
-  state.counters["d2h_per_iter"] = stats.copies_d2h;
-  state.counters["sync_copies_per_iter"] = stats.sync_copies;
-}
-
-// A prepared program and its scope, run once per iteration.
-struct Prepared {
-  ProgramBuilder builder;
-  Executor exe;
-  Scope scope;
-  std::unique_ptr<Plan> plan;
-  explicit Prepared(Place p) : exe(p) {}
-};
 
 // dispatch/<place>_us: per-op cost of a chain of 100 tiny scale ops
 // ([1] float32), one run = 100 ops + one synchronisation.
@@ -187,8 +161,9 @@ void BM_SparseEmbeddingCpu(benchmark::State& state) {
       benchmark::Counter(static_cast<double>(kBatch), benchmark::Counter::kIsIterationInvariantRate);
 }
 
-void RegisterAll() {
-  for (const Place& place : BenchPlaces()) {
+// The seed-workload, dispatch, copy and CPU embedding-step rows.
+void RegisterCoreBenchmarks() {
+  for (const Place& place : bench::BenchPlaces()) {
     const std::string p = place.is_host() ? "cpu" : place.type().name();
     benchmark::RegisterBenchmark(absl::StrCat("dispatch/", p).c_str(), BM_Dispatch, place)
         ->Unit(benchmark::kMicrosecond);
@@ -226,6 +201,7 @@ void RegisterAll() {
   benchmark::RegisterBenchmark("embedding_cpu/sparse_lookup_sgd_150d", BM_SparseEmbeddingCpu)
       ->Unit(benchmark::kMillisecond);
 }
+TANDEM_BENCHMARK_REGISTRAR(RegisterCoreBenchmarks);
 
 }  // namespace
 }  // namespace tandem
@@ -234,7 +210,7 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   google::InitGoogleLogging(argv[0]);
-  tandem::RegisterAll();
+  tandem::bench::RegisterAll();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

@@ -1,0 +1,54 @@
+#include "benchmarks/bench_util.h"
+
+#include <cstdlib>
+#include <string>
+
+#include "absl/strings/str_split.h"
+#include "framework/device/device_registry.h"
+
+namespace tandem {
+namespace bench {
+
+namespace {
+std::vector<Registrar>& Registrars() {
+  static auto* registrars = new std::vector<Registrar>();
+  return *registrars;
+}
+}  // namespace
+
+int64_t EnvInt(const char* name, int64_t fallback) {
+  const char* v = std::getenv(name);
+  return v == nullptr ? fallback : std::atoll(v);
+}
+
+std::vector<Place> BenchPlaces() {
+  const char* env = std::getenv("TANDEM_BENCH_PLACES");
+  std::vector<Place> places;
+  for (absl::string_view s : absl::StrSplit(env ? env : "gpu:0,sim:0,cpu", ',')) {
+    absl::StatusOr<Place> p = ParsePlace(s);
+    if (p.ok() && DeviceRegistry::Global().GetDevice(*p).ok()) places.push_back(*p);
+  }
+  return places;
+}
+
+void Fail(benchmark::State& state, const absl::Status& s) {
+  state.SkipWithError(s.ToString().c_str());
+}
+
+void ReportCopies(benchmark::State& state, const RunStats& stats) {
+  state.counters["h2d_per_iter"] = stats.copies_h2d;
+  state.counters["d2h_per_iter"] = stats.copies_d2h;
+  state.counters["sync_copies_per_iter"] = stats.sync_copies;
+}
+
+bool AddRegistrar(Registrar registrar) {
+  Registrars().push_back(registrar);
+  return true;
+}
+
+void RegisterAll() {
+  for (Registrar r : Registrars()) r();
+}
+
+}  // namespace bench
+}  // namespace tandem

@@ -1,0 +1,65 @@
+// Pieces shared by the files of Tandem's benchmark binary (tandem_benchmark).
+//
+//   // my_benchmark.cc, listed in srcs of //benchmarks:tandem_benchmark
+//   void BM_Thing(benchmark::State& state, Place place) { ... }
+//   void RegisterThing() {
+//     for (const Place& place : bench::BenchPlaces()) {
+//       benchmark::RegisterBenchmark("thing/...", BM_Thing, place);
+//     }
+//   }
+//   TANDEM_BENCHMARK_REGISTRAR(RegisterThing);
+//
+// Registrars run from main() once flags are parsed and the backends are
+// registered, so they may query the DeviceRegistry. Not thread-safe; the
+// binary registers everything before it runs anything.
+#ifndef TANDEM_BENCHMARKS_BENCH_UTIL_H_
+#define TANDEM_BENCHMARKS_BENCH_UTIL_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "benchmark/benchmark.h"
+#include "framework/program/program_builder.h"
+#include "framework/runtime/executor.h"
+#include "framework/runtime/scope.h"
+
+namespace tandem {
+namespace bench {
+
+// The integer in environment variable `name`, or `fallback` when unset.
+int64_t EnvInt(const char* name, int64_t fallback);
+
+// TANDEM_BENCH_PLACES (default "gpu:0,sim:0,cpu"), keeping the places whose
+// device exists on this machine.
+std::vector<Place> BenchPlaces();
+
+// Marks the benchmark as failed with the status text.
+void Fail(benchmark::State& state, const absl::Status& s);
+
+// Copies per iteration as counters (h2d_per_iter, d2h_per_iter, sync_copies_per_iter).
+void ReportCopies(benchmark::State& state, const RunStats& stats);
+
+// A program builder, an executor on `place` and a scope: the usual setup of
+// one benchmark. Owns all three.
+struct Prepared {
+  ProgramBuilder builder;
+  Executor exe;
+  Scope scope;
+  explicit Prepared(Place p, ExecutorOptions options = {}) : exe(p, options) {}
+};
+
+using Registrar = void (*)();
+// Adds `registrar` to the list RegisterAll() runs; returns true (for the macro).
+bool AddRegistrar(Registrar registrar);
+// Runs every registrar once, in file link order.
+void RegisterAll();
+
+}  // namespace bench
+}  // namespace tandem
+
+#define TANDEM_BENCHMARK_REGISTRAR(fn) \
+  static const bool tandem_bench_registered_##fn = ::tandem::bench::AddRegistrar(fn)
+
+#endif  // TANDEM_BENCHMARKS_BENCH_UTIL_H_
