@@ -1789,7 +1789,7 @@ TEST_F(GpuTest, DropoutMaskAndGradMatchCpuBitwise) {
           ExpectGpuMatchesCpu(Op("dropout", attrs), x, 0);
           ASSERT_OK_AND_ASSIGN(HostOutputs fwd, RunToHost(Op("dropout", attrs), CPUPlace(), x()));
           ExpectGpuMatchesCpu(
-              Op("dropout_grad", attrs),
+              Op("dropout_grad", {{"dropout_prob", prob}, {"is_test", is_test}}),
               [&] {
                 return EagerInputs{{"Mask", {fwd.at("Mask")}},
                                    {"Out@GRAD", {HostVar<T>(s, Values<T>(s.num_elements(), 2))}}};
@@ -1882,7 +1882,9 @@ TEST_F(GpuTest, Pool2DAndGradMatchCpuBitwise) {
               in["Out@GRAD"] = {HostVar<T>(out, Values<T>(out.num_elements(), 2))};
               return in;
             },
-            0);
+            // The host's float32 pooling is oneDNN's, whose average gradient
+            // rounds the window shares differently in the last bit.
+            c.type == "avg" && dtype == DataType::kFloat32 ? Tol<T>() : 0);
       });
     }
   }
