@@ -6,6 +6,7 @@
 //   bazel run //examples/fashion_mnist -- --model=cnn --place=cpu
 //   bazel run //examples/fashion_mnist -- --first_layer_on_cpu      # mixed CPU + GPU
 //   bazel run //examples/fashion_mnist -- --checkpoint_dir=/tmp/fm  # then add --resume
+//   bazel run //examples/fashion_mnist -- --first_layer_on_cpu --profile_steps=200
 //
 // The learning rate starts at --lr and is multiplied by --lr_decay after
 // every epoch (written into the host learning-rate variable between steps).
@@ -31,6 +32,7 @@
 #include "framework/runtime/executor.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
+#include "profiler/profiler.h"
 
 DEFINE_string(model, "mlp", "mlp (784 -> hidden -> 10) or cnn (2 x conv + pool, then hidden)");
 DEFINE_string(hidden, "",
@@ -56,6 +58,10 @@ DEFINE_int64(train_examples, 0, "train on the first N training examples (0: all 
 DEFINE_int64(test_examples, 0, "test on the first N test examples (0: all 10000)");
 DEFINE_int32(log_every, 100, "print a progress line every N steps");
 DEFINE_bool(print_placement, false, "print the placement table of the training program");
+DEFINE_int32(profile_steps, 0,
+             "profile this many training steps (after one warm-up step) and print the "
+             "profiler's report, then train on");
+DEFINE_string(trace_out, "", "with --profile_steps: also write a Chrome trace to this file");
 
 namespace tandem {
 namespace {
@@ -204,12 +210,15 @@ absl::StatusOr<double> TestAccuracy(Executor* exe, Plan* plan, Scope* scope, Dat
 absl::Status Train() {
   ASSIGN_OR_RETURN(Place place, ChooseDefaultPlace(FLAGS_place));
   if (FLAGS_epochs < 1 || FLAGS_batch_size < 1 || FLAGS_log_every < 1 || FLAGS_max_steps < 0 ||
-      !(FLAGS_lr_decay > 0 && FLAGS_lr_decay <= 1)) {
+      FLAGS_profile_steps < 0 || !(FLAGS_lr_decay > 0 && FLAGS_lr_decay <= 1)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--epochs, --batch_size and --log_every must be >= 1, --max_steps >= 0 and --lr_decay "
-        "in (0, 1], got ",
+        "--epochs, --batch_size and --log_every must be >= 1, --max_steps and --profile_steps "
+        ">= 0 and --lr_decay in (0, 1], got ",
         FLAGS_epochs, ", ", FLAGS_batch_size, ", ", FLAGS_log_every, ", ", FLAGS_max_steps, ", ",
-        FLAGS_lr_decay));
+        FLAGS_profile_steps, ", ", FLAGS_lr_decay));
+  }
+  if (!FLAGS_trace_out.empty() && FLAGS_profile_steps == 0) {
+    return absl::InvalidArgumentError("--trace_out needs --profile_steps");
   }
   if (FLAGS_resume && FLAGS_checkpoint_dir.empty()) {
     return absl::InvalidArgumentError("--resume needs --checkpoint_dir");
@@ -269,6 +278,11 @@ absl::Status Train() {
   double loss_sum = 0, accuracy = -1;
   int64_t loss_count = 0;
   Stopwatch epoch_clock;
+  bool profiling = FLAGS_profile_steps > 0;
+  if (profiling) {
+    RETURN_IF_ERROR(profiler::StartProfiler("All", /*warmup_runs=*/1));
+    RETURN_IF_ERROR(profiler::AttachPlan(*plan));
+  }
   while (step < last_step) {
     const int64_t epoch = step / per_epoch + 1;
     if (step % per_epoch == 0 || step == first_step) {
@@ -284,6 +298,14 @@ absl::Status Train() {
     progress.Step(batch.size);
     ++step;
     const int64_t in_epoch = (step - 1) % per_epoch + 1;
+    if (profiling && (step - first_step == FLAGS_profile_steps + 1 || in_epoch == per_epoch ||
+                      step == last_step)) {
+      std::printf("profile of training steps %lld-%lld (step %lld was warm-up):\n",
+                  static_cast<long long>(first_step + 2), static_cast<long long>(step),
+                  static_cast<long long>(first_step + 1));
+      RETURN_IF_ERROR(profiler::StopProfiler("total", FLAGS_trace_out));
+      profiling = false;
+    }
     if (step % FLAGS_log_every == 0) {
       std::printf("epoch %lld/%d  step %lld/%lld  loss %.4f  %s\n", static_cast<long long>(epoch),
                   FLAGS_epochs, static_cast<long long>(in_epoch), static_cast<long long>(per_epoch),

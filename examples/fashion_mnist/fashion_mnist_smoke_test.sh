@@ -32,6 +32,14 @@ for run in "cpu" "sim:0" "sim:0 --first_layer_on_cpu"; do
 done
 grep -q "relu  *cpu  *guard" <<<"$("$bin" --place=sim:0 --first_layer_on_cpu --max_steps=1 \
     --print_placement $subset)" || { echo "FAILED: first layer not on the cpu"; exit 1; }
+# The profiler's report of a mixed run: one async H2D and one sync D2H of
+# the 64 x 256 activation per step, in the copy ledger.
+prof=$("$bin" --place=sim:0 --first_layer_on_cpu --max_steps=12 --profile_steps=10 $subset)
+grep -q "profile of training steps 2-11 (step 1 was warm-up)" <<<"$prof"
+grep -qE "relu_0.tmp_0  +cpu  +sim:0  +65536  +async  +fc \(#3\)  +1 " <<<"$prof" ||
+  { echo "FAILED: H2D copy missing from the profile"; echo "$prof"; exit 1; }
+grep -qE "relu_0.tmp_0@GRAD  +sim:0  +cpu  +65536  +sync  +relu_grad \(#17\)  +1 " <<<"$prof" ||
+  { echo "FAILED: D2H copy missing from the profile"; exit 1; }
 check "cpu and sim:0 agree" 'a - b < 0.005 && b - a < 0.005' "${acc[cpu]}" "${acc[sim:0]}"
 check "first layer on cpu agrees" 'a - b < 0.005 && b - a < 0.005' "${acc[cpu]}" \
     "${acc[sim:0 --first_layer_on_cpu]}"
