@@ -9,7 +9,8 @@
 #   tools/gpu_run.sh -- examples_linear_regression --steps=300   # also a binary
 #
 # Libraries the GPU machine has (glibc, libstdc++, the CUDA runtime and
-# cuBLAS) are not packed; everything else ldd lists is.
+# cuBLAS) are not packed; everything else ldd lists is, and Debian's
+# Fashion-MNIST files when they are installed here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -44,6 +45,9 @@ for t in $targets; do
   done
 done
 strip --strip-unneeded .bundle/tandem/bin/* 2>/dev/null || true
+# Fashion-MNIST (30 MB of .gz files, packed as they are) for the trainers; gpu_env.sh links it.
+fmnist=/usr/share/datasets/fashion-mnist
+if [[ -d "$fmnist" ]]; then cp -r "$fmnist" .bundle/tandem/fashion-mnist; fi
 tar -C .bundle -cJf .bundle/tandem.tar.xz tandem
 rm -rf .bundle/tandem
 echo "bundle: $(du -h .bundle/tandem.tar.xz | cut -f1) in .bundle/tandem.tar.xz," \

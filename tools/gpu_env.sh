@@ -3,11 +3,17 @@
 # binaries find the packed libraries and the machine's CUDA runtime/cuBLAS.
 #
 #   source tools/gpu_env.sh && /tmp/tandem/bin/benchmarks_tandem_benchmark
+#
+# The bundle's copy of Fashion-MNIST is linked where Debian's package puts it
+# (/usr/share/datasets/fashion-mnist) when the machine lacks it.
 _tandem_here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 _tandem_bundle="$_tandem_here/tandem.tar.xz"
 [[ -f "$_tandem_bundle" ]] || _tandem_bundle="$_tandem_here/../.bundle/tandem.tar.xz"
 if [[ ! -f /tmp/tandem/.unpacked || "$_tandem_bundle" -nt /tmp/tandem/.unpacked ]]; then
   rm -rf /tmp/tandem && tar -C /tmp -xJf "$_tandem_bundle" && touch /tmp/tandem/.unpacked
+fi
+if [[ -d /tmp/tandem/fashion-mnist && ! -e /usr/share/datasets/fashion-mnist ]]; then
+  mkdir -p /usr/share/datasets && ln -s /tmp/tandem/fashion-mnist /usr/share/datasets/fashion-mnist
 fi
 _pip_cublas=$(python3 -c 'import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], "lib"))' 2>/dev/null || true)
 _pip_cudart=$(python3 -c 'import nvidia.cuda_runtime, os; print(os.path.join(list(nvidia.cuda_runtime.__path__)[0], "lib"))' 2>/dev/null || true)
