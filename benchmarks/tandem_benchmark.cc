@@ -132,36 +132,7 @@ void BM_Workload1(benchmark::State& state, Place place, int64_t batch, bool tabl
   ReportCopies(state, stats);
 }
 
-// embedding_cpu/rows_per_s: lookup + sparse SGD update of a [rows, 150]
-// table on the CPU, batch 65536 ids (the forward/backward in between is on
-// the CPU too: the whole step is host work).
-void BM_SparseEmbeddingCpu(benchmark::State& state) {
-  constexpr int64_t kBatch = 65536;
-  Prepared p(CPUPlace());
-  EmbeddingConfig config;
-  config.rows = EnvInt("TANDEM_BENCH_ROWS", 1000000);
-  config.batch = kBatch;
-  config.table_on_cpu = true;
-  config.is_sparse = true;
-  absl::StatusOr<EmbeddingModel> m = BuildEmbeddingModel(config, &p.builder);
-  if (!m.ok()) return Fail(state, m.status());
-  if (absl::Status s = p.exe.Run(p.builder.startup_program(), &p.scope).status(); !s.ok()) {
-    return Fail(state, s);
-  }
-  auto plan = p.exe.Prepare(p.builder.main_program(), p.scope, {m->ids.name}, {});
-  if (!plan.ok()) return Fail(state, plan.status());
-  std::mt19937_64 rng(2);
-  Tensor ids = *Tensor::Allocate(CpuAllocator::Default(), DataType::kInt64, {kBatch});
-  for (int64_t j = 0; j < kBatch; ++j) ids.data<int64_t>()[j] = rng() % config.rows;
-  for (auto _ : state) {
-    absl::StatusOr<std::vector<Tensor>> r = p.exe.Run(plan->get(), &p.scope, {{m->ids.name, ids}});
-    if (!r.ok()) return Fail(state, r.status());
-  }
-  state.counters["rows_per_s"] =
-      benchmark::Counter(static_cast<double>(kBatch), benchmark::Counter::kIsIterationInvariantRate);
-}
-
-// The seed-workload, dispatch, copy and CPU embedding-step rows.
+// The seed-workload, dispatch and copy rows.
 void RegisterCoreBenchmarks() {
   for (const Place& place : bench::BenchPlaces()) {
     const std::string p = place.is_host() ? "cpu" : place.type().name();
@@ -198,8 +169,6 @@ void RegisterCoreBenchmarks() {
       }
     }
   }
-  benchmark::RegisterBenchmark("embedding_cpu/sparse_lookup_sgd_150d", BM_SparseEmbeddingCpu)
-      ->Unit(benchmark::kMillisecond);
 }
 TANDEM_BENCHMARK_REGISTRAR(RegisterCoreBenchmarks);
 

@@ -166,6 +166,33 @@ TEST_P(KernelConformance, LookupTableSparseGradKeepsIdsInOrderAndZeroesPadding) 
   EXPECT_THAT(HostValues<double>(d.tensor()), ElementsAre(7, 8, 0, 0, 0, 0, 6, 8, 0, 0));
 }
 
+TEST_P(KernelConformance, LookupTableSparseGradSharesOutGradUnlessAPaddingRowIsHit) {
+  // Out@GRAD already on the place, so the kernel sees this very buffer.
+  ASSERT_OK_AND_ASSIGN(
+      Tensor dout, CopyTensorTo(Tensor::FromVector<float>({2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8}),
+                                GetParam()));
+  OpDesc op = Named("lookup_table_grad", {{"Ids", {"ids"}}, {"W", {"emb_w"}}},
+                    {{"is_sparse", true}, {"padding_idx", int64_t{4}}});
+  auto run = [&](std::vector<int64_t> ids) {
+    return RunFor(GetParam(), op,
+                  {{"Ids", {Var<int64_t>({2, 2}, std::move(ids))}},
+                   {"W", {Var<float>({5, 2}, std::vector<float>(10, 0))}},
+                   {"Out@GRAD", {Variable(dout)}}},
+                  "W@GRAD");
+  };
+  // No id is the padding row 4: the value is Out@GRAD as [4, 2], not a copy.
+  ASSERT_OK_AND_ASSIGN(Variable shared, run({3, 1, 3, 0}));
+  EXPECT_EQ(shared.selected_rows().value().raw_data(), dout.raw_data());
+  EXPECT_EQ(shared.selected_rows().value().shape(), Shape({4, 2}));
+  EXPECT_THAT(shared.selected_rows().rows(), ElementsAre(3, 1, 3, 0));
+  // Position 1 is the padding row: a copy with that row zero; Out@GRAD keeps its values.
+  ASSERT_OK_AND_ASSIGN(Variable copied, run({3, 4, 3, 0}));
+  EXPECT_NE(copied.selected_rows().value().raw_data(), dout.raw_data());
+  EXPECT_THAT(HostValues<float>(copied.selected_rows().value()),
+              ElementsAre(1, 2, 0, 0, 5, 6, 7, 8));
+  EXPECT_THAT(HostValues<float>(dout), ElementsAre(1, 2, 3, 4, 5, 6, 7, 8));
+}
+
 // ------------------------------------------------------------------ l2_normalize
 
 TEST_P(KernelConformance, L2NormalizeHandComputedAndBadAxis) {

@@ -21,6 +21,7 @@
 #ifndef TANDEM_BACKENDS_COMMON_NN_KERNELS_H_
 #define TANDEM_BACKENDS_COMMON_NN_KERNELS_H_
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -107,7 +108,9 @@ class LookupTableKernel final : public OpKernel {
 //                    (duplicates accumulate); the padding row stays zero.
 //   is_sparse true:  SelectedRows of height rows whose rows are the ids in
 //                    order (duplicates kept) and whose value is Out@GRAD as
-//                    [n, dim], with the padding rows' values zero.
+//                    [n, dim], with the padding rows' values zero. The value
+//                    shares Out@GRAD's buffer (no copy) unless an id is the
+//                    padding row; readers must not write to it.
 template <typename Policy>
 class LookupTableGradKernel final : public OpKernel {
  public:
@@ -129,20 +132,27 @@ class LookupTableGradKernel final : public OpKernel {
     const int64_t n = l.ids->NumElements();
     const int64_t* ids = l.ids->data<int64_t>();
     if (is_sparse_) {
-      ASSIGN_OR_RETURN(Tensor * value, ctx->AllocateOutput("W@GRAD", dtype, Shape({n, l.dim})));
-      RETURN_IF_ERROR(DispatchType(Types(), dtype, *ctx, "W", [&](auto tag) {
-        using T = typename decltype(tag)::type;
-        const T* g = dout->data<T>();
-        CopyRows<T, Policy>(
-            n, l.dim,
-            [&](int64_t i) -> const T* {
-              return ids[i] == l.padding_row ? nullptr : g + i * l.dim;
-            },
-            value->data<T>());
-        return absl::OkStatus();
-      }));
-      ctx->OutputVar("W@GRAD")->set(
-          SelectedRows(l.rows, std::vector<int64_t>(ids, ids + n), *value));
+      // The value shares Out@GRAD's buffer; only when a padding row must
+      // read zero is it a copy with those rows zeroed.
+      Tensor value = dout->Reshaped(Shape({n, l.dim}));
+      if (l.padding_row >= 0 && std::find(ids, ids + n, l.padding_row) != ids + n) {
+        ASSIGN_OR_RETURN(Tensor * copy, ctx->AllocateOutput("W@GRAD", dtype, Shape({n, l.dim})));
+        RETURN_IF_ERROR(DispatchType(Types(), dtype, *ctx, "W", [&](auto tag) {
+          using T = typename decltype(tag)::type;
+          const T* g = dout->data<T>();
+          CopyRows<T, Policy>(
+              n, l.dim,
+              [&](int64_t i) -> const T* {
+                return ids[i] == l.padding_row ? nullptr : g + i * l.dim;
+              },
+              copy->data<T>());
+          return absl::OkStatus();
+        }));
+        value = *copy;
+      }
+      Variable* out = ctx->OutputVar("W@GRAD");
+      if (out == nullptr) return ctx->InvalidArgument("output 'W@GRAD' is not bound");
+      out->set(SelectedRows(l.rows, std::vector<int64_t>(ids, ids + n), std::move(value)));
       return absl::OkStatus();
     }
     ASSIGN_OR_RETURN(Tensor * dw, ctx->AllocateOutput("W@GRAD", dtype, l.w->shape()));

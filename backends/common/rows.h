@@ -48,6 +48,21 @@ std::pair<int64_t, int64_t> ColumnBlock(const T* row, int64_t width, int64_t blo
   return {boundary(block), boundary(block + 1)};
 }
 
+// How many rows ahead the row loops ask the memory system for: enough
+// independent misses in flight to hide the latency of random rows, few
+// enough that the prefetched lines are still cached when used.
+inline constexpr int64_t kPrefetchRowsAhead = 16;
+
+// Hints that the first bytes of the row at `p` (up to 1 KiB; hardware
+// prefetchers follow longer rows) will soon be read, or with kWrite
+// written. No effect on results.
+template <bool kWrite = false>
+inline void PrefetchRow(const void* p, int64_t bytes) {
+  const char* c = static_cast<const char*>(p);
+  const int64_t end = std::min<int64_t>(bytes, 1024);
+  for (int64_t b = 0; b < end; b += 64) __builtin_prefetch(c + b, kWrite ? 1 : 0);
+}
+
 }  // namespace rows_internal
 
 // The position of the first of ids[0..n) outside [0, height), or -1.
@@ -59,13 +74,19 @@ inline int64_t FirstOutOfRange(const int64_t* ids, int64_t n, int64_t height) {
 }
 
 // Row i of `out` ([n, width]) = the `width` elements at source(i), or zeros
-// where source(i) is nullptr.
+// where source(i) is nullptr. Parallel over i; each task asks for the
+// source rows kPrefetchRowsAhead ahead of the one it copies.
 template <typename T, typename Policy, typename Source>
 void CopyRows(int64_t n, int64_t width, Source&& source, T* out) {
   if (width == 0) return;
+  const int64_t row_bytes = width * static_cast<int64_t>(sizeof(T));
   Policy::ParallelFor(n, std::max<int64_t>(1, kMinElementsPerTask / width),
                       [&](int64_t begin, int64_t end) {
                         for (int64_t i = begin; i < end; ++i) {
+                          if (i + rows_internal::kPrefetchRowsAhead < end) {
+                            const T* ahead = source(i + rows_internal::kPrefetchRowsAhead);
+                            if (ahead != nullptr) rows_internal::PrefetchRow(ahead, row_bytes);
+                          }
                           const T* src = source(i);
                           T* dst = out + i * width;
                           if (src == nullptr) {
@@ -84,10 +105,14 @@ void CopyRows(int64_t n, int64_t width, Source&& source, T* out) {
 // elements of updates. A sample of the updates estimates each range's
 // load: a range with many more updates (a hot row, e.g. every id equal) is
 // cut into column blocks split on cache lines, up to one per line of a
-// row, and consecutive ranges the sample misses are merged. Each (rows,
+// row and at most one per max(kMinElementsPerTask, n) elements of its
+// load, and consecutive ranges the sample misses are merged. Each (rows,
 // columns) cell is one task applying, in order of i, its rows' updates to
 // its columns: every element is updated in order of i by one task, so the
-// result equals the serial one whatever the cells.
+// result equals the serial one whatever the cells. A task of whole rows
+// first lists the positions of its rows, then applies them in order,
+// asking for the table and value rows kPrefetchRowsAhead positions ahead
+// (random rows of a large table are memory-latency bound).
 template <typename T, typename Policy>
 void ScatterAddRows(const int64_t* rows, int64_t n, const T* values, int64_t width, T scale,
                     T* table, int64_t height) {
@@ -125,24 +150,46 @@ void ScatterAddRows(const int64_t* rows, int64_t n, const T* values, int64_t wid
     if (quiet >= 0) cells.push_back({quiet, first_row[b], 0, 1});
     quiet = -1;
     if (b == ranges) break;
+    // A column block scans all n updates, so it needs at least n elements
+    // of work besides kMinElementsPerTask: sampling noise (one sample
+    // stands for n / samples updates) never splits a range.
     const int64_t load = sampled[b] * n / samples * width;
-    const int64_t blocks = std::clamp<int64_t>(load / kMinElementsPerTask, 1, max_blocks);
+    const int64_t blocks =
+        std::clamp<int64_t>(load / std::max(kMinElementsPerTask, n), 1, max_blocks);
     for (int64_t k = 0; k < blocks; ++k) {
       cells.push_back({first_row[b], first_row[b + 1], k, blocks});
     }
   }
   // Applies the updates of rows [lo, hi) to columns `block` of `blocks`.
   auto apply = [&](int64_t lo, int64_t hi, int64_t block, int64_t blocks) {
-    int64_t last = -1, begin = 0, end = width;  // columns of the last row
-    for (int64_t i = 0; i < n; ++i) {
-      const int64_t r = rows[i];
-      if (r < lo || r >= hi) continue;
-      T* dst = table + r * width;
-      if (blocks > 1 && r != last) {
-        std::tie(begin, end) = rows_internal::ColumnBlock(dst, width, block, blocks);
-        last = r;
+    if (blocks > 1) {  // a hot range: its few rows stay cached
+      int64_t last = -1, begin = 0, end = width;  // columns of the last row
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t r = rows[i];
+        if (r < lo || r >= hi) continue;
+        T* dst = table + r * width;
+        if (r != last) {
+          std::tie(begin, end) = rows_internal::ColumnBlock(dst, width, block, blocks);
+          last = r;
+        }
+        rows_internal::AddScaledRow(values + i * width + begin, scale, end - begin, dst + begin);
       }
-      rows_internal::AddScaledRow(values + i * width + begin, scale, end - begin, dst + begin);
+      return;
+    }
+    std::vector<int64_t> mine;  // positions of rows in [lo, hi), ascending
+    for (int64_t i = 0; i < n; ++i) {
+      if (rows[i] >= lo && rows[i] < hi) mine.push_back(i);
+    }
+    const int64_t count = static_cast<int64_t>(mine.size());
+    const int64_t row_bytes = width * static_cast<int64_t>(sizeof(T));
+    for (int64_t k = 0; k < count; ++k) {
+      if (k + rows_internal::kPrefetchRowsAhead < count) {
+        const int64_t ahead = mine[k + rows_internal::kPrefetchRowsAhead];
+        rows_internal::PrefetchRow</*kWrite=*/true>(table + rows[ahead] * width, row_bytes);
+        rows_internal::PrefetchRow(values + ahead * width, row_bytes);
+      }
+      const int64_t i = mine[k];
+      rows_internal::AddScaledRow(values + i * width, scale, width, table + rows[i] * width);
     }
   };
   Policy::ParallelFor(static_cast<int64_t>(cells.size()), 1, [&](int64_t begin, int64_t end) {

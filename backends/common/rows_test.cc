@@ -28,6 +28,27 @@ TEST(CopyRows, CopiesOrZeroesEachRow) {
   EXPECT_EQ(out, std::vector<float>({5, 6, 1, 2, 0, 0, 5, 6}));
 }
 
+TEST(CopyRows, LongRunsOfRowsWhateverTheTaskSplit) {
+  // More rows per task than the prefetch distance.
+  const int64_t height = 50, width = 3, n = 200;
+  std::vector<double> table(height * width);
+  for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<double>(i);
+  std::vector<double> want(n * width);
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j < width; ++j) {
+      want[i * width + j] = i % 9 == 0 ? 0 : table[(i * 13) % height * width + j];
+    }
+  }
+  auto source = [&](int64_t i) -> const double* {
+    return i % 9 == 0 ? nullptr : &table[(i * 13) % height * width];
+  };
+  std::vector<double> serial(n * width, -1), chunked(n * width, -1);
+  CopyRows<double, SerialPolicy>(n, width, source, serial.data());
+  CopyRows<double, ChunkingPolicy<30>>(n, width, source, chunked.data());
+  EXPECT_EQ(serial, want);
+  EXPECT_EQ(chunked, want);
+}
+
 // table[rows[i]] += scale * values[i], serially in order of i.
 std::vector<double> Naive(const std::vector<int64_t>& rows, const std::vector<double>& values,
                           int64_t width, double scale, std::vector<double> table) {
@@ -62,6 +83,28 @@ TEST(ScatterAddRows, DuplicatesAccumulateWhateverTheTaskSplit) {
   EXPECT_EQ(ones, want);
   EXPECT_EQ(threes, want);
   EXPECT_EQ(fours, want);
+}
+
+TEST(ScatterAddRows, ManyRowsMatchTheSerialOrderBitwise) {
+  // More updates per task than the prefetch distance, many ranges, some
+  // repeated rows, and values whose sums round differently by order.
+  const int64_t height = 997, width = 5, n = 4000;
+  std::vector<int64_t> rows(n);
+  for (int64_t i = 0; i < n; ++i) rows[i] = (i * 7919) % height;
+  std::vector<double> values(n * width);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = 1.0 / static_cast<double>(i + 3);
+  const std::vector<double> start(height * width, 0.1);
+  const std::vector<double> want = Naive(rows, values, width, -0.3, start);
+  std::vector<double> serial = start, ones = start, sevens = start;
+  ScatterAddRows<double, SerialPolicy>(rows.data(), n, values.data(), width, -0.3, serial.data(),
+                                       height);
+  ScatterAddRows<double, ChunkingPolicy<1>>(rows.data(), n, values.data(), width, -0.3,
+                                            ones.data(), height);
+  ScatterAddRows<double, ChunkingPolicy<7>>(rows.data(), n, values.data(), width, -0.3,
+                                            sevens.data(), height);
+  EXPECT_EQ(serial, want);
+  EXPECT_EQ(ones, want);
+  EXPECT_EQ(sevens, want);
 }
 
 TEST(ScatterAddRows, HotRowsAreSplitIntoColumnBlocks) {
