@@ -14,6 +14,7 @@
 
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/elementwise_launchers.h"
+#include "backends/cuda/nn_launchers.h"
 #include "framework/device/device_registry.h"
 #include "framework/kernel/kernel_registry.h"
 #include "framework/runtime/eager.h"
@@ -114,6 +115,15 @@ const KernelDef* GpuKernelDef(const std::string& op) {
   return nullptr;
 }
 
+// The host-memory arguments of a gpu kernel that the cpu kernel does not
+// declare (it reads them in host memory anyway): lookup_table_grad's Ids,
+// the row list of its sparse gradient (nn_kernels.cc).
+std::set<std::string> HostArgsAsOnCpu(const KernelDef& gpu) {
+  std::set<std::string> args = gpu.host_memory_args();
+  if (gpu.op() == "lookup_table_grad") args.erase("Ids");
+  return args;
+}
+
 // The registration lines of the new kernels: the same dtypes and host-memory
 // arguments as the cpu and sim kernels (backends/common).
 TEST(CudaBackend, NewKernelsDeclareTheirDtypesAndHostMemory) {
@@ -128,7 +138,7 @@ TEST(CudaBackend, NewKernelsDeclareTheirDtypesAndHostMemory) {
   const std::set<DataType> all(AllDataTypes().begin(), AllDataTypes().end());
   const std::vector<Want> wants = {
       {"lookup_table", "W", floats, {}},
-      {"lookup_table_grad", "W", floats, {}},
+      {"lookup_table_grad", "W", floats, {"Ids"}},
       {"l2_normalize", "X", floats, {}},
       {"l2_normalize_grad", "X", floats, {}},
       {"square_error_cost", "X", floats, {}},
@@ -157,14 +167,14 @@ TEST(CudaBackend, NewKernelsDeclareTheirDtypesAndHostMemory) {
     EXPECT_EQ(def->type_constraints().count(w.typed_arg), 1u);
     EXPECT_EQ(def->type_constraints().begin()->second, w.types);
     EXPECT_EQ(def->host_memory_args(), w.host_args);
-    // And exactly what the cpu kernel declares.
+    // And exactly what the cpu kernel declares (but see HostArgsAsOnCpu).
     const KernelDef* cpu = nullptr;
     for (const KernelRegistration* k : KernelRegistry::Global().KernelsFor(w.op)) {
       if (k->def.device_type() == DeviceType::CPU()) cpu = &k->def;
     }
     ASSERT_NE(cpu, nullptr);
     EXPECT_EQ(def->type_constraints(), cpu->type_constraints());
-    EXPECT_EQ(def->host_memory_args(), cpu->host_memory_args());
+    EXPECT_EQ(HostArgsAsOnCpu(*def), cpu->host_memory_args());
   }
 }
 
@@ -185,7 +195,7 @@ TEST(CudaBackend, EveryGpuKernelDeclaresWhatTheCpuKernelDeclares) {
       for (const auto& [arg, types] : k->def.type_constraints()) {
         cpu_types[arg].insert(types.begin(), types.end());
       }
-      EXPECT_EQ(gpu->def.host_memory_args(), k->def.host_memory_args());
+      EXPECT_EQ(HostArgsAsOnCpu(gpu->def), k->def.host_memory_args());
     }
     ASSERT_GT(cpu_kernels, 0);
     EXPECT_EQ(gpu->def.type_constraints(), cpu_types);
@@ -1000,6 +1010,56 @@ TEST_F(GpuTest, LookupTableBadIdIsInvalidArgumentAndTheGpuStaysUsable) {
   EXPECT_OK(device_->Synchronize());
 }
 
+// The deferred id check (deferred_checks.h) through the launcher that
+// lookup_table uses: launches return at once; the stream's next
+// synchronisation reports the first bad position of the first failing
+// launch, once; slots are reused; another stream's checks wait for that
+// stream.
+TEST_F(GpuTest, DeferredIdChecksReportAtTheNextSynchronisationOnce) {
+  std::vector<int64_t> ids(3000, 1);  // 12 blocks: the last-block report
+  ids[2500] = 10;
+  ids[1700] = -3;
+  ids[2900] = 11;
+  const size_t bytes = ids.size() * sizeof(int64_t);
+  ASSERT_OK_AND_ASSIGN(void* raw, device_->allocator()->Allocate(bytes));
+  ASSERT_OK(device_->Copy(CopyKind::kHostToDevice, raw, ids.data(), bytes));
+  const int64_t* d_ids = static_cast<const int64_t*>(raw);
+  Stream* stream = device_->compute_stream();
+  const cudaStream_t s = CudaStreamOf(stream);
+  DeferredChecks* checks = device_->deferred_checks();
+  auto describe = [](const std::string& launch) {
+    return [launch](int64_t id, int64_t position) {
+      return absl::InvalidArgumentError(absl::StrCat(launch, ": id ", id, " at ", position));
+    };
+  };
+  for (int round = 0; round < 3; ++round) {  // the same slots again
+    SCOPED_TRACE(round);
+    ASSERT_OK_AND_ASSIGN(CheckSlot good, checks->Arm(s, describe("good")));
+    ASSERT_EQ(LaunchCheckIds(d_ids, 1000, 10, good, s), cudaSuccess);
+    ASSERT_OK_AND_ASSIGN(CheckSlot tail, checks->Arm(s, describe("tail")));
+    ASSERT_EQ(LaunchCheckIds(d_ids + 2000, 1000, 10, tail, s), cudaSuccess);
+    ASSERT_OK_AND_ASSIGN(CheckSlot all, checks->Arm(s, describe("all")));
+    ASSERT_EQ(LaunchCheckIds(d_ids, 3000, 10, all, s), cudaSuccess);
+    EXPECT_THAT(device_->SynchronizeStream(stream),
+                StatusIs(absl::StatusCode::kInvalidArgument, "tail: id 10 at 500"));
+    EXPECT_OK(device_->SynchronizeStream(stream));  // reported once, all resolved
+  }
+  ASSERT_OK_AND_ASSIGN(CheckSlot last, checks->Arm(s, describe("all")));
+  ASSERT_EQ(LaunchCheckIds(d_ids, 3000, 10, last, s), cudaSuccess);
+  EXPECT_THAT(device_->Synchronize(),
+              StatusIs(absl::StatusCode::kInvalidArgument, "all: id -3 at 1700"));
+
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Stream> other, device_->CreateStream());
+  const cudaStream_t o = CudaStreamOf(other.get());
+  ASSERT_OK_AND_ASSIGN(CheckSlot on_other, checks->Arm(o, describe("other")));
+  ASSERT_EQ(LaunchCheckIds(d_ids, 3000, 10, on_other, o), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(o), cudaSuccess);
+  EXPECT_OK(device_->SynchronizeStream(stream));
+  EXPECT_THAT(device_->SynchronizeStream(other.get()),
+              StatusIs(absl::StatusCode::kInvalidArgument, "other: id -3 at 1700"));
+  device_->allocator()->Deallocate(raw, bytes);
+}
+
 template <typename T>
 void CheckLookup(const Shape& ids_shape, const std::vector<int64_t>& ids, const Shape& w_shape,
                  int64_t padding_idx) {
@@ -1026,6 +1086,10 @@ void CheckLookup(const Shape& ids_shape, const std::vector<int64_t>& ids, const 
         0);
     // Dense: repeated ids add up in an unspecified order (atomicAdd).
     ExpectGpuMatchesCpu(Op("lookup_table_grad", attrs), inputs, sparse ? 0 : Tol<T>());
+    // The gradient reads Ids in host memory: only W and Out@GRAD are copied.
+    EagerStats stats;
+    ASSERT_OK(RunOpEager(Op("lookup_table_grad", attrs), GPUPlace(0), inputs(), &stats).status());
+    EXPECT_EQ(stats.copies_h2d, 2);
   }
 }
 
@@ -1203,14 +1267,21 @@ TEST_F(GpuTest, SgdDenseAndSparseWithRepeatedRowsMatchCpuBitwise) {
   CheckSgd<float>(Shape({8, 5}), {});
   CheckSgd<float>(Shape({0, 5}), {});
   CheckSgd<float>(Shape({8, 0}), {1, 1});
-  // More updates than one launch carries (kSgdEntriesPerLaunch), rows whose
-  // updates span launches, and long rows.
+  // Many updates to few rows (one launch whatever their number), one row
+  // throughout, and long rows.
   std::vector<int64_t> many(1000);
   for (size_t i = 0; i < many.size(); ++i) many[i] = (i * 31) % 7;
   CheckSgd<float>(Shape({7, 300}), many);
   CheckSgd<double>(Shape({9, 3}), many);
   std::vector<int64_t> one_row(500, 4);
   CheckSgd<float>(Shape({5, 1000}), one_row);
+  // Workload 1's shape: 4096 rows of 150 from a larger table, some repeated,
+  // and rows that collide in the host's hash table (multiples of 2^12).
+  std::vector<int64_t> batch(4096);
+  for (size_t i = 0; i < batch.size(); ++i) {
+    batch[i] = i % 5 == 0 ? static_cast<int64_t>(i % 7) << 12 : (i * 7919) % 30011;
+  }
+  CheckSgd<float>(Shape({30011, 150}), batch);
 }
 
 TEST_F(GpuTest, SgdBadSparseGradientsAreInvalidArgument) {

@@ -123,7 +123,7 @@ CudaDevice* CudaDeviceOf(Device* device) {
 }
 
 CudaDevice::CudaDevice(int index, std::string description)
-    : index_(index), description_(std::move(description)) {}
+    : index_(index), description_(std::move(description)), deferred_checks_(index) {}
 
 absl::StatusOr<std::unique_ptr<CudaDevice>> CudaDevice::Create(int index, int64_t bytes_limit) {
   CudaDeviceGuard guard(index);
@@ -209,14 +209,15 @@ absl::Status CudaDevice::SynchronizeEvent(Event* event) {
 
 absl::Status CudaDevice::SynchronizeStream(Stream* stream) {
   CudaDeviceGuard guard(index_);
-  CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(CudaStreamOf(stream)));
-  return absl::OkStatus();
+  const cudaStream_t s = CudaStreamOf(stream);
+  CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(s));
+  return deferred_checks_.Resolve(s);
 }
 
 absl::Status CudaDevice::Synchronize() {
   CudaDeviceGuard guard(index_);
   CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
-  return absl::OkStatus();
+  return deferred_checks_.Resolve(nullptr);
 }
 
 absl::Status CudaDevice::WithCublas(Stream* stream,

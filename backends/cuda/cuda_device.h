@@ -19,7 +19,10 @@
 // are thread-safe and run under a CudaDeviceGuard for this GPU. Sync/async
 // semantics are those of Device: Copy returns when the data has arrived (and
 // first waits for the work already queued on the compute stream); CopyAsync,
-// RecordEvent and StreamWaitEvent only enqueue.
+// RecordEvent and StreamWaitEvent only enqueue. SynchronizeStream and
+// Synchronize also resolve the input checks that kernels deferred to them
+// (deferred_checks.h): they return the first one's error, e.g.
+// lookup_table's bad id, once the device has caught up.
 #ifndef TANDEM_BACKENDS_CUDA_CUDA_DEVICE_H_
 #define TANDEM_BACKENDS_CUDA_CUDA_DEVICE_H_
 
@@ -33,6 +36,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "backends/cuda/caching_allocator.h"
+#include "backends/cuda/deferred_checks.h"
 #include "framework/device/device.h"
 
 namespace tandem {
@@ -99,8 +103,12 @@ class CudaDevice final : public Device {
   absl::Status RecordEvent(Event* event, Stream* stream) override;
   absl::Status StreamWaitEvent(Stream* stream, Event* event) override;
   absl::Status SynchronizeEvent(Event* event) override;
+  // Wait, then resolve the deferred checks of `stream` (of every stream).
   absl::Status SynchronizeStream(Stream* stream) override;
   absl::Status Synchronize() override;
+
+  // Checks that kernels on this GPU defer to the next synchronisation.
+  DeferredChecks* deferred_checks() { return &deferred_checks_; }
 
   // Runs `fn` with this GPU's cuBLAS handle bound to `stream`; the handle is
   // created on first use. Calls are serialised per device (a handle must not
@@ -116,6 +124,7 @@ class CudaDevice final : public Device {
   std::unique_ptr<CudaStream> copy_;
   std::unique_ptr<CachingAllocator> allocator_;
   std::unique_ptr<CachingAllocator> host_allocator_;
+  DeferredChecks deferred_checks_;
 
   // Orders sync copies after the compute stream; one sync copy at a time.
   std::mutex sync_copy_mu_;

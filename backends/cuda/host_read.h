@@ -1,9 +1,9 @@
 // Synchronous reads of small device data that a kernel itself needs on the
-// host: a validation flag (lookup_table's first bad id) or the row indices
-// of a SelectedRows output (lookup_table_grad with is_sparse). They are part
-// of the kernel, not transfers between places: no copy op is involved, the
-// placer and copy statistics do not see them, and the data never becomes a
-// tensor on another place.
+// host: a validation flag (device_flag.h: a zero divisor, a bad label) and
+// the offending element. They are part of the kernel, not transfers between
+// places: no copy op is involved, the placer and copy statistics do not see
+// them, and the data never becomes a tensor on another place. (Checks that
+// need not stop the host use deferred_checks.h instead.)
 //
 //   unsigned long long bad;
 //   RETURN_IF_ERROR(ReadToHost(ctx, &bad, flag, sizeof(bad)));

@@ -1,26 +1,33 @@
 // gpu kernels of lookup_table(_grad) and l2_normalize(_grad).
 //
-// Bad ids: a kernel records the first position whose id is outside
-// [0, rows) in a device flag (atomicMin, no trap, so the GPU stays usable);
-// the OpKernel reads the flag back synchronously on its stream (device_flag.h)
-// and returns InvalidArgument naming op, id, position, range and table, as
-// the host kernels do. lookup_table checks inside its gather kernel; the
-// dense lookup_table_grad runs a check kernel before anything else (the
-// host kernels check ids before Out@GRAD); the sparse one reads the ids to
-// the host anyway and checks them there. Either way one stream
-// synchronisation per call.
+// Bad ids give InvalidArgument naming op, id, position, range and table, as
+// the host kernels do, without making the host wait:
+// - lookup_table checks inside its gather kernel, which reports the first
+//   bad position and its id in a deferred check (deferred_checks.h): the
+//   error surfaces at the stream's next synchronisation (the end of an
+//   executor run, RunOpEager, Device::SynchronizeStream), not from Compute.
+//   A bad id reads nothing out of bounds (its row is zeros) and the GPU
+//   stays usable.
+// - lookup_table_grad reads Ids in host memory (HostMemory("Ids"): with
+//   fed ids the placer hands it the host original, no copy op) and checks
+//   them there before anything else, as the host kernels do. Its sparse
+//   gradient's row list is those ids (SelectedRows keeps rows on the host),
+//   so it needs no read-back; the dense gradient, and a sparse one with a
+//   padding row, upload the ids with the kernel's own staging
+//   (kernel_staging.h).
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstdint>
-#include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_device_guard.h"
 #include "backends/cuda/cuda_status.h"
-#include "backends/cuda/device_flag.h"
-#include "backends/cuda/host_read.h"
+#include "backends/cuda/kernel_staging.h"
 #include "backends/cuda/kernel_util.h"
 #include "backends/cuda/nn_launchers.h"
 #include "framework/base/status_macros.h"
@@ -37,21 +44,11 @@ namespace {
 TensorMeta MetaOf(const Tensor& t) { return TensorMeta{t.dtype(), t.shape()}; }
 
 // "op 'lookup_table': id 12 at position 3 is out of range [0, 10) of table 'emb_w'".
-absl::Status BadId(const KernelContext* ctx, int64_t id, int64_t position, int64_t rows) {
-  return ctx->InvalidArgument(absl::StrCat("id ", id, " at position ", position,
-                                           " is out of range [0, ", rows, ") of table '",
-                                           ctx->InputName("W"), "'"));
-}
-
-// Waits for the kernel's stream, then OK, or the bad-id error for the first
-// bad position that `flag` recorded (reading that id too).
-absl::Status CheckIds(KernelContext* ctx, const FirstBadPosition& flag, const int64_t* ids,
-                      int64_t rows) {
-  ASSIGN_OR_RETURN(const std::optional<int64_t> position, flag.Read(ctx));
-  if (!position.has_value()) return absl::OkStatus();
-  int64_t id = 0;
-  RETURN_IF_ERROR(ReadToHost(ctx, &id, ids + *position, sizeof(id)));
-  return BadId(ctx, id, *position, rows);
+absl::Status BadIdError(const std::string& op, const std::string& table, int64_t id,
+                        int64_t position, int64_t rows) {
+  return absl::InvalidArgumentError(absl::StrCat("op '", op, "': id ", id, " at position ",
+                                                 position, " is out of range [0, ", rows,
+                                                 ") of table '", table, "'"));
 }
 
 // Validated inputs of lookup_table(_grad).
@@ -87,6 +84,7 @@ struct LookupAttrs {
   }
 };
 
+// Bad ids surface at the stream's next synchronisation (see the top).
 class LookupTableKernel : public OpKernel {
  public:
   absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
@@ -98,18 +96,24 @@ class LookupTableKernel : public OpKernel {
     if (l.n == 0) return absl::OkStatus();
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
     const int64_t* ids = l.ids->data<int64_t>();
-    ASSIGN_OR_RETURN(const FirstBadPosition flag, FirstBadPosition::Create(ctx));
+    ASSIGN_OR_RETURN(
+        const CheckSlot check,
+        CudaDeviceOf(ctx->device())
+            ->deferred_checks()
+            ->Arm(stream, [op = ctx->op().type, table = ctx->InputName("W"), rows = l.rows](
+                              int64_t id, int64_t position) {
+              return BadIdError(op, table, id, position, rows);
+            }));
     if (l.dim == 0) {
-      CUDA_RETURN_IF_ERROR(LaunchCheckIds(ids, l.n, l.rows, flag.get(), stream));
-    } else {
-      RETURN_IF_ERROR(DispatchFloat(l.w->dtype(), [&](auto tag) -> absl::Status {
-        using T = typename decltype(tag)::type;
-        CUDA_RETURN_IF_ERROR(LaunchLookup<T>(ids, l.n, l.w->data<T>(), l.rows, l.dim, l.padding_row,
-                                             out->data<T>(), flag.get(), stream));
-        return absl::OkStatus();
-      }));
+      CUDA_RETURN_IF_ERROR(LaunchCheckIds(ids, l.n, l.rows, check, stream));
+      return absl::OkStatus();
     }
-    return CheckIds(ctx, flag, ids, l.rows);
+    return DispatchFloat(l.w->dtype(), [&](auto tag) -> absl::Status {
+      using T = typename decltype(tag)::type;
+      CUDA_RETURN_IF_ERROR(LaunchLookup<T>(ids, l.n, l.w->data<T>(), l.rows, l.dim, l.padding_row,
+                                           out->data<T>(), check, stream));
+      return absl::OkStatus();
+    });
   }
 
  private:
@@ -119,12 +123,16 @@ class LookupTableKernel : public OpKernel {
 REGISTER_KERNEL(KernelDef("lookup_table", "gpu").TypeConstraint("W", kFloatTypes),
                 LookupTableKernel);
 
+// Ids in host memory, checked there first (as on the host). A bad one is
+// usually also the forward lookup_table's, whose deferred check is then
+// pending on this stream: synchronising first reports that error (the
+// first failing op) and leaves nothing pending for a later run.
+//
 // W@GRAD dense: zeros, then Out@GRAD's rows added (atomicAdd, so repeated
 // ids sum in an unspecified order) at their ids, padding rows skipped.
-// Sparse: SelectedRows of height rows whose row list is the ids in order,
-// read to the host synchronously (host_read.h: SelectedRows keeps its rows
-// on the host, and Ids lives in device memory), with value = Out@GRAD as
-// [n, dim] and padding rows zeroed. Ids are checked first, as on the host.
+// Sparse: SelectedRows of height rows whose row list is the ids in order
+// and whose value is Out@GRAD as [n, dim]: Out@GRAD's own buffer without a
+// padding row (no copy), else a copy with the padding rows zeroed.
 class LookupTableGradKernel : public OpKernel {
  public:
   absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
@@ -132,35 +140,44 @@ class LookupTableGradKernel : public OpKernel {
   absl::Status Compute(KernelContext* ctx) override {
     CudaDeviceGuard guard(ctx->place().index());
     ASSIGN_OR_RETURN(Lookup l, GetLookup(ctx, attrs_.padding_idx));
-    const cudaStream_t stream = CudaStreamOf(ctx->stream());
-    const int64_t* ids = l.ids->data<int64_t>();
-    std::vector<int64_t> host_ids;
-    if (attrs_.is_sparse) {
-      host_ids.resize(l.n);
-      RETURN_IF_ERROR(ReadToHost(ctx, host_ids.data(), ids, host_ids.size() * sizeof(int64_t)));
-      for (int64_t p = 0; p < l.n; ++p) {
-        if (host_ids[p] < 0 || host_ids[p] >= l.rows) return BadId(ctx, host_ids[p], p, l.rows);
+    const int64_t* ids = l.ids->data<int64_t>();  // host memory
+    for (int64_t p = 0; p < l.n; ++p) {
+      if (ids[p] < 0 || ids[p] >= l.rows) {
+        RETURN_IF_ERROR(ctx->device()->SynchronizeStream(ctx->stream()));
+        return BadIdError(ctx->op().type, ctx->InputName("W"), ids[p], p, l.rows);
       }
-    } else if (l.n > 0) {
-      ASSIGN_OR_RETURN(const FirstBadPosition flag, FirstBadPosition::Create(ctx));
-      CUDA_RETURN_IF_ERROR(LaunchCheckIds(ids, l.n, l.rows, flag.get(), stream));
-      RETURN_IF_ERROR(CheckIds(ctx, flag, ids, l.rows));
     }
     ASSIGN_OR_RETURN(const Tensor* dout, ctx->InputTensor("Out@GRAD"));
     const DataType dtype = l.w->dtype();
     RETURN_IF_ERROR(
         CheckArgMeta(ctx->op().type, "Out@GRAD", dout->dtype(), dout->shape(), dtype, l.out_shape));
+    const Shape value_shape({l.n, l.dim});
+    if (attrs_.is_sparse && l.padding_row < 0) {
+      ctx->OutputVar("W@GRAD")->set(
+          SelectedRows(l.rows, std::vector<int64_t>(ids, ids + l.n), dout->Reshaped(value_shape)));
+      return absl::OkStatus();
+    }
+    const cudaStream_t stream = CudaStreamOf(ctx->stream());
+    Tensor uploaded;  // the ids on the device
+    const int64_t* device_ids = nullptr;
+    if (l.n > 0) {
+      ASSIGN_OR_RETURN(int64_t * staged, staging_.HostWords(ctx, l.n));
+      std::copy(ids, ids + l.n, staged);
+      ASSIGN_OR_RETURN(uploaded, staging_.Upload(ctx, l.n, "the ids"));
+      device_ids = uploaded.data<int64_t>();
+    }
     if (attrs_.is_sparse) {
-      ASSIGN_OR_RETURN(Tensor * value, ctx->AllocateOutput("W@GRAD", dtype, Shape({l.n, l.dim})));
+      ASSIGN_OR_RETURN(Tensor * value, ctx->AllocateOutput("W@GRAD", dtype, value_shape));
       RETURN_IF_ERROR(DispatchFloat(dtype, [&](auto tag) -> absl::Status {
         using T = typename decltype(tag)::type;
-        CUDA_RETURN_IF_ERROR(LaunchLookupGradSparseValue<T>(
-            ids, l.n, dout->data<T>(), l.dim, l.padding_row, value->data<T>(), stream));
+        CUDA_RETURN_IF_ERROR(LaunchLookupGradSparseValue<T>(device_ids, l.n,
+                                                            dout->data<T>(), l.dim, l.padding_row,
+                                                            value->data<T>(), stream));
         return absl::OkStatus();
       }));
       Tensor value_tensor = *value;
-      ctx->OutputVar("W@GRAD")->set(
-          SelectedRows(l.rows, std::move(host_ids), std::move(value_tensor)));
+      ctx->OutputVar("W@GRAD")->set(SelectedRows(l.rows, std::vector<int64_t>(ids, ids + l.n),
+                                                 std::move(value_tensor)));
       return absl::OkStatus();
     }
     ASSIGN_OR_RETURN(Tensor * dw, ctx->AllocateOutput("W@GRAD", dtype, l.w->shape()));
@@ -169,18 +186,21 @@ class LookupTableGradKernel : public OpKernel {
     }
     return DispatchFloat(dtype, [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
-      CUDA_RETURN_IF_ERROR(LaunchLookupGradDense<T>(ids, l.n, dout->data<T>(), l.rows, l.dim,
-                                                    l.padding_row, dw->data<T>(), stream));
+      CUDA_RETURN_IF_ERROR(LaunchLookupGradDense<T>(device_ids, l.n,
+                                                    dout->data<T>(), l.rows, l.dim, l.padding_row,
+                                                    dw->data<T>(), stream));
       return absl::OkStatus();
     });
   }
 
  private:
   LookupAttrs attrs_;
+  KernelStaging staging_;
 };
 
-REGISTER_KERNEL(KernelDef("lookup_table_grad", "gpu").TypeConstraint("W", kFloatTypes),
-                LookupTableGradKernel);
+REGISTER_KERNEL(
+    KernelDef("lookup_table_grad", "gpu").TypeConstraint("W", kFloatTypes).HostMemory("Ids"),
+    LookupTableGradKernel);
 
 struct L2Attrs {
   int64_t axis = -1;

@@ -1,4 +1,5 @@
 // lookup_table and l2_normalize kernels. See nn_launchers.h.
+#include "backends/cuda/device_check.h"
 #include "backends/cuda/device_reduce.h"
 #include "backends/cuda/nn_launchers.h"
 
@@ -10,31 +11,33 @@ using device::Blocks;
 using device::BlockSum;
 using device::kMaxBlocks;
 using device::kThreads;
+using device::NoteBadInput;
+using device::PublishBadInput;
 using device::WarpSum;
-
-using Flag = unsigned long long;  // NOLINT(runtime/int): atomicMin's type
 
 template <typename T>
 __global__ void LookupKernel(const int64_t* ids, const T* w, int64_t rows, int64_t dim,
-                             int64_t padding_row, T* out, int64_t total, Flag* bad_position) {
+                             int64_t padding_row, T* out, int64_t total, CheckSlot check) {
   TANDEM_GRID_LOOP(i, total) {
     const int64_t p = i / dim, j = i - p * dim;
     const int64_t id = ids[p];
     T v = 0;
     if (id < 0 || id >= rows) {
-      if (j == 0) atomicMin(bad_position, static_cast<Flag>(p));
+      if (j == 0) NoteBadInput(check, p);
     } else if (id != padding_row) {
       v = w[id * dim + j];
     }
     out[i] = v;
   }
+  PublishBadInput(check, ids);
 }
 
-__global__ void CheckIdsKernel(const int64_t* ids, int64_t n, int64_t rows, Flag* bad_position) {
+__global__ void CheckIdsKernel(const int64_t* ids, int64_t n, int64_t rows, CheckSlot check) {
   TANDEM_GRID_LOOP(p, n) {
     const int64_t id = ids[p];
-    if (id < 0 || id >= rows) atomicMin(bad_position, static_cast<Flag>(p));
+    if (id < 0 || id >= rows) NoteBadInput(check, p);
   }
+  PublishBadInput(check, ids);
 }
 
 template <typename T>
@@ -165,18 +168,19 @@ cudaError_t LaunchL2(const T* x, const T* out, const T* dout, T* result, const A
 
 template <typename T>
 cudaError_t LaunchLookup(const int64_t* ids, int64_t n, const T* w, int64_t rows, int64_t dim,
-                         int64_t padding_row, T* out, Flag* bad_position, cudaStream_t stream) {
+                         int64_t padding_row, T* out, const CheckSlot& check,
+                         cudaStream_t stream) {
   const int64_t total = n * dim;
   if (total == 0) return cudaSuccess;
   LookupKernel<T><<<Blocks(total), kThreads, 0, stream>>>(ids, w, rows, dim, padding_row, out,
-                                                          total, bad_position);
+                                                          total, check);
   return cudaGetLastError();
 }
 
-cudaError_t LaunchCheckIds(const int64_t* ids, int64_t n, int64_t rows, Flag* bad_position,
+cudaError_t LaunchCheckIds(const int64_t* ids, int64_t n, int64_t rows, const CheckSlot& check,
                            cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  CheckIdsKernel<<<Blocks(n), kThreads, 0, stream>>>(ids, n, rows, bad_position);
+  CheckIdsKernel<<<Blocks(n), kThreads, 0, stream>>>(ids, n, rows, check);
   return cudaGetLastError();
 }
 
@@ -214,7 +218,7 @@ cudaError_t LaunchL2NormalizeGrad(const T* x, const T* out, const T* dout, T* dx
 
 #define TANDEM_INSTANTIATE(T)                                                                     \
   template cudaError_t LaunchLookup<T>(const int64_t*, int64_t, const T*, int64_t, int64_t,       \
-                                       int64_t, T*, Flag*, cudaStream_t);                         \
+                                       int64_t, T*, const CheckSlot&, cudaStream_t);             \
   template cudaError_t LaunchLookupGradDense<T>(const int64_t*, int64_t, const T*, int64_t,       \
                                                 int64_t, int64_t, T*, cudaStream_t);              \
   template cudaError_t LaunchLookupGradSparseValue<T>(const int64_t*, int64_t, const T*, int64_t, \

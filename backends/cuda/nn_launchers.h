@@ -3,7 +3,7 @@
 // included by that .cu file and by nn_kernels.cc.
 //
 //   CUDA_RETURN_IF_ERROR(LaunchLookup<float>(ids, n, w, rows, dim, padding_row, out,
-//                                            bad_position, stream));
+//                                            check_slot, stream));
 //
 // Each call enqueues its kernels on `stream` and returns at once (async)
 // with the launch status; nothing is launched when there is no element to
@@ -16,35 +16,33 @@
 
 #include <cstdint>
 
+#include "backends/cuda/check_slot.h"
+
 namespace tandem {
 namespace cuda {
 
 // out[p, j] = w[ids[p], j] for p < n, j < dim, or 0 when ids[p] ==
-// padding_row (-1: none). An id outside [0, rows) writes 0 and lowers
-// *bad_position (atomicMin; a FirstBadPosition word, device_flag.h) to p,
-// so afterwards it holds the first bad position. No trap: the GPU stays
-// usable.
+// padding_row (-1: none). An id outside [0, rows) writes 0 and is noted in
+// `check` (an armed slot, deferred_checks.h): the kernel reports the first
+// bad position and its id there. No trap: the GPU stays usable.
 template <typename T>
 cudaError_t LaunchLookup(const int64_t* ids, int64_t n, const T* w, int64_t rows, int64_t dim,
-                         int64_t padding_row, T* out,
-                         unsigned long long* bad_position,  // NOLINT(runtime/int)
-                         cudaStream_t stream);
+                         int64_t padding_row, T* out, const CheckSlot& check, cudaStream_t stream);
 
 // Only the id check of LaunchLookup, for a table with no columns (dim 0),
 // where there is nothing to copy but bad ids are still an error.
-cudaError_t LaunchCheckIds(const int64_t* ids, int64_t n, int64_t rows,
-                           unsigned long long* bad_position,  // NOLINT(runtime/int)
+cudaError_t LaunchCheckIds(const int64_t* ids, int64_t n, int64_t rows, const CheckSlot& check,
                            cudaStream_t stream);
 
 // dw[ids[p], j] += dout[p, j] (atomicAdd) for every p whose id is not
 // padding_row; `dw` ([rows, dim]) must be zeroed first and the ids checked
-// (LaunchCheckIds): an id outside [0, rows) is skipped, never written.
+// (on the host): an id outside [0, rows) is skipped, never written.
 template <typename T>
 cudaError_t LaunchLookupGradDense(const int64_t* ids, int64_t n, const T* dout, int64_t rows,
                                   int64_t dim, int64_t padding_row, T* dw, cudaStream_t stream);
 
-// value[p, j] = ids[p] == padding_row ? 0 : dout[p, j]: the value of the
-// sparse gradient (ids already checked on the host).
+// value[p, j] = ids[p] == padding_row ? 0 : dout[p, j]: the value of a
+// sparse gradient with a padding row (ids already checked on the host).
 template <typename T>
 cudaError_t LaunchLookupGradSparseValue(const int64_t* ids, int64_t n, const T* dout, int64_t dim,
                                         int64_t padding_row, T* value, cudaStream_t stream);

@@ -4,19 +4,19 @@
 // LearningRate is a HostMemory argument: its value is read on the host and
 // passed to the kernel as an argument, so it is never copied. A sparse
 // Grad's row indices are host data (SelectedRows::rows()): they are checked
-// on the host, grouped by table row (stable, so repeated rows keep their
-// order) and reach the device inside kernel arguments, kSgdEntriesPerLaunch
-// updates per launch (sgd_launchers.h): no staging buffer has to outlive the
-// call and no copy is made. Each table element is updated by one thread, in
-// the gradient's order, so repeated rows accumulate deterministically and
-// bit-identically to the host kernels.
+// on the host and grouped by table row there (row_groups.h: a hash table,
+// O(n), positions of a row kept in order), and the grouping reaches the
+// device with one asynchronous copy from the kernel's pinned staging
+// (kernel_staging.h); one launch applies it. Each table element is updated
+// by one thread, in the gradient's order, so repeated rows accumulate
+// deterministically and bit-identically to the host kernels.
 //
 // Validation and messages follow the host kernels
 // (backends/common/optimizer_kernels.cc, GetSgdArgs) step by step.
 #include <cuda_runtime_api.h>
 
-#include <algorithm>
-#include <numeric>
+#include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -24,7 +24,9 @@
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_device_guard.h"
 #include "backends/cuda/cuda_status.h"
+#include "backends/cuda/kernel_staging.h"
 #include "backends/cuda/kernel_util.h"
+#include "backends/cuda/row_groups.h"
 #include "backends/cuda/sgd_launchers.h"
 #include "framework/base/status_macros.h"
 #include "framework/kernel/kernel_context.h"
@@ -78,61 +80,58 @@ absl::StatusOr<SgdArgs> GetSgdArgs(const KernelContext& ctx) {
   return a;
 }
 
-// Enqueues the sparse update: the gradient's positions sorted (stably) by
-// table row, cut into chunks of kSgdEntriesPerLaunch.
-template <typename T>
-absl::Status UpdateSparse(const Tensor& param, const SelectedRows& grad, float learning_rate,
-                          cudaStream_t stream) {
-  const std::vector<int64_t>& rows = grad.rows();
-  const int64_t height = param.shape().dim(0);
-  const int64_t width = height == 0 ? 0 : param.NumElements() / height;
-  if (rows.empty() || width == 0) return absl::OkStatus();
-  std::vector<int64_t> order(rows.size());
-  std::iota(order.begin(), order.end(), int64_t{0});
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int64_t a, int64_t b) { return rows[a] < rows[b]; });
-  T* p = param.data<T>();
-  const T* value = grad.value().data<T>();
-  SgdRowChunk chunk;
-  int entries = 0;
-  chunk.begin[0] = 0;
-  for (const int64_t position : order) {
-    if (entries == kSgdEntriesPerLaunch) {
-      CUDA_RETURN_IF_ERROR(LaunchSgdSparse<T>(p, value, width, learning_rate, chunk, stream));
-      chunk.groups = 0;
-      entries = 0;
-    }
-    const int64_t row = rows[position];
-    if (chunk.groups == 0 || chunk.rows[chunk.groups - 1] != row) {
-      chunk.rows[chunk.groups] = row;
-      chunk.begin[chunk.groups] = entries;
-      ++chunk.groups;
-    }
-    chunk.positions[entries++] = position;
-    chunk.begin[chunk.groups] = entries;
-  }
-  CUDA_RETURN_IF_ERROR(LaunchSgdSparse<T>(p, value, width, learning_rate, chunk, stream));
-  return absl::OkStatus();
-}
-
 class SgdKernel : public OpKernel {
  public:
   absl::Status Compute(KernelContext* ctx) override {
     CudaDeviceGuard guard(ctx->place().index());
     ASSIGN_OR_RETURN(const SgdArgs a, GetSgdArgs(*ctx));
     const Tensor& param = *a.param;
-    const cudaStream_t stream = CudaStreamOf(ctx->stream());
     RETURN_IF_ERROR(DispatchFloat(param.dtype(), [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
       if (a.grad->is_selected_rows()) {
-        return UpdateSparse<T>(param, a.grad->selected_rows(), a.learning_rate, stream);
+        return UpdateSparse<T>(ctx, param, a.grad->selected_rows(), a.learning_rate);
       }
       CUDA_RETURN_IF_ERROR(LaunchSgdDense<T>(param.data<T>(), a.grad->tensor().data<T>(),
-                                             param.NumElements(), a.learning_rate, stream));
+                                             param.NumElements(), a.learning_rate,
+                                             CudaStreamOf(ctx->stream())));
       return absl::OkStatus();
     }));
     return ctx->SetOutput("ParamOut", param);
   }
+
+ private:
+  // Groups the rows into the staging buffer (2n words: the groups' table
+  // rows as int64, then head and next as int32), uploads it, and enqueues
+  // the one update kernel.
+  template <typename T>
+  absl::Status UpdateSparse(KernelContext* ctx, const Tensor& param, const SelectedRows& grad,
+                            float learning_rate) {
+    const std::vector<int64_t>& rows = grad.rows();
+    const int64_t height = param.shape().dim(0);
+    const int64_t width = height == 0 ? 0 : param.NumElements() / height;
+    if (rows.empty() || width == 0) return absl::OkStatus();
+    if (rows.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
+      return ctx->InvalidArgument(absl::StrCat("Grad '", ctx->InputName("Grad"), "' has ",
+                                               rows.size(), " rows; the gpu kernel takes at most ",
+                                               std::numeric_limits<int32_t>::max()));
+    }
+    const int32_t n = static_cast<int32_t>(rows.size());
+    ASSIGN_OR_RETURN(int64_t * words, staging_.HostWords(ctx, 2 * int64_t{n}));
+    int32_t* head = reinterpret_cast<int32_t*>(words + n);
+    const int32_t groups = grouper_.Group(rows.data(), n, words, head, head + n);
+    ASSIGN_OR_RETURN(const Tensor grouped,
+                     staging_.Upload(ctx, 2 * int64_t{n}, "the gradient's row groups"));
+    const int64_t* device_words = grouped.data<int64_t>();
+    const int32_t* device_head = reinterpret_cast<const int32_t*>(device_words + n);
+    const SgdRowGroups on_device{groups, device_words, device_head, device_head + n};
+    CUDA_RETURN_IF_ERROR(LaunchSgdRowGroups<T>(param.data<T>(), grad.value().data<T>(), width,
+                                               learning_rate, on_device,
+                                               CudaStreamOf(ctx->stream())));
+    return absl::OkStatus();
+  }
+
+  RowGrouper grouper_;
+  KernelStaging staging_;
 };
 
 REGISTER_KERNEL(

@@ -19,15 +19,15 @@ __global__ void SgdDenseKernel(T* param, const T* grad, int64_t n, T neg_lr) {
 }
 
 template <typename T>
-__global__ void SgdSparseKernel(T* param, const T* value, int64_t width, T neg_lr,
-                                SgdRowChunk chunk) {
-  const int64_t total = chunk.groups * width;
+__global__ void SgdRowGroupsKernel(T* param, const T* value, int64_t width, T neg_lr,
+                                   SgdRowGroups groups) {
+  const int64_t total = groups.groups * width;
   TANDEM_GRID_LOOP(i, total) {
     const int64_t g = i / width, j = i - g * width;
-    T* p = param + chunk.rows[g] * width + j;
+    T* p = param + groups.rows[g] * width + j;
     T acc = *p;
-    for (int e = chunk.begin[g]; e < chunk.begin[g + 1]; ++e) {
-      acc = MulAdd(neg_lr, value[chunk.positions[e] * width + j], acc);
+    for (int32_t q = groups.head[g]; q >= 0; q = groups.next[q]) {
+      acc = MulAdd(neg_lr, value[q * width + j], acc);
     }
     *p = acc;
   }
@@ -43,19 +43,19 @@ cudaError_t LaunchSgdDense(T* param, const T* grad, int64_t n, float lr, cudaStr
 }
 
 template <typename T>
-cudaError_t LaunchSgdSparse(T* param, const T* value, int64_t width, float lr,
-                            const SgdRowChunk& chunk, cudaStream_t stream) {
-  const int64_t total = chunk.groups * width;
+cudaError_t LaunchSgdRowGroups(T* param, const T* value, int64_t width, float lr,
+                               const SgdRowGroups& groups, cudaStream_t stream) {
+  const int64_t total = groups.groups * width;
   if (total == 0) return cudaSuccess;
-  SgdSparseKernel<T>
-      <<<Blocks(total), kThreads, 0, stream>>>(param, value, width, -static_cast<T>(lr), chunk);
+  SgdRowGroupsKernel<T>
+      <<<Blocks(total), kThreads, 0, stream>>>(param, value, width, -static_cast<T>(lr), groups);
   return cudaGetLastError();
 }
 
 #define TANDEM_INSTANTIATE(T)                                                               \
   template cudaError_t LaunchSgdDense<T>(T*, const T*, int64_t, float, cudaStream_t);       \
-  template cudaError_t LaunchSgdSparse<T>(T*, const T*, int64_t, float, const SgdRowChunk&, \
-                                          cudaStream_t);
+  template cudaError_t LaunchSgdRowGroups<T>(T*, const T*, int64_t, float,                  \
+                                             const SgdRowGroups&, cudaStream_t);
 TANDEM_INSTANTIATE(float)
 TANDEM_INSTANTIATE(double)
 #undef TANDEM_INSTANTIATE

@@ -40,6 +40,22 @@ class NegateKernel : public OpKernel {
 REGISTER_KERNEL(KernelDef("test_cpu_only", "cpu").TypeConstraint("X", {DataType::kFloat32}),
                 NegateKernel);
 
+// An op whose sim kernel reads X and writes Out in host memory, like
+// lookup_table_grad's Ids on the gpu.
+REGISTER_OP("test_host_arg")
+    .Input("X")
+    .Output("Out")
+    .SetInferShape([](InferShapeContext* ctx) -> absl::Status {
+      ASSIGN_OR_RETURN(TensorMeta x, ctx->Input("X"));
+      ctx->SetOutput("Out", x);
+      return absl::OkStatus();
+    });
+REGISTER_KERNEL(KernelDef("test_host_arg", "sim")
+                    .TypeConstraint("X", {DataType::kFloat32})
+                    .HostMemory("X")
+                    .HostMemory("Out"),
+                NegateKernel);
+
 FeedMap XFeed() { return {{"x", MakeTensor(DataType::kFloat32, {2, 2}, {1, 2, 3, 4})}}; }
 
 TEST(Placement, DefaultDeviceOpCopiesTheFeedOnce) {
@@ -211,6 +227,32 @@ TEST(Placement, MissingKernelFallsBackToCpuOrFailsWhenStrict) {
               StatusIs(absl::StatusCode::kNotFound,
                        AllOf(HasSubstr("op 'test_cpu_only' (#1) on sim:0"),
                              HasSubstr("test_cpu_only on cpu [X: float32]"))));
+}
+
+// A HostMemory input whose variable also has a device copy reads the host
+// original: no copy back (workload 1 on the gpu: lookup_table copies the
+// fed ids to the device, lookup_table_grad reads them in host memory).
+TEST(Placement, HostMemoryInputReadsTheHostOriginalBesideADeviceCopy) {
+  ProgramBuilder b;
+  Var x = b.Data("x", DataType::kFloat32, Shape({2, 2}));
+  Var y = b.Scale(x, 2.0);  // sim: x is copied there
+  Var z = b.AppendOp("test_host_arg", {{"X", {x}}}, {}, {"Out"})["Out"][0];  // sim, X on the host
+  ASSERT_OK(b.status());
+  Executor exe(kSim0);
+  Scope scope;
+  ASSERT_OK_AND_ASSIGN(auto plan, exe.Prepare(b.main_program(), scope, {"x"}, {y.name, z.name}));
+  const std::vector<OpDesc>& ops = plan->placed().program.block().ops();
+  ASSERT_EQ(ops.size(), 3u);  // memcpy_h2d, scale, test_host_arg
+  EXPECT_EQ(ops[2].type, "test_host_arg");
+  EXPECT_EQ(ops[2].Input("X"), "x");
+  EXPECT_EQ(plan->placed().places[2], kSim0);
+  RunStats stats;
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> out, exe.Run(plan.get(), &scope, XFeed(), &stats));
+  EXPECT_EQ(ToDoubles(out[0]), (std::vector<double>{2, 4, 6, 8}));
+  EXPECT_EQ(ToDoubles(out[1]), (std::vector<double>{-1, -2, -3, -4}));
+  EXPECT_EQ(stats.copies_h2d, 1);
+  EXPECT_EQ(stats.copies_d2h, 0);
+  EXPECT_EQ(stats.fetch_copies, 1);  // y; z is already on the host
 }
 
 TEST(Placement, IntermediatesAreFreedAfterTheirLastReader) {

@@ -1,0 +1,112 @@
+#include "backends/cuda/deferred_checks.h"
+
+#include <new>
+#include <utility>
+
+#include "backends/cuda/cuda_device_guard.h"
+#include "backends/cuda/cuda_status.h"
+#include "framework/base/status_macros.h"
+#include "glog/logging.h"
+
+namespace tandem {
+namespace cuda {
+namespace {
+
+// The device words of a slot, in one allocation.
+struct SlotWords {
+  BadPosition first_bad;
+  unsigned int blocks_done;
+};
+
+}  // namespace
+
+DeferredChecks::~DeferredChecks() {
+  CudaDeviceGuard guard(device_);
+  for (const Slot& slot : all_) {
+    const absl::Status words =
+        CudaStatus(cudaFree(slot.device.first_bad), "cudaFree", __FILE__, __LINE__);
+    const absl::Status report =
+        CudaStatus(cudaFreeHost(slot.report), "cudaFreeHost", __FILE__, __LINE__);
+    LOG_IF(ERROR, !words.ok()) << words;
+    LOG_IF(ERROR, !report.ok()) << report;
+  }
+}
+
+absl::StatusOr<DeferredChecks::Slot> DeferredChecks::NewSlot() {
+  CudaDeviceGuard guard(device_);
+  // Raw allocations, not the caching allocators: slots live as long as the
+  // device and stay out of the tensors' memory statistics and limit.
+  void* words = nullptr;
+  CUDA_RETURN_IF_ERROR(cudaMalloc(&words, sizeof(SlotWords)));
+  const SlotWords initial{kNoBadInput, 0};
+  cudaError_t error = cudaMemcpy(words, &initial, sizeof(initial), cudaMemcpyHostToDevice);
+  void* report = nullptr;
+  if (error == cudaSuccess) {
+    error = cudaHostAlloc(&report, sizeof(BadInputReport), cudaHostAllocMapped);
+  }
+  void* report_on_device = nullptr;
+  if (error == cudaSuccess) error = cudaHostGetDevicePointer(&report_on_device, report, 0);
+  if (error != cudaSuccess) {
+    cudaFree(words);
+    if (report != nullptr) cudaFreeHost(report);
+    CUDA_RETURN_IF_ERROR(error);
+  }
+  auto* w = static_cast<SlotWords*>(words);
+  const Slot slot{{&w->first_bad, &w->blocks_done, static_cast<BadInputReport*>(report_on_device)},
+                  new (report) BadInputReport()};
+  std::lock_guard<std::mutex> lock(mu_);
+  all_.push_back(slot);
+  return slot;
+}
+
+absl::StatusOr<CheckSlot> DeferredChecks::Arm(cudaStream_t stream, Describe describe) {
+  Slot slot;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!free_.empty()) {
+      slot = free_.back();
+      free_.pop_back();
+      pending_.push_back({slot, stream, std::move(describe)});
+      return slot.device;
+    }
+  }
+  ASSIGN_OR_RETURN(slot, NewSlot());
+  std::lock_guard<std::mutex> lock(mu_);
+  pending_.push_back({slot, stream, std::move(describe)});
+  return slot.device;
+}
+
+absl::Status DeferredChecks::Resolve(cudaStream_t stream) {
+  absl::Status first_error;
+  std::vector<Pending> done;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (pending_.empty()) return absl::OkStatus();
+    std::vector<Pending> still_pending;
+    for (Pending& p : pending_) {
+      if (stream == nullptr || p.stream == stream) {
+        done.push_back(std::move(p));
+      } else {
+        still_pending.push_back(std::move(p));
+      }
+    }
+    pending_ = std::move(still_pending);
+  }
+  // The stream is synchronised: the kernels that wrote these reports have
+  // finished, and no other launch uses their slots until they are freed.
+  for (Pending& p : done) {
+    BadInputReport& report = *p.slot.report;  // written by the device, read here
+    if (report.position != kNoBadInput) {
+      if (first_error.ok()) {
+        first_error = p.describe(report.value, static_cast<int64_t>(report.position));
+      }
+      report = BadInputReport();
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const Pending& p : done) free_.push_back(p.slot);
+  return first_error;
+}
+
+}  // namespace cuda
+}  // namespace tandem

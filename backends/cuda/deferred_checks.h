@@ -1,0 +1,82 @@
+// DeferredChecks: input checks that gpu kernels make on the device and that
+// report at the stream's next synchronisation, so the kernel that validates
+// does not make the host wait (lookup_table's id range check). One per
+// CudaDevice; CudaDevice::SynchronizeStream and Synchronize resolve it.
+//
+//   // In a kernel's Compute, before enqueueing the validating kernel:
+//   ASSIGN_OR_RETURN(CheckSlot slot,
+//                    CudaDeviceOf(ctx->device())->deferred_checks()->Arm(
+//                        stream, [](int64_t value, int64_t position) {
+//                          return absl::InvalidArgumentError(...);  // the op's own message
+//                        }));
+//   CUDA_RETURN_IF_ERROR(LaunchLookup(..., slot, stream));   // fills slot's report
+//   return absl::OkStatus();
+//   // Later, device->SynchronizeStream(stream) returns that error, once.
+//
+// Arm hands out a slot (check_slot.h) and records it as pending on
+// `stream`; Resolve, called once the stream has been synchronised, reads
+// the pending slots' pinned reports (no copy: the device wrote them),
+// returns the error of the first one armed that found bad input, and frees
+// them all. A run that fails before synchronising leaves its checks pending
+// until the next synchronisation of their stream. Slots are reused; their
+// memory is the device's for its lifetime. Thread-safe (one mutex).
+#ifndef TANDEM_BACKENDS_CUDA_DEFERRED_CHECKS_H_
+#define TANDEM_BACKENDS_CUDA_DEFERRED_CHECKS_H_
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "backends/cuda/check_slot.h"
+
+namespace tandem {
+namespace cuda {
+
+class DeferredChecks {
+ public:
+  // The error for the first bad input element: its value and position.
+  using Describe = std::function<absl::Status(int64_t value, int64_t position)>;
+
+  // Checks of kernels on GPU `device`.
+  explicit DeferredChecks(int device) : device_(device) {}
+  ~DeferredChecks();  // frees the slots; none may be in use by a kernel
+  DeferredChecks(const DeferredChecks&) = delete;
+  DeferredChecks& operator=(const DeferredChecks&) = delete;
+
+  // A slot for one launch of a validating kernel on `stream` (allocated on
+  // first need: device memory and pinned host memory, set up synchronously).
+  absl::StatusOr<CheckSlot> Arm(cudaStream_t stream, Describe describe);
+
+  // After `stream` (nullptr: every stream of the device) has been
+  // synchronised: OK, or the error of the first armed check that found bad
+  // input. Either way the stream's pending checks are done.
+  absl::Status Resolve(cudaStream_t stream);
+
+ private:
+  struct Slot {
+    CheckSlot device;            // what kernels get
+    BadInputReport* report = nullptr;  // the host's address of device.report
+  };
+  struct Pending {
+    Slot slot;
+    cudaStream_t stream;
+    Describe describe;
+  };
+  absl::StatusOr<Slot> NewSlot();
+
+  const int device_;
+  std::mutex mu_;
+  std::vector<Slot> free_;        // guarded by mu_
+  std::vector<Pending> pending_;  // guarded by mu_; in arming order
+  std::vector<Slot> all_;         // guarded by mu_; every slot, for the destructor
+};
+
+}  // namespace cuda
+}  // namespace tandem
+
+#endif  // TANDEM_BACKENDS_CUDA_DEFERRED_CHECKS_H_
