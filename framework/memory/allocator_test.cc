@@ -40,6 +40,29 @@ TEST(CpuAllocator, LimitGivesResourceExhaustedWithNumbers) {
   a.Deallocate(r, 4096);
 }
 
+TEST(CpuAllocator, ReusesFreedLargeBlocksOfTheSameSize) {
+  CpuAllocator a;
+  const size_t big = CpuAllocator::kCacheMinBytes + 100;
+  ASSERT_OK_AND_ASSIGN(void* p, a.Allocate(big));
+  a.Deallocate(p, big);
+  // Cached: reserved but not in use.
+  EXPECT_EQ(a.GetStats().bytes_in_use, 0);
+  EXPECT_EQ(a.GetStats().bytes_reserved, static_cast<int64_t>(big + 28));  // rounded to 64
+  ASSERT_OK_AND_ASSIGN(void* other, a.Allocate(big + 64));  // another size: fresh memory
+  EXPECT_NE(other, p);
+  ASSERT_OK_AND_ASSIGN(void* again, a.Allocate(big));
+  EXPECT_EQ(again, p);
+  EXPECT_EQ(a.GetStats().bytes_in_use, static_cast<int64_t>(2 * big + 64));
+  a.Deallocate(other, big + 64);
+  a.Deallocate(again, big);
+  a.ReleaseCached();
+  EXPECT_EQ(a.GetStats().bytes_reserved, 0);
+  // Small blocks are not cached.
+  ASSERT_OK_AND_ASSIGN(void* small, a.Allocate(4096));
+  a.Deallocate(small, 4096);
+  EXPECT_EQ(a.GetStats().bytes_reserved, 0);
+}
+
 TEST(Buffer, FreesOnDestruction) {
   CpuAllocator a;
   {

@@ -8,10 +8,17 @@
 namespace tandem {
 namespace {
 constexpr size_t kAlignment = 64;
+
+size_t Rounded(size_t bytes) {
+  const size_t rounded = ((bytes + kAlignment - 1) / kAlignment) * kAlignment;
+  return rounded == 0 ? kAlignment : rounded;
+}
 }  // namespace
 
 CpuAllocator::CpuAllocator(int64_t bytes_limit)
     : stats_(CPUPlace(), bytes_limit) {}
+
+CpuAllocator::~CpuAllocator() { ReleaseCached(); }
 
 CpuAllocator* CpuAllocator::Default() {
   static CpuAllocator* allocator = new CpuAllocator();
@@ -20,8 +27,18 @@ CpuAllocator* CpuAllocator::Default() {
 
 absl::StatusOr<void*> CpuAllocator::Allocate(size_t bytes) {
   RETURN_IF_ERROR(stats_.Reserve(bytes));
-  const size_t rounded = ((bytes + kAlignment - 1) / kAlignment) * kAlignment;
-  void* p = std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
+  const size_t rounded = Rounded(bytes);
+  if (rounded >= kCacheMinBytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = cached_.find(rounded);
+    if (it != cached_.end()) {
+      void* p = it->second;
+      cached_.erase(it);
+      cached_bytes_ -= rounded;
+      return p;
+    }
+  }
+  void* p = std::aligned_alloc(kAlignment, rounded);
   if (p == nullptr) {
     stats_.Release(bytes);
     return absl::ResourceExhaustedError(
@@ -32,8 +49,30 @@ absl::StatusOr<void*> CpuAllocator::Allocate(size_t bytes) {
 }
 
 void CpuAllocator::Deallocate(void* ptr, size_t bytes) {
-  std::free(ptr);
   stats_.Release(bytes);
+  const size_t rounded = Rounded(bytes);
+  if (rounded >= kCacheMinBytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (cached_bytes_ + rounded <= kCacheMaxBytes) {
+      cached_.emplace(rounded, ptr);
+      cached_bytes_ += rounded;
+      return;
+    }
+  }
+  std::free(ptr);
+}
+
+void CpuAllocator::ReleaseCached() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [size, p] : cached_) std::free(p);
+  cached_.clear();
+  cached_bytes_ = 0;
+}
+
+AllocatorStats CpuAllocator::GetStats() const {
+  AllocatorStats s = stats_.Snapshot();
+  s.bytes_reserved = s.bytes_in_use + static_cast<int64_t>(cached_bytes_.load());
+  return s;
 }
 
 }  // namespace tandem
