@@ -5,6 +5,11 @@
 
 #include "absl/strings/str_split.h"
 #include "framework/device/device_registry.h"
+#include "gflags/gflags.h"
+
+DEFINE_bool(cuda_graph, false,
+            "Capture each benchmark's steady-state step as a device graph and replay it "
+            "(ExecutorOptions::capture_graphs).");
 
 namespace tandem {
 namespace bench {
@@ -29,6 +34,11 @@ std::vector<Place> BenchPlaces() {
     if (p.ok() && DeviceRegistry::Global().GetDevice(*p).ok()) places.push_back(*p);
   }
   return places;
+}
+
+ExecutorOptions WithFlags(ExecutorOptions options) {
+  options.capture_graphs |= FLAGS_cuda_graph;
+  return options;
 }
 
 void Fail(benchmark::State& state, const absl::Status& s) {

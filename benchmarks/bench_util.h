@@ -41,13 +41,18 @@ void Fail(benchmark::State& state, const absl::Status& s);
 // Copies per iteration as counters (h2d_per_iter, d2h_per_iter, sync_copies_per_iter).
 void ReportCopies(benchmark::State& state, const RunStats& stats);
 
+// `options` with capture_graphs set when the binary runs with --cuda_graph
+// (every row then captures its steady-state step where it can; rows whose
+// plan cannot be captured log why once and run eagerly).
+ExecutorOptions WithFlags(ExecutorOptions options);
+
 // A program builder, an executor on `place` and a scope: the usual setup of
 // one benchmark. Owns all three.
 struct Prepared {
   ProgramBuilder builder;
   Executor exe;
   Scope scope;
-  explicit Prepared(Place p, ExecutorOptions options = {}) : exe(p, options) {}
+  explicit Prepared(Place p, ExecutorOptions options = {}) : exe(p, WithFlags(options)) {}
 };
 
 using Registrar = void (*)();

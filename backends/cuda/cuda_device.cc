@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "backends/cuda/cuda_allocator.h"
 #include "backends/cuda/cuda_device_guard.h"
+#include "backends/cuda/cuda_graph.h"
 #include "backends/cuda/cuda_status.h"
 #include "framework/base/status_macros.h"
 #include "framework/device/device_registry.h"
@@ -187,6 +188,16 @@ absl::Status CudaDevice::CopyAsync(CopyKind kind, void* dst, const void* src, si
   CudaDeviceGuard guard(index_);
   CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, src, bytes, ToCuda(kind), CudaStreamOf(stream)));
   return absl::OkStatus();
+}
+
+absl::Status CudaDevice::BeginCapture(Stream* stream) {
+  return BeginCudaCapture(index_, CudaStreamOf(stream));
+}
+
+absl::StatusOr<std::unique_ptr<DeviceGraph>> CudaDevice::EndCapture(Stream* stream) {
+  ASSIGN_OR_RETURN(std::unique_ptr<CudaGraph> graph,
+                   CudaGraph::EndCapture(index_, CudaStreamOf(stream)));
+  return std::unique_ptr<DeviceGraph>(std::move(graph));
 }
 
 absl::Status CudaDevice::RecordEvent(Event* event, Stream* stream) {

@@ -100,6 +100,11 @@ class CudaDevice final : public Device {
   absl::Status CopyAsync(CopyKind kind, void* dst, const void* src, size_t bytes,
                          Stream* stream) override;
 
+  // CUDA graphs (cuda_graph.h): relaxed-mode stream capture; EndCapture
+  // instantiates the recorded graph.
+  absl::Status BeginCapture(Stream* stream) override;
+  absl::StatusOr<std::unique_ptr<DeviceGraph>> EndCapture(Stream* stream) override;
+
   absl::Status RecordEvent(Event* event, Stream* stream) override;
   absl::Status StreamWaitEvent(Stream* stream, Event* event) override;
   absl::Status SynchronizeEvent(Event* event) override;

@@ -60,6 +60,14 @@ absl::StatusOr<DeferredChecks::Slot> DeferredChecks::NewSlot() {
 }
 
 absl::StatusOr<CheckSlot> DeferredChecks::Arm(cudaStream_t stream, Describe describe) {
+  // A graph replay would write the report again but nothing would read it.
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  CUDA_RETURN_IF_ERROR(cudaStreamIsCapturing(stream, &capture));
+  if (capture != cudaStreamCaptureStatusNone) {
+    return absl::FailedPreconditionError(
+        "its input check reports at the next synchronisation (deferred_checks.h), which a "
+        "captured graph's replays would skip");
+  }
   Slot slot;
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -50,6 +50,8 @@ class DeferredChecks {
 
   // A slot for one launch of a validating kernel on `stream` (allocated on
   // first need: device memory and pinned host memory, set up synchronously).
+  // FailedPrecondition while `stream` is being captured into a graph
+  // (cuda_graph.h): replays would skip the check, so the step runs eagerly.
   absl::StatusOr<CheckSlot> Arm(cudaStream_t stream, Describe describe);
 
   // After `stream` (nullptr: every stream of the device) has been

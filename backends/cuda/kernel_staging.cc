@@ -26,6 +26,15 @@ void KernelStaging::Release() {
 }
 
 absl::StatusOr<int64_t*> KernelStaging::HostWords(KernelContext* ctx, int64_t words) {
+  // A graph would replay the upload from this buffer, which the next
+  // Compute refills (and whose event it could not wait for).
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  CUDA_RETURN_IF_ERROR(cudaStreamIsCapturing(CudaStreamOf(ctx->stream()), &capture));
+  if (capture != cudaStreamCaptureStatusNone) {
+    return absl::FailedPreconditionError(
+        "it uploads host data from kernel-owned staging (kernel_staging.h), which cannot be "
+        "captured into a graph");
+  }
   CudaDevice* device = CudaDeviceOf(ctx->device());
   if (device != device_ || words > capacity_) {
     Release();

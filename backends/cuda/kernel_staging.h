@@ -17,9 +17,10 @@
 //
 // HostWords waits until the device has read the previous upload (an event,
 // normally long passed: a run ends with a synchronisation), then hands out
-// the pinned buffer, grown as needed. Upload allocates device scratch
-// (scratch.h), enqueues the copy on the context's stream and returns at
-// once. The destructor waits for the last upload. Not thread-safe: one per
+// the pinned buffer, grown as needed; FailedPrecondition while the
+// context's stream is captured into a graph (the step then runs eagerly).
+// Upload allocates device scratch (scratch.h), enqueues the copy on the
+// context's stream and returns at once. The destructor waits for the last upload. Not thread-safe: one per
 // kernel object, like the kernel's Compute calls.
 #ifndef TANDEM_BACKENDS_CUDA_KERNEL_STAGING_H_
 #define TANDEM_BACKENDS_CUDA_KERNEL_STAGING_H_

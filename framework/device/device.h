@@ -24,6 +24,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "framework/memory/allocator.h"
 #include "framework/place/place.h"
 #include "framework/tensor/tensor.h"
@@ -40,6 +41,18 @@ class Stream {
 class Event {
  public:
   virtual ~Event() = default;
+};
+
+// Device work recorded by Device::EndCapture, replayable as one launch.
+// Owned by whoever ended the capture; not thread-safe. It writes and reads
+// the very addresses the captured work used: the owner keeps that memory
+// alive, and unused by anything else, for as long as it launches the graph.
+class DeviceGraph {
+ public:
+  virtual ~DeviceGraph() = default;
+  // Enqueues the recorded work on `stream` (asynchronous, like any enqueue):
+  // kernels see the values their host arguments had at capture.
+  virtual absl::Status Launch(Stream* stream) = 0;
 };
 
 enum class CopyKind { kHostToDevice, kDeviceToHost, kDeviceToDevice };
@@ -81,6 +94,25 @@ class Device {
   // of this device (blocks until `end` completes).
   virtual absl::StatusOr<double> EventElapsedMs(Event* start, Event* end) {
     return absl::UnimplementedError("this device has no timing events");
+  }
+
+  // Graph capture (CUDA graphs on gpu). Between BeginCapture and EndCapture,
+  // work enqueued on `stream` (kernels, async copies) is recorded instead of
+  // run; synchronous copies and synchronisations of `stream` fail (and make
+  // EndCapture fail). EndCapture always ends the capture and returns the
+  // recorded work. Devices without capture return Unimplemented (default).
+  //
+  //   RETURN_IF_ERROR(dev->BeginCapture(dev->compute_stream()));
+  //   ... enqueue kernels and async copies ...
+  //   ASSIGN_OR_RETURN(std::unique_ptr<DeviceGraph> g, dev->EndCapture(dev->compute_stream()));
+  //   RETURN_IF_ERROR(g->Launch(dev->compute_stream()));   // runs the recorded work
+  virtual absl::Status BeginCapture(Stream* stream) {
+    return absl::UnimplementedError(
+        absl::StrCat(place().ToString(), " does not support graph capture"));
+  }
+  virtual absl::StatusOr<std::unique_ptr<DeviceGraph>> EndCapture(Stream* stream) {
+    return absl::UnimplementedError(
+        absl::StrCat(place().ToString(), " does not support graph capture"));
   }
 
   virtual absl::Status RecordEvent(Event* event, Stream* stream) = 0;

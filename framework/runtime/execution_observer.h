@@ -11,6 +11,11 @@
 // OnOpBegin before it is launched, OnOpEnd right after Compute returns (the
 // device work may still be running on `stream`: record an event there to
 // time it). With no observer set the cost is one atomic load per op.
+// A run that replays a captured graph (ExecutorOptions::capture_graphs) is
+// one span: OnOpBegin/OnOpEnd around the launch with op->type
+// "graph_launch", index -1 and the graph's device and stream; the run that
+// captures reports each op as it is recorded (its device work runs in the
+// launch that follows, the same "graph_launch" span).
 #ifndef TANDEM_FRAMEWORK_RUNTIME_EXECUTION_OBSERVER_H_
 #define TANDEM_FRAMEWORK_RUNTIME_EXECUTION_OBSERVER_H_
 

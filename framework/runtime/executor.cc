@@ -1,5 +1,6 @@
 #include "framework/runtime/executor.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <set>
@@ -47,6 +48,48 @@ struct Plan::Step {
   std::shared_ptr<Buffer> staging;
 };
 
+// A captured step: the device graph and everything it baked in.
+struct Plan::GraphState {
+  // Host->device copies: the source slot's value goes into `staging` (whose
+  // address the graph reads) before each launch.
+  struct Upload {
+    int src = 0;
+    std::shared_ptr<Buffer> staging;  // nullptr for an empty value
+    DataType dtype = DataType::kFloat32;
+    Shape shape;
+  };
+  // A host value a kernel read at capture (a HostMemory input).
+  struct HostValue {
+    int slot = 0;
+    std::string reader;  // op type, for the log
+    DataType dtype = DataType::kFloat32;
+    Shape shape;
+    std::string bytes;
+  };
+
+  // Why a replay would not match an eager run of the current values (empty
+  // when it would): names the variable that changed.
+  std::string StaleReason(const std::vector<Variable*>& slots,
+                          const std::vector<std::string>& names) const;
+  // Stages the uploads and enqueues the graph on the device's compute
+  // stream, as one observer span ("graph_launch").
+  absl::Status Launch(const std::vector<Variable*>& slots, ExecutionObserver* observer) const;
+
+  Device* device = nullptr;
+  std::unique_ptr<DeviceGraph> graph;
+  std::vector<Upload> uploads;
+  std::vector<HostValue> host_values;
+  // Persistable slots before the capture (restored if it fails), then the
+  // buffer of each that the graph reads and writes.
+  std::vector<std::pair<int, Variable>> persistable_before;
+  std::vector<std::pair<int, const Buffer*>> persistable_buffers;
+  // Every buffer the captured steps used, kept so that no one else gets
+  // their memory while the graph may write it.
+  std::vector<std::shared_ptr<Buffer>> held;
+  RunStats stats;     // of the captured run
+  OpDesc launch_op;   // type "graph_launch", for observers
+};
+
 Plan::Plan() = default;
 Plan::~Plan() = default;
 
@@ -91,12 +134,116 @@ absl::Status Annotate(const absl::Status& s, const Plan::Step& step, int index) 
   return absl::Status(s.code(), absl::StrCat(prefix, ": ", s.message()));
 }
 
+// Keeps the buffer of every tensor bound to `args`.
+void Hold(const SlotArgs& args, const std::vector<Variable*>& slots,
+          std::vector<std::shared_ptr<Buffer>>* held) {
+  for (const auto& [arg, ids] : args) {
+    for (int id : ids) {
+      const Tensor* t = slots[id]->data_tensor();
+      if (t != nullptr && t->initialized()) held->push_back(t->buffer());
+    }
+  }
+}
+
+// The device whose work a graph of `steps` would hold, or why there is none
+// (one step named with the reason).
+absl::StatusOr<Device*> CaptureDevice(const std::vector<std::unique_ptr<Plan::Step>>& steps) {
+  if (std::all_of(steps.begin(), steps.end(), [](const std::unique_ptr<Plan::Step>& step) {
+        return step->folded || step->place.is_host();
+      })) {
+    return absl::FailedPreconditionError("the plan has no device work to capture");
+  }
+  Device* device = nullptr;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const Plan::Step& step = *steps[i];
+    if (step.folded) continue;
+    const std::string where =
+        absl::StrCat("step #", i, " '", step.op.type, "' on ", step.place.ToString());
+    if (step.is_copy && step.copy_to.is_host()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          where, " copies '", step.op.inputs.at("X")[0],
+          "' to the host synchronously in the middle of the step"));
+    }
+    if (!step.is_copy && step.place.is_host()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(where, " is a host kernel; only device work can be captured"));
+    }
+    if (!step.is_copy) {
+      for (const auto& [arg, ids] : step.outputs) {
+        if (step.def->IsHostMemory(arg)) {
+          return absl::FailedPreconditionError(absl::StrCat(
+              where, " writes its host-memory output '", arg,
+              "' on the host, which a replay would not redo"));
+        }
+      }
+    }
+    if (device != nullptr && step.device != device) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          where, " is not on ", device->place().ToString(),
+          " like the earlier steps; a graph holds the work of one device"));
+    }
+    device = step.device;
+  }
+  return device;
+}
+
 }  // namespace
+
+std::string Plan::GraphState::StaleReason(const std::vector<Variable*>& slots,
+                                          const std::vector<std::string>& names) const {
+  auto same = [&](int slot, DataType dtype, const Shape& shape) {
+    const Tensor* t = slots[slot]->data_tensor();
+    return t != nullptr && t->initialized() && t->dtype() == dtype && t->shape() == shape;
+  };
+  for (const Upload& u : uploads) {
+    if (!same(u.src, u.dtype, u.shape)) {
+      return absl::StrCat("'", names[u.src], "' is no longer ", DataTypeName(u.dtype),
+                          u.shape.ToString());
+    }
+  }
+  for (const HostValue& v : host_values) {
+    if (!same(v.slot, v.dtype, v.shape) ||
+        std::memcmp(slots[v.slot]->data_tensor()->raw_data(), v.bytes.data(), v.bytes.size()) !=
+            0) {
+      return absl::StrCat("the host value of '", names[v.slot], "' read by '", v.reader,
+                          "' changed");
+    }
+  }
+  for (const auto& [slot, buffer] : persistable_buffers) {
+    const Tensor* t = slots[slot]->data_tensor();
+    if ((t == nullptr ? nullptr : t->buffer().get()) != buffer) {
+      return absl::StrCat("persistable '", names[slot], "' was given another buffer");
+    }
+  }
+  return "";
+}
+
+absl::Status Plan::GraphState::Launch(const std::vector<Variable*>& slots,
+                                      ExecutionObserver* observer) const {
+  for (const Upload& u : uploads) {
+    const Tensor* t = slots[u.src]->data_tensor();
+    if (u.staging != nullptr) std::memcpy(u.staging->data(), t->raw_data(), t->NumBytes());
+  }
+  Stream* stream = device->compute_stream();
+  OpEvent event;
+  if (observer != nullptr) {
+    event.op = &launch_op;
+    event.index = -1;
+    event.place = device->place();
+    event.device = device;
+    event.stream = stream;
+    observer->OnOpBegin(event);
+  }
+  RETURN_IF_ERROR(graph->Launch(stream));
+  if (observer != nullptr) observer->OnOpEnd(event);
+  return absl::OkStatus();
+}
 
 std::string RunStats::DebugString() const {
   return absl::StrCat(ops, " ops, ", copies_h2d, " H2D (", bytes_h2d, " B), ", copies_d2h,
                       " D2H (", bytes_d2h, " B), ", sync_copies, " sync, ", async_copies,
-                      " async, ", fetch_copies, " fetch");
+                      " async, ", fetch_copies, " fetch", captured ? ", captured" : "",
+                      replayed ? ", replayed" : "");
 }
 
 Executor::Executor(Place default_place, ExecutorOptions options)
@@ -267,6 +414,7 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(Plan* plan, Scope* scope, cons
       }
     }
     plan->bound_scope_ = scope;
+    plan->graph_.reset();  // it holds the other scope's buffers
   }
   const Block& block = plan->placed_.program.block();
   for (size_t i = 0; i < plan->feed_names_.size(); ++i) {
@@ -293,6 +441,120 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(Plan* plan, Scope* scope, cons
     plan->slots_[plan->feed_slots_[i]]->set(t);
   }
 
+  if (plan->graph_ != nullptr) {
+    const std::string stale = plan->graph_->StaleReason(plan->slots_, plan->slot_names_);
+    if (stale.empty()) {
+      RETURN_IF_ERROR(plan->graph_->Launch(plan->slots_, observer));
+      *stats = plan->graph_->stats;
+      stats->replayed = true;
+    } else {
+      VLOG(1) << "executor: capturing the plan again: " << stale;
+      plan->graph_.reset();
+    }
+  }
+  if (!stats->replayed) {
+    if (options_.capture_graphs && plan->constants_ready_ && plan->graph_blocker_.empty()) {
+      RETURN_IF_ERROR(CaptureAndLaunch(plan, stats, observer));
+    } else {
+      RETURN_IF_ERROR(RunSteps(plan, stats, observer, /*capturing=*/false));
+    }
+  }
+  for (Device* d : plan->devices_) {
+    RETURN_IF_ERROR(d->SynchronizeStream(d->compute_stream()));
+  }
+  plan->keep_alive_.clear();
+  plan->constants_ready_ = true;
+  if (observer != nullptr) observer->OnRunEnd(*stats);
+  std::vector<Tensor> fetched;
+  for (size_t i = 0; i < plan->fetch_slots_.size(); ++i) {
+    const Variable* v = plan->slots_[plan->fetch_slots_[i]];
+    const Tensor* t = v->data_tensor();
+    if (t == nullptr || !t->initialized()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "fetch '", plan->fetch_names_[i], "' was not computed by the program"));
+    }
+    if (t->place().is_host()) {
+      fetched.push_back(*t);
+      continue;
+    }
+    ASSIGN_OR_RETURN(Device * device, DeviceRegistry::Global().GetDevice(t->place()));
+    ASSIGN_OR_RETURN(Tensor host, Tensor::Allocate(device->host_allocator(), t->dtype(), t->shape()));
+    if (t->NumBytes() > 0) {
+      RETURN_IF_ERROR(device->CopyAsync(CopyKind::kDeviceToHost, host.raw_data(), t->raw_data(),
+                                        t->NumBytes(), device->compute_stream()));
+      RETURN_IF_ERROR(device->SynchronizeStream(device->compute_stream()));
+    }
+    stats->fetch_copies++;
+    stats->fetch_bytes += static_cast<int64_t>(t->NumBytes());
+    fetched.push_back(std::move(host));
+  }
+  if (plan->graph_ == nullptr) {  // a graph writes its fetches again on each launch
+    for (int id : plan->fetch_slots_) {
+      if (!plan->slot_persistable_[id] && !plan->slot_folded_[id]) plan->slots_[id]->clear();
+    }
+  }
+  return fetched;
+}
+
+absl::Status Executor::CaptureAndLaunch(Plan* plan, RunStats* stats,
+                                        ExecutionObserver* observer) {
+  auto graph = std::make_unique<Plan::GraphState>();
+  graph->launch_op.type = "graph_launch";
+  for (size_t id = 0; id < plan->slots_.size(); ++id) {
+    if (plan->slot_persistable_[id]) {
+      graph->persistable_before.emplace_back(static_cast<int>(id), *plan->slots_[id]);
+    }
+  }
+  absl::StatusOr<Device*> device = CaptureDevice(plan->steps_);
+  absl::Status captured = device.status();
+  Stream* stream = nullptr;
+  if (captured.ok()) {
+    graph->device = *device;
+    stream = graph->device->compute_stream();
+    captured = graph->device->BeginCapture(stream);
+  }
+  if (captured.ok()) {
+    plan->graph_ = std::move(graph);
+    captured = RunSteps(plan, stats, observer, /*capturing=*/true);
+    absl::StatusOr<std::unique_ptr<DeviceGraph>> ended = plan->graph_->device->EndCapture(stream);
+    if (captured.ok() && !ended.ok()) {
+      captured = absl::Status(ended.status().code(),
+                              absl::StrCat("ending the capture: ", ended.status().message()));
+    }
+    for (const auto& [slot, before] : plan->graph_->persistable_before) {
+      const Tensor* was = before.data_tensor();
+      const Tensor* now = plan->slots_[slot]->data_tensor();
+      const Buffer* buffer = now == nullptr ? nullptr : now->buffer().get();
+      if (captured.ok() && (was == nullptr ? nullptr : was->buffer().get()) != buffer) {
+        captured = absl::FailedPreconditionError(
+            absl::StrCat("persistable '", plan->slot_names_[slot],
+                         "' is written into a new buffer on each run, which a replay would not "
+                         "read back"));
+      }
+      plan->graph_->persistable_buffers.emplace_back(slot, buffer);
+    }
+    if (captured.ok()) plan->graph_->graph = *std::move(ended);
+  }
+  if (!captured.ok()) {
+    plan->graph_blocker_ = std::string(captured.message());
+    LOG(WARNING) << "executor: the plan runs eagerly, it cannot be captured as a device graph: "
+                 << plan->graph_blocker_;
+    // Nothing captured ran: restore what the capture bound, then run eagerly.
+    Plan::GraphState* failed = plan->graph_ != nullptr ? plan->graph_.get() : graph.get();
+    for (auto& [slot, before] : failed->persistable_before) *plan->slots_[slot] = before;
+    plan->graph_.reset();
+    *stats = RunStats();
+    return RunSteps(plan, stats, observer, /*capturing=*/false);
+  }
+  plan->graph_->stats = *stats;
+  stats->captured = stats->replayed = true;
+  return plan->graph_->Launch(plan->slots_, observer);
+}
+
+absl::Status Executor::RunSteps(Plan* plan, RunStats* stats, ExecutionObserver* observer,
+                                bool capturing) {
+  const Block& block = plan->placed_.program.block();
+  Plan::GraphState* graph = capturing ? plan->graph_.get() : nullptr;
   for (size_t i = 0; i < plan->steps_.size(); ++i) {
     Plan::Step& step = *plan->steps_[i];
     if (step.folded && plan->constants_ready_) continue;
@@ -344,7 +606,7 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(Plan* plan, Scope* scope, cons
           if (s.ok()) s = step.device->SynchronizeStream(stream);
         } else {
           const void* source = from->raw_data();
-          if (from->buffer()->allocator() == step.device->host_allocator()) {
+          if (graph == nullptr && from->buffer()->allocator() == step.device->host_allocator()) {
             plan->keep_alive_.push_back(from->buffer());  // read until the run ends
           } else {
             if (step.staging == nullptr || step.staging->size() < static_cast<size_t>(bytes)) {
@@ -359,6 +621,10 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(Plan* plan, Scope* scope, cons
           s = step.device->CopyAsync(kind, to->raw_data(), source, bytes, stream);
         }
         RETURN_IF_ERROR(Annotate(s, step, static_cast<int>(i)));
+      }
+      if (graph != nullptr && !sync) {
+        graph->uploads.push_back({step.inputs[0].second[0], bytes > 0 ? step.staging : nullptr,
+                                  from->dtype(), from->shape()});
       }
       VLOG(3) << (sync ? "TensorCopySync " : "TensorCopyAsync ") << Dims(from->shape())
               << " from " << from->place().LogName() << " to " << step.copy_to.LogName();
@@ -385,6 +651,19 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(Plan* plan, Scope* scope, cons
                         step.in_args, step.out_args);
       ctx.set_host_output_allocator(step.host_output_allocator);
       RETURN_IF_ERROR(Annotate(ctx.CheckInputPlaces(), step, static_cast<int>(i)));
+      if (graph != nullptr) {
+        for (const auto& [arg, ids] : step.inputs) {
+          if (!step.def->IsHostMemory(arg)) continue;
+          for (int id : ids) {
+            const Tensor& t = *plan->slots_[id]->data_tensor();  // CheckInputPlaces: present
+            graph->host_values.push_back(
+                {id, step.op.type, t.dtype(), t.shape(),
+                 std::string(static_cast<const char*>(t.raw_data()), t.NumBytes())});
+          }
+        }
+        Hold(step.inputs, plan->slots_, &graph->held);
+        Hold(step.outputs, plan->slots_, &graph->held);  // e.g. g before g = g + partial
+      }
       OpEvent event;
       if (observer != nullptr) {
         event.op = &step.op;
@@ -409,41 +688,13 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(Plan* plan, Scope* scope, cons
                 << ArgsForLog(step.outputs, plan->slots_, plan->slot_names_) << "}";
       }
     }
-    for (int id : step.release_after) plan->slots_[id]->clear();
-  }
-  for (Device* d : plan->devices_) {
-    RETURN_IF_ERROR(d->SynchronizeStream(d->compute_stream()));
-  }
-  plan->keep_alive_.clear();
-  plan->constants_ready_ = true;
-  if (observer != nullptr) observer->OnRunEnd(*stats);
-  std::vector<Tensor> fetched;
-  for (size_t i = 0; i < plan->fetch_slots_.size(); ++i) {
-    const Variable* v = plan->slots_[plan->fetch_slots_[i]];
-    const Tensor* t = v->data_tensor();
-    if (t == nullptr || !t->initialized()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "fetch '", plan->fetch_names_[i], "' was not computed by the program"));
+    if (graph != nullptr) {
+      Hold(step.outputs, plan->slots_, &graph->held);
+    } else {
+      for (int id : step.release_after) plan->slots_[id]->clear();
     }
-    if (t->place().is_host()) {
-      fetched.push_back(*t);
-      continue;
-    }
-    ASSIGN_OR_RETURN(Device * device, DeviceRegistry::Global().GetDevice(t->place()));
-    ASSIGN_OR_RETURN(Tensor host, Tensor::Allocate(device->host_allocator(), t->dtype(), t->shape()));
-    if (t->NumBytes() > 0) {
-      RETURN_IF_ERROR(device->CopyAsync(CopyKind::kDeviceToHost, host.raw_data(), t->raw_data(),
-                                        t->NumBytes(), device->compute_stream()));
-      RETURN_IF_ERROR(device->SynchronizeStream(device->compute_stream()));
-    }
-    stats->fetch_copies++;
-    stats->fetch_bytes += static_cast<int64_t>(t->NumBytes());
-    fetched.push_back(std::move(host));
   }
-  for (int id : plan->fetch_slots_) {
-    if (!plan->slot_persistable_[id] && !plan->slot_folded_[id]) plan->slots_[id]->clear();
-  }
-  return fetched;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<Tensor>> Executor::Run(const Program& program, Scope* scope,

@@ -23,8 +23,30 @@
 // Intermediates are freed right after their last reader. Persistable
 // variables live in the Scope. An Executor and a Plan are not thread-safe.
 //
+// Graph capture (ExecutorOptions::capture_graphs, the benchmarks'
+// --cuda_graph): a plan's first run is eager (warm-up: allocations, folded
+// constants), its second run is captured with Device::BeginCapture and every
+// later run replays it as one launch: feeds are copied into the same pinned
+// staging buffers, the graph is launched, fetches are read after it. Every
+// buffer the captured run used is kept (intermediates are not freed) and
+// the graph writes the same buffers on every replay. A run re-captures when
+// a value the graph baked in changed: the host value of a kernel's
+// HostMemory argument, the shape of a copied value, the buffer of a
+// persistable variable, or the scope. Plans that cannot be captured run
+// eagerly, with one LOG(WARNING) naming the step and why
+// (Plan::graph_fallback_reason): host kernels or synchronous device->host
+// copies in the step, device kernels writing host outputs, steps on more
+// than one device, a device without capture, or a kernel that fails while
+// capturing (e.g. one that reads device values on the host). Limit:
+// temporaries a kernel allocates and frees inside Compute go back to the
+// device's allocator while the graph keeps using their memory; replays are
+// safe as long as nothing else keeps device data there across a replay
+// (true of a loop over one plan; a second plan run between replays on the
+// same device may not be safe).
+//
 // Logging: --vmodule=executor=3 prints one line per op and per copy in the
-// reference system's format.
+// reference system's format; --vmodule=executor=1 says when a plan is
+// captured again and why.
 #ifndef TANDEM_FRAMEWORK_RUNTIME_EXECUTOR_H_
 #define TANDEM_FRAMEWORK_RUNTIME_EXECUTOR_H_
 
@@ -45,6 +67,8 @@ namespace tandem {
 struct ExecutorOptions {
   bool strict_placement = false;                  // see PlacerOptions::strict
   TransferPolicy transfer_policy = TransferPolicy::kAllow;
+  // Capture each plan's steady-state step once and replay it (see above).
+  bool capture_graphs = false;
 };
 
 // One copy made during a run (a per-copy ledger entry).
@@ -66,6 +90,11 @@ struct RunStats {
   int fetch_copies = 0;   // device->host copies made to return fetched values
   int64_t fetch_bytes = 0;
   std::vector<CopyRecord> ledger;  // placed copies (fetches excluded)
+  // Graph capture: `captured` when this run recorded the plan's graph,
+  // `replayed` when its device work was one graph launch (the captured
+  // run's too). Ops, copies and the ledger are then those of the captured
+  // run: they still happen, inside the graph.
+  bool captured = false, replayed = false;
 
   int copies() const { return copies_h2d + copies_d2h; }
   std::string DebugString() const;  // "3 ops, 1 H2D (4 B), 1 D2H (4 B), 2 sync"
@@ -73,6 +102,7 @@ struct RunStats {
 
 using FeedMap = std::map<std::string, Tensor>;
 
+class ExecutionObserver;
 class Plan;
 
 class Executor {
@@ -98,6 +128,14 @@ class Executor {
                                           RunStats* stats = nullptr);
 
  private:
+  // Runs every step in order. While `capturing` (plan->graph_ set, the
+  // device capturing), it also records what the graph bakes in and keeps
+  // every buffer the steps use.
+  absl::Status RunSteps(Plan* plan, RunStats* stats, ExecutionObserver* observer, bool capturing);
+  // Captures the steps and launches the graph; when the plan cannot be
+  // captured, logs why and runs the steps eagerly instead.
+  absl::Status CaptureAndLaunch(Plan* plan, RunStats* stats, ExecutionObserver* observer);
+
   Place default_place_;
   ExecutorOptions options_;
 };
@@ -109,8 +147,12 @@ class Plan {
   const PlacedProgram& placed() const { return placed_; }
   // The placement table (see PlacedProgram::TableString).
   std::string PlacementTable() const { return placed_.TableString(); }
+  // Why this plan runs eagerly although ExecutorOptions::capture_graphs is
+  // set (the step and the reason); empty while it is (or may be) captured.
+  const std::string& graph_fallback_reason() const { return graph_blocker_; }
 
-  struct Step;  // one op or copy, defined in executor.cc
+  struct Step;        // one op or copy, defined in executor.cc
+  struct GraphState;  // a captured step and what it baked in, ditto
 
  private:
   friend class Executor;
@@ -129,6 +171,8 @@ class Plan {
   bool constants_ready_ = false;               // folded steps have run
   // Host buffers read by asynchronous copies, kept until the run ends.
   std::vector<std::shared_ptr<Buffer>> keep_alive_;
+  std::string graph_blocker_;                  // see graph_fallback_reason()
+  std::unique_ptr<GraphState> graph_;          // the captured step, if any
 };
 
 }  // namespace tandem

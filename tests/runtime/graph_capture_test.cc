@@ -1,0 +1,513 @@
+// Executor graph capture (ExecutorOptions::capture_graphs) on a fake
+// capturing device, "capdev:0", defined here. Like a CUDA stream, its
+// stream runs enqueued work at once but records it while capturing (a
+// kernel's work is a closure over pointers and values, as a launch holds its
+// arguments); synchronous copies and stream synchronisations while capturing
+// fail and spoil the capture, as they do with CUDA. Its memory knows which
+// blocks are live, so a replay touching freed memory is counted.
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "framework/base/status_macros.h"
+#include "framework/device/device_registry.h"
+#include "framework/kernel/kernel_context.h"
+#include "framework/kernel/kernel_registry.h"
+#include "framework/memory/cpu_allocator.h"
+#include "framework/program/program_builder.h"
+#include "framework/runtime/execution_observer.h"
+#include "framework/runtime/executor.h"
+#include "framework/testing/status_matchers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace tandem {
+namespace {
+
+using ::testing::ElementsAreArray;
+
+using Work = std::function<void()>;
+
+class CapStream final : public Stream {
+ public:
+  void Enqueue(Work work) {
+    if (recording_ != nullptr) {
+      recording_->push_back(std::move(work));
+    } else {
+      work();
+    }
+  }
+  std::vector<Work>* recording_ = nullptr;
+};
+
+class CapGraph final : public DeviceGraph {
+ public:
+  CapGraph(std::vector<Work> work, int* launches) : work_(std::move(work)), launches_(launches) {}
+  absl::Status Launch(Stream* stream) override {
+    ++*launches_;
+    for (const Work& w : work_) static_cast<CapStream*>(stream)->Enqueue(w);
+    return absl::OkStatus();
+  }
+
+ private:
+  std::vector<Work> work_;
+  int* launches_;
+};
+
+class CapAllocator final : public Allocator {
+ public:
+  explicit CapAllocator(Place place) : place_(place) {}
+  std::string Name() const override { return "capdev"; }
+  Place place() const override { return place_; }
+  absl::StatusOr<void*> Allocate(size_t bytes) override {
+    void* p = ::operator new(bytes + 64);
+    live_.insert(p);
+    ++allocs_;
+    return p;
+  }
+  void Deallocate(void* ptr, size_t bytes) override {
+    live_.erase(ptr);
+    ::operator delete(ptr);
+  }
+  AllocatorStats GetStats() const override { return {}; }
+  void SetBytesLimit(int64_t) override {}
+
+  bool Live(const void* p) const { return live_.count(const_cast<void*>(p)) > 0; }
+  int64_t allocs() const { return allocs_; }
+
+ private:
+  const Place place_;
+  std::set<void*> live_;
+  int64_t allocs_ = 0;
+};
+
+class CapDevice final : public Device {
+ public:
+  explicit CapDevice(Place place) : place_(place), memory_(place) {}
+  Place place() const override { return place_; }
+  std::string Description() const override { return "fake capturing device"; }
+  Allocator* allocator() override { return &memory_; }
+  Allocator* host_allocator() override { return CpuAllocator::Default(); }
+  Stream* compute_stream() override { return &stream_; }
+  Stream* copy_stream() override { return &stream_; }
+  absl::StatusOr<std::unique_ptr<Stream>> CreateStream() override {
+    return absl::UnimplementedError("one stream");
+  }
+  absl::StatusOr<std::unique_ptr<Event>> CreateEvent() override {
+    return absl::UnimplementedError("no events");
+  }
+  absl::Status Copy(CopyKind kind, void* dst, const void* src, size_t bytes) override {
+    RETURN_IF_ERROR(NotCapturing("Copy"));
+    std::memcpy(dst, src, bytes);
+    return absl::OkStatus();
+  }
+  absl::Status CopyAsync(CopyKind kind, void* dst, const void* src, size_t bytes,
+                         Stream* stream) override {
+    const void* device_side = kind == CopyKind::kHostToDevice ? dst : src;
+    Enqueue({device_side}, [=] { std::memcpy(dst, src, bytes); });
+    return absl::OkStatus();
+  }
+  absl::Status BeginCapture(Stream* stream) override {
+    recorded_.clear();
+    spoiled_ = false;
+    stream_.recording_ = &recorded_;
+    ++captures_;
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::unique_ptr<DeviceGraph>> EndCapture(Stream* stream) override {
+    stream_.recording_ = nullptr;
+    if (spoiled_) return absl::FailedPreconditionError("the capture was invalidated");
+    return std::unique_ptr<DeviceGraph>(
+        std::make_unique<CapGraph>(std::move(recorded_), &launches_));
+  }
+  absl::Status RecordEvent(Event*, Stream*) override { return absl::OkStatus(); }
+  absl::Status StreamWaitEvent(Stream*, Event*) override { return absl::OkStatus(); }
+  absl::Status SynchronizeEvent(Event*) override { return absl::OkStatus(); }
+  absl::Status SynchronizeStream(Stream*) override { return NotCapturing("SynchronizeStream"); }
+  absl::Status Synchronize() override { return NotCapturing("Synchronize"); }
+
+  // Enqueues `work`, which reads and writes the device memory at `ptrs`.
+  void Enqueue(std::vector<const void*> ptrs, Work work) {
+    stream_.Enqueue([this, ptrs, work] {
+      for (const void* p : ptrs) dead_accesses_ += memory_.Live(p) ? 0 : 1;
+      work();
+    });
+  }
+
+  int captures() const { return captures_; }
+  int launches() const { return launches_; }
+  int dead_accesses() const { return dead_accesses_; }
+  int64_t allocs() const { return memory_.allocs(); }
+
+ private:
+  absl::Status NotCapturing(const char* what) {
+    if (stream_.recording_ == nullptr) return absl::OkStatus();
+    spoiled_ = true;
+    return absl::FailedPreconditionError(absl::StrCat(what, " while capturing"));
+  }
+
+  const Place place_;
+  CapAllocator memory_;
+  CapStream stream_;
+  std::vector<Work> recorded_;
+  bool spoiled_ = false;
+  int captures_ = 0, launches_ = 0, dead_accesses_ = 0;
+};
+
+class CapFactory final : public DeviceFactory {
+ public:
+  int DeviceCount() override { return 1; }
+  absl::StatusOr<std::unique_ptr<Device>> CreateDevice(int index) override {
+    return std::unique_ptr<Device>(std::make_unique<CapDevice>(Place(CapType(), index)));
+  }
+  static DeviceType CapType() {
+    static const DeviceType type = DeviceType::Register("capdev", "CapPlace");
+    return type;
+  }
+};
+
+const DeviceFactoryRegistrar cap_registrar("capdev", "CapPlace", std::make_unique<CapFactory>());
+
+CapDevice* Cap() {
+  return static_cast<CapDevice*>(
+      *DeviceRegistry::Global().GetDevice(Place(CapFactory::CapType(), 0)));
+}
+
+// Kernels of capdev: float32 only, work enqueued on the device's stream.
+class FillKernel : public OpKernel {
+ public:
+  absl::Status Init(const OpDesc& op) override {
+    ASSIGN_OR_RETURN(value_, GetAttr<double>(op.attrs, "value", op.type));
+    return absl::OkStatus();
+  }
+  absl::Status Compute(KernelContext* ctx) override {
+    RETURN_IF_ERROR(ctx->AllocateInferredOutputs());
+    Tensor* out = ctx->OutputVar("Out")->mutable_tensor();
+    float* o = out->data<float>();
+    const int64_t n = out->NumElements();
+    const float v = static_cast<float>(value_);
+    Cap()->Enqueue({o}, [=] { std::fill(o, o + n, v); });
+    return absl::OkStatus();
+  }
+
+ private:
+  double value_ = 0;
+};
+
+class ScaleKernel : public OpKernel {
+ public:
+  absl::Status Init(const OpDesc& op) override {
+    ASSIGN_OR_RETURN(scale_, GetAttr<double>(op.attrs, "scale", op.type));
+    return absl::OkStatus();
+  }
+  absl::Status Compute(KernelContext* ctx) override {
+    ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
+    ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", x->dtype(), x->shape()));
+    const float* in = x->data<float>();
+    float* o = out->data<float>();
+    const int64_t n = x->NumElements();
+    const float s = static_cast<float>(scale_);
+    Cap()->Enqueue({in, o}, [=] {
+      for (int64_t i = 0; i < n; ++i) o[i] = s * in[i];
+    });
+    return absl::OkStatus();
+  }
+
+ private:
+  double scale_ = 1;
+};
+
+class AddKernel : public OpKernel {
+ public:
+  absl::Status Compute(KernelContext* ctx) override {
+    ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
+    ASSIGN_OR_RETURN(const Tensor* y, ctx->InputTensor("Y"));
+    ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", x->dtype(), x->shape()));
+    const float* a = x->data<float>();
+    const float* b = y->data<float>();
+    float* o = out->data<float>();
+    const int64_t n = x->NumElements();
+    Cap()->Enqueue({a, b, o}, [=] {
+      for (int64_t i = 0; i < n; ++i) o[i] = a[i] + b[i];
+    });
+    return absl::OkStatus();
+  }
+};
+
+// Param -= lr * Grad in place; lr read on the host at launch time, as a
+// CUDA kernel argument.
+class SgdKernel : public OpKernel {
+ public:
+  absl::Status Compute(KernelContext* ctx) override {
+    ASSIGN_OR_RETURN(const Tensor* param, ctx->InputTensor("Param"));
+    ASSIGN_OR_RETURN(const Tensor* grad, ctx->InputTensor("Grad"));
+    ASSIGN_OR_RETURN(const Tensor* lr, ctx->InputTensor("LearningRate"));
+    float* p = param->data<float>();
+    const float* g = grad->data<float>();
+    const float rate = lr->data<float>()[0];
+    const int64_t n = param->NumElements();
+    Cap()->Enqueue({p, g}, [=] {
+      for (int64_t i = 0; i < n; ++i) p[i] -= rate * g[i];
+    });
+    return ctx->SetOutput("ParamOut", *param);
+  }
+};
+
+// Out = sum(X) / n, but validates X on the host first (a synchronous read,
+// like a kernel checking ids): it cannot be captured.
+class MeanKernel : public OpKernel {
+ public:
+  absl::Status Compute(KernelContext* ctx) override {
+    ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
+    std::vector<float> host(x->NumElements());
+    RETURN_IF_ERROR(ctx->device()->Copy(CopyKind::kDeviceToHost, host.data(), x->raw_data(),
+                                        x->NumBytes()));
+    ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", x->dtype(), Shape({1})));
+    const float* in = x->data<float>();
+    float* o = out->data<float>();
+    const int64_t n = x->NumElements();
+    Cap()->Enqueue({in, o}, [=] {
+      float sum = 0;
+      for (int64_t i = 0; i < n; ++i) sum += in[i];
+      o[0] = sum / n;
+    });
+    return absl::OkStatus();
+  }
+};
+
+REGISTER_KERNEL(KernelDef("fill_constant", "capdev"), FillKernel);
+REGISTER_KERNEL(KernelDef("scale", "capdev"), ScaleKernel);
+REGISTER_KERNEL(KernelDef("elementwise_add", "capdev"), AddKernel);
+REGISTER_KERNEL(KernelDef("sgd", "capdev").HostMemory("LearningRate"), SgdKernel);
+REGISTER_KERNEL(KernelDef("mean", "capdev"), MeanKernel);
+
+Place CapPlace() { return Place(CapFactory::CapType(), 0); }
+
+Tensor Floats(std::vector<float> v) {
+  return Tensor::FromVector<float>(Shape({static_cast<int64_t>(v.size())}), v);
+}
+
+std::vector<float> Values(const Tensor& t) {
+  const float* p = t.data<float>();
+  return std::vector<float>(p, p + t.NumElements());
+}
+
+std::vector<float> Feed(int step, int n = 4) {
+  std::vector<float> v(n);
+  for (int i = 0; i < n; ++i) v[i] = 0.25f * (step + 1) + i;
+  return v;
+}
+
+// x -> z = 2x + w (+ mean(z) when `with_mean`), then w -= lr * z: a
+// training-like step whose parameter changes every run.
+struct Model {
+  explicit Model(bool with_mean = false, bool host_scale = false) {
+    Var x = b.Data("x", DataType::kFloat32, Shape({4}));
+    Var w = b.CreateParameter("w", DataType::kFloat32, Shape({4}), Initializer::Constant(0.5));
+    {
+      auto host = b.device_guard("cpu");  // read by sgd as a HostMemory argument
+      b.CreatePersistableConstant("lr", DataType::kFloat32, Shape({1}), 0.125);
+    }
+    Var y;
+    if (host_scale) {
+      auto guard = b.device_guard("cpu");
+      y = b.Scale(x, 2.0);
+    } else {
+      y = b.Scale(x, 2.0);
+    }
+    z = b.ElementwiseAdd(y, w);
+    if (with_mean) fetches.push_back(b.Mean(z).name);
+    OpDesc sgd;
+    sgd.type = "sgd";
+    sgd.inputs = {{"Param", {w.name}}, {"Grad", {z.name}}, {"LearningRate", {"lr"}}};
+    sgd.outputs = {{"ParamOut", {w.name}}};
+    b.main_program().block().AppendOp(std::move(sgd));
+    fetches.insert(fetches.begin(), z.name);
+  }
+  ProgramBuilder b;
+  Var z;
+  std::vector<std::string> fetches;
+};
+
+// One executor, scope and plan over a Model.
+struct Runner {
+  Runner(Model* m, bool capture) {
+    ExecutorOptions options;
+    options.capture_graphs = capture;
+    exe = std::make_unique<Executor>(CapPlace(), options);
+    EXPECT_OK(m->b.status());
+    EXPECT_OK(exe->Run(m->b.startup_program(), &scope).status());
+    plan = *exe->Prepare(m->b.main_program(), scope, {"x"}, m->fetches);
+  }
+  std::vector<Tensor> Step(const std::vector<float>& x, RunStats* stats) {
+    absl::StatusOr<std::vector<Tensor>> out = exe->Run(plan.get(), &scope, {{"x", Floats(x)}}, stats);
+    EXPECT_OK(out.status());
+    return out.ok() ? *out : std::vector<Tensor>();
+  }
+  std::vector<float> W() { return Values(*CopyTensorTo(scope.Var("w")->tensor(), CPUPlace())); }
+
+  std::unique_ptr<Executor> exe;
+  Scope scope;
+  std::unique_ptr<Plan> plan;
+};
+
+TEST(GraphCaptureTest, ReplaysMatchEagerRunsWithNewFeedsEachStep) {
+  Model m;
+  Runner eager(&m, false), graph(&m, true);
+  const int captures = Cap()->captures(), launches = Cap()->launches();
+  for (int step = 0; step < 20; ++step) {
+    RunStats es, gs;
+    std::vector<Tensor> e = eager.Step(Feed(step), &es);
+    std::vector<Tensor> g = graph.Step(Feed(step), &gs);
+    ASSERT_EQ(g.size(), 1u);
+    EXPECT_THAT(Values(g[0]), ElementsAreArray(Values(e[0]))) << "step " << step;
+    EXPECT_THAT(graph.W(), ElementsAreArray(eager.W())) << "step " << step;
+    EXPECT_EQ(gs.captured, step == 1) << "step " << step;
+    EXPECT_EQ(gs.replayed, step >= 1) << "step " << step;
+    EXPECT_FALSE(es.replayed);
+    // The graph's copies and ops are the plan's: they happen inside it.
+    EXPECT_EQ(gs.copies_h2d, es.copies_h2d);
+    EXPECT_EQ(gs.copies_h2d, 1);
+    EXPECT_EQ(gs.ops, es.ops);
+    EXPECT_EQ(gs.ledger.size(), es.ledger.size());
+    EXPECT_EQ(gs.fetch_copies, 1);
+  }
+  EXPECT_EQ(Cap()->captures() - captures, 1);
+  EXPECT_EQ(Cap()->launches() - launches, 19);
+  EXPECT_EQ(Cap()->dead_accesses(), 0);
+  EXPECT_TRUE(graph.plan->graph_fallback_reason().empty());
+  // The parameter moved: the replays updated it.
+  EXPECT_NE(graph.W()[0], 0.5f);
+}
+
+TEST(GraphCaptureTest, ReplaysAllocateNoDeviceMemory) {
+  Model m;
+  Runner graph(&m, true);
+  RunStats stats;
+  graph.Step(Feed(0), &stats);
+  graph.Step(Feed(1), &stats);
+  const int64_t allocs = Cap()->allocs();
+  for (int step = 2; step < 6; ++step) graph.Step(Feed(step), &stats);
+  EXPECT_TRUE(stats.replayed);
+  EXPECT_EQ(Cap()->allocs(), allocs);
+}
+
+TEST(GraphCaptureTest, ChangedLearningRateIsCapturedAgain) {
+  Model m;
+  Runner eager(&m, false), graph(&m, true);
+  const int captures = Cap()->captures();
+  for (int step = 0; step < 6; ++step) {
+    if (step == 4) {
+      for (Runner* r : {&eager, &graph}) r->scope.Var("lr")->mutable_tensor()->data<float>()[0] = 0.5f;
+    }
+    RunStats es, gs;
+    std::vector<Tensor> e = eager.Step(Feed(step), &es);
+    std::vector<Tensor> g = graph.Step(Feed(step), &gs);
+    EXPECT_THAT(Values(g[0]), ElementsAreArray(Values(e[0]))) << "step " << step;
+    EXPECT_THAT(graph.W(), ElementsAreArray(eager.W())) << "step " << step;
+    EXPECT_EQ(gs.captured, step == 1 || step == 4) << "step " << step;
+  }
+  EXPECT_EQ(Cap()->captures() - captures, 2);
+}
+
+TEST(GraphCaptureTest, ChangedFeedShapeIsCapturedAgain) {
+  ProgramBuilder b;
+  Var x = b.Data("x", DataType::kFloat32, Shape({-1}));
+  Var y = b.Scale(x, 3.0);
+  ExecutorOptions options;
+  options.capture_graphs = true;
+  Executor exe(CapPlace(), options);
+  Scope scope;
+  ASSERT_OK_AND_ASSIGN(auto plan, exe.Prepare(b.main_program(), scope, {"x"}, {y.name}));
+  const std::vector<std::vector<float>> feeds = {{1, 2}, {3, 4}, {5, 6}, {1, 2, 3}, {4, 5, 6}};
+  const std::vector<bool> captured = {false, true, false, true, false};
+  for (size_t i = 0; i < feeds.size(); ++i) {
+    RunStats stats;
+    ASSERT_OK_AND_ASSIGN(auto out, exe.Run(plan.get(), &scope, {{"x", Floats(feeds[i])}}, &stats));
+    std::vector<float> want;
+    for (float v : feeds[i]) want.push_back(3 * v);
+    EXPECT_THAT(Values(out[0]), ElementsAreArray(want)) << "run " << i;
+    EXPECT_EQ(stats.captured, captured[i]) << "run " << i;
+    EXPECT_EQ(stats.replayed, i >= 1) << "run " << i;
+  }
+}
+
+TEST(GraphCaptureTest, HostKernelInTheStepRunsEagerly) {
+  Model m(/*with_mean=*/false, /*host_scale=*/true);
+  Runner eager(&m, false), graph(&m, true);
+  const int captures = Cap()->captures();
+  for (int step = 0; step < 3; ++step) {
+    RunStats es, gs;
+    std::vector<Tensor> e = eager.Step(Feed(step), &es);
+    std::vector<Tensor> g = graph.Step(Feed(step), &gs);
+    EXPECT_THAT(Values(g[0]), ElementsAreArray(Values(e[0])));
+    EXPECT_FALSE(gs.replayed);
+  }
+  EXPECT_EQ(graph.plan->graph_fallback_reason(),
+            "step #0 'scale' on cpu is a host kernel; only device work can be captured");
+  EXPECT_EQ(Cap()->captures(), captures);
+}
+
+TEST(GraphCaptureTest, KernelReadingDeviceValuesOnTheHostFallsBackAtCapture) {
+  Model m(/*with_mean=*/true);
+  Runner eager(&m, false), graph(&m, true);
+  for (int step = 0; step < 4; ++step) {
+    RunStats es, gs;
+    std::vector<Tensor> e = eager.Step(Feed(step), &es);
+    std::vector<Tensor> g = graph.Step(Feed(step), &gs);
+    ASSERT_EQ(g.size(), 2u);
+    EXPECT_THAT(Values(g[1]), ElementsAreArray(Values(e[1]))) << "step " << step;
+    EXPECT_THAT(graph.W(), ElementsAreArray(eager.W())) << "step " << step;
+    EXPECT_FALSE(gs.replayed);
+    EXPECT_EQ(gs.ops, es.ops);
+  }
+  EXPECT_EQ(graph.plan->graph_fallback_reason(), "op 'mean' (#3) on capdev:0: Copy while capturing");
+}
+
+TEST(GraphCaptureTest, HostOnlyPlanAndDeviceWithoutCaptureRunEagerly) {
+  ProgramBuilder b;
+  Var x = b.Data("x", DataType::kFloat32, Shape({2}));
+  Var y = b.Scale(x, 3.0);
+  ExecutorOptions options;
+  options.capture_graphs = true;
+  for (const Place& place : {CPUPlace(), Place(*ParsePlace("sim:0"))}) {
+    Executor exe(place, options);
+    Scope scope;
+    ASSERT_OK_AND_ASSIGN(auto plan, exe.Prepare(b.main_program(), scope, {"x"}, {y.name}));
+    for (int run = 0; run < 3; ++run) {
+      RunStats stats;
+      ASSERT_OK_AND_ASSIGN(auto out, exe.Run(plan.get(), &scope, {{"x", Floats({1, 2})}}, &stats));
+      EXPECT_THAT(Values(out[0]), ElementsAreArray({3.0f, 6.0f}));
+      EXPECT_FALSE(stats.replayed);
+    }
+    EXPECT_EQ(plan->graph_fallback_reason(), place.is_host()
+                                                 ? "the plan has no device work to capture"
+                                                 : "sim:0 does not support graph capture");
+  }
+}
+
+class SpanCounter : public ExecutionObserver {
+ public:
+  void OnOpBegin(const OpEvent& e) override { types.push_back(e.op->type); }
+  std::vector<std::string> types;
+};
+
+TEST(GraphCaptureTest, ObserversSeeOneGraphLaunchSpanPerReplay) {
+  Model m;
+  Runner graph(&m, true);
+  RunStats stats;
+  graph.Step(Feed(0), &stats);
+  graph.Step(Feed(1), &stats);
+  SpanCounter spans;
+  SetExecutionObserver(&spans);
+  graph.Step(Feed(2), &stats);
+  SetExecutionObserver(nullptr);
+  EXPECT_THAT(spans.types, ElementsAreArray({"graph_launch"}));
+}
+
+}  // namespace
+}  // namespace tandem
