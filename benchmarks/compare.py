@@ -22,6 +22,7 @@ GOALS = {
     "dispatch/cpu": ("us_per_op", "<= 0.5 us"),
     "mlp/4x1024_b4096_step": ("us", ">= PyTorch"),
     "mlp/4x1024_b4096_tflops": ("TFLOP/s", ">= 95% of cuBLAS SGEMM"),
+    "sgemm/4096x1024x1024_tflops": ("TFLOP/s", "reference for the mlp goal"),
     "embedding_cpu/sparse_lookup_sgd_150d": ("rows/s", ">= 40 M rows/s"),
 }
 
@@ -34,6 +35,7 @@ def load_ours(path):
         if b.get("aggregate_name") not in (None, "median"):
             continue
         name = re.sub(r"_median$", "", b.get("run_name", name))
+        name = re.sub(r"/real_time$", "", name)
         if "error_occurred" in b and b["error_occurred"]:
             continue
         if name.startswith("dispatch/"):
@@ -45,6 +47,8 @@ def load_ours(path):
         else:
             scale = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}[b.get("time_unit", "ns")]
             out[name] = (b["real_time"] * scale, "us")
+        if "tflops" in b:  # mlp/..._step -> mlp/..._tflops, sgemm/MxKxN -> sgemm/MxKxN_tflops
+            out[re.sub(r"_step$", "", name) + "_tflops"] = (b["tflops"], "TFLOP/s")
         for key in ("h2d_per_iter", "d2h_per_iter"):
             if key in b:
                 out.setdefault("_copies", {})[name] = (b.get("h2d_per_iter", 0), b.get("d2h_per_iter", 0))
@@ -64,6 +68,17 @@ def fmt(v):
     if v is None:
         return "—"
     return f"{v:.3g}" if abs(v) < 1e4 else f"{v:.3e}"
+
+
+def sgemm_share(name, ours):
+    """For mlp[_<place>]/4x1024_b<B>_tflops: "Tandem at N% of its sgemm
+    row" (sgemm[_<place>]/<B>x1024x1024_tflops), the goal's ratio, when
+    both rows are there."""
+    m = re.match(r"mlp(_\w+)?/4x1024_b(\d+)_tflops$", name)
+    sgemm = ours.get(f"sgemm{m.group(1) or ''}/{m.group(2)}x1024x1024_tflops") if m else None
+    if name not in ours or not sgemm:
+        return ""
+    return f"Tandem at {100 * ours[name][0] / sgemm[0]:.0f}% of its sgemm row"
 
 
 def main():
@@ -90,7 +105,7 @@ def main():
         for _, d in peers:
             pv = d.get(n, (None,))[0]
             row.append(fmt(mine[0] / pv) if mine[0] is not None and pv else "—")
-        row.append(GOALS.get(n, ("", ""))[1])
+        row.append("; ".join(t for t in (GOALS.get(n, ("", ""))[1], sgemm_share(n, ours)) if t))
         print("| " + " | ".join(row) + " |")
 
 

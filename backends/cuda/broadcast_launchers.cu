@@ -58,10 +58,14 @@ __global__ void SameKernel(Op op, const T* x, const T* y, T* out, int64_t n) {
   TANDEM_GRID_LOOP(i, n) { out[i] = op(x[i], y[i]); }
 }
 
-template <typename T, typename Op>
-__global__ void RowKernel(Op op, const T* full, const T* row, bool row_is_x, T* out, int64_t n,
-                          int64_t cols) {
-  TANDEM_GRID_LOOP(i, n) {
+// Index: uint32_t when n fits (a 64-bit i % cols is a long instruction
+// sequence per element of, e.g., fc's bias add; a 32-bit one is short),
+// else int64_t.
+template <typename T, typename Index, typename Op>
+__global__ void RowKernel(Op op, const T* full, const T* row, bool row_is_x, T* out, Index n,
+                          Index cols) {
+  for (Index i = blockIdx.x * Index{blockDim.x} + threadIdx.x; i < n;
+       i += Index{blockDim.x} * gridDim.x) {
     const T r = row[i % cols];
     out[i] = row_is_x ? op(r, full[i]) : op(full[i], r);
   }
@@ -179,6 +183,49 @@ __global__ void ReduceBlockKernel(const T* in, T* out, ReduceGeometry g) {
   }
 }
 
+// Column sums of a contiguous [rows, cols] matrix (a bias gradient: the
+// leading dims summed, the trailing ones kept), divided by `divisor`. A
+// block takes kColumnTile adjacent columns with kColumnThreads /
+// kColumnTile row lanes, so a warp reads whole 32-byte sectors and a block
+// keeps many loads in flight; the lanes' sums are added in shared memory
+// in a fixed tree order (deterministic).
+constexpr int kColumnTile = 8;
+constexpr int kColumnThreads = 1024;
+
+template <typename T>
+__global__ void __launch_bounds__(kColumnThreads)
+    ColumnSumKernel(const T* in, T* out, int64_t rows, int64_t cols, int64_t divisor) {
+  using Acc = typename Accumulator<T>::type;
+  constexpr int kLanes = kColumnThreads / kColumnTile;
+  __shared__ Acc partial[kLanes][kColumnTile];
+  const int c = threadIdx.x % kColumnTile, lane = threadIdx.x / kColumnTile;
+  for (int64_t first = blockIdx.x * int64_t{kColumnTile}; first < cols;
+       first += int64_t{kColumnTile} * gridDim.x) {
+    const int64_t col = first + c;
+    Acc acc = 0;
+    if (col < cols) {
+      const T* p = in + lane * cols + col;
+      const int64_t step = kLanes * cols;
+#pragma unroll 4
+      for (int64_t r = lane; r < rows; r += kLanes, p += step) acc += *p;
+    }
+    partial[lane][c] = acc;
+    __syncthreads();
+    for (int width = kLanes / 2; width > 0; width /= 2) {
+      if (lane < width) partial[lane][c] += partial[lane + width][c];
+      __syncthreads();
+    }
+    if (lane == 0 && col < cols) out[col] = static_cast<T>(partial[0][c]) / static_cast<T>(divisor);
+    __syncthreads();  // partial[0] is read before the next tile reuses it
+  }
+}
+
+// Whether `g` sums the rows of a [reduce_count, out_count] matrix.
+bool IsColumnSum(const ReduceGeometry& g) {
+  return g.keep_rank == 1 && g.reduce_rank == 1 && g.keep_strides[0] == 1 &&
+         g.reduce_strides[0] == g.keep_dims[0];
+}
+
 #undef TANDEM_GRID_LOOP
 
 }  // namespace
@@ -197,8 +244,16 @@ template <typename T>
 cudaError_t LaunchBinaryRow(ElementwiseOp op, const T* full, const T* row, bool row_is_x, T* out,
                             int64_t n, int64_t cols, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
+  // n + the grid's stride (<= kMaxBlocks * kThreads) must fit the index.
+  const bool narrow = n <= int64_t{INT32_MAX};
   WithOp(op, [&](auto apply) {
-    RowKernel<T><<<Blocks(n), kThreads, 0, stream>>>(apply, full, row, row_is_x, out, n, cols);
+    if (narrow) {
+      RowKernel<T, uint32_t><<<Blocks(n), kThreads, 0, stream>>>(
+          apply, full, row, row_is_x, out, static_cast<uint32_t>(n), static_cast<uint32_t>(cols));
+    } else {
+      RowKernel<T, int64_t><<<Blocks(n), kThreads, 0, stream>>>(apply, full, row, row_is_x, out,
+                                                                  n, cols);
+    }
   });
   return cudaGetLastError();
 }
@@ -227,7 +282,12 @@ cudaError_t LaunchBroadcastDivide(const T* in, T* out, const AddGeometry& g, int
 template <typename T>
 cudaError_t LaunchReduceSum(const T* in, T* out, const ReduceGeometry& g, cudaStream_t stream) {
   if (g.out_count == 0) return cudaSuccess;
-  if (g.reduce_count >= kBlockReduceMin) {
+  if (g.reduce_count >= kBlockReduceMin && IsColumnSum(g)) {
+    const int64_t tiles = (g.out_count + kColumnTile - 1) / kColumnTile;
+    ColumnSumKernel<T><<<static_cast<int>(tiles < kMaxBlocks ? tiles : kMaxBlocks),
+                         kColumnThreads, 0, stream>>>(in, out, g.reduce_count, g.out_count,
+                                                      g.divisor);
+  } else if (g.reduce_count >= kBlockReduceMin) {
     const int blocks = static_cast<int>(g.out_count < kMaxBlocks ? g.out_count : kMaxBlocks);
     ReduceBlockKernel<T><<<blocks, kThreads, 0, stream>>>(in, out, g);
   } else {

@@ -79,7 +79,9 @@ cudaError_t LaunchBroadcastDivide(const T* in, T* out, const AddGeometry& g, int
                                   cudaStream_t stream);
 // out = sum of `in` as described by `g`. Float sums accumulate in double,
 // int32 in int64; one block per output element for long sums (a tree sum in
-// shared memory), one thread per output element for short ones.
+// shared memory), one thread per output element for short ones, and for
+// long column sums (the rows of a matrix summed, as for a bias gradient) a
+// block per 8 columns reading whole rows of them.
 template <typename T>
 cudaError_t LaunchReduceSum(const T* in, T* out, const ReduceGeometry& g, cudaStream_t stream);
 

@@ -135,6 +135,9 @@ def copies(quick):
 
 
 def mlp(iters, batch=4096, width=1024):
+    # float32 as ours: no TF32 (PyTorch's default, stated so the rows cannot
+    # silently change meaning).
+    torch.backends.cuda.matmul.allow_tf32 = False
     layers = []
     for _ in range(4):
         layers += [torch.nn.Linear(width, width), torch.nn.ReLU()]
@@ -153,6 +156,18 @@ def mlp(iters, batch=4096, width=1024):
     flops = 3 * 2 * batch * width * width * 4
     metric("mlp/4x1024_b4096_step", t, "us")
     metric("mlp/4x1024_b4096_tflops", flops / t / 1e6, "TFLOP/s")
+
+
+def sgemm(iters, m=4096, k=1024, n=1024):
+    """One float32 [m, k] x [k, n] product (TF32 off), as tandem_benchmark's
+    sgemm row (one `mul` op): the cuBLAS reference of the mlp goal."""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    a = torch.randn(m, k, device="cuda")
+    b = torch.randn(k, n, device="cuda")
+    c = torch.empty(m, n, device="cuda")
+    t = timeit(lambda: torch.mm(a, b, out=c), iters)
+    metric(f"sgemm/{m}x{k}x{n}", t, "us")
+    metric(f"sgemm/{m}x{k}x{n}_tflops", 2 * m * k * n / t / 1e6, "TFLOP/s")
 
 
 def embedding_cpu(rows, iters):
@@ -207,6 +222,7 @@ def main():
     workload1(args.rows, 4096, it)
     copies(args.quick)
     mlp(max(it // 4, 5))
+    sgemm(it)
     embedding_cpu(min(args.rows, 1_000_000), max(it // 20, 3))
 
 

@@ -1,0 +1,140 @@
+// The MLP training-step and SGEMM rows of tandem_benchmark (issue 6: "the
+// 4 x Linear(1024) MLP training step at batch 4096: >= 95% of cuBLAS SGEMM
+// throughput, and at least PyTorch's").
+//
+//   TANDEM_BENCH_PLACES=gpu:0 tandem_benchmark --benchmark_filter='mlp|sgemm'
+//   TANDEM_BENCH_MLP_BATCH=64 TANDEM_BENCH_PLACES=cpu tandem_benchmark --benchmark_filter=mlp_cpu
+//
+// Rows, per place (the GPU's names have no place suffix: they are the names
+// benchmarks/peers/torch_bench.py prints; B is TANDEM_BENCH_MLP_BATCH,
+// default 4096):
+//   mlp[_<place>]/4x1024_b<B>_step     us per training step, counter tflops
+//   sgemm[_<place>]/<B>x1024x1024      us per `mul` op, counter tflops
+// Both use real time (Google Benchmark appends "/real_time" to the names;
+// compare.py drops it) and compare.py turns each tflops counter into a
+// "<name minus _step>_tflops" row. The model is torch_bench.py's mlp(): 4 fc layers of width 1024 with
+// bias, relu between them (not after the last), loss mean((out - y)^2),
+// plain SGD lr 0.01; one step does 3 products of 2 * B * 1024 * 1024 flops
+// per layer (the peer counts the first layer's unneeded input gradient too,
+// and so do we: the same constant on both sides). As in the peer, x and y
+// are random tensors already on the device (uploaded once before timing):
+// a step copies nothing.
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "benchmark/benchmark.h"
+#include "benchmarks/bench_util.h"
+#include "framework/backward/optimizer.h"
+#include "framework/base/status_macros.h"
+#include "framework/device/device_registry.h"
+#include "framework/memory/cpu_allocator.h"
+
+namespace tandem {
+namespace {
+
+using bench::Fail;
+using bench::Prepared;
+using bench::ReportCopies;
+
+constexpr int64_t kWidth = 1024;
+constexpr int kLayers = 4;
+
+int64_t MlpBatch() { return bench::EnvInt("TANDEM_BENCH_MLP_BATCH", 4096); }
+
+// A persistable [rows, kWidth] float32 variable on the executor's place,
+// created by the startup program; RunSteps fills it with FillRandom.
+Var RandomInput(const std::string& name, int64_t rows, Prepared* p) {
+  return p->builder.CreatePersistableConstant(name, DataType::kFloat32, Shape({rows, kWidth}), 0);
+}
+
+// Overwrites the scope's tensor `name` with normal(0, 1) values drawn from
+// `seed` on the host (one copy to its place).
+absl::Status FillRandom(const std::string& name, uint64_t seed, Scope* scope) {
+  Variable* v = scope->Find(name);
+  if (v == nullptr || !v->is_tensor()) {
+    return absl::InternalError(absl::StrCat("mlp benchmark: variable '", name, "' is missing"));
+  }
+  Tensor* t = v->mutable_tensor();
+  ASSIGN_OR_RETURN(Tensor host,
+                   Tensor::Allocate(CpuAllocator::Default(), DataType::kFloat32, t->shape()));
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (int64_t i = 0; i < host.NumElements(); ++i) host.data<float>()[i] = normal(rng);
+  if (t->place().is_host()) {
+    std::memcpy(t->raw_data(), host.raw_data(), host.NumBytes());
+    return absl::OkStatus();
+  }
+  ASSIGN_OR_RETURN(Device * device, DeviceRegistry::Global().GetDevice(t->place()));
+  return device->Copy(CopyKind::kHostToDevice, t->raw_data(), host.raw_data(), host.NumBytes());
+}
+
+// Runs `p`'s startup program, fills `inputs` with random values, prepares
+// the main program (no feeds, no fetches) and times one run per iteration.
+void RunSteps(benchmark::State& state, Prepared* p, const std::vector<std::string>& inputs,
+              double flops_per_run) {
+  if (!p->builder.status().ok()) return Fail(state, p->builder.status());
+  if (absl::Status s = p->exe.Run(p->builder.startup_program(), &p->scope).status(); !s.ok()) {
+    return Fail(state, s);
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (absl::Status s = FillRandom(inputs[i], i + 1, &p->scope); !s.ok()) return Fail(state, s);
+  }
+  auto plan = p->exe.Prepare(p->builder.main_program(), p->scope, {}, {});
+  if (!plan.ok()) return Fail(state, plan.status());
+  RunStats stats;
+  for (auto _ : state) {
+    absl::StatusOr<std::vector<Tensor>> r = p->exe.Run(plan->get(), &p->scope, {}, &stats);
+    if (!r.ok()) return Fail(state, r.status());
+  }
+  state.counters["tflops"] =
+      benchmark::Counter(flops_per_run * 1e-12, benchmark::Counter::kIsIterationInvariantRate);
+  ReportCopies(state, stats);
+}
+
+// mlp[_<place>]/4x1024_b<B>_step: one training step (see the file comment).
+void BM_MlpStep(benchmark::State& state, Place place, int64_t batch) {
+  Prepared p(place);
+  ProgramBuilder& b = p.builder;
+  Var h = RandomInput("mlp_x", batch, &p);
+  Var y = RandomInput("mlp_y", batch, &p);
+  for (int layer = 0; layer < kLayers; ++layer) {
+    h = b.Fc(h, kWidth, /*in_num_col_dims=*/1, /*with_bias=*/true, absl::StrCat("mlp_fc", layer));
+    if (layer + 1 < kLayers) h = b.Relu(h);
+  }
+  Var loss = b.Mean(b.SquareErrorCost(h, y));
+  SGD sgd(/*learning_rate=*/0.01);
+  if (absl::Status s = sgd.Minimize(&b, loss); !s.ok()) return Fail(state, s);
+  RunSteps(state, &p, {"mlp_x", "mlp_y"}, 3.0 * 2 * batch * kWidth * kWidth * kLayers);
+}
+
+// sgemm[_<place>]/<B>x1024x1024: one float32 `mul` op, out = x * w.
+void BM_Sgemm(benchmark::State& state, Place place, int64_t batch) {
+  Prepared p(place);
+  Var x = RandomInput("sgemm_x", batch, &p);
+  Var w = RandomInput("sgemm_w", kWidth, &p);
+  p.builder.Mul(x, w);
+  RunSteps(state, &p, {"sgemm_x", "sgemm_w"}, 2.0 * batch * kWidth * kWidth);
+}
+
+void RegisterMlpBenchmarks() {
+  const int64_t batch = MlpBatch();
+  for (const Place& place : bench::BenchPlaces()) {
+    const std::string p = place.is_host() ? "cpu" : place.type().name();
+    const std::string suffix = p == "gpu" ? "" : absl::StrCat("_", p);
+    benchmark::RegisterBenchmark(
+        absl::StrCat("mlp", suffix, "/4x1024_b", batch, "_step").c_str(), BM_MlpStep, place, batch)
+        ->Unit(benchmark::kMicrosecond)
+        ->UseRealTime();
+    benchmark::RegisterBenchmark(
+        absl::StrCat("sgemm", suffix, "/", batch, "x1024x1024").c_str(), BM_Sgemm, place, batch)
+        ->Unit(benchmark::kMicrosecond)
+        ->UseRealTime();
+  }
+}
+TANDEM_BENCHMARK_REGISTRAR(RegisterMlpBenchmarks);
+
+}  // namespace
+}  // namespace tandem
