@@ -108,8 +108,12 @@ void CachingAllocator::Deallocate(void* ptr, size_t bytes) {
         << ") of a pointer this allocator did not hand out (double free?)";
     DCHECK_EQ(it->second.requested, bytes) << name_ << ": size mismatch";
     requested = it->second.requested;
-    free_.emplace(it->second.size, ptr);
-    cached_ += it->second.size;
+    if (holding_ > 0) {
+      held_.push_back({ptr, it->second.size});
+    } else {
+      free_.emplace(it->second.size, ptr);
+      cached_ += it->second.size;
+    }
     allocated_.erase(it);
   }
   stats_.Release(requested);
@@ -125,6 +129,26 @@ void CachingAllocator::EmptyCache() {
     stats_.set_bytes_reserved(reserved_);
   }
   for (const auto& [size, ptr] : blocks) raw_->Free(ptr, size);
+}
+
+void CachingAllocator::BeginHolding() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++holding_;
+}
+
+std::vector<CachingAllocator::HeldBlock> CachingAllocator::EndHolding() {
+  std::lock_guard<std::mutex> lock(mu_);
+  CHECK_GT(holding_, 0) << name_ << ": EndHolding without BeginHolding";
+  --holding_;
+  return std::exchange(held_, {});
+}
+
+void CachingAllocator::ReleaseHeld(const std::vector<HeldBlock>& blocks) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const HeldBlock& b : blocks) {
+    free_.emplace(b.size, b.ptr);
+    cached_ += b.size;
+  }
 }
 
 int64_t CachingAllocator::cached_bytes() const {

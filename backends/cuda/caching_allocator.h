@@ -37,6 +37,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "framework/memory/allocator.h"
@@ -86,6 +87,19 @@ class CachingAllocator final : public Allocator {
 
   // Returns every cached block to the raw source.
   void EmptyCache();
+
+  // For graph capture (cuda_graph.h): between BeginHolding and EndHolding,
+  // deallocated blocks are set aside instead of cached, so that nothing else
+  // gets memory a captured graph may still use. EndHolding hands them to the
+  // caller, which gives them back with ReleaseHeld once the graph is gone.
+  // Set-aside blocks count as reserved, not as cached or in use.
+  struct HeldBlock {
+    void* ptr;
+    size_t size;  // rounded size
+  };
+  void BeginHolding();
+  std::vector<HeldBlock> EndHolding();
+  void ReleaseHeld(const std::vector<HeldBlock>& blocks);
   // Bytes held in cached (free) blocks.
   int64_t cached_bytes() const;
 
@@ -108,6 +122,8 @@ class CachingAllocator final : public Allocator {
   std::unordered_map<void*, Block> allocated_;  // guarded by mu_
   int64_t cached_ = 0;                          // guarded by mu_
   int64_t reserved_ = 0;                        // guarded by mu_
+  int holding_ = 0;                             // guarded by mu_; BeginHolding depth
+  std::vector<HeldBlock> held_;                 // guarded by mu_
 };
 
 }  // namespace cuda

@@ -76,6 +76,33 @@ TEST(CachingAllocator, ReusesFreedBlocks) {
   a->Deallocate(q, 900);
 }
 
+TEST(CachingAllocator, BlocksFreedWhileHoldingAreNotReusedUntilReleased) {
+  RawCounters c;
+  auto a = Make(&c);
+  ASSERT_OK_AND_ASSIGN(void* before, a->Allocate(1000));
+  a->BeginHolding();
+  ASSERT_OK_AND_ASSIGN(void* p, a->Allocate(1000));
+  a->Deallocate(p, 1000);
+  a->Deallocate(before, 1000);
+  const std::vector<CachingAllocator::HeldBlock> held = a->EndHolding();
+  ASSERT_EQ(held.size(), 2u);
+  EXPECT_EQ(held[0].ptr, p);
+  EXPECT_EQ(held[0].size, 1024u);
+  EXPECT_EQ(a->cached_bytes(), 0);
+  ASSERT_OK_AND_ASSIGN(void* q, a->Allocate(1000));  // a new block, not p or before
+  EXPECT_NE(q, p);
+  EXPECT_NE(q, before);
+  EXPECT_EQ(c.allocs, 3);
+  a->EmptyCache();  // held blocks are not the cache's to free
+  EXPECT_EQ(c.frees, 0);
+  a->ReleaseHeld(held);
+  EXPECT_EQ(a->cached_bytes(), 2048);
+  ASSERT_OK_AND_ASSIGN(void* r, a->Allocate(1000));
+  EXPECT_TRUE(r == p || r == before);
+  a->Deallocate(q, 1000);
+  a->Deallocate(r, 1000);
+}
+
 TEST(CachingAllocator, BestFitWithBoundedWaste) {
   RawCounters c;
   auto a = Make(&c);

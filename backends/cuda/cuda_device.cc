@@ -191,12 +191,12 @@ absl::Status CudaDevice::CopyAsync(CopyKind kind, void* dst, const void* src, si
 }
 
 absl::Status CudaDevice::BeginCapture(Stream* stream) {
-  return BeginCudaCapture(index_, CudaStreamOf(stream));
+  return BeginCudaCapture(index_, CudaStreamOf(stream), allocator_.get());
 }
 
 absl::StatusOr<std::unique_ptr<DeviceGraph>> CudaDevice::EndCapture(Stream* stream) {
   ASSIGN_OR_RETURN(std::unique_ptr<CudaGraph> graph,
-                   CudaGraph::EndCapture(index_, CudaStreamOf(stream)));
+                   CudaGraph::EndCapture(index_, CudaStreamOf(stream), allocator_.get()));
   return std::unique_ptr<DeviceGraph>(std::move(graph));
 }
 

@@ -8,24 +8,36 @@
 namespace tandem {
 namespace cuda {
 
-absl::Status BeginCudaCapture(int device, cudaStream_t stream) {
+absl::Status BeginCudaCapture(int device, cudaStream_t stream, CachingAllocator* memory) {
   CudaDeviceGuard guard(device);
-  CUDA_RETURN_IF_ERROR(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed));
+  memory->BeginHolding();
+  const cudaError_t begun = cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed);
+  if (begun != cudaSuccess) {
+    memory->ReleaseHeld(memory->EndHolding());
+    return CudaStatus(begun, "cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed)",
+                      __FILE__, __LINE__);
+  }
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<CudaGraph>> CudaGraph::EndCapture(int device,
-                                                                 cudaStream_t stream) {
+absl::StatusOr<std::unique_ptr<CudaGraph>> CudaGraph::EndCapture(int device, cudaStream_t stream,
+                                                                 CachingAllocator* memory) {
   CudaDeviceGuard guard(device);
+  std::vector<CachingAllocator::HeldBlock> held = memory->EndHolding();
   cudaGraph_t graph = nullptr;
-  CUDA_RETURN_IF_ERROR(cudaStreamEndCapture(stream, &graph));
+  cudaError_t error = cudaStreamEndCapture(stream, &graph);
+  const char* expr = "cudaStreamEndCapture(stream, &graph)";
   cudaGraphExec_t exec = nullptr;
-  const cudaError_t instantiated = cudaGraphInstantiate(&exec, graph, 0);
-  if (instantiated != cudaSuccess) {
-    cudaGraphDestroy(graph);
-    return CudaStatus(instantiated, "cudaGraphInstantiate(&exec, graph, 0)", __FILE__, __LINE__);
+  if (error == cudaSuccess) {
+    error = cudaGraphInstantiate(&exec, graph, 0);
+    expr = "cudaGraphInstantiate(&exec, graph, 0)";
+    if (error != cudaSuccess) cudaGraphDestroy(graph);
   }
-  return std::unique_ptr<CudaGraph>(new CudaGraph(device, graph, exec));
+  if (error != cudaSuccess) {
+    memory->ReleaseHeld(held);  // no graph uses them
+    return CudaStatus(error, expr, __FILE__, __LINE__);
+  }
+  return std::unique_ptr<CudaGraph>(new CudaGraph(device, graph, exec, memory, std::move(held)));
 }
 
 CudaGraph::~CudaGraph() {
@@ -36,6 +48,7 @@ CudaGraph::~CudaGraph() {
   const absl::Status graph =
       CudaStatus(cudaGraphDestroy(graph_), "cudaGraphDestroy", __FILE__, __LINE__);
   LOG_IF(ERROR, !graph.ok()) << graph;
+  memory_->ReleaseHeld(held_);
 }
 
 absl::Status CudaGraph::Launch(Stream* stream) {

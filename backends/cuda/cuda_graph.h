@@ -1,8 +1,9 @@
 // CUDA graph capture for CudaDevice (Device::BeginCapture / EndCapture).
 //
-//   RETURN_IF_ERROR(BeginCudaCapture(gpu_index, stream));   // work is recorded
+//   RETURN_IF_ERROR(BeginCudaCapture(gpu_index, stream, memory));   // work is recorded
 //   ... kernels and cudaMemcpyAsync on `stream` ...
-//   ASSIGN_OR_RETURN(std::unique_ptr<CudaGraph> g, CudaGraph::EndCapture(gpu_index, stream));
+//   ASSIGN_OR_RETURN(std::unique_ptr<CudaGraph> g,
+//                    CudaGraph::EndCapture(gpu_index, stream, memory));
 //   RETURN_IF_ERROR(g->Launch(device->compute_stream()));  // any stream of that GPU
 //
 // Capture uses cudaStreamCaptureModeRelaxed: other threads may keep using
@@ -10,8 +11,10 @@
 // captured. What breaks a capture (a stream synchronisation, a synchronous
 // copy waiting on the capturing stream) makes the call fail and the capture
 // invalid; EndCapture then ends it and returns the error, and the GPU stays
-// usable. A CudaGraph owns its cudaGraph_t and cudaGraphExec_t (destroyed
-// with it); launches are asynchronous. Not thread-safe: one owner launches
+// usable. Device memory freed while capturing (kernel temporaries) is held
+// from `memory`'s cache for as long as the graph lives (it still uses it).
+// A CudaGraph owns its cudaGraph_t, cudaGraphExec_t and held blocks
+// (released with it); launches are asynchronous. Not thread-safe: one owner launches
 // it. Errors carry file:line (cuda_status.h).
 #ifndef TANDEM_BACKENDS_CUDA_CUDA_GRAPH_H_
 #define TANDEM_BACKENDS_CUDA_CUDA_GRAPH_H_
@@ -20,19 +23,26 @@
 
 #include <memory>
 
+#include <vector>
+
 #include "absl/status/statusor.h"
+#include "backends/cuda/caching_allocator.h"
 #include "framework/device/device.h"
 
 namespace tandem {
 namespace cuda {
 
-// Starts recording the work enqueued on `stream` of GPU `device`.
-absl::Status BeginCudaCapture(int device, cudaStream_t stream);
+// Starts recording the work enqueued on `stream` of GPU `device`, and
+// holding what `memory` (that GPU's allocator) frees meanwhile.
+absl::Status BeginCudaCapture(int device, cudaStream_t stream, CachingAllocator* memory);
 
 class CudaGraph final : public DeviceGraph {
  public:
-  // Ends the capture on `stream` and instantiates what it recorded.
-  static absl::StatusOr<std::unique_ptr<CudaGraph>> EndCapture(int device, cudaStream_t stream);
+  // Ends the capture on `stream` and instantiates what it recorded; the
+  // graph keeps the blocks `memory` held since BeginCudaCapture (on error
+  // they go back to the cache).
+  static absl::StatusOr<std::unique_ptr<CudaGraph>> EndCapture(int device, cudaStream_t stream,
+                                                               CachingAllocator* memory);
   ~CudaGraph() override;
   CudaGraph(const CudaGraph&) = delete;
   CudaGraph& operator=(const CudaGraph&) = delete;
@@ -41,11 +51,14 @@ class CudaGraph final : public DeviceGraph {
   absl::Status Launch(Stream* stream) override;
 
  private:
-  CudaGraph(int device, cudaGraph_t graph, cudaGraphExec_t exec)
-      : device_(device), graph_(graph), exec_(exec) {}
+  CudaGraph(int device, cudaGraph_t graph, cudaGraphExec_t exec, CachingAllocator* memory,
+            std::vector<CachingAllocator::HeldBlock> held)
+      : device_(device), graph_(graph), exec_(exec), memory_(memory), held_(std::move(held)) {}
   const int device_;
   const cudaGraph_t graph_;
   const cudaGraphExec_t exec_;
+  CachingAllocator* const memory_;
+  const std::vector<CachingAllocator::HeldBlock> held_;
 };
 
 }  // namespace cuda

@@ -99,8 +99,9 @@ class Device {
   // Graph capture (CUDA graphs on gpu). Between BeginCapture and EndCapture,
   // work enqueued on `stream` (kernels, async copies) is recorded instead of
   // run; synchronous copies and synchronisations of `stream` fail (and make
-  // EndCapture fail). EndCapture always ends the capture and returns the
-  // recorded work. Devices without capture return Unimplemented (default).
+  // EndCapture fail). Device memory freed meanwhile (kernel temporaries) is
+  // not handed out again while the graph lives. EndCapture always ends the
+  // capture and returns the recorded work. Devices without capture return Unimplemented (default).
   //
   //   RETURN_IF_ERROR(dev->BeginCapture(dev->compute_stream()));
   //   ... enqueue kernels and async copies ...

@@ -37,12 +37,9 @@
 // (Plan::graph_fallback_reason): host kernels or synchronous device->host
 // copies in the step, device kernels writing host outputs, steps on more
 // than one device, a device without capture, or a kernel that fails while
-// capturing (e.g. one that reads device values on the host). Limit:
-// temporaries a kernel allocates and frees inside Compute go back to the
-// device's allocator while the graph keeps using their memory; replays are
-// safe as long as nothing else keeps device data there across a replay
-// (true of a loop over one plan; a second plan run between replays on the
-// same device may not be safe).
+// capturing (e.g. one that reads device values on the host). Temporaries
+// that kernels free while capturing are the device's to keep for the graph
+// (the CUDA device holds them from its allocator's cache).
 //
 // Logging: --vmodule=executor=3 prints one line per op and per copy in the
 // reference system's format; --vmodule=executor=1 says when a plan is
