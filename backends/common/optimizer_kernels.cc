@@ -46,11 +46,17 @@ absl::Status CheckSparseGrad(const KernelContext &ctx, const UpdateArgs &a) {
 }
 
 RowGroups GroupRows(const int64_t *rows, int64_t n) {
+  std::vector<int64_t> positions(n);
+  std::iota(positions.begin(), positions.end(), int64_t{0});
+  return GroupPositions(rows, std::move(positions));
+}
+
+RowGroups GroupPositions(const int64_t *rows, std::vector<int64_t> positions) {
   RowGroups g;
-  g.order.resize(n);
-  std::iota(g.order.begin(), g.order.end(), int64_t{0});
+  g.order = std::move(positions);
   std::stable_sort(g.order.begin(), g.order.end(),
                    [rows](int64_t a, int64_t b) { return rows[a] < rows[b]; });
+  const int64_t n = static_cast<int64_t>(g.order.size());
   for (int64_t i = 0; i < n; ++i) {
     if (i == 0 || rows[g.order[i]] != rows[g.order[i - 1]]) g.starts.push_back(i);
   }

@@ -16,8 +16,8 @@
 // with ops/optimizer/shape_fns.h, update Param and its state in place
 // synchronously through the policy and never copy between places. Dense
 // updates split elements across threads; sparse (SelectedRows) updates
-// split distinct rows, so every row is written by one thread (race-free,
-// and results do not depend on the thread count). Compute is thread-safe
+// split ranges of table rows, so every row is written by one thread
+// (race-free, and results do not depend on the thread count). Compute is thread-safe
 // across kernel instances (not for one Param).
 #ifndef TANDEM_BACKENDS_COMMON_OPTIMIZER_KERNELS_H_
 #define TANDEM_BACKENDS_COMMON_OPTIMIZER_KERNELS_H_
@@ -76,34 +76,49 @@ struct RowGroups {
   int64_t size() const { return static_cast<int64_t>(starts.size()) - 1; }
 };
 RowGroups GroupRows(const int64_t *rows, int64_t n);
+// The same for the ascending `positions` (indices into `rows`) only.
+RowGroups GroupPositions(const int64_t *rows, std::vector<int64_t> positions);
 
 // Calls update(row, merged) once per distinct row of `g` (a SelectedRows of
-// T with rows `width` wide), in parallel over rows: `merged` points at the
-// row's gradient, the sum of its value rows in order of position.
+// T with rows `width` wide): `merged` points at the row's gradient, the sum
+// of its value rows in order of position. Parallel over ranges of table
+// rows, about one per kMinElementsPerTask elements of updates, with no
+// global sort: each task lists the positions of its rows, groups them by
+// row and merges each group, so every row is visited by one task.
 template <typename T, typename Policy, typename Update>
 void ForEachMergedRow(const SelectedRows &g, int64_t width, Update &&update) {
   const int64_t n = static_cast<int64_t>(g.rows().size());
   if (n == 0 || width == 0) return;
-  const RowGroups groups = GroupRows(g.rows().data(), n);
+  const int64_t height = g.height();
+  const int64_t *rows = g.rows().data();
   const T *values = g.value().data<T>();
-  Policy::ParallelFor(groups.size(), std::max<int64_t>(1, kMinElementsPerTask / width),
-                      [&](int64_t begin, int64_t end) {
-                        std::vector<T> sum;
-                        for (int64_t k = begin; k < end; ++k) {
-                          const int64_t *pos = groups.order.data() + groups.starts[k];
-                          const int64_t count = groups.starts[k + 1] - groups.starts[k];
-                          const T *merged = values + pos[0] * width;
-                          if (count > 1) {
-                            sum.assign(merged, merged + width);
-                            for (int64_t c = 1; c < count; ++c) {
-                              const T *v = values + pos[c] * width;
-                              for (int64_t j = 0; j < width; ++j) sum[j] += v[j];
-                            }
-                            merged = sum.data();
-                          }
-                          update(g.rows()[pos[0]], merged);
-                        }
-                      });
+  const int64_t ranges = std::clamp<int64_t>(n * width / kMinElementsPerTask, 1, height);
+  auto first_row = [&](int64_t b) {
+    return static_cast<int64_t>(static_cast<__int128>(height) * b / ranges);
+  };
+  Policy::ParallelFor(ranges, 1, [&](int64_t begin, int64_t end) {
+    const int64_t lo = first_row(begin), hi = first_row(end);
+    std::vector<int64_t> mine;
+    for (int64_t i = 0; i < n; ++i) {
+      if (rows[i] >= lo && rows[i] < hi) mine.push_back(i);
+    }
+    const RowGroups groups = GroupPositions(rows, std::move(mine));
+    std::vector<T> sum;
+    for (int64_t k = 0; k < groups.size(); ++k) {
+      const int64_t *pos = groups.order.data() + groups.starts[k];
+      const int64_t count = groups.starts[k + 1] - groups.starts[k];
+      const T *merged = values + pos[0] * width;
+      if (count > 1) {
+        sum.assign(merged, merged + width);
+        for (int64_t c = 1; c < count; ++c) {
+          const T *v = values + pos[c] * width;
+          for (int64_t j = 0; j < width; ++j) sum[j] += v[j];
+        }
+        merged = sum.data();
+      }
+      update(rows[pos[0]], merged);
+    }
+  });
 }
 
 // Runs step(offset, g, len) over Param's elements: for a dense Grad on

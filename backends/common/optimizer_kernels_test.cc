@@ -13,6 +13,7 @@ namespace tandem {
 namespace {
 
 using optimizer_kernels_internal::ForEachMergedRow;
+using optimizer_kernels_internal::GroupPositions;
 using optimizer_kernels_internal::GroupRows;
 using optimizer_kernels_internal::RowGroups;
 
@@ -25,12 +26,13 @@ TEST(GroupRows, GroupsPositionsByRowInOrder) {
   EXPECT_EQ(GroupRows(rows.data(), 0).size(), 0);
 }
 
+// The merged rows of `g`, whose rows are `width` wide, by row.
 template <typename Policy>
-std::map<int64_t, std::vector<double>> Merged(const SelectedRows& g) {
+std::map<int64_t, std::vector<double>> Merged(const SelectedRows& g, int64_t width = 2) {
   std::map<int64_t, std::vector<double>> out;
-  ForEachMergedRow<double, Policy>(g, 2, [&](int64_t row, const double* v) {
+  ForEachMergedRow<double, Policy>(g, width, [&](int64_t row, const double* v) {
     EXPECT_EQ(out.count(row), 0u) << "row " << row << " visited twice";
-    out[row] = {v[0], v[1]};
+    out[row] = std::vector<double>(v, v + width);
   });
   return out;
 }
@@ -46,6 +48,31 @@ TEST(ForEachMergedRow, SumsDuplicatesOnceEachWhateverTheSplit) {
   EXPECT_EQ(Merged<ChunkingPolicy<2>>(g), want);
   const SelectedRows empty(8, {}, Tensor::FromVector<double>(Shape({0, 2}), {}));
   EXPECT_TRUE(Merged<ChunkingPolicy<1>>(empty).empty());
+}
+
+TEST(ForEachMergedRow, ManyRowRangesMergeInPositionOrder) {
+  // 70000 one-wide updates: two row ranges, each its own task under
+  // ChunkingPolicy<1>; sums whose rounding depends on the order.
+  const int64_t height = 1000, n = 70000;
+  std::vector<int64_t> rows(n);
+  std::vector<double> values(n);
+  std::map<int64_t, std::vector<double>> want;
+  for (int64_t i = 0; i < n; ++i) {
+    rows[i] = (i * 7919) % height;
+    values[i] = 1.0 / static_cast<double>(i + 3);
+    auto [it, fresh] = want.try_emplace(rows[i], std::vector<double>{values[i]});
+    if (!fresh) it->second[0] += values[i];
+  }
+  const SelectedRows g(height, rows, Tensor::FromVector<double>(Shape({n, 1}), values));
+  EXPECT_EQ(Merged<SerialPolicy>(g, 1), want);
+  EXPECT_EQ(Merged<ChunkingPolicy<1>>(g, 1), want);
+}
+
+TEST(GroupPositions, GroupsOnlyTheGivenPositions) {
+  const std::vector<int64_t> rows = {5, 1, 5, 0, 1, 5};
+  const RowGroups g = GroupPositions(rows.data(), {0, 1, 2, 5});
+  EXPECT_EQ(g.order, (std::vector<int64_t>{1, 0, 2, 5}));
+  EXPECT_EQ(g.starts, (std::vector<int64_t>{0, 1, 4}));
 }
 
 }  // namespace
