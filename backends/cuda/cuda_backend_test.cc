@@ -1099,6 +1099,7 @@ TEST_F(GpuTest, LookupTableAndGradMatchCpu) {
     CheckLookup<float>(Shape({2, 3}), ids, Shape({8, 5}), padding_idx);
     CheckLookup<double>(Shape({6}), ids, Shape({8, 5}), padding_idx);
   }
+  CheckLookup<float>(Shape({6}), ids, Shape({8, 5}), 6);         // padding row not hit
   CheckLookup<float>(Shape(), {4}, Shape({8, 5}), -1);           // 0-d ids
   CheckLookup<float>(Shape({0}), {}, Shape({8, 5}), -1);         // no ids
   CheckLookup<double>(Shape({0, 2}), {}, Shape({0, 3}), -1);     // empty table

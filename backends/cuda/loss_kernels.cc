@@ -7,6 +7,7 @@
 #include "backends/cuda/cuda_status.h"
 #include "backends/cuda/kernel_util.h"
 #include "backends/cuda/loss_launchers.h"
+#include "backends/cuda/scratch.h"
 #include "framework/base/status_macros.h"
 #include "framework/kernel/kernel_context.h"
 #include "framework/kernel/kernel_registry.h"
@@ -75,9 +76,10 @@ class SquareErrorCostGradKernel : public OpKernel {
 REGISTER_KERNEL(KernelDef("square_error_cost_grad", "gpu").TypeConstraint("X", kFloatTypes),
                 SquareErrorCostGradKernel);
 
-// A two-pass reduction (loss_launchers.h) through a temporary of partial
-// sums, released when Compute returns: later users of that memory are
-// ordered after this stream (caching_allocator.h).
+// A one-launch reduction (loss_launchers.h) through a temporary of partial
+// sums, released when Compute returns (later users of that memory are
+// ordered after this stream, caching_allocator.h), and a block counter that
+// the kernel object keeps: zeroed once, left zeroed by every launch.
 class MeanKernel : public OpKernel {
  public:
   absl::Status Compute(KernelContext* ctx) override {
@@ -86,24 +88,27 @@ class MeanKernel : public OpKernel {
     ASSIGN_OR_RETURN(TensorMeta out_meta, MeanMeta(ctx->op().type, MetaOf(*x)));
     ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", out_meta.dtype, out_meta.shape));
     const int64_t n = x->NumElements();
-    const int parts = MeanPartCount(n);
-    const Shape partials_shape({parts});
-    absl::StatusOr<Tensor> partials = Tensor::Allocate(CudaDeviceOf(ctx->device())->allocator(),
-                                                       DataType::kFloat64, partials_shape);
-    if (!partials.ok()) {
-      return absl::Status(
-          partials.status().code(),
-          absl::StrCat("op '", ctx->op().type, "': temporary float64", partials_shape.ToString(),
-                       " for partial sums: ", partials.status().message()));
-    }
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
+    if (!blocks_done_.initialized() || blocks_done_.place() != ctx->place()) {
+      ASSIGN_OR_RETURN(blocks_done_,
+                       AllocateScratch(ctx, DataType::kInt32, Shape({1}), "a block counter"));
+      CUDA_RETURN_IF_ERROR(
+          cudaMemsetAsync(blocks_done_.raw_data(), 0, blocks_done_.NumBytes(), stream));
+    }
+    const int parts = MeanPartCount(n);
+    ASSIGN_OR_RETURN(const Tensor partials, AllocateScratch(ctx, DataType::kFloat64,
+                                                             Shape({parts}), "partial sums"));
     return DispatchFloat(x->dtype(), [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
-      CUDA_RETURN_IF_ERROR(
-          LaunchMean<T>(x->data<T>(), n, partials->data<double>(), parts, out->data<T>(), stream));
+      CUDA_RETURN_IF_ERROR(LaunchMean<T>(x->data<T>(), n, partials.data<double>(), parts,
+                                         static_cast<unsigned int*>(blocks_done_.raw_data()),
+                                         out->data<T>(), stream));
       return absl::OkStatus();
     });
   }
+
+ private:
+  Tensor blocks_done_;  // device memory of the last place used
 };
 
 REGISTER_KERNEL(KernelDef("mean", "gpu").TypeConstraint("X", kFloatTypes), MeanKernel);

@@ -32,20 +32,31 @@ __global__ void SquareErrorCostGradKernel(const T* x, const T* y, const T* dout,
   }
 }
 
+// The last-block pattern of CUDA's threadFenceReduction sample: each block
+// publishes its partial sum and counts itself; the last one adds them all.
 template <typename T>
-__global__ void MeanPartialKernel(const T* x, int64_t n, double* partials) {
+__global__ void MeanKernel(const T* x, int64_t n, double* partials, unsigned int* blocks_done,
+                           T* out) {
+  __shared__ bool last;
   double acc = 0;
   TANDEM_GRID_LOOP(i, n) { acc += static_cast<double>(x[i]); }
   acc = BlockSum(acc);
-  if (threadIdx.x == 0) partials[blockIdx.x] = acc;
-}
-
-template <typename T>
-__global__ void MeanFinalKernel(const double* partials, int parts, int64_t n, T* out) {
-  double acc = 0;
-  for (int i = threadIdx.x; i < parts; i += blockDim.x) acc += partials[i];
+  if (threadIdx.x == 0) {
+    partials[blockIdx.x] = acc;
+    __threadfence();  // the partial is visible before the count
+    last = atomicAdd(blocks_done, 1u) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (!last) return;
+  acc = 0;
+  for (unsigned int b = threadIdx.x; b < gridDim.x; b += blockDim.x) {
+    acc += __ldcg(partials + b);  // from L2: other blocks wrote them
+  }
   acc = BlockSum(acc);
-  if (threadIdx.x == 0) out[0] = static_cast<T>(acc / static_cast<double>(n));
+  if (threadIdx.x == 0) {
+    out[0] = static_cast<T>(acc / static_cast<double>(n));
+    *blocks_done = 0;
+  }
 }
 
 template <typename T>
@@ -78,11 +89,10 @@ int MeanPartCount(int64_t n) {
 }
 
 template <typename T>
-cudaError_t LaunchMean(const T* x, int64_t n, double* partials, int parts, T* out,
-                       cudaStream_t stream) {
+cudaError_t LaunchMean(const T* x, int64_t n, double* partials, int parts,
+                       unsigned int* blocks_done, T* out, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  MeanPartialKernel<T><<<parts, kThreads, 0, stream>>>(x, n, partials);
-  MeanFinalKernel<T><<<1, kMaxParts, 0, stream>>>(partials, parts, n, out);
+  MeanKernel<T><<<parts, kThreads, 0, stream>>>(x, n, partials, blocks_done, out);
   return cudaGetLastError();
 }
 
@@ -97,7 +107,8 @@ cudaError_t LaunchMeanGrad(const T* dout, T* dx, int64_t n, cudaStream_t stream)
   template cudaError_t LaunchSquareErrorCost<T>(const T*, const T*, T*, int64_t, cudaStream_t);    \
   template cudaError_t LaunchSquareErrorCostGrad<T>(const T*, const T*, const T*, T*, T*, int64_t, \
                                                     cudaStream_t);                                 \
-  template cudaError_t LaunchMean<T>(const T*, int64_t, double*, int, T*, cudaStream_t);           \
+  template cudaError_t LaunchMean<T>(const T*, int64_t, double*, int, unsigned int*, T*,          \
+                                     cudaStream_t);                                                \
   template cudaError_t LaunchMeanGrad<T>(const T*, T*, int64_t, cudaStream_t);
 TANDEM_INSTANTIATE(float)
 TANDEM_INSTANTIATE(double)

@@ -3,8 +3,8 @@
 // that .cu file and by loss_kernels.cc.
 //
 //   const int parts = MeanPartCount(n);
-//   ... a device buffer of `parts` doubles ...
-//   CUDA_RETURN_IF_ERROR(LaunchMean<float>(x, n, partials, parts, out, stream));
+//   ... a device buffer of `parts` doubles, a zeroed device counter ...
+//   CUDA_RETURN_IF_ERROR(LaunchMean<float>(x, n, partials, parts, blocks_done, out, stream));
 //
 // Each call enqueues its kernels on `stream` and returns at once (async)
 // with the launch status; nothing is launched when there is no element.
@@ -30,16 +30,18 @@ template <typename T>
 cudaError_t LaunchSquareErrorCostGrad(const T* x, const T* y, const T* dout, T* dx, T* dy,
                                       int64_t n, cudaStream_t stream);
 
-// The number of partial sums (blocks of the first pass) LaunchMean uses for
-// n elements: between 1 and 1024.
+// The number of partial sums (blocks) LaunchMean uses for n elements:
+// between 1 and 1024.
 int MeanPartCount(int64_t n);
 
-// out[0] = (sum of x[0..n)) / n, summed in double by a two-pass reduction:
-// block b writes partials[b] (parts = MeanPartCount(n) doubles), then one
-// block sums the partials in a fixed order (deterministic). n > 0.
+// out[0] = (sum of x[0..n)) / n, summed in double in one launch: block b
+// writes partials[b] (parts = MeanPartCount(n) doubles); the last block to
+// finish, counted in *blocks_done (0 before the launch, left 0 after it, so
+// a kernel object can keep it), sums the partials in a fixed order
+// (deterministic).
 template <typename T>
-cudaError_t LaunchMean(const T* x, int64_t n, double* partials, int parts, T* out,
-                       cudaStream_t stream);
+cudaError_t LaunchMean(const T* x, int64_t n, double* partials, int parts,
+                       unsigned int* blocks_done, T* out, cudaStream_t stream);
 
 // dx[i] = dout[0] / n (computed once in double, then converted to T).
 template <typename T>

@@ -12,8 +12,8 @@
 //   fed ids the placer hands it the host original, no copy op) and checks
 //   them there before anything else, as the host kernels do. Its sparse
 //   gradient's row list is those ids (SelectedRows keeps rows on the host),
-//   so it needs no read-back; the dense gradient, and a sparse one with a
-//   padding row, upload the ids with the kernel's own staging
+//   so it needs no read-back; the dense gradient, and a sparse one whose
+//   ids hit the padding row, upload the ids with the kernel's own staging
 //   (kernel_staging.h).
 #include <cuda_runtime_api.h>
 
@@ -131,8 +131,8 @@ REGISTER_KERNEL(KernelDef("lookup_table", "gpu").TypeConstraint("W", kFloatTypes
 // W@GRAD dense: zeros, then Out@GRAD's rows added (atomicAdd, so repeated
 // ids sum in an unspecified order) at their ids, padding rows skipped.
 // Sparse: SelectedRows of height rows whose row list is the ids in order
-// and whose value is Out@GRAD as [n, dim]: Out@GRAD's own buffer without a
-// padding row (no copy), else a copy with the padding rows zeroed.
+// and whose value is Out@GRAD as [n, dim]: Out@GRAD's own buffer (no copy)
+// unless an id is the padding row, else a copy with the padding rows zeroed.
 class LookupTableGradKernel : public OpKernel {
  public:
   absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
@@ -141,18 +141,20 @@ class LookupTableGradKernel : public OpKernel {
     CudaDeviceGuard guard(ctx->place().index());
     ASSIGN_OR_RETURN(Lookup l, GetLookup(ctx, attrs_.padding_idx));
     const int64_t* ids = l.ids->data<int64_t>();  // host memory
+    bool hits_padding = false;
     for (int64_t p = 0; p < l.n; ++p) {
       if (ids[p] < 0 || ids[p] >= l.rows) {
         RETURN_IF_ERROR(ctx->device()->SynchronizeStream(ctx->stream()));
         return BadIdError(ctx->op().type, ctx->InputName("W"), ids[p], p, l.rows);
       }
+      hits_padding |= ids[p] == l.padding_row;
     }
     ASSIGN_OR_RETURN(const Tensor* dout, ctx->InputTensor("Out@GRAD"));
     const DataType dtype = l.w->dtype();
     RETURN_IF_ERROR(
         CheckArgMeta(ctx->op().type, "Out@GRAD", dout->dtype(), dout->shape(), dtype, l.out_shape));
     const Shape value_shape({l.n, l.dim});
-    if (attrs_.is_sparse && l.padding_row < 0) {
+    if (attrs_.is_sparse && !hits_padding) {
       ctx->OutputVar("W@GRAD")->set(
           SelectedRows(l.rows, std::vector<int64_t>(ids, ids + l.n), dout->Reshaped(value_shape)));
       return absl::OkStatus();
