@@ -4,8 +4,18 @@
 
 #include "framework/base/status_macros.h"
 #include "framework/device/device_registry.h"
+#include "gflags/gflags.h"
+
+DEFINE_bool(cuda_graph, false,
+            "Capture the training step once as a device graph (CUDA graph on gpu) and replay it.");
 
 namespace tandem {
+
+ExecutorOptions ExampleExecutorOptions() {
+  ExecutorOptions options;
+  options.capture_graphs = FLAGS_cuda_graph;
+  return options;
+}
 
 absl::StatusOr<Place> ChooseDefaultPlace(const std::string& flag) {
   if (flag.empty()) {

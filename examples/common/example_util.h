@@ -1,6 +1,7 @@
 // Helpers shared by the example programs.
 //
 //   ASSIGN_OR_RETURN(Place place, ChooseDefaultPlace(FLAGS_place));  // "" -> gpu:0 or cpu
+//   Executor exe(place, ExampleExecutorOptions());                   // honours --cuda_graph
 //   Stopwatch sw;  ...  double s = sw.Seconds();
 #ifndef TANDEM_EXAMPLES_COMMON_EXAMPLE_UTIL_H_
 #define TANDEM_EXAMPLES_COMMON_EXAMPLE_UTIL_H_
@@ -11,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "framework/place/place.h"
+#include "framework/runtime/executor.h"
 
 namespace tandem {
 
@@ -28,6 +30,11 @@ class Stopwatch {
  private:
   std::chrono::steady_clock::time_point start_;
 };
+
+// The examples' executor options: capture_graphs from --cuda_graph (each
+// training step is captured once and replayed where the plan allows; the
+// executor logs why when it does not).
+ExecutorOptions ExampleExecutorOptions();
 
 // Median of `values` (which it sorts); 0 for none.
 double Median(std::vector<double> values);

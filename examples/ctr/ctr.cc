@@ -138,7 +138,7 @@ absl::Status Train() {
       static_cast<long long>(FLAGS_batch_size), FLAGS_lr);
   std::fflush(stdout);
 
-  Executor exe(place);
+  Executor exe(place, ExampleExecutorOptions());
   Scope scope;
   Stopwatch init;
   RETURN_IF_ERROR(exe.Run(builder.startup_program(), &scope).status());

@@ -66,7 +66,7 @@ absl::Status Main() {
               FLAGS_no_guard ? place.ToString().c_str() : "cpu", place.ToString().c_str(),
               static_cast<long long>(FLAGS_batch), FLAGS_is_sparse ? "sparse" : "dense");
   std::fflush(stdout);
-  Executor exe(place);
+  Executor exe(place, ExampleExecutorOptions());
   Scope scope;
   Stopwatch init;
   RETURN_IF_ERROR(exe.Run(builder.startup_program(), &scope).status());

@@ -250,7 +250,7 @@ absl::Status Train() {
       static_cast<long long>(FLAGS_batch_size), static_cast<long long>(train->num_examples()),
       static_cast<long long>(test->num_examples()));
 
-  Executor exe(place);
+  Executor exe(place, ExampleExecutorOptions());
   Scope scope;
   RETURN_IF_ERROR(exe.Run(builder.startup_program(), &scope).status());
   const int64_t per_epoch = train->batches_per_epoch();
