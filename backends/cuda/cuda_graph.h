@@ -22,7 +22,6 @@
 #include <cuda_runtime_api.h>
 
 #include <memory>
-
 #include <vector>
 
 #include "absl/status/statusor.h"

@@ -61,8 +61,8 @@ TEST_F(CudaGraphTest, SynchronisingWhileCapturingFailsAndTheGpuStaysUsable) {
   ASSERT_FALSE(graph.ok());
   EXPECT_THAT(std::string(graph.status().message()), HasSubstr("cudaStreamEndCapture"));
   EXPECT_THAT(std::string(graph.status().message()), HasSubstr("cuda_graph.cc:"));
-  ASSERT_OK_AND_ASSIGN(Tensor t, CopyTensorTo(Tensor::FromVector<float>(Shape({2}), {1, 2}),
-                                              GPUPlace(0)));
+  ASSERT_OK_AND_ASSIGN(Tensor t,
+                       CopyTensorTo(Tensor::FromVector<float>(Shape({2}), {1, 2}), GPUPlace(0)));
   ASSERT_OK_AND_ASSIGN(Tensor back, CopyTensorTo(t, CPUPlace()));
   EXPECT_EQ(back.data<float>()[1], 2.0f);
 }
@@ -91,11 +91,11 @@ struct Trainer {
     std::vector<float> x(32), label(24);
     for (size_t i = 0; i < x.size(); ++i) x[i] = 0.1f * ((step * 7 + i) % 11) - 0.5f;
     for (size_t i = 0; i < label.size(); ++i) label[i] = 0.05f * ((step + i) % 5);
-    absl::StatusOr<std::vector<Tensor>> out = exe->Run(
-        plan.get(), &scope,
-        {{"x", Tensor::FromVector<float>(Shape({8, 4}), x)},
-         {"label", Tensor::FromVector<float>(Shape({8, 3}), label)}},
-        stats);
+    absl::StatusOr<std::vector<Tensor>> out =
+        exe->Run(plan.get(), &scope,
+                 {{"x", Tensor::FromVector<float>(Shape({8, 4}), x)},
+                  {"label", Tensor::FromVector<float>(Shape({8, 3}), label)}},
+                 stats);
     EXPECT_OK(out.status());
     return out.ok() ? (*out)[0].data<float>()[0] : 0.0f;
   }
@@ -127,8 +127,8 @@ TEST_F(CudaGraphTest, TwentyReplayedSgdStepsEqualEagerSteps) {
     const float e = eager.Step(step, &es);
     const float g = graph.Step(step, &gs);
     EXPECT_EQ(g, e) << "step " << step;
-    EXPECT_EQ(gs.replayed, step >= 1) << "step " << step << ": "
-                                      << graph.plan->graph_fallback_reason();
+    EXPECT_EQ(gs.replayed, step >= 1)
+        << "step " << step << ": " << graph.plan->graph_fallback_reason();
     EXPECT_EQ(gs.captured, step == 1 || step == 12) << "step " << step;
     EXPECT_EQ(gs.copies(), es.copies());
   }

@@ -264,8 +264,8 @@ class MeanKernel : public OpKernel {
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
     std::vector<float> host(x->NumElements());
-    RETURN_IF_ERROR(ctx->device()->Copy(CopyKind::kDeviceToHost, host.data(), x->raw_data(),
-                                        x->NumBytes()));
+    RETURN_IF_ERROR(
+        ctx->device()->Copy(CopyKind::kDeviceToHost, host.data(), x->raw_data(), x->NumBytes()));
     ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", x->dtype(), Shape({1})));
     const float* in = x->data<float>();
     float* o = out->data<float>();
@@ -344,7 +344,8 @@ struct Runner {
     plan = *exe->Prepare(m->b.main_program(), scope, {"x"}, m->fetches);
   }
   std::vector<Tensor> Step(const std::vector<float>& x, RunStats* stats) {
-    absl::StatusOr<std::vector<Tensor>> out = exe->Run(plan.get(), &scope, {{"x", Floats(x)}}, stats);
+    absl::StatusOr<std::vector<Tensor>> out =
+        exe->Run(plan.get(), &scope, {{"x", Floats(x)}}, stats);
     EXPECT_OK(out.status());
     return out.ok() ? *out : std::vector<Tensor>();
   }
@@ -402,7 +403,8 @@ TEST(GraphCaptureTest, ChangedLearningRateIsCapturedAgain) {
   const int captures = Cap()->captures();
   for (int step = 0; step < 6; ++step) {
     if (step == 4) {
-      for (Runner* r : {&eager, &graph}) r->scope.Var("lr")->mutable_tensor()->data<float>()[0] = 0.5f;
+      for (Runner* r : {&eager, &graph})
+        r->scope.Var("lr")->mutable_tensor()->data<float>()[0] = 0.5f;
     }
     RunStats es, gs;
     std::vector<Tensor> e = eager.Step(Feed(step), &es);
@@ -465,7 +467,8 @@ TEST(GraphCaptureTest, KernelReadingDeviceValuesOnTheHostFallsBackAtCapture) {
     EXPECT_FALSE(gs.replayed);
     EXPECT_EQ(gs.ops, es.ops);
   }
-  EXPECT_EQ(graph.plan->graph_fallback_reason(), "op 'mean' (#3) on capdev:0: Copy while capturing");
+  EXPECT_EQ(graph.plan->graph_fallback_reason(),
+            "op 'mean' (#3) on capdev:0: Copy while capturing");
 }
 
 TEST(GraphCaptureTest, HostOnlyPlanAndDeviceWithoutCaptureRunEagerly) {
