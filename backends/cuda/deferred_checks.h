@@ -61,7 +61,7 @@ class DeferredChecks {
 
  private:
   struct Slot {
-    CheckSlot device;            // what kernels get
+    CheckSlot device;                  // what kernels get
     BadInputReport* report = nullptr;  // the host's address of device.report
   };
   struct Pending {

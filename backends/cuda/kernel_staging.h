@@ -20,8 +20,8 @@
 // the pinned buffer, grown as needed; FailedPrecondition while the
 // context's stream is captured into a graph (the step then runs eagerly).
 // Upload allocates device scratch (scratch.h), enqueues the copy on the
-// context's stream and returns at once. The destructor waits for the last upload. Not thread-safe: one per
-// kernel object, like the kernel's Compute calls.
+// context's stream and returns at once. The destructor waits for the last upload. Not thread-safe:
+// one per kernel object, like the kernel's Compute calls.
 #ifndef TANDEM_BACKENDS_CUDA_KERNEL_STAGING_H_
 #define TANDEM_BACKENDS_CUDA_KERNEL_STAGING_H_
 
@@ -58,7 +58,7 @@ class KernelStaging {
 
   CudaDevice* device_ = nullptr;  // whose pinned memory host_ is
   int64_t* host_ = nullptr;
-  int64_t capacity_ = 0;  // words
+  int64_t capacity_ = 0;                 // words
   std::unique_ptr<CudaEvent> uploaded_;  // recorded after each upload
 };
 

@@ -1,6 +1,5 @@
 #include "backends/cuda/row_groups.h"
 
-
 namespace tandem {
 namespace cuda {
 

@@ -106,14 +106,12 @@ TEST_F(EmbeddingGpuTest, BadIdFailsItsRunWithLookupTablesErrorAndTheNextRunTrain
     ASSERT_OK_AND_ASSIGN(auto plan,
                          exe.Prepare(b.main_program(), scope, {m.ids.name}, {m.loss.name}));
     const std::vector<double> bad = {1, 2, 1000, 3, -4, 5, 6, 7};
-    EXPECT_THAT(
-        exe.Run(plan.get(), &scope, {{m.ids.name, MakeTensor(DataType::kInt64, {8}, bad)}}),
-        StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(lookup_error)));
+    EXPECT_THAT(exe.Run(plan.get(), &scope, {{m.ids.name, MakeTensor(DataType::kInt64, {8}, bad)}}),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(lookup_error)));
     const std::vector<double> good = {1, 2, 999, 3, 4, 5, 6, 7};
     for (int run = 0; run < 2; ++run) {  // nothing of the bad run is left to report
-      EXPECT_OK(
-          exe.Run(plan.get(), &scope, {{m.ids.name, MakeTensor(DataType::kInt64, {8}, good)}})
-              .status());
+      EXPECT_OK(exe.Run(plan.get(), &scope, {{m.ids.name, MakeTensor(DataType::kInt64, {8}, good)}})
+                    .status());
     }
   }
 }
@@ -129,12 +127,13 @@ TEST_F(EmbeddingGpuTest, LookupAloneReportsBadIdsAtTheEndOfItsRun) {
   Scope scope;
   ASSERT_OK(exe.Run(b.startup_program(), &scope).status());
   ASSERT_OK_AND_ASSIGN(auto plan, exe.Prepare(b.main_program(), scope, {"ids"}, {emb.name}));
-  EXPECT_THAT(exe.Run(plan.get(), &scope, {{"ids", MakeTensor(DataType::kInt64, {3}, {0, 10, 9})}}),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("op 'lookup_table': id 10 at position 1 is out of range [0, 10)")));
-  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> out,
-                       exe.Run(plan.get(), &scope,
-                               {{"ids", MakeTensor(DataType::kInt64, {3}, {0, 9, 9})}}));
+  EXPECT_THAT(
+      exe.Run(plan.get(), &scope, {{"ids", MakeTensor(DataType::kInt64, {3}, {0, 10, 9})}}),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("op 'lookup_table': id 10 at position 1 is out of range [0, 10)")));
+  ASSERT_OK_AND_ASSIGN(
+      std::vector<Tensor> out,
+      exe.Run(plan.get(), &scope, {{"ids", MakeTensor(DataType::kInt64, {3}, {0, 9, 9})}}));
   const std::vector<double> rows = ToDoubles(out[0]);
   ASSERT_EQ(rows.size(), 12u);
   EXPECT_EQ(std::vector<double>(rows.begin() + 4, rows.begin() + 8),
