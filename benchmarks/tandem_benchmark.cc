@@ -5,8 +5,8 @@
 // rows live in their own files of the same binary (bench_util.h says how).
 //
 //   bazel run -c opt //benchmarks:tandem_benchmark -- --benchmark_filter=workload2
-//   tandem_benchmark --benchmark_repetitions=5 --benchmark_report_aggregates_only \
-//                    --benchmark_format=json > ours.json        (GPU machine)
+//   tandem_benchmark --benchmark_repetitions=5 --benchmark_format=json > ours.json
+//                    (on the GPU machine; benchmarks/run_comparison.sh does this)
 //
 // Environment: TANDEM_BENCH_ROWS (default 1000000) sets the embedding table
 // rows of workload 1 (the H200 run uses 10000000); TANDEM_BENCH_PLACES
