@@ -12,13 +12,14 @@
 //   sgemm[_<place>]/<B>x1024x1024      us per `mul` op, counter tflops
 // Both use real time (Google Benchmark appends "/real_time" to the names;
 // compare.py drops it) and compare.py turns each tflops counter into a
-// "<name minus _step>_tflops" row. The model is torch_bench.py's mlp(): 4 fc layers of width 1024 with
-// bias, relu between them (not after the last), loss mean((out - y)^2),
-// plain SGD lr 0.01; one step does 3 products of 2 * B * 1024 * 1024 flops
-// per layer (the peer counts the first layer's unneeded input gradient too,
-// and so do we: the same constant on both sides). As in the peer, x and y
-// are random tensors already on the device (uploaded once before timing):
-// a step copies nothing.
+// "<name minus _step>_tflops" row. The model is torch_bench.py's mlp(): 4
+// fc layers of width 1024 with bias, relu between them (not after the
+// last), loss mean((out - y)^2), plain SGD lr 0.01; one step does 3
+// products of 2 * B * 1024 * 1024 flops per layer (the peer counts the
+// first layer's unneeded input gradient too, and so do we: the same
+// constant on both sides). As in the peer, x and y are random tensors
+// already on the device (uploaded once before timing): a step copies
+// nothing.
 #include <cstring>
 #include <random>
 #include <string>
@@ -124,12 +125,12 @@ void RegisterMlpBenchmarks() {
   for (const Place& place : bench::BenchPlaces()) {
     const std::string p = place.is_host() ? "cpu" : place.type().name();
     const std::string suffix = p == "gpu" ? "" : absl::StrCat("_", p);
-    benchmark::RegisterBenchmark(
-        absl::StrCat("mlp", suffix, "/4x1024_b", batch, "_step").c_str(), BM_MlpStep, place, batch)
+    benchmark::RegisterBenchmark(absl::StrCat("mlp", suffix, "/4x1024_b", batch, "_step").c_str(),
+                                 BM_MlpStep, place, batch)
         ->Unit(benchmark::kMicrosecond)
         ->UseRealTime();
-    benchmark::RegisterBenchmark(
-        absl::StrCat("sgemm", suffix, "/", batch, "x1024x1024").c_str(), BM_Sgemm, place, batch)
+    benchmark::RegisterBenchmark(absl::StrCat("sgemm", suffix, "/", batch, "x1024x1024").c_str(),
+                                 BM_Sgemm, place, batch)
         ->Unit(benchmark::kMicrosecond)
         ->UseRealTime();
   }

@@ -251,8 +251,8 @@ cudaError_t LaunchBinaryRow(ElementwiseOp op, const T* full, const T* row, bool 
       RowKernel<T, uint32_t><<<Blocks(n), kThreads, 0, stream>>>(
           apply, full, row, row_is_x, out, static_cast<uint32_t>(n), static_cast<uint32_t>(cols));
     } else {
-      RowKernel<T, int64_t><<<Blocks(n), kThreads, 0, stream>>>(apply, full, row, row_is_x, out,
-                                                                  n, cols);
+      RowKernel<T, int64_t>
+          <<<Blocks(n), kThreads, 0, stream>>>(apply, full, row, row_is_x, out, n, cols);
     }
   });
   return cudaGetLastError();
@@ -284,9 +284,9 @@ cudaError_t LaunchReduceSum(const T* in, T* out, const ReduceGeometry& g, cudaSt
   if (g.out_count == 0) return cudaSuccess;
   if (g.reduce_count >= kBlockReduceMin && IsColumnSum(g)) {
     const int64_t tiles = (g.out_count + kColumnTile - 1) / kColumnTile;
-    ColumnSumKernel<T><<<static_cast<int>(tiles < kMaxBlocks ? tiles : kMaxBlocks),
-                         kColumnThreads, 0, stream>>>(in, out, g.reduce_count, g.out_count,
-                                                      g.divisor);
+    ColumnSumKernel<T>
+        <<<static_cast<int>(tiles < kMaxBlocks ? tiles : kMaxBlocks), kColumnThreads, 0, stream>>>(
+            in, out, g.reduce_count, g.out_count, g.divisor);
   } else if (g.reduce_count >= kBlockReduceMin) {
     const int blocks = static_cast<int>(g.out_count < kMaxBlocks ? g.out_count : kMaxBlocks);
     ReduceBlockKernel<T><<<blocks, kThreads, 0, stream>>>(in, out, g);

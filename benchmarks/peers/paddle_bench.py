@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """PaddlePaddle (CPU wheel) versions of Tandem's CPU benchmarks, written as
-an expert user would (dygraph for training, a cached static-graph program for
-dispatch, sparse embedding gradients). Prints one line per metric:
+an expert user would (dygraph for training, and a cached static-graph
+program for dispatch too). Prints one line per metric:
 `METRIC <name> <value> <unit>`, with the names tandem_benchmark uses, so
 benchmarks/compare.py can pair them. CPU rows only: the wheel from PyPI has
 no GPU support.
 
   python3 -m venv .venv-peers && .venv-peers/bin/pip install paddlepaddle
-  .venv-peers/bin/python3 benchmarks/peers/paddle_bench.py [--rows 1000000] [--mlp-batch 256] [--quick]
+  .venv-peers/bin/python3 benchmarks/peers/paddle_bench.py [--rows N] [--mlp-batch B] [--quick]
 
 Rows (the models are torch_bench.py's, on the CPU):
   dispatch/cpu                  us per op of a chain of 100 tiny scale ops, dygraph
