@@ -63,6 +63,20 @@ TEST(CpuAllocator, ReusesFreedLargeBlocksOfTheSameSize) {
   EXPECT_EQ(a.GetStats().bytes_reserved, 0);
 }
 
+TEST(CpuAllocator, HugeBlocksAre2MiBAlignedAndRounded) {
+  CpuAllocator a;
+  const size_t bytes = CpuAllocator::kHugePageMinBytes + 1;
+  ASSERT_OK_AND_ASSIGN(void* p, a.Allocate(bytes));
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % CpuAllocator::kHugePageBytes, 0u);
+  static_cast<char*>(p)[bytes - 1] = 1;  // the block's last byte is ours
+  EXPECT_EQ(a.GetStats().bytes_in_use, static_cast<int64_t>(bytes));
+  a.Deallocate(p, bytes);
+  // Cached at its rounded size: the next 2 MiB multiple.
+  EXPECT_EQ(a.GetStats().bytes_reserved,
+            static_cast<int64_t>(CpuAllocator::kHugePageMinBytes + CpuAllocator::kHugePageBytes));
+  a.ReleaseCached();
+}
+
 TEST(Buffer, FreesOnDestruction) {
   CpuAllocator a;
   {

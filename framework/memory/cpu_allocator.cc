@@ -1,5 +1,7 @@
 #include "framework/memory/cpu_allocator.h"
 
+#include <sys/mman.h>
+
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
@@ -9,9 +11,25 @@ namespace tandem {
 namespace {
 constexpr size_t kAlignment = 64;
 
+size_t RoundUp(size_t bytes, size_t multiple) {
+  return ((bytes + multiple - 1) / multiple) * multiple;
+}
+
 size_t Rounded(size_t bytes) {
-  const size_t rounded = ((bytes + kAlignment - 1) / kAlignment) * kAlignment;
+  if (bytes >= CpuAllocator::kHugePageMinBytes) return RoundUp(bytes, CpuAllocator::kHugePageBytes);
+  const size_t rounded = RoundUp(bytes, kAlignment);
   return rounded == 0 ? kAlignment : rounded;
+}
+
+// Fresh memory for a block of `rounded` bytes (see Rounded); nullptr when
+// the system refuses.
+void* AllocateFresh(size_t rounded) {
+  if (rounded < CpuAllocator::kHugePageMinBytes) return std::aligned_alloc(kAlignment, rounded);
+  void* p = std::aligned_alloc(CpuAllocator::kHugePageBytes, rounded);
+  // A hint: without transparent huge pages (or with them off) the block
+  // simply keeps 4 KiB pages.
+  if (p != nullptr) madvise(p, rounded, MADV_HUGEPAGE);
+  return p;
 }
 }  // namespace
 
@@ -38,7 +56,7 @@ absl::StatusOr<void*> CpuAllocator::Allocate(size_t bytes) {
       return p;
     }
   }
-  void* p = std::aligned_alloc(kAlignment, rounded);
+  void* p = AllocateFresh(rounded);
   if (p == nullptr) {
     stats_.Release(bytes);
     return absl::ResourceExhaustedError(

@@ -10,6 +10,9 @@
 // every step (page faults, zeroing and unmapping cost more than the
 // kernels that fill them). Cached blocks count as reserved, not in use,
 // and not against the limit; ReleaseCached returns them to the system.
+// Blocks of at least kHugePageMinBytes (embedding tables, their gathers)
+// are 2 MiB aligned and advised for transparent huge pages: random row
+// reads of a multi-GB table then miss the TLB far less often.
 // Thread-safe.
 #ifndef TANDEM_FRAMEWORK_MEMORY_CPU_ALLOCATOR_H_
 #define TANDEM_FRAMEWORK_MEMORY_CPU_ALLOCATOR_H_
@@ -27,6 +30,8 @@ class CpuAllocator final : public Allocator {
  public:
   static constexpr size_t kCacheMinBytes = size_t{1} << 20;
   static constexpr size_t kCacheMaxBytes = size_t{1} << 30;
+  static constexpr size_t kHugePageMinBytes = size_t{32} << 20;
+  static constexpr size_t kHugePageBytes = size_t{2} << 20;
 
   explicit CpuAllocator(int64_t bytes_limit = 0);
   ~CpuAllocator() override;
