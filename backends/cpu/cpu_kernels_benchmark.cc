@@ -66,6 +66,19 @@ void BM_Matmul(benchmark::State& state) {
 BENCHMARK_TEMPLATE(BM_Matmul, float)->Arg(64)->Arg(256)->Arg(1024)->UseRealTime();
 BENCHMARK_TEMPLATE(BM_Matmul, double)->Arg(64)->Arg(256)->Arg(1024)->UseRealTime();
 
+// A batch-64 layer's product x[64, k] * W[k, n] in float32 (the
+// fashion_mnist MLP's layers), where the thread count matters most:
+// GFLOP/s. OMP_NUM_THREADS=N caps the team, to compare.
+void BM_MatmulBatch64(benchmark::State& state) {
+  const int64_t k = state.range(0), n = state.range(1);
+  OpDesc op;
+  op.type = "matmul";
+  RunOrSkip(state, op, {{"X", {Filled<float>({64, k})}}, {"Y", {Filled<float>({k, n})}}});
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * 64 * k * n * state.iterations() / 1e9, benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_MatmulBatch64)->Args({784, 256})->Args({256, 128})->Args({128, 10})->UseRealTime();
+
 // uniform_random of n float32 values (the embedding table's initialiser:
 // 1.5 G values for 10M x 150).
 void BM_UniformRandom(benchmark::State& state) {

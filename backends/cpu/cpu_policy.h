@@ -5,11 +5,18 @@
 //
 //   BroadcastAdd<float, CpuPolicy>(layout, x, y, out);
 //   RETURN_IF_ERROR(CpuPolicy::Gemm(args));
+//   ScopedDnnlThreads threads(flops, kMinFlopsPerThread);  // around a oneDNN primitive
 //
 // Loops shorter than their grain run on the calling thread, as does every
-// call made from inside a parallel region (no nested parallelism). The
-// thread count is OpenMP's (OMP_NUM_THREADS, default: the CPUs this process
-// may run on). Synchronous and thread-safe.
+// call made from inside a parallel region (no nested parallelism). Teams are
+// sized to the work: a loop gets at most one thread per grain, a oneDNN call
+// (GEMM, convolution) at most one per kMinFlopsPerThread, so small kernels
+// (a batch-64 layer) do not pay for waking and joining every core. The most
+// threads any call uses is CpuMaxThreads(): --cpu_threads when above 0, else
+// OpenMP's default (OMP_NUM_THREADS, or the CPUs this process may run on),
+// never more than the online CPUs or the cgroup's CPU quota (binaries that
+// parse flags, e.g. the examples, take --cpu_threads). Synchronous and
+// thread-safe.
 #ifndef TANDEM_BACKENDS_CPU_CPU_POLICY_H_
 #define TANDEM_BACKENDS_CPU_CPU_POLICY_H_
 
@@ -17,9 +24,45 @@
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "backends/common/gemm.h"
 
 namespace tandem {
+
+// Floating-point operations below which a oneDNN call runs on one thread
+// (about 0.1 ms of one core; below that, waking and joining threads costs
+// as much as they save).
+inline constexpr int64_t kMinFlopsPerThread = int64_t{4} << 20;
+
+// Threads worth using for `work` units when each should get at least
+// `min_work_per_thread`: work / min_work_per_thread clamped to
+// [1, max_threads] (1 for no work; max_threads below 1 counts as 1).
+int ThreadsForWork(int64_t work, int64_t min_work_per_thread, int max_threads);
+
+// The CPUs a cgroup CPU quota allows, rounded up, from the contents of
+// cgroup v2's cpu.max ("<quota> <period>" or "max <period>"); 0 for no
+// quota or text that is not a quota.
+int CpuQuotaThreads(absl::string_view cpu_max);
+
+// The most threads a cpu kernel uses (see the top of this file). The host
+// limits are read once; --cpu_threads at every call.
+int CpuMaxThreads();
+
+// Sizes the OpenMP team of the oneDNN calls the calling thread makes while
+// it lives (oneDNN reads the thread's OpenMP thread count) to
+// ThreadsForWork(work, min_work_per_thread, CpuMaxThreads()), and restores
+// the previous count when destroyed. Create it before a oneDNN primitive is
+// built: primitives fix their team then.
+class ScopedDnnlThreads {
+ public:
+  ScopedDnnlThreads(int64_t work, int64_t min_work_per_thread);
+  ~ScopedDnnlThreads();
+  ScopedDnnlThreads(const ScopedDnnlThreads&) = delete;
+  ScopedDnnlThreads& operator=(const ScopedDnnlThreads&) = delete;
+
+ private:
+  int previous_;
+};
 
 struct CpuPolicy {
   static void ParallelFor(int64_t n, int64_t grain, absl::FunctionRef<void(int64_t, int64_t)> fn);

@@ -1,17 +1,21 @@
 #include "backends/cpu/cpu_policy.h"
 
+#include <gflags/gflags.h>
 #include <omp.h>
 
 #include <atomic>
 #include <cmath>
 #include <mutex>
 #include <set>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "backends/common/serial_policy.h"
 #include "framework/testing/status_matchers.h"
 #include "gtest/gtest.h"
+
+DECLARE_int32(cpu_threads);
 
 namespace tandem {
 namespace {
@@ -47,6 +51,89 @@ TEST(CpuPolicy, ParallelForCoversTheRangeInTasksOfAtLeastGrain) {
   }
   // Below the grain: one range on the calling thread.
   EXPECT_EQ(Ranges(5, 10).size(), 1u);
+}
+
+TEST(CpuPolicy, ThreadsForWorkGivesEachThreadAtLeastTheMinimum) {
+  EXPECT_EQ(ThreadsForWork(0, 100, 16), 1);
+  EXPECT_EQ(ThreadsForWork(199, 100, 16), 1);
+  EXPECT_EQ(ThreadsForWork(200, 100, 16), 2);
+  EXPECT_EQ(ThreadsForWork(int64_t{1} << 40, 100, 16), 16);
+  EXPECT_EQ(ThreadsForWork(1000, 100, 0), 1);  // no threads allowed: the caller's
+  EXPECT_EQ(ThreadsForWork(5, 0, 16), 5);      // no minimum: one unit each
+  // The fashion_mnist first layer's product, x[64,784] * W[784,256]: 6 of
+  // 16 threads, not all 16; the next layer's [64,256] * [256,128]: 1.
+  EXPECT_EQ(ThreadsForWork(2 * 64 * 784 * 256, kMinFlopsPerThread, 16), 6);
+  EXPECT_EQ(ThreadsForWork(2 * 64 * 256 * 128, kMinFlopsPerThread, 16), 1);
+}
+
+TEST(CpuPolicy, CpuQuotaThreadsRoundsTheQuotaUp) {
+  EXPECT_EQ(CpuQuotaThreads("max 100000\n"), 0);
+  EXPECT_EQ(CpuQuotaThreads("200000 100000\n"), 2);
+  EXPECT_EQ(CpuQuotaThreads("150000 100000"), 2);
+  EXPECT_EQ(CpuQuotaThreads("50000 100000"), 1);
+  EXPECT_EQ(CpuQuotaThreads("-1\n 100000\n"), 0);  // cgroup v1: no quota
+  EXPECT_EQ(CpuQuotaThreads(""), 0);
+  EXPECT_EQ(CpuQuotaThreads("100000"), 0);
+  EXPECT_EQ(CpuQuotaThreads("a b"), 0);
+  EXPECT_EQ(CpuQuotaThreads("100000 0"), 0);
+}
+
+TEST(CpuPolicy, CpuThreadsFlagPinsTheTeamWithinTheHost) {
+  gflags::FlagSaver saver;
+  const int automatic = CpuMaxThreads();
+  EXPECT_GE(automatic, 1);
+  EXPECT_LE(automatic, omp_get_max_threads());
+  EXPECT_LE(automatic, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  FLAGS_cpu_threads = 1;
+  EXPECT_EQ(CpuMaxThreads(), 1);
+  EXPECT_EQ(Ranges(1000, 1).size(), 1u);
+  FLAGS_cpu_threads = 100000;  // more than any host here has
+  EXPECT_LE(CpuMaxThreads(), static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  EXPECT_EQ(gflags::SetCommandLineOption("cpu_threads", "-1"), "");  // rejected
+  EXPECT_EQ(FLAGS_cpu_threads, 100000);
+}
+
+TEST(CpuPolicy, SgemmResultDoesNotDependOnTheThreadCountBeyondRounding) {
+  // The fashion_mnist first layer: x[64,784] * W[784,256].
+  const int64_t m = 64, n = 256, k = 784;
+  std::vector<float> a(m * k), b(k * n);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = std::sin(static_cast<float>(i));
+  for (size_t i = 0; i < b.size(); ++i) b[i] = std::cos(static_cast<float>(i));
+  std::vector<float> automatic(m * n, NAN), one(m * n, NAN);
+  GemmArgs<float> g;
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.a = a.data();
+  g.lda = k;
+  g.b = b.data();
+  g.ldb = n;
+  g.ldc = n;
+  g.c = automatic.data();
+  ASSERT_OK(CpuPolicy::Gemm(g));
+  gflags::FlagSaver saver;
+  FLAGS_cpu_threads = 1;
+  g.c = one.data();
+  ASSERT_OK(CpuPolicy::Gemm(g));
+  // Equal bits on this 2-core host; a team that splits k may round
+  // differently, so allow float rounding of a 784-term sum.
+  for (int64_t i = 0; i < m * n; ++i) {
+    ASSERT_NEAR(automatic[i], one[i], 1e-5f * (1 + std::abs(one[i]))) << i;
+  }
+}
+
+TEST(CpuPolicy, ScopedDnnlThreadsSizesTheTeamAndRestoresIt) {
+  const int before = omp_get_max_threads();
+  {
+    const ScopedDnnlThreads threads(10, 100);
+    EXPECT_EQ(omp_get_max_threads(), 1);
+    {
+      const ScopedDnnlThreads all(int64_t{1} << 40, 1);
+      EXPECT_EQ(omp_get_max_threads(), CpuMaxThreads());
+    }
+    EXPECT_EQ(omp_get_max_threads(), 1);
+  }
+  EXPECT_EQ(omp_get_max_threads(), before);
 }
 
 TEST(CpuPolicy, NestedParallelForRunsSerially) {

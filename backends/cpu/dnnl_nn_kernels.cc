@@ -20,6 +20,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "backends/common/nn_layer_kernels.h"
+#include "backends/cpu/cpu_policy.h"
 #include "framework/kernel/kernel_registry.h"
 #include "oneapi/dnnl/dnnl.hpp"
 #include "oneapi/dnnl/dnnl_debug.h"
@@ -102,6 +103,17 @@ class PlainPrimitive {
   std::vector<Bound> args_;
 };
 
+// Multiply-adds, times two, of one pass (forward, data or filter gradient)
+// of a convolution: what sizes its oneDNN team.
+int64_t ConvFlops(const Conv2DGeometry& g) {
+  return 2 * g.n * g.m * g.oh * g.ow * (g.c / g.p.groups) * g.kh * g.kw;
+}
+
+// Elements a pooling pass reads (its windows), and how many of those make
+// a thread's share (about 0.1 ms): what sizes its oneDNN team.
+int64_t PoolReads(const Pool2DGeometry& g) { return g.n * g.c * g.oh * g.ow * g.p.kh * g.p.kw; }
+constexpr int64_t kMinPoolReadsPerThread = int64_t{1} << 18;
+
 // The memory descriptors and attrs of one conv2d geometry.
 struct ConvDescs {
   memory::desc src, weights, dst;  // plain user layouts
@@ -152,6 +164,7 @@ class DnnlConv2DKernel final : public OpKernel {
     ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Output", DataType::kFloat32, c.g.output));
     if (c.g.n == 0) return absl::OkStatus();
     const ShapeKey key{c.input->shape(), c.filter->shape()};
+    const ScopedDnnlThreads threads(ConvFlops(c.g), kMinFlopsPerThread);
     return DnnlTry(*ctx, "convolution forward", [&] {
       if (!forward_ || key != key_) {
         const ConvDescs d(c.g);
@@ -200,6 +213,7 @@ class DnnlConv2DGradKernel final : public OpKernel {
       return absl::OkStatus();
     }
     const ShapeKey key{c.input->shape(), c.filter->shape()};
+    const ScopedDnnlThreads threads(ConvFlops(c.g), kMinFlopsPerThread);
     return DnnlTry(*ctx, "convolution backward", [&] {
       if (key != key_) {
         data_.reset();
@@ -294,6 +308,7 @@ class DnnlPool2DKernel final : public OpKernel {
                      nn_layer_kernels_internal::GetPool(*ctx, params_, false));
     ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", DataType::kFloat32, p.g.out));
     if (p.g.n == 0) return absl::OkStatus();
+    const ScopedDnnlThreads threads(PoolReads(p.g), kMinPoolReadsPerThread);
     return DnnlTry(*ctx, "pooling forward", [&] {
       if (!forward_ || p.x->shape() != key_) {
         const PoolDescs d(p.g);
@@ -328,6 +343,7 @@ class DnnlPool2DGradKernel final : public OpKernel {
                      nn_layer_kernels_internal::GetPool(*ctx, params_, true));
     ASSIGN_OR_RETURN(Tensor * dx, ctx->AllocateOutput("X@GRAD", DataType::kFloat32, p.x->shape()));
     if (p.g.n == 0) return absl::OkStatus();
+    const ScopedDnnlThreads threads(PoolReads(p.g), kMinPoolReadsPerThread);
     return DnnlTry(*ctx, "pooling backward", [&] {
       if (!backward_ || p.x->shape() != key_) {
         const PoolDescs d(p.g);
