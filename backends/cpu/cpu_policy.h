@@ -29,9 +29,9 @@
 
 namespace tandem {
 
-// Floating-point operations below which a oneDNN call runs on one thread
-// (about 0.1 ms of one core; below that, waking and joining threads costs
-// as much as they save).
+// Floating-point operations a oneDNN call gives each thread at least (20-40
+// us of one core; for less, waking and joining a thread costs about as
+// much as it saves).
 inline constexpr int64_t kMinFlopsPerThread = int64_t{4} << 20;
 
 // Threads worth using for `work` units when each should get at least
