@@ -27,7 +27,16 @@ cublasStatus_t GemmStridedBatched(cublasHandle_t h, const Gemm& g, T* c, int64_t
   const int64_t ldb = g.trans_b ? g.k : g.n;
   const T* a = static_cast<const T*>(g.a);
   const T* b = static_cast<const T*>(g.b);
-  // Column-major: C^T (n x m) = op(B)^T (n x k) * op(A)^T (k x m).
+  // Column-major: C^T (n x m) = op(B)^T (n x k) * op(A)^T (k x m). One
+  // product goes through the plain gemm, as torch.mm does: cuBLAS's
+  // heuristics may choose other kernels for a strided batch of one.
+  if (g.batch == 1) {
+    if constexpr (std::is_same_v<T, float>) {
+      return cublasSgemm_64(h, op_b, op_a, g.n, g.m, g.k, &alpha, b, ldb, a, lda, &beta, c, g.n);
+    } else {
+      return cublasDgemm_64(h, op_b, op_a, g.n, g.m, g.k, &alpha, b, ldb, a, lda, &beta, c, g.n);
+    }
+  }
   if constexpr (std::is_same_v<T, float>) {
     return cublasSgemmStridedBatched_64(h, op_b, op_a, g.n, g.m, g.k, &alpha, b, ldb, g.stride_b, a,
                                         lda, g.stride_a, &beta, c, g.n, stride_c, g.batch);
