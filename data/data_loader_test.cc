@@ -113,7 +113,9 @@ TEST(DataLoader, DestroyingWithBatchesQueuedReturns) {
   o.prefetch_batches = 3;
   for (int i = 0; i < 20; ++i) {
     ASSERT_OK_AND_ASSIGN(auto loader, DataLoader::Create(Examples(10), o));
-    if (i % 2 == 0) ASSERT_OK(loader->Next().status());
+    if (i % 2 == 0) {
+      ASSERT_OK(loader->Next().status());
+    }
   }
 }
 

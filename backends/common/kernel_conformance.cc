@@ -115,7 +115,7 @@ TEST_P(KernelConformance, LookupTableGathersRowsWithPadding) {
 
 TEST_P(KernelConformance, LookupTableIdOutOfRangeNamesOpIdPositionRangeAndTable) {
   const Variable w = Var<float>({10, 2}, std::vector<float>(20, 1));
-  for (const std::string& type : {"lookup_table", "lookup_table_grad"}) {
+  for (const std::string type : {"lookup_table", "lookup_table_grad"}) {
     OpDesc op = kLookup;
     op.type = type;
     EagerInputs in = {{"Ids", {Var<int64_t>({5}, {0, 9, 2, 10, 4})}}, {"W", {w}}};

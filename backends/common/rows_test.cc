@@ -137,7 +137,9 @@ TEST(ColumnBlock, BlocksCoverTheRowAndSplitOnCacheLines) {
         const auto [lo, hi] = rows_internal::ColumnBlock(row + offset, 150, k, blocks);
         EXPECT_EQ(lo, expected_begin);
         EXPECT_LE(lo, hi);
-        if (k > 0 && lo < 150) EXPECT_EQ((offset + lo) % 16, 0) << "block " << k;
+        if (k > 0 && lo < 150) {
+          EXPECT_EQ((offset + lo) % 16, 0) << "block " << k;
+        }
         expected_begin = hi;
       }
       EXPECT_EQ(expected_begin, 150);

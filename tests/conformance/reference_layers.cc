@@ -15,13 +15,6 @@ int64_t Count(const Shape& s) {
   return n;
 }
 
-// Row-major strides of `s`.
-std::vector<int64_t> Strides(const Shape& s) {
-  std::vector<int64_t> st(s.rank(), 1);
-  for (int d = s.rank() - 2; d >= 0; --d) st[d] = st[d + 1] * s.dim(d + 1);
-  return st;
-}
-
 // The multi-index of flat position `pos` in `s`.
 std::vector<int64_t> Unflatten(const Shape& s, int64_t pos) {
   std::vector<int64_t> idx(s.rank());
