@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/strings/str_split.h"
+#include "framework/base/status_macros.h"
 #include "framework/device/device_registry.h"
 #include "gflags/gflags.h"
 
@@ -49,6 +50,13 @@ void ReportCopies(benchmark::State& state, const RunStats& stats) {
   state.counters["h2d_per_iter"] = stats.copies_h2d;
   state.counters["d2h_per_iter"] = stats.copies_d2h;
   state.counters["sync_copies_per_iter"] = stats.sync_copies;
+}
+
+absl::StatusOr<std::unique_ptr<Plan>> PrepareEmbeddingWorkload(const EmbeddingConfig& config,
+                                                               Prepared* p, EmbeddingModel* model) {
+  ASSIGN_OR_RETURN(*model, BuildEmbeddingModel(config, &p->builder));
+  RETURN_IF_ERROR(p->exe.Run(p->builder.startup_program(), &p->scope).status());
+  return p->exe.Prepare(p->builder.main_program(), p->scope, {model->ids.name}, {});
 }
 
 bool AddRegistrar(Registrar registrar) {

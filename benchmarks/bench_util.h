@@ -21,6 +21,7 @@
 
 #include "absl/status/status.h"
 #include "benchmark/benchmark.h"
+#include "examples/embedding_offload/embedding_model.h"
 #include "framework/program/program_builder.h"
 #include "framework/runtime/executor.h"
 #include "framework/runtime/scope.h"
@@ -54,6 +55,12 @@ struct Prepared {
   Scope scope;
   explicit Prepared(Place p, ExecutorOptions options = {}) : exe(p, WithFlags(options)) {}
 };
+
+// Builds the embedding workload (examples/embedding_offload) of `config`
+// into p->builder, runs its startup program and prepares its main program
+// with the ids as the only feed and no fetches; *model gets its variables.
+absl::StatusOr<std::unique_ptr<Plan>> PrepareEmbeddingWorkload(const EmbeddingConfig& config,
+                                                               Prepared* p, EmbeddingModel* model);
 
 using Registrar = void (*)();
 // Adds `registrar` to the list RegisterAll() runs; returns true (for the macro).

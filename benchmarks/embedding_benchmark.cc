@@ -115,14 +115,10 @@ void BM_FullStep(benchmark::State& state) {
   config.batch = kBatch;
   config.table_on_cpu = true;
   config.is_sparse = true;
-  absl::StatusOr<EmbeddingModel> m = BuildEmbeddingModel(config, &p.builder);
-  if (!m.ok()) return Fail(state, m.status());
-  if (absl::Status s = p.exe.Run(p.builder.startup_program(), &p.scope).status(); !s.ok()) {
-    return Fail(state, s);
-  }
-  auto plan = p.exe.Prepare(p.builder.main_program(), p.scope, {m->ids.name}, {});
+  EmbeddingModel m;
+  auto plan = bench::PrepareEmbeddingWorkload(config, &p, &m);
   if (!plan.ok()) return Fail(state, plan.status());
-  const FeedMap feeds = {{m->ids.name, RandomIds(config.rows, 2)}};
+  const FeedMap feeds = {{m.ids.name, RandomIds(config.rows, 2)}};
   RunAndReportRows(state, p, plan->get(), feeds);
 }
 

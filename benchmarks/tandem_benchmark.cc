@@ -108,12 +108,8 @@ void BM_Workload1(benchmark::State& state, Place place, int64_t batch, bool tabl
   config.batch = batch;
   config.table_on_cpu = table_on_cpu;
   config.is_sparse = true;
-  absl::StatusOr<EmbeddingModel> m = BuildEmbeddingModel(config, &p.builder);
-  if (!m.ok()) return Fail(state, m.status());
-  if (absl::Status s = p.exe.Run(p.builder.startup_program(), &p.scope).status(); !s.ok()) {
-    return Fail(state, s);
-  }
-  auto plan = p.exe.Prepare(p.builder.main_program(), p.scope, {m->ids.name}, {});
+  EmbeddingModel m;
+  auto plan = bench::PrepareEmbeddingWorkload(config, &p, &m);
   if (!plan.ok()) return Fail(state, plan.status());
   std::mt19937_64 rng(1);
   std::vector<Tensor> id_batches;
@@ -126,7 +122,7 @@ void BM_Workload1(benchmark::State& state, Place place, int64_t batch, bool tabl
   int i = 0;
   for (auto _ : state) {
     absl::StatusOr<std::vector<Tensor>> r =
-        p.exe.Run(plan->get(), &p.scope, {{m->ids.name, id_batches[i++ % 16]}}, &stats);
+        p.exe.Run(plan->get(), &p.scope, {{m.ids.name, id_batches[i++ % 16]}}, &stats);
     if (!r.ok()) return Fail(state, r.status());
   }
   ReportCopies(state, stats);
