@@ -22,6 +22,22 @@ namespace {
 
 using ::testing::AllOf;
 
+// C[m, n] = A[m, k] * B[k, n], all row-major and dense; the caller sets g.c.
+template <typename T>
+GemmArgs<T> RowMajorGemm(int64_t m, int64_t n, int64_t k, const std::vector<T>& a,
+                         const std::vector<T>& b) {
+  GemmArgs<T> g;
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.a = a.data();
+  g.lda = k;
+  g.b = b.data();
+  g.ldb = n;
+  g.ldc = n;
+  return g;
+}
+
 // The ranges ParallelFor hands out, sorted.
 std::set<std::pair<int64_t, int64_t>> Ranges(int64_t n, int64_t grain) {
   std::mutex mu;
@@ -100,15 +116,7 @@ TEST(CpuPolicy, SgemmResultDoesNotDependOnTheThreadCountBeyondRounding) {
   for (size_t i = 0; i < a.size(); ++i) a[i] = std::sin(static_cast<float>(i));
   for (size_t i = 0; i < b.size(); ++i) b[i] = std::cos(static_cast<float>(i));
   std::vector<float> automatic(m * n, NAN), one(m * n, NAN);
-  GemmArgs<float> g;
-  g.m = m;
-  g.n = n;
-  g.k = k;
-  g.a = a.data();
-  g.lda = k;
-  g.b = b.data();
-  g.ldb = n;
-  g.ldc = n;
+  GemmArgs<float> g = RowMajorGemm(m, n, k, a, b);
   g.c = automatic.data();
   ASSERT_OK(CpuPolicy::Gemm(g));
   gflags::FlagSaver saver;
@@ -196,15 +204,7 @@ TEST(CpuPolicy, DoubleGemmIsThreadedBlockedGemm) {
   std::vector<double> a(m * k), b(k * n), got(m * n), want(m * n);
   for (size_t i = 0; i < a.size(); ++i) a[i] = std::sin(i);
   for (size_t i = 0; i < b.size(); ++i) b[i] = std::cos(i);
-  GemmArgs<double> g;
-  g.m = m;
-  g.n = n;
-  g.k = k;
-  g.a = a.data();
-  g.lda = k;
-  g.b = b.data();
-  g.ldb = n;
-  g.ldc = n;
+  GemmArgs<double> g = RowMajorGemm(m, n, k, a, b);
   g.c = got.data();
   ASSERT_OK(CpuPolicy::Gemm(g));
   g.c = want.data();

@@ -18,15 +18,18 @@ using ::testing::AllOf;
 
 const Place kSim0 = *ParsePlace("sim:0");
 
+// Out has X's dtype and shape.
+absl::Status SameAsX(InferShapeContext* ctx) {
+  ASSIGN_OR_RETURN(TensorMeta x, ctx->Input("X"));
+  ctx->SetOutput("Out", x);
+  return absl::OkStatus();
+}
+
 // An op with a CPU kernel only, to exercise the fallback rule.
 REGISTER_OP("test_cpu_only")
     .Input("X")
     .Output("Out")
-    .SetInferShape([](InferShapeContext* ctx) -> absl::Status {
-      ASSIGN_OR_RETURN(TensorMeta x, ctx->Input("X"));
-      ctx->SetOutput("Out", x);
-      return absl::OkStatus();
-    });
+    .SetInferShape(SameAsX);
 
 class NegateKernel : public OpKernel {
  public:
@@ -45,11 +48,7 @@ REGISTER_KERNEL(KernelDef("test_cpu_only", "cpu").TypeConstraint("X", {DataType:
 REGISTER_OP("test_host_arg")
     .Input("X")
     .Output("Out")
-    .SetInferShape([](InferShapeContext* ctx) -> absl::Status {
-      ASSIGN_OR_RETURN(TensorMeta x, ctx->Input("X"));
-      ctx->SetOutput("Out", x);
-      return absl::OkStatus();
-    });
+    .SetInferShape(SameAsX);
 REGISTER_KERNEL(KernelDef("test_host_arg", "sim")
                     .TypeConstraint("X", {DataType::kFloat32})
                     .HostMemory("X")
