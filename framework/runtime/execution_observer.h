@@ -7,10 +7,20 @@
 //   MyObserver observer;
 //   SetExecutionObserver(&observer);   // not owned; nullptr removes it
 //
-// The executor calls the hooks on its own thread, in program order: an op's
-// OnOpBegin before it is launched, OnOpEnd right after Compute returns (the
-// device work may still be running on `stream`: record an event there to
-// time it). With no observer set the cost is one atomic load per op.
+// Threads: hooks are called concurrently, from the thread that called
+// Executor::Run (the dispatcher: it enqueues device work) and from the
+// executor's host workers (they run host kernels). An op's OnOpBegin and
+// OnOpEnd come from the same thread, with nothing else of that thread's in
+// between except the copies it makes for the op; `worker` says which
+// thread (-1: the dispatcher). OnOpBegin comes before the op is launched,
+// OnOpEnd right after Compute returns (the device work may still be running
+// on `stream`: record an event there to time it). In in-order mode
+// (ExecutorOptions::in_order) every hook comes from the calling thread, in
+// program order. OnWaitBegin/OnWaitEnd bracket a host thread waiting for
+// device work: a host step waiting for the device data it reads (`event` is
+// that step), or the end of a run waiting for its devices (`event.op` is
+// nullptr). OnRunBegin/OnRunEnd come from the calling thread. With no
+// observer set the cost is one atomic load per op.
 // A run that replays a captured graph (ExecutorOptions::capture_graphs) is
 // one span: OnOpBegin/OnOpEnd around the launch with op->type
 // "graph_launch", index -1 and the graph's device and stream; the run that
@@ -38,6 +48,7 @@ struct OpEvent {
   Device* device = nullptr;
   Stream* stream = nullptr;    // the stream its device work is queued on
   bool is_copy = false;
+  int worker = -1;             // host worker ordinal; -1: the dispatching thread
   // Copies only:
   CopyKind copy_kind = CopyKind::kHostToDevice;
   bool sync = true;
@@ -54,6 +65,8 @@ class ExecutionObserver {
   virtual void OnRunEnd(const RunStats& stats) {}
   virtual void OnOpBegin(const OpEvent& event) {}
   virtual void OnOpEnd(const OpEvent& event) {}
+  virtual void OnWaitBegin(const OpEvent& event) {}
+  virtual void OnWaitEnd(const OpEvent& event) {}
 };
 
 // Installs the process-wide observer (not owned; nullptr removes it).

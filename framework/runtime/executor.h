@@ -66,6 +66,13 @@ struct ExecutorOptions {
   TransferPolicy transfer_policy = TransferPolicy::kAllow;
   // Capture each plan's steady-state step once and replay it (see above).
   bool capture_graphs = false;
+  // Run steps one at a time in program order on the calling thread, every
+  // device->host copy synchronous (the debugging mode; see above). Off:
+  // steps run as soon as their inputs are ready, host steps on a pool of
+  // host workers and device steps on their streams, concurrently.
+  bool in_order = false;
+  // Host workers of the concurrent mode (0: 2 or 3 by the machine's CPUs).
+  int host_workers = 0;
 };
 
 // One copy made during a run (a per-copy ledger entry).
