@@ -1,0 +1,192 @@
+// The executor's view of a prepared plan: one Step per placed op or copy,
+// the captured graph state, and the pieces that run steps. Private to
+// //framework/runtime:executor (not a public header).
+//
+// Threads: Prepare builds everything here; a run reads it. During a
+// concurrent run a step's fields are touched only by the thread running
+// that step (a host worker or the dispatcher), so steps need no lock.
+#ifndef TANDEM_FRAMEWORK_RUNTIME_PLAN_INTERNAL_H_
+#define TANDEM_FRAMEWORK_RUNTIME_PLAN_INTERNAL_H_
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "framework/device/device.h"
+#include "framework/device/device_registry.h"
+#include "framework/kernel/kernel_context.h"
+#include "framework/kernel/kernel_registry.h"
+#include "framework/runtime/execution_observer.h"
+#include "framework/runtime/executor.h"
+#include "framework/runtime/host_worker_pool.h"
+
+namespace tandem {
+
+using SlotArgs = std::vector<std::pair<std::string, std::vector<int>>>;
+
+// Where a step's work goes in a concurrent run.
+enum class Lane {
+  kHost,    // a host kernel, on a host worker (or the dispatching thread)
+  kCompute, // a device kernel or host->device copy, on the device's compute
+            // stream
+  kCopy,    // a device->host copy, on the device's copy stream
+};
+
+// How a step waits for one of its predecessors in a concurrent run.
+enum class EdgeKind {
+  kStreamOrder, // same stream: queued after it, nothing to do
+  kEventWait,   // same device, other stream: the stream waits for its event
+  kHostWait,    // a host step after device work: the worker waits for its event
+  kCompletion,  // starts only once the predecessor's work has completed
+};
+
+struct Plan::Step {
+  OpDesc op;
+  int index = 0; // position in the placed program
+  Place place;
+  Device *device = nullptr;
+  const KernelDef *def = nullptr; // nullptr for copies
+  std::unique_ptr<OpKernel> kernel;
+  SlotArgs inputs, outputs;
+  std::vector<int>
+      release_after; // in-order mode: slots whose last use is this step
+  bool is_copy = false;
+  Place copy_to;
+  // Computed once and kept: an input-less, deterministic op whose output
+  // nothing else writes (fill_constant).
+  bool folded = false;
+  // Host memory for this step's host-resident outputs: a device's pinned
+  // allocator when the output is copied to that device next.
+  Allocator *host_output_allocator = nullptr;
+  // Switches the current device; nullptr for the host.
+  DeviceFactory *device_factory = nullptr;
+  // Variables bound to the kernel's arguments (rebuilt when the scope changes).
+  ArgVars in_args, out_args;
+  // H2D copies from pageable memory go through this pinned buffer.
+  std::shared_ptr<Buffer> staging;
+
+  // Concurrent runs (built by Prepare, see concurrent_run.h).
+  Lane lane = Lane::kHost;
+  std::vector<int> slots_used; // every slot read or written, once
+  std::vector<std::pair<int, EdgeKind>> preds, succs;
+  // Recorded after the step's device work when a successor waits for it.
+  std::unique_ptr<Event> done_event;
+  // A successor needs the step's device work completed (kCompletion): a
+  // host worker waits for done_event and reports it.
+  bool watched = false;
+
+  bool is_host() const { return lane == Lane::kHost; }
+  // The stream this step's device work goes to in the given mode.
+  Stream *StreamFor(bool in_order) const {
+    return !in_order && lane == Lane::kCopy ? device->copy_stream()
+                                            : device->compute_stream();
+  }
+};
+
+// A captured step: the device graph and everything it baked in.
+struct Plan::GraphState {
+  // Host->device copies: the source slot's value goes into `staging` (whose
+  // address the graph reads) before each launch.
+  struct Upload {
+    int src = 0;
+    std::shared_ptr<Buffer> staging; // nullptr for an empty value
+    DataType dtype = DataType::kFloat32;
+    Shape shape;
+  };
+  // A host value a kernel read at capture (a HostMemory input).
+  struct HostValue {
+    int slot = 0;
+    std::string reader; // op type, for the log
+    DataType dtype = DataType::kFloat32;
+    Shape shape;
+    std::string bytes;
+  };
+
+  // Why a replay would not match an eager run of the current values (empty
+  // when it would): names the variable that changed.
+  std::string StaleReason(const std::vector<Variable *> &slots,
+                          const std::vector<std::string> &names) const;
+  // Stages the uploads and enqueues the graph on the device's compute
+  // stream, as one observer span ("graph_launch").
+  absl::Status Launch(const std::vector<Variable *> &slots,
+                      ExecutionObserver *observer) const;
+
+  Device *device = nullptr;
+  std::unique_ptr<DeviceGraph> graph;
+  std::vector<Upload> uploads;
+  std::vector<HostValue> host_values;
+  // Persistable slots before the capture (restored if it fails), then the
+  // buffer of each that the graph reads and writes.
+  std::vector<std::pair<int, Variable>> persistable_before;
+  std::vector<std::pair<int, const Buffer *>> persistable_buffers;
+  // Every buffer the captured steps used, kept so that no one else gets
+  // their memory while the graph may write it.
+  std::vector<std::shared_ptr<Buffer>> held;
+  RunStats stats;   // of the captured run
+  OpDesc launch_op; // type "graph_launch", for observers
+};
+
+// Buffers a run's asynchronous device work may still read: released once
+// the run's devices are synchronised. Thread-safe.
+class KeepAlive {
+public:
+  void Add(std::shared_ptr<Buffer> buffer) {
+    std::lock_guard<std::mutex> lock(mu_);
+    buffers_.push_back(std::move(buffer));
+  }
+  void Clear() {
+    std::lock_guard<std::mutex> lock(mu_);
+    buffers_.clear();
+  }
+
+private:
+  std::mutex mu_;
+  std::vector<std::shared_ptr<Buffer>> buffers_;
+};
+
+// How one step runs: the mode, who runs it, and where captured work goes.
+struct StepRunContext {
+  bool in_order = true;
+  int worker = -1; // OpEvent::worker
+  ExecutionObserver *observer = nullptr;
+  Plan::GraphState *graph = nullptr; // set while capturing
+  KeepAlive *keep_alive = nullptr;
+};
+
+// Runs the steps of a plan (a friend of Plan).
+class PlanRunner {
+public:
+  // Runs one copy step: allocates the destination and enqueues the
+  // transfer on the step's stream (in-order: a device->host copy waits for
+  // it). Adds the copy to `stats` (the caller's; call from one thread).
+  static absl::Status RunCopyStep(Plan *plan, Plan::Step *step,
+                                  const StepRunContext &run, RunStats *stats);
+  // Runs one kernel step (device kernels: enqueues their work).
+  static absl::Status RunKernelStep(Plan *plan, Plan::Step *step,
+                                    const StepRunContext &run);
+  // Runs every step in program order on the calling thread (in-order mode
+  // and graph capture, see executor.h).
+  static absl::Status RunInOrder(Plan *plan, RunStats *stats,
+                                 const StepRunContext &run);
+  // Runs the steps concurrently (concurrent_run.cc); returns once all
+  // have been dispatched and every host step has finished, device work
+  // possibly still queued.
+  static absl::Status RunConcurrently(Plan *plan, HostWorkerPool *pool,
+                                      RunStats *stats,
+                                      ExecutionObserver *observer);
+};
+
+// The executor's logging, under its documented name (--vmodule=executor=N):
+// whether level N is on, and one line at that level.
+bool ExecutorVlogIsOn(int level);
+void ExecutorLog(const std::string &line);
+
+// The status of a step's failure, naming the op, its position and place.
+absl::Status AnnotateStepError(const absl::Status &s, const Plan::Step &step);
+
+} // namespace tandem
+
+#endif // TANDEM_FRAMEWORK_RUNTIME_PLAN_INTERNAL_H_
