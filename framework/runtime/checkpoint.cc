@@ -23,74 +23,68 @@ namespace {
 
 constexpr char kMagic[8] = {'T', 'N', 'D', 'M', 'C', 'K', 'P', 'T'};
 constexpr uint32_t kVersion = 1;
-constexpr size_t kHeaderBytes = 20; // magic, version, count, header CRC
+constexpr size_t kHeaderBytes = 20;  // magic, version, count, header CRC
 constexpr uint32_t kMaxStringBytes = 4096;
 constexpr uint32_t kMaxRank = 64;
 
 // CRC-32 (IEEE 802.3, reflected polynomial 0xEDB88320), as zlib's crc32.
 class Crc32 {
-public:
-  void Update(const void *data, size_t n) {
+ public:
+  void Update(const void* data, size_t n) {
     static const std::array<uint32_t, 256> table = [] {
       std::array<uint32_t, 256> t{};
       for (uint32_t i = 0; i < 256; ++i) {
         uint32_t c = i;
-        for (int k = 0; k < 8; ++k)
-          c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+        for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
         t[i] = c;
       }
       return t;
     }();
-    const auto *p = static_cast<const uint8_t *>(data);
-    for (size_t i = 0; i < n; ++i)
-      state_ = table[(state_ ^ p[i]) & 0xFF] ^ (state_ >> 8);
+    const auto* p = static_cast<const uint8_t*>(data);
+    for (size_t i = 0; i < n; ++i) state_ = table[(state_ ^ p[i]) & 0xFF] ^ (state_ >> 8);
   }
   uint32_t value() const { return ~state_; }
 
-private:
+ private:
   uint32_t state_ = 0xFFFFFFFFu;
 };
 
-template <typename T> void AppendLittleEndian(T value, std::string *out) {
+template <typename T>
+void AppendLittleEndian(T value, std::string* out) {
   for (size_t i = 0; i < sizeof(T); ++i) {
     out->push_back(static_cast<char>(static_cast<uint64_t>(value) >> (8 * i)));
   }
 }
 
-void AppendString(const std::string &s, std::string *out) {
+void AppendString(const std::string& s, std::string* out) {
   AppendLittleEndian<uint32_t>(static_cast<uint32_t>(s.size()), out);
   out->append(s);
 }
 
-absl::Status ErrnoError(int error, const std::string &what,
-                        const std::string &path) {
+absl::Status ErrnoError(int error, const std::string& what, const std::string& path) {
   return absl::ErrnoToStatus(error, absl::StrCat(what, " '", path, "'"));
 }
 
 // Writes a file through a file descriptor; closes it on destruction.
 class FileWriter {
-public:
+ public:
   explicit FileWriter(std::string path) : path_(std::move(path)) {}
   ~FileWriter() {
-    if (fd_ >= 0)
-      close(fd_);
+    if (fd_ >= 0) close(fd_);
   }
 
   absl::Status Open() {
     fd_ = open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd_ < 0)
-      return ErrnoError(errno, "cannot create checkpoint file", path_);
+    if (fd_ < 0) return ErrnoError(errno, "cannot create checkpoint file", path_);
     return absl::OkStatus();
   }
 
-  absl::Status Write(const void *data, size_t n) {
-    const char *p = static_cast<const char *>(data);
+  absl::Status Write(const void* data, size_t n) {
+    const char* p = static_cast<const char*>(data);
     while (n > 0) {
       const ssize_t w = write(fd_, p, n);
-      if (w < 0 && errno == EINTR)
-        continue;
-      if (w < 0)
-        return ErrnoError(errno, "cannot write checkpoint file", path_);
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0) return ErrnoError(errno, "cannot write checkpoint file", path_);
       p += w;
       n -= static_cast<size_t>(w);
     }
@@ -98,16 +92,14 @@ public:
   }
 
   absl::Status SyncAndClose() {
-    if (fsync(fd_) != 0)
-      return ErrnoError(errno, "cannot fsync checkpoint file", path_);
+    if (fsync(fd_) != 0) return ErrnoError(errno, "cannot fsync checkpoint file", path_);
     const int fd = fd_;
     fd_ = -1;
-    if (close(fd) != 0)
-      return ErrnoError(errno, "cannot close checkpoint file", path_);
+    if (close(fd) != 0) return ErrnoError(errno, "cannot close checkpoint file", path_);
     return absl::OkStatus();
   }
 
-private:
+ private:
   std::string path_;
   int fd_ = -1;
 };
@@ -115,24 +107,20 @@ private:
 // Reads a checkpoint sequentially, tracking the offset for messages and
 // the CRC of the current record.
 class FileReader {
-public:
+ public:
   explicit FileReader(std::string path) : path_(std::move(path)) {}
   ~FileReader() {
-    if (fd_ >= 0)
-      close(fd_);
+    if (fd_ >= 0) close(fd_);
   }
 
   absl::Status Open() {
     fd_ = open(path_.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd_ < 0 && errno == ENOENT) {
-      return absl::NotFoundError(
-          absl::StrCat("checkpoint '", path_, "' does not exist"));
+      return absl::NotFoundError(absl::StrCat("checkpoint '", path_, "' does not exist"));
     }
-    if (fd_ < 0)
-      return ErrnoError(errno, "cannot open checkpoint", path_);
+    if (fd_ < 0) return ErrnoError(errno, "cannot open checkpoint", path_);
     struct stat st;
-    if (fstat(fd_, &st) != 0)
-      return ErrnoError(errno, "cannot stat checkpoint", path_);
+    if (fstat(fd_, &st) != 0) return ErrnoError(errno, "cannot stat checkpoint", path_);
     size_ = static_cast<uint64_t>(st.st_size);
     return absl::OkStatus();
   }
@@ -143,33 +131,27 @@ public:
   uint32_t record_crc() const { return crc_.value(); }
 
   // DataLoss "checkpoint '<path>': <what> at byte offset <offset>".
-  absl::Status DataLoss(const std::string &what, uint64_t at) const {
-    return absl::DataLossError(absl::StrCat("checkpoint '", path_, "': ", what,
-                                            " at byte offset ", at));
+  absl::Status DataLoss(const std::string& what, uint64_t at) const {
+    return absl::DataLossError(
+        absl::StrCat("checkpoint '", path_, "': ", what, " at byte offset ", at));
   }
 
   // Reads n bytes (counted in the record CRC unless `raw`); `what` names
   // what they belong to if the file ends first.
-  absl::Status Read(void *dst, uint64_t n, const std::string &what,
-                    bool raw = false) {
+  absl::Status Read(void* dst, uint64_t n, const std::string& what, bool raw = false) {
     if (n > remaining()) {
-      return DataLoss(absl::StrCat("file is truncated in ", what, " (", n,
-                                   " bytes needed, ", remaining(), " left)"),
+      return DataLoss(absl::StrCat("file is truncated in ", what, " (", n, " bytes needed, ",
+                                   remaining(), " left)"),
                       offset_);
     }
-    char *p = static_cast<char *>(dst);
+    char* p = static_cast<char*>(dst);
     uint64_t left = n;
     while (left > 0) {
       const ssize_t r = read(fd_, p, std::min<uint64_t>(left, 1 << 30));
-      if (r < 0 && errno == EINTR)
-        continue;
-      if (r < 0)
-        return ErrnoError(errno, "cannot read checkpoint", path_);
-      if (r == 0)
-        return DataLoss(absl::StrCat("file shrank while reading ", what),
-                        offset_);
-      if (!raw)
-        crc_.Update(p, static_cast<size_t>(r));
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0) return ErrnoError(errno, "cannot read checkpoint", path_);
+      if (r == 0) return DataLoss(absl::StrCat("file shrank while reading ", what), offset_);
+      if (!raw) crc_.Update(p, static_cast<size_t>(r));
       p += r;
       left -= static_cast<uint64_t>(r);
       offset_ += static_cast<uint64_t>(r);
@@ -177,16 +159,16 @@ public:
     return absl::OkStatus();
   }
 
-  template <typename T> absl::StatusOr<T> ReadInt(const std::string &what) {
+  template <typename T>
+  absl::StatusOr<T> ReadInt(const std::string& what) {
     uint8_t bytes[sizeof(T)];
     RETURN_IF_ERROR(Read(bytes, sizeof(T), what));
     uint64_t v = 0;
-    for (size_t i = 0; i < sizeof(T); ++i)
-      v |= static_cast<uint64_t>(bytes[i]) << (8 * i);
+    for (size_t i = 0; i < sizeof(T); ++i) v |= static_cast<uint64_t>(bytes[i]) << (8 * i);
     return static_cast<T>(v);
   }
 
-  absl::StatusOr<std::string> ReadString(const std::string &what) {
+  absl::StatusOr<std::string> ReadString(const std::string& what) {
     const uint64_t at = offset_;
     ASSIGN_OR_RETURN(const uint32_t n, ReadInt<uint32_t>(what));
     if (n > kMaxStringBytes) {
@@ -197,7 +179,7 @@ public:
     return s;
   }
 
-private:
+ private:
   std::string path_;
   int fd_ = -1;
   uint64_t size_ = 0, offset_ = 0;
@@ -211,102 +193,89 @@ struct LoadedTensor {
   std::string saved_place;
 };
 
-absl::StatusOr<LoadedTensor> ReadRecord(FileReader *in, uint32_t index) {
+absl::StatusOr<LoadedTensor> ReadRecord(FileReader* in, uint32_t index) {
   in->StartRecord();
   const uint64_t start = in->offset();
   const std::string record = absl::StrCat("the record of tensor #", index);
   LoadedTensor t;
-  ASSIGN_OR_RETURN(t.name,
-                   in->ReadString(absl::StrCat("the name of tensor #", index)));
+  ASSIGN_OR_RETURN(t.name, in->ReadString(absl::StrCat("the name of tensor #", index)));
   const std::string what = absl::StrCat("tensor '", t.name, "' (#", index, ")");
   ASSIGN_OR_RETURN(const std::string dtype_name, in->ReadString(what));
   ASSIGN_OR_RETURN(t.saved_place, in->ReadString(what));
   ASSIGN_OR_RETURN(const uint32_t rank, in->ReadInt<uint32_t>(what));
   if (rank > kMaxRank)
-    return in->DataLoss(absl::StrCat(what, " is corrupted (rank ", rank, ")"),
-                        start);
+    return in->DataLoss(absl::StrCat(what, " is corrupted (rank ", rank, ")"), start);
   std::vector<int64_t> dims(rank);
-  for (int64_t &d : dims) {
+  for (int64_t& d : dims) {
     ASSIGN_OR_RETURN(d, in->ReadInt<int64_t>(what));
   }
   const uint64_t data_at = in->offset() + sizeof(uint64_t);
   ASSIGN_OR_RETURN(const uint64_t bytes, in->ReadInt<uint64_t>(what));
   const absl::StatusOr<DataType> dtype = ParseDataType(dtype_name);
   const absl::StatusOr<Shape> shape = Shape::Make(dims);
-  if (!dtype.ok() || !shape.ok() ||
-      shape->num_elements() * SizeOf(*dtype) != bytes) {
-    return in->DataLoss(absl::StrCat(what, " is corrupted (dtype '", dtype_name,
-                                     "', dims [", absl::StrJoin(dims, ", "),
-                                     "], ", bytes, " data bytes)"),
+  if (!dtype.ok() || !shape.ok() || shape->num_elements() * SizeOf(*dtype) != bytes) {
+    return in->DataLoss(absl::StrCat(what, " is corrupted (dtype '", dtype_name, "', dims [",
+                                     absl::StrJoin(dims, ", "), "], ", bytes, " data bytes)"),
                         start);
   }
   if (bytes + sizeof(uint32_t) > in->remaining()) {
-    return in->DataLoss(absl::StrCat("file is truncated in ", what, ": ", bytes,
-                                     " data bytes and a checksum needed, ",
-                                     in->remaining(), " left"),
-                        data_at);
+    return in->DataLoss(
+        absl::StrCat("file is truncated in ", what, ": ", bytes,
+                     " data bytes and a checksum needed, ", in->remaining(), " left"),
+        data_at);
   }
-  ASSIGN_OR_RETURN(t.host,
-                   Tensor::Allocate(CpuAllocator::Default(), *dtype, *shape));
+  ASSIGN_OR_RETURN(t.host, Tensor::Allocate(CpuAllocator::Default(), *dtype, *shape));
   RETURN_IF_ERROR(in->Read(t.host.raw_data(), bytes, what));
   const uint32_t computed = in->record_crc();
   uint8_t stored_bytes[4];
   RETURN_IF_ERROR(in->Read(stored_bytes, 4, what, /*raw=*/true));
   uint32_t stored = 0;
-  for (int i = 0; i < 4; ++i)
-    stored |= static_cast<uint32_t>(stored_bytes[i]) << (8 * i);
+  for (int i = 0; i < 4; ++i) stored |= static_cast<uint32_t>(stored_bytes[i]) << (8 * i);
   if (stored != computed) {
-    return in->DataLoss(
-        absl::StrFormat(
-            "%s is corrupted: checksum 0x%08x stored, 0x%08x computed "
-            "over the record",
-            what, stored, computed),
-        start);
+    return in->DataLoss(absl::StrFormat("%s is corrupted: checksum 0x%08x stored, 0x%08x computed "
+                                        "over the record",
+                                        what, stored, computed),
+                        start);
   }
   return t;
 }
 
-} // namespace
+}  // namespace
 
-std::vector<std::string> PersistableVars(const Program &program) {
+std::vector<std::string> PersistableVars(const Program& program) {
   std::vector<std::string> names;
-  for (const VarDesc &v : program.block().vars()) {
-    if (v.persistable)
-      names.push_back(v.name);
+  for (const VarDesc& v : program.block().vars()) {
+    if (v.persistable) names.push_back(v.name);
   }
   std::sort(names.begin(), names.end());
   return names;
 }
 
-absl::Status SaveCheckpoint(const Program &program, const Scope &scope,
-                            const std::string &path) {
+absl::Status SaveCheckpoint(const Program& program, const Scope& scope, const std::string& path) {
   return SaveCheckpoint(scope, PersistableVars(program), path);
 }
 
-absl::Status SaveCheckpoint(const Scope &scope,
-                            const std::vector<std::string> &names,
-                            const std::string &path) {
+absl::Status SaveCheckpoint(const Scope& scope, const std::vector<std::string>& names,
+                            const std::string& path) {
   std::set<std::string> seen;
-  std::vector<const Tensor *> tensors;
-  for (const std::string &name : names) {
+  std::vector<const Tensor*> tensors;
+  for (const std::string& name : names) {
     if (!seen.insert(name).second) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "SaveCheckpoint: variable '", name, "' is listed twice"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("SaveCheckpoint: variable '", name, "' is listed twice"));
     }
-    const Variable *v = scope.Find(name);
+    const Variable* v = scope.Find(name);
     if (v == nullptr) {
-      return absl::NotFoundError(absl::StrCat("SaveCheckpoint: variable '",
-                                              name, "' is not in the scope"));
+      return absl::NotFoundError(
+          absl::StrCat("SaveCheckpoint: variable '", name, "' is not in the scope"));
     }
     if (!v->is_tensor() || !v->tensor().initialized()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("SaveCheckpoint: variable '", name,
-                       "' does not hold an initialised dense tensor"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "SaveCheckpoint: variable '", name, "' does not hold an initialised dense tensor"));
     }
     if (name.size() > kMaxStringBytes) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("SaveCheckpoint: variable name '", name,
-                       "' is longer than ", kMaxStringBytes));
+      return absl::InvalidArgumentError(absl::StrCat("SaveCheckpoint: variable name '", name,
+                                                     "' is longer than ", kMaxStringBytes));
     }
     tensors.push_back(&v->tensor());
   }
@@ -322,7 +291,7 @@ absl::Status SaveCheckpoint(const Scope &scope,
   AppendLittleEndian<uint32_t>(header_crc.value(), &header);
   RETURN_IF_ERROR(out.Write(header.data(), header.size()));
   for (size_t i = 0; i < names.size(); ++i) {
-    const Tensor &t = *tensors[i];
+    const Tensor& t = *tensors[i];
     Tensor host = t;
     if (!t.place().is_host()) {
       ASSIGN_OR_RETURN(host, CopyTensorTo(t, CPUPlace()));
@@ -331,10 +300,8 @@ absl::Status SaveCheckpoint(const Scope &scope,
     AppendString(names[i], &meta);
     AppendString(std::string(DataTypeName(t.dtype())), &meta);
     AppendString(t.place().ToString(), &meta);
-    AppendLittleEndian<uint32_t>(static_cast<uint32_t>(t.shape().rank()),
-                                 &meta);
-    for (int64_t d : t.shape().dims())
-      AppendLittleEndian<int64_t>(d, &meta);
+    AppendLittleEndian<uint32_t>(static_cast<uint32_t>(t.shape().rank()), &meta);
+    for (int64_t d : t.shape().dims()) AppendLittleEndian<int64_t>(d, &meta);
     AppendLittleEndian<uint64_t>(t.NumBytes(), &meta);
     Crc32 crc;
     crc.Update(meta.data(), meta.size());
@@ -347,26 +314,22 @@ absl::Status SaveCheckpoint(const Scope &scope,
   }
   RETURN_IF_ERROR(out.SyncAndClose());
   if (rename(tmp.c_str(), path.c_str()) != 0) {
-    return ErrnoError(errno, absl::StrCat("cannot rename '", tmp, "' to"),
-                      path);
+    return ErrnoError(errno, absl::StrCat("cannot rename '", tmp, "' to"), path);
   }
   const size_t slash = path.find_last_of('/');
-  const std::string dir = slash == std::string::npos
-                              ? "."
-                              : path.substr(0, std::max<size_t>(slash, 1));
+  const std::string dir =
+      slash == std::string::npos ? "." : path.substr(0, std::max<size_t>(slash, 1));
   const int dir_fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd < 0)
-    return ErrnoError(errno, "cannot open directory", dir);
+  if (dir_fd < 0) return ErrnoError(errno, "cannot open directory", dir);
   const int synced = fsync(dir_fd);
   const int error = errno;
   close(dir_fd);
-  if (synced != 0)
-    return ErrnoError(error, "cannot fsync directory", dir);
+  if (synced != 0) return ErrnoError(error, "cannot fsync directory", dir);
   return absl::OkStatus();
 }
 
-absl::Status LoadCheckpoint(const std::string &path, Scope *scope,
-                            const std::map<std::string, Place> &places) {
+absl::Status LoadCheckpoint(const std::string& path, Scope* scope,
+                            const std::map<std::string, Place>& places) {
   FileReader in(path);
   RETURN_IF_ERROR(in.Open());
   uint8_t header[kHeaderBytes];
@@ -376,18 +339,15 @@ absl::Status LoadCheckpoint(const std::string &path, Scope *scope,
   }
   auto u32 = [&](size_t at) {
     uint32_t v = 0;
-    for (int i = 0; i < 4; ++i)
-      v |= static_cast<uint32_t>(header[at + i]) << (8 * i);
+    for (int i = 0; i < 4; ++i) v |= static_cast<uint32_t>(header[at + i]) << (8 * i);
     return v;
   };
   Crc32 header_crc;
   header_crc.Update(header, 16);
-  if (header_crc.value() != u32(16))
-    return in.DataLoss("the header is corrupted", 0);
+  if (header_crc.value() != u32(16)) return in.DataLoss("the header is corrupted", 0);
   if (u32(8) != kVersion) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("checkpoint '", path, "' has version ", u32(8),
-                     "; this build reads version ", kVersion));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "checkpoint '", path, "' has version ", u32(8), "; this build reads version ", kVersion));
   }
   const uint32_t count = u32(12);
   std::vector<LoadedTensor> loaded;
@@ -396,12 +356,11 @@ absl::Status LoadCheckpoint(const std::string &path, Scope *scope,
     loaded.push_back(std::move(t));
   }
   if (in.remaining() != 0) {
-    return in.DataLoss(
-        absl::StrCat(in.remaining(), " unexpected bytes after the last tensor"),
-        in.offset());
+    return in.DataLoss(absl::StrCat(in.remaining(), " unexpected bytes after the last tensor"),
+                       in.offset());
   }
   std::vector<Tensor> placed;
-  for (LoadedTensor &t : loaded) {
+  for (LoadedTensor& t : loaded) {
     auto mapped = places.find(t.name);
     Place place;
     if (mapped != places.end()) {
@@ -409,9 +368,8 @@ absl::Status LoadCheckpoint(const std::string &path, Scope *scope,
     } else {
       absl::StatusOr<Place> saved = ParsePlace(t.saved_place);
       if (!saved.ok()) {
-        return absl::DataLossError(
-            absl::StrCat("checkpoint '", path, "': tensor '", t.name,
-                         "' has a corrupted place '", t.saved_place, "'"));
+        return absl::DataLossError(absl::StrCat("checkpoint '", path, "': tensor '", t.name,
+                                                "' has a corrupted place '", t.saved_place, "'"));
       }
       place = *saved;
     }
@@ -419,19 +377,17 @@ absl::Status LoadCheckpoint(const std::string &path, Scope *scope,
       placed.push_back(std::move(t.host));
       continue;
     }
-    absl::StatusOr<Device *> device = DeviceRegistry::Global().GetDevice(place);
+    absl::StatusOr<Device*> device = DeviceRegistry::Global().GetDevice(place);
     if (!device.ok()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "checkpoint '", path, "': tensor '", t.name, "' goes to ",
-          place.ToString(), ": ", device.status().message(),
-          "; map it to an existing place"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("checkpoint '", path, "': tensor '", t.name, "' goes to ", place.ToString(),
+                       ": ", device.status().message(), "; map it to an existing place"));
     }
     ASSIGN_OR_RETURN(Tensor on_device, CopyTensorTo(t.host, place));
     placed.push_back(std::move(on_device));
   }
-  for (size_t i = 0; i < loaded.size(); ++i)
-    scope->Var(loaded[i].name)->set(std::move(placed[i]));
+  for (size_t i = 0; i < loaded.size(); ++i) scope->Var(loaded[i].name)->set(std::move(placed[i]));
   return absl::OkStatus();
 }
 
-} // namespace tandem
+}  // namespace tandem

@@ -2,14 +2,12 @@
 // program (parameters, optimizer state, learning rate) so a run can resume
 // exactly where it stopped.
 //
-//   RETURN_IF_ERROR(SaveCheckpoint(builder.main_program(), scope,
-//   "/ckpt/step_1000"));
+//   RETURN_IF_ERROR(SaveCheckpoint(builder.main_program(), scope, "/ckpt/step_1000"));
 //   ...
 //   Scope fresh;
-//   RETURN_IF_ERROR(LoadCheckpoint("/ckpt/step_1000", &fresh));           //
-//   original places RETURN_IF_ERROR(LoadCheckpoint("/ckpt/step_1000", &fresh,
-//                                  {{"emb_w", CPUPlace()}}));            // or
-//                                  moved
+//   RETURN_IF_ERROR(LoadCheckpoint("/ckpt/step_1000", &fresh));           // original places
+//   RETURN_IF_ERROR(LoadCheckpoint("/ckpt/step_1000", &fresh,
+//                                  {{"emb_w", CPUPlace()}}));            // or moved
 //
 // Format (little-endian): "TNDMCKPT", u32 version (1), u32 tensor count,
 // u32 CRC-32 of those 16 bytes; then per tensor: u32 name length, name, u32
@@ -45,24 +43,22 @@ namespace tandem {
 // the scope lacks; InvalidArgument for a duplicate name or a variable that
 // does not hold an initialised dense tensor; the errno's code (e.g.
 // NotFound, PermissionDenied) naming the file when writing fails.
-absl::Status SaveCheckpoint(const Scope &scope,
-                            const std::vector<std::string> &names,
-                            const std::string &path);
+absl::Status SaveCheckpoint(const Scope& scope, const std::vector<std::string>& names,
+                            const std::string& path);
 
 // Saves every persistable variable of `program` (as SaveCheckpoint above).
-absl::Status SaveCheckpoint(const Program &program, const Scope &scope,
-                            const std::string &path);
+absl::Status SaveCheckpoint(const Program& program, const Scope& scope, const std::string& path);
 
 // The persistable variables of `program`, sorted.
-std::vector<std::string> PersistableVars(const Program &program);
+std::vector<std::string> PersistableVars(const Program& program);
 
 // Loads every tensor of the checkpoint at `path` into `scope`, each on
 // `places[name]` if given, else on the place it was saved from
 // (FailedPrecondition naming the tensor if that device does not exist).
 // Errors as in the header comment.
-absl::Status LoadCheckpoint(const std::string &path, Scope *scope,
-                            const std::map<std::string, Place> &places = {});
+absl::Status LoadCheckpoint(const std::string& path, Scope* scope,
+                            const std::map<std::string, Place>& places = {});
 
-} // namespace tandem
+}  // namespace tandem
 
-#endif // TANDEM_FRAMEWORK_RUNTIME_CHECKPOINT_H_
+#endif  // TANDEM_FRAMEWORK_RUNTIME_CHECKPOINT_H_

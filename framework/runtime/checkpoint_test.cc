@@ -15,26 +15,24 @@ namespace {
 
 using ::testing::AllOf;
 
-std::string TempPath(const std::string &name) {
+std::string TempPath(const std::string& name) {
   return absl::StrCat(::testing::TempDir(), "/", name);
 }
 
-std::string ReadFile(const std::string &path) {
+std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-void WriteFile(const std::string &path, const std::string &bytes) {
+void WriteFile(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
 }
 
 // A scope with tensors of several dtypes and shapes (0-d and empty too).
 Scope MakeScope() {
   Scope scope;
-  scope.Var("a")->set(
-      MakeTensor(DataType::kFloat32, Shape({2, 3}), {1, -2, 3.5, 4, 5, 6}));
-  scope.Var("b")->set(
-      MakeTensor(DataType::kInt64, Shape({4}), {7, -8, 9, 1LL << 40}));
+  scope.Var("a")->set(MakeTensor(DataType::kFloat32, Shape({2, 3}), {1, -2, 3.5, 4, 5, 6}));
+  scope.Var("b")->set(MakeTensor(DataType::kInt64, Shape({4}), {7, -8, 9, 1LL << 40}));
   scope.Var("c")->set(MakeTensor(DataType::kFloat64, Shape(), {0.1}));
   scope.Var("empty")->set(MakeTensor(DataType::kFloat32, Shape({0, 5}), {}));
   return scope;
@@ -46,20 +44,18 @@ TEST(Checkpoint, RoundTripsEveryTensorBitwise) {
   const std::string path = TempPath("round_trip.ckpt");
   Scope scope = MakeScope();
   ASSERT_OK(SaveCheckpoint(scope, kNames, path));
-  EXPECT_NE(access((path + ".tmp").c_str(), F_OK), 0); // renamed away
+  EXPECT_NE(access((path + ".tmp").c_str(), F_OK), 0);  // renamed away
   Scope loaded;
-  loaded.Var("a")->set(
-      MakeTensor(DataType::kFloat32, Shape({1}), {0})); // overwritten
+  loaded.Var("a")->set(MakeTensor(DataType::kFloat32, Shape({1}), {0}));  // overwritten
   ASSERT_OK(LoadCheckpoint(path, &loaded));
   EXPECT_EQ(loaded.Names(), kNames);
-  for (const std::string &name : kNames) {
-    const Tensor &want = scope.Find(name)->tensor();
-    const Tensor &got = loaded.Find(name)->tensor();
+  for (const std::string& name : kNames) {
+    const Tensor& want = scope.Find(name)->tensor();
+    const Tensor& got = loaded.Find(name)->tensor();
     EXPECT_EQ(got.dtype(), want.dtype()) << name;
     EXPECT_EQ(got.shape(), want.shape()) << name;
     EXPECT_EQ(got.place(), CPUPlace()) << name;
-    EXPECT_EQ(std::memcmp(got.raw_data(), want.raw_data(), want.NumBytes()), 0)
-        << name;
+    EXPECT_EQ(std::memcmp(got.raw_data(), want.raw_data(), want.NumBytes()), 0) << name;
   }
   // Saving again replaces the file whole.
   scope.Var("a")->set(MakeTensor(DataType::kFloat32, Shape({1}), {42}));
@@ -72,17 +68,15 @@ TEST(Checkpoint, RoundTripsEveryTensorBitwise) {
 
 TEST(Checkpoint, SavesThePersistablesOfAProgram) {
   Program program;
-  program.block().AddVar(
-      VarDesc{"w", DataType::kFloat32, Shape({2, 3}), /*persistable=*/true});
+  program.block().AddVar(VarDesc{"w", DataType::kFloat32, Shape({2, 3}), /*persistable=*/true});
   program.block().AddVar(VarDesc{"b", DataType::kInt64, Shape({4}), true});
   program.block().AddVar(VarDesc{"tmp", DataType::kFloat32, Shape({2})});
   EXPECT_EQ(PersistableVars(program), (std::vector<std::string>{"b", "w"}));
   Scope scope = MakeScope();
-  EXPECT_THAT(SaveCheckpoint(program, scope, TempPath("program.ckpt")),
-              StatusIs(absl::StatusCode::kNotFound,
-                       "SaveCheckpoint: variable 'w' is not in the scope"));
-  scope.Var("w")->set(
-      MakeTensor(DataType::kFloat32, Shape({2, 3}), {1, 2, 3, 4, 5, 6}));
+  EXPECT_THAT(
+      SaveCheckpoint(program, scope, TempPath("program.ckpt")),
+      StatusIs(absl::StatusCode::kNotFound, "SaveCheckpoint: variable 'w' is not in the scope"));
+  scope.Var("w")->set(MakeTensor(DataType::kFloat32, Shape({2, 3}), {1, 2, 3, 4, 5, 6}));
   ASSERT_OK(SaveCheckpoint(program, scope, TempPath("program.ckpt")));
   Scope loaded;
   ASSERT_OK(LoadCheckpoint(TempPath("program.ckpt"), &loaded));
@@ -91,25 +85,20 @@ TEST(Checkpoint, SavesThePersistablesOfAProgram) {
 
 TEST(Checkpoint, BadSaveArguments) {
   Scope scope = MakeScope();
-  scope.Var("rows")->set(SelectedRows(
-      3, {1}, MakeTensor(DataType::kFloat32, Shape({1, 2}), {1, 2})));
+  scope.Var("rows")->set(
+      SelectedRows(3, {1}, MakeTensor(DataType::kFloat32, Shape({1, 2}), {1, 2})));
   scope.Var("unset");
   EXPECT_THAT(SaveCheckpoint(scope, {"a", "a"}, TempPath("x.ckpt")),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'a' is listed twice")));
+  EXPECT_THAT(SaveCheckpoint(scope, {"rows"}, TempPath("x.ckpt")),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("'a' is listed twice")));
-  EXPECT_THAT(
-      SaveCheckpoint(scope, {"rows"}, TempPath("x.ckpt")),
-      StatusIs(
-          absl::StatusCode::kInvalidArgument,
-          "SaveCheckpoint: variable 'rows' does not hold an initialised dense "
-          "tensor"));
-  EXPECT_THAT(
-      SaveCheckpoint(scope, {"unset"}, TempPath("x.ckpt")),
-      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'unset'")));
+                       "SaveCheckpoint: variable 'rows' does not hold an initialised dense "
+                       "tensor"));
+  EXPECT_THAT(SaveCheckpoint(scope, {"unset"}, TempPath("x.ckpt")),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'unset'")));
   const std::string bad_dir = TempPath("no/such/dir/x.ckpt");
-  EXPECT_THAT(
-      SaveCheckpoint(scope, {"a"}, bad_dir),
-      StatusIs(absl::StatusCode::kNotFound, HasSubstr(bad_dir + ".tmp")));
+  EXPECT_THAT(SaveCheckpoint(scope, {"a"}, bad_dir),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr(bad_dir + ".tmp")));
 }
 
 TEST(Checkpoint, MissingFileIsNotFound) {
@@ -122,7 +111,7 @@ TEST(Checkpoint, MissingFileIsNotFound) {
 
 // Loads `bytes` written to a file into a scope holding "a" = [9]; the scope
 // must be unchanged on error.
-absl::Status LoadBytes(const std::string &bytes, const std::string &path) {
+absl::Status LoadBytes(const std::string& bytes, const std::string& path) {
   WriteFile(path, bytes);
   Scope scope;
   scope.Var("a")->set(MakeTensor(DataType::kFloat32, Shape({1}), {9}));
@@ -140,32 +129,29 @@ TEST(Checkpoint, TruncationAnywhereIsDataLossNamingFileAndTensor) {
   const std::string whole = ReadFile(TempPath("whole.ckpt"));
   // Record 0 ('a') starts at byte 20: 4 + 1 (name) + 4 + 7 ("float32") + 4
   // + 3 ("cpu") + 4 + 16 (dims) + 8 = 51 meta bytes, then 24 data bytes.
-  EXPECT_THAT(
-      LoadBytes(whole.substr(0, 10), path),
-      StatusIs(absl::StatusCode::kDataLoss,
-               AllOf(HasSubstr(path), HasSubstr("truncated in the header"),
-                     HasSubstr("at byte offset 0"))));
-  EXPECT_THAT(LoadBytes(whole.substr(0, 22), path),
+  EXPECT_THAT(LoadBytes(whole.substr(0, 10), path),
               StatusIs(absl::StatusCode::kDataLoss,
-                       AllOf(HasSubstr("truncated in the name of tensor #0"),
-                             HasSubstr("at byte offset 20"))));
+                       AllOf(HasSubstr(path), HasSubstr("truncated in the header"),
+                             HasSubstr("at byte offset 0"))));
   EXPECT_THAT(
-      LoadBytes(whole.substr(0, 20 + 51 + 10), path),
-      StatusIs(absl::StatusCode::kDataLoss,
-               AllOf(HasSubstr(path), HasSubstr("truncated in tensor 'a' (#0)"),
-                     HasSubstr("24 data bytes and a checksum needed, 10 left"),
-                     HasSubstr("at byte offset 71"))));
+      LoadBytes(whole.substr(0, 22), path),
+      StatusIs(absl::StatusCode::kDataLoss, AllOf(HasSubstr("truncated in the name of tensor #0"),
+                                                  HasSubstr("at byte offset 20"))));
+  EXPECT_THAT(LoadBytes(whole.substr(0, 20 + 51 + 10), path),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       AllOf(HasSubstr(path), HasSubstr("truncated in tensor 'a' (#0)"),
+                             HasSubstr("24 data bytes and a checksum needed, 10 left"),
+                             HasSubstr("at byte offset 71"))));
   for (size_t cut = 21; cut < whole.size(); cut += 7) {
     EXPECT_THAT(LoadBytes(whole.substr(0, cut), path),
                 StatusIs(absl::StatusCode::kDataLoss, HasSubstr("truncated")))
         << "cut at " << cut;
   }
   EXPECT_THAT(LoadBytes(whole.substr(0, whole.size() - 1), path),
-              StatusIs(absl::StatusCode::kDataLoss,
-                       HasSubstr("truncated in tensor 'empty' (#3)")));
-  EXPECT_THAT(LoadBytes(whole + "x", path),
-              StatusIs(absl::StatusCode::kDataLoss,
-                       HasSubstr("1 unexpected bytes after the last tensor")));
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("truncated in tensor 'empty' (#3)")));
+  EXPECT_THAT(
+      LoadBytes(whole + "x", path),
+      StatusIs(absl::StatusCode::kDataLoss, HasSubstr("1 unexpected bytes after the last tensor")));
 }
 
 TEST(Checkpoint, CorruptionIsDataLossNamingTheTensor) {
@@ -180,30 +166,23 @@ TEST(Checkpoint, CorruptionIsDataLossNamingTheTensor) {
     bad[at] ^= 0x10;
     return LoadBytes(bad, path);
   };
-  EXPECT_THAT(
-      flip(20 + 51 + 3),
-      StatusIs(absl::StatusCode::kDataLoss,
-               AllOf(HasSubstr(path),
-                     HasSubstr("tensor 'a' (#0) is corrupted: checksum"),
-                     HasSubstr("at byte offset 20"))));
-  EXPECT_THAT(flip(150 + 9),
+  EXPECT_THAT(flip(20 + 51 + 3),
               StatusIs(absl::StatusCode::kDataLoss,
-                       HasSubstr("tensor 'b' (#1) is corrupted: checksum")));
-  EXPECT_THAT(flip(13), StatusIs(absl::StatusCode::kDataLoss,
-                                 HasSubstr("header is corrupted")));
-  EXPECT_THAT(flip(0),
-              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("bad magic")));
+                       AllOf(HasSubstr(path), HasSubstr("tensor 'a' (#0) is corrupted: checksum"),
+                             HasSubstr("at byte offset 20"))));
+  EXPECT_THAT(flip(150 + 9), StatusIs(absl::StatusCode::kDataLoss,
+                                      HasSubstr("tensor 'b' (#1) is corrupted: checksum")));
+  EXPECT_THAT(flip(13), StatusIs(absl::StatusCode::kDataLoss, HasSubstr("header is corrupted")));
+  EXPECT_THAT(flip(0), StatusIs(absl::StatusCode::kDataLoss, HasSubstr("bad magic")));
   // A corrupted length field: sizes that cannot be are caught before any
   // allocation.
   std::string huge = good;
-  huge[20 + 51 - 2] = 0x7f; // a's data byte count
-  EXPECT_THAT(LoadBytes(huge, path),
-              StatusIs(absl::StatusCode::kDataLoss,
-                       HasSubstr("tensor 'a' (#0) is corrupted (dtype")));
+  huge[20 + 51 - 2] = 0x7f;  // a's data byte count
+  EXPECT_THAT(LoadBytes(huge, path), StatusIs(absl::StatusCode::kDataLoss,
+                                              HasSubstr("tensor 'a' (#0) is corrupted (dtype")));
   // Every single-byte change is caught.
   for (size_t at = 0; at < good.size(); ++at) {
-    EXPECT_THAT(flip(at), StatusIs(absl::StatusCode::kDataLoss))
-        << "byte " << at;
+    EXPECT_THAT(flip(at), StatusIs(absl::StatusCode::kDataLoss)) << "byte " << at;
   }
 }
 
@@ -218,5 +197,5 @@ TEST(Checkpoint, AMissingDeviceIsFailedPreconditionUnlessMapped) {
                              HasSubstr("map it to an existing place"))));
 }
 
-} // namespace
-} // namespace tandem
+}  // namespace
+}  // namespace tandem

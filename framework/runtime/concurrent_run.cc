@@ -30,13 +30,12 @@ struct Completion {
   absl::Status status;
 };
 
-} // namespace
+}  // namespace
 
 // One concurrent run of a plan (lives for the run, on the dispatcher's stack).
 class ConcurrentRun {
-public:
-  ConcurrentRun(Plan *plan, HostWorkerPool *pool, RunStats *stats,
-                ExecutionObserver *observer)
+ public:
+  ConcurrentRun(Plan *plan, HostWorkerPool *pool, RunStats *stats, ExecutionObserver *observer)
       : plan_(plan), pool_(pool), stats_(stats), steps_(plan->steps_) {
     run_.in_order = false;
     run_.observer = observer;
@@ -45,7 +44,7 @@ public:
 
   absl::Status Run();
 
-private:
+ private:
   Plan::Step &step(int i) { return *steps_[i]; }
   void Start();
   void Dispatch(int i);
@@ -62,8 +61,7 @@ private:
   void Satisfy(int i, bool completed);
   void Finish(int i);
   void Fail(const absl::Status &s) {
-    if (error_.ok())
-      error_ = s;
+    if (error_.ok()) error_ = s;
   }
   void ProcessInbox(bool block);
 
@@ -72,26 +70,24 @@ private:
   RunStats *stats_;
   std::vector<std::unique_ptr<Plan::Step>> &steps_;
   StepRunContext run_;
-  std::vector<int> pending_;   // unsatisfied predecessors per step
-  std::vector<int> uses_left_; // per slot: steps still to use it
+  std::vector<int> pending_;    // unsatisfied predecessors per step
+  std::vector<int> uses_left_;  // per slot: steps still to use it
   std::deque<int> ready_device_, ready_host_;
-  int outstanding_ = 0; // tasks handed to workers, not yet reported
+  int outstanding_ = 0;  // tasks handed to workers, not yet reported
   int finished_ = 0;
   absl::Status error_;
   std::mutex mu_;
   std::condition_variable posted_;
-  std::vector<Completion> inbox_; // guarded by mu_
+  std::vector<Completion> inbox_;  // guarded by mu_
 };
 
 void ConcurrentRun::Start() {
   const int n = static_cast<int>(steps_.size());
   pending_.resize(n);
-  for (int i = 0; i < n; ++i)
-    pending_[i] = static_cast<int>(step(i).preds.size());
+  for (int i = 0; i < n; ++i) pending_[i] = static_cast<int>(step(i).preds.size());
   uses_left_.assign(plan_->slot_names_.size(), 0);
   for (int i = 0; i < n; ++i) {
-    for (int id : step(i).slots_used)
-      uses_left_[id]++;
+    for (int id : step(i).slots_used) uses_left_[id]++;
   }
   for (int i = 0; i < n; ++i) {
     if (step(i).folded && plan_->constants_ready_) {
@@ -101,8 +97,7 @@ void ConcurrentRun::Start() {
       finished_++;
     }
   }
-  for (int i = 0; i < n;
-       ++i) { // steps readied by the folded ones are queued already
+  for (int i = 0; i < n; ++i) {  // steps readied by the folded ones are queued already
     if (step(i).preds.empty() && !(step(i).folded && plan_->constants_ready_)) {
       (step(i).is_host() ? ready_host_ : ready_device_).push_back(i);
     }
@@ -111,8 +106,7 @@ void ConcurrentRun::Start() {
 
 void ConcurrentRun::Satisfy(int i, bool completed) {
   for (const auto &[succ, kind] : step(i).succs) {
-    if ((kind == EdgeKind::kCompletion) != completed)
-      continue;
+    if ((kind == EdgeKind::kCompletion) != completed) continue;
     if (--pending_[succ] == 0) {
       (step(succ).is_host() ? ready_host_ : ready_device_).push_back(succ);
     }
@@ -121,15 +115,13 @@ void ConcurrentRun::Satisfy(int i, bool completed) {
 
 void ConcurrentRun::ReleaseSlots(int i) {
   for (int id : step(i).slots_used) {
-    if (--uses_left_[id] == 0 && plan_->slot_releasable_[id])
-      plan_->slots_[id]->clear();
+    if (--uses_left_[id] == 0 && plan_->slot_releasable_[id]) plan_->slots_[id]->clear();
   }
 }
 
 void ConcurrentRun::Finish(int i) {
   finished_++;
-  if (!step(i).is_copy)
-    stats_->ops++;
+  if (!step(i).is_copy) stats_->ops++;
 }
 
 void ConcurrentRun::Dispatch(int i) {
@@ -176,8 +168,7 @@ absl::Status ConcurrentRun::RunHostStep(int i, int worker) {
   bool waiting = false;
   OpEvent wait_event;
   for (const auto &[pred, kind] : s.preds) {
-    if (kind != EdgeKind::kHostWait)
-      continue;
+    if (kind != EdgeKind::kHostWait) continue;
     if (!waiting && run.observer != nullptr) {
       wait_event.op = &s.op;
       wait_event.index = s.index;
@@ -188,11 +179,9 @@ absl::Status ConcurrentRun::RunHostStep(int i, int worker) {
     }
     waiting = true;
     RETURN_IF_ERROR(AnnotateStepError(
-        step(pred).device->SynchronizeEvent(step(pred).done_event.get()),
-        step(pred)));
+        step(pred).device->SynchronizeEvent(step(pred).done_event.get()), step(pred)));
   }
-  if (waiting && run.observer != nullptr)
-    run.observer->OnWaitEnd(wait_event);
+  if (waiting && run.observer != nullptr) run.observer->OnWaitEnd(wait_event);
   return PlanRunner::RunKernelStep(plan_, &s, run);
 }
 
@@ -210,8 +199,7 @@ void ConcurrentRun::StartHostSteps() {
     const int i = ready_host_.front();
     ready_host_.pop_front();
     absl::Status s = RunHostStep(i, /*worker=*/-1);
-    if (!s.ok())
-      return Fail(s);
+    if (!s.ok()) return Fail(s);
     ReleaseSlots(i);
     Finish(i);
     Satisfy(i, /*completed=*/true);
@@ -229,8 +217,7 @@ void ConcurrentRun::ProcessInbox(bool block) {
   std::vector<Completion> done;
   {
     std::unique_lock<std::mutex> lock(mu_);
-    if (block)
-      posted_.wait(lock, [this] { return !inbox_.empty(); });
+    if (block) posted_.wait(lock, [this] { return !inbox_.empty(); });
     done.swap(inbox_);
   }
   for (Completion &c : done) {
@@ -239,8 +226,7 @@ void ConcurrentRun::ProcessInbox(bool block) {
       Fail(c.status);
       continue;
     }
-    if (step(c.step).is_host())
-      ReleaseSlots(c.step);
+    if (step(c.step).is_host()) ReleaseSlots(c.step);
     Finish(c.step);
     Satisfy(c.step, /*completed=*/true);
   }
@@ -263,14 +249,11 @@ absl::Status ConcurrentRun::Run() {
       }
     }
     if (outstanding_ == 0) {
-      if (!error_.ok())
-        return error_;
-      if (finished_ == n)
-        return absl::OkStatus();
+      if (!error_.ok()) return error_;
+      if (finished_ == n) return absl::OkStatus();
       if (ready_device_.empty() && ready_host_.empty()) {
-        return absl::InternalError(
-            absl::StrCat("executor: ", n - finished_,
-                         " steps can never start (a dependency cycle)"));
+        return absl::InternalError(absl::StrCat("executor: ", n - finished_,
+                                                " steps can never start (a dependency cycle)"));
       }
       continue;
     }
@@ -278,11 +261,10 @@ absl::Status ConcurrentRun::Run() {
   }
 }
 
-absl::Status PlanRunner::RunConcurrently(Plan *plan, HostWorkerPool *pool,
-                                         RunStats *stats,
+absl::Status PlanRunner::RunConcurrently(Plan *plan, HostWorkerPool *pool, RunStats *stats,
                                          ExecutionObserver *observer) {
   ConcurrentRun run(plan, pool, stats, observer);
   return run.Run();
 }
 
-} // namespace tandem
+}  // namespace tandem

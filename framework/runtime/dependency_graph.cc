@@ -17,7 +17,7 @@ void SortUnique(std::vector<int> *v) {
   v->erase(std::unique(v->begin(), v->end()), v->end());
 }
 
-} // namespace
+}  // namespace
 
 DependencyGraph BuildDependencyGraph(const std::vector<StepAccess> &steps) {
   DependencyGraph g;
@@ -28,18 +28,15 @@ DependencyGraph BuildDependencyGraph(const std::vector<StepAccess> &steps) {
     std::vector<int> &preds = g.preds[j];
     for (int slot : steps[j].reads) {
       const SlotHistory &h = history[slot];
-      if (h.last_writer >= 0)
-        preds.push_back(h.last_writer); // read after write
+      if (h.last_writer >= 0) preds.push_back(h.last_writer);  // read after write
     }
     for (int slot : steps[j].writes) {
       const SlotHistory &h = history[slot];
-      if (h.last_writer >= 0)
-        preds.push_back(h.last_writer); // write after write
+      if (h.last_writer >= 0) preds.push_back(h.last_writer);  // write after write
       preds.insert(preds.end(), h.readers_since_write.begin(),
-                   h.readers_since_write.end()); // write after read
+                   h.readers_since_write.end());  // write after read
     }
-    for (int slot : steps[j].reads)
-      history[slot].readers_since_write.push_back(j);
+    for (int slot : steps[j].reads) history[slot].readers_since_write.push_back(j);
     for (int slot : steps[j].writes) {
       SlotHistory &h = history[slot];
       h.last_writer = j;
@@ -47,10 +44,9 @@ DependencyGraph BuildDependencyGraph(const std::vector<StepAccess> &steps) {
     }
     preds.erase(std::remove(preds.begin(), preds.end(), j), preds.end());
     SortUnique(&preds);
-    for (int p : preds)
-      g.succs[p].push_back(j);
+    for (int p : preds) g.succs[p].push_back(j);
   }
   return g;
 }
 
-} // namespace tandem
+}  // namespace tandem

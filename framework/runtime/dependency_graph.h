@@ -41,6 +41,6 @@ struct DependencyGraph {
 
 DependencyGraph BuildDependencyGraph(const std::vector<StepAccess> &steps);
 
-} // namespace tandem
+}  // namespace tandem
 
-#endif // TANDEM_FRAMEWORK_RUNTIME_DEPENDENCY_GRAPH_H_
+#endif  // TANDEM_FRAMEWORK_RUNTIME_DEPENDENCY_GRAPH_H_

@@ -23,8 +23,8 @@ TEST(DependencyGraphTest, ReadAfterWrite) {
 
 TEST(DependencyGraphTest, IndependentBranchesHaveNoEdges) {
   // 0: a = ..; 1: b = ..; 2: c = f(a); 3: d = g(b); 4: e = c + d
-  DependencyGraph g = BuildDependencyGraph(
-      {{{}, {0}}, {{}, {1}}, {{0}, {2}}, {{1}, {3}}, {{2, 3}, {4}}});
+  DependencyGraph g =
+      BuildDependencyGraph({{{}, {0}}, {{}, {1}}, {{0}, {2}}, {{1}, {3}}, {{2, 3}, {4}}});
   EXPECT_THAT(g.preds[2], ElementsAre(0));
   EXPECT_THAT(g.preds[3], ElementsAre(1));
   EXPECT_THAT(g.preds[4], ElementsAre(2, 3));
@@ -32,11 +32,10 @@ TEST(DependencyGraphTest, IndependentBranchesHaveNoEdges) {
 
 TEST(DependencyGraphTest, WriteAfterReadWaitsForEveryReaderSinceTheWrite) {
   // 0: w = ..; 1: x = f(w); 2: y = g(w); 3: w = sgd(w, x) in place; 4: z = h(w)
-  DependencyGraph g = BuildDependencyGraph(
-      {{{}, {0}}, {{0}, {1}}, {{0}, {2}}, {{0, 1}, {0}}, {{0}, {3}}});
-  EXPECT_THAT(g.preds[3],
-              ElementsAre(0, 1, 2));       // RAW on w and x, WAR on w (step 2)
-  EXPECT_THAT(g.preds[4], ElementsAre(3)); // reads the updated w only
+  DependencyGraph g =
+      BuildDependencyGraph({{{}, {0}}, {{0}, {1}}, {{0}, {2}}, {{0, 1}, {0}}, {{0}, {3}}});
+  EXPECT_THAT(g.preds[3], ElementsAre(0, 1, 2));  // RAW on w and x, WAR on w (step 2)
+  EXPECT_THAT(g.preds[4], ElementsAre(3));        // reads the updated w only
   EXPECT_THAT(g.succs[2], ElementsAre(3));
 }
 
@@ -61,5 +60,5 @@ TEST(DependencyGraphTest, ReadersAfterAWriteDoNotDependOnEarlierReaders) {
   EXPECT_THAT(g.succs[0], ElementsAre(1, 2));
 }
 
-} // namespace
-} // namespace tandem
+}  // namespace
+}  // namespace tandem

@@ -4,8 +4,7 @@
 //   OpDesc op;
 //   op.type = "matmul";
 //   ASSIGN_OR_RETURN(EagerOutputs out,
-//       RunOpEager(op, GPUPlace(0), {{"X", {Variable(x)}}, {"Y",
-//       {Variable(y)}}}));
+//       RunOpEager(op, GPUPlace(0), {{"X", {Variable(x)}}, {"Y", {Variable(y)}}}));
 //   const Tensor& result = out.at("Out")[0].tensor();   // lives on gpu:0
 //
 // Validates the op against its schema (filling attribute defaults), finds the
@@ -37,10 +36,10 @@ struct EagerStats {
 // If `op.outputs` is empty every output the schema declares is bound
 // (optional ones too); otherwise exactly the ones it names. Input variable
 // names default to "<arg>_<i>" (used in messages).
-absl::StatusOr<EagerOutputs> RunOpEager(OpDesc op, const Place &place,
-                                        const EagerInputs &inputs,
-                                        EagerStats *stats = nullptr);
+absl::StatusOr<EagerOutputs> RunOpEager(OpDesc op, const Place& place,
+                                        const EagerInputs& inputs,
+                                        EagerStats* stats = nullptr);
 
-} // namespace tandem
+}  // namespace tandem
 
-#endif // TANDEM_FRAMEWORK_RUNTIME_EAGER_H_
+#endif  // TANDEM_FRAMEWORK_RUNTIME_EAGER_H_

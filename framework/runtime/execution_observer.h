@@ -2,8 +2,7 @@
 // the executor knowing them.
 //
 //   class MyObserver : public ExecutionObserver {
-//     void OnOpEnd(const OpEvent& e) override { ... e.op->type ... e.bytes ...
-//     }
+//     void OnOpEnd(const OpEvent& e) override { ... e.op->type ... e.bytes ... }
 //   };
 //   MyObserver observer;
 //   SetExecutionObserver(&observer);   // not owned; nullptr removes it
@@ -43,39 +42,38 @@ struct RunStats;
 
 // One op or copy as it runs.
 struct OpEvent {
-  const OpDesc *op =
-      nullptr;   // the placed op (memcpy_h2d / memcpy_d2h for copies)
-  int index = 0; // position in the placed program
-  Place place;   // where it runs (a copy: its device side)
-  Device *device = nullptr;
-  Stream *stream = nullptr; // the stream its device work is queued on
+  const OpDesc* op = nullptr;  // the placed op (memcpy_h2d / memcpy_d2h for copies)
+  int index = 0;               // position in the placed program
+  Place place;                 // where it runs (a copy: its device side)
+  Device* device = nullptr;
+  Stream* stream = nullptr;    // the stream its device work is queued on
   bool is_copy = false;
-  int worker = -1; // host worker ordinal; -1: the dispatching thread
+  int worker = -1;             // host worker ordinal; -1: the dispatching thread
   // Copies only:
   CopyKind copy_kind = CopyKind::kHostToDevice;
   bool sync = true;
   int64_t bytes = 0;
-  std::string var;      // variable copied
-  std::string consumer; // type of the op that needed the copy
+  std::string var;             // variable copied
+  std::string consumer;        // type of the op that needed the copy
 };
 
 class ExecutionObserver {
-public:
+ public:
   virtual ~ExecutionObserver() = default;
   virtual void OnRunBegin() {}
   // After every device used by the run was synchronised.
-  virtual void OnRunEnd(const RunStats &stats) {}
-  virtual void OnOpBegin(const OpEvent &event) {}
-  virtual void OnOpEnd(const OpEvent &event) {}
-  virtual void OnWaitBegin(const OpEvent &event) {}
-  virtual void OnWaitEnd(const OpEvent &event) {}
+  virtual void OnRunEnd(const RunStats& stats) {}
+  virtual void OnOpBegin(const OpEvent& event) {}
+  virtual void OnOpEnd(const OpEvent& event) {}
+  virtual void OnWaitBegin(const OpEvent& event) {}
+  virtual void OnWaitEnd(const OpEvent& event) {}
 };
 
 // Installs the process-wide observer (not owned; nullptr removes it).
 // Thread-safe; takes effect at the next op.
-void SetExecutionObserver(ExecutionObserver *observer);
-ExecutionObserver *GetExecutionObserver();
+void SetExecutionObserver(ExecutionObserver* observer);
+ExecutionObserver* GetExecutionObserver();
 
-} // namespace tandem
+}  // namespace tandem
 
-#endif // TANDEM_FRAMEWORK_RUNTIME_EXECUTION_OBSERVER_H_
+#endif  // TANDEM_FRAMEWORK_RUNTIME_EXECUTION_OBSERVER_H_

@@ -64,7 +64,7 @@
 namespace tandem {
 
 struct ExecutorOptions {
-  bool strict_placement = false; // see PlacerOptions::strict
+  bool strict_placement = false;  // see PlacerOptions::strict
   TransferPolicy transfer_policy = TransferPolicy::kAllow;
   // Capture each plan's steady-state step once and replay it (see above).
   bool capture_graphs = false;
@@ -79,23 +79,23 @@ struct ExecutorOptions {
 
 // One copy made during a run (a per-copy ledger entry).
 struct CopyRecord {
-  std::string var; // variable copied
+  std::string var;  // variable copied
   Place from, to;
   int64_t bytes = 0;
   bool sync = true;
-  std::string consumer; // type of the op whose read caused it
-  std::string reason;   // the placer's explanation
+  std::string consumer;  // type of the op whose read caused it
+  std::string reason;    // the placer's explanation
 };
 
 // What one run did.
 struct RunStats {
-  int ops = 0; // kernels run (copies excluded)
+  int ops = 0;  // kernels run (copies excluded)
   int copies_h2d = 0, copies_d2h = 0;
   int64_t bytes_h2d = 0, bytes_d2h = 0;
   int sync_copies = 0, async_copies = 0;
-  int fetch_copies = 0; // device->host copies made to return fetched values
+  int fetch_copies = 0;  // device->host copies made to return fetched values
   int64_t fetch_bytes = 0;
-  std::vector<CopyRecord> ledger; // placed copies (fetches excluded)
+  std::vector<CopyRecord> ledger;  // placed copies (fetches excluded)
   // Graph capture: `captured` when this run recorded the plan's graph,
   // `replayed` when its device work was one graph launch (the captured
   // run's too). Ops, copies and the ledger are then those of the captured
@@ -103,7 +103,7 @@ struct RunStats {
   bool captured = false, replayed = false;
 
   int copies() const { return copies_h2d + copies_d2h; }
-  std::string DebugString() const; // "3 ops, 1 H2D (4 B), 1 D2H (4 B), 2 sync"
+  std::string DebugString() const;  // "3 ops, 1 H2D (4 B), 1 D2H (4 B), 2 sync"
 };
 
 using FeedMap = std::map<std::string, Tensor>;
@@ -114,7 +114,7 @@ class KeepAlive;
 class Plan;
 
 class Executor {
-public:
+ public:
   explicit Executor(Place default_place, ExecutorOptions options = {});
   ~Executor();
 
@@ -123,27 +123,24 @@ public:
   // Places and prepares `program` for repeated runs. Variables already in
   // `scope` keep their places; feeds arrive on the host. `fetches` are
   // returned by every run, on the host.
-  absl::StatusOr<std::unique_ptr<Plan>>
-  Prepare(const Program &program, const Scope &scope,
-          const std::vector<std::string> &feeds,
-          const std::vector<std::string> &fetches);
+  absl::StatusOr<std::unique_ptr<Plan>> Prepare(const Program &program, const Scope &scope,
+                                                const std::vector<std::string> &feeds,
+                                                const std::vector<std::string> &fetches);
   // Runs a prepared plan once.
-  absl::StatusOr<std::vector<Tensor>> Run(Plan *plan, Scope *scope,
-                                          const FeedMap &feeds = {},
+  absl::StatusOr<std::vector<Tensor>> Run(Plan *plan, Scope *scope, const FeedMap &feeds = {},
                                           RunStats *stats = nullptr);
   // Prepares and runs once (e.g. a startup program).
-  absl::StatusOr<std::vector<Tensor>>
-  Run(const Program &program, Scope *scope, const FeedMap &feeds = {},
-      const std::vector<std::string> &fetches = {}, RunStats *stats = nullptr);
+  absl::StatusOr<std::vector<Tensor>> Run(const Program &program, Scope *scope,
+                                          const FeedMap &feeds = {},
+                                          const std::vector<std::string> &fetches = {},
+                                          RunStats *stats = nullptr);
 
-private:
+ private:
   // Captures the steps and launches the graph; when the plan cannot be
   // captured, logs why and runs the steps eagerly instead.
-  absl::Status CaptureAndLaunch(Plan *plan, RunStats *stats,
-                                ExecutionObserver *observer);
+  absl::Status CaptureAndLaunch(Plan *plan, RunStats *stats, ExecutionObserver *observer);
   // Runs the plan's steps in the configured mode (no graph).
-  absl::Status RunEagerly(Plan *plan, RunStats *stats,
-                          ExecutionObserver *observer);
+  absl::Status RunEagerly(Plan *plan, RunStats *stats, ExecutionObserver *observer);
   // Feeds `feeds` into the plan's slots (bound to `scope`).
   absl::Status BindAndFeed(Plan *plan, Scope *scope, const FeedMap &feeds);
   // Waits for every stream the run used; the fetches, on the host.
@@ -151,12 +148,12 @@ private:
 
   Place default_place_;
   ExecutorOptions options_;
-  std::unique_ptr<HostWorkerPool> pool_; // made by the first concurrent run
+  std::unique_ptr<HostWorkerPool> pool_;  // made by the first concurrent run
 };
 
 // A placed, validated program ready to run; made by Executor::Prepare.
 class Plan {
-public:
+ public:
   ~Plan();
   const PlacedProgram &placed() const { return placed_; }
   // The placement table (see PlacedProgram::TableString).
@@ -165,35 +162,34 @@ public:
   // set (the step and the reason); empty while it is (or may be) captured.
   const std::string &graph_fallback_reason() const { return graph_blocker_; }
 
-  struct Step;       // one op or copy, defined in executor.cc
-  struct GraphState; // a captured step and what it baked in, ditto
+  struct Step;        // one op or copy, defined in executor.cc
+  struct GraphState;  // a captured step and what it baked in, ditto
 
-private:
+ private:
   friend class Executor;
-  friend class PlanRunner;    // plan_internal.h
-  friend class PlanPasses;    // plan_passes.cc
-  friend class ConcurrentRun; // concurrent_run.cc
+  friend class PlanRunner;     // plan_internal.h
+  friend class PlanPasses;     // plan_passes.cc
+  friend class ConcurrentRun;  // concurrent_run.cc
   Plan();
   PlacedProgram placed_;
   std::vector<std::unique_ptr<Step>> steps_;
   std::vector<std::string> slot_names_;
   std::vector<bool> slot_persistable_;
-  std::vector<bool> slot_folded_; // outputs of folded constants
-  std::vector<bool>
-      slot_releasable_;           // intermediates freed after their last use
-  std::vector<Variable> locals_;  // non-persistable slots
-  std::vector<Variable *> slots_; // resolved per run
+  std::vector<bool> slot_folded_;      // outputs of folded constants
+  std::vector<bool> slot_releasable_;  // intermediates freed after their last use
+  std::vector<Variable> locals_;       // non-persistable slots
+  std::vector<Variable *> slots_;      // resolved per run
   std::vector<int> feed_slots_, fetch_slots_;
   std::vector<std::string> feed_names_, fetch_names_;
-  std::vector<Device *> devices_;      // every device the plan uses
-  const Scope *bound_scope_ = nullptr; // the scope slots_ point into
-  bool constants_ready_ = false;       // folded steps have run
+  std::vector<Device *> devices_;       // every device the plan uses
+  const Scope *bound_scope_ = nullptr;  // the scope slots_ point into
+  bool constants_ready_ = false;        // folded steps have run
   // Buffers read by asynchronous copies, kept until the run ends.
   std::unique_ptr<KeepAlive> keep_alive_;
-  std::string graph_blocker_;         // see graph_fallback_reason()
-  std::unique_ptr<GraphState> graph_; // the captured step, if any
+  std::string graph_blocker_;          // see graph_fallback_reason()
+  std::unique_ptr<GraphState> graph_;  // the captured step, if any
 };
 
-} // namespace tandem
+}  // namespace tandem
 
-#endif // TANDEM_FRAMEWORK_RUNTIME_EXECUTOR_H_
+#endif  // TANDEM_FRAMEWORK_RUNTIME_EXECUTOR_H_

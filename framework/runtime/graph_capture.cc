@@ -13,30 +13,26 @@ namespace {
 
 // The device whose work a graph of `steps` would hold, or why there is none
 // (one step named with the reason).
-absl::StatusOr<Device *>
-CaptureDevice(const std::vector<std::unique_ptr<Plan::Step>> &steps) {
-  if (std::all_of(steps.begin(), steps.end(),
-                  [](const std::unique_ptr<Plan::Step> &step) {
-                    return step->folded || step->place.is_host();
-                  })) {
-    return absl::FailedPreconditionError(
-        "the plan has no device work to capture");
+absl::StatusOr<Device *> CaptureDevice(const std::vector<std::unique_ptr<Plan::Step>> &steps) {
+  if (std::all_of(steps.begin(), steps.end(), [](const std::unique_ptr<Plan::Step> &step) {
+        return step->folded || step->place.is_host();
+      })) {
+    return absl::FailedPreconditionError("the plan has no device work to capture");
   }
   Device *device = nullptr;
   for (size_t i = 0; i < steps.size(); ++i) {
     const Plan::Step &step = *steps[i];
-    if (step.folded)
-      continue;
-    const std::string where = absl::StrCat("step #", i, " '", step.op.type,
-                                           "' on ", step.place.ToString());
+    if (step.folded) continue;
+    const std::string where =
+        absl::StrCat("step #", i, " '", step.op.type, "' on ", step.place.ToString());
     if (step.is_copy && step.copy_to.is_host()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          where, " copies '", step.op.inputs.at("X")[0],
-          "' to the host synchronously in the middle of the step"));
+      return absl::FailedPreconditionError(
+          absl::StrCat(where, " copies '", step.op.inputs.at("X")[0],
+                       "' to the host synchronously in the middle of the step"));
     }
     if (!step.is_copy && step.place.is_host()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          where, " is a host kernel; only device work can be captured"));
+      return absl::FailedPreconditionError(
+          absl::StrCat(where, " is a host kernel; only device work can be captured"));
     }
     if (!step.is_copy) {
       for (const auto &[arg, ids] : step.outputs) {
@@ -48,44 +44,40 @@ CaptureDevice(const std::vector<std::unique_ptr<Plan::Step>> &steps) {
       }
     }
     if (device != nullptr && step.device != device) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          where, " is not on ", device->place().ToString(),
-          " like the earlier steps; a graph holds the work of one device"));
+      return absl::FailedPreconditionError(
+          absl::StrCat(where, " is not on ", device->place().ToString(),
+                       " like the earlier steps; a graph holds the work of one device"));
     }
     device = step.device;
   }
   return device;
 }
 
-} // namespace
+}  // namespace
 
-std::string
-Plan::GraphState::StaleReason(const std::vector<Variable *> &slots,
-                              const std::vector<std::string> &names) const {
+std::string Plan::GraphState::StaleReason(const std::vector<Variable *> &slots,
+                                          const std::vector<std::string> &names) const {
   auto same = [&](int slot, DataType dtype, const Shape &shape) {
     const Tensor *t = slots[slot]->data_tensor();
-    return t != nullptr && t->initialized() && t->dtype() == dtype &&
-           t->shape() == shape;
+    return t != nullptr && t->initialized() && t->dtype() == dtype && t->shape() == shape;
   };
   for (const Upload &u : uploads) {
     if (!same(u.src, u.dtype, u.shape)) {
-      return absl::StrCat("'", names[u.src], "' is no longer ",
-                          DataTypeName(u.dtype), u.shape.ToString());
+      return absl::StrCat("'", names[u.src], "' is no longer ", DataTypeName(u.dtype),
+                          u.shape.ToString());
     }
   }
   for (const HostValue &v : host_values) {
-    if (!same(v.slot, v.dtype, v.shape) ||
-        std::memcmp(slots[v.slot]->data_tensor()->raw_data(), v.bytes.data(),
-                    v.bytes.size()) != 0) {
-      return absl::StrCat("the host value of '", names[v.slot], "' read by '",
-                          v.reader, "' changed");
+    if (!same(v.slot, v.dtype, v.shape) || std::memcmp(slots[v.slot]->data_tensor()->raw_data(),
+                                                       v.bytes.data(), v.bytes.size()) != 0) {
+      return absl::StrCat("the host value of '", names[v.slot], "' read by '", v.reader,
+                          "' changed");
     }
   }
   for (const auto &[slot, buffer] : persistable_buffers) {
     const Tensor *t = slots[slot]->data_tensor();
     if ((t == nullptr ? nullptr : t->buffer().get()) != buffer) {
-      return absl::StrCat("persistable '", names[slot],
-                          "' was given another buffer");
+      return absl::StrCat("persistable '", names[slot], "' was given another buffer");
     }
   }
   return "";
@@ -95,8 +87,7 @@ absl::Status Plan::GraphState::Launch(const std::vector<Variable *> &slots,
                                       ExecutionObserver *observer) const {
   for (const Upload &u : uploads) {
     const Tensor *t = slots[u.src]->data_tensor();
-    if (u.staging != nullptr)
-      std::memcpy(u.staging->data(), t->raw_data(), t->NumBytes());
+    if (u.staging != nullptr) std::memcpy(u.staging->data(), t->raw_data(), t->NumBytes());
   }
   Stream *stream = device->compute_stream();
   OpEvent event;
@@ -109,19 +100,16 @@ absl::Status Plan::GraphState::Launch(const std::vector<Variable *> &slots,
     observer->OnOpBegin(event);
   }
   RETURN_IF_ERROR(graph->Launch(stream));
-  if (observer != nullptr)
-    observer->OnOpEnd(event);
+  if (observer != nullptr) observer->OnOpEnd(event);
   return absl::OkStatus();
 }
 
-absl::Status Executor::CaptureAndLaunch(Plan *plan, RunStats *stats,
-                                        ExecutionObserver *observer) {
+absl::Status Executor::CaptureAndLaunch(Plan *plan, RunStats *stats, ExecutionObserver *observer) {
   auto graph = std::make_unique<Plan::GraphState>();
   graph->launch_op.type = "graph_launch";
   for (size_t id = 0; id < plan->slots_.size(); ++id) {
     if (plan->slot_persistable_[id]) {
-      graph->persistable_before.emplace_back(static_cast<int>(id),
-                                             *plan->slots_[id]);
+      graph->persistable_before.emplace_back(static_cast<int>(id), *plan->slots_[id]);
     }
   }
   absl::StatusOr<Device *> device = CaptureDevice(plan->steps_);
@@ -139,19 +127,16 @@ absl::Status Executor::CaptureAndLaunch(Plan *plan, RunStats *stats,
     run.graph = plan->graph_.get();
     run.keep_alive = plan->keep_alive_.get();
     captured = PlanRunner::RunInOrder(plan, stats, run);
-    absl::StatusOr<std::unique_ptr<DeviceGraph>> ended =
-        plan->graph_->device->EndCapture(stream);
+    absl::StatusOr<std::unique_ptr<DeviceGraph>> ended = plan->graph_->device->EndCapture(stream);
     if (captured.ok() && !ended.ok()) {
-      captured = absl::Status(
-          ended.status().code(),
-          absl::StrCat("ending the capture: ", ended.status().message()));
+      captured = absl::Status(ended.status().code(),
+                              absl::StrCat("ending the capture: ", ended.status().message()));
     }
     for (const auto &[slot, before] : plan->graph_->persistable_before) {
       const Tensor *was = before.data_tensor();
       const Tensor *now = plan->slots_[slot]->data_tensor();
       const Buffer *buffer = now == nullptr ? nullptr : now->buffer().get();
-      if (captured.ok() &&
-          (was == nullptr ? nullptr : was->buffer().get()) != buffer) {
+      if (captured.ok() && (was == nullptr ? nullptr : was->buffer().get()) != buffer) {
         captured = absl::FailedPreconditionError(
             absl::StrCat("persistable '", plan->slot_names_[slot],
                          "' is written into a new buffer on each run, which a "
@@ -160,8 +145,7 @@ absl::Status Executor::CaptureAndLaunch(Plan *plan, RunStats *stats,
       }
       plan->graph_->persistable_buffers.emplace_back(slot, buffer);
     }
-    if (captured.ok())
-      plan->graph_->graph = *std::move(ended);
+    if (captured.ok()) plan->graph_->graph = *std::move(ended);
   }
   if (!captured.ok()) {
     plan->graph_blocker_ = std::string(captured.message());
@@ -169,10 +153,8 @@ absl::Status Executor::CaptureAndLaunch(Plan *plan, RunStats *stats,
                     "a device graph: "
                  << plan->graph_blocker_;
     // Nothing captured ran: restore what the capture bound, then run eagerly.
-    Plan::GraphState *failed =
-        plan->graph_ != nullptr ? plan->graph_.get() : graph.get();
-    for (auto &[slot, before] : failed->persistable_before)
-      *plan->slots_[slot] = before;
+    Plan::GraphState *failed = plan->graph_ != nullptr ? plan->graph_.get() : graph.get();
+    for (auto &[slot, before] : failed->persistable_before) *plan->slots_[slot] = before;
     plan->graph_.reset();
     *stats = RunStats();
     return RunEagerly(plan, stats, observer);
@@ -182,4 +164,4 @@ absl::Status Executor::CaptureAndLaunch(Plan *plan, RunStats *stats,
   return plan->graph_->Launch(plan->slots_, observer);
 }
 
-} // namespace tandem
+}  // namespace tandem

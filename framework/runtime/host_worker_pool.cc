@@ -10,8 +10,7 @@ namespace tandem {
 
 HostWorkerPool::HostWorkerPool(int workers) {
   CHECK_GT(workers, 0);
-  for (int i = 0; i < workers; ++i)
-    threads_.emplace_back([this, i] { Work(i); });
+  for (int i = 0; i < workers; ++i) threads_.emplace_back([this, i] { Work(i); });
 }
 
 HostWorkerPool::~HostWorkerPool() {
@@ -20,8 +19,7 @@ HostWorkerPool::~HostWorkerPool() {
     stopping_ = true;
   }
   wake_.notify_all();
-  for (std::thread &t : threads_)
-    t.join();
+  for (std::thread &t : threads_) t.join();
 }
 
 void HostWorkerPool::Submit(std::function<void(int)> task) {
@@ -38,8 +36,7 @@ void HostWorkerPool::Work(int worker) {
     {
       std::unique_lock<std::mutex> lock(mu_);
       wake_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
-      if (tasks_.empty())
-        return; // stopping, nothing left
+      if (tasks_.empty()) return;  // stopping, nothing left
       task = std::move(tasks_.front());
       tasks_.pop_front();
     }
@@ -49,9 +46,8 @@ void HostWorkerPool::Work(int worker) {
 
 int HostWorkerPool::DefaultSize() {
   cpu_set_t set;
-  const int cpus =
-      sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
+  const int cpus = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
   return cpus > 4 ? 3 : 2;
 }
 
-} // namespace tandem
+}  // namespace tandem

@@ -19,7 +19,7 @@
 namespace tandem {
 
 class HostWorkerPool {
-public:
+ public:
   explicit HostWorkerPool(int workers);
   ~HostWorkerPool();
   HostWorkerPool(const HostWorkerPool &) = delete;
@@ -33,16 +33,16 @@ public:
   // 0: 3 on machines with more than 4 CPUs the process may use, else 2.
   static int DefaultSize();
 
-private:
+ private:
   void Work(int worker);
 
   std::mutex mu_;
   std::condition_variable wake_;
-  std::deque<std::function<void(int)>> tasks_; // guarded by mu_
-  bool stopping_ = false;                      // guarded by mu_
+  std::deque<std::function<void(int)>> tasks_;  // guarded by mu_
+  bool stopping_ = false;                       // guarded by mu_
   std::vector<std::thread> threads_;
 };
 
-} // namespace tandem
+}  // namespace tandem
 
-#endif // TANDEM_FRAMEWORK_RUNTIME_HOST_WORKER_POOL_H_
+#endif  // TANDEM_FRAMEWORK_RUNTIME_HOST_WORKER_POOL_H_

@@ -15,8 +15,7 @@ TEST(HostWorkerPoolTest, RunsEveryTaskOnceAndDestructorWaits) {
   {
     HostWorkerPool pool(3);
     EXPECT_EQ(pool.size(), 3);
-    for (int i = 1; i <= 1000; ++i)
-      pool.Submit([&sum, i](int) { sum += i; });
+    for (int i = 1; i <= 1000; ++i) pool.Submit([&sum, i](int) { sum += i; });
   }
   EXPECT_EQ(sum.load(), 500500);
 }
@@ -47,5 +46,5 @@ TEST(HostWorkerPoolTest, DefaultSizeIsTwoOrThree) {
   EXPECT_TRUE(n == 2 || n == 3) << n;
 }
 
-} // namespace
-} // namespace tandem
+}  // namespace
+}  // namespace tandem

@@ -44,21 +44,20 @@ struct PlacerOptions {
 
 // One row of the placement table.
 struct PlacementEntry {
-  int op_index = 0; // in the placed program
+  int op_index = 0;      // in the placed program
   std::string op_type;
   Place place;
   // guard, default, inherit, param, fallback, host-arg (a copy made for a
   // HostMemory argument), copy (a copy made for a consumer on another place)
   std::string cause;
-  std::string detail; // human-readable explanation
+  std::string detail;    // human-readable explanation
 };
 
 struct PlacedProgram {
-  Program
-      program; // copies inserted; every op's op_device is its resolved place
-  std::vector<Place> places;                       // per op
-  std::vector<const KernelRegistration *> kernels; // per op; nullptr for copies
-  std::vector<PlacementEntry> table;               // per op
+  Program program;  // copies inserted; every op's op_device is its resolved place
+  std::vector<Place> places;                        // per op
+  std::vector<const KernelRegistration*> kernels;   // per op; nullptr for copies
+  std::vector<PlacementEntry> table;                // per op
   std::map<std::string, Place> initial_places;
   int num_copies = 0;
 
@@ -67,15 +66,14 @@ struct PlacedProgram {
   std::string TableString() const;
 };
 
-absl::StatusOr<PlacedProgram> PlaceProgram(const Program &program,
-                                           const PlacerOptions &options);
+absl::StatusOr<PlacedProgram> PlaceProgram(const Program& program,
+                                           const PlacerOptions& options);
 
 // Resolves an op_device string against the default place ("" -> default,
 // "gpu" -> the default place's GPU or gpu:0). InvalidArgument for bad
 // strings; the device's existence is checked by the caller.
-absl::StatusOr<Place> ResolveOpDevice(absl::string_view op_device,
-                                      const Place &default_place);
+absl::StatusOr<Place> ResolveOpDevice(absl::string_view op_device, const Place& default_place);
 
-} // namespace tandem
+}  // namespace tandem
 
-#endif // TANDEM_FRAMEWORK_RUNTIME_PLACER_H_
+#endif  // TANDEM_FRAMEWORK_RUNTIME_PLACER_H_

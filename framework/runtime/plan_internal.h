@@ -29,30 +29,29 @@ using SlotArgs = std::vector<std::pair<std::string, std::vector<int>>>;
 
 // Where a step's work goes in a concurrent run.
 enum class Lane {
-  kHost,    // a host kernel, on a host worker (or the dispatching thread)
-  kCompute, // a device kernel or host->device copy, on the device's compute
-            // stream
-  kCopy,    // a device->host copy, on the device's copy stream
+  kHost,     // a host kernel, on a host worker (or the dispatching thread)
+  kCompute,  // a device kernel or host->device copy, on the device's compute
+             // stream
+  kCopy,     // a device->host copy, on the device's copy stream
 };
 
 // How a step waits for one of its predecessors in a concurrent run.
 enum class EdgeKind {
-  kStreamOrder, // same stream: queued after it, nothing to do
-  kEventWait,   // same device, other stream: the stream waits for its event
-  kHostWait,    // a host step after device work: the worker waits for its event
-  kCompletion,  // starts only once the predecessor's work has completed
+  kStreamOrder,  // same stream: queued after it, nothing to do
+  kEventWait,    // same device, other stream: the stream waits for its event
+  kHostWait,     // a host step after device work: the worker waits for its event
+  kCompletion,   // starts only once the predecessor's work has completed
 };
 
 struct Plan::Step {
   OpDesc op;
-  int index = 0; // position in the placed program
+  int index = 0;  // position in the placed program
   Place place;
   Device *device = nullptr;
-  const KernelDef *def = nullptr; // nullptr for copies
+  const KernelDef *def = nullptr;  // nullptr for copies
   std::unique_ptr<OpKernel> kernel;
   SlotArgs inputs, outputs;
-  std::vector<int>
-      release_after; // in-order mode: slots whose last use is this step
+  std::vector<int> release_after;  // in-order mode: slots whose last use is this step
   bool is_copy = false;
   Place copy_to;
   // Computed once and kept: an input-less, deterministic op whose output
@@ -70,7 +69,7 @@ struct Plan::Step {
 
   // Concurrent runs (built by Prepare, see concurrent_run.h).
   Lane lane = Lane::kHost;
-  std::vector<int> slots_used; // every slot read or written, once
+  std::vector<int> slots_used;  // every slot read or written, once
   std::vector<std::pair<int, EdgeKind>> preds, succs;
   // Recorded after the step's device work when a successor waits for it.
   std::unique_ptr<Event> done_event;
@@ -81,8 +80,7 @@ struct Plan::Step {
   bool is_host() const { return lane == Lane::kHost; }
   // The stream this step's device work goes to in the given mode.
   Stream *StreamFor(bool in_order) const {
-    return !in_order && lane == Lane::kCopy ? device->copy_stream()
-                                            : device->compute_stream();
+    return !in_order && lane == Lane::kCopy ? device->copy_stream() : device->compute_stream();
   }
 };
 
@@ -92,14 +90,14 @@ struct Plan::GraphState {
   // address the graph reads) before each launch.
   struct Upload {
     int src = 0;
-    std::shared_ptr<Buffer> staging; // nullptr for an empty value
+    std::shared_ptr<Buffer> staging;  // nullptr for an empty value
     DataType dtype = DataType::kFloat32;
     Shape shape;
   };
   // A host value a kernel read at capture (a HostMemory input).
   struct HostValue {
     int slot = 0;
-    std::string reader; // op type, for the log
+    std::string reader;  // op type, for the log
     DataType dtype = DataType::kFloat32;
     Shape shape;
     std::string bytes;
@@ -111,8 +109,7 @@ struct Plan::GraphState {
                           const std::vector<std::string> &names) const;
   // Stages the uploads and enqueues the graph on the device's compute
   // stream, as one observer span ("graph_launch").
-  absl::Status Launch(const std::vector<Variable *> &slots,
-                      ExecutionObserver *observer) const;
+  absl::Status Launch(const std::vector<Variable *> &slots, ExecutionObserver *observer) const;
 
   Device *device = nullptr;
   std::unique_ptr<DeviceGraph> graph;
@@ -125,14 +122,14 @@ struct Plan::GraphState {
   // Every buffer the captured steps used, kept so that no one else gets
   // their memory while the graph may write it.
   std::vector<std::shared_ptr<Buffer>> held;
-  RunStats stats;   // of the captured run
-  OpDesc launch_op; // type "graph_launch", for observers
+  RunStats stats;    // of the captured run
+  OpDesc launch_op;  // type "graph_launch", for observers
 };
 
 // Buffers a run's asynchronous device work may still read: released once
 // the run's devices are synchronised. Thread-safe.
 class KeepAlive {
-public:
+ public:
   void Add(std::shared_ptr<Buffer> buffer) {
     std::lock_guard<std::mutex> lock(mu_);
     buffers_.push_back(std::move(buffer));
@@ -142,7 +139,7 @@ public:
     buffers_.clear();
   }
 
-private:
+ private:
   std::mutex mu_;
   std::vector<std::shared_ptr<Buffer>> buffers_;
 };
@@ -150,32 +147,29 @@ private:
 // How one step runs: the mode, who runs it, and where captured work goes.
 struct StepRunContext {
   bool in_order = true;
-  int worker = -1; // OpEvent::worker
+  int worker = -1;  // OpEvent::worker
   ExecutionObserver *observer = nullptr;
-  Plan::GraphState *graph = nullptr; // set while capturing
+  Plan::GraphState *graph = nullptr;  // set while capturing
   KeepAlive *keep_alive = nullptr;
 };
 
 // Runs the steps of a plan (a friend of Plan).
 class PlanRunner {
-public:
+ public:
   // Runs one copy step: allocates the destination and enqueues the
   // transfer on the step's stream (in-order: a device->host copy waits for
   // it). Adds the copy to `stats` (the caller's; call from one thread).
-  static absl::Status RunCopyStep(Plan *plan, Plan::Step *step,
-                                  const StepRunContext &run, RunStats *stats);
+  static absl::Status RunCopyStep(Plan *plan, Plan::Step *step, const StepRunContext &run,
+                                  RunStats *stats);
   // Runs one kernel step (device kernels: enqueues their work).
-  static absl::Status RunKernelStep(Plan *plan, Plan::Step *step,
-                                    const StepRunContext &run);
+  static absl::Status RunKernelStep(Plan *plan, Plan::Step *step, const StepRunContext &run);
   // Runs every step in program order on the calling thread (in-order mode
   // and graph capture, see executor.h).
-  static absl::Status RunInOrder(Plan *plan, RunStats *stats,
-                                 const StepRunContext &run);
+  static absl::Status RunInOrder(Plan *plan, RunStats *stats, const StepRunContext &run);
   // Runs the steps concurrently (concurrent_run.cc); returns once all
   // have been dispatched and every host step has finished, device work
   // possibly still queued.
-  static absl::Status RunConcurrently(Plan *plan, HostWorkerPool *pool,
-                                      RunStats *stats,
+  static absl::Status RunConcurrently(Plan *plan, HostWorkerPool *pool, RunStats *stats,
                                       ExecutionObserver *observer);
 };
 
@@ -187,6 +181,6 @@ void ExecutorLog(const std::string &line);
 // The status of a step's failure, naming the op, its position and place.
 absl::Status AnnotateStepError(const absl::Status &s, const Plan::Step &step);
 
-} // namespace tandem
+}  // namespace tandem
 
-#endif // TANDEM_FRAMEWORK_RUNTIME_PLAN_INTERNAL_H_
+#endif  // TANDEM_FRAMEWORK_RUNTIME_PLAN_INTERNAL_H_

@@ -11,10 +11,9 @@
 namespace tandem {
 
 class PlanPasses {
-public:
+ public:
   // Slots, steps and kernels for every op of the placed program.
-  static absl::Status CreateSteps(Plan *plan,
-                                  const std::vector<std::string> &feeds,
+  static absl::Status CreateSteps(Plan *plan, const std::vector<std::string> &feeds,
                                   const std::vector<std::string> &fetches);
   // Input-less fill_constant ops whose outputs nothing else writes run once.
   static void FoldConstants(Plan *plan);
@@ -26,7 +25,7 @@ public:
   // Lanes, dependencies and the events concurrent runs wait on.
   static absl::Status BuildSchedule(Plan *plan);
 
-private:
+ private:
   // Appends a slot for `name` (CreateSteps calls it once per name).
   static int Slot(Plan *plan, const std::string &name);
   static std::vector<std::vector<int>> WritersPerSlot(const Plan &plan);
@@ -43,26 +42,22 @@ std::vector<std::vector<int>> PlanPasses::WritersPerSlot(const Plan &plan) {
   std::vector<std::vector<int>> writers(plan.slot_names_.size());
   for (size_t i = 0; i < plan.steps_.size(); ++i) {
     for (const auto &[arg, ids] : plan.steps_[i]->outputs) {
-      for (int id : ids)
-        writers[id].push_back(static_cast<int>(i));
+      for (int id : ids) writers[id].push_back(static_cast<int>(i));
     }
   }
   return writers;
 }
 
-absl::Status PlanPasses::CreateSteps(Plan *plan,
-                                     const std::vector<std::string> &feeds,
+absl::Status PlanPasses::CreateSteps(Plan *plan, const std::vector<std::string> &feeds,
                                      const std::vector<std::string> &fetches) {
   const Block &block = plan->placed_.program.block();
   std::map<std::string, int> slot_of;
   auto slot = [&](const std::string &name) {
     auto it = slot_of.find(name);
-    if (it == slot_of.end())
-      it = slot_of.emplace(name, Slot(plan, name)).first;
+    if (it == slot_of.end()) it = slot_of.emplace(name, Slot(plan, name)).first;
     return it->second;
   };
-  for (const std::string &f : feeds)
-    plan->feed_slots_.push_back(slot(f));
+  for (const std::string &f : feeds) plan->feed_slots_.push_back(slot(f));
   std::set<Device *> devices;
   const std::vector<OpDesc> &ops = block.ops();
   for (size_t i = 0; i < ops.size(); ++i) {
@@ -70,24 +65,20 @@ absl::Status PlanPasses::CreateSteps(Plan *plan,
     step->op = ops[i];
     step->index = static_cast<int>(i);
     step->place = plan->placed_.places[i];
-    ASSIGN_OR_RETURN(step->device,
-                     DeviceRegistry::Global().GetDevice(step->place));
+    ASSIGN_OR_RETURN(step->device, DeviceRegistry::Global().GetDevice(step->place));
     devices.insert(step->device);
     for (const auto &[arg, vars] : step->op.inputs) {
       std::vector<int> ids;
-      for (const std::string &v : vars)
-        ids.push_back(slot(v));
+      for (const std::string &v : vars) ids.push_back(slot(v));
       step->inputs.emplace_back(arg, std::move(ids));
     }
     for (const auto &[arg, vars] : step->op.outputs) {
       std::vector<int> ids;
-      for (const std::string &v : vars)
-        ids.push_back(slot(v));
+      for (const std::string &v : vars) ids.push_back(slot(v));
       step->outputs.emplace_back(arg, std::move(ids));
     }
     if (!step->place.is_host()) {
-      step->device_factory =
-          DeviceRegistry::Global().FactoryFor(step->place.type());
+      step->device_factory = DeviceRegistry::Global().FactoryFor(step->place.type());
     }
     const KernelRegistration *reg = plan->placed_.kernels[i];
     if (reg == nullptr) {
@@ -96,14 +87,12 @@ absl::Status PlanPasses::CreateSteps(Plan *plan,
     } else {
       step->def = &reg->def;
       absl::StatusOr<std::unique_ptr<OpKernel>> k = reg->Create(step->op);
-      if (!k.ok())
-        return AnnotateStepError(k.status(), *step);
+      if (!k.ok()) return AnnotateStepError(k.status(), *step);
       step->kernel = *std::move(k);
     }
     plan->steps_.push_back(std::move(step));
   }
-  for (const std::string &f : fetches)
-    plan->fetch_slots_.push_back(slot(f));
+  for (const std::string &f : fetches) plan->fetch_slots_.push_back(slot(f));
   plan->devices_.assign(devices.begin(), devices.end());
   plan->locals_.resize(plan->slot_names_.size());
   plan->slots_.resize(plan->slot_names_.size());
@@ -115,19 +104,15 @@ void PlanPasses::FoldConstants(Plan *plan) {
   plan->slot_folded_.assign(plan->slot_names_.size(), false);
   for (auto &owned : plan->steps_) {
     Plan::Step &step = *owned;
-    if (step.is_copy || step.op.type != "fill_constant" || !step.inputs.empty())
-      continue;
+    if (step.is_copy || step.op.type != "fill_constant" || !step.inputs.empty()) continue;
     bool foldable = true;
     for (const auto &[arg, ids] : step.outputs) {
-      for (int id : ids)
-        foldable &= !plan->slot_persistable_[id] && writers[id].size() == 1;
+      for (int id : ids) foldable &= !plan->slot_persistable_[id] && writers[id].size() == 1;
     }
-    if (!foldable)
-      continue;
+    if (!foldable) continue;
     step.folded = true;
     for (const auto &[arg, ids] : step.outputs) {
-      for (int id : ids)
-        plan->slot_folded_[id] = true;
+      for (int id : ids) plan->slot_folded_[id] = true;
     }
   }
 }
@@ -136,19 +121,15 @@ void PlanPasses::PinCopySources(Plan *plan) {
   const std::vector<std::vector<int>> writers = WritersPerSlot(*plan);
   for (size_t i = 0; i < plan->steps_.size(); ++i) {
     const Plan::Step &copy = *plan->steps_[i];
-    if (!copy.is_copy || copy.copy_to.is_host())
-      continue;
+    if (!copy.is_copy || copy.copy_to.is_host()) continue;
     const int src = copy.inputs[0].second[0];
     int producer = -1;
     for (int w : writers[src]) {
-      if (w < static_cast<int>(i))
-        producer = w;
+      if (w < static_cast<int>(i)) producer = w;
     }
-    if (producer < 0 || plan->steps_[producer]->is_copy)
-      continue;
+    if (producer < 0 || plan->steps_[producer]->is_copy) continue;
     Plan::Step &p = *plan->steps_[producer];
-    if (p.host_output_allocator == nullptr)
-      p.host_output_allocator = copy.device->host_allocator();
+    if (p.host_output_allocator == nullptr) p.host_output_allocator = copy.device->host_allocator();
   }
 }
 
@@ -156,20 +137,17 @@ void PlanPasses::PlanReleases(Plan *plan) {
   const size_t n = plan->slot_names_.size();
   std::vector<int> last_use(n, -1);
   for (size_t i = 0; i < plan->steps_.size(); ++i) {
-    for (const SlotArgs *args :
-         {&plan->steps_[i]->inputs, &plan->steps_[i]->outputs}) {
+    for (const SlotArgs *args : {&plan->steps_[i]->inputs, &plan->steps_[i]->outputs}) {
       for (const auto &[arg, ids] : *args) {
-        for (int id : ids)
-          last_use[id] = static_cast<int>(i);
+        for (int id : ids) last_use[id] = static_cast<int>(i);
       }
     }
   }
-  const std::set<int> fetched(plan->fetch_slots_.begin(),
-                              plan->fetch_slots_.end());
+  const std::set<int> fetched(plan->fetch_slots_.begin(), plan->fetch_slots_.end());
   plan->slot_releasable_.assign(n, false);
   for (size_t id = 0; id < n; ++id) {
-    if (plan->slot_persistable_[id] || fetched.count(id) ||
-        plan->slot_folded_[id] || last_use[id] < 0) {
+    if (plan->slot_persistable_[id] || fetched.count(id) || plan->slot_folded_[id] ||
+        last_use[id] < 0) {
       continue;
     }
     plan->slot_releasable_[id] = true;
@@ -180,16 +158,14 @@ void PlanPasses::PlanReleases(Plan *plan) {
 namespace {
 
 Lane LaneOf(const Plan::Step &step) {
-  if (step.place.is_host())
-    return Lane::kHost;
+  if (step.place.is_host()) return Lane::kHost;
   return step.is_copy && step.copy_to.is_host() ? Lane::kCopy : Lane::kCompute;
 }
 
 bool Reads(const Plan::Step &step, int slot) {
   for (const auto &[arg, ids] : step.inputs) {
     for (int id : ids) {
-      if (id == slot)
-        return true;
+      if (id == slot) return true;
     }
   }
   return false;
@@ -197,20 +173,17 @@ bool Reads(const Plan::Step &step, int slot) {
 
 // How `succ` waits for `pred` (both placed, pred earlier).
 EdgeKind Classify(const Plan::Step &pred, const Plan::Step &succ) {
-  if (pred.is_host())
-    return EdgeKind::kCompletion;
-  if (succ.is_host())
-    return EdgeKind::kHostWait;
-  if (succ.device != pred.device)
-    return EdgeKind::kCompletion;
+  if (pred.is_host()) return EdgeKind::kCompletion;
+  if (succ.is_host()) return EdgeKind::kHostWait;
+  if (succ.device != pred.device) return EdgeKind::kCompletion;
   if (pred.lane == Lane::kCopy && Reads(succ, pred.outputs[0].second[0])) {
-    return EdgeKind::kCompletion; // device work reading a host value still
-                                  // being copied
+    return EdgeKind::kCompletion;  // device work reading a host value still
+                                   // being copied
   }
   return succ.lane == pred.lane ? EdgeKind::kStreamOrder : EdgeKind::kEventWait;
 }
 
-} // namespace
+}  // namespace
 
 absl::Status PlanPasses::BuildSchedule(Plan *plan) {
   std::vector<StepAccess> access;
@@ -236,13 +209,10 @@ absl::Status PlanPasses::BuildSchedule(Plan *plan) {
       const EdgeKind kind = Classify(pred, succ);
       succ.preds.emplace_back(i, kind);
       pred.succs.emplace_back(static_cast<int>(j), kind);
-      if (pred.is_host() || kind == EdgeKind::kStreamOrder)
-        continue;
+      if (pred.is_host() || kind == EdgeKind::kStreamOrder) continue;
       if (pred.done_event == nullptr) {
-        absl::StatusOr<std::unique_ptr<Event>> event =
-            pred.device->CreateEvent();
-        if (!event.ok())
-          return AnnotateStepError(event.status(), pred);
+        absl::StatusOr<std::unique_ptr<Event>> event = pred.device->CreateEvent();
+        if (!event.ok()) return AnnotateStepError(event.status(), pred);
         pred.done_event = *std::move(event);
       }
       pred.watched |= kind == EdgeKind::kCompletion;
@@ -261,4 +231,4 @@ absl::Status BuildPlan(Plan *plan, const std::vector<std::string> &feeds,
   return PlanPasses::BuildSchedule(plan);
 }
 
-} // namespace tandem
+}  // namespace tandem

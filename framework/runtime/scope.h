@@ -21,20 +21,20 @@
 namespace tandem {
 
 class Scope {
-public:
+ public:
   // Finds or creates (empty) the variable `name`.
-  Variable *Var(absl::string_view name);
+  Variable* Var(absl::string_view name);
   // nullptr if absent.
-  Variable *Find(absl::string_view name);
-  const Variable *Find(absl::string_view name) const;
+  Variable* Find(absl::string_view name);
+  const Variable* Find(absl::string_view name) const;
   void Erase(absl::string_view name);
   // Sorted names.
   std::vector<std::string> Names() const;
 
-private:
+ private:
   absl::flat_hash_map<std::string, std::unique_ptr<Variable>> vars_;
 };
 
-} // namespace tandem
+}  // namespace tandem
 
-#endif // TANDEM_FRAMEWORK_RUNTIME_SCOPE_H_
+#endif  // TANDEM_FRAMEWORK_RUNTIME_SCOPE_H_

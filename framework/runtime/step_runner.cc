@@ -13,8 +13,7 @@ std::string Dims(const Shape &s) { return absl::StrJoin(s.dims(), ", "); }
 
 // "Input[data2:float[1, 3, 5, 5]({})(Place(gpu:0))]" for the reference log
 // format.
-std::string ArgsForLog(const SlotArgs &args,
-                       const std::vector<Variable *> &slots,
+std::string ArgsForLog(const SlotArgs &args, const std::vector<Variable *> &slots,
                        const std::vector<std::string> &names) {
   std::vector<std::string> parts;
   for (const auto &[arg, ids] : args) {
@@ -24,9 +23,8 @@ std::string ArgsForLog(const SlotArgs &args,
       if (t == nullptr || !t->initialized()) {
         vars.push_back(absl::StrCat(names[id], ":uninitialized"));
       } else {
-        vars.push_back(absl::StrCat(names[id], ":", DataTypeLogName(t->dtype()),
-                                    "[", Dims(t->shape()), "]({})(Place(",
-                                    t->place().ToString(), "))"));
+        vars.push_back(absl::StrCat(names[id], ":", DataTypeLogName(t->dtype()), "[",
+                                    Dims(t->shape()), "]({})(Place(", t->place().ToString(), "))"));
       }
     }
     parts.push_back(absl::StrCat(arg, "[", absl::StrJoin(vars, ", "), "]"));
@@ -35,9 +33,8 @@ std::string ArgsForLog(const SlotArgs &args,
 }
 
 std::string KernelTypeForLog(DataType dtype, const Place &place) {
-  return absl::StrCat("data_type[", DataTypeLogName(dtype),
-                      "]:data_layout[NCHW]:place[", place.LogName(),
-                      "]:library_type[PLAIN]");
+  return absl::StrCat("data_type[", DataTypeLogName(dtype), "]:data_layout[NCHW]:place[",
+                      place.LogName(), "]:library_type[PLAIN]");
 }
 
 // Keeps the buffer of every tensor bound to `args`.
@@ -46,8 +43,7 @@ void Hold(const SlotArgs &args, const std::vector<Variable *> &slots,
   for (const auto &[arg, ids] : args) {
     for (int id : ids) {
       const Tensor *t = slots[id]->data_tensor();
-      if (t != nullptr && t->initialized())
-        held->push_back(t->buffer());
+      if (t != nullptr && t->initialized()) held->push_back(t->buffer());
     }
   }
 }
@@ -68,15 +64,13 @@ OpEvent StepEvent(const Plan::Step &step, const StepRunContext &run) {
   return event;
 }
 
-void CountCopy(const Plan::Step &step, const Tensor &from, bool sync,
-               RunStats *stats) {
+void CountCopy(const Plan::Step &step, const Tensor &from, bool sync, RunStats *stats) {
   const bool h2d = !step.copy_to.is_host();
   const int64_t bytes = static_cast<int64_t>(from.NumBytes());
   (h2d ? stats->copies_h2d : stats->copies_d2h)++;
   (h2d ? stats->bytes_h2d : stats->bytes_d2h) += bytes;
   (sync ? stats->sync_copies : stats->async_copies)++;
-  CopyRecord record{step.op.inputs.at("X")[0], from.place(), step.copy_to,
-                    bytes, sync};
+  CopyRecord record{step.op.inputs.at("X")[0], from.place(), step.copy_to, bytes, sync};
   record.consumer = StringAttr(step.op, "consumer");
   record.reason = StringAttr(step.op, "reason");
   stats->ledger.push_back(std::move(record));
@@ -88,32 +82,27 @@ void CountCopy(const Plan::Step &step, const Tensor &from, bool sync,
 absl::StatusOr<const void *> UploadSource(Plan::Step *step, const Tensor &from,
                                           const StepRunContext &run) {
   const size_t bytes = from.NumBytes();
-  if (run.graph == nullptr &&
-      from.buffer()->allocator() == step->device->host_allocator()) {
-    run.keep_alive->Add(from.buffer()); // read until the run ends
+  if (run.graph == nullptr && from.buffer()->allocator() == step->device->host_allocator()) {
+    run.keep_alive->Add(from.buffer());  // read until the run ends
     return from.raw_data();
   }
   if (step->staging == nullptr || step->staging->size() < bytes) {
-    ASSIGN_OR_RETURN(step->staging,
-                     Buffer::Allocate(step->device->host_allocator(), bytes));
+    ASSIGN_OR_RETURN(step->staging, Buffer::Allocate(step->device->host_allocator(), bytes));
   }
   std::memcpy(step->staging->data(), from.raw_data(), bytes);
   return static_cast<const void *>(step->staging->data());
 }
 
-} // namespace
+}  // namespace
 
 absl::Status AnnotateStepError(const absl::Status &s, const Plan::Step &step) {
-  if (s.ok())
-    return s;
-  const std::string prefix = absl::StrCat(
-      "op '", step.op.type, "' (#", step.index, ") on ", step.place.ToString());
-  if (absl::string_view(s.message())
-          .find(absl::StrCat("op '", step.op.type, "'")) !=
+  if (s.ok()) return s;
+  const std::string prefix =
+      absl::StrCat("op '", step.op.type, "' (#", step.index, ") on ", step.place.ToString());
+  if (absl::string_view(s.message()).find(absl::StrCat("op '", step.op.type, "'")) !=
       absl::string_view::npos) {
-    return absl::Status(s.code(),
-                        absl::StrCat(s.message(), " [#", step.index, " on ",
-                                     step.place.ToString(), "]"));
+    return absl::Status(
+        s.code(), absl::StrCat(s.message(), " [#", step.index, " on ", step.place.ToString(), "]"));
   }
   return absl::Status(s.code(), absl::StrCat(prefix, ": ", s.message()));
 }
@@ -121,27 +110,22 @@ absl::Status AnnotateStepError(const absl::Status &s, const Plan::Step &step) {
 // A device->host copy is `sync` (the host waits for its data; in-order mode
 // the executor itself waits right away), a host->device copy is async
 // (stream-ordered before the kernels that read it).
-absl::Status PlanRunner::RunCopyStep(Plan *plan, Plan::Step *step,
-                                     const StepRunContext &run,
+absl::Status PlanRunner::RunCopyStep(Plan *plan, Plan::Step *step, const StepRunContext &run,
                                      RunStats *stats) {
   Variable *src = plan->slots_[step->inputs[0].second[0]];
   Variable *dst = plan->slots_[step->outputs[0].second[0]];
   const Tensor *from = src->data_tensor();
   const std::string &var = step->op.inputs.at("X")[0];
   if (from == nullptr || !from->initialized()) {
-    return AnnotateStepError(absl::FailedPreconditionError(absl::StrCat(
-                                 "variable '", var, "' is not initialised")),
-                             *step);
+    return AnnotateStepError(
+        absl::FailedPreconditionError(absl::StrCat("variable '", var, "' is not initialised")),
+        *step);
   }
   const bool to_host = step->copy_to.is_host();
-  const CopyKind kind =
-      to_host ? CopyKind::kDeviceToHost : CopyKind::kHostToDevice;
-  Allocator *alloc =
-      to_host ? step->device->host_allocator() : step->device->allocator();
-  absl::StatusOr<Tensor> to =
-      Tensor::Allocate(alloc, from->dtype(), from->shape());
-  if (!to.ok())
-    return AnnotateStepError(to.status(), *step);
+  const CopyKind kind = to_host ? CopyKind::kDeviceToHost : CopyKind::kHostToDevice;
+  Allocator *alloc = to_host ? step->device->host_allocator() : step->device->allocator();
+  absl::StatusOr<Tensor> to = Tensor::Allocate(alloc, from->dtype(), from->shape());
+  if (!to.ok()) return AnnotateStepError(to.status(), *step);
   const size_t bytes = from->NumBytes();
   Stream *stream = step->StreamFor(run.in_order);
   OpEvent event;
@@ -158,40 +142,31 @@ absl::Status PlanRunner::RunCopyStep(Plan *plan, Plan::Step *step,
   const bool log = ExecutorVlogIsOn(3);
   if (log) {
     ExecutorLog(absl::StrCat("Transform Variable ", var, " from ",
-                             KernelTypeForLog(from->dtype(), from->place()),
-                             " to ",
+                             KernelTypeForLog(from->dtype(), from->place()), " to ",
                              KernelTypeForLog(from->dtype(), step->copy_to)));
   }
   if (bytes > 0) {
     absl::Status s;
     if (to_host) {
-      s = step->device->CopyAsync(kind, to->raw_data(), from->raw_data(), bytes,
-                                  stream);
-      if (s.ok() && run.in_order)
-        s = step->device->SynchronizeStream(stream);
-      if (!run.in_order)
-        run.keep_alive->Add(from->buffer()); // read on the copy stream
+      s = step->device->CopyAsync(kind, to->raw_data(), from->raw_data(), bytes, stream);
+      if (s.ok() && run.in_order) s = step->device->SynchronizeStream(stream);
+      if (!run.in_order) run.keep_alive->Add(from->buffer());  // read on the copy stream
     } else {
       absl::StatusOr<const void *> source = UploadSource(step, *from, run);
       s = source.status();
-      if (s.ok())
-        s = step->device->CopyAsync(kind, to->raw_data(), *source, bytes,
-                                    stream);
+      if (s.ok()) s = step->device->CopyAsync(kind, to->raw_data(), *source, bytes, stream);
     }
     RETURN_IF_ERROR(AnnotateStepError(s, *step));
   }
   if (run.graph != nullptr && !to_host) {
-    run.graph->uploads.push_back({step->inputs[0].second[0],
-                                  bytes > 0 ? step->staging : nullptr,
+    run.graph->uploads.push_back({step->inputs[0].second[0], bytes > 0 ? step->staging : nullptr,
                                   from->dtype(), from->shape()});
   }
   if (log) {
-    ExecutorLog(absl::StrCat(
-        to_host ? "TensorCopySync " : "TensorCopyAsync ", Dims(from->shape()),
-        " from ", from->place().LogName(), " to ", step->copy_to.LogName()));
+    ExecutorLog(absl::StrCat(to_host ? "TensorCopySync " : "TensorCopyAsync ", Dims(from->shape()),
+                             " from ", from->place().LogName(), " to ", step->copy_to.LogName()));
   }
-  if (run.observer != nullptr)
-    run.observer->OnOpEnd(event);
+  if (run.observer != nullptr) run.observer->OnOpEnd(event);
   CountCopy(*step, *from, to_host, stats);
   if (src->is_selected_rows()) {
     const SelectedRows &rows = src->selected_rows();
@@ -199,34 +174,28 @@ absl::Status PlanRunner::RunCopyStep(Plan *plan, Plan::Step *step,
   } else {
     dst->set(*std::move(to));
   }
-  if (run.graph != nullptr)
-    Hold(step->outputs, plan->slots_, &run.graph->held);
+  if (run.graph != nullptr) Hold(step->outputs, plan->slots_, &run.graph->held);
   return absl::OkStatus();
 }
 
-absl::Status PlanRunner::RunKernelStep(Plan *plan, Plan::Step *step,
-                                       const StepRunContext &run) {
-  KernelContext ctx(step->op, *step->def, step->device,
-                    step->device->compute_stream(), step->in_args,
-                    step->out_args);
+absl::Status PlanRunner::RunKernelStep(Plan *plan, Plan::Step *step, const StepRunContext &run) {
+  KernelContext ctx(step->op, *step->def, step->device, step->device->compute_stream(),
+                    step->in_args, step->out_args);
   ctx.set_host_output_allocator(step->host_output_allocator);
   RETURN_IF_ERROR(AnnotateStepError(ctx.CheckInputPlaces(), *step));
   if (run.graph != nullptr) {
     for (const auto &[arg, ids] : step->inputs) {
-      if (!step->def->IsHostMemory(arg))
-        continue;
+      if (!step->def->IsHostMemory(arg)) continue;
       for (int id : ids) {
-        const Tensor &t =
-            *plan->slots_[id]->data_tensor(); // CheckInputPlaces: present
+        const Tensor &t = *plan->slots_[id]->data_tensor();  // CheckInputPlaces: present
         run.graph->host_values.push_back(
             {id, step->op.type, t.dtype(), t.shape(),
-             std::string(static_cast<const char *>(t.raw_data()),
-                         t.NumBytes())});
+             std::string(static_cast<const char *>(t.raw_data()), t.NumBytes())});
       }
     }
     Hold(step->inputs, plan->slots_, &run.graph->held);
     Hold(step->outputs, plan->slots_,
-         &run.graph->held); // e.g. g before g = g + partial
+         &run.graph->held);  // e.g. g before g = g + partial
   }
   OpEvent event;
   if (run.observer != nullptr) {
@@ -234,35 +203,27 @@ absl::Status PlanRunner::RunKernelStep(Plan *plan, Plan::Step *step,
     run.observer->OnOpBegin(event);
   }
   const int previous_device =
-      step->device_factory
-          ? step->device_factory->ExchangeCurrentDevice(step->place.index())
-          : 0;
+      step->device_factory ? step->device_factory->ExchangeCurrentDevice(step->place.index()) : 0;
   absl::Status computed = step->kernel->Compute(&ctx);
-  if (step->device_factory != nullptr &&
-      previous_device != step->place.index()) {
+  if (step->device_factory != nullptr && previous_device != step->place.index()) {
     step->device_factory->ExchangeCurrentDevice(previous_device);
   }
   RETURN_IF_ERROR(AnnotateStepError(computed, *step));
-  if (run.observer != nullptr)
-    run.observer->OnOpEnd(event);
+  if (run.observer != nullptr) run.observer->OnOpEnd(event);
   if (ExecutorVlogIsOn(3)) {
-    ExecutorLog(absl::StrCat(
-        step->place.LogName(), " Op(", step->op.type, "), inputs:{",
-        ArgsForLog(step->inputs, plan->slots_, plan->slot_names_),
-        "}, outputs:{",
-        ArgsForLog(step->outputs, plan->slots_, plan->slot_names_), "}"));
+    ExecutorLog(absl::StrCat(step->place.LogName(), " Op(", step->op.type, "), inputs:{",
+                             ArgsForLog(step->inputs, plan->slots_, plan->slot_names_),
+                             "}, outputs:{",
+                             ArgsForLog(step->outputs, plan->slots_, plan->slot_names_), "}"));
   }
-  if (run.graph != nullptr)
-    Hold(step->outputs, plan->slots_, &run.graph->held);
+  if (run.graph != nullptr) Hold(step->outputs, plan->slots_, &run.graph->held);
   return absl::OkStatus();
 }
 
-absl::Status PlanRunner::RunInOrder(Plan *plan, RunStats *stats,
-                                    const StepRunContext &run) {
+absl::Status PlanRunner::RunInOrder(Plan *plan, RunStats *stats, const StepRunContext &run) {
   for (auto &owned : plan->steps_) {
     Plan::Step *step = owned.get();
-    if (step->folded && plan->constants_ready_)
-      continue;
+    if (step->folded && plan->constants_ready_) continue;
     if (step->is_copy) {
       RETURN_IF_ERROR(RunCopyStep(plan, step, run, stats));
     } else {
@@ -270,11 +231,10 @@ absl::Status PlanRunner::RunInOrder(Plan *plan, RunStats *stats,
       stats->ops++;
     }
     if (run.graph == nullptr) {
-      for (int id : step->release_after)
-        plan->slots_[id]->clear();
+      for (int id : step->release_after) plan->slots_[id]->clear();
     }
   }
   return absl::OkStatus();
 }
 
-} // namespace tandem
+}  // namespace tandem
