@@ -1,0 +1,329 @@
+// The concurrent executor against the in-order one: every result bitwise
+// identical (training programs of the examples, random programs over cpu,
+// sim:0 and sim:1), independent host branches really running at once, and
+// errors of concurrent runs.
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <functional>
+#include <mutex>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "examples/ctr/ctr_model.h"
+#include "examples/embedding_offload/embedding_model.h"
+#include "examples/fashion_mnist/fashion_mnist_model.h"
+#include "framework/backward/optimizer.h"
+#include "framework/device/device.h"
+#include "framework/memory/cpu_allocator.h"
+#include "framework/program/program_builder.h"
+#include "framework/runtime/execution_observer.h"
+#include "framework/runtime/executor.h"
+#include "framework/testing/status_matchers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace tandem {
+namespace {
+
+using ::testing::HasSubstr;
+
+const Place kSim0 = *ParsePlace("sim:0");
+
+// The bytes of a tensor, copied to the host.
+std::string HostBytes(const Tensor& t) {
+  absl::StatusOr<Tensor> host = CopyTensorTo(t, CPUPlace());
+  CHECK(host.ok()) << host.status();
+  return std::string(static_cast<const char*>(host->raw_data()), host->NumBytes());
+}
+
+// Fetches of every step, then every persistable variable at the end.
+struct Trajectory {
+  std::vector<std::string> fetched;
+  std::map<std::string, std::string> persistables;
+};
+
+using FeedsForStep = std::function<FeedMap(int step)>;
+
+// Runs the startup program, then `steps` runs of the main program.
+Trajectory Train(ProgramBuilder& b, const Place& place, bool in_order,
+                 const std::vector<std::string>& feed_names,
+                 const std::vector<std::string>& fetches, const FeedsForStep& feeds, int steps) {
+  ExecutorOptions options;
+  options.in_order = in_order;
+  Executor exe(place, options);
+  Scope scope;
+  Trajectory t;
+  absl::Status s = exe.Run(b.startup_program(), &scope).status();
+  EXPECT_OK(s);
+  if (!s.ok()) return t;
+  absl::StatusOr<std::unique_ptr<Plan>> plan =
+      exe.Prepare(b.main_program(), scope, feed_names, fetches);
+  EXPECT_OK(plan.status());
+  if (!plan.ok()) return t;
+  for (int i = 0; i < steps; ++i) {
+    absl::StatusOr<std::vector<Tensor>> out = exe.Run(plan->get(), &scope, feeds(i));
+    EXPECT_OK(out.status());
+    if (!out.ok()) return t;
+    for (const Tensor& f : *out) t.fetched.push_back(HostBytes(f));
+  }
+  for (const std::string& name : scope.Names()) {
+    const Tensor* v = scope.Find(name)->data_tensor();
+    if (v != nullptr && v->initialized()) t.persistables[name] = HostBytes(*v);
+  }
+  return t;
+}
+
+void ExpectSameTrajectory(const Trajectory& in_order, const Trajectory& concurrent) {
+  ASSERT_FALSE(in_order.fetched.empty());
+  EXPECT_EQ(in_order.fetched, concurrent.fetched);  // bitwise
+  ASSERT_FALSE(in_order.persistables.empty());
+  ASSERT_EQ(in_order.persistables.size(), concurrent.persistables.size());
+  for (const auto& [name, bytes] : in_order.persistables) {
+    auto it = concurrent.persistables.find(name);
+    ASSERT_NE(it, concurrent.persistables.end()) << name;
+    EXPECT_TRUE(it->second == bytes) << "persistable '" << name << "' differs";
+  }
+}
+
+Tensor Int64s(const std::vector<int64_t>& v) {
+  Tensor t = *Tensor::Allocate(CpuAllocator::Default(), DataType::kInt64,
+                               Shape({static_cast<int64_t>(v.size())}));
+  std::memcpy(t.raw_data(), v.data(), v.size() * sizeof(int64_t));
+  return t;
+}
+
+Tensor Floats(const Shape& shape, std::mt19937* rng) {
+  Tensor t = *Tensor::Allocate(CpuAllocator::Default(), DataType::kFloat32, shape);
+  std::uniform_real_distribution<float> u(0.0f, 1.0f);
+  for (int64_t i = 0; i < *shape.NumElements(); ++i) t.data<float>()[i] = u(*rng);
+  return t;
+}
+
+TEST(Concurrency, CtrTrainingIsBitwiseIdenticalToInOrder) {
+  ProgramBuilder b;
+  Adam adam(1e-2);
+  CtrModelConfig config;
+  config.vocab_sizes = {50, 80, 120, 200};
+  config.embedding_dim = 8;
+  config.hidden = {16, 8};
+  ASSERT_OK_AND_ASSIGN(CtrModel m, BuildCtrModel(config, &adam, &b));
+  std::vector<std::string> feed_names = {m.label.name};
+  for (const Var& ids : m.ids) feed_names.push_back(ids.name);
+  auto feeds = [&](int step) {
+    std::mt19937_64 rng(step);  // consecutive batches share ids: small tables
+    FeedMap f;
+    std::vector<int64_t> labels(32);
+    for (int64_t& l : labels) l = rng() % 2;
+    f[m.label.name] = Int64s(labels);
+    for (size_t k = 0; k < m.ids.size(); ++k) {
+      std::vector<int64_t> ids(32);
+      for (int64_t& id : ids) id = rng() % config.vocab_sizes[k];
+      f[m.ids[k].name] = Int64s(ids);
+    }
+    return f;
+  };
+  for (const Place& place : {CPUPlace(), kSim0}) {
+    SCOPED_TRACE(place.ToString());
+    ExpectSameTrajectory(Train(b, place, true, feed_names, {m.loss.name}, feeds, 6),
+                         Train(b, place, false, feed_names, {m.loss.name}, feeds, 6));
+  }
+}
+
+TEST(Concurrency, FashionMnistFirstLayerOnCpuIsBitwiseIdenticalToInOrder) {
+  ProgramBuilder b;
+  Adam adam(1e-3);
+  FashionMnistConfig config;
+  config.hidden = {32, 16};
+  config.first_layer_on_cpu = true;
+  ASSERT_OK_AND_ASSIGN(FashionMnistModel m, BuildFashionMnistModel(config, &adam, &b));
+  auto feeds = [&](int step) {
+    std::mt19937 rng(step);
+    std::vector<int64_t> labels(16);
+    for (int64_t& l : labels) l = rng() % 10;
+    return FeedMap{{m.image.name, Floats(Shape({16, 28, 28}), &rng)},
+                   {m.label.name, Int64s(labels)}};
+  };
+  const std::vector<std::string> names = {m.image.name, m.label.name};
+  ExpectSameTrajectory(Train(b, kSim0, true, names, {m.loss.name}, feeds, 4),
+                       Train(b, kSim0, false, names, {m.loss.name}, feeds, 4));
+}
+
+TEST(Concurrency, EmbeddingOffloadIsBitwiseIdenticalToInOrder) {
+  for (bool sparse : {false, true}) {
+    SCOPED_TRACE(sparse ? "sparse" : "dense");
+    ProgramBuilder b;
+    EmbeddingConfig config;
+    config.rows = 64;
+    config.dim = 8;
+    config.batch = 16;
+    config.is_sparse = sparse;
+    config.learning_rate = 0.5;
+    ASSERT_OK_AND_ASSIGN(EmbeddingModel m, BuildEmbeddingModel(config, &b));
+    auto feeds = [&](int step) {
+      std::mt19937_64 rng(step);
+      std::vector<int64_t> ids(16);
+      for (int64_t& id : ids) id = rng() % 64;
+      return FeedMap{{m.ids.name, Int64s(ids)}};
+    };
+    ExpectSameTrajectory(Train(b, kSim0, true, {m.ids.name}, {m.loss.name}, feeds, 5),
+                         Train(b, kSim0, false, {m.ids.name}, {m.loss.name}, feeds, 5));
+  }
+}
+
+// A random program of elementwise ops over [3, 4] float32 values, each op
+// under a random device_guard of cpu, sim:0 and sim:1; fetches the last few
+// values.
+struct RandomProgram {
+  ProgramBuilder builder;
+  std::vector<std::string> fetches;
+};
+
+void BuildRandomProgram(uint32_t seed, RandomProgram* p) {
+  std::mt19937 rng(seed);
+  ProgramBuilder& b = p->builder;
+  const char* places[] = {"cpu", "sim:0", "sim:1"};
+  std::vector<Var> values;
+  for (int i = 0; i < 3; ++i) {
+    auto g = b.device_guard(places[rng() % 3]);
+    values.push_back(b.FillConstant({3, 4}, DataType::kFloat32, 0.25 * (i + 1)));
+  }
+  const int ops = 4 + rng() % 16;
+  for (int i = 0; i < ops; ++i) {
+    auto g = b.device_guard(places[rng() % 3]);
+    Var x = values[rng() % values.size()];
+    Var y = values[rng() % values.size()];
+    switch (rng() % 5) {
+      case 0: values.push_back(b.ElementwiseAdd(x, y)); break;
+      case 1: values.push_back(b.ElementwiseMul(x, y)); break;
+      case 2: values.push_back(b.Scale(x, 0.5, 0.125)); break;
+      case 3: values.push_back(b.Tanh(x)); break;
+      default: values.push_back(b.ElementwiseSub(x, y)); break;
+    }
+  }
+  for (size_t i = values.size() - 1 - rng() % 3; i < values.size(); ++i) {
+    p->fetches.push_back(values[i].name);
+  }
+}
+
+TEST(Concurrency, RandomProgramsOverThreePlacesMatchInOrder) {
+  constexpr int kPrograms = 400;  // 5 runs each: 2000 concurrent runs
+  for (uint32_t seed = 1; seed <= kPrograms; ++seed) {
+    RandomProgram p;
+    BuildRandomProgram(seed, &p);
+    ASSERT_OK(p.builder.status());
+    std::vector<std::string> expected, got;
+    for (bool in_order : {true, false}) {
+      ExecutorOptions options;
+      options.in_order = in_order;
+      Executor exe(CPUPlace(), options);
+      Scope scope;
+      ASSERT_OK_AND_ASSIGN(std::unique_ptr<Plan> plan,
+                           exe.Prepare(p.builder.main_program(), scope, {}, p.fetches));
+      for (int run = 0; run < (in_order ? 1 : 5); ++run) {
+        ASSERT_OK_AND_ASSIGN(std::vector<Tensor> out, exe.Run(plan.get(), &scope));
+        std::vector<std::string>& into = in_order ? expected : got;
+        for (const Tensor& t : out) into.push_back(HostBytes(t));
+      }
+    }
+    for (size_t i = 0; i < got.size(); ++i) {
+      ASSERT_TRUE(got[i] == expected[i % expected.size()]) << "program " << seed << " run "
+                                                           << i / expected.size();
+    }
+  }
+}
+
+// Blocks each host op until `expected` host ops are running at once (or a
+// second passed), remembering how many ran together and on which workers.
+class RendezvousObserver : public ExecutionObserver {
+ public:
+  explicit RendezvousObserver(int expected) : expected_(expected) {}
+  void OnOpBegin(const OpEvent& e) override {
+    if (e.is_copy || !e.place.is_host()) return;
+    std::unique_lock<std::mutex> lock(mu_);
+    workers_.insert(e.worker);
+    ++running_;
+    max_running_ = std::max(max_running_, running_);
+    met_.notify_all();
+    met_.wait_for(lock, std::chrono::seconds(1), [this] { return max_running_ >= expected_; });
+  }
+  void OnOpEnd(const OpEvent& e) override {
+    if (e.is_copy || !e.place.is_host()) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    --running_;
+  }
+  int max_running() const { return max_running_; }
+  const std::set<int>& workers() const { return workers_; }
+
+ private:
+  const int expected_;
+  std::mutex mu_;
+  std::condition_variable met_;
+  int running_ = 0, max_running_ = 0;
+  std::set<int> workers_;
+};
+
+TEST(Concurrency, IndependentHostBranchesRunAtTheSameTime) {
+  ProgramBuilder b;
+  Var x = b.Data("x", DataType::kFloat32, Shape({2, 2}));
+  Var y, z;
+  {
+    auto g = b.device_guard("cpu");
+    y = b.Tanh(x);
+    z = b.Relu(x);
+  }
+  ExecutorOptions options;
+  options.host_workers = 2;
+  Executor exe(kSim0, options);
+  Scope scope;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Plan> plan,
+                       exe.Prepare(b.main_program(), scope, {"x"}, {y.name, z.name}));
+  RendezvousObserver observer(2);
+  SetExecutionObserver(&observer);
+  Tensor xv = *Tensor::Allocate(CpuAllocator::Default(), DataType::kFloat32, Shape({2, 2}));
+  for (int i = 0; i < 4; ++i) xv.data<float>()[i] = i - 1.5f;
+  absl::StatusOr<std::vector<Tensor>> out = exe.Run(plan.get(), &scope, {{"x", xv}});
+  SetExecutionObserver(nullptr);
+  ASSERT_OK(out.status());
+  EXPECT_EQ(observer.max_running(), 2);
+  EXPECT_EQ(observer.workers(), (std::set<int>{0, 1}));
+  EXPECT_FLOAT_EQ((*out)[1].data<float>()[3], 1.5f);  // relu(1.5)
+  EXPECT_FLOAT_EQ((*out)[0].data<float>()[0], std::tanh(-1.5f));
+}
+
+TEST(Concurrency, BadIdInAConcurrentRunNamesTheOpAndTheNextRunWorks) {
+  ProgramBuilder b;
+  Adam adam(1e-2);
+  CtrModelConfig config;
+  config.vocab_sizes = {10, 20};
+  config.embedding_dim = 4;
+  config.hidden = {8};
+  ASSERT_OK_AND_ASSIGN(CtrModel m, BuildCtrModel(config, &adam, &b));
+  Executor exe(kSim0);
+  Scope scope;
+  ASSERT_OK(exe.Run(b.startup_program(), &scope).status());
+  ASSERT_OK_AND_ASSIGN(
+      std::unique_ptr<Plan> plan,
+      exe.Prepare(b.main_program(), scope, {m.label.name, m.ids[0].name, m.ids[1].name},
+                  {m.loss.name}));
+  auto feeds = [&](int64_t bad) {
+    return FeedMap{{m.label.name, Int64s({0, 1, 1})},
+                   {m.ids[0].name, Int64s({1, 2, 3})},
+                   {m.ids[1].name, Int64s({4, bad, 5})}};
+  };
+  absl::StatusOr<std::vector<Tensor>> bad = exe.Run(plan.get(), &scope, feeds(20));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.status().message(), HasSubstr("lookup_table"));
+  EXPECT_THAT(bad.status().message(), HasSubstr("20"));
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_OK_AND_ASSIGN(std::vector<Tensor> out, exe.Run(plan.get(), &scope, feeds(6)));
+    EXPECT_TRUE(std::isfinite(out[0].data<float>()[0]));
+  }
+}
+
+}  // namespace
+}  // namespace tandem
