@@ -13,18 +13,49 @@
 //     // out[0]: the loss, on the host; stats: copies and bytes per direction
 //   }
 //
-// Prepare places the program (placer.h), creates every kernel once and
-// resolves variables to slots, so a run does no placement, hashing or
-// kernel lookup. Each device's ops and copies run in order on its compute
-// stream: a host->device copy is queued there (asynchronous; its host side
-// is pinned memory: host kernels whose output is copied next allocate it
-// there, other sources go through a pinned staging buffer); a device->host
-// copy waits for the data (synchronous). Input-less fill_constant ops whose
-// output nothing else writes run once and are kept (constant folding). A
-// run ends with every used device synchronised, so its results are final.
-// Intermediates are freed right after their last reader. Persistable
-// variables live in the Scope. An Executor and a Plan are not thread-safe.
+// Prepare places the program (placer.h), creates every kernel once,
+// resolves variables to slots and builds the plan's dependency graph
+// (dependency_graph.h: read-after-write, write-after-read and
+// write-after-write on every variable, persistables and in-place updates
+// included), so a run does no placement, hashing or kernel lookup.
 //
+// Concurrent mode (the default): a run starts every step whose
+// predecessors allow it. The calling thread dispatches: device kernels and
+// host->device copies go to the device's compute stream, device->host
+// copies to its copy stream, ordered across streams by events; it never
+// waits for a device. Host kernels run on a small pool of host workers
+// (ExecutorOptions::host_workers); one that reads device data first waits,
+// on its worker, for the event of the copy that brings it. A host step runs
+// on the calling thread instead when nothing else could start before it
+// is done. Independent CPU and GPU branches, several embedding tables, the
+// CPU sparse update and the GPU dense update thus run at the same time.
+// Results are bitwise identical to in-order execution (each kernel sees
+// exactly the values it would see in program order).
+//
+// In-order mode (ExecutorOptions::in_order, the examples' --in_order):
+// steps run one after another in program order on the calling thread,
+// each device's work on its compute stream, every device->host copy
+// waited for at once. For debugging, and the reference every result test
+// compares the concurrent mode against.
+//
+// Copies: a host->device copy reads pinned memory (host kernels whose
+// output is copied next allocate it there, other sources go through a
+// pinned staging buffer) and is asynchronous; a device->host copy is
+// "sync" in the stats and the profiler (the host waits for its data; in
+// concurrent mode the wait happens on the reading step's worker, not on
+// the dispatching thread). Memory stays safe across streams: buffers read
+// by a copy stream or by a host->device copy are kept until the run's
+// streams are synchronised; every other intermediate is freed once all of
+// its users in the run were dispatched (device) or finished (host), and
+// device memory freed that way is next used by the same compute stream.
+// Input-less fill_constant ops whose output nothing else writes run once
+// and are kept (constant folding). A run ends with every stream it used
+// synchronised, so its results are final; a run that fails returns the
+// failing step's status (naming op, position and place) after the steps
+// already started finished and the devices were synchronised, and the plan
+// can run again. Persistable variables live in the Scope. An Executor and
+// a Plan are not thread-safe: one run at a time per executor.
+
 // Graph capture (ExecutorOptions::capture_graphs, the benchmarks'
 // --cuda_graph): a plan's first run is eager (warm-up: allocations, folded
 // constants), its second run is captured with Device::BeginCapture and every
