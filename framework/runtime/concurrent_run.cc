@@ -35,7 +35,7 @@ struct Completion {
 // One concurrent run of a plan (lives for the run, on the dispatcher's stack).
 class ConcurrentRun {
  public:
-  ConcurrentRun(Plan *plan, HostWorkerPool *pool, RunStats *stats, ExecutionObserver *observer)
+  ConcurrentRun(Plan* plan, HostWorkerPool* pool, RunStats* stats, ExecutionObserver* observer)
       : plan_(plan), pool_(pool), stats_(stats), steps_(plan->steps_) {
     run_.in_order = false;
     run_.observer = observer;
@@ -45,7 +45,7 @@ class ConcurrentRun {
   absl::Status Run();
 
  private:
-  Plan::Step &step(int i) { return *steps_[i]; }
+  Plan::Step& step(int i) { return *steps_[i]; }
   void Start();
   void Dispatch(int i);
   void StartHostSteps();
@@ -60,15 +60,15 @@ class ConcurrentRun {
   // edges) or for its dispatch (the others).
   void Satisfy(int i, bool completed);
   void Finish(int i);
-  void Fail(const absl::Status &s) {
+  void Fail(const absl::Status& s) {
     if (error_.ok()) error_ = s;
   }
   void ProcessInbox(bool block);
 
-  Plan *plan_;
-  HostWorkerPool *pool_;
-  RunStats *stats_;
-  std::vector<std::unique_ptr<Plan::Step>> &steps_;
+  Plan* plan_;
+  HostWorkerPool* pool_;
+  RunStats* stats_;
+  std::vector<std::unique_ptr<Plan::Step>>& steps_;
   StepRunContext run_;
   std::vector<int> pending_;    // unsatisfied predecessors per step
   std::vector<int> uses_left_;  // per slot: steps still to use it
@@ -105,7 +105,7 @@ void ConcurrentRun::Start() {
 }
 
 void ConcurrentRun::Satisfy(int i, bool completed) {
-  for (const auto &[succ, kind] : step(i).succs) {
+  for (const auto& [succ, kind] : step(i).succs) {
     if ((kind == EdgeKind::kCompletion) != completed) continue;
     if (--pending_[succ] == 0) {
       (step(succ).is_host() ? ready_host_ : ready_device_).push_back(succ);
@@ -125,10 +125,10 @@ void ConcurrentRun::Finish(int i) {
 }
 
 void ConcurrentRun::Dispatch(int i) {
-  Plan::Step &s = step(i);
-  Stream *stream = s.StreamFor(/*in_order=*/false);
+  Plan::Step& s = step(i);
+  Stream* stream = s.StreamFor(/*in_order=*/false);
   absl::Status status;
-  for (const auto &[pred, kind] : s.preds) {
+  for (const auto& [pred, kind] : s.preds) {
     if (kind == EdgeKind::kEventWait && status.ok()) {
       status = s.device->StreamWaitEvent(stream, step(pred).done_event.get());
     }
@@ -162,12 +162,12 @@ void ConcurrentRun::Watch(int i) {
 }
 
 absl::Status ConcurrentRun::RunHostStep(int i, int worker) {
-  Plan::Step &s = step(i);
+  Plan::Step& s = step(i);
   StepRunContext run = run_;
   run.worker = worker;
   bool waiting = false;
   OpEvent wait_event;
-  for (const auto &[pred, kind] : s.preds) {
+  for (const auto& [pred, kind] : s.preds) {
     if (kind != EdgeKind::kHostWait) continue;
     if (!waiting && run.observer != nullptr) {
       wait_event.op = &s.op;
@@ -194,8 +194,11 @@ void ConcurrentRun::Post(Completion c) {
 }
 
 void ConcurrentRun::StartHostSteps() {
-  if (outstanding_ == 0 && ready_host_.size() == 1) {
-    // Nothing else can start before this step is done: run it here.
+  if (plan_->host_only_ && outstanding_ == 0 && ready_host_.size() == 1) {
+    // Nothing else can start before this step is done: run it here. (In
+    // plans with device work host kernels always go to the workers, so that
+    // the threads a CPU library keeps per calling thread, e.g. an OpenMP
+    // team, are those of the workers and not also the dispatcher's.)
     const int i = ready_host_.front();
     ready_host_.pop_front();
     absl::Status s = RunHostStep(i, /*worker=*/-1);
@@ -220,7 +223,7 @@ void ConcurrentRun::ProcessInbox(bool block) {
     if (block) posted_.wait(lock, [this] { return !inbox_.empty(); });
     done.swap(inbox_);
   }
-  for (Completion &c : done) {
+  for (Completion& c : done) {
     outstanding_--;
     if (!c.status.ok()) {
       Fail(c.status);
@@ -236,7 +239,7 @@ absl::Status ConcurrentRun::Run() {
   Start();
   const int n = static_cast<int>(steps_.size());
   while (true) {
-    ProcessInbox(/*block=*/false);
+    if (outstanding_ > 0) ProcessInbox(/*block=*/false);
     if (error_.ok()) {
       while (!ready_device_.empty() && error_.ok()) {
         const int i = ready_device_.front();
@@ -261,8 +264,8 @@ absl::Status ConcurrentRun::Run() {
   }
 }
 
-absl::Status PlanRunner::RunConcurrently(Plan *plan, HostWorkerPool *pool, RunStats *stats,
-                                         ExecutionObserver *observer) {
+absl::Status PlanRunner::RunConcurrently(Plan* plan, HostWorkerPool* pool, RunStats* stats,
+                                         ExecutionObserver* observer) {
   ConcurrentRun run(plan, pool, stats, observer);
   return run.Run();
 }

@@ -39,7 +39,7 @@ struct DependencyGraph {
   std::vector<std::vector<int>> succs;
 };
 
-DependencyGraph BuildDependencyGraph(const std::vector<StepAccess> &steps);
+DependencyGraph BuildDependencyGraph(const std::vector<StepAccess>& steps);
 
 }  // namespace tandem
 

@@ -12,18 +12,18 @@
 
 namespace tandem {
 
-absl::Status BuildPlan(Plan *plan, const std::vector<std::string> &feeds,
-                       const std::vector<std::string> &fetches);  // plan_passes.cc
+absl::Status BuildPlan(Plan* plan, const std::vector<std::string>& feeds,
+                       const std::vector<std::string>& fetches);  // plan_passes.cc
 
 namespace {
-std::atomic<ExecutionObserver *> g_observer{nullptr};
+std::atomic<ExecutionObserver*> g_observer{nullptr};
 }  // namespace
 
-void SetExecutionObserver(ExecutionObserver *observer) { g_observer.store(observer); }
-ExecutionObserver *GetExecutionObserver() { return g_observer.load(std::memory_order_acquire); }
+void SetExecutionObserver(ExecutionObserver* observer) { g_observer.store(observer); }
+ExecutionObserver* GetExecutionObserver() { return g_observer.load(std::memory_order_acquire); }
 
 bool ExecutorVlogIsOn(int level) { return VLOG_IS_ON(level); }
-void ExecutorLog(const std::string &line) { LOG(INFO) << line; }
+void ExecutorLog(const std::string& line) { LOG(INFO) << line; }
 
 Plan::Plan() : keep_alive_(std::make_unique<KeepAlive>()) {}
 Plan::~Plan() = default;
@@ -39,19 +39,19 @@ Executor::Executor(Place default_place, ExecutorOptions options)
     : default_place_(default_place), options_(options) {}
 Executor::~Executor() = default;
 
-absl::StatusOr<std::unique_ptr<Plan>> Executor::Prepare(const Program &program, const Scope &scope,
-                                                        const std::vector<std::string> &feeds,
-                                                        const std::vector<std::string> &fetches) {
+absl::StatusOr<std::unique_ptr<Plan>> Executor::Prepare(const Program& program, const Scope& scope,
+                                                        const std::vector<std::string>& feeds,
+                                                        const std::vector<std::string>& fetches) {
   PlacerOptions popts;
   popts.default_place = default_place_;
   popts.strict = options_.strict_placement;
   popts.policy = options_.transfer_policy;
-  for (const VarDesc &v : program.block().vars()) {
-    const Variable *var = scope.Find(v.name);
-    const Tensor *t = var == nullptr ? nullptr : var->data_tensor();
+  for (const VarDesc& v : program.block().vars()) {
+    const Variable* var = scope.Find(v.name);
+    const Tensor* t = var == nullptr ? nullptr : var->data_tensor();
     if (t != nullptr && t->initialized()) popts.initial_places[v.name] = t->place();
   }
-  for (const std::string &f : feeds) {
+  for (const std::string& f : feeds) {
     if (!program.block().HasVar(f)) {
       return absl::InvalidArgumentError(absl::StrCat("feed '", f, "' is not a program variable"));
     }
@@ -59,7 +59,7 @@ absl::StatusOr<std::unique_ptr<Plan>> Executor::Prepare(const Program &program, 
   }
   std::unique_ptr<Plan> plan(new Plan());
   ASSIGN_OR_RETURN(plan->placed_, PlaceProgram(program, popts));
-  for (const std::string &f : fetches) {
+  for (const std::string& f : fetches) {
     if (!plan->placed_.program.block().HasVar(f)) {
       return absl::InvalidArgumentError(absl::StrCat("fetch '", f, "' is not a program variable"));
     }
@@ -70,22 +70,22 @@ absl::StatusOr<std::unique_ptr<Plan>> Executor::Prepare(const Program &program, 
   return plan;
 }
 
-absl::Status Executor::BindAndFeed(Plan *plan, Scope *scope, const FeedMap &feeds) {
+absl::Status Executor::BindAndFeed(Plan* plan, Scope* scope, const FeedMap& feeds) {
   if (plan->bound_scope_ != scope) {
     for (size_t id = 0; id < plan->slots_.size(); ++id) {
       plan->slots_[id] =
           plan->slot_persistable_[id] ? scope->Var(plan->slot_names_[id]) : &plan->locals_[id];
     }
-    for (auto &step : plan->steps_) {
+    for (auto& step : plan->steps_) {
       step->in_args.clear();
       step->out_args.clear();
-      for (const auto &[arg, ids] : step->inputs) {
-        std::vector<Variable *> vars;
+      for (const auto& [arg, ids] : step->inputs) {
+        std::vector<Variable*> vars;
         for (int id : ids) vars.push_back(plan->slots_[id]);
         step->in_args.emplace_back(arg, std::move(vars));
       }
-      for (const auto &[arg, ids] : step->outputs) {
-        std::vector<Variable *> vars;
+      for (const auto& [arg, ids] : step->outputs) {
+        std::vector<Variable*> vars;
         for (int id : ids) vars.push_back(plan->slots_[id]);
         step->out_args.emplace_back(arg, std::move(vars));
       }
@@ -93,15 +93,15 @@ absl::Status Executor::BindAndFeed(Plan *plan, Scope *scope, const FeedMap &feed
     plan->bound_scope_ = scope;
     plan->graph_.reset();  // it holds the other scope's buffers
   }
-  const Block &block = plan->placed_.program.block();
+  const Block& block = plan->placed_.program.block();
   for (size_t i = 0; i < plan->feed_names_.size(); ++i) {
-    const std::string &name = plan->feed_names_[i];
+    const std::string& name = plan->feed_names_[i];
     auto it = feeds.find(name);
     if (it == feeds.end()) {
       return absl::InvalidArgumentError(absl::StrCat("feed '", name, "' was not given"));
     }
-    const Tensor &t = it->second;
-    const VarDesc *d = block.FindVar(name);
+    const Tensor& t = it->second;
+    const VarDesc* d = block.FindVar(name);
     if (!t.place().is_host()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "feed '", name, "' is on ", t.place().ToString(), "; feeds are host tensors"));
@@ -121,7 +121,7 @@ absl::Status Executor::BindAndFeed(Plan *plan, Scope *scope, const FeedMap &feed
   return absl::OkStatus();
 }
 
-absl::Status Executor::RunEagerly(Plan *plan, RunStats *stats, ExecutionObserver *observer) {
+absl::Status Executor::RunEagerly(Plan* plan, RunStats* stats, ExecutionObserver* observer) {
   if (options_.in_order) {
     StepRunContext run;
     run.observer = observer;
@@ -135,12 +135,12 @@ absl::Status Executor::RunEagerly(Plan *plan, RunStats *stats, ExecutionObserver
   return PlanRunner::RunConcurrently(plan, pool_.get(), stats, observer);
 }
 
-absl::StatusOr<std::vector<Tensor>> Executor::Run(Plan *plan, Scope *scope, const FeedMap &feeds,
-                                                  RunStats *stats) {
+absl::StatusOr<std::vector<Tensor>> Executor::Run(Plan* plan, Scope* scope, const FeedMap& feeds,
+                                                  RunStats* stats) {
   RunStats local_stats;
   if (stats == nullptr) stats = &local_stats;
   *stats = RunStats();
-  ExecutionObserver *observer = GetExecutionObserver();
+  ExecutionObserver* observer = GetExecutionObserver();
   if (observer != nullptr) observer->OnRunBegin();
   RETURN_IF_ERROR(BindAndFeed(plan, scope, feeds));
   absl::Status ran;
@@ -164,18 +164,18 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(Plan *plan, Scope *scope, cons
   }
   if (!ran.ok()) {
     // Leave nothing running: the next run starts from a quiet device.
-    for (Device *d : plan->devices_) d->Synchronize().IgnoreError();
+    for (Device* d : plan->devices_) d->Synchronize().IgnoreError();
     plan->keep_alive_->Clear();
     return ran;
   }
   return FinishRun(plan, stats);
 }
 
-absl::StatusOr<std::vector<Tensor>> Executor::FinishRun(Plan *plan, RunStats *stats) {
-  ExecutionObserver *observer = GetExecutionObserver();
+absl::StatusOr<std::vector<Tensor>> Executor::FinishRun(Plan* plan, RunStats* stats) {
+  ExecutionObserver* observer = GetExecutionObserver();
   OpEvent wait;
   if (observer != nullptr) observer->OnWaitBegin(wait);
-  for (Device *d : plan->devices_) {
+  for (Device* d : plan->devices_) {
     RETURN_IF_ERROR(d->SynchronizeStream(d->compute_stream()));
     if (!options_.in_order) RETURN_IF_ERROR(d->SynchronizeStream(d->copy_stream()));
   }
@@ -185,8 +185,8 @@ absl::StatusOr<std::vector<Tensor>> Executor::FinishRun(Plan *plan, RunStats *st
   if (observer != nullptr) observer->OnRunEnd(*stats);
   std::vector<Tensor> fetched;
   for (size_t i = 0; i < plan->fetch_slots_.size(); ++i) {
-    const Variable *v = plan->slots_[plan->fetch_slots_[i]];
-    const Tensor *t = v->data_tensor();
+    const Variable* v = plan->slots_[plan->fetch_slots_[i]];
+    const Tensor* t = v->data_tensor();
     if (t == nullptr || !t->initialized()) {
       return absl::FailedPreconditionError(
           absl::StrCat("fetch '", plan->fetch_names_[i], "' was not computed by the program"));
@@ -215,12 +215,12 @@ absl::StatusOr<std::vector<Tensor>> Executor::FinishRun(Plan *plan, RunStats *st
   return fetched;
 }
 
-absl::StatusOr<std::vector<Tensor>> Executor::Run(const Program &program, Scope *scope,
-                                                  const FeedMap &feeds,
-                                                  const std::vector<std::string> &fetches,
-                                                  RunStats *stats) {
+absl::StatusOr<std::vector<Tensor>> Executor::Run(const Program& program, Scope* scope,
+                                                  const FeedMap& feeds,
+                                                  const std::vector<std::string>& fetches,
+                                                  RunStats* stats) {
   std::vector<std::string> feed_names;
-  for (const auto &[name, t] : feeds) feed_names.push_back(name);
+  for (const auto& [name, t] : feeds) feed_names.push_back(name);
   ASSIGN_OR_RETURN(std::unique_ptr<Plan> plan, Prepare(program, *scope, feed_names, fetches));
   return Run(plan.get(), scope, feeds, stats);
 }

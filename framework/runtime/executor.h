@@ -25,12 +25,12 @@
 // copies to its copy stream, ordered across streams by events; it never
 // waits for a device. Host kernels run on a small pool of host workers
 // (ExecutorOptions::host_workers); one that reads device data first waits,
-// on its worker, for the event of the copy that brings it. A host step runs
-// on the calling thread instead when nothing else could start before it
-// is done. Independent CPU and GPU branches, several embedding tables, the
-// CPU sparse update and the GPU dense update thus run at the same time.
-// Results are bitwise identical to in-order execution (each kernel sees
-// exactly the values it would see in program order).
+// on its worker, for the event of the copy that brings it. In a plan with
+// no device work, a host step runs on the calling thread instead when
+// nothing else could start before it is done. Independent CPU and GPU branches, several embedding
+// tables, the CPU sparse update and the GPU dense update thus run at the same time. Results are
+// bitwise identical to in-order execution (each kernel sees exactly the values it would see in
+// program order).
 //
 // In-order mode (ExecutorOptions::in_order, the examples' --in_order):
 // steps run one after another in program order on the calling thread,
@@ -104,7 +104,8 @@ struct ExecutorOptions {
   // steps run as soon as their inputs are ready, host steps on a pool of
   // host workers and device steps on their streams, concurrently.
   bool in_order = false;
-  // Host workers of the concurrent mode (0: 2 or 3 by the machine's CPUs).
+  // Host workers of the concurrent mode (0: $TANDEM_HOST_WORKERS if set,
+  // else HostWorkerPool::DefaultSize()).
   int host_workers = 0;
 };
 
@@ -149,33 +150,33 @@ class Executor {
   explicit Executor(Place default_place, ExecutorOptions options = {});
   ~Executor();
 
-  const Place &default_place() const { return default_place_; }
+  const Place& default_place() const { return default_place_; }
 
   // Places and prepares `program` for repeated runs. Variables already in
   // `scope` keep their places; feeds arrive on the host. `fetches` are
   // returned by every run, on the host.
-  absl::StatusOr<std::unique_ptr<Plan>> Prepare(const Program &program, const Scope &scope,
-                                                const std::vector<std::string> &feeds,
-                                                const std::vector<std::string> &fetches);
+  absl::StatusOr<std::unique_ptr<Plan>> Prepare(const Program& program, const Scope& scope,
+                                                const std::vector<std::string>& feeds,
+                                                const std::vector<std::string>& fetches);
   // Runs a prepared plan once.
-  absl::StatusOr<std::vector<Tensor>> Run(Plan *plan, Scope *scope, const FeedMap &feeds = {},
-                                          RunStats *stats = nullptr);
+  absl::StatusOr<std::vector<Tensor>> Run(Plan* plan, Scope* scope, const FeedMap& feeds = {},
+                                          RunStats* stats = nullptr);
   // Prepares and runs once (e.g. a startup program).
-  absl::StatusOr<std::vector<Tensor>> Run(const Program &program, Scope *scope,
-                                          const FeedMap &feeds = {},
-                                          const std::vector<std::string> &fetches = {},
-                                          RunStats *stats = nullptr);
+  absl::StatusOr<std::vector<Tensor>> Run(const Program& program, Scope* scope,
+                                          const FeedMap& feeds = {},
+                                          const std::vector<std::string>& fetches = {},
+                                          RunStats* stats = nullptr);
 
  private:
   // Captures the steps and launches the graph; when the plan cannot be
   // captured, logs why and runs the steps eagerly instead.
-  absl::Status CaptureAndLaunch(Plan *plan, RunStats *stats, ExecutionObserver *observer);
+  absl::Status CaptureAndLaunch(Plan* plan, RunStats* stats, ExecutionObserver* observer);
   // Runs the plan's steps in the configured mode (no graph).
-  absl::Status RunEagerly(Plan *plan, RunStats *stats, ExecutionObserver *observer);
+  absl::Status RunEagerly(Plan* plan, RunStats* stats, ExecutionObserver* observer);
   // Feeds `feeds` into the plan's slots (bound to `scope`).
-  absl::Status BindAndFeed(Plan *plan, Scope *scope, const FeedMap &feeds);
+  absl::Status BindAndFeed(Plan* plan, Scope* scope, const FeedMap& feeds);
   // Waits for every stream the run used; the fetches, on the host.
-  absl::StatusOr<std::vector<Tensor>> FinishRun(Plan *plan, RunStats *stats);
+  absl::StatusOr<std::vector<Tensor>> FinishRun(Plan* plan, RunStats* stats);
 
   Place default_place_;
   ExecutorOptions options_;
@@ -186,12 +187,12 @@ class Executor {
 class Plan {
  public:
   ~Plan();
-  const PlacedProgram &placed() const { return placed_; }
+  const PlacedProgram& placed() const { return placed_; }
   // The placement table (see PlacedProgram::TableString).
   std::string PlacementTable() const { return placed_.TableString(); }
   // Why this plan runs eagerly although ExecutorOptions::capture_graphs is
   // set (the step and the reason); empty while it is (or may be) captured.
-  const std::string &graph_fallback_reason() const { return graph_blocker_; }
+  const std::string& graph_fallback_reason() const { return graph_blocker_; }
 
   struct Step;        // one op or copy, defined in executor.cc
   struct GraphState;  // a captured step and what it baked in, ditto
@@ -209,11 +210,12 @@ class Plan {
   std::vector<bool> slot_folded_;      // outputs of folded constants
   std::vector<bool> slot_releasable_;  // intermediates freed after their last use
   std::vector<Variable> locals_;       // non-persistable slots
-  std::vector<Variable *> slots_;      // resolved per run
+  std::vector<Variable*> slots_;       // resolved per run
   std::vector<int> feed_slots_, fetch_slots_;
   std::vector<std::string> feed_names_, fetch_names_;
-  std::vector<Device *> devices_;       // every device the plan uses
-  const Scope *bound_scope_ = nullptr;  // the scope slots_ point into
+  std::vector<Device*> devices_;        // every device the plan uses
+  bool host_only_ = false;              // every step runs on the host
+  const Scope* bound_scope_ = nullptr;  // the scope slots_ point into
   bool constants_ready_ = false;        // folded steps have run
   // Buffers read by asynchronous copies, kept until the run ends.
   std::unique_ptr<KeepAlive> keep_alive_;

@@ -13,15 +13,15 @@ namespace {
 
 // The device whose work a graph of `steps` would hold, or why there is none
 // (one step named with the reason).
-absl::StatusOr<Device *> CaptureDevice(const std::vector<std::unique_ptr<Plan::Step>> &steps) {
-  if (std::all_of(steps.begin(), steps.end(), [](const std::unique_ptr<Plan::Step> &step) {
+absl::StatusOr<Device*> CaptureDevice(const std::vector<std::unique_ptr<Plan::Step>>& steps) {
+  if (std::all_of(steps.begin(), steps.end(), [](const std::unique_ptr<Plan::Step>& step) {
         return step->folded || step->place.is_host();
       })) {
     return absl::FailedPreconditionError("the plan has no device work to capture");
   }
-  Device *device = nullptr;
+  Device* device = nullptr;
   for (size_t i = 0; i < steps.size(); ++i) {
-    const Plan::Step &step = *steps[i];
+    const Plan::Step& step = *steps[i];
     if (step.folded) continue;
     const std::string where =
         absl::StrCat("step #", i, " '", step.op.type, "' on ", step.place.ToString());
@@ -35,7 +35,7 @@ absl::StatusOr<Device *> CaptureDevice(const std::vector<std::unique_ptr<Plan::S
           absl::StrCat(where, " is a host kernel; only device work can be captured"));
     }
     if (!step.is_copy) {
-      for (const auto &[arg, ids] : step.outputs) {
+      for (const auto& [arg, ids] : step.outputs) {
         if (step.def->IsHostMemory(arg)) {
           return absl::FailedPreconditionError(
               absl::StrCat(where, " writes its host-memory output '", arg,
@@ -55,27 +55,27 @@ absl::StatusOr<Device *> CaptureDevice(const std::vector<std::unique_ptr<Plan::S
 
 }  // namespace
 
-std::string Plan::GraphState::StaleReason(const std::vector<Variable *> &slots,
-                                          const std::vector<std::string> &names) const {
-  auto same = [&](int slot, DataType dtype, const Shape &shape) {
-    const Tensor *t = slots[slot]->data_tensor();
+std::string Plan::GraphState::StaleReason(const std::vector<Variable*>& slots,
+                                          const std::vector<std::string>& names) const {
+  auto same = [&](int slot, DataType dtype, const Shape& shape) {
+    const Tensor* t = slots[slot]->data_tensor();
     return t != nullptr && t->initialized() && t->dtype() == dtype && t->shape() == shape;
   };
-  for (const Upload &u : uploads) {
+  for (const Upload& u : uploads) {
     if (!same(u.src, u.dtype, u.shape)) {
       return absl::StrCat("'", names[u.src], "' is no longer ", DataTypeName(u.dtype),
                           u.shape.ToString());
     }
   }
-  for (const HostValue &v : host_values) {
+  for (const HostValue& v : host_values) {
     if (!same(v.slot, v.dtype, v.shape) || std::memcmp(slots[v.slot]->data_tensor()->raw_data(),
                                                        v.bytes.data(), v.bytes.size()) != 0) {
       return absl::StrCat("the host value of '", names[v.slot], "' read by '", v.reader,
                           "' changed");
     }
   }
-  for (const auto &[slot, buffer] : persistable_buffers) {
-    const Tensor *t = slots[slot]->data_tensor();
+  for (const auto& [slot, buffer] : persistable_buffers) {
+    const Tensor* t = slots[slot]->data_tensor();
     if ((t == nullptr ? nullptr : t->buffer().get()) != buffer) {
       return absl::StrCat("persistable '", names[slot], "' was given another buffer");
     }
@@ -83,13 +83,13 @@ std::string Plan::GraphState::StaleReason(const std::vector<Variable *> &slots,
   return "";
 }
 
-absl::Status Plan::GraphState::Launch(const std::vector<Variable *> &slots,
-                                      ExecutionObserver *observer) const {
-  for (const Upload &u : uploads) {
-    const Tensor *t = slots[u.src]->data_tensor();
+absl::Status Plan::GraphState::Launch(const std::vector<Variable*>& slots,
+                                      ExecutionObserver* observer) const {
+  for (const Upload& u : uploads) {
+    const Tensor* t = slots[u.src]->data_tensor();
     if (u.staging != nullptr) std::memcpy(u.staging->data(), t->raw_data(), t->NumBytes());
   }
-  Stream *stream = device->compute_stream();
+  Stream* stream = device->compute_stream();
   OpEvent event;
   if (observer != nullptr) {
     event.op = &launch_op;
@@ -104,7 +104,7 @@ absl::Status Plan::GraphState::Launch(const std::vector<Variable *> &slots,
   return absl::OkStatus();
 }
 
-absl::Status Executor::CaptureAndLaunch(Plan *plan, RunStats *stats, ExecutionObserver *observer) {
+absl::Status Executor::CaptureAndLaunch(Plan* plan, RunStats* stats, ExecutionObserver* observer) {
   auto graph = std::make_unique<Plan::GraphState>();
   graph->launch_op.type = "graph_launch";
   for (size_t id = 0; id < plan->slots_.size(); ++id) {
@@ -112,9 +112,9 @@ absl::Status Executor::CaptureAndLaunch(Plan *plan, RunStats *stats, ExecutionOb
       graph->persistable_before.emplace_back(static_cast<int>(id), *plan->slots_[id]);
     }
   }
-  absl::StatusOr<Device *> device = CaptureDevice(plan->steps_);
+  absl::StatusOr<Device*> device = CaptureDevice(plan->steps_);
   absl::Status captured = device.status();
-  Stream *stream = nullptr;
+  Stream* stream = nullptr;
   if (captured.ok()) {
     graph->device = *device;
     stream = graph->device->compute_stream();
@@ -132,10 +132,10 @@ absl::Status Executor::CaptureAndLaunch(Plan *plan, RunStats *stats, ExecutionOb
       captured = absl::Status(ended.status().code(),
                               absl::StrCat("ending the capture: ", ended.status().message()));
     }
-    for (const auto &[slot, before] : plan->graph_->persistable_before) {
-      const Tensor *was = before.data_tensor();
-      const Tensor *now = plan->slots_[slot]->data_tensor();
-      const Buffer *buffer = now == nullptr ? nullptr : now->buffer().get();
+    for (const auto& [slot, before] : plan->graph_->persistable_before) {
+      const Tensor* was = before.data_tensor();
+      const Tensor* now = plan->slots_[slot]->data_tensor();
+      const Buffer* buffer = now == nullptr ? nullptr : now->buffer().get();
       if (captured.ok() && (was == nullptr ? nullptr : was->buffer().get()) != buffer) {
         captured = absl::FailedPreconditionError(
             absl::StrCat("persistable '", plan->slot_names_[slot],
@@ -153,8 +153,8 @@ absl::Status Executor::CaptureAndLaunch(Plan *plan, RunStats *stats, ExecutionOb
                     "a device graph: "
                  << plan->graph_blocker_;
     // Nothing captured ran: restore what the capture bound, then run eagerly.
-    Plan::GraphState *failed = plan->graph_ != nullptr ? plan->graph_.get() : graph.get();
-    for (auto &[slot, before] : failed->persistable_before) *plan->slots_[slot] = before;
+    Plan::GraphState* failed = plan->graph_ != nullptr ? plan->graph_.get() : graph.get();
+    for (auto& [slot, before] : failed->persistable_before) *plan->slots_[slot] = before;
     plan->graph_.reset();
     *stats = RunStats();
     return RunEagerly(plan, stats, observer);

@@ -2,6 +2,7 @@
 
 #include <sched.h>
 
+#include <cstdlib>
 #include <utility>
 
 #include "glog/logging.h"
@@ -10,6 +11,7 @@ namespace tandem {
 
 HostWorkerPool::HostWorkerPool(int workers) {
   CHECK_GT(workers, 0);
+  for (int i = 0; i < workers; ++i) slots_.push_back(std::make_unique<Slot>());
   for (int i = 0; i < workers; ++i) threads_.emplace_back([this, i] { Work(i); });
 }
 
@@ -18,33 +20,54 @@ HostWorkerPool::~HostWorkerPool() {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
   }
-  wake_.notify_all();
-  for (std::thread &t : threads_) t.join();
+  for (auto& slot : slots_) slot->wake.notify_one();
+  for (std::thread& t : threads_) t.join();
 }
 
 void HostWorkerPool::Submit(std::function<void(int)> task) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    tasks_.push_back(std::move(task));
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& slot : slots_) {
+    if (slot->idle) {
+      slot->idle = false;
+      slot->task = std::move(task);
+      slot->wake.notify_one();
+      return;
+    }
   }
-  wake_.notify_one();
+  backlog_.push_back(std::move(task));
 }
 
 void HostWorkerPool::Work(int worker) {
+  Slot& slot = *slots_[worker];
+  std::unique_lock<std::mutex> lock(mu_);
   while (true) {
     std::function<void(int)> task;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      wake_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
-      if (tasks_.empty()) return;  // stopping, nothing left
-      task = std::move(tasks_.front());
-      tasks_.pop_front();
+    if (!backlog_.empty()) {
+      task = std::move(backlog_.front());
+      backlog_.pop_front();
+    } else if (slot.task) {
+      task = std::move(slot.task);
+      slot.task = nullptr;
+    } else if (stopping_) {
+      return;
+    } else {
+      slot.idle = true;
+      slot.wake.wait(lock, [&] { return !slot.idle || stopping_; });
+      if (slot.idle) slot.idle = false;  // woken to stop
+      continue;
     }
+    lock.unlock();
     task(worker);
+    lock.lock();
   }
 }
 
 int HostWorkerPool::DefaultSize() {
+  if (const char* env = std::getenv("TANDEM_HOST_WORKERS"); env != nullptr) {
+    const int n = std::atoi(env);
+    if (n > 0 && n <= 64) return n;
+    LOG(WARNING) << "TANDEM_HOST_WORKERS=" << env << " is not in 1..64; using the default";
+  }
   cpu_set_t set;
   const int cpus = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
   return cpus > 4 ? 3 : 2;

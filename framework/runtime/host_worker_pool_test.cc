@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstdlib>
 #include <mutex>
 #include <set>
 
@@ -41,9 +42,15 @@ TEST(HostWorkerPoolTest, TasksRunConcurrentlyOnDistinctWorkers) {
   EXPECT_EQ(workers, (std::set<int>{0, 1}));
 }
 
-TEST(HostWorkerPoolTest, DefaultSizeIsTwoOrThree) {
+TEST(HostWorkerPoolTest, DefaultSizeIsTwoOrThreeUnlessTheEnvironmentSaysOtherwise) {
+  unsetenv("TANDEM_HOST_WORKERS");
   const int n = HostWorkerPool::DefaultSize();
   EXPECT_TRUE(n == 2 || n == 3) << n;
+  setenv("TANDEM_HOST_WORKERS", "5", 1);
+  EXPECT_EQ(HostWorkerPool::DefaultSize(), 5);
+  setenv("TANDEM_HOST_WORKERS", "0", 1);  // out of range: the default, with a warning
+  EXPECT_EQ(HostWorkerPool::DefaultSize(), n);
+  unsetenv("TANDEM_HOST_WORKERS");
 }
 
 }  // namespace

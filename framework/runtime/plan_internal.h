@@ -47,8 +47,8 @@ struct Plan::Step {
   OpDesc op;
   int index = 0;  // position in the placed program
   Place place;
-  Device *device = nullptr;
-  const KernelDef *def = nullptr;  // nullptr for copies
+  Device* device = nullptr;
+  const KernelDef* def = nullptr;  // nullptr for copies
   std::unique_ptr<OpKernel> kernel;
   SlotArgs inputs, outputs;
   std::vector<int> release_after;  // in-order mode: slots whose last use is this step
@@ -59,9 +59,9 @@ struct Plan::Step {
   bool folded = false;
   // Host memory for this step's host-resident outputs: a device's pinned
   // allocator when the output is copied to that device next.
-  Allocator *host_output_allocator = nullptr;
+  Allocator* host_output_allocator = nullptr;
   // Switches the current device; nullptr for the host.
-  DeviceFactory *device_factory = nullptr;
+  DeviceFactory* device_factory = nullptr;
   // Variables bound to the kernel's arguments (rebuilt when the scope changes).
   ArgVars in_args, out_args;
   // H2D copies from pageable memory go through this pinned buffer.
@@ -79,7 +79,7 @@ struct Plan::Step {
 
   bool is_host() const { return lane == Lane::kHost; }
   // The stream this step's device work goes to in the given mode.
-  Stream *StreamFor(bool in_order) const {
+  Stream* StreamFor(bool in_order) const {
     return !in_order && lane == Lane::kCopy ? device->copy_stream() : device->compute_stream();
   }
 };
@@ -105,20 +105,20 @@ struct Plan::GraphState {
 
   // Why a replay would not match an eager run of the current values (empty
   // when it would): names the variable that changed.
-  std::string StaleReason(const std::vector<Variable *> &slots,
-                          const std::vector<std::string> &names) const;
+  std::string StaleReason(const std::vector<Variable*>& slots,
+                          const std::vector<std::string>& names) const;
   // Stages the uploads and enqueues the graph on the device's compute
   // stream, as one observer span ("graph_launch").
-  absl::Status Launch(const std::vector<Variable *> &slots, ExecutionObserver *observer) const;
+  absl::Status Launch(const std::vector<Variable*>& slots, ExecutionObserver* observer) const;
 
-  Device *device = nullptr;
+  Device* device = nullptr;
   std::unique_ptr<DeviceGraph> graph;
   std::vector<Upload> uploads;
   std::vector<HostValue> host_values;
   // Persistable slots before the capture (restored if it fails), then the
   // buffer of each that the graph reads and writes.
   std::vector<std::pair<int, Variable>> persistable_before;
-  std::vector<std::pair<int, const Buffer *>> persistable_buffers;
+  std::vector<std::pair<int, const Buffer*>> persistable_buffers;
   // Every buffer the captured steps used, kept so that no one else gets
   // their memory while the graph may write it.
   std::vector<std::shared_ptr<Buffer>> held;
@@ -148,9 +148,9 @@ class KeepAlive {
 struct StepRunContext {
   bool in_order = true;
   int worker = -1;  // OpEvent::worker
-  ExecutionObserver *observer = nullptr;
-  Plan::GraphState *graph = nullptr;  // set while capturing
-  KeepAlive *keep_alive = nullptr;
+  ExecutionObserver* observer = nullptr;
+  Plan::GraphState* graph = nullptr;  // set while capturing
+  KeepAlive* keep_alive = nullptr;
 };
 
 // Runs the steps of a plan (a friend of Plan).
@@ -159,27 +159,27 @@ class PlanRunner {
   // Runs one copy step: allocates the destination and enqueues the
   // transfer on the step's stream (in-order: a device->host copy waits for
   // it). Adds the copy to `stats` (the caller's; call from one thread).
-  static absl::Status RunCopyStep(Plan *plan, Plan::Step *step, const StepRunContext &run,
-                                  RunStats *stats);
+  static absl::Status RunCopyStep(Plan* plan, Plan::Step* step, const StepRunContext& run,
+                                  RunStats* stats);
   // Runs one kernel step (device kernels: enqueues their work).
-  static absl::Status RunKernelStep(Plan *plan, Plan::Step *step, const StepRunContext &run);
+  static absl::Status RunKernelStep(Plan* plan, Plan::Step* step, const StepRunContext& run);
   // Runs every step in program order on the calling thread (in-order mode
   // and graph capture, see executor.h).
-  static absl::Status RunInOrder(Plan *plan, RunStats *stats, const StepRunContext &run);
+  static absl::Status RunInOrder(Plan* plan, RunStats* stats, const StepRunContext& run);
   // Runs the steps concurrently (concurrent_run.cc); returns once all
   // have been dispatched and every host step has finished, device work
   // possibly still queued.
-  static absl::Status RunConcurrently(Plan *plan, HostWorkerPool *pool, RunStats *stats,
-                                      ExecutionObserver *observer);
+  static absl::Status RunConcurrently(Plan* plan, HostWorkerPool* pool, RunStats* stats,
+                                      ExecutionObserver* observer);
 };
 
 // The executor's logging, under its documented name (--vmodule=executor=N):
 // whether level N is on, and one line at that level.
 bool ExecutorVlogIsOn(int level);
-void ExecutorLog(const std::string &line);
+void ExecutorLog(const std::string& line);
 
 // The status of a step's failure, naming the op, its position and place.
-absl::Status AnnotateStepError(const absl::Status &s, const Plan::Step &step);
+absl::Status AnnotateStepError(const absl::Status& s, const Plan::Step& step);
 
 }  // namespace tandem
 

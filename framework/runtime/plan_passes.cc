@@ -1,5 +1,6 @@
 // Executor::Prepare as a list of named passes over a placed program; each
 // fills in part of the Plan (plan_internal.h).
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -13,53 +14,53 @@ namespace tandem {
 class PlanPasses {
  public:
   // Slots, steps and kernels for every op of the placed program.
-  static absl::Status CreateSteps(Plan *plan, const std::vector<std::string> &feeds,
-                                  const std::vector<std::string> &fetches);
+  static absl::Status CreateSteps(Plan* plan, const std::vector<std::string>& feeds,
+                                  const std::vector<std::string>& fetches);
   // Input-less fill_constant ops whose outputs nothing else writes run once.
-  static void FoldConstants(Plan *plan);
+  static void FoldConstants(Plan* plan);
   // Host kernels whose output is copied to a device next write it in that
   // device's pinned memory, so the copy is asynchronous.
-  static void PinCopySources(Plan *plan);
+  static void PinCopySources(Plan* plan);
   // Which slots are freed after their last use, and (in-order) where.
-  static void PlanReleases(Plan *plan);
+  static void PlanReleases(Plan* plan);
   // Lanes, dependencies and the events concurrent runs wait on.
-  static absl::Status BuildSchedule(Plan *plan);
+  static absl::Status BuildSchedule(Plan* plan);
 
  private:
   // Appends a slot for `name` (CreateSteps calls it once per name).
-  static int Slot(Plan *plan, const std::string &name);
-  static std::vector<std::vector<int>> WritersPerSlot(const Plan &plan);
+  static int Slot(Plan* plan, const std::string& name);
+  static std::vector<std::vector<int>> WritersPerSlot(const Plan& plan);
 };
 
-int PlanPasses::Slot(Plan *plan, const std::string &name) {
+int PlanPasses::Slot(Plan* plan, const std::string& name) {
   plan->slot_names_.push_back(name);
-  const VarDesc *d = plan->placed_.program.block().FindVar(name);
+  const VarDesc* d = plan->placed_.program.block().FindVar(name);
   plan->slot_persistable_.push_back(d != nullptr && d->persistable);
   return static_cast<int>(plan->slot_names_.size()) - 1;
 }
 
-std::vector<std::vector<int>> PlanPasses::WritersPerSlot(const Plan &plan) {
+std::vector<std::vector<int>> PlanPasses::WritersPerSlot(const Plan& plan) {
   std::vector<std::vector<int>> writers(plan.slot_names_.size());
   for (size_t i = 0; i < plan.steps_.size(); ++i) {
-    for (const auto &[arg, ids] : plan.steps_[i]->outputs) {
+    for (const auto& [arg, ids] : plan.steps_[i]->outputs) {
       for (int id : ids) writers[id].push_back(static_cast<int>(i));
     }
   }
   return writers;
 }
 
-absl::Status PlanPasses::CreateSteps(Plan *plan, const std::vector<std::string> &feeds,
-                                     const std::vector<std::string> &fetches) {
-  const Block &block = plan->placed_.program.block();
+absl::Status PlanPasses::CreateSteps(Plan* plan, const std::vector<std::string>& feeds,
+                                     const std::vector<std::string>& fetches) {
+  const Block& block = plan->placed_.program.block();
   std::map<std::string, int> slot_of;
-  auto slot = [&](const std::string &name) {
+  auto slot = [&](const std::string& name) {
     auto it = slot_of.find(name);
     if (it == slot_of.end()) it = slot_of.emplace(name, Slot(plan, name)).first;
     return it->second;
   };
-  for (const std::string &f : feeds) plan->feed_slots_.push_back(slot(f));
-  std::set<Device *> devices;
-  const std::vector<OpDesc> &ops = block.ops();
+  for (const std::string& f : feeds) plan->feed_slots_.push_back(slot(f));
+  std::set<Device*> devices;
+  const std::vector<OpDesc>& ops = block.ops();
   for (size_t i = 0; i < ops.size(); ++i) {
     auto step = std::make_unique<Plan::Step>();
     step->op = ops[i];
@@ -67,20 +68,20 @@ absl::Status PlanPasses::CreateSteps(Plan *plan, const std::vector<std::string> 
     step->place = plan->placed_.places[i];
     ASSIGN_OR_RETURN(step->device, DeviceRegistry::Global().GetDevice(step->place));
     devices.insert(step->device);
-    for (const auto &[arg, vars] : step->op.inputs) {
+    for (const auto& [arg, vars] : step->op.inputs) {
       std::vector<int> ids;
-      for (const std::string &v : vars) ids.push_back(slot(v));
+      for (const std::string& v : vars) ids.push_back(slot(v));
       step->inputs.emplace_back(arg, std::move(ids));
     }
-    for (const auto &[arg, vars] : step->op.outputs) {
+    for (const auto& [arg, vars] : step->op.outputs) {
       std::vector<int> ids;
-      for (const std::string &v : vars) ids.push_back(slot(v));
+      for (const std::string& v : vars) ids.push_back(slot(v));
       step->outputs.emplace_back(arg, std::move(ids));
     }
     if (!step->place.is_host()) {
       step->device_factory = DeviceRegistry::Global().FactoryFor(step->place.type());
     }
-    const KernelRegistration *reg = plan->placed_.kernels[i];
+    const KernelRegistration* reg = plan->placed_.kernels[i];
     if (reg == nullptr) {
       step->is_copy = true;
       step->copy_to = step->op.type == "memcpy_d2h" ? CPUPlace() : step->place;
@@ -92,35 +93,35 @@ absl::Status PlanPasses::CreateSteps(Plan *plan, const std::vector<std::string> 
     }
     plan->steps_.push_back(std::move(step));
   }
-  for (const std::string &f : fetches) plan->fetch_slots_.push_back(slot(f));
+  for (const std::string& f : fetches) plan->fetch_slots_.push_back(slot(f));
   plan->devices_.assign(devices.begin(), devices.end());
   plan->locals_.resize(plan->slot_names_.size());
   plan->slots_.resize(plan->slot_names_.size());
   return absl::OkStatus();
 }
 
-void PlanPasses::FoldConstants(Plan *plan) {
+void PlanPasses::FoldConstants(Plan* plan) {
   const std::vector<std::vector<int>> writers = WritersPerSlot(*plan);
   plan->slot_folded_.assign(plan->slot_names_.size(), false);
-  for (auto &owned : plan->steps_) {
-    Plan::Step &step = *owned;
+  for (auto& owned : plan->steps_) {
+    Plan::Step& step = *owned;
     if (step.is_copy || step.op.type != "fill_constant" || !step.inputs.empty()) continue;
     bool foldable = true;
-    for (const auto &[arg, ids] : step.outputs) {
+    for (const auto& [arg, ids] : step.outputs) {
       for (int id : ids) foldable &= !plan->slot_persistable_[id] && writers[id].size() == 1;
     }
     if (!foldable) continue;
     step.folded = true;
-    for (const auto &[arg, ids] : step.outputs) {
+    for (const auto& [arg, ids] : step.outputs) {
       for (int id : ids) plan->slot_folded_[id] = true;
     }
   }
 }
 
-void PlanPasses::PinCopySources(Plan *plan) {
+void PlanPasses::PinCopySources(Plan* plan) {
   const std::vector<std::vector<int>> writers = WritersPerSlot(*plan);
   for (size_t i = 0; i < plan->steps_.size(); ++i) {
-    const Plan::Step &copy = *plan->steps_[i];
+    const Plan::Step& copy = *plan->steps_[i];
     if (!copy.is_copy || copy.copy_to.is_host()) continue;
     const int src = copy.inputs[0].second[0];
     int producer = -1;
@@ -128,17 +129,17 @@ void PlanPasses::PinCopySources(Plan *plan) {
       if (w < static_cast<int>(i)) producer = w;
     }
     if (producer < 0 || plan->steps_[producer]->is_copy) continue;
-    Plan::Step &p = *plan->steps_[producer];
+    Plan::Step& p = *plan->steps_[producer];
     if (p.host_output_allocator == nullptr) p.host_output_allocator = copy.device->host_allocator();
   }
 }
 
-void PlanPasses::PlanReleases(Plan *plan) {
+void PlanPasses::PlanReleases(Plan* plan) {
   const size_t n = plan->slot_names_.size();
   std::vector<int> last_use(n, -1);
   for (size_t i = 0; i < plan->steps_.size(); ++i) {
-    for (const SlotArgs *args : {&plan->steps_[i]->inputs, &plan->steps_[i]->outputs}) {
-      for (const auto &[arg, ids] : *args) {
+    for (const SlotArgs* args : {&plan->steps_[i]->inputs, &plan->steps_[i]->outputs}) {
+      for (const auto& [arg, ids] : *args) {
         for (int id : ids) last_use[id] = static_cast<int>(i);
       }
     }
@@ -157,13 +158,13 @@ void PlanPasses::PlanReleases(Plan *plan) {
 
 namespace {
 
-Lane LaneOf(const Plan::Step &step) {
+Lane LaneOf(const Plan::Step& step) {
   if (step.place.is_host()) return Lane::kHost;
   return step.is_copy && step.copy_to.is_host() ? Lane::kCopy : Lane::kCompute;
 }
 
-bool Reads(const Plan::Step &step, int slot) {
-  for (const auto &[arg, ids] : step.inputs) {
+bool Reads(const Plan::Step& step, int slot) {
+  for (const auto& [arg, ids] : step.inputs) {
     for (int id : ids) {
       if (id == slot) return true;
     }
@@ -172,7 +173,7 @@ bool Reads(const Plan::Step &step, int slot) {
 }
 
 // How `succ` waits for `pred` (both placed, pred earlier).
-EdgeKind Classify(const Plan::Step &pred, const Plan::Step &succ) {
+EdgeKind Classify(const Plan::Step& pred, const Plan::Step& succ) {
   if (pred.is_host()) return EdgeKind::kCompletion;
   if (succ.is_host()) return EdgeKind::kHostWait;
   if (succ.device != pred.device) return EdgeKind::kCompletion;
@@ -185,15 +186,15 @@ EdgeKind Classify(const Plan::Step &pred, const Plan::Step &succ) {
 
 }  // namespace
 
-absl::Status PlanPasses::BuildSchedule(Plan *plan) {
+absl::Status PlanPasses::BuildSchedule(Plan* plan) {
   std::vector<StepAccess> access;
-  for (auto &owned : plan->steps_) {
-    Plan::Step &step = *owned;
+  for (auto& owned : plan->steps_) {
+    Plan::Step& step = *owned;
     step.lane = LaneOf(step);
     StepAccess a;
-    for (const auto &[arg, ids] : step.inputs)
+    for (const auto& [arg, ids] : step.inputs)
       a.reads.insert(a.reads.end(), ids.begin(), ids.end());
-    for (const auto &[arg, ids] : step.outputs) {
+    for (const auto& [arg, ids] : step.outputs) {
       a.writes.insert(a.writes.end(), ids.begin(), ids.end());
     }
     std::set<int> used(a.reads.begin(), a.reads.end());
@@ -201,11 +202,13 @@ absl::Status PlanPasses::BuildSchedule(Plan *plan) {
     step.slots_used.assign(used.begin(), used.end());
     access.push_back(std::move(a));
   }
+  plan->host_only_ = std::all_of(plan->steps_.begin(), plan->steps_.end(),
+                                 [](const auto& step) { return step->is_host(); });
   const DependencyGraph graph = BuildDependencyGraph(access);
   for (size_t j = 0; j < plan->steps_.size(); ++j) {
-    Plan::Step &succ = *plan->steps_[j];
+    Plan::Step& succ = *plan->steps_[j];
     for (int i : graph.preds[j]) {
-      Plan::Step &pred = *plan->steps_[i];
+      Plan::Step& pred = *plan->steps_[i];
       const EdgeKind kind = Classify(pred, succ);
       succ.preds.emplace_back(i, kind);
       pred.succs.emplace_back(static_cast<int>(j), kind);
@@ -222,8 +225,8 @@ absl::Status PlanPasses::BuildSchedule(Plan *plan) {
 }
 
 // Runs the passes in order (called by Executor::Prepare).
-absl::Status BuildPlan(Plan *plan, const std::vector<std::string> &feeds,
-                       const std::vector<std::string> &fetches) {
+absl::Status BuildPlan(Plan* plan, const std::vector<std::string>& feeds,
+                       const std::vector<std::string>& fetches) {
   RETURN_IF_ERROR(PlanPasses::CreateSteps(plan, feeds, fetches));
   PlanPasses::FoldConstants(plan);
   PlanPasses::PinCopySources(plan);

@@ -9,17 +9,17 @@
 namespace tandem {
 namespace {
 
-std::string Dims(const Shape &s) { return absl::StrJoin(s.dims(), ", "); }
+std::string Dims(const Shape& s) { return absl::StrJoin(s.dims(), ", "); }
 
 // "Input[data2:float[1, 3, 5, 5]({})(Place(gpu:0))]" for the reference log
 // format.
-std::string ArgsForLog(const SlotArgs &args, const std::vector<Variable *> &slots,
-                       const std::vector<std::string> &names) {
+std::string ArgsForLog(const SlotArgs& args, const std::vector<Variable*>& slots,
+                       const std::vector<std::string>& names) {
   std::vector<std::string> parts;
-  for (const auto &[arg, ids] : args) {
+  for (const auto& [arg, ids] : args) {
     std::vector<std::string> vars;
     for (int id : ids) {
-      const Tensor *t = slots[id]->data_tensor();
+      const Tensor* t = slots[id]->data_tensor();
       if (t == nullptr || !t->initialized()) {
         vars.push_back(absl::StrCat(names[id], ":uninitialized"));
       } else {
@@ -32,28 +32,28 @@ std::string ArgsForLog(const SlotArgs &args, const std::vector<Variable *> &slot
   return absl::StrJoin(parts, ", ");
 }
 
-std::string KernelTypeForLog(DataType dtype, const Place &place) {
+std::string KernelTypeForLog(DataType dtype, const Place& place) {
   return absl::StrCat("data_type[", DataTypeLogName(dtype), "]:data_layout[NCHW]:place[",
                       place.LogName(), "]:library_type[PLAIN]");
 }
 
 // Keeps the buffer of every tensor bound to `args`.
-void Hold(const SlotArgs &args, const std::vector<Variable *> &slots,
-          std::vector<std::shared_ptr<Buffer>> *held) {
-  for (const auto &[arg, ids] : args) {
+void Hold(const SlotArgs& args, const std::vector<Variable*>& slots,
+          std::vector<std::shared_ptr<Buffer>>* held) {
+  for (const auto& [arg, ids] : args) {
     for (int id : ids) {
-      const Tensor *t = slots[id]->data_tensor();
+      const Tensor* t = slots[id]->data_tensor();
       if (t != nullptr && t->initialized()) held->push_back(t->buffer());
     }
   }
 }
 
-std::string StringAttr(const OpDesc &op, const std::string &name) {
+std::string StringAttr(const OpDesc& op, const std::string& name) {
   auto it = op.attrs.find(name);
   return it == op.attrs.end() ? "" : std::get<std::string>(it->second);
 }
 
-OpEvent StepEvent(const Plan::Step &step, const StepRunContext &run) {
+OpEvent StepEvent(const Plan::Step& step, const StepRunContext& run) {
   OpEvent event;
   event.op = &step.op;
   event.index = step.index;
@@ -64,7 +64,7 @@ OpEvent StepEvent(const Plan::Step &step, const StepRunContext &run) {
   return event;
 }
 
-void CountCopy(const Plan::Step &step, const Tensor &from, bool sync, RunStats *stats) {
+void CountCopy(const Plan::Step& step, const Tensor& from, bool sync, RunStats* stats) {
   const bool h2d = !step.copy_to.is_host();
   const int64_t bytes = static_cast<int64_t>(from.NumBytes());
   (h2d ? stats->copies_h2d : stats->copies_d2h)++;
@@ -79,8 +79,8 @@ void CountCopy(const Plan::Step &step, const Tensor &from, bool sync, RunStats *
 // The host side of a host->device copy: the source itself when it is
 // pinned memory of the device (kept until the run ends), else the step's
 // pinned staging buffer holding a snapshot of it.
-absl::StatusOr<const void *> UploadSource(Plan::Step *step, const Tensor &from,
-                                          const StepRunContext &run) {
+absl::StatusOr<const void*> UploadSource(Plan::Step* step, const Tensor& from,
+                                         const StepRunContext& run) {
   const size_t bytes = from.NumBytes();
   if (run.graph == nullptr && from.buffer()->allocator() == step->device->host_allocator()) {
     run.keep_alive->Add(from.buffer());  // read until the run ends
@@ -90,12 +90,12 @@ absl::StatusOr<const void *> UploadSource(Plan::Step *step, const Tensor &from,
     ASSIGN_OR_RETURN(step->staging, Buffer::Allocate(step->device->host_allocator(), bytes));
   }
   std::memcpy(step->staging->data(), from.raw_data(), bytes);
-  return static_cast<const void *>(step->staging->data());
+  return static_cast<const void*>(step->staging->data());
 }
 
 }  // namespace
 
-absl::Status AnnotateStepError(const absl::Status &s, const Plan::Step &step) {
+absl::Status AnnotateStepError(const absl::Status& s, const Plan::Step& step) {
   if (s.ok()) return s;
   const std::string prefix =
       absl::StrCat("op '", step.op.type, "' (#", step.index, ") on ", step.place.ToString());
@@ -110,12 +110,12 @@ absl::Status AnnotateStepError(const absl::Status &s, const Plan::Step &step) {
 // A device->host copy is `sync` (the host waits for its data; in-order mode
 // the executor itself waits right away), a host->device copy is async
 // (stream-ordered before the kernels that read it).
-absl::Status PlanRunner::RunCopyStep(Plan *plan, Plan::Step *step, const StepRunContext &run,
-                                     RunStats *stats) {
-  Variable *src = plan->slots_[step->inputs[0].second[0]];
-  Variable *dst = plan->slots_[step->outputs[0].second[0]];
-  const Tensor *from = src->data_tensor();
-  const std::string &var = step->op.inputs.at("X")[0];
+absl::Status PlanRunner::RunCopyStep(Plan* plan, Plan::Step* step, const StepRunContext& run,
+                                     RunStats* stats) {
+  Variable* src = plan->slots_[step->inputs[0].second[0]];
+  Variable* dst = plan->slots_[step->outputs[0].second[0]];
+  const Tensor* from = src->data_tensor();
+  const std::string& var = step->op.inputs.at("X")[0];
   if (from == nullptr || !from->initialized()) {
     return AnnotateStepError(
         absl::FailedPreconditionError(absl::StrCat("variable '", var, "' is not initialised")),
@@ -123,11 +123,11 @@ absl::Status PlanRunner::RunCopyStep(Plan *plan, Plan::Step *step, const StepRun
   }
   const bool to_host = step->copy_to.is_host();
   const CopyKind kind = to_host ? CopyKind::kDeviceToHost : CopyKind::kHostToDevice;
-  Allocator *alloc = to_host ? step->device->host_allocator() : step->device->allocator();
+  Allocator* alloc = to_host ? step->device->host_allocator() : step->device->allocator();
   absl::StatusOr<Tensor> to = Tensor::Allocate(alloc, from->dtype(), from->shape());
   if (!to.ok()) return AnnotateStepError(to.status(), *step);
   const size_t bytes = from->NumBytes();
-  Stream *stream = step->StreamFor(run.in_order);
+  Stream* stream = step->StreamFor(run.in_order);
   OpEvent event;
   if (run.observer != nullptr) {
     event = StepEvent(*step, run);
@@ -152,7 +152,7 @@ absl::Status PlanRunner::RunCopyStep(Plan *plan, Plan::Step *step, const StepRun
       if (s.ok() && run.in_order) s = step->device->SynchronizeStream(stream);
       if (!run.in_order) run.keep_alive->Add(from->buffer());  // read on the copy stream
     } else {
-      absl::StatusOr<const void *> source = UploadSource(step, *from, run);
+      absl::StatusOr<const void*> source = UploadSource(step, *from, run);
       s = source.status();
       if (s.ok()) s = step->device->CopyAsync(kind, to->raw_data(), *source, bytes, stream);
     }
@@ -169,7 +169,7 @@ absl::Status PlanRunner::RunCopyStep(Plan *plan, Plan::Step *step, const StepRun
   if (run.observer != nullptr) run.observer->OnOpEnd(event);
   CountCopy(*step, *from, to_host, stats);
   if (src->is_selected_rows()) {
-    const SelectedRows &rows = src->selected_rows();
+    const SelectedRows& rows = src->selected_rows();
     dst->set(SelectedRows(rows.height(), rows.rows(), *std::move(to)));
   } else {
     dst->set(*std::move(to));
@@ -178,19 +178,19 @@ absl::Status PlanRunner::RunCopyStep(Plan *plan, Plan::Step *step, const StepRun
   return absl::OkStatus();
 }
 
-absl::Status PlanRunner::RunKernelStep(Plan *plan, Plan::Step *step, const StepRunContext &run) {
+absl::Status PlanRunner::RunKernelStep(Plan* plan, Plan::Step* step, const StepRunContext& run) {
   KernelContext ctx(step->op, *step->def, step->device, step->device->compute_stream(),
                     step->in_args, step->out_args);
   ctx.set_host_output_allocator(step->host_output_allocator);
   RETURN_IF_ERROR(AnnotateStepError(ctx.CheckInputPlaces(), *step));
   if (run.graph != nullptr) {
-    for (const auto &[arg, ids] : step->inputs) {
+    for (const auto& [arg, ids] : step->inputs) {
       if (!step->def->IsHostMemory(arg)) continue;
       for (int id : ids) {
-        const Tensor &t = *plan->slots_[id]->data_tensor();  // CheckInputPlaces: present
+        const Tensor& t = *plan->slots_[id]->data_tensor();  // CheckInputPlaces: present
         run.graph->host_values.push_back(
             {id, step->op.type, t.dtype(), t.shape(),
-             std::string(static_cast<const char *>(t.raw_data()), t.NumBytes())});
+             std::string(static_cast<const char*>(t.raw_data()), t.NumBytes())});
       }
     }
     Hold(step->inputs, plan->slots_, &run.graph->held);
@@ -220,9 +220,9 @@ absl::Status PlanRunner::RunKernelStep(Plan *plan, Plan::Step *step, const StepR
   return absl::OkStatus();
 }
 
-absl::Status PlanRunner::RunInOrder(Plan *plan, RunStats *stats, const StepRunContext &run) {
-  for (auto &owned : plan->steps_) {
-    Plan::Step *step = owned.get();
+absl::Status PlanRunner::RunInOrder(Plan* plan, RunStats* stats, const StepRunContext& run) {
+  for (auto& owned : plan->steps_) {
+    Plan::Step* step = owned.get();
     if (step->folded && plan->constants_ready_) continue;
     if (step->is_copy) {
       RETURN_IF_ERROR(RunCopyStep(plan, step, run, stats));
