@@ -320,7 +320,7 @@ absl::Status Train() {
     Stopwatch test_clock;
     ASSIGN_OR_RETURN(accuracy, TestAccuracy(&exe, eval_plan.get(), &scope, test.get()));
     std::printf(
-        "epoch %lld/%d  %s  test accuracy %.4f  (train %.1f s, test %.1f s)\n",
+        "epoch %lld/%d  %s  test accuracy %.4f  (train %.2f s, test %.2f s)\n",
         static_cast<long long>(epoch), FLAGS_epochs,
         in_epoch == per_epoch ? "done" : absl::StrCat("stopped at batch ", in_epoch).c_str(),
         accuracy, train_seconds, test_clock.Seconds());
