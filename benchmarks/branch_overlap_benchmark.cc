@@ -3,10 +3,12 @@
 // steps on host workers while device steps run on their streams.)
 //
 // One program, two independent branches of about equal cost: under
-// device_guard("cpu") a chain of `mul` ops [128, 512] x [512, 512] (the CPU
-// branch, built first), on the default place a chain of `mul` ops
-// [4096, 1024] x [1024, 1024] on gpu, [256, 256] x [256, 256] on sim (the
-// device branch); each ends in a reduce_sum and both sums are fetched.
+// device_guard("cpu") a chain of `mul` ops [64, 512] x [512, 512] (the CPU
+// branch, built first; 33.5 MFLOP each, so the cpu backend gives each at
+// most 8 threads and leaves cores to the thread driving the device), on the
+// default place a chain of `mul` ops [4096, 1024] x [1024, 1024] on gpu,
+// [256, 256] x [256, 256] on sim (the device branch); each ends in a
+// reduce_sum and both sums are fetched.
 // Weights are 1/K and inputs 1, so every product stays 1.
 //
 // Before the first row of a place runs, the CPU branch length is calibrated
@@ -48,7 +50,7 @@ struct Branch {
   bool on_cpu = false;
 };
 
-Branch CpuBranch(int length) { return {128, 512, length, true}; }
+Branch CpuBranch(int length) { return {64, 512, length, true}; }
 
 Branch DeviceBranch(const Place& place) {
   if (place.type() == DeviceType::GPU()) return {4096, 1024, 16, false};
