@@ -16,7 +16,8 @@
 #                                [--bazel_bin]
 #
 # On the GPU machine, after tools/gpu_bundle.sh here (device tool: carry
-# [".bundle"]; about 4-5 minutes on an H200 host with 16 cores):
+# [".bundle"]; estimated 3-5 minutes on the H200 host with 16 cores, most of
+# it workload1's 10M-row table set-ups; --deadline caps it):
 #   bash tools/measure_concurrency.sh
 # Here, without a GPU, on sim:0 (and cpu), briefly:
 #   bazel build //examples/... //benchmarks:tandem_benchmark && tools/measure_concurrency.sh --quick
