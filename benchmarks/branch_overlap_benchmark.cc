@@ -126,7 +126,7 @@ absl::StatusOr<int> CalibratedCpuLength(const Place& place) {
   int length = 4;
   ASSIGN_OR_RETURN(double cpu_s, TimeAlone(place, options, CpuBranch(length)));
   for (int round = 0; round < 3 && std::abs(cpu_s / device_s - 1) > 0.05; ++round) {
-    const int next = std::clamp(static_cast<int>(std::lround(length * device_s / cpu_s)), 1, 4000);
+    const int next = std::clamp(static_cast<int>(std::lround(length * device_s / cpu_s)), 1, 1000);
     if (next == length) break;
     length = next;
     ASSIGN_OR_RETURN(cpu_s, TimeAlone(place, options, CpuBranch(length)));

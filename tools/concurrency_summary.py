@@ -130,15 +130,21 @@ def bench_section(d, dev):
             continue
         for m in MODES:
             b = runs[m].get(name)
-            if b is not None:
-                overlap.append([f"{name} ({m.replace('_', '-')} run)", fmt(b["ratio"]),
-                                fmt(b["cpu_branch_us"], 4), fmt(b["device_branch_us"], 4),
-                                f"{b['cpu_muls']:.0f}+{b['device_muls']:.0f}"])
+            if b is None:
+                continue
+            balance = b["cpu_branch_us"] / b["device_branch_us"]
+            overlap.append([f"{name} ({m.replace('_', '-')} run)", fmt(b["ratio"]),
+                            fmt(b["cpu_branch_us"], 4), fmt(b["device_branch_us"], 4),
+                            fmt(balance) + ("" if 0.8 <= balance <= 1.25 else " UNBALANCED"),
+                            f"{b['cpu_muls']:.0f}+{b['device_muls']:.0f}"])
     text = table("(c) tandem_benchmark, medians of 3 (--in_order run: every row in-order)",
                  ["", "concurrent", "in-order", "unit"], rows or [["no results", "", "", ""]])
     text += "\n\n" + table(
-        "    overlap: ratio = step / longer branch (target <= 1.15 concurrent; ~2 in-order)",
-        ["", "ratio", "cpu_us", "device_us", "muls"], overlap or [["no results", "", "", "", ""]])
+        "    overlap: ratio = step / longer branch (target <= 1.15 concurrent; ~2 in-order);\n"
+        "    the branches alone should cost the same (cpu/device ~1; UNBALANCED: the machine\n"
+        "    was busy while the CPU branch was calibrated, the ratio means little)",
+        ["", "ratio", "cpu_us", "device_us", "cpu/device", "muls"],
+        overlap or [["no results", "", "", "", "", ""]])
     practical = {}
     for m in MODES:
         all_dev = runs[m].get(f"workload1/b4096/all_{dev}")

@@ -13,7 +13,7 @@
 #       and workload1 (1: the mixed placement is as fast as all on the device).
 #
 #   tools/measure_concurrency.sh [--quick] [--place=gpu:0|sim:0] [--deadline=SECONDS]
-#                                [--bazel_bin]
+#                                [--cpu_threads=N] [--bazel_bin]
 #
 # On the GPU machine, after tools/gpu_bundle.sh here (device tool: carry
 # [".bundle"]; estimated 3-5 minutes on the H200 host with 16 cores, most of
@@ -26,6 +26,9 @@
 # .bundle/tandem.tar.xz exists, else bazel-bin/ (--bazel_bin forces it).
 # Place: gpu:0 when nvidia-smi lists a GPU, else sim:0 (said in the output:
 # sim work runs synchronously on the host, so its times are not a GPU's).
+# --cpu_threads=N caps the cpu backend's threads in every run (default: the
+# backend's own sizing; 1 on sim with fewer than 8 cores, where a busy
+# machine stalls OpenMP teams at their barriers by whole time slices).
 # --quick: small runs (ctr 200 steps on small tables, fashion_mnist 2 epochs
 # of 3200 examples, TANDEM_BENCH_ROWS=70000, short benchmark times) to test
 # the script. Each run is cut off by `timeout` so that the whole call stays
@@ -36,13 +39,14 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-quick=0; place=""; deadline=450; bazel_bin=0
+quick=0; place=""; deadline=450; bazel_bin=0; threads=""
 usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 for arg in "$@"; do
   case "$arg" in
     --quick) quick=1 ;;
     --place=*) place="${arg#--place=}" ;;
     --deadline=*) deadline="${arg#--deadline=}" ;;
+    --cpu_threads=*) threads="${arg#--cpu_threads=}" ;;
     --bazel_bin) bazel_bin=1 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "measure_concurrency: unknown argument '$arg' (--help lists them)" >&2; exit 2 ;;
@@ -74,6 +78,9 @@ if [[ -z "$place" ]]; then
   fi
 fi
 dev=${place%%:*}
+if [[ -z "$threads" ]]; then
+  threads=0; [[ $dev != gpu ]] && (( $(nproc) < 8 )) && threads=1
+fi
 dir="${OUT:-/tmp/measure_concurrency}/concurrency"
 rm -rf "$dir" && mkdir -p "$dir"
 start=$(date +%s)
@@ -107,7 +114,7 @@ else
 fi
 
 {
-  echo "place $place, quick $quick, $(nproc) cores, $(date -u +%FT%TZ)"
+  echo "place $place, quick $quick, $(nproc) cores, --cpu_threads=$threads, $(date -u +%FT%TZ)"
   echo "binaries: $ctr $fmnist $bench"
   git rev-parse --short HEAD 2>/dev/null | sed 's/^/commit /'
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null
@@ -115,12 +122,12 @@ fi
 cat "$dir/machine.txt"
 
 for mode in concurrent in_order; do
-  m=(); [[ $mode == in_order ]] && m=(--in_order)
+  m=(--cpu_threads="$threads"); [[ $mode == in_order ]] && m+=(--in_order)
   run "ctr_all_$mode" 90 "$ctr" --place="$place" --no_guard "${ctr_flags[@]}" "${m[@]}"
   run "ctr_mixed_$mode" 90 "$ctr" --place="$place" "${ctr_flags[@]}" "${m[@]}"
 done
 for mode in concurrent in_order; do
-  m=(); [[ $mode == in_order ]] && m=(--in_order)
+  m=(--cpu_threads="$threads"); [[ $mode == in_order ]] && m+=(--in_order)
   run "fmnist_all_$mode" 90 "$fmnist" --place="$place" "${fm_flags[@]}" "${m[@]}"
   run "fmnist_mixed_$mode" 90 "$fmnist" --place="$place" --first_layer_on_cpu "${fm_flags[@]}" \
       "${m[@]}"
@@ -134,7 +141,7 @@ for group in workload1 dispatch_overlap; do
   filter='^workload1/b4096/'; limit=180
   [[ $group == dispatch_overlap ]] && filter='^(dispatch/|overlap/cpu_)' && limit=120
   for mode in concurrent in_order; do
-    m=(); [[ $mode == in_order ]] && m=(--in_order)
+    m=(--cpu_threads="$threads"); [[ $mode == in_order ]] && m+=(--in_order)
     run "bench_${group}_$mode" $limit env TANDEM_BENCH_ROWS=$rows TANDEM_BENCH_PLACES="$place,cpu" \
         "$bench" --benchmark_filter="$filter" --benchmark_repetitions=3 \
         --benchmark_report_aggregates_only=true --benchmark_out_format=json \
