@@ -11,6 +11,11 @@
 DEFINE_bool(cuda_graph, false,
             "Capture each benchmark's steady-state step as a device graph and replay it "
             "(ExecutorOptions::capture_graphs).");
+DEFINE_bool(in_order, false,
+            "Run every row's executor in-order (ExecutorOptions::in_order: steps one at a time "
+            "in program order on the calling thread) instead of concurrently (host steps on host "
+            "workers while device steps run on their streams). Rows named *_in_order are "
+            "in-order either way.");
 
 namespace tandem {
 namespace bench {
@@ -39,7 +44,13 @@ std::vector<Place> BenchPlaces() {
 
 ExecutorOptions WithFlags(ExecutorOptions options) {
   options.capture_graphs |= FLAGS_cuda_graph;
+  options.in_order |= FLAGS_in_order;
   return options;
+}
+
+void AddExecutorContext() {
+  benchmark::AddCustomContext("executor", FLAGS_in_order ? "in-order" : "concurrent");
+  benchmark::AddCustomContext("cuda_graph", FLAGS_cuda_graph ? "true" : "false");
 }
 
 void Fail(benchmark::State& state, const absl::Status& s) {

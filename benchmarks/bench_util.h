@@ -42,13 +42,21 @@ void Fail(benchmark::State& state, const absl::Status& s);
 // Copies per iteration as counters (h2d_per_iter, d2h_per_iter, sync_copies_per_iter).
 void ReportCopies(benchmark::State& state, const RunStats& stats);
 
-// `options` with capture_graphs set when the binary runs with --cuda_graph
+// `options` with the binary's executor flags applied, the one place they are
+// read (every Prepared goes through it): capture_graphs set with --cuda_graph
 // (every row then captures its steady-state step where it can; rows whose
-// plan cannot be captured log why once and run eagerly).
+// plan cannot be captured log why once and run eagerly) and in_order set
+// with --in_order (every row runs its steps one at a time in program order;
+// without it rows run concurrently unless they ask for in_order themselves).
 ExecutorOptions WithFlags(ExecutorOptions options);
 
+// Records the flags' executor mode in the output's context ("executor":
+// "concurrent" or "in-order", "cuda_graph": "true" or "false"; the JSON
+// output's "context" too).
+void AddExecutorContext();
+
 // A program builder, an executor on `place` and a scope: the usual setup of
-// one benchmark. Owns all three.
+// one benchmark. Owns all three. The executor's options are WithFlags(options).
 struct Prepared {
   ProgramBuilder builder;
   Executor exe;

@@ -11,9 +11,14 @@
 // Environment: TANDEM_BENCH_ROWS (default 1000000) sets the embedding table
 // rows of workload 1 (the H200 run uses 10000000); TANDEM_BENCH_PLACES
 // (default "gpu:0,sim:0,cpu" filtered by what exists) picks the devices.
+// Flags: --in_order runs every row's executor in-order (one step at a time,
+// ExecutorOptions::in_order; default concurrent), --cuda_graph captures and
+// replays every row's step (bench_util.h); the output's context says which
+// ("executor: concurrent").
 // Every time is steady-state wall time per iteration, device work included
 // (each iteration ends with the device synchronised); copies per iteration
 // are reported as counters next to it.
+#include <cstdio>
 #include <cstdlib>
 #include <random>
 #include <string>
@@ -168,13 +173,39 @@ void RegisterCoreBenchmarks() {
 }
 TANDEM_BENCHMARK_REGISTRAR(RegisterCoreBenchmarks);
 
+// With --help: the binary's own flags and environment, before Google
+// Benchmark prints its flags and exits.
+void PrintHelpIfAsked(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg != "--help" && arg != "-help" && arg != "-h") continue;
+    std::printf(
+        "tandem_benchmark: Tandem's benchmark rows (benchmarks/RESULTS.md)\n"
+        "environment: TANDEM_BENCH_PLACES (default gpu:0,sim:0,cpu: the places to run on),\n"
+        "  TANDEM_BENCH_ROWS (default 1000000: embedding table rows of workload1 and\n"
+        "  embedding_cpu), TANDEM_BENCH_MLP_BATCH (default 4096: batch of the mlp rows)\n"
+        "flags:\n");
+    for (const char* flag : {"in_order", "cuda_graph"}) {
+      gflags::CommandLineFlagInfo info;
+      if (gflags::GetCommandLineFlagInfo(flag, &info)) {
+        std::printf("%s\n", gflags::DescribeOneFlag(info).c_str());
+      }
+    }
+    std::printf("and Google Benchmark's:\n");
+    std::fflush(stdout);
+    return;
+  }
+}
+
 }  // namespace
 }  // namespace tandem
 
 int main(int argc, char** argv) {
+  tandem::PrintHelpIfAsked(argc, argv);
   benchmark::Initialize(&argc, argv);
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   google::InitGoogleLogging(argv[0]);
+  tandem::bench::AddExecutorContext();
   tandem::bench::RegisterAll();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

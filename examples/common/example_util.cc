@@ -8,13 +8,22 @@
 
 DEFINE_bool(cuda_graph, false,
             "Capture the training step once as a device graph (CUDA graph on gpu) and replay it.");
+DEFINE_bool(in_order, false,
+            "Run each plan's steps one at a time in program order on the calling thread "
+            "(ExecutorOptions::in_order, the debugging mode). Default: concurrent, host steps on "
+            "a pool of host workers while device steps run on their streams.");
 
 namespace tandem {
 
 ExecutorOptions ExampleExecutorOptions() {
   ExecutorOptions options;
   options.capture_graphs = FLAGS_cuda_graph;
+  options.in_order = FLAGS_in_order;
   return options;
+}
+
+std::string ExecutorMode(const ExecutorOptions& options) {
+  return options.in_order ? "in-order" : "concurrent";
 }
 
 absl::StatusOr<Place> ChooseDefaultPlace(const std::string& flag) {

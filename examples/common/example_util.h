@@ -1,7 +1,8 @@
 // Helpers shared by the example programs.
 //
 //   ASSIGN_OR_RETURN(Place place, ChooseDefaultPlace(FLAGS_place));  // "" -> gpu:0 or cpu
-//   Executor exe(place, ExampleExecutorOptions());                   // honours --cuda_graph
+//   Executor exe(place, ExampleExecutorOptions());   // honours --cuda_graph and --in_order
+//   std::printf("executor: %s\n", ExecutorMode(ExampleExecutorOptions()).c_str());
 //   Stopwatch sw;  ...  double s = sw.Seconds();
 #ifndef TANDEM_EXAMPLES_COMMON_EXAMPLE_UTIL_H_
 #define TANDEM_EXAMPLES_COMMON_EXAMPLE_UTIL_H_
@@ -33,8 +34,13 @@ class Stopwatch {
 
 // The examples' executor options: capture_graphs from --cuda_graph (each
 // training step is captured once and replayed where the plan allows; the
-// executor logs why when it does not).
+// executor logs why when it does not) and in_order from --in_order (steps
+// one at a time in program order; default: concurrent host and device steps).
 ExecutorOptions ExampleExecutorOptions();
+
+// "in-order" or "concurrent": the executor mode `options` select, as the
+// examples print it ("executor: concurrent").
+std::string ExecutorMode(const ExecutorOptions& options);
 
 // Median of `values` (which it sorts); 0 for none.
 double Median(std::vector<double> values);

@@ -61,7 +61,7 @@ struct Outcome {
 absl::StatusOr<Outcome> RunOne(const Place& place, bool slice_on_cpu) {
   ProgramBuilder builder;
   ASSIGN_OR_RETURN(Var out, BuildCropModel(slice_on_cpu, &builder));
-  Executor exe(place);
+  Executor exe(place, ExampleExecutorOptions());
   Scope scope;
   ASSIGN_OR_RETURN(std::unique_ptr<Plan> plan,
                    exe.Prepare(builder.main_program(), scope, {}, {out.name}));
@@ -125,7 +125,8 @@ absl::Status Main() {
     RETURN_IF_ERROR(profiler::ParseProfilerState(FLAGS_profile_state).status());
     RETURN_IF_ERROR(profiler::ParseSortKey(FLAGS_sort_key).status());
   }
-  std::printf("workload 2 (shape -> slice -> crop_tensor) on %s\n", place.ToString().c_str());
+  std::printf("workload 2 (shape -> slice -> crop_tensor) on %s, executor: %s\n",
+              place.ToString().c_str(), ExecutorMode(ExampleExecutorOptions()).c_str());
   ASSIGN_OR_RETURN(Outcome before, RunOne(place, /*slice_on_cpu=*/false));
   ASSIGN_OR_RETURN(Outcome after, RunOne(place, /*slice_on_cpu=*/true));
   if (Profiling()) {

@@ -8,6 +8,10 @@ out=$("$bin" --place=sim:0 --iterations=20 --warmup=2)
 echo "$out"
 grep -q "slice on sim:0 : 1 H2D + 1 D2H copies per iteration" <<<"$out"
 grep -q "slice on cpu   : 0 H2D + 0 D2H copies per iteration" <<<"$out"
+grep -q "on sim:0, executor: concurrent$" <<<"$out"
+out=$("$bin" --place=sim:0 --iterations=5 --warmup=1 --in_order)
+grep -q "on sim:0, executor: in-order$" <<<"$out"
+grep -q "slice on sim:0 : 1 H2D + 1 D2H copies per iteration" <<<"$out"
 
 trace="${TEST_TMPDIR:-/tmp}/crop.json"
 out=$("$bin" --place=sim:0 --iterations=5 --warmup=1 --profile --advise --trace_out="$trace")

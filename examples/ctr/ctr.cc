@@ -129,13 +129,14 @@ absl::Status Train() {
   for (int64_t v : config.vocab_sizes) table_rows += v;
   std::printf(
       "ctr: %zu fields [%s] x dim %lld (%.1f MiB of tables, %s gradients) on %s, MLP "
-      "[%s] on %s, batch %lld, Adam lr %g\n",
+      "[%s] on %s, batch %lld, Adam lr %g, executor: %s\n",
       config.vocab_sizes.size(), absl::StrJoin(config.vocab_sizes, ", ").c_str(),
       static_cast<long long>(config.embedding_dim),
       table_rows * config.embedding_dim * 4.0 / (1 << 20), config.is_sparse ? "sparse" : "dense",
       config.tables_on_cpu ? "cpu" : place.ToString().c_str(),
       absl::StrJoin(config.hidden, ", ").c_str(), place.ToString().c_str(),
-      static_cast<long long>(FLAGS_batch_size), FLAGS_lr);
+      static_cast<long long>(FLAGS_batch_size), FLAGS_lr,
+      ExecutorMode(ExampleExecutorOptions()).c_str());
   std::fflush(stdout);
 
   Executor exe(place, ExampleExecutorOptions());

@@ -2,7 +2,8 @@
 # Short CTR runs on small tables: the held-out AUC climbs far above chance
 # (0.5) on the sim place with the tables on the cpu; the copies per step are
 # the ones that placement needs (ids and label in, embedding gradients
-# out), none without the guard's split or on the cpu alone.
+# out), none without the guard's split or on the cpu alone. The header says
+# which executor mode runs (--in_order: one step at a time).
 set -euo pipefail
 bin="$(dirname "$0")/ctr"
 small="--vocab_sizes=1000,2000,5000,10000 --batch_size=256 --eval_every=100 --eval_examples=5000"
@@ -16,11 +17,13 @@ out=$("$bin" --place=sim:0 --steps=300 $small)
 echo "$out"
 check_auc "on sim:0" "$out"
 grep -q "on cpu, MLP \[64, 32\] on sim:0" <<<"$out"
+grep -q "executor: concurrent$" <<<"$out"
 # 4 ids + label in, 4 sparse embedding gradients out.
 grep -q "copies/step: H2D 5 (.*), D2H 4 " <<<"$out"
 
-out=$("$bin" --place=sim:0 --no_guard --steps=100 $small)
+out=$("$bin" --place=sim:0 --no_guard --in_order --steps=100 $small)
 echo "$out"
+grep -q "executor: in-order$" <<<"$out"
 grep -q "copies/step: H2D 5 (.*), D2H 0 " <<<"$out"
 
 out=$("$bin" --place=cpu --steps=200 $small)

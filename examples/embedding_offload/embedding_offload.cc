@@ -60,11 +60,13 @@ absl::Status Main() {
   ASSIGN_OR_RETURN(EmbeddingModel model, BuildEmbeddingModel(config, &builder));
   if (FLAGS_print_program) std::printf("%s", builder.main_program().DebugString().c_str());
 
-  std::printf("embedding %lld x %lld float32 (%.2f GiB) on %s, rest on %s, batch %lld, %s gradient\n",
-              static_cast<long long>(FLAGS_rows), static_cast<long long>(FLAGS_dim),
-              FLAGS_rows * FLAGS_dim * 4.0 / (1 << 30),
-              FLAGS_no_guard ? place.ToString().c_str() : "cpu", place.ToString().c_str(),
-              static_cast<long long>(FLAGS_batch), FLAGS_is_sparse ? "sparse" : "dense");
+  std::printf(
+      "embedding %lld x %lld float32 (%.2f GiB) on %s, rest on %s, batch %lld, %s gradient, "
+      "executor: %s\n",
+      static_cast<long long>(FLAGS_rows), static_cast<long long>(FLAGS_dim),
+      FLAGS_rows * FLAGS_dim * 4.0 / (1 << 30), FLAGS_no_guard ? place.ToString().c_str() : "cpu",
+      place.ToString().c_str(), static_cast<long long>(FLAGS_batch),
+      FLAGS_is_sparse ? "sparse" : "dense", ExecutorMode(ExampleExecutorOptions()).c_str());
   std::fflush(stdout);
   Executor exe(place, ExampleExecutorOptions());
   Scope scope;

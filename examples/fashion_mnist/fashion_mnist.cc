@@ -244,11 +244,11 @@ absl::Status Train() {
 
   std::printf(
       "fashion_mnist: %s [%s] on %s%s, %s lr %g, batch %lld, %lld train / %lld test "
-      "examples\n",
+      "examples, executor: %s\n",
       FLAGS_model.c_str(), absl::StrJoin(config.hidden, ", ").c_str(), place.ToString().c_str(),
       FLAGS_first_layer_on_cpu ? " (first layer on cpu)" : "", FLAGS_optimizer.c_str(), FLAGS_lr,
       static_cast<long long>(FLAGS_batch_size), static_cast<long long>(train->num_examples()),
-      static_cast<long long>(test->num_examples()));
+      static_cast<long long>(test->num_examples()), ExecutorMode(ExampleExecutorOptions()).c_str());
 
   Executor exe(place, ExampleExecutorOptions());
   Scope scope;
@@ -320,7 +320,7 @@ absl::Status Train() {
     Stopwatch test_clock;
     ASSIGN_OR_RETURN(accuracy, TestAccuracy(&exe, eval_plan.get(), &scope, test.get()));
     std::printf(
-        "epoch %lld/%d  %s  test accuracy %.4f  (train %.1f s, test %.1f s)\n",
+        "epoch %lld/%d  %s  test accuracy %.4f  (train %.2f s, test %.2f s)\n",
         static_cast<long long>(epoch), FLAGS_epochs,
         in_epoch == per_epoch ? "done" : absl::StrCat("stopped at batch ", in_epoch).c_str(),
         accuracy, train_seconds, test_clock.Seconds());

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Short runs of the Fashion-MNIST trainer on a subset of the real data: the
 # MLP learns (loss falls, test accuracy far above the 0.1 of chance) on cpu,
-# on sim:0 and with the first layer on the cpu, to the same accuracy; a
-# resumed checkpoint gives the uninterrupted run's numbers; the CNN learns.
+# on sim:0 and with the first layer on the cpu (concurrent and --in_order),
+# to the same accuracy; a resumed checkpoint gives the uninterrupted run's
+# numbers; the CNN learns.
 # Skips (passes) when Debian's dataset-fashion-mnist is not installed.
 set -euo pipefail
 bin="$(dirname "$0")/fashion_mnist"
@@ -23,10 +24,12 @@ check() {  # check NAME AWK-CONDITION VALUES...
 
 subset="--train_examples=6400 --test_examples=2000 --log_every=50 --seed=3"
 declare -A acc
-for run in "cpu" "sim:0" "sim:0 --first_layer_on_cpu"; do
+for run in "cpu" "sim:0" "sim:0 --first_layer_on_cpu" "sim:0 --first_layer_on_cpu --in_order"; do
   out=$("$bin" --place=$run --max_steps=300 $subset)
   echo "$out"
   check "mlp loss falls on $run" 'b < a * 0.7' "$(first_loss "$out")" "$(last_loss "$out")"
+  mode=concurrent; [[ "$run" == *--in_order* ]] && mode=in-order
+  grep -q "examples, executor: $mode$" <<<"$out" || { echo "FAILED: not $mode on $run"; exit 1; }
   acc[$run]=$(accuracy "$out")
   check "mlp accuracy > 0.6 on $run" 'a > 0.6' "${acc[$run]}"
 done
@@ -43,6 +46,8 @@ grep -qE "relu_0.tmp_0@GRAD  +sim:0  +cpu  +65536  +sync  +relu_grad \(#17\)  +1
 check "cpu and sim:0 agree" 'a - b < 0.005 && b - a < 0.005' "${acc[cpu]}" "${acc[sim:0]}"
 check "first layer on cpu agrees" 'a - b < 0.005 && b - a < 0.005' "${acc[cpu]}" \
     "${acc[sim:0 --first_layer_on_cpu]}"
+check "in-order agrees" 'a - b < 0.002 && b - a < 0.002' "${acc[sim:0 --first_layer_on_cpu]}" \
+    "${acc[sim:0 --first_layer_on_cpu --in_order]}"
 
 # Resume: 25 steps, checkpoint, resume to 60 == 60 steps straight (same shuffles,
 # same Adam state, same numbers).

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "absl/strings/str_format.h"
+#include "examples/common/example_util.h"
 #include "framework/base/status_macros.h"
 #include "framework/device/device.h"
 #include "framework/device/device_registry.h"
@@ -44,19 +45,17 @@ absl::StatusOr<Tensor> Run(const std::string& type, const Place& place,
 }
 
 absl::Status Train() {
-  Place place = CPUPlace();
-  if (!FLAGS_place.empty()) {
-    ASSIGN_OR_RETURN(place, ParsePlace(FLAGS_place));
-  } else if (DeviceRegistry::Global().DeviceCount(DeviceType::GPU()) > 0) {
-    place = GPUPlace(0);
-  }
+  ASSIGN_OR_RETURN(Place place, ChooseDefaultPlace(FLAGS_place));
   ASSIGN_OR_RETURN(Device * device, DeviceRegistry::Global().GetDevice(place));
   if (FLAGS_samples <= 0 || FLAGS_features <= 0 || FLAGS_steps < 0) {
     return absl::InvalidArgumentError("--samples and --features must be > 0, --steps >= 0");
   }
-  std::printf("training a linear model on %s (%s): %d samples x %d features\n",
-              place.ToString().c_str(), device->Description().c_str(), FLAGS_samples,
-              FLAGS_features);
+  // No Executor here: each op runs eagerly and waits for its device, so
+  // --in_order (accepted, as by every example) changes nothing.
+  std::printf(
+      "training a linear model on %s (%s): %d samples x %d features, executor: none (eager ops, "
+      "one at a time)\n",
+      place.ToString().c_str(), device->Description().c_str(), FLAGS_samples, FLAGS_features);
 
   // Synthetic data: y = X w_true + 0.5 + noise.
   const int64_t n = FLAGS_samples, f = FLAGS_features;

@@ -6,6 +6,7 @@ for place in cpu sim:0; do
   out=$("$bin" --place="$place" --steps=60 --log_every=20)
   echo "$out"
   grep -q "training a linear model on $place" <<<"$out"
+  grep -q "executor: none (eager ops, one at a time)$" <<<"$out"
   first=$(grep -oP '^loss \K[0-9.]+' <<<"$out")
   last=$(grep -oP ' -> \K[0-9.]+' <<<"$out")
   awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a / 10) }' || {

@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""Summary of tools/measure_concurrency.sh's raw outputs: ctr examples/s,
+fashion_mnist s/epoch and tandem_benchmark medians, each concurrent and
+in-order, and the practicality ratios (all-device time / mixed time).
+
+  concurrency_summary.py --dir=$OUT/concurrency --place=gpu:0
+"""
+import argparse
+import glob
+import json
+import os
+import re
+
+MODES = ("concurrent", "in_order")
+
+
+def read(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def ok(text):
+    return re.search(r"^exit status 0$", text, re.M) is not None
+
+
+def ctr_examples_per_s(text):
+    """examples/s of the last progress line (the first step is not timed)."""
+    rates = re.findall(r"^step\s+\d+\s+loss [0-9.]+\s+([0-9.]+) examples/s", text, re.M)
+    return float(rates[-1]) if ok(text) and rates else None
+
+
+def fmnist_s_per_epoch(text):
+    """Training seconds of the last finished epoch (epoch 2: warm-up excluded)."""
+    times = re.findall(r"^epoch \d+/\d+  done .*\(train ([0-9.]+) s", text, re.M)
+    return float(times[-1]) if ok(text) and times else None
+
+
+def bench_medians(paths):
+    """name -> median entry of Google Benchmark JSON files (errors left out)."""
+    entries = []
+    for path in paths:
+        try:
+            with open(path) as f:
+                entries += json.load(f).get("benchmarks", [])
+        except (OSError, ValueError):
+            pass
+    out = {}
+    for b in entries:
+        if b.get("aggregate_name") != "median" or b.get("error_occurred"):
+            continue
+        out[re.sub(r"/real_time$", "", b["run_name"])] = b
+    return out
+
+
+def bench_value(b):
+    """(value, unit): us per op for dispatch rows, else real time in us."""
+    if "us_per_op" in b:
+        return b["us_per_op"] * 1e6, "us/op"
+    scale = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}[b.get("time_unit", "ns")]
+    return b["real_time"] * scale, "us"
+
+
+def fmt(v, digits=3):
+    if v is None:
+        return "FAILED"
+    return f"{v:.{digits}g}" if abs(v) < 10 ** digits else f"{v:.0f}"
+
+
+def ratio(a, b):
+    return a / b if a is not None and b else None
+
+
+def table(title, header, rows):
+    lines = [title]
+    widths = [max(len(str(r[i])) for r in [header] + rows) for i in range(len(header))]
+    for r in [header] + rows:
+        cells = [str(c).ljust(w) if i == 0 else str(c).rjust(w)
+                 for i, (c, w) in enumerate(zip(r, widths))]
+        lines.append("  " + "  ".join(cells).rstrip())
+    return "\n".join(lines)
+
+
+def ctr_section(d, dev):
+    vals = {(p, m): ctr_examples_per_s(read(os.path.join(d, f"ctr_{p}_{m}.txt")))
+            for p in ("all", "mixed") for m in MODES}
+    rows = [[f"all on {dev} (--no_guard)"] + [fmt(vals["all", m], 4) for m in MODES] +
+            [fmt(ratio(vals["all", "concurrent"], vals["all", "in_order"]))],
+            ["mixed (tables on cpu)"] + [fmt(vals["mixed", m], 4) for m in MODES] +
+            [fmt(ratio(vals["mixed", "concurrent"], vals["mixed", "in_order"]))]]
+    steps = re.findall(r"^step\s+(\d+)\s+loss", read(os.path.join(d, "ctr_all_concurrent.txt")),
+                       re.M)
+    title = f"(a) ctr, {steps[-1] if steps else '?'} steps, examples/s (higher is better)"
+    # all-device time / mixed time = mixed examples/s / all-device examples/s
+    practical = {m: ratio(vals["mixed", m], vals["all", m]) for m in MODES}
+    return table(title, ["", "concurrent", "in-order", "speed-up"], rows), practical
+
+
+def fmnist_section(d, dev):
+    vals = {(p, m): fmnist_s_per_epoch(read(os.path.join(d, f"fmnist_{p}_{m}.txt")))
+            for p in ("all", "mixed") for m in MODES}
+    rows = [[f"all on {dev}"] + [fmt(vals["all", m]) for m in MODES] +
+            [fmt(ratio(vals["all", "in_order"], vals["all", "concurrent"]))],
+            ["mixed (--first_layer_on_cpu)"] + [fmt(vals["mixed", m]) for m in MODES] +
+            [fmt(ratio(vals["mixed", "in_order"], vals["mixed", "concurrent"]))]]
+    title = "(b) fashion_mnist mlp, s/epoch of epoch 2 (lower is better)"
+    practical = {m: ratio(vals["all", m], vals["mixed", m]) for m in MODES}
+    return table(title, ["", "concurrent", "in-order", "speed-up"], rows), practical
+
+
+def bench_section(d, dev):
+    runs = {m: bench_medians(glob.glob(os.path.join(d, f"bench_*_{m}.json"))) for m in MODES}
+    names = sorted(set(runs["concurrent"]) | set(runs["in_order"]))
+    rows = []
+    for name in names:
+        cells, unit = [name], ""
+        for m in MODES:
+            b = runs[m].get(name)
+            if b is None:
+                cells.append("FAILED")
+                continue
+            v, unit = bench_value(b)
+            cells.append(fmt(v, 4))
+        rows.append(cells + [unit])
+    overlap = []
+    for name in names:
+        if not name.startswith("overlap/"):
+            continue
+        for m in MODES:
+            b = runs[m].get(name)
+            if b is None:
+                continue
+            balance = b["cpu_branch_us"] / b["device_branch_us"]
+            overlap.append([f"{name} ({m.replace('_', '-')} run)", fmt(b["ratio"]),
+                            fmt(b["cpu_branch_us"], 4), fmt(b["device_branch_us"], 4),
+                            fmt(balance) + ("" if 0.8 <= balance <= 1.25 else " UNBALANCED"),
+                            f"{b['cpu_muls']:.0f}+{b['device_muls']:.0f}"])
+    text = table("(c) tandem_benchmark, medians of 3 (--in_order run: every row in-order)",
+                 ["", "concurrent", "in-order", "unit"], rows or [["no results", "", "", ""]])
+    text += "\n\n" + table(
+        "    overlap: ratio = step / longer branch (target <= 1.15 concurrent; ~2 in-order);\n"
+        "    the branches alone should cost the same (cpu/device ~1; UNBALANCED: the machine\n"
+        "    was busy while the CPU branch was calibrated, the ratio means little)",
+        ["", "ratio", "cpu_us", "device_us", "cpu/device", "muls"],
+        overlap or [["no results", "", "", "", "", ""]])
+    practical = {}
+    for m in MODES:
+        all_dev = runs[m].get(f"workload1/b4096/all_{dev}")
+        mixed = runs[m].get(f"workload1/b4096/table_cpu_rest_{dev}")
+        practical[m] = (ratio(bench_value(all_dev)[0], bench_value(mixed)[0])
+                        if all_dev and mixed else None)
+    return text, practical
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dir", required=True, help="measure_concurrency.sh's output folder")
+    parser.add_argument("--place", default="gpu:0", help="the device place measured")
+    args = parser.parse_args()
+    dev = args.place.split(":")[0]
+    sections, practical = [], {}
+    for name, fn in (("ctr", ctr_section), ("fashion_mnist", fmnist_section),
+                     ("workload1 b4096", bench_section)):
+        text, practical[name] = fn(args.dir, dev)
+        sections.append(text)
+    rows = [[name] + [fmt(practical[name][m]) for m in MODES] for name in practical]
+    sections.append(table(f"(d) practicality = all-{dev} time / mixed time "
+                          "(1: mixed as fast as all on the device)",
+                          ["", "concurrent", "in-order"], rows))
+    print(f"measure_concurrency summary, place {args.place}"
+          + ("" if dev == "gpu" else " (no GPU: sim times are host times, not a GPU's)"))
+    print("\n\n".join(sections))
+
+
+if __name__ == "__main__":
+    main()
