@@ -43,6 +43,8 @@ const char* Category(EventKind kind) {
       return "copy";
     case EventKind::kUser:
       return "user";
+    case EventKind::kWait:
+      return "wait";
   }
   return "?";
 }

@@ -33,7 +33,7 @@ struct Row {
   std::vector<Row> children;
 
   void Add(const ProfileEvent& e) {
-    const double ms = e.host_ms();
+    const double ms = e.self_ms();
     ++calls;
     total += ms;
     min = std::min(min, ms);
@@ -123,7 +123,7 @@ std::string Percent(double part, double whole) {
 void AppendOverhead(const Profile& profile, double total_time, std::string* out) {
   double compute = 0;
   for (const ProfileEvent& e : profile.events) {
-    if (e.kind == EventKind::kOp && profile.IsSteady(e)) compute += e.host_ms();
+    if (e.kind == EventKind::kOp && profile.IsSteady(e)) compute += e.self_ms();
   }
   const double overhead = std::max(0.0, total_time - compute);
   absl::StrAppend(out, "Total time: ", G(total_time), "\n");
@@ -163,7 +163,7 @@ std::vector<Row> BuildRows(const Profile& profile) {
   std::map<std::pair<bool, std::string>, Row> top;           // (user span?, name)
   std::map<std::string, std::map<std::string, Row>> copies;  // consumer -> copy name
   for (const ProfileEvent& e : profile.events) {
-    if (!profile.IsSteady(e)) continue;
+    if (e.kind == EventKind::kWait || !profile.IsSteady(e)) continue;
     if (e.kind == EventKind::kCopy) {
       Row& r = copies[e.consumer][CopyEventName(e)];
       r.is_copy = true;
