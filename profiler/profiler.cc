@@ -109,21 +109,13 @@ bool Matches(const OpenSpan& span, EventKind kind, const OpEvent& event) {
   return span.kind == kind && span.op == event.op && span.index == event.index;
 }
 
-// Closes the calling thread's innermost span matching `event` into *span
-// (*parent: the span it was nested in, or nullptr); spans opened inside it
-// and never closed go to *dropped. False when none matches (it began before
-// the profiler started).
-bool Pop(const OpEvent& event, EventKind kind, OpenSpan* span, OpenSpan** parent,
-         std::vector<OpenSpan>* dropped) {
-  ThreadState& ts = t_state;
+// The calling thread's innermost open span matching `event`; -1 when none
+// does (it began before the profiler started).
+int FindOpen(const OpEvent& event, EventKind kind) {
+  const ThreadState& ts = t_state;
   int i = ts.depth - 1;
   while (i >= 0 && !Matches(ts.open[i], kind, event)) --i;
-  if (i < 0) return false;
-  dropped->assign(ts.open + i + 1, ts.open + ts.depth);
-  *span = ts.open[i];
-  ts.depth = i;
-  *parent = i > 0 ? &ts.open[i - 1] : nullptr;
-  return true;
+  return i;
 }
 
 // The process-wide profiling session; never destroyed, because an executor
@@ -298,19 +290,28 @@ class Collector final : public ExecutionObserver {
       --ts.depth;
     }
     OpenSpan& span = ts.open[ts.depth++];
-    span = OpenSpan();
     span.kind = kind;
     span.op = event.op;
     span.index = event.index;
+    span.child_ns = 0;
+    span.timers = nullptr;
+    span.start_event = span.end_event = nullptr;
+    span.generation = 0;
+    span.run = -1;
     return &span;
   }
 
   // Closes the span `event` ends into an event (a pending timing when it
   // was timed).
   void EndSpan(const OpEvent& event, EventKind kind, int64_t end) {
-    OpenSpan span, *parent = nullptr;
-    std::vector<OpenSpan> dropped;
-    if (!Pop(event, kind, &span, &parent, &dropped)) return;
+    ThreadState& ts = t_state;
+    const int i = FindOpen(event, kind);
+    if (i < 0) return;
+    // Closed: spans i.. stay readable until this thread opens another.
+    const int top = ts.depth;
+    ts.depth = i;
+    OpenSpan& span = ts.open[i];
+    OpenSpan* parent = i > 0 ? &ts.open[i - 1] : nullptr;
     if (span.end_event != nullptr) {
       const absl::Status s = span.timers->device->RecordEvent(span.end_event, event.stream);
       if (!s.ok()) {
@@ -321,7 +322,8 @@ class Collector final : public ExecutionObserver {
     if (parent != nullptr) parent->child_ns += end - span.start_ns;
     const int thread = ThreadOrdinal();
     std::lock_guard<std::mutex> lock(mu_);
-    for (OpenSpan& d : dropped) ReleaseSpanLocked(&d);
+    // Opened inside it and never closed (their op failed).
+    for (int k = i + 1; k < top; ++k) ReleaseSpanLocked(&ts.open[k]);
     if (!running_ || !enabled()) {
       ReleaseSpanLocked(&span);
       return;
@@ -330,13 +332,14 @@ class Collector final : public ExecutionObserver {
     // Timings are read when their run ends; one that ends later has lost its anchor.
     const bool timed =
         span.start_event != nullptr && span.generation == generation_ && IsActiveLocked(span.run);
-    ProfileEvent e = MakeEventLocked(event, kind, span, parent, end);
+    events_.push_back(MakeEventLocked(event, kind, span, parent, end));
+    ProfileEvent& e = events_.back();
     e.thread = thread;
     e.run = timed ? span.run : RunForLocked(event.worker);
-    events_.push_back(std::move(e));
     if (timed) {
       pending_.push_back({events_.size() - 1, span.run, span.timers, span.start_event,
                           span.end_event, span.anchor});
+      span.start_event = span.end_event = nullptr;
     } else {
       ReleaseSpanLocked(&span);
     }
