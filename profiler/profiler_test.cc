@@ -1,10 +1,13 @@
 #include "profiler/profiler.h"
 
 #include <cstring>
+#include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "framework/device/device_registry.h"
 #include "framework/memory/cpu_allocator.h"
 #include "framework/runtime/execution_observer.h"
@@ -507,6 +510,64 @@ TEST_F(ProfilerTest, AFailedOpLeavesNoSpanBehind) {
   EXPECT_NEAR(p.events[0].device_ms, 0.005, kEps);
   ASSERT_EQ(p.concurrency.steps.size(), 1u);  // the failed run has no figures
   EXPECT_NEAR(p.concurrency.steps[0].devices.at(0).busy_ms, 0.005, kEps);
+}
+
+TEST_F(ProfilerTest, ManyWorkersAtOnceLoseNoEventAndNestEachCopyUnderItsOp) {
+  constexpr int kWorkers = 4, kOps = 500;
+  QueueDevice gpu(GPUPlace(0));
+  ASSERT_OK(StartProfiler({ProfilerState::kAll, 0}));
+  ExecutionObserver* observer = GetExecutionObserver();
+  std::vector<OpDesc> ops(kWorkers);
+  OpDesc copy_op;
+  copy_op.type = "memcpy_d2h";
+  observer->OnRunBegin();
+  std::vector<std::thread> workers;
+  for (int w = 0; w < kWorkers; ++w) {
+    ops[w].type = absl::StrCat("host_op_", w);
+    workers.emplace_back([&, w] {
+      for (int i = 0; i < kOps; ++i) {
+        OpEvent op;
+        op.op = &ops[w];
+        op.index = w * kOps + i;
+        op.worker = w;
+        OpEvent copy;
+        copy.op = &copy_op;
+        copy.index = 100000 + op.index;
+        copy.device = &gpu;
+        copy.stream = gpu.copy_stream();
+        copy.place = gpu.place();
+        copy.is_copy = true;
+        copy.copy_kind = CopyKind::kDeviceToHost;
+        copy.worker = w;
+        observer->OnOpBegin(op);
+        observer->OnOpBegin(copy);
+        observer->OnOpEnd(copy);
+        observer->OnOpEnd(op);
+      }
+    });
+  }
+  for (std::thread& t : workers) t.join();
+  observer->OnRunEnd(RunStats());
+  ASSERT_OK_AND_ASSIGN(Profile p, CollectProfile());
+  ASSERT_EQ(p.runs.size(), 1u);
+  EXPECT_EQ(CountKind(p, EventKind::kOp, false), kWorkers * kOps);
+  EXPECT_EQ(CountKind(p, EventKind::kCopy, false), kWorkers * kOps);
+  std::map<int, int> thread_of_op;  // op_index -> thread
+  for (const ProfileEvent& e : p.events) {
+    ASSERT_EQ(e.run, 0) << e.name;
+    if (e.kind == EventKind::kOp) {
+      EXPECT_EQ(e.name, absl::StrCat("host_op_", e.worker));
+      thread_of_op[e.op_index] = e.thread;
+    }
+  }
+  for (const ProfileEvent& e : p.events) {
+    if (e.kind != EventKind::kCopy) continue;
+    ASSERT_EQ(e.parent_op_index, e.op_index - 100000);
+    EXPECT_EQ(e.consumer, absl::StrCat("host_op_", e.worker));
+    EXPECT_EQ(e.thread, thread_of_op.at(e.parent_op_index));
+    EXPECT_TRUE(e.has_device_time);  // every timing was read at the run's end
+  }
+  EXPECT_EQ(p.threads.size(), 1u + kWorkers);
 }
 
 // ComputeConcurrency on a hand-made profile: medians per figure, devices
