@@ -245,6 +245,28 @@ std::vector<Advice> Advise(const Profile& profile, const PlacedProgram& placed) 
   return advice;
 }
 
+std::vector<DeviceWaitAdvice> AdviseDeviceWaits(const Profile& profile) {
+  // A profile made by hand may not have its figures yet.
+  const Concurrency c =
+      profile.concurrency.steps.empty() ? ComputeConcurrency(profile) : profile.concurrency;
+  std::vector<DeviceWaitAdvice> advice;
+  for (const HostBlocker& b : c.blockers) {
+    advice.push_back({b.device, b.op, b.op_index, b.idle_ms_per_step, DescribeHostBlocker(b)});
+  }
+  std::stable_sort(advice.begin(), advice.end(),
+                   [](const DeviceWaitAdvice& a, const DeviceWaitAdvice& b) {
+                     return a.idle_ms_per_step > b.idle_ms_per_step;
+                   });
+  return advice;
+}
+
+std::string FormatDeviceWaitAdvice(const std::vector<DeviceWaitAdvice>& advice) {
+  if (advice.empty()) return "No device waited for a host op.\n";
+  std::string out;
+  for (const DeviceWaitAdvice& a : advice) absl::StrAppend(&out, a.message, "\n");
+  return out;
+}
+
 std::string FormatAdvice(const std::vector<Advice>& advice) {
   if (advice.empty()) return "No op placement causes synchronous copies.\n";
   std::string out;

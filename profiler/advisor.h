@@ -18,6 +18,9 @@
 // profile's steady-state runs when it holds the plan's copies, otherwise
 // only the counts are given.
 //
+// AdviseDeviceWaits names, per device, the host step it waits on most (from
+// the profile's concurrency figures; devices with a timer only).
+//
 // Thread-safe (reads the kernel and device registries).
 #ifndef TANDEM_PROFILER_ADVISOR_H_
 #define TANDEM_PROFILER_ADVISOR_H_
@@ -56,6 +59,26 @@ std::vector<Advice> Advise(const Profile& profile, const PlacedProgram& placed);
 // One line per advice; "No op placement causes synchronous copies." when
 // there is none.
 std::string FormatAdvice(const std::vector<Advice>& advice);
+
+// A device idling while a host step runs (Concurrency::blockers): the host
+// op it waited on most, per timed device.
+struct DeviceWaitAdvice {
+  Place device;
+  std::string op;     // the host op's type
+  int op_index = -1;  // its position in the placed program (as in the Copy Ledger)
+  // Device idle time during the op (before the device's last work of the
+  // step), per steady step.
+  double idle_ms_per_step = 0;
+  // "gpu:0 idled 120 us per step waiting for host op lookup_table (#3)".
+  std::string message;
+};
+
+// Longest idle first. Empty without device time (no timer, CPU state) or
+// when no device idled during a host op.
+std::vector<DeviceWaitAdvice> AdviseDeviceWaits(const Profile& profile);
+
+// One line per advice; "No device waited for a host op." when there is none.
+std::string FormatDeviceWaitAdvice(const std::vector<DeviceWaitAdvice>& advice);
 
 }  // namespace profiler
 }  // namespace tandem

@@ -4,6 +4,7 @@
 #include "framework/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "profiler/concurrency_testutil.h"
 #include "profiler/crop_workload_testutil.h"
 #include "profiler/profiler.h"
 
@@ -80,6 +81,33 @@ TEST(AdvisorTest, WithoutAProfileGivesCountsOnly) {
   ASSERT_EQ(advice.size(), 1u);
   EXPECT_FALSE(advice[0].profiled);
   EXPECT_THAT(advice[0].message, HasSubstr(": 1 H2D + 1 D2H per step (16 B each, not profiled)"));
+}
+
+TEST(AdvisorTest, NamesTheHostOpTheDeviceWaitsOnMost) {
+  FakeClock clock;
+  QueueDevice gpu(GPUPlace(0));
+  ASSERT_OK(StartProfiler({ProfilerState::kAll, 1}));
+  for (int run = 0; run < 3; ++run) FeedConcurrentRun(&gpu, 1000 * run);
+  ASSERT_OK_AND_ASSIGN(Profile profile, CollectProfile());
+  const std::vector<DeviceWaitAdvice> advice = AdviseDeviceWaits(profile);
+  ASSERT_EQ(advice.size(), 1u);
+  // gpu:0 idles 5 us per step during lookup_table, 10 us during sum.
+  EXPECT_EQ(advice[0].device, GPUPlace(0));
+  EXPECT_EQ(advice[0].op, "sum");
+  EXPECT_EQ(advice[0].op_index, 3);
+  EXPECT_NEAR(advice[0].idle_ms_per_step, 0.010, 1e-12);
+  EXPECT_EQ(FormatDeviceWaitAdvice(advice),
+            "gpu:0 idled 10 us per step waiting for host op sum (#3)\n");
+}
+
+TEST(AdvisorTest, NoDeviceWaitAdviceWithoutDeviceTime) {
+  auto crop = CropWorkload::Create(*ParsePlace("sim:0"), /*slice_on_cpu=*/true);
+  ASSERT_OK(crop.status());
+  ASSERT_OK(StartProfiler({ProfilerState::kCPU, 1}));
+  ASSERT_OK((*crop)->Run(3).status());
+  ASSERT_OK_AND_ASSIGN(Profile profile, CollectProfile());
+  EXPECT_TRUE(AdviseDeviceWaits(profile).empty());
+  EXPECT_EQ(FormatDeviceWaitAdvice({}), "No device waited for a host op.\n");
 }
 
 }  // namespace

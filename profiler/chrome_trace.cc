@@ -4,7 +4,6 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
-#include <set>
 
 #include "absl/strings/str_cat.h"
 
@@ -43,6 +42,8 @@ const char* Category(EventKind kind) {
       return "copy";
     case EventKind::kUser:
       return "user";
+    case EventKind::kWait:
+      return "wait";
   }
   return "?";
 }
@@ -52,6 +53,8 @@ Json EventArgs(const Profile& profile, const ProfileEvent& e) {
   if (e.kind != EventKind::kUser) {
     args.Set("op_index", e.op_index).Set("place", e.place.ToString());
   }
+  if (e.worker >= 0) args.Set("worker", e.worker);
+  if (e.parent_op_index >= 0) args.Set("parent_op_index", e.parent_op_index);
   if (e.kind == EventKind::kCopy) {
     const bool h2d = e.copy_kind == CopyKind::kHostToDevice;
     args.Set("bytes", e.bytes)
@@ -72,11 +75,14 @@ Json EventArgs(const Profile& profile, const ProfileEvent& e) {
 Json ChromeTraceJson(const Profile& profile) {
   Json events = Json::Array();
   events.Push(Metadata("process_name", kHostPid, -1, "host"));
-  std::set<int> threads;
-  for (const ProfileRun& r : profile.runs) threads.insert(r.thread);
-  for (const ProfileEvent& e : profile.events) threads.insert(e.thread);
-  for (int t : threads)
-    events.Push(Metadata("thread_name", kHostPid, t, absl::StrCat("thread ", t)));
+  std::map<int, std::string> threads;  // tid -> name
+  for (const ProfileRun& r : profile.runs) threads[r.thread] = absl::StrCat("thread ", r.thread);
+  for (const ProfileEvent& e : profile.events)
+    threads[e.thread] = absl::StrCat("thread ", e.thread);
+  for (const ThreadInfo& t : profile.threads) threads[t.thread] = t.name;
+  for (const auto& [tid, name] : threads) {
+    events.Push(Metadata("thread_name", kHostPid, tid, name));
+  }
 
   // One process per device place, one thread per stream.
   std::map<Place, int> device_pid;
@@ -85,8 +91,8 @@ Json ChromeTraceJson(const Profile& profile) {
     auto [it, inserted] =
         device_pid.emplace(s.place, kHostPid + 1 + static_cast<int>(device_pid.size()));
     if (inserted) events.Push(Metadata("process_name", it->second, -1, s.place.ToString()));
-    events.Push(
-        Metadata("thread_name", it->second, static_cast<int>(i), absl::StrCat(s.name, " stream")));
+    events.Push(Metadata("thread_name", it->second, static_cast<int>(i),
+                         absl::StrCat(s.place.ToString(), " ", s.name)));
   }
 
   for (size_t i = 0; i < profile.runs.size(); ++i) {
@@ -101,7 +107,9 @@ Json ChromeTraceJson(const Profile& profile) {
                              .Set("warmup", r.warmup)));
   }
   for (const ProfileEvent& e : profile.events) {
-    const std::string name = e.kind == EventKind::kCopy ? CopyEventName(e) : e.name;
+    const std::string name = e.kind == EventKind::kCopy   ? CopyEventName(e)
+                             : e.kind == EventKind::kWait ? absl::StrCat("wait: ", e.name)
+                                                          : e.name;
     events.Push(Complete(name, Category(e.kind), Us(e.start_ns), Us(e.end_ns - e.start_ns),
                          kHostPid, e.thread, EventArgs(profile, e)));
     if (e.has_device_time && e.stream >= 0 && e.stream < static_cast<int>(profile.streams.size())) {

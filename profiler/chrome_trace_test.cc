@@ -3,12 +3,14 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 
 #include "framework/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "profiler/concurrency_testutil.h"
 #include "profiler/crop_workload_testutil.h"
 #include "profiler/profiler.h"
 
@@ -95,6 +97,86 @@ TEST(ChromeTraceTest, WarmupEventsAreMarked) {
   }
   EXPECT_EQ(warmup, 5);  // the first run computes the folded fill_constants
   EXPECT_EQ(steady, 3);
+}
+
+// Thread names by (pid, tid), and the complete events (pointers into the
+// trace, which must outlive it).
+struct Tracks {
+  std::map<std::pair<int64_t, int64_t>, std::string> names;
+  std::map<int64_t, std::string> processes;
+  std::vector<const Json*> spans;
+
+  explicit Tracks(const Json& trace) {
+    for (const Json& e : trace.Find("traceEvents")->array()) {
+      const std::string ph = e.Find("ph")->string_value();
+      const int64_t pid = e.Find("pid")->int_value();
+      if (ph == "X") {
+        spans.push_back(&e);
+      } else if (e.Find("name")->string_value() == "thread_name") {
+        names[{pid, e.Find("tid")->int_value()}] = e.Find("args")->Find("name")->string_value();
+      } else {
+        processes[pid] = e.Find("args")->Find("name")->string_value();
+      }
+    }
+  }
+  // The track (thread name) of the complete event `name` in process `pid`.
+  std::vector<std::string> TracksOf(const std::string& name, int64_t pid) const {
+    std::vector<std::string> out;
+    for (const Json* e : spans) {
+      if (e->Find("name")->string_value() == name && e->Find("pid")->int_value() == pid) {
+        auto it = names.find({pid, e->Find("tid")->int_value()});
+        out.push_back(it == names.end() ? "?" : it->second);
+      }
+    }
+    return out;
+  }
+  const Json* Find(const std::string& name, int64_t pid) const {
+    for (const Json* e : spans) {
+      if (e->Find("name")->string_value() == name && e->Find("pid")->int_value() == pid) return e;
+    }
+    return nullptr;
+  }
+};
+
+TEST(ChromeTraceTest, OneTrackPerHostThreadAndDeviceStream) {
+  FakeClock clock;
+  QueueDevice gpu(GPUPlace(0));
+  ASSERT_OK(StartProfiler({ProfilerState::kAll, 0}));
+  FeedConcurrentRun(&gpu);
+  ASSERT_OK_AND_ASSIGN(Profile profile, CollectProfile());
+  const Json trace = ChromeTraceJson(profile);
+  const Tracks t(trace);  // points into `trace`
+  std::set<std::string> host;
+  for (const auto& [key, name] : t.names) {
+    if (key.first == 1) host.insert(name);
+  }
+  EXPECT_THAT(host, ::testing::ElementsAre("dispatcher", "host worker 0", "host worker 1"));
+  using ::testing::ElementsAre;
+  EXPECT_THAT(t.TracksOf("matmul", 1), ElementsAre("dispatcher"));
+  EXPECT_THAT(t.TracksOf("lookup_table", 1), ElementsAre("host worker 0"));
+  EXPECT_THAT(t.TracksOf("sum", 1), ElementsAre("host worker 1"));
+  EXPECT_THAT(t.TracksOf("GpuMemcpySync:GPU->CPU", 1), ElementsAre("host worker 1"));
+  EXPECT_THAT(t.TracksOf("wait: lookup_table", 1), ElementsAre("host worker 0"));
+  EXPECT_THAT(t.TracksOf("wait: end of run", 1), ElementsAre("dispatcher"));
+  // The device: its own process, one track per stream.
+  int64_t gpu_pid = -1;
+  for (const auto& [pid, name] : t.processes) {
+    if (name == "gpu:0") gpu_pid = pid;
+  }
+  ASSERT_GT(gpu_pid, 1);
+  EXPECT_THAT(t.TracksOf("matmul", gpu_pid), ElementsAre("gpu:0 compute"));
+  EXPECT_THAT(t.TracksOf("relu", gpu_pid), ElementsAre("gpu:0 compute"));
+  EXPECT_THAT(t.TracksOf("GpuMemcpySync:GPU->CPU", gpu_pid), ElementsAre("gpu:0 copy"));
+  const Json* copy = t.Find("GpuMemcpySync:GPU->CPU", gpu_pid);
+  EXPECT_DOUBLE_EQ(copy->Find("ts")->double_value(), 45);
+  EXPECT_NEAR(copy->Find("dur")->double_value(), 10, 1e-9);
+  const Json* sum = t.Find("sum", 1);
+  EXPECT_EQ(sum->Find("args")->Find("worker")->int_value(), 1);
+  const Json* host_copy = t.Find("GpuMemcpySync:GPU->CPU", 1);
+  EXPECT_EQ(host_copy->Find("args")->Find("parent_op_index")->int_value(), 3);
+  EXPECT_EQ(host_copy->Find("args")->Find("consumer")->string_value(), "sum");
+  EXPECT_EQ(host_copy->Find("cat")->string_value(), "copy");
+  EXPECT_EQ(t.Find("wait: end of run", 1)->Find("cat")->string_value(), "wait");
 }
 
 TEST(ChromeTraceTest, UnwritablePathNamesPathAndReason) {

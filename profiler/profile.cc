@@ -3,9 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace tandem {
 namespace profiler {
@@ -85,7 +89,251 @@ int ConsumerIndex(const PlacedProgram& plan, const LedgerEntry& copy) {
   return -1;
 }
 
+// Sets of time: sorted, disjoint, non-empty [begin, end) intervals once
+// Merge()d; the functions below take and give merged ones.
+using Span = std::pair<int64_t, int64_t>;
+using Spans = std::vector<Span>;
+
+Spans Merge(Spans s) {
+  std::sort(s.begin(), s.end());
+  Spans out;
+  for (const Span& x : s) {
+    if (x.second <= x.first) continue;
+    if (!out.empty() && x.first <= out.back().second) {
+      out.back().second = std::max(out.back().second, x.second);
+    } else {
+      out.push_back(x);
+    }
+  }
+  return out;
+}
+
+Spans Union(const Spans& a, const Spans& b) {
+  Spans all = a;
+  all.insert(all.end(), b.begin(), b.end());
+  return Merge(std::move(all));
+}
+
+Spans Intersect(const Spans& a, const Spans& b) {
+  Spans out;
+  for (size_t i = 0, j = 0; i < a.size() && j < b.size();) {
+    const int64_t lo = std::max(a[i].first, b[j].first);
+    const int64_t hi = std::min(a[i].second, b[j].second);
+    if (lo < hi) out.push_back({lo, hi});
+    if (a[i].second < b[j].second) {
+      ++i;
+    } else {
+      ++j;
+    }
+  }
+  return out;
+}
+
+// `a` less `b`.
+Spans Subtract(const Spans& a, const Spans& b) {
+  Spans out;
+  size_t j = 0;
+  for (Span x : a) {
+    while (j < b.size() && b[j].second <= x.first) ++j;
+    for (size_t k = j; k < b.size() && b[k].first < x.second; ++k) {
+      if (b[k].first > x.first) out.push_back({x.first, b[k].first});
+      x.first = std::max(x.first, b[k].second);
+    }
+    if (x.first < x.second) out.push_back(x);
+  }
+  return out;
+}
+
+int64_t Length(const Spans& s) {
+  int64_t n = 0;
+  for (const Span& x : s) n += x.second - x.first;
+  return n;
+}
+
+// The length of `x` inside `s`.
+int64_t LengthIn(const Spans& s, Span x) {
+  auto it = std::lower_bound(s.begin(), s.end(), x,
+                             [](const Span& a, const Span& b) { return a.second <= b.first; });
+  int64_t n = 0;
+  for (; it != s.end() && it->first < x.second; ++it) {
+    n += std::max<int64_t>(0, std::min(it->second, x.second) - std::max(it->first, x.first));
+  }
+  return n;
+}
+
+double Ms(int64_t ns) { return static_cast<double>(ns) * 1e-6; }
+
+// One run's events as sets of time, clipped to the run.
+struct RunSpans {
+  Spans host;                  // host busy
+  Spans waits;                 // some host thread waiting
+  std::vector<Spans> devices;  // busy, per device place
+  std::vector<const ProfileEvent*> host_ops;
+};
+
+// The device place index of `e`'s device interval; -1 when it has none.
+int DeviceOf(const Profile& profile, const ProfileEvent& e, const std::vector<Place>& devices) {
+  if (!e.has_device_time || e.stream < 0 || e.stream >= static_cast<int>(profile.streams.size())) {
+    return -1;
+  }
+  const Place& place = profile.streams[e.stream].place;
+  auto it = std::lower_bound(devices.begin(), devices.end(), place);
+  return it != devices.end() && *it == place ? static_cast<int>(it - devices.begin()) : -1;
+}
+
+RunSpans CollectRunSpans(const Profile& profile, const ProfileRun& run,
+                         const std::vector<const ProfileEvent*>& events,
+                         const std::vector<Place>& devices) {
+  const Spans window = {{run.start_ns, run.end_ns}};
+  std::map<int, Spans> kernels, excluded;  // per thread
+  RunSpans out;
+  out.devices.resize(devices.size());
+  Spans waits;
+  for (const ProfileEvent* e : events) {
+    if (e->kind == EventKind::kOp && e->place.is_host()) {
+      kernels[e->thread].push_back({e->start_ns, e->end_ns});
+      out.host_ops.push_back(e);
+    } else if (e->kind == EventKind::kCopy || e->kind == EventKind::kWait) {
+      excluded[e->thread].push_back({e->start_ns, e->end_ns});
+      if (e->kind == EventKind::kWait) waits.push_back({e->start_ns, e->end_ns});
+    }
+    const int d = DeviceOf(profile, *e, devices);
+    if (d >= 0) {
+      out.devices[d].push_back(
+          {e->device_start_ns, e->device_start_ns + std::llround(e->device_ms * 1e6)});
+    }
+  }
+  for (auto& [thread, spans] : kernels) {
+    out.host = Union(out.host, Subtract(Merge(spans), Merge(excluded[thread])));
+  }
+  out.host = Intersect(out.host, window);
+  out.waits = Intersect(Merge(std::move(waits)), window);
+  for (Spans& d : out.devices) d = Intersect(Merge(std::move(d)), window);
+  return out;
+}
+
+StepConcurrency StepOf(const ProfileRun& run, const RunSpans& spans,
+                       const std::vector<Place>& devices, const std::vector<bool>& timed) {
+  StepConcurrency step;
+  step.step_ms = run.wall_ms();
+  step.host_busy_ms = Ms(Length(spans.host));
+  step.host_wait_ms = Ms(Length(spans.waits));
+  Spans any_device;
+  for (size_t d = 0; d < devices.size(); ++d) {
+    DeviceConcurrency c;
+    c.place = devices[d];
+    c.timed = timed[d];
+    const int64_t overlap = Length(Intersect(spans.host, spans.devices[d]));
+    c.busy_ms = Ms(Length(spans.devices[d]));
+    c.overlap_ms = Ms(overlap);
+    c.idle_for_host_ms = c.timed ? Ms(Length(spans.host) - overlap) : 0;
+    step.devices.push_back(c);
+    any_device = Union(any_device, spans.devices[d]);
+  }
+  step.overlap_ms = Ms(Length(Intersect(spans.host, any_device)));
+  return step;
+}
+
+// Per device: (op_index, op type) -> idle ns during that host op.
+using Blame = std::vector<std::map<std::pair<int, std::string>, int64_t>>;
+
+// Adds, per device and host op, the device's idle time (before its last
+// work of the run) during the op's span.
+void AddBlame(const ProfileRun& run, const RunSpans& spans, Blame* blame) {
+  for (size_t d = 0; d < spans.devices.size(); ++d) {
+    const Spans& busy = spans.devices[d];
+    if (busy.empty()) continue;
+    const Spans idle = Subtract({{run.start_ns, busy.back().second}}, busy);
+    for (const ProfileEvent* e : spans.host_ops) {
+      const int64_t ns = LengthIn(idle, {e->start_ns, e->end_ns});
+      if (ns > 0) (*blame)[d][{e->op_index, e->name}] += ns;
+    }
+  }
+}
+
+StepConcurrency MedianOf(const std::vector<StepConcurrency>& steps,
+                         const std::vector<Place>& devices, const std::vector<bool>& timed) {
+  auto median = [&](auto field) {
+    std::vector<double> v;
+    for (const StepConcurrency& s : steps) v.push_back(field(s));
+    return Percentile(std::move(v), 0.5);
+  };
+  StepConcurrency m;
+  m.step_ms = median([](const StepConcurrency& s) { return s.step_ms; });
+  m.host_busy_ms = median([](const StepConcurrency& s) { return s.host_busy_ms; });
+  m.host_wait_ms = median([](const StepConcurrency& s) { return s.host_wait_ms; });
+  m.overlap_ms = median([](const StepConcurrency& s) { return s.overlap_ms; });
+  for (size_t d = 0; d < devices.size(); ++d) {
+    DeviceConcurrency c;
+    c.place = devices[d];
+    c.timed = timed[d];
+    c.busy_ms = median([d](const StepConcurrency& s) { return s.devices[d].busy_ms; });
+    c.overlap_ms = median([d](const StepConcurrency& s) { return s.devices[d].overlap_ms; });
+    c.idle_for_host_ms =
+        median([d](const StepConcurrency& s) { return s.devices[d].idle_for_host_ms; });
+    m.devices.push_back(c);
+  }
+  return m;
+}
+
+std::string Duration(double ms) {
+  return ms < 1 ? absl::StrFormat("%.4g us", ms * 1e3) : absl::StrFormat("%.3f ms", ms);
+}
+
 }  // namespace
+
+const DeviceConcurrency* StepConcurrency::Find(const Place& place) const {
+  for (const DeviceConcurrency& d : devices) {
+    if (d.place == place) return &d;
+  }
+  return nullptr;
+}
+
+std::string DescribeHostBlocker(const HostBlocker& b) {
+  return absl::StrCat(b.device.ToString(), " idled ", Duration(b.idle_ms_per_step),
+                      " per step waiting for host op ", b.op, " (#", b.op_index, ")");
+}
+
+Concurrency ComputeConcurrency(const Profile& profile) {
+  std::set<Place> device_set;
+  for (const StreamInfo& s : profile.streams) {
+    if (!s.place.is_host()) device_set.insert(s.place);
+  }
+  const std::vector<Place> devices(device_set.begin(), device_set.end());
+  std::vector<bool> timed(devices.size(), false);
+  std::vector<std::vector<const ProfileEvent*>> by_run(profile.runs.size());
+  for (const ProfileEvent& e : profile.events) {
+    if (e.run >= 0 && e.run < static_cast<int>(by_run.size())) by_run[e.run].push_back(&e);
+    const int d = DeviceOf(profile, e, devices);
+    if (d >= 0) timed[d] = true;
+  }
+  Concurrency c;
+  std::vector<StepConcurrency> steady;
+  Blame blame(devices.size());
+  for (size_t r = 0; r < profile.runs.size(); ++r) {
+    const ProfileRun& run = profile.runs[r];
+    if (run.end_ns < 0) continue;
+    const RunSpans spans = CollectRunSpans(profile, run, by_run[r], devices);
+    StepConcurrency step = StepOf(run, spans, devices, timed);
+    step.run = static_cast<int>(r);
+    step.steady = profile.IsSteady(run);
+    if (step.steady) {
+      steady.push_back(step);
+      AddBlame(run, spans, &blame);
+    }
+    c.steps.push_back(std::move(step));
+  }
+  c.steady_steps = static_cast<int>(steady.size());
+  c.median = MedianOf(steady, devices, timed);
+  for (size_t d = 0; d < devices.size(); ++d) {
+    auto most = std::max_element(blame[d].begin(), blame[d].end(),
+                                 [](const auto& a, const auto& b) { return a.second < b.second; });
+    if (most == blame[d].end()) continue;
+    c.blockers.push_back({devices[d], most->first.second, most->first.first,
+                          Ms(most->second) / static_cast<double>(steady.size())});
+  }
+  return c;
+}
 
 std::vector<LedgerEntry> CopyLedger(const Profile& profile) {
   std::map<int, LedgerEntry> by_index;

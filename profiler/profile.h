@@ -13,8 +13,11 @@
 // Times are nanoseconds of the host's steady clock since the profiler
 // started. Device time comes from timing events recorded on the op's stream
 // and is only present for ops that launched device work on a device with a
-// timer (see profiler.h). A Profile is a value; it is not shared with the
-// profiler once returned, so any thread may read it.
+// timer (see profiler.h). Profile::concurrency sums the spans up per step:
+// host and device busy time, their overlap, the device idle while the host
+// is busy and the host waiting for devices (ComputeConcurrency). A Profile
+// is a value; it is not shared with the profiler once returned, so any
+// thread may read it.
 #ifndef TANDEM_PROFILER_PROFILE_H_
 #define TANDEM_PROFILER_PROFILE_H_
 
@@ -47,18 +50,27 @@ enum class EventKind {
   kOp,    // a kernel run by the executor
   kCopy,  // a memcpy_h2d / memcpy_d2h step run by the executor
   kUser,  // a RecordEvent span
+  kWait,  // a host thread waiting for device work (OnWaitBegin/OnWaitEnd)
 };
 
 struct ProfileEvent {
   EventKind kind = EventKind::kOp;
-  std::string name;   // op type, "memcpy_h2d" / "memcpy_d2h", or the span's name
+  // Op type, "memcpy_h2d" / "memcpy_d2h", the span's name; a wait: the type
+  // of the step that waited, or "end of run" (the run waiting for its devices).
+  std::string name;
   int run = -1;       // index into Profile::runs; -1 outside any run
-  int op_index = -1;  // position in the placed program; -1 for spans
+  int op_index = -1;  // position in the placed program; -1 for spans and the end-of-run wait
   Place place;        // where it ran (a copy: its device side)
-  int thread = 0;     // host thread ordinal, in order of first event
-  int stream = -1;    // index into Profile::streams; -1 for spans
+  int thread = 0;     // host thread ordinal, in order of first event (see Profile::threads)
+  int worker = -1;    // OpEvent::worker: host worker ordinal; -1 the dispatcher (and spans)
+  int stream = -1;    // index into Profile::streams; -1 for spans and waits
   int64_t start_ns = 0;
   int64_t end_ns = 0;
+  // A copy or wait inside an op's span on the same thread: that op's
+  // op_index (-1: none). The op's child_ns is the time of such copies and
+  // waits, which its self time leaves out.
+  int parent_op_index = -1;
+  int64_t child_ns = 0;
   // Device time between timing events recorded around the op on its stream.
   bool has_device_time = false;
   double device_ms = 0;
@@ -71,6 +83,8 @@ struct ProfileEvent {
   std::string consumer;  // type of the op that needed the copy
 
   double host_ms() const { return static_cast<double>(end_ns - start_ns) * 1e-6; }
+  // Host time less the nested copies and waits (child_ns).
+  double self_ms() const { return static_cast<double>(end_ns - start_ns - child_ns) * 1e-6; }
 };
 
 // A copy's name in the reference format: "GpuMemcpySync:CPU->GPU". The
@@ -94,6 +108,67 @@ struct StreamInfo {
   std::string name;  // "compute", "copy" or "stream N"
 };
 
+// A host thread that events ran on.
+struct ThreadInfo {
+  int thread = 0;           // ProfileEvent::thread
+  bool dispatcher = false;  // called Executor::Run, or reported worker -1 ops
+  int worker = -1;          // host worker ordinal (OpEvent::worker) when >= 0
+  // "host worker 0", "dispatcher" or "thread 3"; a name that would repeat
+  // (several dispatchers, two pools) gets " (thread N)".
+  std::string name;
+};
+
+// Concurrency of one step: where the host and the devices were busy.
+// Intervals are clipped to the run; busy time is the length of a union.
+struct DeviceConcurrency {
+  Place place;
+  bool timed = false;           // device time was measured on it (in the profile)
+  double busy_ms = 0;           // union of its device intervals over all its streams
+  double overlap_ms = 0;        // it and the host both busy
+  double idle_for_host_ms = 0;  // the host busy and it idle: the device waiting for the host
+};
+
+struct StepConcurrency {
+  int run = -1;  // index into Profile::runs; -1 for Concurrency::median
+  bool steady = false;
+  double step_ms = 0;  // the run's wall time
+  // Union over host threads of host-kernel spans (ops on the host place),
+  // less each thread's own copy and wait spans.
+  double host_busy_ms = 0;
+  double host_wait_ms = 0;  // union of the wait spans (kWait): the host waiting for devices
+  double overlap_ms = 0;    // the host and at least one device busy
+  // Every device place of the profile's streams (host excluded), in place
+  // order, in every step (zeros where unused or untimed).
+  std::vector<DeviceConcurrency> devices;
+
+  // The entry of `place`; nullptr when it is not a device of the profile.
+  const DeviceConcurrency* Find(const Place& place) const;
+};
+
+// The host op a device waited on most: summed over the steady steps, the
+// time the device was idle while that op ran, counting only idle time
+// before the device's last work of the step (idle time at the end of a
+// step waits for nothing).
+struct HostBlocker {
+  Place device;
+  std::string op;     // the host op's type
+  int op_index = -1;  // its position in the placed program
+  double idle_ms_per_step = 0;
+};
+
+// "gpu:0 idled 120 us per step waiting for host op lookup_table (#3)"
+// (# is the position in the placed program, as in the Copy Ledger).
+std::string DescribeHostBlocker(const HostBlocker& blocker);
+
+struct Concurrency {
+  std::vector<StepConcurrency> steps;  // every finished run, warm-up included, in run order
+  int steady_steps = 0;
+  // Each figure's own median (Percentile 0.5) over the steady steps.
+  StepConcurrency median;
+  // Per timed device, in place order, where some idle time falls on a host op.
+  std::vector<HostBlocker> blockers;
+};
+
 // Memory of one place when profiling stopped (or the profile was taken).
 struct PlaceMemory {
   Place place;
@@ -111,7 +186,11 @@ struct Profile {
   std::vector<ProfileRun> runs;
   std::vector<ProfileEvent> events;  // in the order they ended, per thread
   std::vector<StreamInfo> streams;
+  std::vector<ThreadInfo> threads;  // by ProfileEvent::thread, ascending
   std::vector<PlaceMemory> memory;
+  // ComputeConcurrency(*this) when the profiler made the profile; call it
+  // again after changing events or runs.
+  Concurrency concurrency;
   std::optional<PlacedProgram> plan;  // see AttachPlan (profiler.h)
 
   // Steady state: runs that are not warm-up runs and finished; events that
@@ -143,6 +222,12 @@ struct LedgerEntry {
   bool has_device_time = false;
   double device_ms = 0;  // all calls
 };
+
+// Busy, overlap and wait figures per finished run and their steady-state
+// medians, from the events' host spans and device intervals (see
+// StepConcurrency). Device intervals exist only where device time was
+// measured; a device without a timer has timed == false and no busy time.
+Concurrency ComputeConcurrency(const Profile& profile);
 
 // The per-copy ledger, in program order. The consumer's position comes from
 // the attached plan (the first non-copy op after the copy).

@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,7 +26,10 @@ namespace tandem {
 namespace profiler {
 namespace {
 
+std::atomic<int64_t (*)()> g_test_clock{nullptr};
+
 int64_t NowNs() {
+  if (int64_t(*clock)() = g_test_clock.load(std::memory_order_relaxed)) return clock();
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
@@ -39,8 +43,10 @@ struct DeviceTimers {
   std::vector<Event*> free;
 };
 
-// The first timing event of a run on a device, and the host time it was
-// recorded at: device start times are estimated relative to it.
+// A run's reference event on a device, recorded before the run's first
+// timed device work there (the previous run synchronised the device, so it
+// completes at once), and the host time then: the run's device times are
+// placed on the host clock relative to it.
 struct Anchor {
   DeviceTimers* timers = nullptr;
   Event* event = nullptr;
@@ -50,24 +56,42 @@ struct Anchor {
 // A timed op whose events are read once its run has ended.
 struct PendingTiming {
   size_t event = 0;  // index into Collector::events_
-  int thread = 0;
+  int run = -1;
   DeviceTimers* timers = nullptr;
   Event* start = nullptr;
   Event* end = nullptr;
   Anchor anchor;
 };
 
-// What the executor's thread is in the middle of.
+// An op, copy or wait a thread is inside of.
+struct OpenSpan {
+  EventKind kind = EventKind::kOp;
+  const OpDesc* op = nullptr;
+  int index = 0;
+  int64_t start_ns = 0;  // absolute
+  int64_t child_ns = 0;  // nested copies and waits that ended
+  // Timing (start_event set): the span's events and its run's anchor, of
+  // session data `generation` and run `run`.
+  DeviceTimers* timers = nullptr;
+  Event* start_event = nullptr;
+  Event* end_event = nullptr;
+  Anchor anchor;
+  uint64_t generation = 0;
+  int run = -1;
+};
+
+// Nesting deeper than this drops the outermost span (an op that failed
+// before OnOpEnd leaves its span open).
+constexpr int kMaxDepth = 8;
+
+// What one host thread is in the middle of; only that thread touches it.
 struct ThreadState {
-  int thread = -1;          // ordinal; assigned on first use
-  uint64_t generation = 0;  // of the session data `run` and `anchors` belong to
-  int run = -1;             // index into Collector::runs_
-  bool op_open = false;     // between OnOpBegin and OnOpEnd
-  int64_t op_start_ns = 0;  // absolute
-  DeviceTimers* op_timers = nullptr;
-  Event* op_start_event = nullptr;
-  Anchor op_anchor;
-  std::vector<Anchor> anchors;  // this run's, one per timed device
+  int thread = -1;             // ordinal; assigned on first use
+  uint64_t generation = 0;     // of the session data `run` belongs to
+  int run = -1;                // the run this thread called; index into Collector::runs_
+  uint64_t noted_session = 0;  // the session its role (dispatcher, worker) was noted in
+  OpenSpan open[kMaxDepth];
+  int depth = 0;
   // Last device looked up, to skip the lock for untimed devices.
   Device* cached_device = nullptr;
   DeviceTimers* cached_timers = nullptr;
@@ -81,8 +105,23 @@ int ThreadOrdinal() {
   return t_state.thread;
 }
 
+bool Matches(const OpenSpan& span, EventKind kind, const OpEvent& event) {
+  return span.kind == kind && span.op == event.op && span.index == event.index;
+}
+
+// The calling thread's innermost open span matching `event`; -1 when none
+// does (it began before the profiler started).
+int FindOpen(const OpEvent& event, EventKind kind) {
+  const ThreadState& ts = t_state;
+  int i = ts.depth - 1;
+  while (i >= 0 && !Matches(ts.open[i], kind, event)) --i;
+  return i;
+}
+
 // The process-wide profiling session; never destroyed, because an executor
-// that loaded the observer before StopProfiler may still call it.
+// that loaded the observer before StopProfiler may still call it. Hooks
+// come from several threads at once: per-thread nesting lives in t_state,
+// everything shared is guarded by mu_.
 class Collector final : public ExecutionObserver {
  public:
   static Collector& Get() {
@@ -107,6 +146,8 @@ class Collector final : public ExecutionObserver {
     epoch_ns_ = NowNs();
     ClearLocked();
     streams_.clear();
+    threads_.clear();
+    ++session_;
     plan_.reset();
     runs_seen_ = 0;
     warmups_ended_ = 0;
@@ -122,8 +163,9 @@ class Collector final : public ExecutionObserver {
     running_ = false;
     enabled_.store(false);
     if (GetExecutionObserver() == this) SetExecutionObserver(nullptr);
-    ResolveLocked(/*thread=*/-1);
+    ResolveLocked(/*run=*/-1, /*all=*/true);
     last_ = SnapshotLocked();
+    last_.concurrency = ComputeConcurrency(last_);
     ClearLocked();
     plan_.reset();
     return last_;
@@ -145,8 +187,14 @@ class Collector final : public ExecutionObserver {
   }
 
   Profile Snapshot() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return running_ ? SnapshotLocked() : last_;
+    Profile p;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!running_) return last_;
+      p = SnapshotLocked();
+    }
+    p.concurrency = ComputeConcurrency(p);
+    return p;
   }
 
   void AddSpan(std::string name, int64_t start_ns, int64_t end_ns) {
@@ -170,7 +218,10 @@ class Collector final : public ExecutionObserver {
     const int64_t now = NowNs();
     std::lock_guard<std::mutex> lock(mu_);
     if (!running_) return;
-    ResolveLocked(thread);  // left over by a run that failed
+    // Left over by a run of this thread that failed: its spans and timings.
+    while (ts.depth > 0) ReleaseSpanLocked(&ts.open[--ts.depth]);
+    const int failed = CurrentRunLocked();
+    if (failed >= 0) EndRunLocked(failed);
     ProfileRun run;
     run.thread = thread;
     run.start_ns = now - epoch_ns_;
@@ -178,7 +229,8 @@ class Collector final : public ExecutionObserver {
     runs_.push_back(std::move(run));
     ts.run = static_cast<int>(runs_.size()) - 1;
     ts.generation = generation_;
-    ts.anchors.clear();
+    active_runs_.push_back(ts.run);
+    threads_[thread].dispatcher = true;
   }
 
   void OnRunEnd(const RunStats& stats) override {
@@ -194,124 +246,209 @@ class Collector final : public ExecutionObserver {
       if (runs_[run].warmup && ++warmups_ended_ == options_.warmup_runs) {
         steady_start_ns_ = now - epoch_ns_;
       }
+      EndRunLocked(run);
     }
-    ResolveLocked(ThreadOrdinal());
     ts.run = -1;
-    ts.anchors.clear();
   }
 
   void OnOpBegin(const OpEvent& event) override {
     if (!enabled()) return;
-    ThreadState& ts = t_state;
-    ts.op_start_event = nullptr;
+    OpenSpan* span = Push(event, event.is_copy ? EventKind::kCopy : EventKind::kOp);
     if (options_.state != ProfilerState::kCPU && event.device != nullptr &&
         event.stream != nullptr) {
       DeviceTimers* timers = TimersFor(event.device);
-      if (timers->timed) StartTiming(event, timers);
+      if (timers->timed) StartTiming(event, timers, span);
     }
-    ts.op_open = true;
-    ts.op_start_ns = NowNs();
+    span->start_ns = NowNs();
   }
 
   void OnOpEnd(const OpEvent& event) override {
     const int64_t end = NowNs();
+    EndSpan(event, event.is_copy ? EventKind::kCopy : EventKind::kOp, end);
+  }
+
+  void OnWaitBegin(const OpEvent& event) override {
+    if (!enabled()) return;
+    Push(event, EventKind::kWait)->start_ns = NowNs();
+  }
+
+  void OnWaitEnd(const OpEvent& event) override {
+    const int64_t end = NowNs();
+    EndSpan(event, EventKind::kWait, end);
+  }
+
+ private:
+  Collector() = default;
+
+  // Opens a span on the calling thread.
+  OpenSpan* Push(const OpEvent& event, EventKind kind) {
     ThreadState& ts = t_state;
-    if (!ts.op_open) return;  // began before the profiler started
-    ts.op_open = false;
-    Event* end_event = nullptr;
-    if (ts.op_start_event != nullptr) end_event = RecordTimingEvent(ts.op_timers, event.stream);
+    if (ts.depth == kMaxDepth) {
+      std::lock_guard<std::mutex> lock(mu_);
+      ReleaseSpanLocked(&ts.open[0]);
+      std::move(ts.open + 1, ts.open + kMaxDepth, ts.open);
+      --ts.depth;
+    }
+    OpenSpan& span = ts.open[ts.depth++];
+    span.kind = kind;
+    span.op = event.op;
+    span.index = event.index;
+    span.child_ns = 0;
+    span.timers = nullptr;
+    span.start_event = span.end_event = nullptr;
+    span.generation = 0;
+    span.run = -1;
+    return &span;
+  }
+
+  // Closes the span `event` ends into an event (a pending timing when it
+  // was timed).
+  void EndSpan(const OpEvent& event, EventKind kind, int64_t end) {
+    ThreadState& ts = t_state;
+    const int i = FindOpen(event, kind);
+    if (i < 0) return;
+    // Closed: spans i.. stay readable until this thread opens another.
+    const int top = ts.depth;
+    ts.depth = i;
+    OpenSpan& span = ts.open[i];
+    OpenSpan* parent = i > 0 ? &ts.open[i - 1] : nullptr;
+    if (span.end_event != nullptr) {
+      const absl::Status s = span.timers->device->RecordEvent(span.end_event, event.stream);
+      if (!s.ok()) {
+        LOG_FIRST_N(WARNING, 1) << "profiler: recording a timing event failed: " << s;
+        span.generation = 0;  // not timed after all
+      }
+    }
+    if (parent != nullptr) parent->child_ns += end - span.start_ns;
     const int thread = ThreadOrdinal();
     std::lock_guard<std::mutex> lock(mu_);
+    // Opened inside it and never closed (their op failed).
+    for (int k = i + 1; k < top; ++k) ReleaseSpanLocked(&ts.open[k]);
     if (!running_ || !enabled()) {
-      ReleaseLocked(ts.op_timers, ts.op_start_event);
-      ReleaseLocked(ts.op_timers, end_event);
-      ts.op_start_event = nullptr;
+      ReleaseSpanLocked(&span);
       return;
     }
-    ProfileEvent e;
-    e.kind = event.is_copy ? EventKind::kCopy : EventKind::kOp;
-    e.name = event.op != nullptr ? event.op->type : "?";
-    e.run = CurrentRunLocked();
-    e.op_index = event.index;
-    e.place = event.place;
+    NoteThreadLocked(thread, event.worker);
+    // Timings are read when their run ends; one that ends later has lost its anchor.
+    const bool timed =
+        span.start_event != nullptr && span.generation == generation_ && IsActiveLocked(span.run);
+    events_.push_back(MakeEventLocked(event, kind, span, parent, end));
+    ProfileEvent& e = events_.back();
     e.thread = thread;
-    e.stream = StreamIndexLocked(event);
-    e.start_ns = ts.op_start_ns - epoch_ns_;
+    e.run = timed ? span.run : RunForLocked(event.worker);
+    if (timed) {
+      pending_.push_back({events_.size() - 1, span.run, span.timers, span.start_event,
+                          span.end_event, span.anchor});
+      span.start_event = span.end_event = nullptr;
+    } else {
+      ReleaseSpanLocked(&span);
+    }
+  }
+
+  ProfileEvent MakeEventLocked(const OpEvent& event, EventKind kind, const OpenSpan& span,
+                               const OpenSpan* parent, int64_t end) {
+    ProfileEvent e;
+    e.kind = kind;
+    if (event.op != nullptr) {
+      e.name = event.op->type;
+      e.op_index = event.index;
+    } else {
+      e.name = kind == EventKind::kWait ? "end of run" : "?";
+    }
+    e.place = event.place;
+    e.worker = event.worker;
+    e.stream = kind == EventKind::kWait ? -1 : StreamIndexLocked(event);
+    e.start_ns = span.start_ns - epoch_ns_;
     e.end_ns = end - epoch_ns_;
+    e.child_ns = span.child_ns;
+    if (parent != nullptr && parent->kind == EventKind::kOp) e.parent_op_index = parent->index;
     if (event.is_copy) {
       e.copy_kind = event.copy_kind;
       e.sync = event.sync;
       e.bytes = event.bytes;
       e.var = event.var;
       e.consumer = event.consumer;
-    }
-    events_.push_back(std::move(e));
-    if (ts.op_start_event != nullptr) {
-      if (end_event == nullptr || ts.generation != generation_) {
-        ReleaseLocked(ts.op_timers, ts.op_start_event);
-        ReleaseLocked(ts.op_timers, end_event);
-      } else {
-        pending_.push_back(
-            {events_.size() - 1, thread, ts.op_timers, ts.op_start_event, end_event, ts.op_anchor});
+      if (e.consumer.empty() && e.parent_op_index >= 0 && parent->op != nullptr) {
+        e.consumer = parent->op->type;
       }
-      ts.op_start_event = nullptr;
     }
+    return e;
   }
 
- private:
-  Collector() = default;
-
-  // Records a start event for `event` when it launches device work.
-  void StartTiming(const OpEvent& event, DeviceTimers* timers) {
-    ThreadState& ts = t_state;
-    if (!event.is_copy && !LaunchesDeviceWork(*event.op, event.place)) return;
-    const int64_t now = NowNs();
-    Event* start = RecordTimingEvent(timers, event.stream);
-    if (start == nullptr) return;
-    ts.op_timers = timers;
-    ts.op_start_event = start;
-    std::lock_guard<std::mutex> lock(mu_);
-    if (ts.generation != generation_ || ts.run < 0) ts.anchors.clear();
-    for (const Anchor& a : ts.anchors) {
-      if (a.timers == timers) {
-        ts.op_anchor = a;
+  // Takes the span's two timing events and records the start one on the
+  // op's stream (after the run's anchor on the device, when it has none).
+  void StartTiming(const OpEvent& event, DeviceTimers* timers, OpenSpan* span) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!running_) return;
+      if (!event.is_copy && !LaunchesDeviceWorkLocked(*event.op, event.place)) return;
+      const int run = RunForLocked(event.worker);
+      if (run < 0) return;  // outside runs (cut by ResetProfiler): no anchor
+      const Anchor* anchor = AnchorLocked(run, timers, event.stream);
+      if (anchor == nullptr) return;
+      span->anchor = *anchor;
+      span->run = run;
+      span->generation = generation_;
+      span->timers = timers;
+      span->start_event = TakeEventLocked(timers);
+      span->end_event = span->start_event != nullptr ? TakeEventLocked(timers) : nullptr;
+      if (span->end_event == nullptr) {
+        ReleaseSpanLocked(span);
         return;
       }
     }
-    ts.op_anchor = {timers, start, now};
-    ts.anchors.push_back(ts.op_anchor);
-  }
-
-  // A timing event from the pool, recorded on `stream`; nullptr on error.
-  Event* RecordTimingEvent(DeviceTimers* timers, Stream* stream) {
-    Event* e = nullptr;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (timers->free.empty()) {
-        absl::StatusOr<std::unique_ptr<Event>> created = timers->device->CreateTimingEvent();
-        if (!created.ok()) {
-          LOG_FIRST_N(WARNING, 1) << "profiler: no timing event on " << timers->device->place()
-                                  << ": " << created.status();
-          return nullptr;
-        }
-        timers->owned.push_back(*std::move(created));
-        timers->free.push_back(timers->owned.back().get());
-      }
-      e = timers->free.back();
-      timers->free.pop_back();
-    }
-    const absl::Status s = timers->device->RecordEvent(e, stream);
+    const absl::Status s = timers->device->RecordEvent(span->start_event, event.stream);
     if (!s.ok()) {
       LOG_FIRST_N(WARNING, 1) << "profiler: recording a timing event failed: " << s;
       std::lock_guard<std::mutex> lock(mu_);
+      ReleaseSpanLocked(span);
+    }
+  }
+
+  // The anchor of `run` on the device of `timers`, recorded on `stream`
+  // now if there is none yet; nullptr when it cannot be recorded.
+  const Anchor* AnchorLocked(int run, DeviceTimers* timers, Stream* stream) {
+    for (const auto& [r, a] : anchors_) {
+      if (r == run && a.timers == timers) return &a;
+    }
+    Event* e = TakeEventLocked(timers);
+    if (e == nullptr) return nullptr;
+    const int64_t now = NowNs();
+    const absl::Status s = timers->device->RecordEvent(e, stream);
+    if (!s.ok()) {
+      LOG_FIRST_N(WARNING, 1) << "profiler: recording a timing event failed: " << s;
       ReleaseLocked(timers, e);
       return nullptr;
     }
+    anchors_.push_back({run, {timers, e, now}});
+    return &anchors_.back().second;
+  }
+
+  // A timing event from the pool; nullptr when none can be created.
+  Event* TakeEventLocked(DeviceTimers* timers) {
+    if (timers->free.empty()) {
+      absl::StatusOr<std::unique_ptr<Event>> created = timers->device->CreateTimingEvent();
+      if (!created.ok()) {
+        LOG_FIRST_N(WARNING, 1) << "profiler: no timing event on " << timers->device->place()
+                                << ": " << created.status();
+        return nullptr;
+      }
+      timers->owned.push_back(*std::move(created));
+      timers->free.push_back(timers->owned.back().get());
+    }
+    Event* e = timers->free.back();
+    timers->free.pop_back();
     return e;
   }
 
   void ReleaseLocked(DeviceTimers* timers, Event* e) {
     if (timers != nullptr && e != nullptr) timers->free.push_back(e);
+  }
+
+  void ReleaseSpanLocked(OpenSpan* span) {
+    ReleaseLocked(span->timers, span->start_event);
+    ReleaseLocked(span->timers, span->end_event);
+    span->start_event = span->end_event = nullptr;
   }
 
   DeviceTimers* TimersFor(Device* device) {
@@ -336,8 +473,7 @@ class Collector final : public ExecutionObserver {
 
   // False when every kernel of the op's type on `place`'s device type keeps
   // all the op's outputs in host memory (shape): such ops launch nothing.
-  bool LaunchesDeviceWork(const OpDesc& op, const Place& place) {
-    std::lock_guard<std::mutex> lock(mu_);
+  bool LaunchesDeviceWorkLocked(const OpDesc& op, const Place& place) {
     auto key = std::make_pair(op.type, place.type().id());
     auto it = launches_.find(key);
     if (it != launches_.end()) return it->second;
@@ -352,12 +488,46 @@ class Collector final : public ExecutionObserver {
     return launches_[key] = launches || !found;
   }
 
+  // The run the calling thread called, if any (and of this session data).
   int CurrentRunLocked() const {
     const ThreadState& ts = t_state;
     if (ts.generation != generation_ || ts.run < 0 || ts.run >= static_cast<int>(runs_.size())) {
       return -1;
     }
     return ts.run;
+  }
+
+  // The run an event of `worker` belongs to: the calling thread's own; for
+  // host workers the latest run in progress (the only one, unless several
+  // threads call Executor::Run at once).
+  int RunForLocked(int worker) const {
+    const int run = CurrentRunLocked();
+    if (run >= 0 || worker < 0 || active_runs_.empty()) return run;
+    return active_runs_.back();
+  }
+
+  bool IsActiveLocked(int run) const {
+    return std::find(active_runs_.begin(), active_runs_.end(), run) != active_runs_.end();
+  }
+
+  // `run` has ended or failed: its timings are read and its anchors go
+  // back to the pools.
+  void EndRunLocked(int run) {
+    active_runs_.erase(std::remove(active_runs_.begin(), active_runs_.end(), run),
+                       active_runs_.end());
+    ResolveLocked(run, /*all=*/false);
+  }
+
+  void NoteThreadLocked(int thread, int worker) {
+    ThreadState& ts = t_state;
+    if (ts.noted_session == session_) return;
+    ts.noted_session = session_;
+    ThreadRecord& r = threads_[thread];
+    if (worker >= 0) {
+      r.worker = worker;
+    } else {
+      r.dispatcher = true;
+    }
   }
 
   int StreamIndexLocked(const OpEvent& event) {
@@ -381,10 +551,11 @@ class Collector final : public ExecutionObserver {
     return static_cast<int>(streams_.size()) - 1;
   }
 
-  // Reads the device time of the pending timings of `thread` (-1: all).
-  void ResolveLocked(int thread) {
+  // Reads the device time of the pending timings of `run` (of every run
+  // when `all`), then releases their events and the runs' anchors.
+  void ResolveLocked(int run, bool all) {
     std::vector<PendingTiming> keep, done;
-    for (PendingTiming& p : pending_) (thread < 0 || p.thread == thread ? done : keep).push_back(p);
+    for (PendingTiming& p : pending_) (all || p.run == run ? done : keep).push_back(p);
     pending_ = std::move(keep);
     for (const PendingTiming& p : done) {
       Device* device = p.timers->device;
@@ -398,61 +569,50 @@ class Collector final : public ExecutionObserver {
       e.device_ms = *ms;
       absl::StatusOr<double> offset = device->EventElapsedMs(p.anchor.event, p.start);
       const int64_t start =
-          p.anchor.host_ns - epoch_ns_ + static_cast<int64_t>((offset.ok() ? *offset : 0) * 1e6);
+          p.anchor.host_ns - epoch_ns_ + std::llround((offset.ok() ? *offset : 0) * 1e6);
       e.device_start_ns = std::max(start, e.start_ns);
     }
     for (const PendingTiming& p : done) {
       ReleaseLocked(p.timers, p.start);
       ReleaseLocked(p.timers, p.end);
     }
+    std::vector<std::pair<int, Anchor>> anchors;
+    for (const auto& [r, a] : anchors_) {
+      if (all || r == run) {
+        ReleaseLocked(a.timers, a.event);
+      } else {
+        anchors.push_back({r, a});
+      }
+    }
+    anchors_ = std::move(anchors);
   }
 
-  // Drops collected data; pending timings go back to their pools.
+  // Drops collected data; pending timings and anchors go back to their pools.
   void ClearLocked() {
     for (const PendingTiming& p : pending_) {
       ReleaseLocked(p.timers, p.start);
       ReleaseLocked(p.timers, p.end);
     }
+    for (const auto& [run, a] : anchors_) ReleaseLocked(a.timers, a.event);
     pending_.clear();
+    anchors_.clear();
+    active_runs_.clear();
     events_.clear();
     runs_.clear();
     ++generation_;
   }
 
-  Profile SnapshotLocked() const {
-    Profile p;
-    p.state = options_.state;
-    p.warmup_runs = options_.warmup_runs;
-    p.steady_start_ns = steady_start_ns_;
-    p.duration_ns = NowNs() - epoch_ns_;
-    p.runs = runs_;
-    p.events = events_;
-    p.plan = plan_;
-    std::vector<Device*> devices;
-    for (const StreamRecord& s : streams_) {
-      p.streams.push_back(s.info);
-      if (s.device != nullptr &&
-          std::find(devices.begin(), devices.end(), s.device) == devices.end()) {
-        devices.push_back(s.device);
-      }
-    }
-    // The host holds the host side of every copy, even when no op ran there.
-    absl::StatusOr<Device*> host = DeviceRegistry::Global().GetDevice(CPUPlace());
-    if (host.ok() && std::find(devices.begin(), devices.end(), *host) == devices.end()) {
-      devices.push_back(*host);
-    }
-    for (Device* d : devices) {
-      p.memory.push_back({d->place(), d->Description(), d->allocator()->GetStats()});
-    }
-    std::sort(p.memory.begin(), p.memory.end(),
-              [](const PlaceMemory& a, const PlaceMemory& b) { return a.place < b.place; });
-    return p;
-  }
+  std::vector<ThreadInfo> ThreadsLocked() const;
+  Profile SnapshotLocked() const;
 
   struct StreamRecord {
     Stream* stream = nullptr;
     Device* device = nullptr;
     StreamInfo info;
+  };
+  struct ThreadRecord {
+    bool dispatcher = false;
+    int worker = -1;
   };
 
   std::atomic<bool> enabled_{false};
@@ -460,19 +620,84 @@ class Collector final : public ExecutionObserver {
   bool running_ = false;  // guarded by mu_ (and the rest below)
   ProfilerOptions options_;
   int64_t epoch_ns_ = 0;
-  uint64_t generation_ = 1;
+  uint64_t generation_ = 1;  // of events_ and runs_: bumped when they are cleared
+  uint64_t session_ = 1;     // bumped by Start
   int runs_seen_ = 0;
   int warmups_ended_ = 0;
   int64_t steady_start_ns_ = 0;
   std::vector<ProfileRun> runs_;
+  std::vector<int> active_runs_;  // begun, not ended, in order of OnRunBegin
   std::vector<ProfileEvent> events_;
   std::vector<StreamRecord> streams_;
+  std::map<int, ThreadRecord> threads_;  // by ordinal, this session
   std::vector<PendingTiming> pending_;
+  std::vector<std::pair<int, Anchor>> anchors_;  // (run, anchor), runs in progress
   std::optional<PlacedProgram> plan_;
   std::map<Device*, std::unique_ptr<DeviceTimers>> timers_;
   std::map<std::pair<std::string, int>, bool> launches_;
   Profile last_;
 };
+
+// Every thread of the runs and events, named by its role.
+std::vector<ThreadInfo> Collector::ThreadsLocked() const {
+  std::set<int> ordinals;
+  for (const ProfileRun& r : runs_) ordinals.insert(r.thread);
+  for (const ProfileEvent& e : events_) ordinals.insert(e.thread);
+  for (const auto& [t, r] : threads_) ordinals.insert(t);
+  std::vector<ThreadInfo> threads;
+  std::map<std::string, int> uses;
+  for (int t : ordinals) {
+    ThreadInfo info;
+    info.thread = t;
+    auto it = threads_.find(t);
+    if (it != threads_.end()) {
+      info.dispatcher = it->second.dispatcher;
+      info.worker = it->second.worker;
+    }
+    if (info.worker >= 0) {
+      info.name = absl::StrCat("host worker ", info.worker);
+    } else {
+      info.name = info.dispatcher ? std::string("dispatcher") : absl::StrCat("thread ", t);
+    }
+    ++uses[info.name];
+    threads.push_back(std::move(info));
+  }
+  for (ThreadInfo& info : threads) {
+    if (uses[info.name] > 1) absl::StrAppend(&info.name, " (thread ", info.thread, ")");
+  }
+  return threads;
+}
+
+Profile Collector::SnapshotLocked() const {
+  Profile p;
+  p.state = options_.state;
+  p.warmup_runs = options_.warmup_runs;
+  p.steady_start_ns = steady_start_ns_;
+  p.duration_ns = NowNs() - epoch_ns_;
+  p.runs = runs_;
+  p.events = events_;
+  p.plan = plan_;
+  p.threads = ThreadsLocked();
+  std::vector<Device*> devices;
+  for (const StreamRecord& s : streams_) {
+    p.streams.push_back(s.info);
+    if (s.device != nullptr &&
+        std::find(devices.begin(), devices.end(), s.device) == devices.end()) {
+      devices.push_back(s.device);
+    }
+  }
+  // The host holds the host side of every copy, even when no op ran there.
+  absl::StatusOr<Device*> host = DeviceRegistry::Global().GetDevice(CPUPlace());
+  if (host.ok() && std::find(devices.begin(), devices.end(), *host) == devices.end()) {
+    devices.push_back(*host);
+  }
+  for (Device* d : devices) {
+    p.memory.push_back({d->place(), d->Description(), d->allocator()->GetStats()});
+  }
+  std::sort(p.memory.begin(), p.memory.end(),
+            [](const PlaceMemory& a, const PlaceMemory& b) { return a.place < b.place; });
+  return p;
+}
 
 }  // namespace
 
@@ -504,6 +729,8 @@ absl::Status StopProfiler(SortKey sort_key, const std::string& trace_path) {
 }
 
 void ResetProfiler() { Collector::Get().Reset(); }
+
+void SetClockForTesting(int64_t (*now_ns)()) { g_test_clock.store(now_ns); }
 
 bool IsProfilerEnabled() { return Collector::Get().enabled(); }
 

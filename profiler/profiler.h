@@ -33,8 +33,24 @@
 // (profiler_benchmark.cc, development machine), plus recording two timing
 // events per op on devices with a timer.
 //
-// Thread safety: every function here is thread-safe. Runs on several threads
-// are recorded per host thread. One profiling session at a time per process.
+// Concurrency: the executor calls the hooks from the thread that called
+// Executor::Run (the dispatcher) and from its host workers at once. Each
+// thread's ops, copies and waits nest on that thread (a copy or wait inside
+// an op's span is its child: ProfileEvent::parent_op_index; the op's self
+// time leaves it out). A host worker's events belong to the run in
+// progress (the latest begun, when several threads run at once); a run is
+// counted once, by the thread that called it. Waits (OnWaitBegin/OnWaitEnd)
+// are kWait events. Device intervals on the host clock: the first timed op
+// of a run on a device records a reference timing event (the anchor) on
+// its stream just before its own, pinned to the host time then; the
+// previous run synchronised the device, so the anchor completes at once.
+// An op's device start is the anchor's host time plus the device time from
+// the anchor to the op's start event, whichever stream of the device it
+// ran on. Profile::concurrency sums them up (busy time per place, overlap,
+// device idle while the host is busy, host waiting; profile.h).
+//
+// Thread safety: every function here is thread-safe. One profiling session
+// at a time per process.
 #ifndef TANDEM_PROFILER_PROFILER_H_
 #define TANDEM_PROFILER_PROFILER_H_
 
@@ -81,6 +97,11 @@ absl::StatusOr<Profile> CollectProfile();
 // Discards what was collected so far (the session keeps running; runs
 // already counted as warm-up are not repeated).
 void ResetProfiler();
+
+// Testing only: replaces the profiler's clock (nanoseconds, monotonic per
+// thread, any epoch; it may differ per thread) by `now_ns`; nullptr
+// restores the steady clock. Set it while no session runs.
+void SetClockForTesting(int64_t (*now_ns)());
 
 // True between StartProfiler and StopProfiler.
 bool IsProfilerEnabled();

@@ -1,10 +1,13 @@
 #include "profiler/profiler.h"
 
 #include <cstring>
+#include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "framework/device/device_registry.h"
 #include "framework/memory/cpu_allocator.h"
 #include "framework/runtime/execution_observer.h"
@@ -12,6 +15,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "profiler/chrome_trace.h"
+#include "profiler/concurrency_testutil.h"
 #include "profiler/crop_workload_testutil.h"
 
 namespace tandem {
@@ -19,6 +23,7 @@ namespace profiler {
 namespace {
 
 using ::testing::AllOf;
+using ::testing::ElementsAre;
 
 Place Sim0() { return *ParsePlace("sim:0"); }
 
@@ -333,6 +338,307 @@ TEST_F(ProfilerTest, CpuStateRecordsNoDeviceTime) {
   ASSERT_OK_AND_ASSIGN(Profile p, CollectProfile());
   ASSERT_EQ(p.events.size(), 3u);
   for (const ProfileEvent& e : p.events) EXPECT_FALSE(e.has_device_time) << e.name;
+}
+
+// ---- Concurrent hooks (concurrency_testutil.h: the timeline and its sums) --
+
+const ProfileEvent* FindEvent(const Profile& p, EventKind kind, const std::string& name) {
+  for (const ProfileEvent& e : p.events) {
+    if (e.kind == kind && e.name == name) return &e;
+  }
+  return nullptr;
+}
+
+constexpr double kEps = 1e-12;
+
+TEST_F(ProfilerTest, ConcurrentHooksNestPerThreadAndTimeEachStream) {
+  FakeClock clock;
+  QueueDevice gpu(GPUPlace(0));
+  ASSERT_OK(StartProfiler({ProfilerState::kAll, 0}));
+  FeedConcurrentRun(&gpu);
+  ASSERT_OK_AND_ASSIGN(Profile p, CollectProfile());
+  ASSERT_EQ(p.runs.size(), 1u);  // counted once, by the dispatcher
+  EXPECT_EQ(p.runs[0].start_ns, 0);
+  EXPECT_EQ(p.runs[0].end_ns, 100000);
+  EXPECT_EQ(p.runs[0].stats.ops, 4);
+  EXPECT_EQ(CountKind(p, EventKind::kOp, false), 4);
+  EXPECT_EQ(CountKind(p, EventKind::kCopy, false), 1);
+  EXPECT_EQ(CountKind(p, EventKind::kWait, false), 2);
+  for (const ProfileEvent& e : p.events) EXPECT_EQ(e.run, 0) << e.name;  // workers' too
+
+  const ProfileEvent* sum = FindEvent(p, EventKind::kOp, "sum");
+  const ProfileEvent* copy = FindEvent(p, EventKind::kCopy, "memcpy_d2h");
+  const ProfileEvent* lookup = FindEvent(p, EventKind::kOp, "lookup_table");
+  ASSERT_TRUE(sum != nullptr && copy != nullptr && lookup != nullptr);
+  // The copy nests under sum, on sum's thread; sum's self time leaves it out.
+  EXPECT_EQ(sum->start_ns, 20000);
+  EXPECT_EQ(sum->end_ns, 60000);
+  EXPECT_EQ(sum->child_ns, 10000);
+  EXPECT_NEAR(sum->self_ms(), 0.030, kEps);
+  EXPECT_EQ(copy->parent_op_index, 3);
+  EXPECT_EQ(copy->consumer, "sum");
+  EXPECT_EQ(copy->thread, sum->thread);
+  EXPECT_EQ(copy->worker, 1);
+  EXPECT_EQ(copy->start_ns, 45000);
+  EXPECT_EQ(copy->end_ns, 55000);
+  EXPECT_EQ(lookup->parent_op_index, -1);
+  EXPECT_NE(lookup->thread, sum->thread);
+  // Device intervals, per stream, on the host clock.
+  const ProfileEvent* matmul = FindEvent(p, EventKind::kOp, "matmul");
+  const ProfileEvent* relu = FindEvent(p, EventKind::kOp, "relu");
+  ASSERT_TRUE(matmul != nullptr && relu != nullptr);
+  EXPECT_TRUE(matmul->has_device_time);
+  EXPECT_EQ(matmul->device_start_ns, 10000);
+  EXPECT_NEAR(matmul->device_ms, 0.030, kEps);
+  EXPECT_EQ(relu->device_start_ns, 62000);
+  EXPECT_NEAR(relu->device_ms, 0.020, kEps);
+  EXPECT_TRUE(copy->has_device_time);
+  EXPECT_EQ(copy->device_start_ns, 45000);
+  EXPECT_NEAR(copy->device_ms, 0.010, kEps);
+  EXPECT_FALSE(lookup->has_device_time);  // cpu: no timer
+  EXPECT_EQ(p.streams[matmul->stream].name, "compute");
+  EXPECT_EQ(p.streams[relu->stream].name, "compute");
+  EXPECT_EQ(p.streams[copy->stream].name, "copy");
+  EXPECT_EQ(p.streams[copy->stream].place, GPUPlace(0));
+  // Waits: one before lookup_table on its worker, one at the end of the run.
+  const ProfileEvent* wait = FindEvent(p, EventKind::kWait, "lookup_table");
+  const ProfileEvent* end_wait = FindEvent(p, EventKind::kWait, "end of run");
+  ASSERT_TRUE(wait != nullptr && end_wait != nullptr);
+  EXPECT_EQ(wait->thread, lookup->thread);
+  EXPECT_EQ(wait->end_ns - wait->start_ns, 3000);
+  EXPECT_EQ(end_wait->thread, matmul->thread);
+  EXPECT_EQ(end_wait->op_index, -1);
+
+  std::vector<std::string> names;
+  for (const ThreadInfo& t : p.threads) names.push_back(t.name);
+  EXPECT_THAT(names,
+              ::testing::UnorderedElementsAre("dispatcher", "host worker 0", "host worker 1"));
+}
+
+TEST_F(ProfilerTest, ConcurrencyFiguresOfAConcurrentRunAreExact) {
+  FakeClock clock;
+  QueueDevice gpu(GPUPlace(0));
+  ASSERT_OK(StartProfiler({ProfilerState::kAll, 0}));
+  FeedConcurrentRun(&gpu);
+  ASSERT_OK_AND_ASSIGN(Profile p, CollectProfile());
+  const Concurrency& c = p.concurrency;
+  ASSERT_EQ(c.steps.size(), 1u);
+  EXPECT_EQ(c.steady_steps, 1);
+  const StepConcurrency& s = c.steps[0];
+  EXPECT_TRUE(s.steady);
+  EXPECT_NEAR(s.step_ms, 0.100, kEps);
+  EXPECT_NEAR(s.host_busy_ms, 0.045, kEps);  // 5..45 and 55..60: the copy is not host work
+  EXPECT_NEAR(s.host_wait_ms, 0.010, kEps);
+  EXPECT_NEAR(s.overlap_ms, 0.030, kEps);
+  ASSERT_EQ(s.devices.size(), 1u);  // cpu is the host, not a device
+  const DeviceConcurrency* d = s.Find(GPUPlace(0));
+  ASSERT_NE(d, nullptr);
+  EXPECT_TRUE(d->timed);
+  EXPECT_NEAR(d->busy_ms, 0.060, kEps);  // both streams
+  EXPECT_NEAR(d->overlap_ms, 0.030, kEps);
+  EXPECT_NEAR(d->idle_for_host_ms, 0.015, kEps);
+  EXPECT_EQ(s.Find(CPUPlace()), nullptr);
+  // One steady step: the medians are its figures.
+  EXPECT_NEAR(c.median.host_busy_ms, 0.045, kEps);
+  EXPECT_NEAR(c.median.devices.at(0).idle_for_host_ms, 0.015, kEps);
+  // gpu:0 idles 5 us during lookup_table and 10 us during sum.
+  ASSERT_EQ(c.blockers.size(), 1u);
+  EXPECT_EQ(c.blockers[0].device, GPUPlace(0));
+  EXPECT_EQ(c.blockers[0].op, "sum");
+  EXPECT_EQ(c.blockers[0].op_index, 3);
+  EXPECT_NEAR(c.blockers[0].idle_ms_per_step, 0.010, kEps);
+  EXPECT_EQ(DescribeHostBlocker(c.blockers[0]),
+            "gpu:0 idled 10 us per step waiting for host op sum (#3)");
+}
+
+TEST_F(ProfilerTest, WarmupRunsAreLeftOutOfTheConcurrencyMedians) {
+  FakeClock clock;
+  QueueDevice gpu(GPUPlace(0));
+  ASSERT_OK(StartProfiler({ProfilerState::kAll, 1}));
+  for (int run = 0; run < 3; ++run) FeedConcurrentRun(&gpu, 1000 * run);
+  ASSERT_OK_AND_ASSIGN(Profile p, CollectProfile());
+  ASSERT_EQ(p.runs.size(), 3u);
+  const Concurrency& c = p.concurrency;
+  ASSERT_EQ(c.steps.size(), 3u);
+  EXPECT_FALSE(c.steps[0].steady);
+  EXPECT_EQ(c.steady_steps, 2);
+  for (const StepConcurrency& s : c.steps) {
+    EXPECT_NEAR(s.overlap_ms, 0.030, kEps) << s.run;  // each run anchored on its own
+  }
+  EXPECT_NEAR(c.blockers.at(0).idle_ms_per_step, 0.010, kEps);
+  // The same worker threads every run: one name each.
+  EXPECT_EQ(p.threads.size(), 3u);
+}
+
+TEST_F(ProfilerTest, AFailedOpLeavesNoSpanBehind) {
+  FakeClock clock;
+  QueueDevice gpu(GPUPlace(0));
+  ASSERT_OK(StartProfiler({ProfilerState::kAll, 0}));
+  ExecutionObserver* observer = GetExecutionObserver();
+  OpDesc failing, ok;
+  failing.type = "failing";
+  ok.type = "ok";
+  OpEvent a, b;
+  a.op = &failing;
+  a.index = 1;
+  a.device = &gpu;
+  a.stream = gpu.compute_stream();
+  b = a;
+  b.op = &ok;
+  b.index = 2;
+  FakeClock::SetUs(1);
+  observer->OnRunBegin();
+  observer->OnOpBegin(a);  // fails: no OnOpEnd, no OnRunEnd
+  FakeClock::SetUs(10);
+  observer->OnRunBegin();
+  FakeClock::SetUs(11);
+  observer->OnOpBegin(b);
+  gpu.Run(gpu.compute_stream(), 5);
+  FakeClock::SetUs(12);
+  observer->OnOpEnd(b);
+  observer->OnOpEnd(a);  // too late: ignored
+  FakeClock::SetUs(20);
+  observer->OnRunEnd(RunStats());
+  ASSERT_OK_AND_ASSIGN(Profile p, CollectProfile());
+  ASSERT_EQ(p.runs.size(), 2u);
+  EXPECT_EQ(p.runs[0].end_ns, -1);
+  ASSERT_EQ(p.events.size(), 1u);
+  EXPECT_EQ(p.events[0].name, "ok");
+  EXPECT_EQ(p.events[0].run, 1);
+  EXPECT_EQ(p.events[0].child_ns, 0);
+  EXPECT_EQ(p.events[0].device_start_ns, 11000);
+  EXPECT_NEAR(p.events[0].device_ms, 0.005, kEps);
+  ASSERT_EQ(p.concurrency.steps.size(), 1u);  // the failed run has no figures
+  EXPECT_NEAR(p.concurrency.steps[0].devices.at(0).busy_ms, 0.005, kEps);
+}
+
+TEST_F(ProfilerTest, ManyWorkersAtOnceLoseNoEventAndNestEachCopyUnderItsOp) {
+  constexpr int kWorkers = 4, kOps = 500;
+  QueueDevice gpu(GPUPlace(0));
+  ASSERT_OK(StartProfiler({ProfilerState::kAll, 0}));
+  ExecutionObserver* observer = GetExecutionObserver();
+  std::vector<OpDesc> ops(kWorkers);
+  OpDesc copy_op;
+  copy_op.type = "memcpy_d2h";
+  observer->OnRunBegin();
+  std::vector<std::thread> workers;
+  for (int w = 0; w < kWorkers; ++w) {
+    ops[w].type = absl::StrCat("host_op_", w);
+    workers.emplace_back([&, w] {
+      for (int i = 0; i < kOps; ++i) {
+        OpEvent op;
+        op.op = &ops[w];
+        op.index = w * kOps + i;
+        op.worker = w;
+        OpEvent copy;
+        copy.op = &copy_op;
+        copy.index = 100000 + op.index;
+        copy.device = &gpu;
+        copy.stream = gpu.copy_stream();
+        copy.place = gpu.place();
+        copy.is_copy = true;
+        copy.copy_kind = CopyKind::kDeviceToHost;
+        copy.worker = w;
+        observer->OnOpBegin(op);
+        observer->OnOpBegin(copy);
+        observer->OnOpEnd(copy);
+        observer->OnOpEnd(op);
+      }
+    });
+  }
+  for (std::thread& t : workers) t.join();
+  observer->OnRunEnd(RunStats());
+  ASSERT_OK_AND_ASSIGN(Profile p, CollectProfile());
+  ASSERT_EQ(p.runs.size(), 1u);
+  EXPECT_EQ(CountKind(p, EventKind::kOp, false), kWorkers * kOps);
+  EXPECT_EQ(CountKind(p, EventKind::kCopy, false), kWorkers * kOps);
+  std::map<int, int> thread_of_op;  // op_index -> thread
+  for (const ProfileEvent& e : p.events) {
+    ASSERT_EQ(e.run, 0) << e.name;
+    if (e.kind == EventKind::kOp) {
+      EXPECT_EQ(e.name, absl::StrCat("host_op_", e.worker));
+      thread_of_op[e.op_index] = e.thread;
+    }
+  }
+  for (const ProfileEvent& e : p.events) {
+    if (e.kind != EventKind::kCopy) continue;
+    ASSERT_EQ(e.parent_op_index, e.op_index - 100000);
+    EXPECT_EQ(e.consumer, absl::StrCat("host_op_", e.worker));
+    EXPECT_EQ(e.thread, thread_of_op.at(e.parent_op_index));
+    EXPECT_TRUE(e.has_device_time);  // every timing was read at the run's end
+  }
+  EXPECT_EQ(p.threads.size(), 1u + kWorkers);
+}
+
+// ComputeConcurrency on a hand-made profile: medians per figure, devices
+// without a timer.
+ProfileEvent Span(EventKind kind, int run, Place place, int thread, int64_t start_us,
+                  int64_t end_us) {
+  ProfileEvent e;
+  e.kind = kind;
+  e.name = "op";
+  e.run = run;
+  e.place = place;
+  e.thread = thread;
+  e.start_ns = start_us * 1000;
+  e.end_ns = end_us * 1000;
+  return e;
+}
+
+TEST(ComputeConcurrencyTest, MediansPerFigureAndUntimedDevices) {
+  Profile p;
+  p.streams = {{GPUPlace(0), "compute"}, {GPUPlace(1), "compute"}, {CPUPlace(), "compute"}};
+  for (int r = 0; r < 3; ++r) {
+    ProfileRun run;
+    run.start_ns = r * 100000;
+    run.end_ns = run.start_ns + (r + 1) * 10000;  // 10, 20, 30 us
+    p.runs.push_back(run);
+    const int64_t t0 = r * 100;
+    // Host: two threads, 0..4 and 2..(4 + 2r): union 4 + 2r us.
+    p.events.push_back(Span(EventKind::kOp, r, CPUPlace(), 0, t0, t0 + 4));
+    p.events.push_back(Span(EventKind::kOp, r, CPUPlace(), 1, t0 + 2, t0 + 4 + 2 * r));
+    // gpu:0 busy 3..(5 + r) us; gpu:1 is used but has no timer.
+    ProfileEvent k = Span(EventKind::kOp, r, GPUPlace(0), 0, t0, t0 + 1);
+    k.stream = 0;
+    k.has_device_time = true;
+    k.device_start_ns = (t0 + 3) * 1000;
+    k.device_ms = (2 + r) * 1e-3;
+    p.events.push_back(k);
+    ProfileEvent untimed = Span(EventKind::kOp, r, GPUPlace(1), 0, t0 + 1, t0 + 2);
+    untimed.stream = 1;
+    p.events.push_back(untimed);
+    p.events.push_back(Span(EventKind::kWait, r, CPUPlace(), 0, t0 + 6, t0 + 6 + 3 * r));
+  }
+  const Concurrency c = ComputeConcurrency(p);
+  ASSERT_EQ(c.steps.size(), 3u);
+  EXPECT_EQ(c.steady_steps, 3);
+  std::vector<double> busy, overlap;
+  for (const StepConcurrency& s : c.steps) {
+    busy.push_back(s.host_busy_ms);
+    overlap.push_back(s.overlap_ms);
+  }
+  EXPECT_NEAR(busy[0], 0.004, kEps);
+  EXPECT_NEAR(busy[1], 0.006, kEps);
+  EXPECT_NEAR(busy[2], 0.008, kEps);
+  // Host busy 0..(4 + 2r), gpu:0 3..(5 + r): overlap 1, 3, 4 us.
+  EXPECT_NEAR(overlap[0], 0.001, kEps);
+  EXPECT_NEAR(overlap[1], 0.003, kEps);
+  EXPECT_NEAR(overlap[2], 0.004, kEps);
+  EXPECT_NEAR(c.median.step_ms, 0.020, kEps);
+  EXPECT_NEAR(c.median.host_busy_ms, 0.006, kEps);
+  EXPECT_NEAR(c.median.host_wait_ms, 0.003, kEps);
+  ASSERT_EQ(c.median.devices.size(), 2u);
+  EXPECT_EQ(c.median.devices[0].place, GPUPlace(0));
+  EXPECT_TRUE(c.median.devices[0].timed);
+  EXPECT_NEAR(c.median.devices[0].busy_ms, 0.003, kEps);
+  EXPECT_NEAR(c.median.devices[0].idle_for_host_ms, 0.003, kEps);  // 3, 3, 4
+  EXPECT_EQ(c.median.devices[1].place, GPUPlace(1));
+  EXPECT_FALSE(c.median.devices[1].timed);
+  EXPECT_EQ(c.median.devices[1].busy_ms, 0);
+  EXPECT_EQ(c.median.devices[1].idle_for_host_ms, 0);
+  // gpu:0 idles before its work (0..3) while both host ops run.
+  ASSERT_EQ(c.blockers.size(), 1u);
+  EXPECT_EQ(c.blockers[0].device, GPUPlace(0));
 }
 
 // On a real GPU (skipped without one): device time for ops that launch

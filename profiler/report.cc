@@ -33,7 +33,7 @@ struct Row {
   std::vector<Row> children;
 
   void Add(const ProfileEvent& e) {
-    const double ms = e.host_ms();
+    const double ms = e.self_ms();
     ++calls;
     total += ms;
     min = std::min(min, ms);
@@ -123,7 +123,7 @@ std::string Percent(double part, double whole) {
 void AppendOverhead(const Profile& profile, double total_time, std::string* out) {
   double compute = 0;
   for (const ProfileEvent& e : profile.events) {
-    if (e.kind == EventKind::kOp && profile.IsSteady(e)) compute += e.host_ms();
+    if (e.kind == EventKind::kOp && profile.IsSteady(e)) compute += e.self_ms();
   }
   const double overhead = std::max(0.0, total_time - compute);
   absl::StrAppend(out, "Total time: ", G(total_time), "\n");
@@ -159,11 +159,53 @@ void AppendMemcpySummary(const Profile& profile, double total_time, std::string*
   absl::StrAppend(out, "\n");
 }
 
+// "  Host busy   Total: 0.045   Ratio: 45%": a figure and its share of the step.
+void ConcurrencyLine(const std::string& label, double ms, double step_ms, std::string* out) {
+  absl::StrAppendFormat(out, "  %-34s Total: %-12s Ratio: %s\n", label, G(ms),
+                        Percent(ms, step_ms));
+}
+
+void AppendConcurrency(const Profile& profile, std::string* out) {
+  absl::StrAppend(out, Title("Concurrency"));
+  // A profile made by hand may not have its figures yet.
+  const Concurrency c =
+      profile.concurrency.steps.empty() ? ComputeConcurrency(profile) : profile.concurrency;
+  if (c.steady_steps == 0) {
+    absl::StrAppend(out, "No steady-state runs.\n\n");
+    return;
+  }
+  const StepConcurrency& m = c.median;
+  absl::StrAppend(out, "Median per steady-state step over ", c.steady_steps,
+                  c.steady_steps == 1 ? " step" : " steps",
+                  " (each figure its own median); step time: ", G(m.step_ms), "\n");
+  ConcurrencyLine("Host busy", m.host_busy_ms, m.step_ms, out);
+  ConcurrencyLine("Host waiting for devices", m.host_wait_ms, m.step_ms, out);
+  bool timed = false;
+  for (const DeviceConcurrency& d : m.devices) {
+    const std::string place = d.place.ToString();
+    if (!d.timed) {
+      absl::StrAppendFormat(out, "  %-34s -  (no device time measured)\n", "Busy " + place);
+      continue;
+    }
+    timed = true;
+    ConcurrencyLine("Busy " + place, d.busy_ms, m.step_ms, out);
+    ConcurrencyLine("Overlap host and " + place, d.overlap_ms, m.step_ms, out);
+    ConcurrencyLine("Idle " + place + " waiting for host", d.idle_for_host_ms, m.step_ms, out);
+  }
+  if (timed) ConcurrencyLine("Overlap host and any device", m.overlap_ms, m.step_ms, out);
+  for (const HostBlocker& b : c.blockers) {
+    absl::StrAppend(out, "  Most waited for: ", DescribeHostBlocker(b), "\n");
+  }
+  absl::StrAppend(out,
+                  "Host busy: host kernels on all host threads (their copies and waits "
+                  "excluded); a device busy: its device time on all its streams.\n\n");
+}
+
 std::vector<Row> BuildRows(const Profile& profile) {
   std::map<std::pair<bool, std::string>, Row> top;           // (user span?, name)
   std::map<std::string, std::map<std::string, Row>> copies;  // consumer -> copy name
   for (const ProfileEvent& e : profile.events) {
-    if (!profile.IsSteady(e)) continue;
+    if (e.kind == EventKind::kWait || !profile.IsSteady(e)) continue;
     if (e.kind == EventKind::kCopy) {
       Row& r = copies[e.consumer][CopyEventName(e)];
       r.is_copy = true;
@@ -328,6 +370,7 @@ std::string FormatReport(const Profile& profile, SortKey sort_key) {
                         G(steps.empty() ? 0 : *std::max_element(steps.begin(), steps.end())));
   AppendOverhead(profile, total_time, &out);
   AppendMemcpySummary(profile, total_time, &out);
+  AppendConcurrency(profile, &out);
   AppendEventSummary(profile, sort_key, total_time, &out);
   AppendLedger(profile, &out);
   AppendPlacement(profile, &out);

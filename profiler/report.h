@@ -13,6 +13,16 @@
 //               "Computation time" (host time inside kernels) and
 //               "Framework overhead" (the rest: copies, scheduling, syncs)
 //   GpuMemCpy Summary  copies: calls, host time, share of Total time
+//   Concurrency        per steady-state step (each figure's median over the
+//               steady steps), with its share of the median step time:
+//               "Host busy" (host kernels, union over host threads),
+//               "Host waiting for devices" (wait spans), per device
+//               "Busy <place>" (device time, union over its streams),
+//               "Overlap host and <place>", "Idle <place> waiting for
+//               host" (host busy, device idle); "Overlap host and any
+//               device"; "Most waited for: ..." per device (the host op it
+//               idled longest during, DescribeHostBlocker). A device with
+//               no device time measured prints "-" (Profile::concurrency)
 //   Event Summary      one row per op type; the copies an op needed are
 //               nested under it ("  GpuMemcpySync:CPU->GPU"); an op's row
 //               excludes them. Total = host wall time; CPU Time and GPU Time

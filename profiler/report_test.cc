@@ -12,6 +12,7 @@
 #include "framework/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "profiler/concurrency_testutil.h"
 #include "profiler/crop_workload_testutil.h"
 #include "profiler/profiler.h"
 
@@ -158,8 +159,9 @@ TEST(ReportTest, SectionsHeaderAndColumnsFollowTheReference) {
   const Profiled run = ProfileCrop(false);
   const std::string report = FormatReport(run.profile, SortKey::kTotal);
   const ParsedReport p = Parse(report);
-  EXPECT_THAT(p.sections, ElementsAre("Profiling Report", "GpuMemCpy Summary", "Event Summary",
-                                      "Copy Ledger", "Placement", "Memory Summary"))
+  EXPECT_THAT(p.sections,
+              ElementsAre("Profiling Report", "GpuMemCpy Summary", "Concurrency", "Event Summary",
+                          "Copy Ledger", "Placement", "Memory Summary"))
       << report;
   EXPECT_GE(p.LineOf("Note! This Report merge all thread info into one."), 0);
   EXPECT_GE(p.LineOf("Place: All"), 0);
@@ -344,11 +346,86 @@ TEST(ReportTest, CpuStateHasNoDeviceColumns) {
               ElementsAre("Event", "Calls", "Total", "Min.", "Max.", "Ave.", "Ratio.", "Bytes"));
 }
 
+// The concurrent run of concurrency_testutil.h, one warm-up and two steady.
+Profile ProfileConcurrentRuns() {
+  FakeClock clock;
+  QueueDevice gpu(GPUPlace(0));
+  CHECK(StartProfiler({ProfilerState::kAll, 1}).ok());
+  for (int run = 0; run < 3; ++run) FeedConcurrentRun(&gpu, 1000 * run);
+  auto profile = CollectProfile();
+  CHECK(profile.ok()) << profile.status();
+  return *std::move(profile);
+}
+
+TEST(ReportTest, ConcurrencySectionHasBusyOverlapAndWaitPerStep) {
+  const std::string report = FormatReport(ProfileConcurrentRuns(), SortKey::kDefault);
+  const ParsedReport p = Parse(report);
+  const int title = p.LineOf("-------------------------        Concurrency");
+  ASSERT_GT(title, p.LineOf("GpuMemcpySync")) << report;
+  EXPECT_EQ(p.LineOf("Median per steady-state step over 2 steps (each figure its own median); "
+                     "step time: 0.1"),
+            title + 2)
+      << report;
+  struct Figure {
+    const char* label;
+    double ms, percent;
+  };
+  for (const Figure& f :
+       {Figure{"Host busy ", 0.045, 45}, Figure{"Host waiting for devices", 0.01, 10},
+        Figure{"Busy gpu:0", 0.06, 60}, Figure{"Overlap host and gpu:0", 0.03, 30},
+        Figure{"Idle gpu:0 waiting for host", 0.015, 15},
+        Figure{"Overlap host and any device", 0.03, 30}}) {
+    SCOPED_TRACE(f.label);
+    EXPECT_GT(p.LineOf(f.label), title);
+    EXPECT_NEAR(p.Number(f.label, "Total:"), f.ms, 1e-9);
+    EXPECT_NEAR(p.Number(f.label, "Ratio:"), f.percent, 1e-6);
+  }
+  EXPECT_GT(p.LineOf("Most waited for: gpu:0 idled 10 us per step waiting for host op sum (#3)"),
+            title)
+      << report;
+  // The copy sum made on its worker is listed under sum; sum's row excludes it.
+  int sum = -1;
+  for (size_t i = 0; i < p.events.size(); ++i) {
+    if (p.events[i].name() == "sum") sum = static_cast<int>(i);
+  }
+  ASSERT_GE(sum, 0) << report;
+  EXPECT_NEAR(p.events[sum]["Total"], 2 * 0.030, 1e-9);
+  ASSERT_LT(sum + 1, static_cast<int>(p.events.size()));
+  EXPECT_EQ(p.events[sum + 1].depth, 1);
+  EXPECT_EQ(p.events[sum + 1].name(), "GpuMemcpySync:GPU->CPU");
+  // Waits are no Event Summary rows.
+  for (const TableRow& row : p.events) EXPECT_NE(row.name(), "end of run");
+}
+
+TEST(ReportTest, ConcurrencyWithoutDeviceTime) {
+  const Profiled run = ProfileCrop(/*slice_on_cpu=*/true, ProfilerState::kCPU);
+  const std::string report = FormatReport(run.profile, SortKey::kTotal);
+  const ParsedReport p = Parse(report);
+  EXPECT_GE(p.LineOf("Median per steady-state step over 5 steps"), 0) << report;
+  const int busy_sim = p.LineOf("Busy sim:0 ");
+  ASSERT_GE(busy_sim, 0) << report;
+  EXPECT_THAT(p.lines[busy_sim], ::testing::EndsWith(" -  (no device time measured)"));
+  EXPECT_LT(p.LineOf("Overlap host and any device"), 0);
+  EXPECT_LT(p.LineOf("Most waited for:"), 0);
+  // slice runs on the host: busy time within the step.
+  const double busy = p.Number("Host busy", "Total:");
+  EXPECT_GT(busy, 0);
+  EXPECT_LE(busy, p.Number("Step time", "Max:"));
+}
+
+TEST(ReportTest, ConcurrencyOfAHandMadeProfileIsComputed) {
+  Profile profile = ProfileConcurrentRuns();
+  profile.concurrency = Concurrency();
+  const ParsedReport p = Parse(FormatReport(profile, SortKey::kDefault));
+  EXPECT_NEAR(p.Number("Overlap host and gpu:0", "Total:"), 0.03, 1e-9);
+}
+
 TEST(ReportTest, AllWarmupSaysSo) {
   const Profiled run = ProfileCrop(false, ProfilerState::kAll, /*runs=*/1, /*warmup=*/1);
   const ParsedReport p = Parse(FormatReport(run.profile, SortKey::kTotal));
   EXPECT_GE(p.LineOf("Steady state: 0 runs (warm-up runs excluded: 1)"), 0);
   EXPECT_GE(p.LineOf("Note! Every profiled run was a warm-up run"), 0);
+  EXPECT_GE(p.LineOf("No steady-state runs."), 0);
   EXPECT_TRUE(p.events.empty());
 }
 
