@@ -45,7 +45,8 @@ TEST(ChromeTraceTest, WrittenFileParsesAndHoldsEveryEvent) {
   ASSERT_OK_AND_ASSIGN(const Json::Elements* events, trace.GetArray("traceEvents"));
   EXPECT_EQ(trace.GetString("displayTimeUnit").value_or(""), "ms");
 
-  std::map<std::string, int> by_category;
+  std::map<std::string, int> by_category;     // host track
+  std::map<std::string, int> device_category;  // sim:0's stream tracks
   std::map<std::string, std::string> process_names;
   for (const Json& e : *events) {
     ASSERT_OK_AND_ASSIGN(std::string ph, e.GetString("ph"));
@@ -64,7 +65,11 @@ TEST(ChromeTraceTest, WrittenFileParsesAndHoldsEveryEvent) {
     EXPECT_GE(dur, 0);
     ASSERT_OK(e.GetInt("tid").status());
     ASSERT_OK_AND_ASSIGN(std::string category, e.GetString("cat"));
-    ++by_category[category];
+    ++(pid == 1 ? by_category : device_category)[category];
+    if (pid != 1) {
+      ASSERT_OK_AND_ASSIGN(const Json* args, e.Get("args"));
+      EXPECT_THAT(args->GetDouble("device_ms"), IsOkAndHolds(::testing::Ge(0.0)));
+    }
     if (category == "copy") {
       ASSERT_OK_AND_ASSIGN(const Json* args, e.Get("args"));
       EXPECT_THAT(args->GetInt("bytes"), IsOkAndHolds(16));
@@ -78,12 +83,18 @@ TEST(ChromeTraceTest, WrittenFileParsesAndHoldsEveryEvent) {
     }
   }
   EXPECT_EQ(process_names["1"], "host");
-  EXPECT_EQ(process_names["2"], "sim:0");  // its stream tracks (no device time on sim)
+  EXPECT_EQ(process_names["2"], "sim:0");  // its stream tracks
   EXPECT_EQ(by_category["run"], 3);
   // The two fill_constant ops are folded: they run in the first run only.
   EXPECT_EQ(by_category["op"], 5 + 2 * 3);
   EXPECT_EQ(by_category["copy"], 3 * 2);
   EXPECT_EQ(by_category["user"], 1);
+  // Sim times its streams: every copy, and the ops that launch device work
+  // (the fill_constants, slice and crop_tensor, not shape), are on its
+  // tracks too.
+  EXPECT_EQ(device_category["op"], 2 + 2 * 3);
+  EXPECT_EQ(device_category["copy"], 3 * 2);
+  EXPECT_EQ(device_category.count("run"), 0u);
 }
 
 TEST(ChromeTraceTest, WarmupEventsAreMarked) {
@@ -93,6 +104,7 @@ TEST(ChromeTraceTest, WarmupEventsAreMarked) {
   for (const Json& e : trace.Find("traceEvents")->array()) {
     const Json* args = e.Find("args");
     if (e.Find("cat") == nullptr || e.Find("cat")->string_value() != "op") continue;
+    if (e.Find("pid")->int_value() != 1) continue;  // the host track only
     (args->Has("warmup") ? warmup : steady)++;
   }
   EXPECT_EQ(warmup, 5);  // the first run computes the folded fill_constants

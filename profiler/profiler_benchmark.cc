@@ -3,7 +3,8 @@
 //   bazel run -c opt //profiler:profiler_benchmark
 //
 // BM_ObservedOp: one op's OnOpBegin + OnOpEnd through the installed
-//   observer (sim:0, no timer), i.e. the per-op cost of profiling.
+//   observer (sim:0: a start and an end timing event queued on its
+//   compute stream), i.e. the per-op cost of profiling.
 // BM_CropRun/<mode>: workload 2 on sim:0 (ops and copies per run: `steps`) with the
 //   profiler off (0), on in CPU state (1) and on in All state (2); the
 //   difference per step is the overhead seen by a real run.

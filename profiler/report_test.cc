@@ -248,16 +248,32 @@ TEST(ReportTest, RowsAreConsistent) {
   ASSERT_FALSE(p.events.empty());
   double top_ratio = 0;
   std::map<std::string, double> calls;
+  std::map<std::string, bool> timed;  // has a GPU time
   for (const TableRow& row : p.events) {
     calls[row.name()] = row["Calls"];
     EXPECT_LE(row["Min."], row["Ave."] + 1e-6) << row.name();
     EXPECT_LE(row["Ave."], row["Max."] + 1e-6) << row.name();
     EXPECT_NEAR(row["Ave."] * row["Calls"], row["Total"], 1e-5 * row["Calls"] + 1e-6);
-    // No timer on sim: host time only.
-    EXPECT_EQ(row.cells.at("GPU Time (Ratio)").text, "-");
-    EXPECT_DOUBLE_EQ(RatioOf(row, "CPU Time (Ratio)"), 1.0);
     EXPECT_DOUBLE_EQ(row["CPU Time (Ratio)"], row["Total"]);
+    // Sim times its streams: device work has a GPU time, and the two shares
+    // add up to one; the rest is host time only.
+    timed[row.name()] = row.cells.at("GPU Time (Ratio)").text != "-";
+    if (timed[row.name()]) {
+      EXPECT_GE(row["GPU Time (Ratio)"], 0) << row.name();
+      EXPECT_NEAR(RatioOf(row, "CPU Time (Ratio)") + RatioOf(row, "GPU Time (Ratio)"), 1.0, 2e-6)
+          << row.name();
+    } else {
+      EXPECT_DOUBLE_EQ(RatioOf(row, "CPU Time (Ratio)"), 1.0) << row.name();
+    }
     if (row.depth == 0) top_ratio += row["Ratio."];
+  }
+  EXPECT_TRUE(timed["slice"]);
+  EXPECT_TRUE(timed["crop_tensor"]);
+  EXPECT_FALSE(timed["shape"]);  // its output is host memory: no device work
+  for (const auto& [name, has_gpu] : timed) {
+    if (absl::StrContains(name, "GpuMemcpy")) {
+      EXPECT_TRUE(has_gpu) << name;
+    }
   }
   EXPECT_GT(top_ratio, 0);
   EXPECT_LE(top_ratio, 1.0);

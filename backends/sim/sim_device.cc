@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <utility>
 #include <vector>
 
@@ -22,6 +23,10 @@ DEFINE_int32(sim_devices, 2,
 DEFINE_int64(sim_memory_limit_mb, 0,
              "Memory limit of each sim device in MiB (0: none); read when the "
              "device is created.");
+DEFINE_int64(sim_stream_delay_us, 0,
+             "Microseconds each sim stream sleeps before every queued operation "
+             "(async copy, event record, event wait), to shake out missing "
+             "waits; read when the device is created.");
 
 namespace tandem {
 namespace {
@@ -36,8 +41,9 @@ class SimDeviceFactory final : public DeviceFactory {
   }
 
   absl::StatusOr<std::unique_ptr<Device>> CreateDevice(int index) override {
-    return std::unique_ptr<Device>(
-        std::make_unique<SimDevice>(index, FLAGS_sim_memory_limit_mb * 1024 * 1024));
+    return std::unique_ptr<Device>(std::make_unique<SimDevice>(
+        index, FLAGS_sim_memory_limit_mb * 1024 * 1024,
+        absl::Microseconds(std::max<int64_t>(0, FLAGS_sim_stream_delay_us))));
   }
 
   int ExchangeCurrentDevice(int index) override { return std::exchange(current_sim_device, index); }
@@ -81,11 +87,15 @@ std::string SimCopyCounters::ToString() const {
   return parts.empty() ? "no copies" : absl::StrJoin(parts, ", ");
 }
 
-SimDevice::SimDevice(int index, int64_t bytes_limit)
+SimDevice::SimDevice(int index, int64_t bytes_limit, absl::Duration stream_delay)
     : place_(SimPlace(index)),
-      memory_(place_, bytes_limit),
-      compute_stream_(this),
-      copy_stream_(this) {}
+      memory_(
+          place_, bytes_limit,
+          [this](std::function<void()> free) { compute_stream_.RunAfterQueued(std::move(free)); }),
+      compute_stream_(this, &delay_ns_, &streams_),
+      copy_stream_(this, &delay_ns_, &streams_) {
+  SetStreamDelay(stream_delay);
+}
 
 std::string SimDevice::Description() const {
   const int64_t limit = memory_.GetStats().bytes_limit;
@@ -95,12 +105,51 @@ std::string SimDevice::Description() const {
 
 Allocator* SimDevice::host_allocator() { return CpuAllocator::Default(); }
 
+void SimDevice::SetStreamDelay(absl::Duration delay) {
+  delay_ns_.store(std::max<int64_t>(0, absl::ToInt64Nanoseconds(delay)));
+}
+
+absl::Duration SimDevice::stream_delay() const { return absl::Nanoseconds(delay_ns_.load()); }
+
 absl::StatusOr<std::unique_ptr<Stream>> SimDevice::CreateStream() {
-  return std::unique_ptr<Stream>(std::make_unique<SimStream>(this));
+  return std::unique_ptr<Stream>(std::make_unique<SimStream>(this, &delay_ns_, &streams_));
 }
 
 absl::StatusOr<std::unique_ptr<Event>> SimDevice::CreateEvent() {
-  return std::unique_ptr<Event>(std::make_unique<SimEvent>());
+  return std::unique_ptr<Event>(std::make_unique<SimEvent>(/*timing=*/false));
+}
+
+absl::StatusOr<std::unique_ptr<Event>> SimDevice::CreateTimingEvent() {
+  return std::unique_ptr<Event>(std::make_unique<SimEvent>(/*timing=*/true));
+}
+
+absl::StatusOr<double> SimDevice::EventElapsedMs(Event* start, Event* end) {
+  std::shared_ptr<const SimEventRecord> records[2];
+  Event* events[2] = {start, end};
+  for (int i = 0; i < 2; ++i) {
+    const char* which = i == 0 ? "start" : "end";
+    ASSIGN_OR_RETURN(SimEvent * event, AnySimEvent(events[i], "EventElapsedMs"));
+    if (!event->timing()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(place_.LogName(), " EventElapsedMs: the ", which,
+                       " event is not a timing event (CreateTimingEvent)"));
+    }
+    records[i] = event->last_record();
+    if (records[i] == nullptr) {
+      return absl::FailedPreconditionError(absl::StrCat(place_.LogName(), " EventElapsedMs: the ",
+                                                        which, " event was never recorded"));
+    }
+    if (records[i]->device() != this) {
+      return absl::InvalidArgumentError(absl::StrCat(place_.LogName(), " EventElapsedMs: the ",
+                                                     which, " event was recorded on ",
+                                                     records[i]->device()->place().LogName()));
+    }
+  }
+  records[0]->Wait();
+  records[1]->Wait();
+  const std::chrono::duration<double, std::milli> ms =
+      records[1]->completed_at() - records[0]->completed_at();
+  return ms.count();
 }
 
 absl::StatusOr<SimStream*> SimDevice::OwnStream(Stream* stream, absl::string_view what) const {
@@ -122,58 +171,89 @@ absl::StatusOr<SimEvent*> SimDevice::AnySimEvent(Event* event, absl::string_view
   return sim;
 }
 
-absl::Status SimDevice::DoCopy(CopyKind kind, void* dst, const void* src, size_t bytes,
-                               bool async) {
-  if (bytes > 0) {
-    auto check = [&](bool on_device, const void* ptr, const char* side) {
-      if (!on_device || memory_.Owns(ptr, bytes)) return absl::OkStatus();
-      return absl::InvalidArgumentError(
-          absl::StrFormat("%s %s copy of %d bytes: the %s %p is not %s memory", place_.LogName(),
-                          CopyKindName(kind), bytes, side, ptr, place_.ToString()));
-    };
-    RETURN_IF_ERROR(check(kind != CopyKind::kDeviceToHost, dst, "destination"));
-    RETURN_IF_ERROR(check(kind != CopyKind::kHostToDevice, src, "source"));
-    std::memcpy(dst, src, bytes);
-  }
-  VLOG(3) << place_.LogName() << (async ? " CopyAsync " : " Copy ") << CopyKindName(kind) << " "
-          << bytes << " bytes";
+absl::Status SimDevice::CheckCopy(CopyKind kind, void* dst, const void* src, size_t bytes) const {
+  if (bytes == 0) return absl::OkStatus();
+  auto check = [&](bool on_device, const void* ptr, const char* side) {
+    if (!on_device || memory_.Owns(ptr, bytes)) return absl::OkStatus();
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s %s copy of %d bytes: the %s %p is not %s memory", place_.LogName(),
+                        CopyKindName(kind), bytes, side, ptr, place_.ToString()));
+  };
+  RETURN_IF_ERROR(check(kind != CopyKind::kDeviceToHost, dst, "destination"));
+  return check(kind != CopyKind::kHostToDevice, src, "source");
+}
+
+void SimDevice::Count(CopyKind kind, size_t bytes, bool async) {
   std::lock_guard<std::mutex> lock(mu_);
   CopyTally& t = (async ? counters_.async : counters_.sync)[static_cast<int>(kind)];
   ++t.copies;
   t.bytes += static_cast<int64_t>(bytes);
-  return absl::OkStatus();
 }
 
 absl::Status SimDevice::Copy(CopyKind kind, void* dst, const void* src, size_t bytes) {
-  return DoCopy(kind, dst, src, bytes, /*async=*/false);
+  RETURN_IF_ERROR(CheckCopy(kind, dst, src, bytes));
+  // The data the copy reads is final once the compute stream has drained.
+  RETURN_IF_ERROR(compute_stream_.Drain());
+  if (bytes > 0) std::memcpy(dst, src, bytes);
+  VLOG(3) << place_.LogName() << " Copy " << CopyKindName(kind) << " " << bytes << " bytes";
+  Count(kind, bytes, /*async=*/false);
+  return absl::OkStatus();
 }
 
 absl::Status SimDevice::CopyAsync(CopyKind kind, void* dst, const void* src, size_t bytes,
                                   Stream* stream) {
   ASSIGN_OR_RETURN(SimStream * sim_stream, OwnStream(stream, "CopyAsync"));
-  RETURN_IF_ERROR(DoCopy(kind, dst, src, bytes, /*async=*/true));
-  sim_stream->Enqueue();
+  RETURN_IF_ERROR(CheckCopy(kind, dst, src, bytes));
+  Count(kind, bytes, /*async=*/true);
+  sim_stream->Enqueue([this, kind, dst, src, bytes]() -> absl::Status {
+    // The executor may have freed the device side meanwhile (a missing
+    // wait): skip the copy and report it rather than touch freed memory.
+    auto held = [&](bool on_device, const void* ptr) {
+      return !on_device || bytes == 0 || memory_.Holds(ptr, bytes);
+    };
+    if (!held(kind != CopyKind::kDeviceToHost, dst) ||
+        !held(kind != CopyKind::kHostToDevice, src)) {
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "%s async %s copy of %d bytes (%p -> %p): the device memory was freed before the "
+          "copy ran (free it after an event recorded behind the copy has completed)",
+          place_.LogName(), CopyKindName(kind), bytes, src, dst));
+    }
+    if (bytes > 0) std::memcpy(dst, src, bytes);
+    VLOG(3) << place_.LogName() << " CopyAsync " << CopyKindName(kind) << " " << bytes << " bytes";
+    return absl::OkStatus();
+  });
   return absl::OkStatus();
 }
 
 absl::Status SimDevice::RecordEvent(Event* event, Stream* stream) {
   ASSIGN_OR_RETURN(SimStream * sim_stream, OwnStream(stream, "RecordEvent"));
   ASSIGN_OR_RETURN(SimEvent * sim_event, AnySimEvent(event, "RecordEvent"));
-  sim_event->Record(sim_stream, sim_stream->Enqueue());
+  sim_event->RecordOn(sim_stream);
   return absl::OkStatus();
 }
 
 absl::Status SimDevice::StreamWaitEvent(Stream* stream, Event* event) {
-  RETURN_IF_ERROR(OwnStream(stream, "StreamWaitEvent").status());
-  return AnySimEvent(event, "StreamWaitEvent").status();
+  ASSIGN_OR_RETURN(SimStream * sim_stream, OwnStream(stream, "StreamWaitEvent"));
+  ASSIGN_OR_RETURN(SimEvent * sim_event, AnySimEvent(event, "StreamWaitEvent"));
+  std::shared_ptr<const SimEventRecord> record = sim_event->last_record();
+  if (record == nullptr) return absl::OkStatus();  // never recorded: nothing to wait for
+  sim_stream->Enqueue([record = std::move(record)] {
+    record->Wait();
+    return absl::OkStatus();
+  });
+  return absl::OkStatus();
 }
 
 absl::Status SimDevice::SynchronizeEvent(Event* event) {
-  return AnySimEvent(event, "SynchronizeEvent").status();
+  ASSIGN_OR_RETURN(SimEvent * sim_event, AnySimEvent(event, "SynchronizeEvent"));
+  std::shared_ptr<const SimEventRecord> record = sim_event->last_record();
+  if (record != nullptr) record->Wait();
+  return absl::OkStatus();
 }
 
 absl::Status SimDevice::SynchronizeStream(Stream* stream) {
-  return OwnStream(stream, "SynchronizeStream").status();
+  ASSIGN_OR_RETURN(SimStream * sim_stream, OwnStream(stream, "SynchronizeStream"));
+  return sim_stream->Drain();
 }
 
 SimCopyCounters SimDevice::Counters() const {
@@ -188,10 +268,11 @@ void SimDevice::ResetCounters() {
 
 namespace {
 
-absl::StatusOr<SimDevice*> SimDeviceAt(const Place& place) {
+// `what` exist for sim places only.
+absl::StatusOr<SimDevice*> SimDeviceAt(const Place& place, absl::string_view what) {
   if (place.type() != SimDeviceType()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("copy counters exist for sim places only, got ", place.ToString()));
+        absl::StrCat(what, " exist for sim places only, got ", place.ToString()));
   }
   ASSIGN_OR_RETURN(Device * device, DeviceRegistry::Global().GetDevice(place));
   // The sim factory creates every device of the sim type.
@@ -201,13 +282,23 @@ absl::StatusOr<SimDevice*> SimDeviceAt(const Place& place) {
 }  // namespace
 
 absl::StatusOr<SimCopyCounters> GetSimCopyCounters(const Place& place) {
-  ASSIGN_OR_RETURN(SimDevice * device, SimDeviceAt(place));
+  ASSIGN_OR_RETURN(SimDevice * device, SimDeviceAt(place, "copy counters"));
   return device->Counters();
 }
 
 absl::Status ResetSimCopyCounters(const Place& place) {
-  ASSIGN_OR_RETURN(SimDevice * device, SimDeviceAt(place));
+  ASSIGN_OR_RETURN(SimDevice * device, SimDeviceAt(place, "copy counters"));
   device->ResetCounters();
+  return absl::OkStatus();
+}
+
+absl::Status SetSimStreamDelay(const Place& place, absl::Duration delay) {
+  if (delay < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the sim stream delay must be >= 0, got ", absl::FormatDuration(delay)));
+  }
+  ASSIGN_OR_RETURN(SimDevice * device, SimDeviceAt(place, "stream delays"));
+  device->SetStreamDelay(delay);
   return absl::OkStatus();
 }
 

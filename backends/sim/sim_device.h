@@ -20,22 +20,63 @@
 //   RETURN_IF_ERROR(ResetSimCopyCounters(SimPlace(0)));
 //
 // Flags: --sim_devices (default 2) devices, read once, when the sim device
-// count is first needed; --sim_memory_limit_mb (default 0: none) per device,
-// read when each device is created (Allocator::SetBytesLimit changes it).
+// count is first needed; --sim_memory_limit_mb (default 0: none) per device
+// and --sim_stream_delay_us (default 0) read when each device is created
+// (Allocator::SetBytesLimit and SetSimStreamDelay change them).
 //
 // Each device has its own memory (SimAllocator: separately malloc'ed, own
-// MemoryStats and limit) and counts every copy it performs: copies and bytes
-// per direction (H2D, D2H, D2D), sync and async apart. Copies check that the
-// device side of the transfer is memory of this device.
+// MemoryStats and limit) and counts every copy it is asked to perform:
+// copies and bytes per direction (H2D, D2H, D2D), sync and async apart,
+// counted when the copy is issued. Copies check that the device side of the
+// transfer is memory of this device.
 //
-// Honest limits: sim work runs synchronously on the calling thread. Kernels
-// and async copies have completed when they return, so an event is complete
-// as soon as it is recorded, and waits and synchronizations return at once.
-// What sim does check is what a real device would reject: streams of another
-// device, events or streams of another backend. Ordering bugs that only show
-// with truly asynchronous execution need a GPU to surface.
+// Asynchrony. Each stream (compute, copy, and every CreateStream) executes
+// its queue in FIFO order on a worker thread of its own: async copies, event
+// records and event waits. CopyAsync, RecordEvent and StreamWaitEvent only
+// enqueue and return at once; the memcpy happens on the worker, later. A
+// stream waiting on an event (of any stream of any sim device) blocks its
+// worker until the record it saw has executed. SynchronizeEvent blocks until
+// the last record of the event has executed; SynchronizeStream, Synchronize
+// (every live stream of the device) and Copy (the compute stream, then it
+// copies on the calling thread) drain queues. --sim_stream_delay_us makes
+// the worker sleep before each queued operation, so that a missing wait or
+// a buffer freed or reused under a queued copy gives wrong numbers in tests.
 //
-// Devices are owned by the DeviceRegistry and live until exit; all methods
+// Honest limits: kernels are not asynchronous. The shared kernels compute
+// inside Compute on the calling thread (they allocate outputs and set shapes
+// there, and the executor needs that metadata when Compute returns), so
+// each sim kernel first drains its stream, ctx->stream(), then computes
+// (sim_kernels.cc). It therefore sees every copy and event wait queued
+// before it on that stream, and work queued after it (on any stream) sees
+// its results: a missing wait *before* a kernel, or a buffer freed, reused
+// or overwritten while a queued copy still reads it, shows up; a missing
+// wait *after* a kernel (a copy on another stream that reads the kernel's
+// output without waiting for its event) does not, since the kernel has
+// finished before anything later is issued. Kernels do not apply the delay
+// knob. Sync copies run on the calling thread. Device memory frees are
+// ordered after the work queued on the compute stream (sim_allocator.h), as
+// the CUDA backend's allocator contract allows.
+//
+// Errors. Misuse a real device would reject returns InvalidArgument at the
+// call: streams of another device, events or streams of another backend,
+// memory of the wrong side. A queued copy whose device memory has been freed
+// by the time the worker runs it is skipped and fails asynchronously: the
+// error is logged and returned by the next drain of that stream
+// (SynchronizeStream, Synchronize, Copy for the compute stream, the next sim
+// kernel on it).
+//
+// Timing: CreateTimingEvent events are time-stamped (steady_clock) when the
+// worker executes their record; EventElapsedMs is the difference, so the
+// profiler reports device busy time and copy/compute overlap on sim. Kernel
+// time is the host time of Compute plus the wait for its stream.
+//
+// Event re-record: a wait (StreamWaitEvent, SynchronizeEvent) waits for the
+// record that was last when it was issued; recording the event again
+// meanwhile neither releases nor blocks it (CUDA semantics). Waiting on an
+// event never recorded returns at once.
+//
+// Devices are owned by the DeviceRegistry and live until exit, and so do
+// the worker threads of their streams (idle; see SimStream); all methods
 // are thread-safe.
 #ifndef TANDEM_BACKENDS_SIM_SIM_DEVICE_H_
 #define TANDEM_BACKENDS_SIM_SIM_DEVICE_H_
@@ -49,7 +90,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "backends/sim/sim_allocator.h"
+#include "backends/sim/sim_stream.h"
 #include "framework/device/device.h"
 #include "framework/place/place.h"
 
@@ -80,50 +123,13 @@ struct SimCopyCounters {
   std::string ToString() const;
 };
 
-// A sim stream: work "enqueued" on it has already run (see header comment).
-class SimStream final : public Stream {
- public:
-  explicit SimStream(const Device* owner) : owner_(owner) {}
-  const Device* owner() const { return owner_; }
-  // Operations enqueued so far (async copies and event records).
-  int64_t enqueued() const { return enqueued_.load(); }
-  int64_t Enqueue() { return ++enqueued_; }
-
- private:
-  const Device* owner_;
-  std::atomic<int64_t> enqueued_{0};
-};
-
-// A sim event: remembers the stream and position it was last recorded at.
-class SimEvent final : public Event {
- public:
-  bool recorded() const { return stream() != nullptr; }
-  // The stream of the last record, nullptr if never recorded.
-  const SimStream* stream() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return stream_;
-  }
-  // The stream's enqueued() count at the last record.
-  int64_t position() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return position_;
-  }
-  void Record(const SimStream* stream, int64_t position) {
-    std::lock_guard<std::mutex> lock(mu_);
-    stream_ = stream;
-    position_ = position;
-  }
-
- private:
-  mutable std::mutex mu_;
-  const SimStream* stream_ = nullptr;  // guarded by mu_
-  int64_t position_ = 0;               // guarded by mu_
-};
-
 class SimDevice final : public Device {
  public:
-  // `bytes_limit` 0: no limit.
-  SimDevice(int index, int64_t bytes_limit);
+  // `bytes_limit` 0: no limit. `stream_delay`: see SetStreamDelay.
+  SimDevice(int index, int64_t bytes_limit, absl::Duration stream_delay = absl::ZeroDuration());
+  // Waits for the queued work of the device's streams and joins their
+  // workers (devices of the registry are never destroyed).
+  ~SimDevice() override = default;
 
   Place place() const override { return place_; }
   // "simulated accelerator sim:0 (memory limit: none)"
@@ -135,23 +141,36 @@ class SimDevice final : public Device {
 
   Stream* compute_stream() override { return &compute_stream_; }
   Stream* copy_stream() override { return &copy_stream_; }
+  // The stream's destructor waits for its queued work.
   absl::StatusOr<std::unique_ptr<Stream>> CreateStream() override;
   absl::StatusOr<std::unique_ptr<Event>> CreateEvent() override;
+  absl::StatusOr<std::unique_ptr<Event>> CreateTimingEvent() override;
+  // Blocks until both records have executed. InvalidArgument unless both
+  // are timing events last recorded on streams of this device;
+  // FailedPrecondition if one was never recorded.
+  absl::StatusOr<double> EventElapsedMs(Event* start, Event* end) override;
 
-  // InvalidArgument if the device side of the copy (H2D: dst, D2H: src,
-  // D2D: both) is not memory of this device.
+  // Drains the compute stream, then copies on the calling thread.
+  // InvalidArgument if the device side of the copy (H2D: dst, D2H: src, D2D:
+  // both) is not memory of this device.
   absl::Status Copy(CopyKind kind, void* dst, const void* src, size_t bytes) override;
   // Also InvalidArgument if `stream` is not one of this device's streams.
+  // Checks and counts now, copies when `stream`'s worker gets there.
   absl::Status CopyAsync(CopyKind kind, void* dst, const void* src, size_t bytes,
                          Stream* stream) override;
 
-  // `stream` must be this device's; `event` any sim event. Waiting on an
-  // event never recorded returns at once (as CUDA does).
+  // `stream` must be this device's; `event` any sim event (header comment).
   absl::Status RecordEvent(Event* event, Stream* stream) override;
   absl::Status StreamWaitEvent(Stream* stream, Event* event) override;
   absl::Status SynchronizeEvent(Event* event) override;
+  // Also the first asynchronous error of the stream since its last drain.
   absl::Status SynchronizeStream(Stream* stream) override;
-  absl::Status Synchronize() override { return absl::OkStatus(); }
+  absl::Status Synchronize() override { return streams_.DrainAll(); }
+
+  // How long each stream's worker sleeps before every queued operation
+  // (copy, event record, event wait) from now on; zero: none.
+  void SetStreamDelay(absl::Duration delay);
+  absl::Duration stream_delay() const;
 
   SimCopyCounters Counters() const;
   void ResetCounters();
@@ -160,16 +179,25 @@ class SimDevice final : public Device {
   // InvalidArgument unless `stream` is one of this device's streams.
   absl::StatusOr<SimStream*> OwnStream(Stream* stream, absl::string_view what) const;
   absl::StatusOr<SimEvent*> AnySimEvent(Event* event, absl::string_view what) const;
-  // Checks the device side of a copy, then copies and counts it.
-  absl::Status DoCopy(CopyKind kind, void* dst, const void* src, size_t bytes, bool async);
+  // InvalidArgument unless the device side of the copy is this device's.
+  absl::Status CheckCopy(CopyKind kind, void* dst, const void* src, size_t bytes) const;
+  void Count(CopyKind kind, size_t bytes, bool async);
 
   const Place place_;
+  std::atomic<int64_t> delay_ns_{0};
+  // Declared before the streams: their destructors run the frees they hold.
   SimAllocator memory_;
+  SimStreamSet streams_;
   SimStream compute_stream_;
   SimStream copy_stream_;
   mutable std::mutex mu_;
   SimCopyCounters counters_;  // guarded by mu_
 };
+
+// Sets the stream delay (SimDevice::SetStreamDelay) of the sim device at
+// `place`, e.g. in a test, instead of --sim_stream_delay_us. InvalidArgument
+// if `place` is not a sim place or `delay` is negative.
+absl::Status SetSimStreamDelay(const Place& place, absl::Duration delay);
 
 // The counters of the sim device at `place`; InvalidArgument if `place` is
 // not a sim place, errors of DeviceRegistry::GetDevice otherwise.

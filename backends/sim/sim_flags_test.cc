@@ -1,5 +1,5 @@
-// --sim_devices and --sim_memory_limit_mb, set before the first sim device
-// is needed (flags are read once).
+// --sim_devices, --sim_memory_limit_mb and --sim_stream_delay_us, set before
+// the first sim device is needed (flags are read once).
 #include <gflags/gflags.h>
 
 #include "backends/sim/sim_device.h"
@@ -9,13 +9,15 @@
 
 DECLARE_int32(sim_devices);
 DECLARE_int64(sim_memory_limit_mb);
+DECLARE_int64(sim_stream_delay_us);
 
 namespace tandem {
 namespace {
 
-TEST(SimFlags, DeviceCountAndMemoryLimit) {
+TEST(SimFlags, DeviceCountMemoryLimitAndStreamDelay) {
   FLAGS_sim_devices = 3;
   FLAGS_sim_memory_limit_mb = 1;
+  FLAGS_sim_stream_delay_us = 1500;
   DeviceRegistry& registry = DeviceRegistry::Global();
   EXPECT_EQ(registry.DeviceCount(SimDeviceType()), 3);
   ASSERT_OK_AND_ASSIGN(Device * sim2, registry.GetDevice(SimPlace(2)));
@@ -26,9 +28,14 @@ TEST(SimFlags, DeviceCountAndMemoryLimit) {
               StatusIs(absl::StatusCode::kResourceExhausted,
                        "out of memory on sim:2: requested 2097152 bytes (2.0 MiB), "
                        "in use 0 bytes, limit 1048576 bytes (1.0 MiB)"));
-  // The count was read once.
+  EXPECT_EQ(static_cast<SimDevice*>(sim2)->stream_delay(), absl::Microseconds(1500));
+  // The count was read once; the delay is read by each device as it is created.
   FLAGS_sim_devices = 5;
   EXPECT_EQ(registry.DeviceCount(SimDeviceType()), 3);
+  FLAGS_sim_stream_delay_us = 0;
+  ASSERT_OK_AND_ASSIGN(Device * sim1, registry.GetDevice(SimPlace(1)));
+  EXPECT_EQ(static_cast<SimDevice*>(sim1)->stream_delay(), absl::ZeroDuration());
+  EXPECT_EQ(static_cast<SimDevice*>(sim2)->stream_delay(), absl::Microseconds(1500));
 }
 
 }  // namespace

@@ -5,6 +5,16 @@
 // checks that inputs are on the sim place (KernelContext::CheckInputPlaces)
 // and outputs come from the device's allocator. A backend with its own
 // threading or GEMM would pass its own policy instead (see backends/cpu).
+//
+// Stream order: the shared kernels compute synchronously inside Compute, on
+// the calling thread. Each one registered here is wrapped (StreamOrdered)
+// so that Compute first drains ctx->stream(): the async copies and event
+// waits queued on it before the kernel have executed when it reads its
+// inputs (sim_device.h, "Honest limits"). Sim kernels registered elsewhere
+// with REGISTER_KERNEL are not wrapped.
+#include <memory>
+#include <utility>
+
 #include "backends/common/array_kernels.h"
 #include "backends/common/layout_kernels.h"
 #include "backends/common/loss_kernels.h"
@@ -15,6 +25,10 @@
 #include "backends/common/optimizer_kernels.h"
 #include "backends/common/random_kernels.h"
 #include "backends/common/serial_policy.h"
+#include "framework/base/status_macros.h"
+#include "framework/kernel/kernel_context.h"
+#include "framework/kernel/kernel_registry.h"
+#include "glog/logging.h"
 
 namespace tandem {
 namespace {
@@ -28,6 +42,39 @@ const RandomKernelsRegistrar<SerialPolicy> random_kernels("sim");
 const MetricKernelsRegistrar<SerialPolicy> metric_kernels("sim");
 const LayoutKernelsRegistrar<SerialPolicy> layout_kernels("sim");
 const NnLayerKernelsRegistrar<SerialPolicy> nn_layer_kernels("sim");
+
+// A kernel that computes once the work queued on its stream has executed.
+// Thread-safety as the wrapped kernel's.
+class StreamOrderedKernel final : public OpKernel {
+ public:
+  explicit StreamOrderedKernel(std::unique_ptr<OpKernel> kernel) : kernel_(std::move(kernel)) {}
+
+  // Init was called on the wrapped kernel by its factory.
+  absl::Status Compute(KernelContext* ctx) override {
+    RETURN_IF_ERROR(ctx->device()->SynchronizeStream(ctx->stream()));
+    return kernel_->Compute(ctx);
+  }
+
+ private:
+  std::unique_ptr<OpKernel> kernel_;
+};
+
+KernelFactory StreamOrdered(KernelFactory factory) {
+  return [factory =
+              std::move(factory)](const OpDesc& op) -> absl::StatusOr<std::unique_ptr<OpKernel>> {
+    ASSIGN_OR_RETURN(std::unique_ptr<OpKernel> kernel, factory(op));
+    return std::unique_ptr<OpKernel>(std::make_unique<StreamOrderedKernel>(std::move(kernel)));
+  };
+}
+
+// Defined after the registrars above: static initialisation runs in order
+// of definition within a file, so it wraps all of them.
+struct StreamOrderRegistrar {
+  StreamOrderRegistrar() {
+    CHECK_GT(KernelRegistry::Global().WrapFactories("sim", StreamOrdered), 0);
+  }
+};
+const StreamOrderRegistrar stream_order;
 
 }  // namespace
 }  // namespace tandem

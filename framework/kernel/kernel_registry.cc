@@ -69,6 +69,17 @@ void KernelRegistry::Register(KernelDef def, KernelFactory factory) {
       KernelRegistration{std::move(def), std::move(factory)}));
 }
 
+int KernelRegistry::WrapFactories(absl::string_view device_type,
+                                  absl::FunctionRef<KernelFactory(KernelFactory)> wrap) {
+  int wrapped = 0;
+  for (const auto& k : kernels_) {
+    if (k->def.device_type_name() != device_type) continue;
+    k->factory = wrap(std::move(k->factory));
+    ++wrapped;
+  }
+  return wrapped;
+}
+
 absl::StatusOr<const KernelRegistration*> KernelRegistry::Find(
     absl::string_view op, DeviceType device, DTypeResolver dtype_of) const {
   std::vector<std::string> bound;

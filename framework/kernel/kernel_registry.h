@@ -91,6 +91,14 @@ class KernelRegistry {
 
   // CHECK-fails on an ambiguous duplicate (see above).
   void Register(KernelDef def, KernelFactory factory);
+  // Replaces the factory of every kernel registered so far for the device
+  // type named `device_type` by wrap(factory), and returns how many: for a
+  // backend that adapts kernels it shares with others (the sim backend
+  // orders them after its stream). Like Register, call it during static
+  // initialisation only, e.g. from a registrar defined after the kernels'
+  // registrars in the same file.
+  int WrapFactories(absl::string_view device_type,
+                    absl::FunctionRef<KernelFactory(KernelFactory)> wrap);
 
   // The kernel for `op` on `device` whose constraints accept the dtypes;
   // NotFound listing the kernels registered for the op otherwise.

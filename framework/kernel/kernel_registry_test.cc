@@ -1,5 +1,9 @@
 #include "framework/kernel/kernel_registry.h"
 
+#include <memory>
+#include <string>
+#include <utility>
+
 #include "framework/testing/status_matchers.h"
 #include "gtest/gtest.h"
 
@@ -35,6 +39,41 @@ TEST(KernelRegistry, FindsByDeviceAndDtype) {
   EXPECT_TRUE(k->def.IsHostMemory("Shape"));
   EXPECT_FALSE(k->def.IsHostMemory("X"));
   EXPECT_OK(k->Create(OpDesc{}).status());
+}
+
+// Wraps a kernel and fails: shows which factory made a kernel.
+class FailingKernel : public OpKernel {
+ public:
+  explicit FailingKernel(std::unique_ptr<OpKernel> inner) : inner_(std::move(inner)) {}
+  absl::Status Compute(KernelContext*) override { return absl::AbortedError("wrapped"); }
+
+ private:
+  std::unique_ptr<OpKernel> inner_;
+};
+
+REGISTER_KERNEL(KernelDef("kr_wrap_op", "kr_wrap_dev"), NoopKernel);
+REGISTER_KERNEL(KernelDef("kr_wrap_op", "kr_other_dev"), NoopKernel);
+
+TEST(KernelRegistry, WrapFactoriesReplacesOneDeviceTypesFactories) {
+  KernelRegistry& registry = KernelRegistry::Global();
+  const int wrapped = registry.WrapFactories("kr_wrap_dev", [](KernelFactory inner) {
+    return KernelFactory([inner](const OpDesc& op) -> absl::StatusOr<std::unique_ptr<OpKernel>> {
+      absl::StatusOr<std::unique_ptr<OpKernel>> k = inner(op);
+      if (!k.ok()) return k.status();
+      return std::unique_ptr<OpKernel>(std::make_unique<FailingKernel>(*std::move(k)));
+    });
+  });
+  EXPECT_EQ(wrapped, 1);
+  auto any = [](absl::string_view) -> std::optional<DataType> { return DataType::kFloat32; };
+  for (const char* device : {"kr_wrap_dev", "kr_other_dev"}) {
+    ASSERT_OK_AND_ASSIGN(const KernelRegistration* k,
+                         registry.Find("kr_wrap_op", DeviceType::Register(device, ""), any));
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<OpKernel> kernel, k->Create(OpDesc{}));
+    const bool is_wrapped = std::string(device) == "kr_wrap_dev";
+    EXPECT_EQ(kernel->Compute(nullptr).code(),
+              is_wrapped ? absl::StatusCode::kAborted : absl::StatusCode::kOk)
+        << device;
+  }
 }
 
 TEST(KernelRegistry, MissingKernelListsRegisteredOnes) {
