@@ -9,6 +9,11 @@
 //   for (const profiler::LedgerEntry& c : profiler::CopyLedger(p)) {
 //     ... c.var, c.from, c.to, c.bytes, c.consumer, c.per_step ...
 //   }
+//   const profiler::StepConcurrency& m = p.concurrency.median;  // per steady step
+//   ... m.host_busy_ms, m.host_wait_ms, m.overlap_ms ...
+//   const profiler::DeviceConcurrency* gpu = m.Find(GPUPlace(0));
+//   ... gpu->timed, gpu->busy_ms, gpu->overlap_ms, gpu->idle_for_host_ms ...
+//   for (const profiler::StepConcurrency& s : p.concurrency.steps) ...  // per run
 //
 // Times are nanoseconds of the host's steady clock since the profiler
 // started. Device time comes from timing events recorded on the op's stream
