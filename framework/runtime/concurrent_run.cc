@@ -1,7 +1,16 @@
 // The concurrent mode of Executor::Run: steps start as soon as their
-// predecessors allow (dependency_graph.h), device steps are enqueued on
-// their streams by the calling thread (the dispatcher), host steps run on
-// the executor's host workers.
+// predecessors allow (dependency_graph.h); device steps are enqueued on
+// their streams, host steps run on the executor's host workers.
+//
+// Whichever thread makes steps ready handles them: it enqueues the ready
+// device steps and, on a host worker, runs one ready host step itself
+// (handing any others to idle workers) and goes on with what that step
+// makes ready, so a chain of host and device steps runs on one worker
+// without a round trip through the calling thread. The calling thread
+// starts the run and then waits for its end; it runs host steps itself
+// only in plans without device work (no hand-off cost for a host-only
+// chain). The run's bookkeeping is under one lock; kernels and event
+// waits run outside it, device enqueues inside it.
 //
 // A step waits for each predecessor as its EdgeKind says (plan_internal.h):
 // device work after device work of the same device is ordered on the
@@ -9,9 +18,8 @@
 // predecessors are; a host step is handed out once its predecessors were
 // enqueued and its worker first waits for their events; anything that
 // needs a predecessor's results on the host (kCompletion) starts once a
-// worker saw the predecessor's event complete. The dispatcher itself never
-// waits for a device, except when it runs a host step inline because
-// nothing else can start until that step is done.
+// worker saw the predecessor's event complete. No thread waits for a device
+// while holding the lock.
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -21,18 +29,9 @@
 #include "framework/runtime/plan_internal.h"
 
 namespace tandem {
-namespace {
 
-// A message from a worker: a host step finished, or a watched device step's
-// work completed.
-struct Completion {
-  int step = 0;
-  absl::Status status;
-};
-
-}  // namespace
-
-// One concurrent run of a plan (lives for the run, on the dispatcher's stack).
+// One concurrent run of a plan (lives for the run, on the caller's stack;
+// every task it hands out has reported before Run returns).
 class ConcurrentRun {
  public:
   ConcurrentRun(Plan* plan, HostWorkerPool* pool, RunStats* stats, ExecutionObserver* observer)
@@ -45,15 +44,21 @@ class ConcurrentRun {
   absl::Status Run();
 
  private:
+  using Lock = std::unique_lock<std::mutex>;
+
   Plan::Step& step(int i) { return *steps_[i]; }
+  int size() const { return static_cast<int>(steps_.size()); }
+  // The rest hold mu_ unless they say otherwise.
   void Start();
-  void Dispatch(int i);
-  void StartHostSteps();
-  // Runs host step `i` (waiting first for its device predecessors); called
-  // on a worker or, inline, on the dispatcher.
-  absl::Status RunHostStep(int i, int worker);
+  // Handles ready steps until none is left (see the file comment); `worker`
+  // is the calling host worker, -1 for the thread that called Run.
+  void Drain(Lock& lock, int worker);
+  void Dispatch(int i, int worker);
+  void HandOut(int i);
   void Watch(int i);
-  void Post(Completion c);
+  // Runs host step `i`, first waiting for its device predecessors; without mu_.
+  absl::Status RunHostStep(int i, int worker);
+  void CompleteHost(int i, const absl::Status& s);
   // Marks the use of step i's slots done and releases the slots now unused.
   void ReleaseSlots(int i);
   // Satisfies the edges from step i that wait for `completed` (kCompletion
@@ -63,26 +68,25 @@ class ConcurrentRun {
   void Fail(const absl::Status& s) {
     if (error_.ok()) error_ = s;
   }
-  void ProcessInbox(bool block);
+  bool Quiet() const { return in_flight_ == 0; }
 
   Plan* plan_;
   HostWorkerPool* pool_;
   RunStats* stats_;
   std::vector<std::unique_ptr<Plan::Step>>& steps_;
   StepRunContext run_;
-  std::vector<int> pending_;    // unsatisfied predecessors per step
-  std::vector<int> uses_left_;  // per slot: steps still to use it
+  std::mutex mu_;
+  std::condition_variable quiet_;  // in_flight_ dropped to 0
+  std::vector<int> pending_;       // unsatisfied predecessors per step
+  std::vector<int> uses_left_;     // per slot: steps still to use it
   std::deque<int> ready_device_, ready_host_;
-  int outstanding_ = 0;  // tasks handed to workers, not yet reported
+  int in_flight_ = 0;  // host steps running and events being waited for
   int finished_ = 0;
   absl::Status error_;
-  std::mutex mu_;
-  std::condition_variable posted_;
-  std::vector<Completion> inbox_;  // guarded by mu_
 };
 
 void ConcurrentRun::Start() {
-  const int n = static_cast<int>(steps_.size());
+  const int n = size();
   pending_.resize(n);
   for (int i = 0; i < n; ++i) pending_[i] = static_cast<int>(step(i).preds.size());
   uses_left_.assign(plan_->slot_names_.size(), 0);
@@ -124,9 +128,40 @@ void ConcurrentRun::Finish(int i) {
   if (!step(i).is_copy) stats_->ops++;
 }
 
-void ConcurrentRun::Dispatch(int i) {
+void ConcurrentRun::Drain(Lock& lock, int worker) {
+  while (error_.ok()) {
+    if (!ready_device_.empty()) {
+      const int i = ready_device_.front();
+      ready_device_.pop_front();
+      Dispatch(i, worker);
+      continue;
+    }
+    if (ready_host_.empty()) return;
+    const int i = ready_host_.front();
+    ready_host_.pop_front();
+    const bool here = worker >= 0 || (plan_->host_only_ && Quiet() && ready_host_.empty());
+    if (!here) {
+      HandOut(i);
+      continue;
+    }
+    while (!ready_host_.empty()) {  // the others go to idle workers
+      HandOut(ready_host_.front());
+      ready_host_.pop_front();
+    }
+    in_flight_++;
+    lock.unlock();
+    const absl::Status s = RunHostStep(i, worker);
+    lock.lock();
+    in_flight_--;
+    CompleteHost(i, s);
+  }
+}
+
+void ConcurrentRun::Dispatch(int i, int worker) {
   Plan::Step& s = step(i);
   Stream* stream = s.StreamFor(/*in_order=*/false);
+  StepRunContext run = run_;
+  run.worker = worker;
   absl::Status status;
   for (const auto& [pred, kind] : s.preds) {
     if (kind == EdgeKind::kEventWait && status.ok()) {
@@ -134,16 +169,13 @@ void ConcurrentRun::Dispatch(int i) {
     }
   }
   if (status.ok()) {
-    status = s.is_copy ? PlanRunner::RunCopyStep(plan_, &s, run_, stats_)
-                       : PlanRunner::RunKernelStep(plan_, &s, run_);
+    status = s.is_copy ? PlanRunner::RunCopyStep(plan_, &s, run, stats_)
+                       : PlanRunner::RunKernelStep(plan_, &s, run);
   }
   if (status.ok() && s.done_event != nullptr) {
     status = s.device->RecordEvent(s.done_event.get(), stream);
   }
-  if (!status.ok()) {
-    Fail(AnnotateStepError(status, s));
-    return;
-  }
+  if (!status.ok()) return Fail(AnnotateStepError(status, s));
   ReleaseSlots(i);
   Satisfy(i, /*completed=*/false);
   if (s.watched) {
@@ -153,12 +185,40 @@ void ConcurrentRun::Dispatch(int i) {
   }
 }
 
-void ConcurrentRun::Watch(int i) {
-  outstanding_++;
+void ConcurrentRun::HandOut(int i) {
+  in_flight_++;
   pool_->Submit([this, i](int worker) {
-    absl::Status s = step(i).device->SynchronizeEvent(step(i).done_event.get());
-    Post({i, AnnotateStepError(s, step(i))});
+    const absl::Status s = RunHostStep(i, worker);
+    Lock lock(mu_);
+    in_flight_--;
+    CompleteHost(i, s);
+    Drain(lock, worker);
+    if (Quiet()) quiet_.notify_all();
   });
+}
+
+void ConcurrentRun::Watch(int i) {
+  in_flight_++;
+  pool_->Submit([this, i](int worker) {
+    const absl::Status s = step(i).device->SynchronizeEvent(step(i).done_event.get());
+    Lock lock(mu_);
+    in_flight_--;
+    if (s.ok()) {
+      Finish(i);
+      Satisfy(i, /*completed=*/true);
+    } else {
+      Fail(AnnotateStepError(s, step(i)));
+    }
+    Drain(lock, worker);
+    if (Quiet()) quiet_.notify_all();
+  });
+}
+
+void ConcurrentRun::CompleteHost(int i, const absl::Status& s) {
+  if (!s.ok()) return Fail(s);
+  ReleaseSlots(i);
+  Finish(i);
+  Satisfy(i, /*completed=*/true);
 }
 
 absl::Status ConcurrentRun::RunHostStep(int i, int worker) {
@@ -185,83 +245,17 @@ absl::Status ConcurrentRun::RunHostStep(int i, int worker) {
   return PlanRunner::RunKernelStep(plan_, &s, run);
 }
 
-void ConcurrentRun::Post(Completion c) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    inbox_.push_back(std::move(c));
-  }
-  posted_.notify_one();
-}
-
-void ConcurrentRun::StartHostSteps() {
-  if (plan_->host_only_ && outstanding_ == 0 && ready_host_.size() == 1) {
-    // Nothing else can start before this step is done: run it here. (In
-    // plans with device work host kernels always go to the workers, so that
-    // the threads a CPU library keeps per calling thread, e.g. an OpenMP
-    // team, are those of the workers and not also the dispatcher's.)
-    const int i = ready_host_.front();
-    ready_host_.pop_front();
-    absl::Status s = RunHostStep(i, /*worker=*/-1);
-    if (!s.ok()) return Fail(s);
-    ReleaseSlots(i);
-    Finish(i);
-    Satisfy(i, /*completed=*/true);
-    return;
-  }
-  while (!ready_host_.empty()) {
-    const int i = ready_host_.front();
-    ready_host_.pop_front();
-    outstanding_++;
-    pool_->Submit([this, i](int worker) { Post({i, RunHostStep(i, worker)}); });
-  }
-}
-
-void ConcurrentRun::ProcessInbox(bool block) {
-  std::vector<Completion> done;
-  {
-    std::unique_lock<std::mutex> lock(mu_);
-    if (block) posted_.wait(lock, [this] { return !inbox_.empty(); });
-    done.swap(inbox_);
-  }
-  for (Completion& c : done) {
-    outstanding_--;
-    if (!c.status.ok()) {
-      Fail(c.status);
-      continue;
-    }
-    if (step(c.step).is_host()) ReleaseSlots(c.step);
-    Finish(c.step);
-    Satisfy(c.step, /*completed=*/true);
-  }
-}
-
 absl::Status ConcurrentRun::Run() {
+  Lock lock(mu_);
   Start();
-  const int n = static_cast<int>(steps_.size());
-  while (true) {
-    if (outstanding_ > 0) ProcessInbox(/*block=*/false);
-    if (error_.ok()) {
-      while (!ready_device_.empty() && error_.ok()) {
-        const int i = ready_device_.front();
-        ready_device_.pop_front();
-        Dispatch(i);
-      }
-      if (!ready_host_.empty() && error_.ok()) {
-        StartHostSteps();
-        continue;
-      }
-    }
-    if (outstanding_ == 0) {
-      if (!error_.ok()) return error_;
-      if (finished_ == n) return absl::OkStatus();
-      if (ready_device_.empty() && ready_host_.empty()) {
-        return absl::InternalError(absl::StrCat("executor: ", n - finished_,
-                                                " steps can never start (a dependency cycle)"));
-      }
-      continue;
-    }
-    ProcessInbox(/*block=*/true);
+  Drain(lock, /*worker=*/-1);
+  quiet_.wait(lock, [this] { return Quiet(); });
+  if (!error_.ok()) return error_;
+  if (finished_ != size()) {
+    return absl::InternalError(absl::StrCat("executor: ", size() - finished_,
+                                            " steps can never start (a dependency cycle)"));
   }
+  return absl::OkStatus();
 }
 
 absl::Status PlanRunner::RunConcurrently(Plan* plan, HostWorkerPool* pool, RunStats* stats,
