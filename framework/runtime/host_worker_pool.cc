@@ -1,7 +1,5 @@
 #include "framework/runtime/host_worker_pool.h"
 
-#include <sched.h>
-
 #include <cstdlib>
 #include <utility>
 
@@ -68,9 +66,7 @@ int HostWorkerPool::DefaultSize() {
     if (n > 0 && n <= 64) return n;
     LOG(WARNING) << "TANDEM_HOST_WORKERS=" << env << " is not in 1..64; using the default";
   }
-  cpu_set_t set;
-  const int cpus = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
-  return cpus > 4 ? 3 : 2;
+  return 1;
 }
 
 }  // namespace tandem

@@ -34,8 +34,14 @@ class HostWorkerPool {
   void Submit(std::function<void(int worker)> task);
 
   // The pool size the executor uses when ExecutorOptions::host_workers is
-  // 0: $TANDEM_HOST_WORKERS when it is 1..64 (else a warning), otherwise 3
-  // on machines with more than 4 CPUs the process may use, else 2.
+  // 0: $TANDEM_HOST_WORKERS when it is 1..64 (else a warning), otherwise 1.
+  // One worker is the default because CPU kernels parallelise themselves
+  // (OpenMP, oneDNN) with a thread team per calling thread: with three
+  // workers, teams of different workers contended and the CPU kernels of
+  // a mixed CPU+GPU step ran up to 1.6x slower (H200 host, 16 cores,
+  // 2026-12-01: embedding offload at batch 4096, 0.72 ms per step with
+  // three workers, 0.54 with one, 0.52 in-order). More workers pay off for
+  // independent host branches whose kernels are single-threaded.
   static int DefaultSize();
 
  private:
