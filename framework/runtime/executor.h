@@ -20,17 +20,21 @@
 // included), so a run does no placement, hashing or kernel lookup.
 //
 // Concurrent mode (the default): a run starts every step whose
-// predecessors allow it. The calling thread dispatches: device kernels and
-// host->device copies go to the device's compute stream, device->host
-// copies to its copy stream, ordered across streams by events; it never
-// waits for a device. Host kernels run on a small pool of host workers
-// (ExecutorOptions::host_workers); one that reads device data first waits,
-// on its worker, for the event of the copy that brings it. In a plan with
-// no device work, a host step runs on the calling thread instead when
-// nothing else could start before it is done. Independent CPU and GPU branches, several embedding
-// tables, the CPU sparse update and the GPU dense update thus run at the same time. Results are
-// bitwise identical to in-order execution (each kernel sees exactly the values it would see in
-// program order).
+// predecessors allow it. Device kernels and host->device copies go to the
+// device's compute stream, device->host copies to its copy stream, ordered
+// across streams by events; enqueueing never waits for a device. Host
+// kernels run on the executor's host workers (ExecutorOptions::host_workers,
+// one by default: see HostWorkerPool::DefaultSize); one that reads device
+// data first waits, on its worker, for the event of the copy that brings it.
+// The thread that finishes a step handles what it makes ready: a worker
+// runs the next ready host step itself and enqueues ready device steps, so
+// a chain of host and device steps needs no hand-off. The calling thread
+// starts the run and waits for its end; with one worker, a plan with no
+// device work runs in program order on the calling thread. So a CPU branch
+// runs while the GPU works through the device steps queued before it, and
+// with more workers independent CPU branches run at once. Results are
+// bitwise identical to in-order execution (each kernel sees exactly the
+// values it would see in program order).
 //
 // In-order mode (ExecutorOptions::in_order, the examples' --in_order):
 // steps run one after another in program order on the calling thread,

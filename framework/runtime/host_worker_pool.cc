@@ -40,12 +40,12 @@ void HostWorkerPool::Work(int worker) {
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
     std::function<void(int)> task;
-    if (!backlog_.empty()) {
-      task = std::move(backlog_.front());
-      backlog_.pop_front();
-    } else if (slot.task) {
+    if (slot.task) {  // handed to this worker: before the backlog, or it would wait behind it
       task = std::move(slot.task);
       slot.task = nullptr;
+    } else if (!backlog_.empty()) {
+      task = std::move(backlog_.front());
+      backlog_.pop_front();
     } else if (stopping_) {
       return;
     } else {
