@@ -45,7 +45,7 @@ TEST(ChromeTraceTest, WrittenFileParsesAndHoldsEveryEvent) {
   ASSERT_OK_AND_ASSIGN(const Json::Elements* events, trace.GetArray("traceEvents"));
   EXPECT_EQ(trace.GetString("displayTimeUnit").value_or(""), "ms");
 
-  std::map<std::string, int> by_category;     // host track
+  std::map<std::string, int> by_category;      // host track
   std::map<std::string, int> device_category;  // sim:0's stream tracks
   std::map<std::string, std::string> process_names;
   for (const Json& e : *events) {

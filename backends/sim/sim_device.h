@@ -48,11 +48,14 @@
 // each sim kernel first drains its stream, ctx->stream(), then computes
 // (sim_kernels.cc). It therefore sees every copy and event wait queued
 // before it on that stream, and work queued after it (on any stream) sees
-// its results: a missing wait *before* a kernel, or a buffer freed, reused
-// or overwritten while a queued copy still reads it, shows up; a missing
-// wait *after* a kernel (a copy on another stream that reads the kernel's
-// output without waiting for its event) does not, since the kernel has
-// finished before anything later is issued. Kernels do not apply the delay
+// its results. What shows up: a missing wait *before* a kernel (it reads
+// stale data); host memory reused or overwritten under a queued copy, or a
+// kernel overwriting what a copy queued on another stream still reads
+// (wrong numbers); device memory freed under a copy queued on a stream
+// other than compute (an error, below). What does not: a missing wait
+// *after* a kernel (a copy on another stream that reads the kernel's output
+// without waiting for its event), since the kernel has finished before
+// anything later is issued. Kernels do not apply the delay
 // knob. Sync copies run on the calling thread. Device memory frees are
 // ordered after the work queued on the compute stream (sim_allocator.h), as
 // the CUDA backend's allocator contract allows.
@@ -67,8 +70,9 @@
 //
 // Timing: CreateTimingEvent events are time-stamped (steady_clock) when the
 // worker executes their record; EventElapsedMs is the difference, so the
-// profiler reports device busy time and copy/compute overlap on sim. Kernel
-// time is the host time of Compute plus the wait for its stream.
+// profiler reports device busy time and copy/compute overlap on sim. A
+// kernel's device time is about the host time of its Compute (the profiler's
+// end record is queued when Compute returns).
 //
 // Event re-record: a wait (StreamWaitEvent, SynchronizeEvent) waits for the
 // record that was last when it was issued; recording the event again
