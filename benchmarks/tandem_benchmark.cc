@@ -1,7 +1,8 @@
 // Tandem's benchmarks, one per row of the performance table (issue 6), on
 // every available place. Names are the metric names the peer scripts print
 // (benchmarks/peers/*.py), so benchmarks/compare.py can put them side by
-// side. This file has the seed workloads, dispatch, copies and main(); other
+// side. This file has the two canonical workloads (docs/design.md: workload 1,
+// embedding offload; workload 2, shape-op placement), dispatch, copies and main(); other
 // rows live in their own files of the same binary (bench_util.h says how).
 //
 //   bazel run -c opt //benchmarks:tandem_benchmark -- --benchmark_filter=workload2
@@ -9,7 +10,7 @@
 //                    (on the GPU machine; benchmarks/run_comparison.sh does this)
 //
 // Environment: TANDEM_BENCH_ROWS (default 1000000) sets the embedding table
-// rows of workload 1 (the H200 run uses 10000000); TANDEM_BENCH_PLACES
+// rows of workload 1, embedding offload (the H200 run uses 10000000); TANDEM_BENCH_PLACES
 // (default "gpu:0,sim:0,cpu" filtered by what exists) picks the devices.
 // Flags: --in_order runs every row's executor in-order (one step at a time,
 // ExecutorOptions::in_order; default concurrent), --cuda_graph captures and

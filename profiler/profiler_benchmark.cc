@@ -5,9 +5,10 @@
 // BM_ObservedOp: one op's OnOpBegin + OnOpEnd through the installed
 //   observer (sim:0: a start and an end timing event queued on its
 //   compute stream), i.e. the per-op cost of profiling.
-// BM_CropRun/<mode>: workload 2 on sim:0 (ops and copies per run: `steps`) with the
-//   profiler off (0), on in CPU state (1) and on in All state (2); the
-//   difference per step is the overhead seen by a real run.
+// BM_CropRun/<mode>: workload 2 (shape -> slice -> crop_tensor) on sim:0
+//   (ops and copies per run: `steps`) with the profiler off (0), on in
+//   CPU state (1) and on in All state (2); the difference per step is the
+//   overhead seen by a real run.
 // BM_RecordEvent/<on>: a user span, profiler off (0) or on (1).
 // Collected events are discarded every kResetEvery iterations (untimed), so
 // memory stays bounded.

@@ -102,7 +102,7 @@ Variable Table(int64_t rows) {
 }
 
 // `batch` ids into `rows` rows: distinct pseudo-random ones (Arg 1 = 0) or
-// all the same row (Arg 1 = 1, the seed workload's fill_constant ids).
+// all the same row (Arg 1 = 1, the embedding-offload workload's fill_constant ids).
 std::vector<int64_t> Ids(int64_t rows, int64_t batch, bool same) {
   std::vector<int64_t> ids(batch);
   for (int64_t i = 0; i < batch; ++i) ids[i] = same ? 128 : (i * 2654435761) % rows;

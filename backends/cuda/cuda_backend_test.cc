@@ -1276,7 +1276,7 @@ TEST_F(GpuTest, SgdDenseAndSparseWithRepeatedRowsMatchCpuBitwise) {
   CheckSgd<double>(Shape({9, 3}), many);
   std::vector<int64_t> one_row(500, 4);
   CheckSgd<float>(Shape({5, 1000}), one_row);
-  // Workload 1's shape: 4096 rows of 150 from a larger table, some repeated,
+  // The embedding-offload workload's shape: 4096 rows of 150 from a larger table, some repeated,
   // and rows that collide in the host's hash table (multiples of 2^12).
   std::vector<int64_t> batch(4096);
   for (size_t i = 0; i < batch.size(); ++i) {

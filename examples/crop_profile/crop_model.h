@@ -1,4 +1,4 @@
-// The shape-op placement workload (DESIGN.md, workload 2):
+// The shape-op placement workload (workload 2 of docs/design.md):
 //   data1 = fill_constant [1, 3, 8, 8]; data2 = fill_constant [1, 3, 5, 5]
 //   shape = shape(data2)                    // int32, written on the host
 //   shape = slice(shape, axes=[0], starts=[0], ends=[4])

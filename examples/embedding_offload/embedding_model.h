@@ -1,4 +1,4 @@
-// The embedding-offload workload (DESIGN.md, workload 1): an embedding
+// The embedding-offload workload (workload 1 of docs/design.md): an embedding
 // table looked up by `ids`, l2_normalize, square_error_cost against a label
 // of 0.5, mean, and SGD. With `table_on_cpu` the table and its lookup live
 // under device_guard("cpu"); everything else runs on the executor's default

@@ -5,7 +5,7 @@
 //   ASSIGN_OR_RETURN(GradMap grads, AppendBackward(&b, loss));
 //   grads.at("fc_w")   // "fc_w@GRAD"
 //
-// Placement (DESIGN.md section 4): each grad op inherits its forward op's
+// Placement (docs/design.md, "Placement rules"): each grad op inherits its forward op's
 // op_device; the loss-gradient fill goes with the loss op; when a variable
 // feeds several ops, its partial gradients are summed (elementwise_add) on
 // the place of the op that produced the partial. Not thread-safe.

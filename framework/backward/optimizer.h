@@ -18,7 +18,7 @@
 // Embedding with is_sparse, update only the rows present (lazy Momentum and
 // Adam: the state of other rows is left as it is).
 //
-// Placement (DESIGN.md section 4): each update op runs where its parameter
+// Placement (docs/design.md, "Placement rules"): each update op runs where its parameter
 // lives, i.e. on the op_device of the first op that reads the parameter, so
 // a table kept on the CPU by device_guard("cpu") is updated on the CPU. The
 // optimizer's state (Momentum's velocity, Adam's moment1 and moment2) is

@@ -9,7 +9,7 @@
 //   ASSIGN_OR_RETURN(PlacedProgram placed, PlaceProgram(program, opts));
 //   std::cout << placed.TableString();
 //
-// Rules (DESIGN.md section 4): an op's op_device wins ("gpu" means the
+// Rules (docs/design.md, "Placement rules"): an op's op_device wins ("gpu" means the
 // default place's GPU); empty op_device uses the default place; no kernel on
 // the requested place falls back to the CPU with a warning, or fails in
 // strict mode; argument memory is the host for HostMemory arguments and the

@@ -229,7 +229,7 @@ TEST(Placement, MissingKernelFallsBackToCpuOrFailsWhenStrict) {
 }
 
 // A HostMemory input whose variable also has a device copy reads the host
-// original: no copy back (workload 1 on the gpu: lookup_table copies the
+// original: no copy back (the embedding-offload workload on the gpu: lookup_table copies the
 // fed ids to the device, lookup_table_grad reads them in host memory).
 TEST(Placement, HostMemoryInputReadsTheHostOriginalBesideADeviceCopy) {
   ProgramBuilder b;

@@ -1,4 +1,4 @@
-// Workload 1 all on the gpu, end to end (skipped without a GPU): sparse and
+// Workload 1 (embedding offload) all on the gpu, end to end (skipped without a GPU): sparse and
 // dense training agree with the cpu over several steps (the kernels' check
 // slots and staging buffers reused from step to step) copying only the fed
 // ids, and a bad id fails its run with lookup_table's error while the next

@@ -28,7 +28,7 @@ std::vector<Place> Accelerators() {
   return places;
 }
 
-// ---- Workload 2 -------------------------------------------------------------
+// ---- Workload 2: shape-op placement ------------------------------------------
 
 TEST(CropWorkload, SliceOnDeviceCopiesTheShapeThereAndBack) {
   for (const Place& place : Accelerators()) {
@@ -61,7 +61,7 @@ TEST(CropWorkload, SliceOnDeviceCopiesTheShapeThereAndBack) {
   }
 }
 
-// ---- Workload 1 -------------------------------------------------------------
+// ---- Workload 1: embedding offload -------------------------------------------
 
 struct TrainResult {
   std::vector<double> losses;
