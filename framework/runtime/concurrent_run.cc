@@ -3,15 +3,19 @@
 // their streams, host steps run on the executor's host workers.
 //
 // Whichever thread makes steps ready handles them: it enqueues the ready
-// device steps and, on a host worker, runs one ready host step itself
-// (handing any others to idle workers) and goes on with what that step
-// makes ready, so a chain of host and device steps runs on one worker
-// without a round trip through the calling thread. The calling thread
-// starts the run and then waits for its end; it runs host steps itself
-// only in plans without device work (no hand-off cost for a host-only
-// chain). The run's bookkeeping is under one lock; kernels and event
-// waits run outside it, device enqueues inside it.
-//
+// device steps (under the run's lock) and goes on with the host steps.
+// With one host worker (the default) the calling thread runs every host
+// step itself, in the order they become ready, while the devices work
+// through what was enqueued before; the worker only waits for events whose
+// completion other steps need. With several workers, a worker that
+// finishes a host step runs the next ready one itself (handing any others
+// to idle workers), so a chain of host and device steps needs no round
+// trip through the calling thread, and independent host steps run at once;
+// the calling thread then only starts the run and waits for its end
+// (except in plans without device work, where it runs a host step itself
+// when nothing else is in flight). Kernels and event waits run outside the
+// lock.
+
 // A step waits for each predecessor as its EdgeKind says (plan_internal.h):
 // device work after device work of the same device is ordered on the
 // streams (stream order or an event wait), so it is enqueued as soon as its
@@ -35,7 +39,11 @@ namespace tandem {
 class ConcurrentRun {
  public:
   ConcurrentRun(Plan* plan, HostWorkerPool* pool, RunStats* stats, ExecutionObserver* observer)
-      : plan_(plan), pool_(pool), stats_(stats), steps_(plan->steps_) {
+      : plan_(plan),
+        pool_(pool),
+        stats_(stats),
+        steps_(plan->steps_),
+        caller_runs_host_(pool->size() == 1) {
     run_.in_order = false;
     run_.observer = observer;
     run_.keep_alive = plan->keep_alive_.get();
@@ -69,16 +77,28 @@ class ConcurrentRun {
     if (error_.ok()) error_ = s;
   }
   bool Quiet() const { return in_flight_ == 0; }
+  // The calling thread has something to do or the run is over.
+  bool CallerNeeded() const {
+    return Quiet() || (caller_runs_host_ && error_.ok() && !ready_host_.empty());
+  }
+  // Wakes the calling thread if it is needed (after a worker's Drain).
+  void NotifyCaller() {
+    if (CallerNeeded()) caller_.notify_all();
+  }
 
   Plan* plan_;
   HostWorkerPool* pool_;
   RunStats* stats_;
   std::vector<std::unique_ptr<Plan::Step>>& steps_;
   StepRunContext run_;
+  // With one host worker, the calling thread runs every host step itself
+  // (workers only wait for events), so CPU kernels keep one thread and its
+  // CPU library's thread team, as in-order runs do.
+  const bool caller_runs_host_;
   std::mutex mu_;
-  std::condition_variable quiet_;  // in_flight_ dropped to 0
-  std::vector<int> pending_;       // unsatisfied predecessors per step
-  std::vector<int> uses_left_;     // per slot: steps still to use it
+  std::condition_variable caller_;  // CallerNeeded() may have become true
+  std::vector<int> pending_;        // unsatisfied predecessors per step
+  std::vector<int> uses_left_;      // per slot: steps still to use it
   std::deque<int> ready_device_, ready_host_;
   int in_flight_ = 0;  // host steps running and events being waited for
   int finished_ = 0;
@@ -137,14 +157,16 @@ void ConcurrentRun::Drain(Lock& lock, int worker) {
       continue;
     }
     if (ready_host_.empty()) return;
+    if (caller_runs_host_ && worker >= 0) return;  // left for the calling thread
     const int i = ready_host_.front();
     ready_host_.pop_front();
-    const bool here = worker >= 0 || (plan_->host_only_ && Quiet() && ready_host_.empty());
+    const bool here =
+        worker >= 0 || caller_runs_host_ || (plan_->host_only_ && Quiet() && ready_host_.empty());
     if (!here) {
       HandOut(i);
       continue;
     }
-    while (!ready_host_.empty()) {  // the others go to idle workers
+    while (!caller_runs_host_ && !ready_host_.empty()) {  // the others go to idle workers
       HandOut(ready_host_.front());
       ready_host_.pop_front();
     }
@@ -193,7 +215,7 @@ void ConcurrentRun::HandOut(int i) {
     in_flight_--;
     CompleteHost(i, s);
     Drain(lock, worker);
-    if (Quiet()) quiet_.notify_all();
+    NotifyCaller();
   });
 }
 
@@ -210,7 +232,7 @@ void ConcurrentRun::Watch(int i) {
       Fail(AnnotateStepError(s, step(i)));
     }
     Drain(lock, worker);
-    if (Quiet()) quiet_.notify_all();
+    NotifyCaller();
   });
 }
 
@@ -248,8 +270,10 @@ absl::Status ConcurrentRun::RunHostStep(int i, int worker) {
 absl::Status ConcurrentRun::Run() {
   Lock lock(mu_);
   Start();
-  Drain(lock, /*worker=*/-1);
-  quiet_.wait(lock, [this] { return Quiet(); });
+  do {
+    Drain(lock, /*worker=*/-1);
+    caller_.wait(lock, [this] { return CallerNeeded(); });
+  } while (!Quiet() || (caller_runs_host_ && error_.ok() && !ready_host_.empty()));
   if (!error_.ok()) return error_;
   if (finished_ != size()) {
     return absl::InternalError(absl::StrCat("executor: ", size() - finished_,

@@ -23,18 +23,18 @@
 // predecessors allow it. Device kernels and host->device copies go to the
 // device's compute stream, device->host copies to its copy stream, ordered
 // across streams by events; enqueueing never waits for a device. Host
-// kernels run on the executor's host workers (ExecutorOptions::host_workers,
-// one by default: see HostWorkerPool::DefaultSize); one that reads device
-// data first waits, on its worker, for the event of the copy that brings it.
-// The thread that finishes a step handles what it makes ready: a worker
-// runs the next ready host step itself and enqueues ready device steps, so
-// a chain of host and device steps needs no hand-off. The calling thread
-// starts the run and waits for its end; with one worker, a plan with no
-// device work runs in program order on the calling thread. So a CPU branch
-// runs while the GPU works through the device steps queued before it, and
-// with more workers independent CPU branches run at once. Results are
-// bitwise identical to in-order execution (each kernel sees exactly the
-// values it would see in program order).
+// kernels run on the calling thread when the executor has one host worker
+// (ExecutorOptions::host_workers; one is the default, see
+// HostWorkerPool::DefaultSize): it enqueues device steps as they become
+// ready and runs host steps in between, waiting for the event of the copy
+// that brings a host step its device data only when that step is next;
+// the worker waits for events whose completion device steps need. With
+// several workers, host steps run on the workers instead: a worker that
+// finishes a step runs the next ready host step itself and enqueues ready
+// device steps, and independent host steps run at once. Either way a CPU
+// branch runs while the GPU works through the device steps queued before
+// it. Results are bitwise identical to in-order execution (each kernel
+// sees exactly the values it would see in program order).
 //
 // In-order mode (ExecutorOptions::in_order, the examples' --in_order):
 // steps run one after another in program order on the calling thread,
