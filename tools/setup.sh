@@ -18,7 +18,7 @@ PACKAGES=(
   libgmock-dev
   libbenchmark-dev
   libdnnl-dev           # oneDNN 2.6, CPU matmul
-  zlib1g-dev            # gzip-compressed IDX files (//data)
+  zlib1g-dev            # gzip-compressed IDX files (//data), checkpoint CRC-32
   dataset-fashion-mnist # Fashion-MNIST in /usr/share/datasets/fashion-mnist (//data tests, examples)
 )
 
