@@ -18,7 +18,8 @@ PACKAGES=(
   libgmock-dev
   libbenchmark-dev
   libdnnl-dev           # oneDNN 2.6, CPU matmul
-  zlib1g-dev            # gzip-compressed IDX files (//data)
+  zlib1g-dev            # gzip-compressed IDX files (//data), checkpoint CRC-32
+  nlohmann-json3-dev    # JSON parser and writer behind framework/base/json.h (header-only)
   dataset-fashion-mnist # Fashion-MNIST in /usr/share/datasets/fashion-mnist (//data tests, examples)
 )
 

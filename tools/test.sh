@@ -44,7 +44,7 @@ run_tests() {
 
 run_tests //... "${args[@]}"
 
-# Layering: framework/ depends on Abseil, glog (and test libraries) only.
+# Layering: framework/ depends on Abseil, glog, zlib, nlohmann-json (and test libraries) only.
 bad=$(bazel query 'deps(//framework/...)' 2>/dev/null |
       grep -E '^(//backends|//ops|//profiler|@local_config_cuda|//third_party/dnnl)' || true)
 if [[ -n "$bad" ]]; then

@@ -1,21 +1,24 @@
 #include "framework/base/json.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
-#include <system_error>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
-#include "absl/strings/str_cat.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
-#include "absl/strings/str_format.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
-#include "framework/base/status_macros.h"
 #include "glog/logging.h"
+#include "nlohmann/json.hpp"
 
 namespace tandem {
 namespace {
+
+using Library = nlohmann::ordered_json;
 
 constexpr size_t kMaxKeysInError = 10;
 constexpr size_t kMaxStringInError = 32;
@@ -24,9 +27,40 @@ constexpr size_t kMaxStringInError = 32;
 constexpr size_t kHashThreshold = 16;
 
 // ---------------------------------------------------------------------------
-// Writing.
+// Writing: through nlohmann-json.
 
-void AppendQuoted(absl::string_view s, std::string* out);
+Library ToLibrary(const Json& j) {
+  switch (j.type()) {
+    case Json::Type::kNull: return nullptr;
+    case Json::Type::kBool: return j.bool_value();
+    case Json::Type::kInt: return j.int_value();
+    case Json::Type::kDouble: return j.double_value();
+    case Json::Type::kString: return j.string_value();
+    case Json::Type::kArray: {
+      Library out = Library::array();
+      Library::array_t& elements = out.get_ref<Library::array_t&>();
+      elements.reserve(j.size());
+      for (const Json& e : j.array()) elements.push_back(ToLibrary(e));
+      return out;
+    }
+    case Json::Type::kObject: {
+      Library out = Library::object();
+      Library::object_t& members = out.get_ref<Library::object_t&>();
+      members.reserve(j.size());
+      // Keys are unique already: append without ordered_map's linear search.
+      for (const auto& [key, value] : j.object()) members.emplace_back(key, ToLibrary(value));
+      return out;
+    }
+  }
+  return nullptr;
+}
+
+std::string DumpLibrary(const Library& j, int indent) {
+  return j.dump(indent, ' ', /*ensure_ascii=*/false, Library::error_handler_t::replace);
+}
+
+// `s` as a JSON string literal, for messages.
+std::string Quoted(absl::string_view s) { return DumpLibrary(Library(std::string(s)), -1); }
 
 // A short description of `j` for error messages: `string "abc"`, `int 5`,
 // `double 0.5`, `array (3 elements)`.
@@ -37,24 +71,15 @@ std::string Describe(const Json& j) {
     case Json::Type::kInt: return absl::StrCat("int ", j.int_value());
     case Json::Type::kDouble:
       // Dump() would print NaN and infinities as null.
-      return std::isfinite(j.double_value())
-                 ? absl::StrCat("double ", j.Dump())
-                 : absl::StrCat("double ", j.double_value());
+      return std::isfinite(j.double_value()) ? absl::StrCat("double ", j.Dump())
+                                             : absl::StrCat("double ", j.double_value());
     case Json::Type::kString: {
       const std::string& s = j.string_value();
-      std::string out = "string ";
-      if (s.size() <= kMaxStringInError) {
-        AppendQuoted(s, &out);
-      } else {
-        AppendQuoted(s.substr(0, kMaxStringInError), &out);
-        out += "...";
-      }
-      return out;
+      if (s.size() <= kMaxStringInError) return absl::StrCat("string ", Quoted(s));
+      return absl::StrCat("string ", Quoted(s.substr(0, kMaxStringInError)), "...");
     }
-    case Json::Type::kArray:
-      return absl::StrCat("array (", j.size(), " elements)");
-    case Json::Type::kObject:
-      return absl::StrCat("object (", j.size(), " members)");
+    case Json::Type::kArray: return absl::StrCat("array (", j.size(), " elements)");
+    case Json::Type::kObject: return absl::StrCat("object (", j.size(), " members)");
   }
   return "?";
 }
@@ -68,168 +93,12 @@ absl::Status TypeError(absl::string_view expected, const Json& got) {
 absl::Status KeyError(absl::string_view key, const absl::Status& s) {
   absl::string_view msg = s.message();
   absl::ConsumePrefix(&msg, "json: ");
-  std::string quoted;
-  AppendQuoted(key, &quoted);
-  return absl::Status(s.code(),
-                      absl::StrCat("json: key ", quoted, ": ", msg));
-}
-
-// Length of the valid UTF-8 sequence at s[i] (1..4), or 0 if invalid
-// (RFC 3629: no overlongs, no surrogates, nothing above U+10FFFF).
-int Utf8SequenceLength(absl::string_view s, size_t i) {
-  const auto byte = [&](size_t k) {
-    return static_cast<unsigned char>(s[k]);
-  };
-  const unsigned char c0 = byte(i);
-  if (c0 < 0x80) return 1;
-  int len;
-  unsigned char lo = 0x80, hi = 0xBF;  // range of the second byte
-  if (c0 < 0xC2) {
-    return 0;  // continuation byte or overlong 2-byte lead
-  } else if (c0 < 0xE0) {
-    len = 2;
-  } else if (c0 < 0xF0) {
-    len = 3;
-    if (c0 == 0xE0) lo = 0xA0;  // overlong
-    if (c0 == 0xED) hi = 0x9F;  // UTF-16 surrogates
-  } else if (c0 < 0xF5) {
-    len = 4;
-    if (c0 == 0xF0) lo = 0x90;  // overlong
-    if (c0 == 0xF4) hi = 0x8F;  // above U+10FFFF
-  } else {
-    return 0;
-  }
-  if (i + len > s.size()) return 0;
-  if (byte(i + 1) < lo || byte(i + 1) > hi) return 0;
-  for (int k = 2; k < len; ++k) {
-    if ((byte(i + k) & 0xC0) != 0x80) return 0;
-  }
-  return len;
-}
-
-void AppendQuoted(absl::string_view s, std::string* out) {
-  out->push_back('"');
-  size_t i = 0;
-  while (i < s.size()) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x80) {
-      const int len = Utf8SequenceLength(s, i);
-      if (len == 0) {
-        out->append("\xEF\xBF\xBD");  // U+FFFD replacement character
-        ++i;
-      } else {
-        out->append(s.data() + i, len);
-        i += len;
-      }
-      continue;
-    }
-    switch (c) {
-      case '"': out->append("\\\""); break;
-      case '\\': out->append("\\\\"); break;
-      case '\b': out->append("\\b"); break;
-      case '\f': out->append("\\f"); break;
-      case '\n': out->append("\\n"); break;
-      case '\r': out->append("\\r"); break;
-      case '\t': out->append("\\t"); break;
-      default:
-        if (c < 0x20) {
-          absl::StrAppendFormat(out, "\\u%04x", c);
-        } else {
-          out->push_back(static_cast<char>(c));
-        }
-    }
-    ++i;
-  }
-  out->push_back('"');
-}
-
-void AppendDouble(double d, std::string* out) {
-  if (!std::isfinite(d)) {
-    out->append("null");
-    return;
-  }
-  char buf[64];
-  const std::to_chars_result r = std::to_chars(buf, buf + sizeof(buf), d);
-  CHECK(r.ec == std::errc()) << "to_chars failed for " << d;
-  const absl::string_view text(buf, r.ptr - buf);
-  out->append(text.data(), text.size());
-  // Keep it a double when re-parsed: "2" -> "2.0". ("1e+20" already is.)
-  if (text.find_first_of(".eE") == absl::string_view::npos) {
-    out->append(".0");
-  }
-}
-
-void AppendNewline(int indent, int level, std::string* out) {
-  out->push_back('\n');
-  out->append(static_cast<size_t>(indent) * level, ' ');
-}
-
-void DumpTo(const Json& j, int indent, int level, std::string* out) {
-  switch (j.type()) {
-    case Json::Type::kNull: out->append("null"); return;
-    case Json::Type::kBool: out->append(j.bool_value() ? "true" : "false");
-      return;
-    case Json::Type::kInt: absl::StrAppend(out, j.int_value()); return;
-    case Json::Type::kDouble: AppendDouble(j.double_value(), out); return;
-    case Json::Type::kString: AppendQuoted(j.string_value(), out); return;
-    case Json::Type::kArray: {
-      const Json::Elements& elements = j.array();
-      out->push_back('[');
-      for (size_t i = 0; i < elements.size(); ++i) {
-        if (i > 0) out->push_back(',');
-        if (indent >= 0) AppendNewline(indent, level + 1, out);
-        DumpTo(elements[i], indent, level + 1, out);
-      }
-      if (indent >= 0 && !elements.empty()) AppendNewline(indent, level, out);
-      out->push_back(']');
-      return;
-    }
-    case Json::Type::kObject: {
-      const Json::Members& members = j.object();
-      out->push_back('{');
-      for (size_t i = 0; i < members.size(); ++i) {
-        if (i > 0) out->push_back(',');
-        if (indent >= 0) AppendNewline(indent, level + 1, out);
-        AppendQuoted(members[i].first, out);
-        out->append(indent >= 0 ? ": " : ":");
-        DumpTo(members[i].second, indent, level + 1, out);
-      }
-      if (indent >= 0 && !members.empty()) AppendNewline(indent, level, out);
-      out->push_back('}');
-      return;
-    }
-  }
+  return absl::Status(s.code(), absl::StrCat("json: key ", Quoted(key), ": ", msg));
 }
 
 // ---------------------------------------------------------------------------
-// Parsing.
-
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-void AppendUtf8(uint32_t cp, std::string* out) {
-  if (cp < 0x80) {
-    out->push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
+// Parsing: nlohmann-json's SAX parser (it reports errors through
+// parse_error() instead of throwing) feeding a builder of Json values.
 
 // Moves `members` into a list with unique keys: a repeated key keeps the
 // position of its first occurrence and the value of its last.
@@ -264,374 +133,160 @@ Json::Members DedupeMembers(Json::Members members) {
   return out;
 }
 
-class Parser {
+class Builder final : public nlohmann::json_sax<Library> {
  public:
-  explicit Parser(absl::string_view text) : text_(text) {}
-
-  absl::StatusOr<Json> Parse() {
-    if (absl::StartsWith(text_, "\xEF\xBB\xBF")) pos_ = 3;  // UTF-8 BOM
-    Json root;
-    RETURN_IF_ERROR(ParseValue(&root, 0));
-    SkipWhitespace();
-    if (pos_ != text_.size()) {
-      return Error(pos_,
-                   absl::StrCat("expected end of input after the top-level "
-                                "value, got ",
-                                Here()));
+  bool null() override { return Add(Json()); }
+  bool boolean(bool b) override { return Add(Json(b)); }
+  bool number_integer(number_integer_t v) override { return Add(Json(v)); }
+  // Above INT64_MAX: a double (Json's uint64 constructor).
+  bool number_unsigned(number_unsigned_t v) override { return Add(Json(v)); }
+  bool number_float(number_float_t v, const string_t&) override { return Add(Json(v)); }
+  bool string(string_t& s) override { return Add(Json(std::move(s))); }
+  bool binary(binary_t&) override { return false; }  // only binary formats have these
+  bool start_object(size_t) override { return Open(/*object=*/true); }
+  bool key(string_t& k) override {
+    open_.back().members.emplace_back(std::move(k), Json());
+    return true;
+  }
+  bool end_object() override {
+    Json::Members members = std::move(open_.back().members);
+    open_.pop_back();
+    return Add(Json::Object(std::move(members)));
+  }
+  bool start_array(size_t) override { return Open(/*object=*/false); }
+  bool end_array() override {
+    Json::Elements elements = std::move(open_.back().elements);
+    open_.pop_back();
+    return Add(Json::Array(std::move(elements)));
+  }
+  bool parse_error(size_t position, const std::string& last_token,
+                   const nlohmann::detail::exception& e) override {
+    error_position_ = position;
+    error_ = e.what();
+    // The message quotes the whole token read so far ("last read: '...'"),
+    // which for a string can be long: keep its tail, where it went wrong.
+    if (last_token.size() > kMaxStringInError) {
+      const size_t at = error_.find(last_token);
+      if (at != std::string::npos) {
+        const absl::string_view tail =
+            absl::string_view(last_token).substr(last_token.size() - kMaxStringInError);
+        error_.replace(at, last_token.size(), absl::StrCat("...", tail));
+      }
     }
-    return root;
+    return false;
+  }
+
+  Json& root() { return root_; }
+  bool too_deep() const { return too_deep_; }
+  // nlohmann counts the bytes it read, the one it failed on (or the end of
+  // input) included.
+  size_t error_offset() const { return error_position_ == 0 ? 0 : error_position_ - 1; }
+  // What went wrong, without nlohmann's "[json.exception.parse_error.101]
+  // parse error at line L, column C: " (its column counts differently).
+  absl::string_view error() const {
+    absl::string_view what = error_;
+    const size_t tag_end = what.find("] ");
+    if (absl::StartsWith(what, "[json.exception.") && tag_end != absl::string_view::npos) {
+      what.remove_prefix(tag_end + 2);
+    }
+    if (absl::StartsWith(what, "parse error")) {
+      const size_t colon = what.find(": ");
+      if (colon != absl::string_view::npos) what.remove_prefix(colon + 2);
+    }
+    return what;
   }
 
  private:
-  bool AtEnd() const { return pos_ >= text_.size(); }
-  char Peek() const { return text_[pos_]; }
-
-  void SkipWhitespace() {
-    while (pos_ < text_.size()) {
-      const char c = text_[pos_];
-      if (c != ' ' && c != '\t' && c != '\n' && c != '\r') return;
-      ++pos_;
-    }
-  }
-
-  // The character at `pos` for messages: 'x', byte 0x07, end of input.
-  std::string CharAt(size_t pos) const {
-    if (pos >= text_.size()) return "end of input";
-    const unsigned char c = static_cast<unsigned char>(text_[pos]);
-    if (c >= 0x20 && c < 0x7F) return absl::StrCat("'", std::string(1, c), "'");
-    return absl::StrFormat("byte 0x%02X", c);
-  }
-  std::string Here() const { return CharAt(pos_); }
-
-  absl::Status Error(size_t pos, absl::string_view what) const {
-    pos = std::min(pos, text_.size());
-    size_t line = 1, line_start = 0;
-    for (size_t i = 0; i < pos; ++i) {
-      if (text_[i] == '\n') {
-        ++line;
-        line_start = i + 1;
-      }
-    }
-    return absl::InvalidArgumentError(absl::StrCat(
-        "json: line ", line, ", column ", pos - line_start + 1, ": ", what));
-  }
-
-  absl::Status ParseValue(Json* out, int depth) {
-    SkipWhitespace();
-    if (AtEnd()) return Error(pos_, "expected a value, got end of input");
-    switch (Peek()) {
-      case '{':
-      case '[':
-        if (depth >= Json::kMaxDepth) {
-          return Error(pos_, absl::StrCat("nesting depth exceeds ",
-                                          Json::kMaxDepth));
-        }
-        return Peek() == '{' ? ParseObject(out, depth) : ParseArray(out, depth);
-      case '"': {
-        std::string s;
-        RETURN_IF_ERROR(ParseString(&s));
-        *out = Json(std::move(s));
-        return absl::OkStatus();
-      }
-      case 't': return ParseLiteral("true", Json(true), out);
-      case 'f': return ParseLiteral("false", Json(false), out);
-      case 'n': return ParseLiteral("null", Json(), out);
-      default:
-        if (Peek() == '-' || IsDigit(Peek())) return ParseNumber(out);
-        return Error(pos_, absl::StrCat("expected a value, got ", Here()));
-    }
-  }
-
-  absl::Status ParseLiteral(absl::string_view word, Json value, Json* out) {
-    if (text_.substr(pos_, word.size()) != word) {
-      return Error(pos_, absl::StrCat("invalid literal; expected '", word, "'"));
-    }
-    pos_ += word.size();
-    *out = std::move(value);
-    return absl::OkStatus();
-  }
-
-  absl::Status ParseArray(Json* out, int depth) {
-    ++pos_;  // '['
-    *out = Json::Array();
-    Json::Elements& elements = out->mutable_array();
-    SkipWhitespace();
-    if (!AtEnd() && Peek() == ']') {
-      ++pos_;
-      return absl::OkStatus();
-    }
-    while (true) {
-      elements.emplace_back();
-      RETURN_IF_ERROR(ParseValue(&elements.back(), depth + 1));
-      SkipWhitespace();
-      if (AtEnd()) {
-        return Error(pos_,
-                     "expected ',' or ']' after array element, got end of "
-                     "input");
-      }
-      if (Peek() == ']') {
-        ++pos_;
-        return absl::OkStatus();
-      }
-      if (Peek() != ',') {
-        return Error(pos_, absl::StrCat("expected ',' or ']' after array "
-                                        "element, got ",
-                                        Here()));
-      }
-      ++pos_;
-      SkipWhitespace();
-      if (!AtEnd() && Peek() == ']') return Error(pos_, "trailing comma in array");
-    }
-  }
-
-  absl::Status ParseObject(Json* out, int depth) {
-    ++pos_;  // '{'
+  struct Frame {
+    bool object;
+    Json::Elements elements;
     Json::Members members;
-    SkipWhitespace();
-    if (!AtEnd() && Peek() == '}') {
-      ++pos_;
-      *out = Json::Object();
-      return absl::OkStatus();
+  };
+
+  bool Open(bool object) {
+    if (open_.size() >= static_cast<size_t>(Json::kMaxDepth)) {
+      too_deep_ = true;
+      return false;
     }
-    while (true) {
-      if (AtEnd() || Peek() != '"') {
-        return Error(pos_, absl::StrCat(members.empty()
-                                            ? "expected string key or '}'"
-                                            : "expected string key after ','",
-                                        " in object, got ", Here()));
-      }
-      std::string key;
-      RETURN_IF_ERROR(ParseString(&key));
-      SkipWhitespace();
-      if (AtEnd() || Peek() != ':') {
-        return Error(pos_, absl::StrCat("expected ':' after object key, got ",
-                                        Here()));
-      }
-      ++pos_;
-      members.emplace_back(std::move(key), Json());
-      RETURN_IF_ERROR(ParseValue(&members.back().second, depth + 1));
-      SkipWhitespace();
-      if (!AtEnd() && Peek() == '}') {
-        ++pos_;
-        break;
-      }
-      if (AtEnd() || Peek() != ',') {
-        return Error(pos_, absl::StrCat("expected ',' or '}' after object "
-                                        "member, got ",
-                                        Here()));
-      }
-      ++pos_;
-      SkipWhitespace();
-      if (!AtEnd() && Peek() == '}') {
-        return Error(pos_, "trailing comma in object");
-      }
-    }
-    *out = Json::Object(std::move(members));
-    return absl::OkStatus();
+    open_.push_back({object, {}, {}});
+    return true;
   }
 
-  // Reads 4 hex digits at `pos`; -1 if they are not there.
-  int32_t Hex4(size_t pos) const {
-    if (pos + 4 > text_.size()) return -1;
-    int32_t v = 0;
-    for (size_t i = pos; i < pos + 4; ++i) {
-      const int h = HexValue(text_[i]);
-      if (h < 0) return -1;
-      v = v * 16 + h;
-    }
-    return v;
-  }
-
-  absl::Status ParseString(std::string* out) {
-    const size_t open = pos_;
-    ++pos_;  // '"'
-    while (true) {
-      // Copy a run of plain ASCII at once.
-      const size_t run = pos_;
-      while (pos_ < text_.size()) {
-        const unsigned char c = static_cast<unsigned char>(text_[pos_]);
-        if (c < 0x20 || c >= 0x80 || c == '"' || c == '\\') break;
-        ++pos_;
-      }
-      out->append(text_.data() + run, pos_ - run);
-      if (AtEnd()) return Error(open, "unterminated string");
-      const unsigned char c = static_cast<unsigned char>(Peek());
-      if (c == '"') {
-        ++pos_;
-        return absl::OkStatus();
-      }
-      if (c == '\\') {
-        RETURN_IF_ERROR(ParseEscape(open, out));
-        continue;
-      }
-      if (c < 0x20) {
-        return Error(pos_, absl::StrFormat("unescaped control character "
-                                           "0x%02X in string",
-                                           c));
-      }
-      const int len = Utf8SequenceLength(text_, pos_);
-      if (len == 0) return Error(pos_, "invalid UTF-8 in string");
-      out->append(text_.data() + pos_, len);
-      pos_ += len;
-    }
-  }
-
-  // At a backslash inside the string opened at `open`.
-  absl::Status ParseEscape(size_t open, std::string* out) {
-    const size_t start = pos_;
-    if (pos_ + 1 >= text_.size()) return Error(open, "unterminated string");
-    const char e = text_[pos_ + 1];
-    pos_ += 2;
-    switch (e) {
-      case '"': out->push_back('"'); return absl::OkStatus();
-      case '\\': out->push_back('\\'); return absl::OkStatus();
-      case '/': out->push_back('/'); return absl::OkStatus();
-      case 'b': out->push_back('\b'); return absl::OkStatus();
-      case 'f': out->push_back('\f'); return absl::OkStatus();
-      case 'n': out->push_back('\n'); return absl::OkStatus();
-      case 'r': out->push_back('\r'); return absl::OkStatus();
-      case 't': out->push_back('\t'); return absl::OkStatus();
-      case 'u': break;
-      default:
-        if (e >= 0x20 && e < 0x7F) {
-          return Error(start,
-                       absl::StrCat("invalid escape '\\", std::string(1, e),
-                                    "' in string"));
-        }
-        return Error(start, absl::StrCat("invalid escape: '\\' followed by ",
-                                         CharAt(start + 1), " in string"));
-    }
-    const int32_t unit = Hex4(pos_);
-    if (unit < 0) {
-      return Error(start, "invalid \\u escape: expected 4 hex digits");
-    }
-    pos_ += 4;
-    uint32_t cp = static_cast<uint32_t>(unit);
-    if (cp >= 0xDC00 && cp <= 0xDFFF) {
-      return Error(start, absl::StrFormat(
-                              "unpaired UTF-16 surrogate \\u%04X in string",
-                              cp));
-    }
-    if (cp >= 0xD800 && cp <= 0xDBFF) {
-      const int32_t low = (text_.substr(pos_, 2) == "\\u") ? Hex4(pos_ + 2) : -1;
-      if (low < 0xDC00 || low > 0xDFFF) {
-        return Error(start, absl::StrFormat(
-                                "unpaired UTF-16 surrogate \\u%04X in string",
-                                cp));
-      }
-      pos_ += 6;
-      cp = 0x10000 + ((cp - 0xD800) << 10) + (static_cast<uint32_t>(low) - 0xDC00);
-    }
-    AppendUtf8(cp, out);
-    return absl::OkStatus();
-  }
-
-  absl::Status ParseNumber(Json* out) {
-    const size_t start = pos_;
-    const bool negative = Peek() == '-';
-    if (negative) ++pos_;
-    if (AtEnd() || !IsDigit(Peek())) {
-      return Error(pos_, absl::StrCat("expected a digit after '-', got ",
-                                      Here()));
-    }
-    const size_t int_start = pos_;
-    if (Peek() == '0') {
-      ++pos_;
-      if (!AtEnd() && IsDigit(Peek())) {
-        return Error(start, "leading zeros are not allowed in numbers");
-      }
+  bool Add(Json value) {
+    if (open_.empty()) {
+      root_ = std::move(value);
+    } else if (open_.back().object) {
+      open_.back().members.back().second = std::move(value);
     } else {
-      while (!AtEnd() && IsDigit(Peek())) ++pos_;
+      open_.back().elements.push_back(std::move(value));
     }
-    const size_t int_end = pos_;
-    size_t frac_start = pos_, frac_end = pos_;
-    bool is_integer = true;
-    if (!AtEnd() && Peek() == '.') {
-      ++pos_;
-      if (AtEnd() || !IsDigit(Peek())) {
-        return Error(pos_, absl::StrCat("expected a digit after the decimal "
-                                        "point, got ",
-                                        Here()));
-      }
-      frac_start = pos_;
-      while (!AtEnd() && IsDigit(Peek())) ++pos_;
-      frac_end = pos_;
-      is_integer = false;
-    }
-    int64_t exponent = 0;  // clamped; only its rough size matters
-    if (!AtEnd() && (Peek() == 'e' || Peek() == 'E')) {
-      ++pos_;
-      bool exponent_negative = false;
-      if (!AtEnd() && (Peek() == '+' || Peek() == '-')) {
-        exponent_negative = Peek() == '-';
-        ++pos_;
-      }
-      if (AtEnd() || !IsDigit(Peek())) {
-        return Error(pos_, absl::StrCat("expected a digit in the exponent, "
-                                        "got ",
-                                        Here()));
-      }
-      while (!AtEnd() && IsDigit(Peek())) {
-        if (exponent < 1000000000) exponent = exponent * 10 + (Peek() - '0');
-        ++pos_;
-      }
-      if (exponent_negative) exponent = -exponent;
-      is_integer = false;
-    }
-    const absl::string_view token = text_.substr(start, pos_ - start);
-
-    if (is_integer) {
-      // Accumulate negatively so INT64_MIN fits.
-      int64_t v = 0;
-      bool overflow = false;
-      for (size_t i = int_start; i < int_end && !overflow; ++i) {
-        overflow = __builtin_mul_overflow(v, 10, &v) ||
-                   __builtin_sub_overflow(v, text_[i] - '0', &v);
-      }
-      if (!overflow && !negative) overflow = __builtin_mul_overflow(v, -1, &v);
-      if (!overflow) {
-        *out = Json(v);
-        return absl::OkStatus();
-      }
-    }
-
-    double d = 0;
-    const std::from_chars_result r =
-        std::from_chars(token.data(), token.data() + token.size(), d);
-    if (r.ec == std::errc::result_out_of_range) {
-      // Overflow or underflow? Find the decimal magnitude of the first
-      // nonzero digit (a value this far out of range is unambiguous).
-      int64_t magnitude = 0;
-      bool found = false;
-      for (size_t i = int_start; i < int_end && !found; ++i) {
-        if (text_[i] != '0') {
-          magnitude = static_cast<int64_t>(int_end - i) - 1;
-          found = true;
-        }
-      }
-      for (size_t i = frac_start; i < frac_end && !found; ++i) {
-        if (text_[i] != '0') {
-          magnitude = -static_cast<int64_t>(i - frac_start) - 1;
-          found = true;
-        }
-      }
-      if (found && magnitude + exponent > 0) {
-        return Error(start, "number out of range for a double");
-      }
-      d = negative ? -0.0 : 0.0;
-    } else if (r.ec != std::errc() || r.ptr != token.data() + token.size() ||
-               !std::isfinite(d)) {
-      return Error(start, "number out of range for a double");
-    }
-    *out = Json(d);
-    return absl::OkStatus();
+    return true;
   }
 
-  absl::string_view text_;
-  size_t pos_ = 0;
+  std::vector<Frame> open_;  // arrays and objects being read, innermost last
+  Json root_;
+  bool too_deep_ = false;
+  size_t error_position_ = 0;
+  std::string error_;
 };
 
+// The offset of the bracket that opens nesting level Json::kMaxDepth + 1 in
+// `text`, which is valid JSON up to there.
+size_t TooDeepOffset(absl::string_view text) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > Json::kMaxDepth) return i;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return text.size();
+}
+
+absl::Status ParseError(absl::string_view text, size_t offset, absl::string_view what) {
+  size_t line = 1, line_start = 0;
+  for (size_t i = 0; i < offset && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      line_start = i + 1;
+    }
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("json: line ", line, ", column ", offset - line_start + 1, ": ", what));
+}
+
 }  // namespace
+
+absl::StatusOr<Json> ParseJson(absl::string_view text) {
+  Builder builder;
+  const bool parsed = Library::sax_parse(text.begin(), text.end(), &builder);
+  if (!parsed && builder.too_deep()) {
+    return ParseError(text, TooDeepOffset(text),
+                      absl::StrCat("nesting depth exceeds ", Json::kMaxDepth));
+  }
+  // nlohmann takes a NUL byte outside a string for the end of input.
+  const size_t nul = text.find('\0');
+  if (nul != absl::string_view::npos &&
+      (parsed || (builder.error_offset() == nul &&
+                  absl::StrContains(builder.error(), "unexpected end of input")))) {
+    return ParseError(text, nul, "syntax error while parsing value - unexpected NUL byte");
+  }
+  if (!parsed) {
+    return ParseError(text, std::min(builder.error_offset(), text.size()), builder.error());
+  }
+  return std::move(builder.root());
+}
 
 // ---------------------------------------------------------------------------
 // Json.
@@ -750,21 +405,17 @@ Json* Json::Find(absl::string_view key) {
 }
 
 absl::StatusOr<const Json*> Json::Get(absl::string_view key) const {
-  std::string quoted;
   if (!is_object()) {
-    AppendQuoted(key, &quoted);
-    return absl::InvalidArgumentError(
-        absl::StrCat("json: cannot get key ", quoted, ": expected object, got ",
-                     Describe(*this)));
+    return absl::InvalidArgumentError(absl::StrCat("json: cannot get key ", Quoted(key),
+                                                   ": expected object, got ", Describe(*this)));
   }
   if (const Json* v = Find(key)) return v;
-  AppendQuoted(key, &quoted);
-  std::string msg = absl::StrCat("json: key ", quoted, " not found; keys: ");
+  std::string msg = absl::StrCat("json: key ", Quoted(key), " not found; keys: ");
   const Members& members = std::get<Members>(value_);
   if (members.empty()) msg += "(none)";
   for (size_t i = 0; i < members.size() && i < kMaxKeysInError; ++i) {
     if (i > 0) msg += ", ";
-    AppendQuoted(members[i].first, &msg);
+    absl::StrAppend(&msg, Quoted(members[i].first));
   }
   if (members.size() > kMaxKeysInError) {
     absl::StrAppend(&msg, ", ... (", members.size(), " in all)");
@@ -835,7 +486,7 @@ absl::StatusOr<const Json*> Json::GetPath(absl::string_view pointer) const {
       size_t index = 0;
       bool valid = !token.empty() && token.size() <= 18 &&
                    (token == "0" || token[0] != '0');
-      for (char c : token) valid = valid && IsDigit(c);
+      for (char c : token) valid = valid && absl::ascii_isdigit(c);
       if (valid) {
         for (char c : token) index = index * 10 + (c - '0');
         child = current->At(index);
@@ -904,11 +555,7 @@ size_t Json::size() const {
   return 0;
 }
 
-std::string Json::Dump(int indent) const {
-  std::string out;
-  DumpTo(*this, indent, 0, &out);
-  return out;
-}
+std::string Json::Dump(int indent) const { return DumpLibrary(ToLibrary(*this), indent); }
 
 bool operator==(const Json& a, const Json& b) {
   if (a.type() != b.type()) return false;
@@ -947,10 +594,6 @@ bool operator==(const Json& a, const Json& b) {
     if (it == index.end() || *it->second != am[i].second) return false;
   }
   return true;
-}
-
-absl::StatusOr<Json> ParseJson(absl::string_view text) {
-  return Parser(text).Parse();
 }
 
 }  // namespace tandem

@@ -1,4 +1,6 @@
-// JSON values, an RFC 8259 parser and a writer (Abseil + glog only).
+// JSON values with Status-returning accessors; parsing (RFC 8259) and
+// writing are nlohmann-json's (Debian's nlohmann-json3-dev, kept out of
+// this header).
 //
 //   ASSIGN_OR_RETURN(Json doc, ParseJson(R"({"name": "mlp", "ops": [1, 2]})"));
 //   ASSIGN_OR_RETURN(std::string name, doc.GetString("name"));  // "mlp"
@@ -172,8 +174,8 @@ class Json {
 
   // Compact when indent < 0 ({"a":[1,2]}), otherwise one element or member
   // per line indented by `indent` spaces per level and ": " after keys.
-  // Doubles print in their shortest round-trip form and always with a '.'
-  // or an exponent (2.0, 1e+300), so ParseJson(x.Dump()) == x for finite
+  // Doubles print so that they read back bit for bit, always with a '.' or
+  // an exponent (2.0, 1e+300), so ParseJson(x.Dump()) == x for finite
   // values; NaN and +-Inf print as null.
   std::string Dump(int indent = -1) const;
 
@@ -200,8 +202,11 @@ absl::string_view JsonTypeName(Json::Type type);
 
 // Parses one RFC 8259 JSON text (any value at the top level, surrounding
 // whitespace allowed, a leading UTF-8 byte order mark ignored). Errors are
-// InvalidArgument "json: line L, column C: <what was expected>", where C
-// counts bytes from 1. Arrays and objects may nest Json::kMaxDepth deep.
+// InvalidArgument "json: line L, column C: <nlohmann-json's diagnosis>",
+// e.g. "json: line 1, column 4: syntax error while parsing array -
+// unexpected number literal; expected ']'", where C counts bytes from 1 and
+// is the byte at which parsing stopped (an unexpected token's last byte, or
+// the end of input). Arrays and objects may nest Json::kMaxDepth deep.
 absl::StatusOr<Json> ParseJson(absl::string_view text);
 
 }  // namespace tandem

@@ -274,10 +274,10 @@ TEST(Json, ParsesScalars) {
   EXPECT_EQ(MustParse("5e-324"), Json(5e-324));
   EXPECT_EQ(MustParse("1.7976931348623157e308"),
             Json(std::numeric_limits<double>::max()));
-  EXPECT_EQ(ParseError("1e309"),
-            "json: line 1, column 1: number out of range for a double");
+  // Positions: the byte where the parser stopped (here a number's last).
+  EXPECT_EQ(ParseError("1e309"), "json: line 1, column 5: number overflow parsing '1e309'");
   EXPECT_EQ(ParseError("[-123456789e999999999999999]"),
-            "json: line 1, column 2: number out of range for a double");
+            "json: line 1, column 27: number overflow parsing '-123456789e999999999999999'");
   EXPECT_EQ(MustParse("0.00000000001e-99999999999999"), Json(0.0));
 }
 
@@ -423,150 +423,231 @@ TEST(Json, RoundTrips) {
   ExpectRoundTrip(built);
 }
 
+// Errors: "json: line L, column C: " (C counts bytes from 1 and is the byte
+// where the parser stopped, or the end of input), then nlohmann-json's words.
 TEST(Json, ErrorsGiveLineColumnAndWhatWasExpected) {
-  EXPECT_EQ(ParseError(""), "json: line 1, column 1: expected a value, got end of input");
+  EXPECT_EQ(ParseError(""),
+            "json: line 1, column 1: syntax error while parsing value - unexpected end of input; "
+            "expected '[', '{', or a literal");
   EXPECT_EQ(ParseError("   \n  "),
-            "json: line 2, column 3: expected a value, got end of input");
+            "json: line 2, column 3: syntax error while parsing value - unexpected end of input; "
+            "expected '[', '{', or a literal");
   EXPECT_EQ(ParseError("{\n  \"a\": 1,\n  \"b\": 2  \"c\": 3\n}"),
-            "json: line 3, column 11: expected ',' or '}' after object member, "
-            "got '\"'");
+            "json: line 3, column 13: syntax error while parsing object - unexpected string "
+            "literal; expected '}'");
   EXPECT_EQ(ParseError("[1 2]"),
-            "json: line 1, column 4: expected ',' or ']' after array element, "
-            "got '2'");
+            "json: line 1, column 4: syntax error while parsing array - unexpected number "
+            "literal; expected ']'");
   EXPECT_EQ(ParseError("[1"),
-            "json: line 1, column 3: expected ',' or ']' after array element, "
-            "got end of input");
+            "json: line 1, column 3: syntax error while parsing array - unexpected end of input; "
+            "expected ']'");
   EXPECT_EQ(ParseError("{\"a\" 1}"),
-            "json: line 1, column 6: expected ':' after object key, got '1'");
+            "json: line 1, column 6: syntax error while parsing object separator - unexpected "
+            "number literal; expected ':'");
   EXPECT_EQ(ParseError("{1:2}"),
-            "json: line 1, column 2: expected string key or '}' in object, got '1'");
+            "json: line 1, column 2: syntax error while parsing object key - unexpected number "
+            "literal; expected string literal");
   EXPECT_EQ(ParseError("{'a':2}"),
-            "json: line 1, column 2: expected string key or '}' in object, got '''");
+            "json: line 1, column 2: syntax error while parsing object key - invalid literal; "
+            "last read: '{''; expected string literal");
   EXPECT_EQ(ParseError("{\"a\":1,,}"),
-            "json: line 1, column 8: expected string key after ',' in object, "
-            "got ','");
+            "json: line 1, column 8: syntax error while parsing object key - unexpected ','; "
+            "expected string literal");
   EXPECT_EQ(ParseError("{\"a\":}"),
-            "json: line 1, column 6: expected a value, got '}'");
-  EXPECT_EQ(ParseError("[,1]"), "json: line 1, column 2: expected a value, got ','");
+            "json: line 1, column 6: syntax error while parsing value - unexpected '}'; expected "
+            "'[', '{', or a literal");
+  EXPECT_EQ(ParseError("[,1]"),
+            "json: line 1, column 2: syntax error while parsing value - unexpected ','; expected "
+            "'[', '{', or a literal");
   EXPECT_EQ(ParseError("{"),
-            "json: line 1, column 2: expected string key or '}' in object, got "
-            "end of input");
-  EXPECT_EQ(ParseError("@"), "json: line 1, column 1: expected a value, got '@'");
+            "json: line 1, column 2: syntax error while parsing object key - unexpected end of "
+            "input; expected string literal");
+  EXPECT_EQ(ParseError("@"),
+            "json: line 1, column 1: syntax error while parsing value - invalid literal; last "
+            "read: '@'");
   EXPECT_EQ(ParseError("\x01"),
-            "json: line 1, column 1: expected a value, got byte 0x01");
-  EXPECT_EQ(ParseError("+1"), "json: line 1, column 1: expected a value, got '+'");
-  EXPECT_EQ(ParseError(".5"), "json: line 1, column 1: expected a value, got '.'");
-  EXPECT_EQ(ParseError("NaN"), "json: line 1, column 1: expected a value, got 'N'");
+            "json: line 1, column 1: syntax error while parsing value - invalid literal; last "
+            "read: '<U+0001>'");
+  EXPECT_EQ(ParseError("+1"),
+            "json: line 1, column 1: syntax error while parsing value - invalid literal; last "
+            "read: '+'");
+  EXPECT_EQ(ParseError(".5"),
+            "json: line 1, column 1: syntax error while parsing value - invalid literal; last "
+            "read: '.'");
+  EXPECT_EQ(ParseError("NaN"),
+            "json: line 1, column 1: syntax error while parsing value - invalid literal; last "
+            "read: 'N'");
   EXPECT_EQ(ParseError("[Infinity]"),
-            "json: line 1, column 2: expected a value, got 'I'");
+            "json: line 1, column 2: syntax error while parsing value - invalid literal; last "
+            "read: '[I'");
+  // The text nlohmann quotes is cut to its last 32 bytes.
+  EXPECT_EQ(ParseError(absl::StrCat("[", std::string(40, ' '), "x]")),
+            absl::StrCat("json: line 1, column 42: syntax error while parsing value - invalid "
+                         "literal; last read: '...",
+                         std::string(31, ' '), "x'"));
 }
 
 TEST(Json, RejectsTrailingGarbage) {
   EXPECT_EQ(ParseError("{} x"),
-            "json: line 1, column 4: expected end of input after the top-level "
-            "value, got 'x'");
+            "json: line 1, column 4: syntax error while parsing value - invalid literal; last "
+            "read: '{} x'; expected end of input");
   EXPECT_EQ(ParseError("1 2"),
-            "json: line 1, column 3: expected end of input after the top-level "
-            "value, got '2'");
+            "json: line 1, column 3: syntax error while parsing value - unexpected number "
+            "literal; expected end of input");
   EXPECT_EQ(ParseError("[1]]"),
-            "json: line 1, column 4: expected end of input after the top-level "
-            "value, got ']'");
+            "json: line 1, column 4: syntax error while parsing value - unexpected ']'; expected "
+            "end of input");
   EXPECT_EQ(ParseError("nullx"),
-            "json: line 1, column 5: expected end of input after the top-level "
-            "value, got 'x'");
+            "json: line 1, column 5: syntax error while parsing value - invalid literal; last "
+            "read: 'nullx'; expected end of input");
+  // nlohmann would stop at a NUL byte as at the end of input.
   EXPECT_EQ(ParseError(absl::string_view("1\0", 2)),
-            "json: line 1, column 2: expected end of input after the top-level "
-            "value, got byte 0x00");
+            "json: line 1, column 2: syntax error while parsing value - unexpected NUL byte");
+  EXPECT_EQ(ParseError(absl::string_view("[1,\n 2\0]", 8)),
+            "json: line 2, column 3: syntax error while parsing value - unexpected NUL byte");
+  EXPECT_EQ(ParseError(absl::string_view("[1\0]", 4)),
+            "json: line 1, column 3: syntax error while parsing value - unexpected NUL byte");
+  EXPECT_EQ(ParseError(absl::string_view("[tr\0]", 5)),
+            "json: line 1, column 4: syntax error while parsing value - invalid literal; last "
+            "read: '[tr<U+0000>'");
+  EXPECT_EQ(ParseError(absl::string_view("[1 2\0]", 6)),
+            "json: line 1, column 4: syntax error while parsing array - unexpected number "
+            "literal; expected ']'");
 }
 
 TEST(Json, RejectsTrailingCommas) {
-  EXPECT_EQ(ParseError("[1,]"), "json: line 1, column 4: trailing comma in array");
-  EXPECT_EQ(ParseError("[1, \n ]"), "json: line 2, column 2: trailing comma in array");
+  EXPECT_EQ(ParseError("[1,]"),
+            "json: line 1, column 4: syntax error while parsing value - unexpected ']'; expected "
+            "'[', '{', or a literal");
+  EXPECT_EQ(ParseError("[1, \n ]"),
+            "json: line 2, column 2: syntax error while parsing value - unexpected ']'; expected "
+            "'[', '{', or a literal");
   EXPECT_EQ(ParseError("{\"a\":1,}"),
-            "json: line 1, column 8: trailing comma in object");
+            "json: line 1, column 8: syntax error while parsing object key - unexpected '}'; "
+            "expected string literal");
 }
 
 TEST(Json, RejectsBadNumbers) {
+  // A leading zero ends the number: the next digit is an unexpected token.
   EXPECT_EQ(ParseError("01"),
-            "json: line 1, column 1: leading zeros are not allowed in numbers");
+            "json: line 1, column 2: syntax error while parsing value - unexpected number "
+            "literal; expected end of input");
   EXPECT_EQ(ParseError("[-007]"),
-            "json: line 1, column 2: leading zeros are not allowed in numbers");
+            "json: line 1, column 4: syntax error while parsing array - unexpected number "
+            "literal; expected ']'");
   EXPECT_EQ(ParseError("-"),
-            "json: line 1, column 2: expected a digit after '-', got end of input");
+            "json: line 1, column 2: syntax error while parsing value - invalid number; expected "
+            "digit after '-'; last read: '-'");
   EXPECT_EQ(ParseError("-a"),
-            "json: line 1, column 2: expected a digit after '-', got 'a'");
+            "json: line 1, column 2: syntax error while parsing value - invalid number; expected "
+            "digit after '-'; last read: '-a'");
   EXPECT_EQ(ParseError("1."),
-            "json: line 1, column 3: expected a digit after the decimal point, "
-            "got end of input");
+            "json: line 1, column 3: syntax error while parsing value - invalid number; expected "
+            "digit after '.'; last read: '1.'");
   EXPECT_EQ(ParseError("1.e5"),
-            "json: line 1, column 3: expected a digit after the decimal point, "
-            "got 'e'");
+            "json: line 1, column 3: syntax error while parsing value - invalid number; expected "
+            "digit after '.'; last read: '1.e'");
   EXPECT_EQ(ParseError("1e"),
-            "json: line 1, column 3: expected a digit in the exponent, got end "
-            "of input");
+            "json: line 1, column 3: syntax error while parsing value - invalid number; expected "
+            "'+', '-', or digit after exponent; last read: '1e'");
   EXPECT_EQ(ParseError("1e+"),
-            "json: line 1, column 4: expected a digit in the exponent, got end "
-            "of input");
+            "json: line 1, column 4: syntax error while parsing value - invalid number; expected "
+            "digit after exponent sign; last read: '1e+'");
   EXPECT_EQ(ParseError("0x10"),
-            "json: line 1, column 2: expected end of input after the top-level "
-            "value, got 'x'");
+            "json: line 1, column 2: syntax error while parsing value - invalid literal; last "
+            "read: '0x'; expected end of input");
   EXPECT_EQ(ParseError("1.5.2"),
-            "json: line 1, column 4: expected end of input after the top-level "
-            "value, got '.'");
+            "json: line 1, column 4: syntax error while parsing value - invalid literal; last "
+            "read: '1.5.'; expected end of input");
 }
 
 TEST(Json, RejectsBadLiterals) {
-  EXPECT_EQ(ParseError("tru"), "json: line 1, column 1: invalid literal; expected 'true'");
-  EXPECT_EQ(ParseError("[True]"), "json: line 1, column 2: expected a value, got 'T'");
+  EXPECT_EQ(ParseError("tru"),
+            "json: line 1, column 4: syntax error while parsing value - invalid literal; last "
+            "read: 'tru'");
+  EXPECT_EQ(ParseError("[True]"),
+            "json: line 1, column 2: syntax error while parsing value - invalid literal; last "
+            "read: '[T'");
   EXPECT_EQ(ParseError("fals"),
-            "json: line 1, column 1: invalid literal; expected 'false'");
+            "json: line 1, column 5: syntax error while parsing value - invalid literal; last "
+            "read: 'fals'");
   EXPECT_EQ(ParseError("[nul]"),
-            "json: line 1, column 2: invalid literal; expected 'null'");
+            "json: line 1, column 5: syntax error while parsing value - invalid literal; last "
+            "read: '[nul]'");
 }
 
 TEST(Json, RejectsBadStrings) {
-  EXPECT_EQ(ParseError("\"abc"), "json: line 1, column 1: unterminated string");
+  constexpr char kAt[] = "syntax error while parsing value - invalid string: ";
+  const auto error = [&](int column, absl::string_view what) {
+    return absl::StrCat("json: line 1, column ", column, ": ", kAt, what);
+  };
+  EXPECT_EQ(ParseError("\"abc"), error(5, "missing closing quote; last read: '\"abc'"));
   EXPECT_EQ(ParseError("[1, \"abc\\\"]"),
-            "json: line 1, column 5: unterminated string");
-  EXPECT_EQ(ParseError("\"abc\\"), "json: line 1, column 1: unterminated string");
+            error(12, "missing closing quote; last read: '\"abc\\\"]'"));
+  EXPECT_EQ(ParseError("\"abc\\"),
+            error(6, "forbidden character after backslash; last read: '\"abc\\'"));
   EXPECT_EQ(ParseError("\"a\nb\""),
-            "json: line 1, column 3: unescaped control character 0x0A in string");
+            error(3,
+                  "control character U+000A (LF) must be escaped to \\u000A or \\n; last read: "
+                  "'\"a<U+000A>'"));
   EXPECT_EQ(ParseError("\"a\tb\""),
-            "json: line 1, column 3: unescaped control character 0x09 in string");
+            error(3,
+                  "control character U+0009 (HT) must be escaped to \\u0009 or \\t; last read: "
+                  "'\"a<U+0009>'"));
   EXPECT_EQ(ParseError(absl::string_view("\"a\0\"", 4)),
-            "json: line 1, column 3: unescaped control character 0x00 in string");
-  EXPECT_EQ(ParseError(R"("a\qb")"), "json: line 1, column 3: invalid escape '\\q' in string");
-  EXPECT_EQ(ParseError(R"("\x41")"), "json: line 1, column 2: invalid escape '\\x' in string");
-  EXPECT_EQ(ParseError(R"("\')"), "json: line 1, column 2: invalid escape '\\'' in string");
+            error(3,
+                  "control character U+0000 (NUL) must be escaped to \\u0000; last read: "
+                  "'\"a<U+0000>'"));
+  EXPECT_EQ(ParseError(R"("a\qb")"),
+            error(4, "forbidden character after backslash; last read: '\"a\\q'"));
+  EXPECT_EQ(ParseError(R"("\x41")"),
+            error(3, "forbidden character after backslash; last read: '\"\\x'"));
+  EXPECT_EQ(ParseError(R"("\')"),
+            error(3, "forbidden character after backslash; last read: '\"\\''"));
   EXPECT_EQ(ParseError("\"\\\x01\""),
-            "json: line 1, column 2: invalid escape: '\\' followed by byte 0x01 in "
-            "string");
+            error(3, "forbidden character after backslash; last read: '\"\\<U+0001>'"));
   EXPECT_EQ(ParseError(R"("\u12")"),
-            "json: line 1, column 2: invalid \\u escape: expected 4 hex digits");
+            error(6, "'\\u' must be followed by 4 hex digits; last read: '\"\\u12\"'"));
   EXPECT_EQ(ParseError(R"("\u12G4")"),
-            "json: line 1, column 2: invalid \\u escape: expected 4 hex digits");
+            error(6, "'\\u' must be followed by 4 hex digits; last read: '\"\\u12G'"));
   EXPECT_EQ(ParseError(R"("\u)"),
-            "json: line 1, column 2: invalid \\u escape: expected 4 hex digits");
+            error(4, "'\\u' must be followed by 4 hex digits; last read: '\"\\u'"));
+  constexpr char kHigh[] = "surrogate U+D800..U+DBFF must be followed by U+DC00..U+DFFF";
   EXPECT_EQ(ParseError(R"("x\ud83d")"),
-            "json: line 1, column 3: unpaired UTF-16 surrogate \\uD83D in string");
-  EXPECT_EQ(ParseError(R"("\ud83dx")"),
-            "json: line 1, column 2: unpaired UTF-16 surrogate \\uD83D in string");
+            error(9, absl::StrCat(kHigh, "; last read: '\"x\\ud83d\"'")));
+  EXPECT_EQ(ParseError(R"("\ud83dx")"), error(8, absl::StrCat(kHigh, "; last read: '\"\\ud83dx'")));
   EXPECT_EQ(ParseError(R"("\ud83d\u0041")"),
-            "json: line 1, column 2: unpaired UTF-16 surrogate \\uD83D in string");
+            error(13, absl::StrCat(kHigh, "; last read: '\"\\ud83d\\u0041'")));
   EXPECT_EQ(ParseError(R"("\ud83d\ud83d")"),
-            "json: line 1, column 2: unpaired UTF-16 surrogate \\uD83D in string");
+            error(13, absl::StrCat(kHigh, "; last read: '\"\\ud83d\\ud83d'")));
   EXPECT_EQ(ParseError(R"("\ude00")"),
-            "json: line 1, column 2: unpaired UTF-16 surrogate \\uDE00 in string");
+            error(7,
+                  "surrogate U+DC00..U+DFFF must follow U+D800..U+DBFF; last read: "
+                  "'\"\\ude00'"));
   // Invalid UTF-8: stray continuation, overlong, encoded surrogate, above
-  // U+10FFFF, truncated sequence.
-  for (const char* bad : {"\"\x80\"", "\"\xC0\xAF\"", "\"\xE0\x80\xAF\"",
-                          "\"\xED\xA0\x80\"", "\"\xF4\x90\x80\x80\"",
-                          "\"\xF5\x80\x80\x80\"", "\"\xE2\x82\"", "\"\xC3"}) {
-    EXPECT_EQ(ParseError(bad), "json: line 1, column 2: invalid UTF-8 in string")
-        << bad;
+  // U+10FFFF, truncated sequence. The column is the byte that cannot follow.
+  const struct {
+    const char* text;
+    int column;
+    const char* read;
+  } kBadUtf8[] = {
+      {"\"\x80\"", 2, "\"\x80"},
+      {"\"\xC0\xAF\"", 2, "\"\xC0"},
+      {"\"\xE0\x80\xAF\"", 3, "\"\xE0\x80"},
+      {"\"\xED\xA0\x80\"", 3, "\"\xED\xA0"},
+      {"\"\xF4\x90\x80\x80\"", 3, "\"\xF4\x90"},
+      {"\"\xF5\x80\x80\x80\"", 2, "\"\xF5"},
+      {"\"\xE2\x82\"", 4, "\"\xE2\x82\""},
+      {"\"\xC3", 3, "\"\xC3"},
+  };
+  for (const auto& bad : kBadUtf8) {
+    EXPECT_EQ(ParseError(bad.text),
+              error(bad.column, absl::StrCat("ill-formed UTF-8 byte; last read: '", bad.read, "'")))
+        << bad.text;
   }
   EXPECT_EQ(ParseError("\xC3\xA9"),
-            "json: line 1, column 1: expected a value, got byte 0xC3");
+            "json: line 1, column 1: syntax error while parsing value - invalid literal; last "
+            "read: '\xC3'");
 }
 
 TEST(Json, NestingDepthLimit) {

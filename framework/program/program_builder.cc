@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -11,6 +10,15 @@
 #include "framework/place/place.h"
 
 namespace tandem {
+
+int64_t DefaultSeed(absl::string_view name) {
+  uint64_t hash = 0xcbf29ce484222325u;  // FNV-1a 64-bit
+  for (const char c : name) {
+    hash ^= static_cast<unsigned char>(c);
+    hash *= 0x100000001b3u;
+  }
+  return static_cast<int64_t>(hash >> 1);
+}
 
 ProgramBuilder::DeviceGuardScope::DeviceGuardScope(DeviceGuardScope&& other) noexcept
     : builder_(other.builder_), previous_(std::move(other.previous_)) {
@@ -122,8 +130,7 @@ void ProgramBuilder::AppendInitOp(const std::string& var, DataType dtype, const 
     }
   }
   if (op.type != "fill_constant") {
-    op.attrs["seed"] = init.seed != 0 ? init.seed
-                                      : static_cast<int64_t>(std::hash<std::string>{}(var) >> 1);
+    op.attrs["seed"] = init.seed != 0 ? init.seed : DefaultSeed(var);
   }
   startup_.block().AppendOp(std::move(op));
 }
@@ -488,8 +495,7 @@ Var ProgramBuilder::Dropout(Var x, double dropout_prob, bool is_test, int64_t se
   if (out.empty()) return {};
   const Var result = out.at("Out")[0];
   if (seed == 0) {
-    main_.block().mutable_ops().back().attrs["seed"] =
-        static_cast<int64_t>(std::hash<std::string>{}(result.name) >> 1);
+    main_.block().mutable_ops().back().attrs["seed"] = DefaultSeed(result.name);
   }
   main_.block().FindVar(out.at("Mask")[0].name)->stop_gradient = true;
   return result;

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "framework/program/program.h"
 
 namespace tandem {
@@ -35,10 +36,18 @@ struct Var {
   bool valid() const { return !name.empty(); }
 };
 
+// The seed a random initializer or a dropout op gets when given seed 0:
+// the 64-bit FNV-1a hash of the bytes of `name` (offset basis
+// 0xcbf29ce484222325, prime 0x100000001b3) shifted right by one bit, a
+// non-negative int64. A fixed function rather than std::hash, which differs
+// between standard libraries, so default initial weights are the same with
+// every toolchain: DefaultSeed("a") == 0xaf63dc4c8601ec8c >> 1.
+int64_t DefaultSeed(absl::string_view name);
+
 // How the startup program initialises a parameter: a constant, or values
 // from the counter-based uniform_random / gaussian_random ops (the same bits
-// on every backend for a given seed; seed 0 derives one from the parameter
-// name). Xavier (Glorot) initializers take fan_in and fan_out from the
+// on every backend for a given seed; seed 0 takes DefaultSeed(parameter
+// name)). Xavier (Glorot) initializers take fan_in and fan_out from the
 // shape: rank 0: 1, 1; rank 1: dim 0 for both; rank 2 ([in, out], as
 // matmul(x, w) uses w): dim 0, dim 1; rank >= 3 ([out_c, in_c, k...], a
 // convolution filter): in_c * receptive field, out_c * receptive field.
@@ -50,7 +59,7 @@ struct Initializer {
   double value = 0;                 // kConstant
   double low = -0.05, high = 0.05;  // kUniform
   double mean = 0, std = 1;         // kNormal
-  int64_t seed = 0;                 // 0: derived from the parameter name
+  int64_t seed = 0;                 // 0: DefaultSeed(parameter name)
 
   static Initializer Constant(double v) { return {Kind::kConstant, v}; }
   static Initializer Uniform(double low, double high, int64_t seed = 0) {
@@ -196,8 +205,8 @@ class ProgramBuilder {
   // `sections` sizes (one may be -1: the rest).
   std::vector<Var> Split(Var x, int64_t num, int64_t axis = 0);
   std::vector<Var> SplitSections(Var x, const std::vector<int64_t>& sections, int64_t axis = 0);
-  // Seeded dropout (upscale_in_train; is_test: identity). Seed 0 derives
-  // one from the output's name, so two dropout ops draw different masks;
+  // Seeded dropout (upscale_in_train; is_test: identity). Seed 0 takes
+  // DefaultSeed(output's name), so two dropout ops draw different masks;
   // the kernel adds its run count, so every step draws a new one. The bool
   // Mask output is stop_gradient.
   Var Dropout(Var x, double dropout_prob = 0.5, bool is_test = false, int64_t seed = 0);

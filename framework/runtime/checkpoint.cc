@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <cerrno>
 #include <cstring>
 #include <set>
@@ -17,6 +16,7 @@
 #include "framework/base/status_macros.h"
 #include "framework/device/device.h"
 #include "framework/device/device_registry.h"
+#include "zlib.h"
 
 namespace tandem {
 namespace {
@@ -27,26 +27,16 @@ constexpr size_t kHeaderBytes = 20;  // magic, version, count, header CRC
 constexpr uint32_t kMaxStringBytes = 4096;
 constexpr uint32_t kMaxRank = 64;
 
-// CRC-32 (IEEE 802.3, reflected polynomial 0xEDB88320), as zlib's crc32.
+// CRC-32 (IEEE 802.3, reflected polynomial 0xEDB88320) through zlib.
 class Crc32 {
  public:
   void Update(const void* data, size_t n) {
-    static const std::array<uint32_t, 256> table = [] {
-      std::array<uint32_t, 256> t{};
-      for (uint32_t i = 0; i < 256; ++i) {
-        uint32_t c = i;
-        for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-        t[i] = c;
-      }
-      return t;
-    }();
-    const auto* p = static_cast<const uint8_t*>(data);
-    for (size_t i = 0; i < n; ++i) state_ = table[(state_ ^ p[i]) & 0xFF] ^ (state_ >> 8);
+    value_ = crc32_z(value_, static_cast<const Bytef*>(data), n);
   }
-  uint32_t value() const { return ~state_; }
+  uint32_t value() const { return static_cast<uint32_t>(value_); }
 
  private:
-  uint32_t state_ = 0xFFFFFFFFu;
+  uLong value_ = crc32_z(0, Z_NULL, 0);
 };
 
 template <typename T>

@@ -66,6 +66,42 @@ TEST(Checkpoint, RoundTripsEveryTensorBitwise) {
   EXPECT_EQ(ToDoubles(again.Find("a")->tensor()), std::vector<double>{42});
 }
 
+// testdata/v1_four_tensors.ckpt was written by SaveCheckpoint(MakeScope(), kNames) with the
+// table-driven CRC-32 that checkpoint.cc had before it used zlib's crc32(): files from
+// earlier builds stay readable, and today's writer produces the same bytes.
+constexpr char kV1File[] = "framework/runtime/testdata/v1_four_tensors.ckpt";
+
+TEST(Checkpoint, ReadsAFileWrittenByAnEarlierBuild) {
+  Scope loaded;
+  ASSERT_OK(LoadCheckpoint(kV1File, &loaded));
+  EXPECT_EQ(loaded.Names(), kNames);
+  const Tensor& a = loaded.Find("a")->tensor();
+  EXPECT_EQ(a.dtype(), DataType::kFloat32);
+  EXPECT_EQ(a.shape(), Shape({2, 3}));
+  EXPECT_EQ(ToDoubles(a), (std::vector<double>{1, -2, 3.5, 4, 5, 6}));
+  const Tensor& b = loaded.Find("b")->tensor();
+  EXPECT_EQ(b.dtype(), DataType::kInt64);
+  EXPECT_EQ(b.shape(), Shape({4}));
+  EXPECT_EQ(b.data<int64_t>()[3], int64_t{1} << 40);
+  EXPECT_EQ(ToDoubles(b), (std::vector<double>{7, -8, 9, 1099511627776.0}));
+  const Tensor& c = loaded.Find("c")->tensor();
+  EXPECT_EQ(c.dtype(), DataType::kFloat64);
+  EXPECT_EQ(c.shape(), Shape());
+  EXPECT_EQ(ToDoubles(c), std::vector<double>{0.1});
+  const Tensor& empty = loaded.Find("empty")->tensor();
+  EXPECT_EQ(empty.dtype(), DataType::kFloat32);
+  EXPECT_EQ(empty.shape(), Shape({0, 5}));
+  EXPECT_EQ(empty.place(), CPUPlace());
+
+  const std::string old_bytes = ReadFile(kV1File);
+  ASSERT_EQ(old_bytes.size(), 282u);
+  // The header's CRC-32 (bytes 16..19, little-endian): zlib.crc32(header[:16]) = 0x1219dfd1.
+  EXPECT_EQ(old_bytes.substr(16, 4), std::string("\xd1\xdf\x19\x12", 4));
+  const std::string path = TempPath("v1_again.ckpt");
+  ASSERT_OK(SaveCheckpoint(MakeScope(), kNames, path));
+  EXPECT_EQ(ReadFile(path), old_bytes);
+}
+
 TEST(Checkpoint, SavesThePersistablesOfAProgram) {
   Program program;
   program.block().AddVar(VarDesc{"w", DataType::kFloat32, Shape({2, 3}), /*persistable=*/true});

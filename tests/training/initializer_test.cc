@@ -26,6 +26,28 @@ double DoubleAttr(const OpDesc& op, const std::string& name) {
   return std::get<double>(op.attrs.at(name));
 }
 
+// Default seeds are FNV-1a 64 of the name, shifted right by one: pinned so
+// that default initial weights cannot drift between standard libraries.
+TEST(Initializer, DefaultSeedIsFnv1aOfTheName) {
+  EXPECT_EQ(DefaultSeed(""), int64_t{0xcbf29ce484222325u >> 1});
+  EXPECT_EQ(DefaultSeed("a"), int64_t{0xaf63dc4c8601ec8cu >> 1});        // FNV-1a test vector
+  EXPECT_EQ(DefaultSeed("foobar"), int64_t{0x85944171f73967e8u >> 1});   // FNV-1a test vector
+  EXPECT_EQ(DefaultSeed("conv"), int64_t{424751549012428035});
+  EXPECT_EQ(DefaultSeed("\xff"), int64_t{6319176063649936823});  // bytes taken unsigned
+
+  ProgramBuilder b;
+  b.CreateParameter("conv", DataType::kFloat32, Shape({2}), Initializer::Uniform(-1, 1));
+  Var x = b.CreateParameter("x", DataType::kFloat32, Shape({2}), Initializer::Constant(1));
+  Var y = b.Dropout(x, 0.5);
+  ASSERT_OK(b.status());
+  EXPECT_EQ(std::get<int64_t>(InitOp(b, "conv").attrs.at("seed")), 424751549012428035);
+  EXPECT_EQ(InitOp(b, "x").attrs.count("seed"), 0u);
+  const OpDesc& dropout = b.main_program().block().ops().back();
+  ASSERT_EQ(dropout.type, "dropout");
+  EXPECT_EQ(std::get<int64_t>(dropout.attrs.at("seed")), DefaultSeed(y.name));
+  EXPECT_NE(DefaultSeed(y.name), DefaultSeed("conv"));
+}
+
 TEST(Initializer, XavierFansComeFromTheShape) {
   ProgramBuilder b;
   b.CreateParameter("fc", DataType::kFloat32, Shape({30, 20}), Initializer::XavierUniform(5));
@@ -45,7 +67,7 @@ TEST(Initializer, XavierFansComeFromTheShape) {
   EXPECT_EQ(conv.type, "gaussian_random");
   EXPECT_DOUBLE_EQ(DoubleAttr(conv, "std"), std::sqrt(2.0 / (36 + 72)));
   EXPECT_DOUBLE_EQ(DoubleAttr(conv, "mean"), 0.0);
-  EXPECT_NE(std::get<int64_t>(conv.attrs.at("seed")), 0);  // derived from the name
+  EXPECT_EQ(std::get<int64_t>(conv.attrs.at("seed")), DefaultSeed("conv"));
   EXPECT_DOUBLE_EQ(DoubleAttr(InitOp(b, "bias"), "max"), std::sqrt(6.0 / 20));
   EXPECT_DOUBLE_EQ(DoubleAttr(InitOp(b, "scalar"), "std"), 1.0);
   const OpDesc& n = InitOp(b, "n");
