@@ -303,6 +303,7 @@ TEST(Safetensors, BadWriteArguments) {
       SelectedRows(3, {1}, MakeTensor(DataType::kFloat32, Shape({1, 2}), {1, 2})));
   scope.Var("unset");
   const std::string path = TempPath("bad.safetensors");
+  unlink(path.c_str());
   EXPECT_THAT(SaveSafetensors(scope, {"w", "w"}, path),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        absl::StrCat("safetensors '", path, "': tensor 'w' is given twice")));
