@@ -404,9 +404,20 @@ absl::StatusOr<SafetensorsContents> ReadSafetensors(const std::string& path) {
     SafetensorsTensor t;
     t.name = e.name;
     t.file_dtype = e.file_dtype;
-    ASSIGN_OR_RETURN(t.tensor, Tensor::Allocate(CpuAllocator::Default(), e.dtype->dtype, e.shape));
+    absl::StatusOr<Tensor> allocated =
+        Tensor::Allocate(CpuAllocator::Default(), e.dtype->dtype, e.shape);
+    if (!allocated.ok()) {
+      return absl::Status(allocated.status().code(),
+                          absl::StrCat("safetensors '", path, "': tensor '", e.name, "' ",
+                                       e.shape.ToString(), ": ", allocated.status().message()));
+    }
+    t.tensor = *std::move(allocated);
     const uint64_t bytes = e.end - e.begin;
     const std::string what = absl::StrCat("tensor '", e.name, "'");
+    if (bytes == 0) {  // empty: nothing to read (and maybe no buffer to read into)
+      contents.tensors.push_back(std::move(t));
+      continue;
+    }
     const bool direct =
         e.dtype->conversion == Conversion::kNone && e.dtype->dtype != DataType::kBool;
     if (direct) {

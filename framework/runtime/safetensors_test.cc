@@ -418,6 +418,9 @@ TEST(Safetensors, HeaderLengthAndShape) {
   EXPECT_OK(LoadBytes(File("{}      ")));                 // padded
   EXPECT_OK(LoadBytes(File("{}\n\t ")));                  // any JSON whitespace
   EXPECT_OK(LoadBytes(File(R"({"__metadata__": {}})")));  // empty metadata
+  // Empty tensors of converted dtypes: nothing to read or check.
+  EXPECT_OK(LoadBytes(File(R"({"e": {"dtype": "BOOL", "shape": [0], "data_offsets": [0, 0]},)"
+                           R"( "h": {"dtype": "F16", "shape": [2, 0], "data_offsets": [0, 0]}})")));
 }
 
 TEST(Safetensors, BadEntriesNameTheTensorAndValue) {
