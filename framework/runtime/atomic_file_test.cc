@@ -3,31 +3,20 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <fstream>
-#include <iterator>
-#include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "framework/testing/file_testutil.h"
 #include "framework/testing/status_matchers.h"
 #include "gtest/gtest.h"
 
 namespace tandem {
 namespace {
 
-std::string TempPath(const std::string& name) {
-  return absl::StrCat(::testing::TempDir(), "/", name);
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 bool Exists(const std::string& path) { return access(path.c_str(), F_OK) == 0; }
 
 TEST(AtomicFileWriter, CommitReplacesTheFileWhole) {
   const std::string path = TempPath("commit.bin");
-  std::ofstream(path) << "old contents";
+  WriteFile(path, "old contents");
   AtomicFileWriter out(path, "test file");
   ASSERT_OK(out.Open());
   EXPECT_EQ(out.temp_path(), path + ".tmp");
@@ -41,7 +30,7 @@ TEST(AtomicFileWriter, CommitReplacesTheFileWhole) {
 
 TEST(AtomicFileWriter, WithoutCommitTheOldFileStaysAndTheTemporaryGoes) {
   const std::string path = TempPath("abandoned.bin");
-  std::ofstream(path) << "old";
+  WriteFile(path, "old");
   {
     AtomicFileWriter out(path, "test file");
     ASSERT_OK(out.Open());

@@ -5,13 +5,12 @@
 
 #include <cmath>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "framework/runtime/safetensors_testdata.h"
+#include "framework/testing/file_testutil.h"
 #include "framework/testing/status_matchers.h"
 #include "framework/testing/tensor_testutil.h"
 #include "gtest/gtest.h"
@@ -21,19 +20,6 @@ namespace {
 
 using ::testing::AllOf;
 using ::testing::ElementsAre;
-
-std::string TempPath(const std::string& name) {
-  return absl::StrCat(::testing::TempDir(), "/", name);
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-void WriteFile(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
-}
 
 std::string U64(uint64_t v) {
   std::string s;
