@@ -3,7 +3,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-
 #include "absl/strings/str_cat.h"
 #include "framework/testing/file_testutil.h"
 #include "framework/testing/status_matchers.h"
