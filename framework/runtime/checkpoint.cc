@@ -16,6 +16,7 @@
 #include "framework/base/status_macros.h"
 #include "framework/device/device.h"
 #include "framework/device/device_registry.h"
+#include "framework/runtime/atomic_file.h"
 #include "zlib.h"
 
 namespace tandem {
@@ -54,45 +55,6 @@ void AppendString(const std::string& s, std::string* out) {
 absl::Status ErrnoError(int error, const std::string& what, const std::string& path) {
   return absl::ErrnoToStatus(error, absl::StrCat(what, " '", path, "'"));
 }
-
-// Writes a file through a file descriptor; closes it on destruction.
-class FileWriter {
- public:
-  explicit FileWriter(std::string path) : path_(std::move(path)) {}
-  ~FileWriter() {
-    if (fd_ >= 0) close(fd_);
-  }
-
-  absl::Status Open() {
-    fd_ = open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd_ < 0) return ErrnoError(errno, "cannot create checkpoint file", path_);
-    return absl::OkStatus();
-  }
-
-  absl::Status Write(const void* data, size_t n) {
-    const char* p = static_cast<const char*>(data);
-    while (n > 0) {
-      const ssize_t w = write(fd_, p, n);
-      if (w < 0 && errno == EINTR) continue;
-      if (w < 0) return ErrnoError(errno, "cannot write checkpoint file", path_);
-      p += w;
-      n -= static_cast<size_t>(w);
-    }
-    return absl::OkStatus();
-  }
-
-  absl::Status SyncAndClose() {
-    if (fsync(fd_) != 0) return ErrnoError(errno, "cannot fsync checkpoint file", path_);
-    const int fd = fd_;
-    fd_ = -1;
-    if (close(fd) != 0) return ErrnoError(errno, "cannot close checkpoint file", path_);
-    return absl::OkStatus();
-  }
-
- private:
-  std::string path_;
-  int fd_ = -1;
-};
 
 // Reads a checkpoint sequentially, tracking the offset for messages and
 // the CRC of the current record.
@@ -270,8 +232,7 @@ absl::Status SaveCheckpoint(const Scope& scope, const std::vector<std::string>& 
     tensors.push_back(&v->tensor());
   }
 
-  const std::string tmp = path + ".tmp";
-  FileWriter out(tmp);
+  AtomicFileWriter out(path, "checkpoint file");
   RETURN_IF_ERROR(out.Open());
   std::string header(kMagic, sizeof(kMagic));
   AppendLittleEndian<uint32_t>(kVersion, &header);
@@ -302,20 +263,7 @@ absl::Status SaveCheckpoint(const Scope& scope, const std::vector<std::string>& 
     RETURN_IF_ERROR(out.Write(host.raw_data(), host.NumBytes()));
     RETURN_IF_ERROR(out.Write(crc_bytes.data(), crc_bytes.size()));
   }
-  RETURN_IF_ERROR(out.SyncAndClose());
-  if (rename(tmp.c_str(), path.c_str()) != 0) {
-    return ErrnoError(errno, absl::StrCat("cannot rename '", tmp, "' to"), path);
-  }
-  const size_t slash = path.find_last_of('/');
-  const std::string dir =
-      slash == std::string::npos ? "." : path.substr(0, std::max<size_t>(slash, 1));
-  const int dir_fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd < 0) return ErrnoError(errno, "cannot open directory", dir);
-  const int synced = fsync(dir_fd);
-  const int error = errno;
-  close(dir_fd);
-  if (synced != 0) return ErrnoError(error, "cannot fsync directory", dir);
-  return absl::OkStatus();
+  return out.Commit();
 }
 
 absl::Status LoadCheckpoint(const std::string& path, Scope* scope,

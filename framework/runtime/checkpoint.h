@@ -18,8 +18,8 @@
 // maps them to).
 //
 // Saving writes "<path>.tmp", fsyncs it, renames it over `path` and fsyncs
-// the directory, so `path` always holds a complete checkpoint: the old one
-// or the new one. Loading verifies every record before changing the scope,
+// the directory (AtomicFileWriter; a failed save removes the temporary), so
+// `path` always holds a complete checkpoint: the old one or the new one. Loading verifies every record before changing the scope,
 // so a bad file leaves the scope untouched: a missing file is NotFound; a
 // truncated or corrupted one (bad magic, checksum mismatch, impossible
 // sizes, trailing bytes) is DataLoss naming the file, the byte offset and,

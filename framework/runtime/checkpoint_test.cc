@@ -3,9 +3,8 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <fstream>
-#include <iterator>
 
+#include "framework/testing/file_testutil.h"
 #include "framework/testing/status_matchers.h"
 #include "framework/testing/tensor_testutil.h"
 #include "gtest/gtest.h"
@@ -14,19 +13,6 @@ namespace tandem {
 namespace {
 
 using ::testing::AllOf;
-
-std::string TempPath(const std::string& name) {
-  return absl::StrCat(::testing::TempDir(), "/", name);
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-void WriteFile(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
-}
 
 // A scope with tensors of several dtypes and shapes (0-d and empty too).
 Scope MakeScope() {

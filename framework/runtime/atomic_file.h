@@ -1,0 +1,51 @@
+// AtomicFileWriter: writes a file so that readers of `path` see either its
+// old contents or the complete new ones, never a part (a crash or a full
+// disk midway leaves the old file in place).
+//
+//   AtomicFileWriter out("/ckpt/model.safetensors", "safetensors file");
+//   RETURN_IF_ERROR(out.Open());                       // creates "<path>.tmp"
+//   RETURN_IF_ERROR(out.Write(header.data(), header.size()));
+//   RETURN_IF_ERROR(out.Write(data, bytes));
+//   RETURN_IF_ERROR(out.Commit());  // fsync, rename over `path`, fsync the directory
+//
+// Writes go to "<path>.tmp"; Commit() fsyncs and closes it, renames it over
+// `path` and fsyncs the directory. If the writer is destroyed before Commit()
+// succeeded, the temporary file is removed. Errors carry the errno's code
+// (NotFound, PermissionDenied, ResourceExhausted, ...) and name the file:
+// "cannot create <what> '/ckpt/model.safetensors.tmp'". Not thread-safe.
+#ifndef TANDEM_FRAMEWORK_RUNTIME_ATOMIC_FILE_H_
+#define TANDEM_FRAMEWORK_RUNTIME_ATOMIC_FILE_H_
+
+#include <cstddef>
+#include <string>
+
+#include "absl/status/status.h"
+
+namespace tandem {
+
+class AtomicFileWriter {
+ public:
+  // `what` names the file in messages ("checkpoint file").
+  AtomicFileWriter(std::string path, std::string what);
+  ~AtomicFileWriter();
+  AtomicFileWriter(const AtomicFileWriter&) = delete;
+  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
+
+  // Creates (truncates) the temporary file.
+  absl::Status Open();
+  // Appends n bytes; Open() must have succeeded (CHECKed).
+  absl::Status Write(const void* data, size_t n);
+  // Makes the written bytes the contents of `path`, durably.
+  absl::Status Commit();
+
+  const std::string& temp_path() const { return tmp_; }
+
+ private:
+  std::string path_, tmp_, what_;
+  int fd_ = -1;
+  bool created_ = false;  // tmp_ exists and is ours to remove
+};
+
+}  // namespace tandem
+
+#endif  // TANDEM_FRAMEWORK_RUNTIME_ATOMIC_FILE_H_
