@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "examples/common/example_util.h"
+#include "examples/common/metrics_log.h"
 #include "examples/common/progress.h"
 #include "examples/ctr/ctr_data.h"
 #include "examples/ctr/ctr_model.h"
@@ -42,6 +43,9 @@ DEFINE_int32(log_every, 500, "print the training loss every N steps");
 DEFINE_int64(seed, 1, "seed of the data (hidden weights, draws) and of the initial parameters");
 DEFINE_double(weight_std, 0.8, "standard deviation of the ids' hidden weights");
 DEFINE_double(noise_std, 0.5, "standard deviation of the per-example logit noise");
+DEFINE_string(metrics_out, "",
+              "write one JSON line per progress line and per held-out evaluation to this file "
+              "(loss, examples/s, copies per step, logloss, AUC); tools/plot_metrics.py draws it");
 
 namespace tandem {
 namespace {
@@ -155,13 +159,24 @@ absl::Status Train() {
   ASSIGN_OR_RETURN(double oracle_auc, Auc(held_out.oracle_logits, held_out.labels));
   double clicks = 0;
   for (int64_t l : held_out.labels) clicks += l;
+  std::unique_ptr<MetricsLog> metrics;
+  if (!FLAGS_metrics_out.empty()) {
+    ASSIGN_OR_RETURN(metrics, MetricsLog::Open(FLAGS_metrics_out, /*append=*/false));
+  }
+  auto log_eval = [&](int64_t step, const HeldOutMetrics& m) -> absl::Status {
+    std::printf("step %6lld  held-out logloss %.4f  AUC %.4f\n", static_cast<long long>(step),
+                m.logloss, m.auc);
+    if (metrics == nullptr) return absl::OkStatus();
+    return metrics->Write(
+        MetricsRecord("eval").Add("step", step).Add("logloss", m.logloss).Add("auc", m.auc));
+  };
   ASSIGN_OR_RETURN(HeldOutMetrics first, Evaluate(model, held_out, &exe, eval_plan.get(), &scope));
   std::printf(
       "initialised in %.2f s; held-out set: %lld examples, click rate %.3f, AUC of the "
       "hidden weights (best possible) %.4f\n",
       init.Seconds(), static_cast<long long>(FLAGS_eval_examples), clicks / FLAGS_eval_examples,
       oracle_auc);
-  std::printf("step %6d  held-out logloss %.4f  AUC %.4f\n", 0, first.logloss, first.auc);
+  RETURN_IF_ERROR(log_eval(0, first));
   std::fflush(stdout);
 
   TrainingProgress progress(FLAGS_steps);
@@ -182,13 +197,19 @@ absl::Status Train() {
                   static_cast<long long>(step), loss_sum / loss_count, progress.Summary().c_str(),
                   stats.copies_h2d, static_cast<long long>(stats.bytes_h2d), stats.copies_d2h,
                   static_cast<long long>(stats.bytes_d2h));
+      if (metrics != nullptr) {
+        RETURN_IF_ERROR(metrics->Write(MetricsRecord("train")
+                                           .Add("step", step)
+                                           .Add("loss", loss_sum / loss_count)
+                                           .Add("examples_per_s", progress.ExamplesPerSecond())
+                                           .AddCopies(stats)));
+      }
       loss_sum = 0;
       loss_count = 0;
     }
     if (step % FLAGS_eval_every == 0 || step == FLAGS_steps) {
       ASSIGN_OR_RETURN(last, Evaluate(model, held_out, &exe, eval_plan.get(), &scope));
-      std::printf("step %6lld  held-out logloss %.4f  AUC %.4f\n", static_cast<long long>(step),
-                  last.logloss, last.auc);
+      RETURN_IF_ERROR(log_eval(step, last));
     }
     std::fflush(stdout);
   }

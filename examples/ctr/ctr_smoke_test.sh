@@ -26,10 +26,17 @@ echo "$out"
 grep -q "executor: in-order$" <<<"$out"
 grep -q "copies/step: H2D 5 (.*), D2H 0 " <<<"$out"
 
-out=$("$bin" --place=cpu --steps=200 $small)
+out=$("$bin" --place=cpu --steps=200 $small --metrics_out="$TEST_TMPDIR/m.jsonl")
 echo "$out"
 check_auc "on cpu" "$out"
 grep -q "copies/step: H2D 0 (0 B), D2H 0 (0 B)" <<<"$out"
+# --metrics_out: evaluations at steps 0, 100, 200 with the printed AUC.
+m="$TEST_TMPDIR/m.jsonl"
+[[ $(grep -c '"kind":"eval"' "$m") == 3 ]] || { echo "FAILED: eval lines"; cat "$m"; exit 1; }
+last=$(grep -oP '^\{"kind":"eval","step":200,"logloss":[0-9.]+,"auc":\K[0-9.]+(?=\}$)' "$m")
+awk -v a="$last" -v b="$(auc "$out")" 'BEGIN { exit !(a - b < 0.00005 && b - a < 0.00005) }' ||
+  { echo "FAILED: last eval line"; cat "$m"; exit 1; }
+grep -q '^{"kind":"train","step":200,"loss":[0-9.]*,"examples_per_s":[0-9.]*,"h2d_copies":0,"h2d_bytes":0,"d2h_copies":0,"d2h_bytes":0}$' "$m"
 
 if "$bin" --vocab_sizes=1000,x 2>"$TEST_TMPDIR/err"; then exit 1; fi
 grep -q "vocab_sizes must be comma-separated integers, got '1000,x'" "$TEST_TMPDIR/err"

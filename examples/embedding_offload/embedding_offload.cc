@@ -18,6 +18,7 @@
 
 #include "absl/strings/str_format.h"
 #include "examples/common/example_util.h"
+#include "examples/common/metrics_log.h"
 #include "examples/embedding_offload/embedding_model.h"
 #include "framework/base/status_macros.h"
 #include "framework/runtime/executor.h"
@@ -40,6 +41,9 @@ DEFINE_bool(print_program, false, "print the main program");
 DEFINE_uint64(seed, 1, "seed for the random ids");
 DEFINE_bool(profile, false, "profile the run (first step is warm-up) and print the report");
 DEFINE_string(trace_out, "", "with --profile: also write a Chrome trace to this file");
+DEFINE_string(metrics_out, "",
+              "write one JSON line per progress line to this file (loss, steps/s, examples/s, "
+              "copies per step); tools/plot_metrics.py draws it");
 
 namespace tandem {
 namespace {
@@ -77,6 +81,10 @@ absl::Status Main() {
                    exe.Prepare(builder.main_program(), scope, {model.ids.name}, {model.loss.name}));
   if (FLAGS_print_placement) std::printf("%s", plan->PlacementTable().c_str());
 
+  std::unique_ptr<MetricsLog> metrics;
+  if (!FLAGS_metrics_out.empty()) {
+    ASSIGN_OR_RETURN(metrics, MetricsLog::Open(FLAGS_metrics_out, /*append=*/false));
+  }
   std::mt19937_64 rng(FLAGS_seed);
   std::uniform_int_distribution<int64_t> pick(0, FLAGS_rows - 1);
   std::vector<double> ids(FLAGS_batch, static_cast<double>(std::min<int64_t>(128, FLAGS_rows - 1)));
@@ -104,12 +112,21 @@ absl::Status Main() {
       ++timed_steps;
     }
     if (step % FLAGS_log_every == 0 || step + 1 == FLAGS_steps) {
+      const double steps_per_s = timed_steps > 0 ? timed_steps / clock.Seconds() : 0.0;
       std::printf("step %5d  loss %.6f  %8.1f steps/s  copies/step: H2D %d (%lld B), D2H %d "
                   "(%lld B), fetch %d\n",
-                  step, last, timed_steps > 0 ? timed_steps / clock.Seconds() : 0.0,
+                  step, last, steps_per_s,
                   stats.copies_h2d, static_cast<long long>(stats.bytes_h2d), stats.copies_d2h,
                   static_cast<long long>(stats.bytes_d2h), stats.fetch_copies);
       std::fflush(stdout);
+      if (metrics != nullptr) {
+        RETURN_IF_ERROR(metrics->Write(MetricsRecord("train")
+                                           .Add("step", step)
+                                           .Add("loss", last)
+                                           .Add("steps_per_s", steps_per_s)
+                                           .Add("examples_per_s", steps_per_s * FLAGS_batch)
+                                           .AddCopies(stats)));
+      }
     }
   }
   if (FLAGS_profile) RETURN_IF_ERROR(profiler::StopProfiler("total", FLAGS_trace_out));
