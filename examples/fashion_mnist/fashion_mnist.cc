@@ -317,10 +317,14 @@ absl::Status Train() {
 
 int main(int argc, char** argv) {
   gflags::SetUsageMessage(
-      "trains an MLP or CNN on Fashion-MNIST with Tandem (GPU when present, else CPU)\n"
-      "usage: fashion_mnist [--model=mlp|cnn] [--epochs=10] [--place=gpu:0|cpu|sim:0] "
-      "[--first_layer_on_cpu] [--checkpoint_dir=DIR [--resume]] ...\n"
-      "--helpmatch=fashion_mnist lists this program's flags only");
+      "trains an image classifier (an MLP, or a small CNN) on the Fashion-MNIST clothing\n"
+      "  pictures on the GPU when there is one (else the CPU), printing the loss as it trains\n"
+      "  and the test accuracy after every epoch\n"
+      "usage: fashion_mnist [--model=mlp|cnn] [--epochs=15] [--batch_size=64]\n"
+      "  [--place=gpu:0|cpu|sim:0] [--first_layer_on_cpu] [--checkpoint_dir=DIR [--resume]]\n"
+      "  [--profile_steps=N [--trace_out=FILE.json]] [--metrics_out=FILE.jsonl] ...\n"
+      "--helpmatch=fashion_mnist lists this program's flags, --helpfull every flag (the\n"
+      "  executor's and backends' too: --cuda_graph, --in_order, --cpu_threads, memory limits)");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   google::InitGoogleLogging(argv[0]);
   absl::Status s = tandem::Train();
