@@ -72,4 +72,7 @@ if "$bin" --vocab_sizes=1000,x 2>"$TEST_TMPDIR/err"; then exit 1; fi
 grep -q "vocab_sizes must be comma-separated integers, got '1000,x'" "$TEST_TMPDIR/err"
 if "$bin" --vocab_sizes=1000,1 2>"$TEST_TMPDIR/err"; then exit 1; fi
 grep -q "vocabulary size of field 1 must be >= 2, got 1" "$TEST_TMPDIR/err"
+help=$("$bin" --help 2>&1 || true)  # gflags exits 1 after --help
+grep -q "trains a click-through-rate model" <<<"$help"
+grep -q -- "-checkpoint_dir (save a checkpoint here" <<<"$help"
 echo PASSED

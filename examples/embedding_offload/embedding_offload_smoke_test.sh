@@ -31,3 +31,7 @@ if "$bin" --place=sim:0 --rows=0 --steps=1 2>"$TEST_TMPDIR/err"; then exit 1; fi
 grep -q -- "--rows, --embedding_dim and --batch_size must be > 0, got 0, 150 and 1" "$TEST_TMPDIR/err"
 if "$bin" --place=sim:0 --rows=10 --trace_out=x.json 2>"$TEST_TMPDIR/err"; then exit 1; fi
 grep -q -- "--trace_out needs --profile_steps" "$TEST_TMPDIR/err"
+help=$("$bin" --help 2>&1 || true)  # gflags exits 1 after --help
+grep -q "trains a large embedding table kept in host memory" <<<"$help"
+grep -q -- "-embedding_dim (embedding width)" <<<"$help"
+grep -q -- "-profile_steps (profile this many training steps" <<<"$help"
