@@ -9,6 +9,13 @@
 //   bazel run //examples/ctr                      # 10000 steps of 512 examples
 //   bazel run //examples/ctr -- --place=sim:0 --vocab_sizes=1000,1000,1000,1000 --steps=300
 //   bazel run //examples/ctr -- --no_guard        # the tables on the default place too
+//   bazel run //examples/ctr -- --checkpoint_dir=/tmp/ctr --steps=4000   # then --resume
+//   bazel run //examples/ctr -- --profile_steps=100 --trace_out=/tmp/ctr.json
+//
+// Checkpoints (examples/common/trainer_checkpoint.h) hold the tables, the
+// MLP, Adam's state and the step; one is written every --checkpoint_every
+// steps and at the end, and --resume continues from it with the step an
+// uninterrupted run would take next (the data stream is indexed by step).
 #include <cstdio>
 #include <memory>
 
@@ -16,7 +23,9 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "examples/common/example_util.h"
+#include "examples/common/metrics_log.h"
 #include "examples/common/progress.h"
+#include "examples/common/trainer_checkpoint.h"
 #include "examples/ctr/ctr_data.h"
 #include "examples/ctr/ctr_model.h"
 #include "examples/ctr/metrics.h"
@@ -24,12 +33,13 @@
 #include "framework/runtime/executor.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
+#include "profiler/profiler.h"
 
 DEFINE_string(vocab_sizes, "100000,200000,500000,1000000",
               "ids per sparse field (one embedding table each), comma-separated");
 DEFINE_int64(embedding_dim, 16, "embedding width");
 DEFINE_string(hidden, "64,32", "hidden fc sizes of the dense MLP, comma-separated");
-DEFINE_int64(steps, 10000, "training steps");
+DEFINE_int64(steps, 10000, "training steps in all, resumed ones included");
 DEFINE_int64(batch_size, 512, "examples per step");
 DEFINE_double(lr, 0.002, "Adam learning rate");
 DEFINE_string(place, "",
@@ -42,6 +52,17 @@ DEFINE_int32(log_every, 500, "print the training loss every N steps");
 DEFINE_int64(seed, 1, "seed of the data (hidden weights, draws) and of the initial parameters");
 DEFINE_double(weight_std, 0.8, "standard deviation of the ids' hidden weights");
 DEFINE_double(noise_std, 0.5, "standard deviation of the per-example logit noise");
+DEFINE_string(checkpoint_dir, "",
+              "save a checkpoint here every --checkpoint_every steps and at the end");
+DEFINE_int64(checkpoint_every, 1000, "with --checkpoint_dir: steps between checkpoints");
+DEFINE_bool(resume, false, "continue from the checkpoint in --checkpoint_dir");
+DEFINE_int32(profile_steps, 0,
+             "profile this many training steps (after one warm-up step) and print the "
+             "profiler's report, then train on");
+DEFINE_string(trace_out, "", "with --profile_steps: also write a Chrome trace to this file");
+DEFINE_string(metrics_out, "",
+              "write one JSON line per progress line and per held-out evaluation to this file "
+              "(loss, examples/s, copies per step, logloss, AUC); tools/plot_metrics.py draws it");
 
 namespace tandem {
 namespace {
@@ -107,6 +128,17 @@ absl::Status Train() {
         FLAGS_steps, ", ", FLAGS_batch_size, ", ", FLAGS_eval_every, ", ", FLAGS_log_every, ", ",
         FLAGS_eval_examples));
   }
+  if (FLAGS_checkpoint_every < 1 || FLAGS_profile_steps < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--checkpoint_every must be >= 1 and --profile_steps >= 0, got ",
+                     FLAGS_checkpoint_every, " and ", FLAGS_profile_steps));
+  }
+  if (!FLAGS_trace_out.empty() && FLAGS_profile_steps == 0) {
+    return absl::InvalidArgumentError("--trace_out needs --profile_steps");
+  }
+  if (FLAGS_resume && FLAGS_checkpoint_dir.empty()) {
+    return absl::InvalidArgumentError("--resume needs --checkpoint_dir");
+  }
   CtrDataConfig data_config;
   ASSIGN_OR_RETURN(data_config.vocab_sizes, ParseSizes("vocab_sizes", FLAGS_vocab_sizes));
   data_config.weight_std = FLAGS_weight_std;
@@ -143,6 +175,14 @@ absl::Status Train() {
   Scope scope;
   Stopwatch init;
   RETURN_IF_ERROR(exe.Run(builder.startup_program(), &scope).status());
+  int64_t first_step = 0;  // steps already taken
+  if (FLAGS_resume) {
+    ASSIGN_OR_RETURN(first_step,
+                     ResumeTrainerCheckpoint(builder.main_program(), FLAGS_checkpoint_dir, &scope));
+    std::printf("resumed from %s after step %lld\n",
+                TrainerCheckpointPath(FLAGS_checkpoint_dir).c_str(),
+                static_cast<long long>(first_step));
+  }
   std::vector<std::string> feeds;
   for (const Var& ids : model.ids) feeds.push_back(ids.name);
   feeds.push_back(model.label.name);
@@ -155,21 +195,42 @@ absl::Status Train() {
   ASSIGN_OR_RETURN(double oracle_auc, Auc(held_out.oracle_logits, held_out.labels));
   double clicks = 0;
   for (int64_t l : held_out.labels) clicks += l;
+  std::unique_ptr<MetricsLog> metrics;
+  if (!FLAGS_metrics_out.empty()) {
+    ASSIGN_OR_RETURN(metrics, MetricsLog::Open(FLAGS_metrics_out, /*append=*/FLAGS_resume));
+  }
+  auto log_eval = [&](int64_t step, const HeldOutMetrics& m) -> absl::Status {
+    std::printf("step %6lld  held-out logloss %.4f  AUC %.4f\n", static_cast<long long>(step),
+                m.logloss, m.auc);
+    if (metrics == nullptr) return absl::OkStatus();
+    return metrics->Write(
+        MetricsRecord("eval").Add("step", step).Add("logloss", m.logloss).Add("auc", m.auc));
+  };
   ASSIGN_OR_RETURN(HeldOutMetrics first, Evaluate(model, held_out, &exe, eval_plan.get(), &scope));
   std::printf(
       "initialised in %.2f s; held-out set: %lld examples, click rate %.3f, AUC of the "
       "hidden weights (best possible) %.4f\n",
       init.Seconds(), static_cast<long long>(FLAGS_eval_examples), clicks / FLAGS_eval_examples,
       oracle_auc);
-  std::printf("step %6d  held-out logloss %.4f  AUC %.4f\n", 0, first.logloss, first.auc);
+  RETURN_IF_ERROR(log_eval(first_step, first));
   std::fflush(stdout);
 
-  TrainingProgress progress(FLAGS_steps);
+  if (first_step >= FLAGS_steps) {
+    std::printf("nothing to do: the checkpoint is at step %lld of %lld\n",
+                static_cast<long long>(first_step), static_cast<long long>(FLAGS_steps));
+    return absl::OkStatus();
+  }
+  TrainingProgress progress(FLAGS_steps - first_step);
   HeldOutMetrics last = first;
   double loss_sum = 0;
   int64_t loss_count = 0;
   RunStats stats;
-  for (int64_t step = 1; step <= FLAGS_steps; ++step) {
+  bool profiling = FLAGS_profile_steps > 0;
+  if (profiling) {
+    RETURN_IF_ERROR(profiler::StartProfiler("All", /*warmup_runs=*/1));
+    RETURN_IF_ERROR(profiler::AttachPlan(*plan));
+  }
+  for (int64_t step = first_step + 1; step <= FLAGS_steps; ++step) {
     const CtrExamples batch =
         data.Examples(CtrStream::kTrain, (step - 1) * FLAGS_batch_size, FLAGS_batch_size);
     ASSIGN_OR_RETURN(std::vector<Tensor> out,
@@ -177,24 +238,45 @@ absl::Status Train() {
     loss_sum += out[0].data<float>()[0];
     ++loss_count;
     progress.Step(FLAGS_batch_size);
+    if (profiling && (step - first_step == FLAGS_profile_steps + 1 || step == FLAGS_steps)) {
+      std::printf("profile of training steps %lld-%lld (step %lld was warm-up):\n",
+                  static_cast<long long>(first_step + 2), static_cast<long long>(step),
+                  static_cast<long long>(first_step + 1));
+      RETURN_IF_ERROR(profiler::StopProfiler("total", FLAGS_trace_out));
+      profiling = false;
+    }
     if (step % FLAGS_log_every == 0 || step == FLAGS_steps) {
       std::printf("step %6lld  loss %.4f  %s  copies/step: H2D %d (%lld B), D2H %d (%lld B)\n",
                   static_cast<long long>(step), loss_sum / loss_count, progress.Summary().c_str(),
                   stats.copies_h2d, static_cast<long long>(stats.bytes_h2d), stats.copies_d2h,
                   static_cast<long long>(stats.bytes_d2h));
+      if (metrics != nullptr) {
+        RETURN_IF_ERROR(metrics->Write(MetricsRecord("train")
+                                           .Add("step", step)
+                                           .Add("loss", loss_sum / loss_count)
+                                           .Add("examples_per_s", progress.ExamplesPerSecond())
+                                           .AddCopies(stats)));
+      }
       loss_sum = 0;
       loss_count = 0;
     }
     if (step % FLAGS_eval_every == 0 || step == FLAGS_steps) {
       ASSIGN_OR_RETURN(last, Evaluate(model, held_out, &exe, eval_plan.get(), &scope));
-      std::printf("step %6lld  held-out logloss %.4f  AUC %.4f\n", static_cast<long long>(step),
-                  last.logloss, last.auc);
+      RETURN_IF_ERROR(log_eval(step, last));
+    }
+    if (!FLAGS_checkpoint_dir.empty() &&
+        (step % FLAGS_checkpoint_every == 0 || step == FLAGS_steps)) {
+      RETURN_IF_ERROR(
+          SaveTrainerCheckpoint(builder.main_program(), step, FLAGS_checkpoint_dir, &scope));
+      std::printf("saved %s (step %lld)\n", TrainerCheckpointPath(FLAGS_checkpoint_dir).c_str(),
+                  static_cast<long long>(step));
     }
     std::fflush(stdout);
   }
   std::printf("held-out AUC %.4f -> %.4f (best possible %.4f), logloss %.4f -> %.4f\n", first.auc,
               last.auc, oracle_auc, first.logloss, last.logloss);
-  if (!(last.auc > first.auc && last.logloss < first.logloss)) {
+  // (A resumed run may start on the plateau: only a run from the start must improve.)
+  if (first_step == 0 && !(last.auc > first.auc && last.logloss < first.logloss)) {
     return absl::InternalError("the held-out AUC and logloss did not improve");
   }
   return absl::OkStatus();
@@ -205,9 +287,14 @@ absl::Status Train() {
 
 int main(int argc, char** argv) {
   gflags::SetUsageMessage(
-      "trains a CTR model on synthetic clicks: embedding tables on the CPU, MLP on the GPU\n"
-      "usage: ctr [--steps=10000] [--place=gpu:0|cpu|sim:0] [--vocab_sizes=...] [--no_guard] ...\n"
-      "--helpmatch=ctr lists this program's flags only");
+      "trains a click-through-rate model on synthetic clicks (sparse id features, one\n"
+      "  embedding table each, kept in host memory with sparse updates; the MLP on the GPU,\n"
+      "  or --place) and prints the training loss and the held-out logloss and AUC\n"
+      "usage: ctr [--steps=10000] [--batch_size=512] [--embedding_dim=16] [--vocab_sizes=...]\n"
+      "  [--place=gpu:0|cpu|sim:0] [--no_guard] [--checkpoint_dir=DIR [--resume]]\n"
+      "  [--profile_steps=N [--trace_out=FILE.json]] [--metrics_out=FILE.jsonl] ...\n"
+      "--helpmatch=ctr lists this program's flags, --helpfull every flag (the executor's and\n"
+      "  backends' too)");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   google::InitGoogleLogging(argv[0]);
   absl::Status s = tandem::Train();

@@ -3,7 +3,8 @@
 # (0.5) on the sim place with the tables on the cpu; the copies per step are
 # the ones that placement needs (ids and label in, embedding gradients
 # out), none without the guard's split or on the cpu alone. The header says
-# which executor mode runs (--in_order: one step at a time).
+# which executor mode runs (--in_order: one step at a time). A resumed run
+# gives the uninterrupted run's numbers; profiling and traces work.
 set -euo pipefail
 bin="$(dirname "$0")/ctr"
 small="--vocab_sizes=1000,2000,5000,10000 --batch_size=256 --eval_every=100 --eval_examples=5000"
@@ -26,13 +27,52 @@ echo "$out"
 grep -q "executor: in-order$" <<<"$out"
 grep -q "copies/step: H2D 5 (.*), D2H 0 " <<<"$out"
 
-out=$("$bin" --place=cpu --steps=200 $small)
+out=$("$bin" --place=cpu --steps=200 $small --metrics_out="$TEST_TMPDIR/m.jsonl")
 echo "$out"
 check_auc "on cpu" "$out"
 grep -q "copies/step: H2D 0 (0 B), D2H 0 (0 B)" <<<"$out"
+# --metrics_out: evaluations at steps 0, 100, 200 with the printed AUC.
+m="$TEST_TMPDIR/m.jsonl"
+[[ $(grep -c '"kind":"eval"' "$m") == 3 ]] || { echo "FAILED: eval lines"; cat "$m"; exit 1; }
+last=$(grep -oP '^\{"kind":"eval","step":200,"logloss":[0-9.]+,"auc":\K[0-9.]+(?=\}$)' "$m")
+awk -v a="$last" -v b="$(auc "$out")" 'BEGIN { exit !(a - b < 0.00005 && b - a < 0.00005) }' ||
+  { echo "FAILED: last eval line"; cat "$m"; exit 1; }
+grep -q '^{"kind":"train","step":200,"loss":[0-9.]*,"examples_per_s":[0-9.]*,"h2d_copies":0,"h2d_bytes":0,"d2h_copies":0,"d2h_bytes":0}$' "$m"
 
+# Resume: 100 steps, checkpoint, resume to 200 == 200 steps straight (the
+# data stream is indexed by step; Adam's state is in the checkpoint).
+cpu="--place=cpu --log_every=50 --eval_every=50 $small"
+straight=$("$bin" $cpu --steps=200 | grep -E '^step +(150|200) ')
+"$bin" $cpu --steps=100 --checkpoint_dir="$TEST_TMPDIR/ckpt" --checkpoint_every=50 >/dev/null
+resumed=$("$bin" $cpu --steps=200 --checkpoint_dir="$TEST_TMPDIR/ckpt" --resume)
+echo "$resumed"
+grep -q "resumed from .*/checkpoint after step 100$" <<<"$resumed"
+grep -q "saved .*/checkpoint (step 200)" <<<"$resumed"
+[[ "$(grep -E '^step +(150|200) ' <<<"$resumed" | sed 's/[0-9]* examples\/s.*copies/copies/')" == \
+   "$(sed 's/[0-9]* examples\/s.*copies/copies/' <<<"$straight")" ]] ||
+  { echo "FAILED: resumed run differs from the straight one:"; echo "$straight"; exit 1; }
+grep -q "nothing to do: the checkpoint is at step 200 of 200" \
+    <<<"$("$bin" $cpu --steps=200 --checkpoint_dir="$TEST_TMPDIR/ckpt" --resume)"
+# A checkpoint of another model is refused, naming the variable.
+if "$bin" $cpu --hidden=32,32 --steps=300 --checkpoint_dir="$TEST_TMPDIR/ckpt" --resume \
+    2>"$TEST_TMPDIR/err"; then echo "FAILED: resumed another model"; exit 1; fi
+grep -q "'dense0.b_0' is \[64\] but this model has \[32\]" "$TEST_TMPDIR/err"
+
+# --profile_steps=20: steps 2-21 profiled (step 1 is warm-up), with a trace.
+prof=$("$bin" --place=sim:0 --steps=30 $small --profile_steps=20 --trace_out="$TEST_TMPDIR/t.json")
+grep -q "profile of training steps 2-21 (step 1 was warm-up)" <<<"$prof"
+grep -qE "^lookup_table +80 " <<<"$prof" || { echo "FAILED: 4 lookups x 20 steps"; exit 1; }
+grep -q '"traceEvents"' "$TEST_TMPDIR/t.json"
+
+if "$bin" --trace_out=x.json 2>"$TEST_TMPDIR/err"; then exit 1; fi
+grep -q -- "--trace_out needs --profile_steps" "$TEST_TMPDIR/err"
+if "$bin" --resume 2>"$TEST_TMPDIR/err"; then exit 1; fi
+grep -q -- "--resume needs --checkpoint_dir" "$TEST_TMPDIR/err"
 if "$bin" --vocab_sizes=1000,x 2>"$TEST_TMPDIR/err"; then exit 1; fi
 grep -q "vocab_sizes must be comma-separated integers, got '1000,x'" "$TEST_TMPDIR/err"
 if "$bin" --vocab_sizes=1000,1 2>"$TEST_TMPDIR/err"; then exit 1; fi
 grep -q "vocabulary size of field 1 must be >= 2, got 1" "$TEST_TMPDIR/err"
+help=$("$bin" --help 2>&1 || true)  # gflags exits 1 after --help
+grep -q "trains a click-through-rate model" <<<"$help"
+grep -q -- "-checkpoint_dir (save a checkpoint here" <<<"$help"
 echo PASSED

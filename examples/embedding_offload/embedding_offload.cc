@@ -5,7 +5,8 @@
 // place for comparison.
 //
 //   bazel run //examples/embedding_offload -- --rows=1000000 --steps=200
-//   bazel run //examples/embedding_offload -- --place=sim:0 --is_sparse --batch=64
+//   bazel run //examples/embedding_offload -- --place=sim:0 --is_sparse --batch_size=64
+//   bazel run //examples/embedding_offload -- --profile_steps=50 --trace_out=/tmp/emb.json
 //
 // Memory caps: --gpu_memory_limit_mb (gpu backend) and --sim_memory_limit_mb
 // (sim backend) bound each device's memory. With a cap the table cannot fit
@@ -18,6 +19,7 @@
 
 #include "absl/strings/str_format.h"
 #include "examples/common/example_util.h"
+#include "examples/common/metrics_log.h"
 #include "examples/embedding_offload/embedding_model.h"
 #include "framework/base/status_macros.h"
 #include "framework/runtime/executor.h"
@@ -26,33 +28,50 @@
 #include "profiler/profiler.h"
 
 DEFINE_int64(rows, 10000000, "embedding table rows");
-DEFINE_int64(dim, 150, "embedding width");
-DEFINE_int64(batch, 1, "ids per step (1: id 128 every step as in the reference; "
-                       "more: random ids drawn each step)");
+DEFINE_int64(embedding_dim, 150, "embedding width");
+DEFINE_int64(batch_size, 1,
+             "ids per step (1: id 128 every step; more: random ids drawn each step)");
 DEFINE_int32(steps, 100, "training steps");
 DEFINE_int32(log_every, 10, "print every N steps");
 DEFINE_double(lr, 0.001, "SGD learning rate");
-DEFINE_string(place, "", "default place: gpu:N, sim:N or cpu (default: gpu:0 if present, else cpu)");
+DEFINE_string(place, "",
+              "default place: gpu:N, sim:N or cpu (default: gpu:0 if present, else cpu)");
 DEFINE_bool(no_guard, false, "no device_guard: the table also lives on the default place");
 DEFINE_bool(is_sparse, false, "sparse (SelectedRows) table gradient: update only looked-up rows");
 DEFINE_bool(print_placement, false, "print the placement table");
 DEFINE_bool(print_program, false, "print the main program");
 DEFINE_uint64(seed, 1, "seed for the random ids");
-DEFINE_bool(profile, false, "profile the run (first step is warm-up) and print the report");
-DEFINE_string(trace_out, "", "with --profile: also write a Chrome trace to this file");
+DEFINE_int32(profile_steps, 0,
+             "profile this many training steps (after one warm-up step) and print the "
+             "profiler's report, then train on");
+DEFINE_string(trace_out, "", "with --profile_steps: also write a Chrome trace to this file");
+DEFINE_string(metrics_out, "",
+              "write one JSON line per progress line to this file (loss, steps/s, examples/s, "
+              "copies per step); tools/plot_metrics.py draws it");
 
 namespace tandem {
 namespace {
 
 absl::Status Main() {
   ASSIGN_OR_RETURN(Place place, ChooseDefaultPlace(FLAGS_place));
-  if (FLAGS_steps < 0 || FLAGS_log_every <= 0) {
-    return absl::InvalidArgumentError("--steps must be >= 0 and --log_every > 0");
+  if (FLAGS_steps < 0 || FLAGS_log_every <= 0 || FLAGS_profile_steps < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("--steps and --profile_steps must be >= 0 and --log_every > 0, got %d, "
+                        "%d and %d",
+                        FLAGS_steps, FLAGS_profile_steps, FLAGS_log_every));
+  }
+  if (FLAGS_rows <= 0 || FLAGS_embedding_dim <= 0 || FLAGS_batch_size <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("--rows, --embedding_dim and --batch_size must be > 0, got %d, %d and %d",
+                        FLAGS_rows, FLAGS_embedding_dim, FLAGS_batch_size));
+  }
+  if (!FLAGS_trace_out.empty() && FLAGS_profile_steps == 0) {
+    return absl::InvalidArgumentError("--trace_out needs --profile_steps");
   }
   EmbeddingConfig config;
   config.rows = FLAGS_rows;
-  config.dim = FLAGS_dim;
-  config.batch = FLAGS_batch;
+  config.dim = FLAGS_embedding_dim;
+  config.batch = FLAGS_batch_size;
   config.learning_rate = FLAGS_lr;
   config.table_on_cpu = !FLAGS_no_guard;
   config.is_sparse = FLAGS_is_sparse;
@@ -63,10 +82,11 @@ absl::Status Main() {
   std::printf(
       "embedding %lld x %lld float32 (%.2f GiB) on %s, rest on %s, batch %lld, %s gradient, "
       "executor: %s\n",
-      static_cast<long long>(FLAGS_rows), static_cast<long long>(FLAGS_dim),
-      FLAGS_rows * FLAGS_dim * 4.0 / (1 << 30), FLAGS_no_guard ? place.ToString().c_str() : "cpu",
-      place.ToString().c_str(), static_cast<long long>(FLAGS_batch),
-      FLAGS_is_sparse ? "sparse" : "dense", ExecutorMode(ExampleExecutorOptions()).c_str());
+      static_cast<long long>(FLAGS_rows), static_cast<long long>(FLAGS_embedding_dim),
+      FLAGS_rows * FLAGS_embedding_dim * 4.0 / (1 << 30),
+      FLAGS_no_guard ? place.ToString().c_str() : "cpu", place.ToString().c_str(),
+      static_cast<long long>(FLAGS_batch_size), FLAGS_is_sparse ? "sparse" : "dense",
+      ExecutorMode(ExampleExecutorOptions()).c_str());
   std::fflush(stdout);
   Executor exe(place, ExampleExecutorOptions());
   Scope scope;
@@ -77,10 +97,16 @@ absl::Status Main() {
                    exe.Prepare(builder.main_program(), scope, {model.ids.name}, {model.loss.name}));
   if (FLAGS_print_placement) std::printf("%s", plan->PlacementTable().c_str());
 
+  std::unique_ptr<MetricsLog> metrics;
+  if (!FLAGS_metrics_out.empty()) {
+    ASSIGN_OR_RETURN(metrics, MetricsLog::Open(FLAGS_metrics_out, /*append=*/false));
+  }
   std::mt19937_64 rng(FLAGS_seed);
   std::uniform_int_distribution<int64_t> pick(0, FLAGS_rows - 1);
-  std::vector<double> ids(FLAGS_batch, static_cast<double>(std::min<int64_t>(128, FLAGS_rows - 1)));
-  if (FLAGS_profile) {
+  std::vector<double> ids(FLAGS_batch_size,
+                          static_cast<double>(std::min<int64_t>(128, FLAGS_rows - 1)));
+  bool profiling = FLAGS_profile_steps > 0 && FLAGS_steps > 0;
+  if (profiling) {
     RETURN_IF_ERROR(profiler::StartProfiler("All", /*warmup_runs=*/1));
     RETURN_IF_ERROR(profiler::AttachPlan(*plan));
   }
@@ -89,11 +115,14 @@ absl::Status Main() {
   Stopwatch clock;
   int timed_steps = 0;
   for (int step = 0; step < FLAGS_steps; ++step) {
-    if (FLAGS_batch > 1) {
+    if (FLAGS_batch_size > 1) {
       for (double& id : ids) id = static_cast<double>(pick(rng));
     }
-    Tensor ids_t = Tensor::Allocate(CpuAllocator::Default(), DataType::kInt64, {FLAGS_batch}).value();
-    for (int64_t i = 0; i < FLAGS_batch; ++i) ids_t.data<int64_t>()[i] = static_cast<int64_t>(ids[i]);
+    Tensor ids_t =
+        Tensor::Allocate(CpuAllocator::Default(), DataType::kInt64, {FLAGS_batch_size}).value();
+    for (int64_t i = 0; i < FLAGS_batch_size; ++i) {
+      ids_t.data<int64_t>()[i] = static_cast<int64_t>(ids[i]);
+    }
     ASSIGN_OR_RETURN(std::vector<Tensor> out,
                      exe.Run(plan.get(), &scope, {{model.ids.name, ids_t}}, &stats));
     last = out[0].data<float>()[0];
@@ -103,16 +132,29 @@ absl::Status Main() {
     } else {
       ++timed_steps;
     }
+    if (profiling && (step == FLAGS_profile_steps || step + 1 == FLAGS_steps)) {
+      std::printf("profile of steps 1-%d (step 0 was warm-up):\n", step);
+      RETURN_IF_ERROR(profiler::StopProfiler("total", FLAGS_trace_out));
+      profiling = false;
+    }
     if (step % FLAGS_log_every == 0 || step + 1 == FLAGS_steps) {
-      std::printf("step %5d  loss %.6f  %8.1f steps/s  copies/step: H2D %d (%lld B), D2H %d "
-                  "(%lld B), fetch %d\n",
-                  step, last, timed_steps > 0 ? timed_steps / clock.Seconds() : 0.0,
-                  stats.copies_h2d, static_cast<long long>(stats.bytes_h2d), stats.copies_d2h,
-                  static_cast<long long>(stats.bytes_d2h), stats.fetch_copies);
+      const double steps_per_s = timed_steps > 0 ? timed_steps / clock.Seconds() : 0.0;
+      std::printf(
+          "step %5d  loss %.6f  %8.1f steps/s  copies/step: H2D %d (%lld B), D2H %d "
+          "(%lld B), fetch %d\n",
+          step, last, steps_per_s, stats.copies_h2d, static_cast<long long>(stats.bytes_h2d),
+          stats.copies_d2h, static_cast<long long>(stats.bytes_d2h), stats.fetch_copies);
       std::fflush(stdout);
+      if (metrics != nullptr) {
+        RETURN_IF_ERROR(metrics->Write(MetricsRecord("train")
+                                           .Add("step", step)
+                                           .Add("loss", last)
+                                           .Add("steps_per_s", steps_per_s)
+                                           .Add("examples_per_s", steps_per_s * FLAGS_batch_size)
+                                           .AddCopies(stats)));
+      }
     }
   }
-  if (FLAGS_profile) RETURN_IF_ERROR(profiler::StopProfiler("total", FLAGS_trace_out));
   std::printf("loss %.6f -> %.6f over %d steps (%s)\n", first, last, FLAGS_steps,
               last < first ? "decreasing" : "NOT decreasing");
   if (FLAGS_steps > 1 && !(last < first)) return absl::InternalError("the loss did not decrease");
@@ -124,10 +166,16 @@ absl::Status Main() {
 
 int main(int argc, char** argv) {
   gflags::SetUsageMessage(
-      "trains workload 1 (embedding table on the CPU, the rest on the GPU)\n"
+      "trains a large embedding table kept in host memory (device_guard(\"cpu\")) with the\n"
+      "  normalisation, loss and SGD on the GPU (or --place), and prints the loss, steps/s and\n"
+      "  the host<->device copies per step; --no_guard puts the table on the GPU too\n"
+      "usage: embedding_offload [--rows=10000000] [--embedding_dim=150] [--batch_size=1]\n"
+      "  [--is_sparse] [--steps=100] [--place=gpu:0|cpu|sim:0] [--profile_steps=N\n"
+      "  [--trace_out=FILE.json]] [--metrics_out=FILE.jsonl] ...\n"
       "  memory caps: --gpu_memory_limit_mb=N (gpu), --sim_memory_limit_mb=N (sim); with a cap\n"
       "  the table does not fit in, --no_guard fails with ResourceExhausted and the guarded\n"
-      "  run (table under device_guard(\"cpu\")) trains within it");
+      "  run (table under device_guard(\"cpu\")) trains within it\n"
+      "--helpfull lists every flag (the executor's and backends' too)");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   google::InitGoogleLogging(argv[0]);
   absl::Status s = tandem::Main();

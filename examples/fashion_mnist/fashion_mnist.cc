@@ -16,7 +16,6 @@
 // from it with the same next step an uninterrupted run would take.
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
@@ -24,11 +23,12 @@
 #include "absl/strings/str_split.h"
 #include "data/data_loader.h"
 #include "examples/common/example_util.h"
+#include "examples/common/metrics_log.h"
 #include "examples/common/progress.h"
+#include "examples/common/trainer_checkpoint.h"
 #include "examples/fashion_mnist/fashion_mnist_model.h"
 #include "framework/base/status_macros.h"
 #include "framework/memory/cpu_allocator.h"
-#include "framework/runtime/checkpoint.h"
 #include "framework/runtime/executor.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
@@ -62,13 +62,13 @@ DEFINE_int32(profile_steps, 0,
              "profile this many training steps (after one warm-up step) and print the "
              "profiler's report, then train on");
 DEFINE_string(trace_out, "", "with --profile_steps: also write a Chrome trace to this file");
+DEFINE_string(metrics_out, "",
+              "write one JSON line per progress line and per test evaluation to this file "
+              "(loss, examples/s, copies per step, test accuracy); tools/plot_metrics.py "
+              "draws it");
 
 namespace tandem {
 namespace {
-
-// Steps taken in all (int64 [1]), saved in checkpoints beside the
-// parameters: the trainer's position (epoch = step / batches per epoch).
-constexpr char kStepVar[] = "trainer.step";
 
 absl::StatusOr<FashionMnistConfig> ConfigFromFlags() {
   FashionMnistConfig config;
@@ -121,56 +121,7 @@ absl::StatusOr<std::vector<Column>> LoadSplit(bool train, int64_t limit) {
   return columns;
 }
 
-std::string CheckpointPath() { return FLAGS_checkpoint_dir + "/checkpoint"; }
-
-absl::Status Save(const Program& program, int64_t step, Scope* scope) {
-  Tensor t = Tensor::Allocate(CpuAllocator::Default(), DataType::kInt64, Shape({1})).value();
-  t.data<int64_t>()[0] = step;
-  scope->Var(kStepVar)->set(std::move(t));
-  std::vector<std::string> names = PersistableVars(program);
-  names.push_back(kStepVar);
-  std::error_code error;
-  std::filesystem::create_directories(FLAGS_checkpoint_dir, error);
-  if (error) {
-    return absl::ErrnoToStatus(
-        error.value(), absl::StrCat("cannot create --checkpoint_dir '", FLAGS_checkpoint_dir, "'"));
-  }
-  return SaveCheckpoint(*scope, names, CheckpointPath());
-}
-
-// Loads the checkpoint into the initialised `scope`, each tensor on the
-// place the startup program gave it (so a GPU run's checkpoint resumes on
-// the CPU too), and returns the steps taken. InvalidArgument naming the
-// variable, with `scope` untouched, if the checkpoint was written for
-// another model.
-absl::StatusOr<int64_t> Resume(const Program& program, Scope* scope) {
-  const std::vector<std::string> names = PersistableVars(program);
-  std::map<std::string, Place> places;
-  for (const std::string& name : names) {
-    const Variable* v = scope->Find(name);
-    if (v != nullptr && v->is_tensor()) places[name] = v->tensor().place();
-  }
-  Scope loaded;
-  RETURN_IF_ERROR(LoadCheckpoint(CheckpointPath(), &loaded, places));
-  for (const std::string& name : names) {
-    const Shape& want = program.block().FindVar(name)->shape;
-    const Variable* got = loaded.Find(name);
-    if (got == nullptr || !got->is_tensor() || got->tensor().shape() != want) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "checkpoint '", CheckpointPath(), "': '", name, "' is ",
-          got != nullptr && got->is_tensor() ? got->tensor().shape().ToString() : "missing",
-          " but this model has ", want.ToString(), "; resume with the flags it was saved with"));
-    }
-  }
-  const Variable* step = loaded.Find(kStepVar);
-  if (step == nullptr || !step->is_tensor() || step->tensor().dtype() != DataType::kInt64 ||
-      step->tensor().NumElements() != 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("checkpoint '", CheckpointPath(), "' has no int64 '", kStepVar, "'"));
-  }
-  for (const std::string& name : names) scope->Var(name)->set(loaded.Find(name)->tensor());
-  return step->tensor().data<int64_t>()[0];
-}
+std::string CheckpointPath() { return TrainerCheckpointPath(FLAGS_checkpoint_dir); }
 
 // Sets the learning-rate variable `name` (a host float32 [1], read by the
 // update kernels as a HostMemory argument) to `lr`.
@@ -256,7 +207,8 @@ absl::Status Train() {
   const int64_t per_epoch = train->batches_per_epoch();
   int64_t step = 0;
   if (FLAGS_resume) {
-    ASSIGN_OR_RETURN(step, Resume(builder.main_program(), &scope));
+    ASSIGN_OR_RETURN(step,
+                     ResumeTrainerCheckpoint(builder.main_program(), FLAGS_checkpoint_dir, &scope));
     std::printf("resumed from %s after step %lld (epoch %lld, batch %lld)\n",
                 CheckpointPath().c_str(), static_cast<long long>(step),
                 static_cast<long long>(step / per_epoch + 1),
@@ -271,6 +223,10 @@ absl::Status Train() {
       exe.Prepare(model.eval, scope, {"image", "label"}, {model.correct.name, model.total.name}));
   if (FLAGS_print_placement) std::printf("%s", plan->PlacementTable().c_str());
 
+  std::unique_ptr<MetricsLog> metrics;
+  if (!FLAGS_metrics_out.empty()) {
+    ASSIGN_OR_RETURN(metrics, MetricsLog::Open(FLAGS_metrics_out, /*append=*/FLAGS_resume));
+  }
   int64_t last_step = FLAGS_epochs * per_epoch;
   if (FLAGS_max_steps > 0) last_step = std::min(last_step, FLAGS_max_steps);
   const int64_t first_step = step;
@@ -278,6 +234,7 @@ absl::Status Train() {
   double loss_sum = 0, accuracy = -1;
   int64_t loss_count = 0;
   Stopwatch epoch_clock;
+  RunStats stats;
   bool profiling = FLAGS_profile_steps > 0;
   if (profiling) {
     RETURN_IF_ERROR(profiler::StartProfiler("All", /*warmup_runs=*/1));
@@ -292,7 +249,8 @@ absl::Status Train() {
     ASSIGN_OR_RETURN(Batch batch, NextBatch(train.get()));
     ASSIGN_OR_RETURN(std::vector<Tensor> out, exe.Run(plan.get(), &scope,
                                                       {{"image", batch.tensors.at("image")},
-                                                       {"label", batch.tensors.at("label")}}));
+                                                       {"label", batch.tensors.at("label")}},
+                                                      &stats));
     loss_sum += out[0].data<float>()[0];
     ++loss_count;
     progress.Step(batch.size);
@@ -311,6 +269,14 @@ absl::Status Train() {
                   FLAGS_epochs, static_cast<long long>(in_epoch), static_cast<long long>(per_epoch),
                   loss_sum / loss_count, progress.Summary().c_str());
       std::fflush(stdout);
+      if (metrics != nullptr) {
+        RETURN_IF_ERROR(metrics->Write(MetricsRecord("train")
+                                           .Add("step", step)
+                                           .Add("epoch", epoch)
+                                           .Add("loss", loss_sum / loss_count)
+                                           .Add("examples_per_s", progress.ExamplesPerSecond())
+                                           .AddCopies(stats)));
+      }
       loss_sum = 0;
       loss_count = 0;
     }
@@ -324,8 +290,13 @@ absl::Status Train() {
         static_cast<long long>(epoch), FLAGS_epochs,
         in_epoch == per_epoch ? "done" : absl::StrCat("stopped at batch ", in_epoch).c_str(),
         accuracy, train_seconds, test_clock.Seconds());
+    if (metrics != nullptr) {
+      RETURN_IF_ERROR(metrics->Write(
+          MetricsRecord("eval").Add("step", step).Add("epoch", epoch).Add("accuracy", accuracy)));
+    }
     if (!FLAGS_checkpoint_dir.empty()) {
-      RETURN_IF_ERROR(Save(builder.main_program(), step, &scope));
+      RETURN_IF_ERROR(
+          SaveTrainerCheckpoint(builder.main_program(), step, FLAGS_checkpoint_dir, &scope));
       std::printf("saved %s (step %lld)\n", CheckpointPath().c_str(), static_cast<long long>(step));
     }
     std::fflush(stdout);
@@ -346,10 +317,14 @@ absl::Status Train() {
 
 int main(int argc, char** argv) {
   gflags::SetUsageMessage(
-      "trains an MLP or CNN on Fashion-MNIST with Tandem (GPU when present, else CPU)\n"
-      "usage: fashion_mnist [--model=mlp|cnn] [--epochs=10] [--place=gpu:0|cpu|sim:0] "
-      "[--first_layer_on_cpu] [--checkpoint_dir=DIR [--resume]] ...\n"
-      "--helpmatch=fashion_mnist lists this program's flags only");
+      "trains an image classifier (an MLP, or a small CNN) on the Fashion-MNIST clothing\n"
+      "  pictures on the GPU when there is one (else the CPU), printing the loss as it trains\n"
+      "  and the test accuracy after every epoch\n"
+      "usage: fashion_mnist [--model=mlp|cnn] [--epochs=15] [--batch_size=64]\n"
+      "  [--place=gpu:0|cpu|sim:0] [--first_layer_on_cpu] [--checkpoint_dir=DIR [--resume]]\n"
+      "  [--profile_steps=N [--trace_out=FILE.json]] [--metrics_out=FILE.jsonl] ...\n"
+      "--helpmatch=fashion_mnist lists this program's flags, --helpfull every flag (the\n"
+      "  executor's and backends' too: --cuda_graph, --in_order, --cpu_threads, memory limits)");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   google::InitGoogleLogging(argv[0]);
   absl::Status s = tandem::Train();

@@ -65,6 +65,23 @@ if "$bin" $short --hidden=32 --max_steps=60 --checkpoint_dir="$TEST_TMPDIR/ckpt"
     2>"$TEST_TMPDIR/err"; then echo "FAILED: resumed another model"; exit 1; fi
 grep -q "'layer0.b_0' is \[256\] but this model has \[32\]" "$TEST_TMPDIR/err"
 
+# --metrics_out: one train line per progress line, one eval line per epoch,
+# the last accuracy the one printed; a resumed run appends.
+m="$TEST_TMPDIR/m.jsonl"
+out=$("$bin" $short --max_steps=60 --metrics_out="$m")
+[[ $(grep -c '"kind":"train"' "$m") == 6 ]] || { echo "FAILED: train lines"; cat "$m"; exit 1; }
+[[ $(grep -c '"kind":"eval"' "$m") == 2 ]] || { echo "FAILED: eval lines"; cat "$m"; exit 1; }
+grep -q '^{"kind":"train","step":10,"epoch":1,"loss":[0-9.]*,"examples_per_s":[0-9.]*,"h2d_copies":0,' "$m"
+last=$(grep -oP '^\{"kind":"eval","step":60,"epoch":2,"accuracy":\K[0-9.]+(?=\}$)' "$m")
+check "last eval line has the final accuracy" 'a - b < 0.00005 && b - a < 0.00005' "$last" \
+    "$(accuracy "$out")"
+"$bin" $short --max_steps=25 --checkpoint_dir="$TEST_TMPDIR/ckpt2" --metrics_out="$m" >/dev/null
+"$bin" $short --max_steps=60 --checkpoint_dir="$TEST_TMPDIR/ckpt2" --resume --metrics_out="$m" \
+    >/dev/null
+[[ $(grep -c '"kind":"train"' "$m") == 6 ]] || { echo "FAILED: resumed log"; cat "$m"; exit 1; }
+if "$bin" $short --metrics_out=/nonexistent/m.jsonl 2>"$TEST_TMPDIR/err"; then exit 1; fi
+grep -q "cannot open --metrics_out file '/nonexistent/m.jsonl'" "$TEST_TMPDIR/err"
+
 # The CNN learns too (a few steps: convolutions are slow on 2 cores).
 out=$("$bin" --place=cpu --model=cnn --max_steps=60 --batch_size=32 --train_examples=1920 \
       --test_examples=500 --log_every=10)
