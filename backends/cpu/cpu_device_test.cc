@@ -50,5 +50,14 @@ TEST(CpuDevice, CopyTensorToTheHostKeepsValues) {
   EXPECT_EQ(copy.ToVector<int32_t>(), std::vector<int32_t>({1, 2, 3}));
 }
 
+TEST(CpuDevice, AMissingCpuIndexIsNamedWithItsIndex) {
+  absl::StatusOr<Device*> d = DeviceRegistry::Global().GetDevice(Place(DeviceType::CPU(), 1));
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(d.status().message().find("place cpu:1 does not exist: 1 cpu device(s)"),
+            absl::string_view::npos)
+      << d.status();
+}
+
 }  // namespace
 }  // namespace tandem

@@ -58,8 +58,9 @@ absl::StatusOr<Device*> DeviceRegistry::GetDevice(const Place& place) {
   if (it != devices_.end()) return it->second.get();
   const int count = factory->DeviceCount();
   if (place.index() < 0 || place.index() >= count) {
+    // Named with its index: a host place prints as "cpu" whatever its index.
     return absl::InvalidArgumentError(absl::StrCat(
-        "place ", place.ToString(), " does not exist: ", count, " ",
+        "place ", place.type().name(), ":", place.index(), " does not exist: ", count, " ",
         place.type().name(), " device(s) available",
         count > 0 ? absl::StrCat(" (", place.type().name(), ":0 .. ",
                                  place.type().name(), ":", count - 1, ")")
