@@ -8,6 +8,7 @@
 #include "framework/runtime/execution_observer.h"
 #include "framework/runtime/host_worker_pool.h"
 #include "framework/runtime/plan_internal.h"
+#include "framework/runtime/program_validation.h"
 #include "glog/logging.h"
 
 namespace tandem {
@@ -57,6 +58,7 @@ absl::StatusOr<std::unique_ptr<Plan>> Executor::Prepare(const Program& program, 
     }
     popts.initial_places[f] = CPUPlace();
   }
+  RETURN_IF_ERROR(ValidateProgramForRun(program, scope, feeds));
   std::unique_ptr<Plan> plan(new Plan());
   ASSIGN_OR_RETURN(plan->placed_, PlaceProgram(program, popts));
   for (const std::string& f : fetches) {

@@ -1,0 +1,34 @@
+// Checks a program before it is placed and prepared: every op against its
+// schema, and every variable an op reads against what the run can supply.
+//
+//   RETURN_IF_ERROR(ValidateProgramForRun(program, scope, {"ids"}));
+//
+// Errors are InvalidArgument (or NotFound for an unknown op type) and name
+// the op, its position in the program and the variable, argument or
+// attribute at fault:
+//   - an op type with no schema; an argument or attribute the schema does
+//     not declare, a missing required one, an attribute of the wrong type,
+//     several variables bound to a single-valued argument;
+//   - a variable that is not declared in the program;
+//   - a variable read before anything could have given it a value: not
+//     fed, not a persistable variable initialised in `scope` and not
+//     written by an earlier op.
+// Pure function of its arguments; thread-compatible.
+#ifndef TANDEM_FRAMEWORK_RUNTIME_PROGRAM_VALIDATION_H_
+#define TANDEM_FRAMEWORK_RUNTIME_PROGRAM_VALIDATION_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "framework/program/program.h"
+#include "framework/runtime/scope.h"
+
+namespace tandem {
+
+absl::Status ValidateProgramForRun(const Program& program, const Scope& scope,
+                                   const std::vector<std::string>& feeds);
+
+}  // namespace tandem
+
+#endif  // TANDEM_FRAMEWORK_RUNTIME_PROGRAM_VALIDATION_H_

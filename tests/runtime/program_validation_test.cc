@@ -1,0 +1,108 @@
+#include "framework/runtime/program_validation.h"
+
+#include "framework/memory/cpu_allocator.h"
+#include "framework/program/program_builder.h"
+#include "framework/runtime/executor.h"
+#include "framework/testing/status_matchers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace tandem {
+namespace {
+
+using ::testing::HasSubstr;
+
+// x (fed) -> scale -> y -> scale -> z, plus a persistable w read by an add.
+struct Fixture {
+  ProgramBuilder b;
+  Var x, y, z, w, sum;
+  Fixture() {
+    x = b.Data("x", DataType::kFloat32, Shape({2, 2}));
+    y = b.Scale(x, 2.0);
+    z = b.Scale(y, 3.0);
+    w = b.CreatePersistableConstant("w", DataType::kFloat32, Shape({2, 2}), 1.0);
+    sum = b.ElementwiseAdd(z, w);
+  }
+  Program& program() { return b.main_program(); }
+  OpDesc& op(int i) { return b.main_program().block().mutable_ops()[i]; }
+};
+
+Scope ScopeWithW() {
+  Scope scope;
+  scope.Var("w")->set(*Tensor::Allocate(CpuAllocator::Default(), DataType::kFloat32, {2, 2}));
+  return scope;
+}
+
+TEST(ProgramValidation, AWellFormedProgramPasses) {
+  Fixture f;
+  ASSERT_OK(f.b.status());
+  EXPECT_OK(ValidateProgramForRun(f.program(), ScopeWithW(), {"x"}));
+}
+
+TEST(ProgramValidation, TwoVariablesInASingleValuedArgument) {
+  Fixture f;
+  f.op(0).inputs["X"] = {"x", "x"};
+  EXPECT_THAT(ValidateProgramForRun(f.program(), ScopeWithW(), {"x"}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("#0")));
+}
+
+TEST(ProgramValidation, TwoOutputsForASingleOutput) {
+  Fixture f;
+  f.op(1).outputs["Out"] = {f.z.name, f.y.name};
+  EXPECT_THAT(ValidateProgramForRun(f.program(), ScopeWithW(), {"x"}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("#1")));
+}
+
+TEST(ProgramValidation, UnknownArgumentAndAttributeAreNamed) {
+  Fixture f;
+  f.op(0).inputs["Bias"] = {"x"};
+  absl::Status s = ValidateProgramForRun(f.program(), ScopeWithW(), {"x"});
+  EXPECT_THAT(s, StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("Bias")));
+  Fixture g;
+  g.op(1).attrs["scael"] = 2.0;
+  EXPECT_THAT(ValidateProgramForRun(g.program(), ScopeWithW(), {"x"}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("unknown attribute 'scael'")));
+}
+
+TEST(ProgramValidation, UnknownOpTypeIsNotFoundWithItsPosition) {
+  Fixture f;
+  f.op(1).type = "scael";
+  EXPECT_THAT(ValidateProgramForRun(f.program(), ScopeWithW(), {"x"}),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("op 'scael' (#1)")));
+}
+
+TEST(ProgramValidation, AMisspelledVariableIsNamed) {
+  Fixture f;
+  f.op(1).inputs["X"] = {"y_typo"};
+  EXPECT_THAT(ValidateProgramForRun(f.program(), ScopeWithW(), {"x"}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("op 'scale' (#1) argument X names variable 'y_typo', which "
+                                 "the program does not declare")));
+}
+
+TEST(ProgramValidation, ReadBeforeAnyValueNamesTheCause) {
+  Fixture f;
+  // Not fed: x has no value.
+  EXPECT_THAT(ValidateProgramForRun(f.program(), ScopeWithW(), {}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("op 'scale' (#0) reads 'x' (argument X) before it has a value: "
+                                 "no earlier op writes it and it is not fed")));
+  // w persistable but the scope is empty (startup program not run).
+  EXPECT_THAT(ValidateProgramForRun(f.program(), Scope(), {"x"}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("reads 'w' (argument Y) before it has a value: it is "
+                                 "persistable but not initialised in the scope")));
+}
+
+TEST(ProgramValidation, PrepareRefusesBeforePlacing) {
+  Fixture f;
+  f.op(1).inputs["X"] = {"y_typo"};
+  Executor exe(CPUPlace());
+  Scope scope = ScopeWithW();
+  // Without validation this was NotFound "no kernel for op 'scale' on cpu with X=?".
+  EXPECT_THAT(exe.Prepare(f.program(), scope, {"x"}, {}).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'y_typo'")));
+}
+
+}  // namespace
+}  // namespace tandem
