@@ -10,8 +10,12 @@ DEFINE_bool(cuda_graph, false,
             "Capture the training step once as a device graph (CUDA graph on gpu) and replay it.");
 DEFINE_bool(in_order, false,
             "Run each plan's steps one at a time in program order on the calling thread "
-            "(ExecutorOptions::in_order, the debugging mode). Default: concurrent, host steps on "
-            "a pool of host workers while device steps run on their streams.");
+            "(ExecutorOptions::in_order, the debugging mode). Default: concurrent, host steps "
+            "between device steps while the devices work through their streams.");
+DEFINE_bool(check_numerics, false,
+            "Stop at the first op whose output holds a NaN or an infinity, naming the op, the "
+            "output and the first bad index (ExecutorOptions::check_numerics; runs in order, "
+            "slow).");
 
 namespace tandem {
 
@@ -19,10 +23,12 @@ ExecutorOptions ExampleExecutorOptions() {
   ExecutorOptions options;
   options.capture_graphs = FLAGS_cuda_graph;
   options.in_order = FLAGS_in_order;
+  options.check_numerics = FLAGS_check_numerics;
   return options;
 }
 
 std::string ExecutorMode(const ExecutorOptions& options) {
+  if (options.check_numerics) return "in-order, checking numerics";
   return options.in_order ? "in-order" : "concurrent";
 }
 

@@ -1,7 +1,8 @@
 // Helpers shared by the example programs.
 //
 //   ASSIGN_OR_RETURN(Place place, ChooseDefaultPlace(FLAGS_place));  // "" -> gpu:0 or cpu
-//   Executor exe(place, ExampleExecutorOptions());   // honours --cuda_graph and --in_order
+//   Executor exe(place, ExampleExecutorOptions());   // honours --cuda_graph, --in_order and
+//                                                    // --check_numerics
 //   std::printf("executor: %s\n", ExecutorMode(ExampleExecutorOptions()).c_str());
 //   Stopwatch sw;  ...  double s = sw.Seconds();
 #ifndef TANDEM_EXAMPLES_COMMON_EXAMPLE_UTIL_H_

@@ -124,15 +124,17 @@ absl::Status Executor::BindAndFeed(Plan* plan, Scope* scope, const FeedMap& feed
 }
 
 absl::Status Executor::RunEagerly(Plan* plan, RunStats* stats, ExecutionObserver* observer) {
-  if (pool_ == nullptr && !options_.in_order) {
+  if (pool_ == nullptr && !options_.in_order && !options_.check_numerics) {
     pool_ = std::make_unique<HostWorkerPool>(
         options_.host_workers > 0 ? options_.host_workers : HostWorkerPool::DefaultSize());
   }
   // A host-only plan with one worker has nothing to overlap: program order
   // on this thread gives the same results without the hand-offs.
-  if (options_.in_order || (plan->host_only_ && pool_->size() == 1)) {
+  if (options_.in_order || options_.check_numerics ||
+      (plan->host_only_ && pool_->size() == 1)) {
     StepRunContext run;
     run.observer = observer;
+    run.check_numerics = options_.check_numerics;
     run.keep_alive = plan->keep_alive_.get();
     return PlanRunner::RunInOrder(plan, stats, run);
   }

@@ -108,6 +108,14 @@ struct ExecutorOptions {
   // steps run as soon as their inputs are ready, host steps on a pool of
   // host workers and device steps on their streams, concurrently.
   bool in_order = false;
+  // Stop at the first op whose output holds a NaN or an infinity (the
+  // reference system's FLAGS_check_nan_inf): the run returns
+  // InvalidArgument naming the op, its position and place, the output
+  // variable, the first bad index and value. Checks every floating-point
+  // output after its op, copying device outputs to the host, so it runs
+  // the plan in order (ExecutorOptions::in_order) and is slow; off by
+  // default.
+  bool check_numerics = false;
   // Host workers of the concurrent mode (0: $TANDEM_HOST_WORKERS if set,
   // else HostWorkerPool::DefaultSize()).
   int host_workers = 0;

@@ -151,6 +151,7 @@ struct StepRunContext {
   ExecutionObserver* observer = nullptr;
   Plan::GraphState* graph = nullptr;  // set while capturing
   KeepAlive* keep_alive = nullptr;
+  bool check_numerics = false;             // in-order runs only
 };
 
 // Runs the steps of a plan (a friend of Plan).
@@ -172,6 +173,12 @@ class PlanRunner {
   static absl::Status RunConcurrently(Plan* plan, HostWorkerPool* pool, RunStats* stats,
                                       ExecutionObserver* observer);
 };
+
+// InvalidArgument naming the step, the output variable and the first index
+// and value of a NaN or infinity in one of the step's floating-point
+// outputs (device outputs are copied to the host, synchronously).
+absl::Status CheckStepNumerics(const Plan::Step& step, const std::vector<Variable*>& slots,
+                               const std::vector<std::string>& names);
 
 // The executor's logging, under its documented name (--vmodule=executor=N):
 // whether level N is on, and one line at that level.

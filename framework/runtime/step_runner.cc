@@ -1,4 +1,5 @@
 // Running one step of a plan: a copy or a kernel, in either mode.
+#include <cmath>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -93,7 +94,45 @@ absl::StatusOr<const void*> UploadSource(Plan::Step* step, const Tensor& from,
   return static_cast<const void*>(step->staging->data());
 }
 
+// The first NaN or infinity among `n` values, or -1.
+template <typename T>
+int64_t FirstNonFinite(const T* v, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    if (!std::isfinite(v[i])) return i;
+  }
+  return -1;
+}
+
 }  // namespace
+
+absl::Status CheckStepNumerics(const Plan::Step& step, const std::vector<Variable*>& slots,
+                               const std::vector<std::string>& names) {
+  for (const auto& [arg, ids] : step.outputs) {
+    for (int id : ids) {
+      const Tensor* t = slots[id]->data_tensor();
+      if (t == nullptr || !t->initialized() || t->NumBytes() == 0) continue;
+      if (t->dtype() != DataType::kFloat32 && t->dtype() != DataType::kFloat64) continue;
+      Tensor host = *t;
+      if (!t->place().is_host()) {
+        absl::StatusOr<Tensor> copied = CopyTensorTo(*t, CPUPlace());
+        if (!copied.ok()) return AnnotateStepError(copied.status(), step);
+        host = *std::move(copied);
+      }
+      const int64_t n = static_cast<int64_t>(host.NumBytes() / SizeOf(host.dtype()));
+      const bool f32 = host.dtype() == DataType::kFloat32;
+      const int64_t bad =
+          f32 ? FirstNonFinite(host.data<float>(), n) : FirstNonFinite(host.data<double>(), n);
+      if (bad < 0) continue;
+      const double value = f32 ? host.data<float>()[bad] : host.data<double>()[bad];
+      return AnnotateStepError(
+          absl::InvalidArgumentError(absl::StrCat("check_numerics: output ", arg, " '", names[id],
+                                                  "' ", host.shape().ToString(), " holds ", value,
+                                                  " at flat index ", bad)),
+          step);
+    }
+  }
+  return absl::OkStatus();
+}
 
 absl::Status AnnotateStepError(const absl::Status& s, const Plan::Step& step) {
   if (s.ok()) return s;
@@ -229,6 +268,9 @@ absl::Status PlanRunner::RunInOrder(Plan* plan, RunStats* stats, const StepRunCo
     } else {
       RETURN_IF_ERROR(RunKernelStep(plan, step, run));
       stats->ops++;
+      if (run.check_numerics) {
+        RETURN_IF_ERROR(CheckStepNumerics(*step, plan->slots_, plan->slot_names_));
+      }
     }
     if (run.graph == nullptr) {
       for (int id : step->release_after) plan->slots_[id]->clear();

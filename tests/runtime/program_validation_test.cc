@@ -1,5 +1,6 @@
 #include "framework/runtime/program_validation.h"
 
+#include "absl/strings/str_cat.h"
 #include "framework/memory/cpu_allocator.h"
 #include "framework/program/program_builder.h"
 #include "framework/runtime/executor.h"
@@ -102,6 +103,38 @@ TEST(ProgramValidation, PrepareRefusesBeforePlacing) {
   // Without validation this was NotFound "no kernel for op 'scale' on cpu with X=?".
   EXPECT_THAT(exe.Prepare(f.program(), scope, {"x"}, {}).status(),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'y_typo'")));
+}
+
+// check_numerics (not validation, but the same "refuse bad work early"
+// family): the first op whose output is not finite is named, on every place.
+TEST(CheckNumerics, NamesTheFirstOpWithANonFiniteOutputOnEveryPlace) {
+  for (const char* place : {"cpu", "sim:0"}) {
+    SCOPED_TRACE(place);
+    ProgramBuilder b;
+    Var x = b.Data("x", DataType::kFloat32, Shape({2, 2}));
+    Var zero = b.FillConstant({2, 2}, DataType::kFloat32, 0.0);
+    Var q = b.ElementwiseDiv(x, zero);  // x / 0: inf where x != 0, nan where x == 0
+    Var r = b.Scale(q, 2.0);
+    ASSERT_OK(b.status());
+    ExecutorOptions options;
+    options.check_numerics = true;
+    Executor exe(*ParsePlace(place), options);
+    Scope scope;
+    Tensor xv = *Tensor::Allocate(CpuAllocator::Default(), DataType::kFloat32, {2, 2});
+    for (int i = 0; i < 4; ++i) xv.data<float>()[i] = i < 2 ? 0.0f : 1.0f;  // nan at 0
+    absl::Status s = exe.Run(b.main_program(), &scope, {{"x", xv}}, {r.name}).status();
+    EXPECT_THAT(s, StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("op 'elementwise_div'")));
+    EXPECT_THAT(s, StatusIs(absl::StatusCode::kInvalidArgument,
+                            HasSubstr(absl::StrCat("output Out '", q.name,
+                                                   "' [2, 2] holds nan at flat index 0"))));
+    // Finite outputs pass and keep their values.
+    ProgramBuilder fine;
+    Var y = fine.Data("x", DataType::kFloat32, Shape({2, 2}));
+    Var z = fine.Scale(y, 3.0);
+    ASSERT_OK_AND_ASSIGN(std::vector<Tensor> out,
+                         exe.Run(fine.main_program(), &scope, {{"x", xv}}, {z.name}));
+    EXPECT_FLOAT_EQ(out[0].data<float>()[3], 3.0f);
+  }
 }
 
 }  // namespace
