@@ -87,7 +87,8 @@ absl::StatusOr<Tensor*> KernelContext::AllocateOutput(absl::string_view arg,
     return absl::ResourceExhaustedError(absl::StrCat(
         "op '", op_.type, "' output '", arg, "' (variable '", OutputName(arg, index),
         "', ", DataTypeName(dtype), shape.ToString(), "): ", t.status().message(),
-        ". Hint: run this op under device_guard(\"cpu\") or raise the memory limit"));
+        on_host ? ". Hint: the host cannot hold it; use a smaller batch or shape"
+                : ". Hint: run this op under device_guard(\"cpu\") or raise the memory limit"));
   }
   v->set(*std::move(t));
   return v->mutable_tensor();

@@ -10,6 +10,9 @@
 //     not declare, a missing required one, an attribute of the wrong type,
 //     several variables bound to a single-valued argument;
 //   - a variable that is not declared in the program;
+//   - an output whose declared shape (fully known) holds more bytes than
+//     this host's physical memory, or whose element count overflows: such
+//     work is refused before anything is allocated;
 //   - a variable read before anything could have given it a value: not
 //     fed, not a persistable variable initialised in `scope` and not
 //     written by an earlier op.

@@ -95,6 +95,24 @@ TEST(ProgramValidation, ReadBeforeAnyValueNamesTheCause) {
                                  "persistable but not initialised in the scope")));
 }
 
+TEST(ProgramValidation, AnAbsurdDeclaredSizeIsRefusedBeforeAllocating) {
+  ProgramBuilder b;
+  const int64_t rows = int64_t{1} << 40, cols = int64_t{1} << 20;  // 2^60 floats: 2^62 bytes
+  Var huge = b.FillConstant({rows, cols}, DataType::kFloat32, 1.0);
+  Executor exe(CPUPlace());
+  Scope scope;
+  absl::Status s = exe.Prepare(b.main_program(), scope, {}, {huge.name}).status();
+  EXPECT_THAT(s, StatusIs(absl::StatusCode::kInvalidArgument,
+                          HasSubstr("op 'fill_constant' (#0) output Out")));
+  EXPECT_THAT(s, StatusIs(absl::StatusCode::kInvalidArgument,
+                          HasSubstr("1152921504606846976 elements of 4 bytes, more than this "
+                                    "host's")));
+  // The same op with a size the host holds prepares.
+  ProgramBuilder small;
+  Var fine = small.FillConstant({1024, 1024}, DataType::kFloat32, 1.0);
+  EXPECT_OK(exe.Prepare(small.main_program(), scope, {}, {fine.name}).status());
+}
+
 TEST(ProgramValidation, PrepareRefusesBeforePlacing) {
   Fixture f;
   f.op(1).inputs["X"] = {"y_typo"};
