@@ -21,10 +21,10 @@
 
 #include "absl/status/status.h"
 #include "benchmark/benchmark.h"
-#include "examples/embedding_offload/embedding_model.h"
 #include "framework/program/program_builder.h"
 #include "framework/runtime/executor.h"
 #include "framework/runtime/scope.h"
+#include "models/embedding/embedding_model.h"
 
 namespace tandem {
 namespace bench {
@@ -64,7 +64,7 @@ struct Prepared {
   explicit Prepared(Place p, ExecutorOptions options = {}) : exe(p, WithFlags(options)) {}
 };
 
-// Builds the embedding workload (examples/embedding_offload) of `config`
+// Builds the embedding workload (models/embedding) of `config`
 // into p->builder, runs its startup program and prepares its main program
 // with the ids as the only feed and no fetches; *model gets its variables.
 absl::StatusOr<std::unique_ptr<Plan>> PrepareEmbeddingWorkload(const EmbeddingConfig& config,

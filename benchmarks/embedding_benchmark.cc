@@ -23,10 +23,10 @@
 
 #include "benchmark/benchmark.h"
 #include "benchmarks/bench_util.h"
-#include "examples/embedding_offload/embedding_model.h"
 #include "framework/memory/cpu_allocator.h"
 #include "framework/program/program.h"
 #include "framework/runtime/executor.h"
+#include "models/embedding/embedding_model.h"
 
 namespace tandem {
 namespace {

@@ -28,13 +28,13 @@
 #include "absl/strings/str_cat.h"
 #include "benchmark/benchmark.h"
 #include "benchmarks/bench_util.h"
-#include "examples/crop_profile/crop_model.h"
-#include "examples/embedding_offload/embedding_model.h"
 #include "framework/device/device_registry.h"
 #include "framework/memory/cpu_allocator.h"
 #include "framework/runtime/executor.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
+#include "models/crop/crop_model.h"
+#include "models/embedding/embedding_model.h"
 
 namespace tandem {
 namespace {

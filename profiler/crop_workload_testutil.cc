@@ -1,7 +1,7 @@
 #include "profiler/crop_workload_testutil.h"
 
-#include "examples/crop_profile/crop_model.h"
 #include "framework/base/status_macros.h"
+#include "models/crop/crop_model.h"
 
 namespace tandem {
 namespace profiler {

@@ -1,4 +1,4 @@
-// Test helper: workload 2, shape-op placement (examples/crop_profile), prepared on a place and
+// Test helper: workload 2, shape-op placement (models/crop), prepared on a place and
 // run a number of times, for the profiler's tests.
 //
 //   ASSERT_OK_AND_ASSIGN(auto crop, CropWorkload::Create(*ParsePlace("sim:0"),

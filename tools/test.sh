@@ -54,6 +54,15 @@ else
   passed=$((passed + 1)); echo "layering check (deps of //framework/...) PASSED"
 fi
 
+# Nothing outside examples/ depends on examples/ (models live in //models).
+bad=$(bazel query 'rdeps(//..., //examples/...) except //examples/...' 2>/dev/null || true)
+if [[ -n "$bad" ]]; then
+  echo "layering violation: these depend on //examples/...:"; echo "$bad"
+  failed=$((failed + 1)); rc=1
+else
+  passed=$((passed + 1)); echo "layering check (rdeps of //examples/...) PASSED"
+fi
+
 if ((with_tsan)); then
   echo "ThreadSanitizer pass: ${TSAN_TARGETS[*]}"
   start=$SECONDS

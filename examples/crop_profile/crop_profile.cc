@@ -13,11 +13,11 @@
 #include <string>
 
 #include "examples/common/example_util.h"
-#include "examples/crop_profile/crop_model.h"
 #include "framework/base/status_macros.h"
 #include "framework/runtime/executor.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
+#include "models/crop/crop_model.h"
 #include "profiler/advisor.h"
 #include "profiler/chrome_trace.h"
 #include "profiler/profiler.h"

@@ -27,12 +27,12 @@
 #include "examples/common/progress.h"
 #include "examples/common/trainer_checkpoint.h"
 #include "examples/ctr/ctr_data.h"
-#include "examples/ctr/ctr_model.h"
 #include "examples/ctr/metrics.h"
 #include "framework/base/status_macros.h"
 #include "framework/runtime/executor.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
+#include "models/ctr/ctr_model.h"
 #include "profiler/profiler.h"
 
 DEFINE_string(vocab_sizes, "100000,200000,500000,1000000",

@@ -20,11 +20,11 @@
 #include "absl/strings/str_format.h"
 #include "examples/common/example_util.h"
 #include "examples/common/metrics_log.h"
-#include "examples/embedding_offload/embedding_model.h"
 #include "framework/base/status_macros.h"
 #include "framework/runtime/executor.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
+#include "models/embedding/embedding_model.h"
 #include "profiler/profiler.h"
 
 DEFINE_int64(rows, 10000000, "embedding table rows");

@@ -26,12 +26,12 @@
 #include "examples/common/metrics_log.h"
 #include "examples/common/progress.h"
 #include "examples/common/trainer_checkpoint.h"
-#include "examples/fashion_mnist/fashion_mnist_model.h"
 #include "framework/base/status_macros.h"
 #include "framework/memory/cpu_allocator.h"
 #include "framework/runtime/executor.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
+#include "models/fashion_mnist/fashion_mnist_model.h"
 #include "profiler/profiler.h"
 
 DEFINE_string(model, "mlp", "mlp (784 -> hidden -> 10) or cnn (2 x conv + pool, then hidden)");

@@ -15,9 +15,6 @@
 
 #include "absl/time/time.h"
 #include "backends/sim/sim_device.h"
-#include "examples/ctr/ctr_model.h"
-#include "examples/embedding_offload/embedding_model.h"
-#include "examples/fashion_mnist/fashion_mnist_model.h"
 #include "framework/backward/optimizer.h"
 #include "framework/device/device.h"
 #include "framework/memory/cpu_allocator.h"
@@ -27,6 +24,9 @@
 #include "framework/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "models/ctr/ctr_model.h"
+#include "models/embedding/embedding_model.h"
+#include "models/fashion_mnist/fashion_mnist_model.h"
 
 namespace tandem {
 namespace {

@@ -7,13 +7,13 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "examples/embedding_offload/embedding_model.h"
 #include "framework/device/device_registry.h"
 #include "framework/program/program_builder.h"
 #include "framework/runtime/executor.h"
 #include "framework/testing/status_matchers.h"
 #include "framework/testing/tensor_testutil.h"
 #include "gtest/gtest.h"
+#include "models/embedding/embedding_model.h"
 
 namespace tandem {
 namespace {

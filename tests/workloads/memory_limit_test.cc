@@ -4,13 +4,13 @@
 // the op, the variable, the bytes and the device_guard("cpu") hint, and the
 // program with the table under device_guard("cpu") trains within the cap.
 // Its own binary: the flag is read when the sim devices are created.
-#include "examples/embedding_offload/embedding_model.h"
 #include "framework/device/device_registry.h"
 #include "framework/runtime/executor.h"
 #include "framework/testing/status_matchers.h"
 #include "framework/testing/tensor_testutil.h"
 #include "gflags/gflags.h"
 #include "gtest/gtest.h"
+#include "models/embedding/embedding_model.h"
 
 DECLARE_int64(sim_memory_limit_mb);
 

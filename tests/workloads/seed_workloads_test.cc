@@ -1,14 +1,14 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
-#include "examples/crop_profile/crop_model.h"
-#include "examples/embedding_offload/embedding_model.h"
 #include "framework/backward/optimizer.h"
 #include "framework/device/device_registry.h"
 #include "framework/runtime/executor.h"
 #include "framework/testing/status_matchers.h"
 #include "framework/testing/tensor_testutil.h"
 #include "gtest/gtest.h"
+#include "models/crop/crop_model.h"
+#include "models/embedding/embedding_model.h"
 
 namespace tandem {
 namespace {

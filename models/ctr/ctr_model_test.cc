@@ -1,4 +1,4 @@
-#include "examples/ctr/ctr_model.h"
+#include "models/ctr/ctr_model.h"
 
 #include "framework/testing/status_matchers.h"
 #include "gmock/gmock.h"

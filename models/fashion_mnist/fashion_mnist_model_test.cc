@@ -1,4 +1,4 @@
-#include "examples/fashion_mnist/fashion_mnist_model.h"
+#include "models/fashion_mnist/fashion_mnist_model.h"
 
 #include <set>
 

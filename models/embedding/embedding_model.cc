@@ -1,4 +1,4 @@
-#include "examples/embedding_offload/embedding_model.h"
+#include "models/embedding/embedding_model.h"
 
 #include "absl/strings/str_cat.h"
 #include "framework/backward/optimizer.h"

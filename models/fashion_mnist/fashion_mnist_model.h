@@ -17,8 +17,8 @@
 // the rest runs on the executor's default place. Parameters are named
 // "layer<i>..." and initialised from `seed` (Xavier-uniform weights, zero
 // biases), so two builds with one config give one set of parameters.
-#ifndef TANDEM_EXAMPLES_FASHION_MNIST_FASHION_MNIST_MODEL_H_
-#define TANDEM_EXAMPLES_FASHION_MNIST_FASHION_MNIST_MODEL_H_
+#ifndef TANDEM_MODELS_FASHION_MNIST_FASHION_MNIST_MODEL_H_
+#define TANDEM_MODELS_FASHION_MNIST_FASHION_MNIST_MODEL_H_
 
 #include <cstdint>
 #include <vector>
@@ -58,4 +58,4 @@ absl::StatusOr<FashionMnistModel> BuildFashionMnistModel(const FashionMnistConfi
 
 }  // namespace tandem
 
-#endif  // TANDEM_EXAMPLES_FASHION_MNIST_FASHION_MNIST_MODEL_H_
+#endif  // TANDEM_MODELS_FASHION_MNIST_FASHION_MNIST_MODEL_H_

@@ -1,4 +1,4 @@
-#include "examples/ctr/ctr_model.h"
+#include "models/ctr/ctr_model.h"
 
 #include <algorithm>
 

@@ -18,8 +18,8 @@
 // loss is the sigmoid cross-entropy (logloss) of z1 - z0 and softmax column
 // 1 is the click probability. Tables start uniform in [-0.01, 0.01), fc
 // weights Xavier-uniform, all seeded by `seed`.
-#ifndef TANDEM_EXAMPLES_CTR_CTR_MODEL_H_
-#define TANDEM_EXAMPLES_CTR_CTR_MODEL_H_
+#ifndef TANDEM_MODELS_CTR_CTR_MODEL_H_
+#define TANDEM_MODELS_CTR_CTR_MODEL_H_
 
 #include <cstdint>
 #include <string>
@@ -57,4 +57,4 @@ absl::StatusOr<CtrModel> BuildCtrModel(const CtrModelConfig& config, Optimizer* 
 
 }  // namespace tandem
 
-#endif  // TANDEM_EXAMPLES_CTR_CTR_MODEL_H_
+#endif  // TANDEM_MODELS_CTR_CTR_MODEL_H_

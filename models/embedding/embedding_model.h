@@ -7,8 +7,8 @@
 //   ProgramBuilder b;
 //   ASSIGN_OR_RETURN(EmbeddingModel m, BuildEmbeddingModel({.rows = 1000}, &b));
 //   exe.Run(b.startup_program(), &scope);  then feed m.ids, fetch m.loss
-#ifndef TANDEM_EXAMPLES_EMBEDDING_OFFLOAD_EMBEDDING_MODEL_H_
-#define TANDEM_EXAMPLES_EMBEDDING_OFFLOAD_EMBEDDING_MODEL_H_
+#ifndef TANDEM_MODELS_EMBEDDING_EMBEDDING_MODEL_H_
+#define TANDEM_MODELS_EMBEDDING_EMBEDDING_MODEL_H_
 
 #include <cstdint>
 #include <string>
@@ -41,4 +41,4 @@ absl::StatusOr<EmbeddingModel> BuildEmbeddingModel(const EmbeddingConfig& config
 
 }  // namespace tandem
 
-#endif  // TANDEM_EXAMPLES_EMBEDDING_OFFLOAD_EMBEDDING_MODEL_H_
+#endif  // TANDEM_MODELS_EMBEDDING_EMBEDDING_MODEL_H_

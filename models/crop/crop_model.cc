@@ -1,4 +1,4 @@
-#include "examples/crop_profile/crop_model.h"
+#include "models/crop/crop_model.h"
 
 namespace tandem {
 

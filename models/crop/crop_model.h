@@ -5,8 +5,8 @@
 //   out   = crop_tensor(data1, shape=shape) // reads Shape on the host
 // With the slice on an accelerator the shape goes host->device and back
 // every run; `slice_on_cpu` wraps it in device_guard("cpu"), removing both.
-#ifndef TANDEM_EXAMPLES_CROP_PROFILE_CROP_MODEL_H_
-#define TANDEM_EXAMPLES_CROP_PROFILE_CROP_MODEL_H_
+#ifndef TANDEM_MODELS_CROP_CROP_MODEL_H_
+#define TANDEM_MODELS_CROP_CROP_MODEL_H_
 
 #include "absl/status/statusor.h"
 #include "framework/program/program_builder.h"
@@ -18,4 +18,4 @@ absl::StatusOr<Var> BuildCropModel(bool slice_on_cpu, ProgramBuilder* builder);
 
 }  // namespace tandem
 
-#endif  // TANDEM_EXAMPLES_CROP_PROFILE_CROP_MODEL_H_
+#endif  // TANDEM_MODELS_CROP_CROP_MODEL_H_
