@@ -6,6 +6,9 @@
 #   tools/test.sh --with-tsan          # then the executor and sim tests under
 #                                      # ThreadSanitizer (TSAN_TARGETS), counted
 #                                      # in the same totals
+#   tools/test.sh --with-fuzz          # then tools/fuzz.sh --seconds=20 (each
+#                                      # libFuzzer target 20 s; skipped with a
+#                                      # message without clang), one more count
 #
 # With --with-tsan the extra bazel flags go to both passes. Exits non-zero if
 # any test fails or a build breaks.
@@ -18,9 +21,16 @@ tools/setup.sh || exit 1
 TSAN_TARGETS=(//backends/sim/... //framework/runtime/... //tests/runtime/...)
 
 with_tsan=0
+with_fuzz=0
 args=()
 for a in "$@"; do
-  if [[ "$a" == --with-tsan ]]; then with_tsan=1; else args+=("$a"); fi
+  if [[ "$a" == --with-tsan ]]; then
+    with_tsan=1
+  elif [[ "$a" == --with-fuzz ]]; then
+    with_fuzz=1
+  else
+    args+=("$a")
+  fi
 done
 
 passed=0
@@ -68,6 +78,17 @@ if ((with_tsan)); then
   start=$SECONDS
   run_tests --config=tsan --config=nocuda "${TSAN_TARGETS[@]}" "${args[@]}"
   echo "ThreadSanitizer pass took $((SECONDS - start)) s"
+fi
+if ((with_fuzz)); then
+  # The fuzz targets' corpora and regressions already ran as normal tests
+  # (*_fuzzer_regression_test); this is the bounded libFuzzer run.
+  start=$SECONDS
+  if tools/fuzz.sh --seconds=20; then
+    passed=$((passed + 1)); echo "fuzz run PASSED"
+  else
+    failed=$((failed + 1)); rc=1; echo "fuzz run FAILED"
+  fi
+  echo "fuzz run took $((SECONDS - start)) s"
 fi
 echo "$passed passed, $failed failed"
 exit $rc

@@ -56,6 +56,53 @@ absl::Status ErrnoError(int error, const std::string& what, const std::string& p
   return absl::ErrnoToStatus(error, absl::StrCat(what, " '", path, "'"));
 }
 
+// Whether `s` is well-formed UTF-8 (no overlong forms, surrogates or code
+// points above U+10FFFF).
+bool IsValidUtf8(const std::string& s) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const size_t n = s.size();
+  size_t i = 0;
+  while (i < n) {
+    const unsigned char c = p[i];
+    size_t len;
+    uint32_t cp;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if ((c & 0xE0) == 0xC0) {
+      len = 2, cp = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+      len = 3, cp = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+      len = 4, cp = c & 0x07;
+    } else {
+      return false;
+    }
+    if (n - i < len) return false;
+    for (size_t k = 1; k < len; ++k) {
+      if ((p[i + k] & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (p[i + k] & 0x3F);
+    }
+    static constexpr uint32_t kMin[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    i += len;
+  }
+  return true;
+}
+
+// A name for messages: printable ASCII kept, other bytes as \xNN.
+std::string Escaped(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (c >= 0x20 && c < 0x7F && c != '\\') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      absl::StrAppendFormat(&out, "\\x%02x", c);
+    }
+  }
+  return out;
+}
+
 // Reads a checkpoint sequentially, tracking the offset for messages and
 // the CRC of the current record.
 class FileReader {
@@ -140,6 +187,7 @@ class FileReader {
 
 // One record read back: the tensor on the host and where it was saved from.
 struct LoadedTensor {
+  uint64_t offset = 0;  // of the record
   std::string name;
   Tensor host;
   std::string saved_place;
@@ -150,7 +198,16 @@ absl::StatusOr<LoadedTensor> ReadRecord(FileReader* in, uint32_t index) {
   const uint64_t start = in->offset();
   const std::string record = absl::StrCat("the record of tensor #", index);
   LoadedTensor t;
+  t.offset = start;
   ASSIGN_OR_RETURN(t.name, in->ReadString(absl::StrCat("the name of tensor #", index)));
+  if (t.name.empty()) {
+    return in->DataLoss(absl::StrCat("tensor #", index, " is corrupted (empty name)"), start);
+  }
+  if (!IsValidUtf8(t.name)) {
+    return in->DataLoss(absl::StrCat("tensor #", index, " is corrupted (name '", Escaped(t.name),
+                                     "' is not valid UTF-8)"),
+                        start);
+  }
   const std::string what = absl::StrCat("tensor '", t.name, "' (#", index, ")");
   ASSIGN_OR_RETURN(const std::string dtype_name, in->ReadString(what));
   ASSIGN_OR_RETURN(t.saved_place, in->ReadString(what));
@@ -165,7 +222,14 @@ absl::StatusOr<LoadedTensor> ReadRecord(FileReader* in, uint32_t index) {
   ASSIGN_OR_RETURN(const uint64_t bytes, in->ReadInt<uint64_t>(what));
   const absl::StatusOr<DataType> dtype = ParseDataType(dtype_name);
   const absl::StatusOr<Shape> shape = Shape::Make(dims);
-  if (!dtype.ok() || !shape.ok() || shape->num_elements() * SizeOf(*dtype) != bytes) {
+  // Saving writes the canonical dtype name ("float32", never "float") and
+  // exactly the bytes the shape holds (overflow-checked: a wrapped product
+  // must not match a short record).
+  int64_t want_bytes = 0;
+  if (!dtype.ok() || DataTypeName(*dtype) != dtype_name || !shape.ok() ||
+      __builtin_mul_overflow(shape->num_elements(), static_cast<int64_t>(SizeOf(*dtype)),
+                             &want_bytes) ||
+      static_cast<uint64_t>(want_bytes) != bytes) {
     return in->DataLoss(absl::StrCat(what, " is corrupted (dtype '", dtype_name, "', dims [",
                                      absl::StrJoin(dims, ", "), "], ", bytes, " data bytes)"),
                         start);
@@ -188,6 +252,17 @@ absl::StatusOr<LoadedTensor> ReadRecord(FileReader* in, uint32_t index) {
                                         "over the record",
                                         what, stored, computed),
                         start);
+  }
+  if (*dtype == DataType::kBool) {
+    const auto* b = static_cast<const uint8_t*>(t.host.raw_data());
+    for (uint64_t i = 0; i < bytes; ++i) {
+      if (b[i] > 1) {
+        return in->DataLoss(
+            absl::StrFormat("%s is corrupted: bool element %d is 0x%02x, not 0 or 1", what, i,
+                            b[i]),
+            data_at + i);
+      }
+    }
   }
   return t;
 }
@@ -224,6 +299,10 @@ absl::Status SaveCheckpoint(const Scope& scope, const std::vector<std::string>& 
     if (!v->is_tensor() || !v->tensor().initialized()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "SaveCheckpoint: variable '", name, "' does not hold an initialised dense tensor"));
+    }
+    if (name.empty() || !IsValidUtf8(name)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "SaveCheckpoint: variable name '", Escaped(name), "' is empty or not valid UTF-8"));
     }
     if (name.size() > kMaxStringBytes) {
       return absl::InvalidArgumentError(absl::StrCat("SaveCheckpoint: variable name '", name,
@@ -289,8 +368,15 @@ absl::Status LoadCheckpoint(const std::string& path, Scope* scope,
   }
   const uint32_t count = u32(12);
   std::vector<LoadedTensor> loaded;
+  std::map<std::string, uint32_t> index_of;
   for (uint32_t i = 0; i < count; ++i) {
     ASSIGN_OR_RETURN(LoadedTensor t, ReadRecord(&in, i));
+    auto [it, inserted] = index_of.emplace(t.name, i);
+    if (!inserted) {
+      return in.DataLoss(absl::StrCat("tensor '", t.name, "' (#", i,
+                                      ") is corrupted: the name repeats tensor #", it->second),
+                         t.offset);
+    }
     loaded.push_back(std::move(t));
   }
   if (in.remaining() != 0) {
@@ -304,10 +390,12 @@ absl::Status LoadCheckpoint(const std::string& path, Scope* scope,
     if (mapped != places.end()) {
       place = mapped->second;
     } else {
+      // Saving writes Place::ToString() ("gpu:0", never "GPU:0" or "gpu:00").
       absl::StatusOr<Place> saved = ParsePlace(t.saved_place);
-      if (!saved.ok()) {
-        return absl::DataLossError(absl::StrCat("checkpoint '", path, "': tensor '", t.name,
-                                                "' has a corrupted place '", t.saved_place, "'"));
+      if (!saved.ok() || saved->ToString() != t.saved_place) {
+        return in.DataLoss(absl::StrCat("tensor '", t.name, "' has a corrupted place '",
+                                        Escaped(t.saved_place), "'"),
+                           t.offset);
       }
       place = *saved;
     }

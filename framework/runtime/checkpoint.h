@@ -23,7 +23,12 @@
 // so a bad file leaves the scope untouched: a missing file is NotFound; a
 // truncated or corrupted one (bad magic, checksum mismatch, impossible
 // sizes, trailing bytes) is DataLoss naming the file, the byte offset and,
-// once known, the tensor; never a silently wrong tensor. Functions are
+// once known, the tensor; never a silently wrong tensor. Loading also
+// rejects, as DataLoss, whatever saving never writes even under a valid
+// checksum: an empty or non-UTF-8 name, a name twice, a dtype name that is
+// not canonical ("float"), a data byte count other than the shape's (checked
+// without overflow), a bool byte other than 0 or 1, a place other than
+// Place::ToString()'s spelling. Saving refuses empty and non-UTF-8 names. Functions are
 // synchronous; not thread-safe for one Scope.
 #ifndef TANDEM_FRAMEWORK_RUNTIME_CHECKPOINT_H_
 #define TANDEM_FRAMEWORK_RUNTIME_CHECKPOINT_H_
@@ -40,8 +45,8 @@
 namespace tandem {
 
 // Saves the dense tensors `names` of `scope` to `path`. NotFound for a name
-// the scope lacks; InvalidArgument for a duplicate name or a variable that
-// does not hold an initialised dense tensor; the errno's code (e.g.
+// the scope lacks; InvalidArgument for a duplicate, empty or non-UTF-8 name
+// or a variable that does not hold an initialised dense tensor; the errno's code (e.g.
 // NotFound, PermissionDenied) naming the file when writing fails.
 absl::Status SaveCheckpoint(const Scope& scope, const std::vector<std::string>& names,
                             const std::string& path);

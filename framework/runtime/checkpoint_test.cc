@@ -1,18 +1,27 @@
 #include "framework/runtime/checkpoint.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
 
+#include "absl/strings/str_format.h"
 #include "framework/testing/file_testutil.h"
 #include "framework/testing/status_matchers.h"
 #include "framework/testing/tensor_testutil.h"
 #include "gtest/gtest.h"
+#include "zlib.h"
 
 namespace tandem {
 namespace {
 
 using ::testing::AllOf;
+
+std::string Escaped(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) absl::StrAppendFormat(&out, "\\x%02x", c);
+  return out;
+}
 
 // A scope with tensors of several dtypes and shapes (0-d and empty too).
 Scope MakeScope() {
@@ -206,6 +215,152 @@ TEST(Checkpoint, CorruptionIsDataLossNamingTheTensor) {
   for (size_t at = 0; at < good.size(); ++at) {
     EXPECT_THAT(flip(at), StatusIs(absl::StatusCode::kDataLoss)) << "byte " << at;
   }
+}
+
+// Crafted checkpoints with valid checksums (zlib's crc32, as the format
+// says), for contents that SaveCheckpoint never writes.
+template <typename T>
+void Put(T v, std::string* out) {
+  for (size_t i = 0; i < sizeof(T); ++i) {
+    out->push_back(static_cast<char>(static_cast<uint64_t>(v) >> (8 * i)));
+  }
+}
+void PutString(const std::string& s, std::string* out) {
+  Put<uint32_t>(s.size(), out);
+  out->append(s);
+}
+uint32_t Crc(const std::string& s) {
+  return crc32(0, reinterpret_cast<const Bytef*>(s.data()), s.size());
+}
+struct Record {
+  std::string name, dtype = "float32", place = "cpu";
+  std::vector<int64_t> dims;
+  std::string data;
+  int64_t bytes = -1;  // the stored data byte count; -1: data.size()
+};
+std::string Craft(const std::vector<Record>& records) {
+  std::string out = "TNDMCKPT";
+  Put<uint32_t>(1, &out);
+  Put<uint32_t>(records.size(), &out);
+  Put<uint32_t>(Crc(out), &out);
+  for (const Record& r : records) {
+    std::string rec;
+    PutString(r.name, &rec);
+    PutString(r.dtype, &rec);
+    PutString(r.place, &rec);
+    Put<uint32_t>(r.dims.size(), &rec);
+    for (int64_t d : r.dims) Put<int64_t>(d, &rec);
+    Put<uint64_t>(r.bytes < 0 ? r.data.size() : r.bytes, &rec);
+    rec += r.data;
+    Put<uint32_t>(Crc(rec), &rec);
+    out += rec;
+  }
+  return out;
+}
+const std::string kFour(16, '\0');  // four float32 zeros
+
+TEST(Checkpoint, CraftedFilesMatchWhatSavingWrites) {
+  // The crafting helper writes SaveCheckpoint's bytes, so the rejections
+  // below are about the contents, not the framing.
+  Scope scope;
+  scope.Var("w")->set(MakeTensor(DataType::kFloat32, Shape({2, 2}), {0, 0, 0, 0}));
+  ASSERT_OK(SaveCheckpoint(scope, {"w"}, TempPath("w.ckpt")));
+  EXPECT_EQ(ReadFile(TempPath("w.ckpt")), Craft({{"w", "float32", "cpu", {2, 2}, kFour}}));
+}
+
+TEST(Checkpoint, LoadingRejectsADuplicateName) {
+  const std::string path = TempPath("dup.ckpt");
+  const std::string bytes =
+      Craft({{"w", "float32", "cpu", {4}, kFour}, {"w", "float32", "cpu", {4}, kFour}});
+  // The second record starts at 20 + (4+1 + 4+7 + 4+3 + 4+8 + 8) + 16 + 4 = 83.
+  EXPECT_THAT(LoadBytes(bytes, path),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       AllOf(HasSubstr(path), HasSubstr("tensor 'w' (#1) is corrupted"),
+                             HasSubstr("repeats tensor #0"), HasSubstr("at byte offset 83"))));
+}
+
+TEST(Checkpoint, LoadingRejectsABoolThatIsNotZeroOrOne) {
+  const std::string path = TempPath("bool.ckpt");
+  ASSERT_OK(LoadBytes(Craft({{"f", "bool", "cpu", {3}, std::string("\1\0\1", 3)}}), path));
+  // f's data starts at 20 + 4+1 + 4+4 + 4+3 + 4+8 + 8 = 60; element 2 at 62.
+  EXPECT_THAT(LoadBytes(Craft({{"f", "bool", "cpu", {3}, std::string("\1\0\7", 3)}}), path),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       AllOf(HasSubstr(path), HasSubstr("tensor 'f' (#0) is corrupted"),
+                             HasSubstr("bool element 2 is 0x07, not 0 or 1"),
+                             HasSubstr("at byte offset 62"))));
+}
+
+TEST(Checkpoint, LoadingRejectsAnEmptyOrNonUtf8Name) {
+  const std::string path = TempPath("names.ckpt");
+  EXPECT_THAT(LoadBytes(Craft({{"", "float32", "cpu", {4}, kFour}}), path),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       AllOf(HasSubstr(path), HasSubstr("tensor #0 is corrupted (empty name)"),
+                             HasSubstr("at byte offset 20"))));
+  for (const std::string bad : {"w\xff", "\xc0\xaf", "\xed\xa0\x80", "\xe2\x82"}) {
+    EXPECT_THAT(LoadBytes(Craft({{bad, "float32", "cpu", {4}, kFour}}), path),
+                StatusIs(absl::StatusCode::kDataLoss,
+                         AllOf(HasSubstr("tensor #0 is corrupted (name '"),
+                               HasSubstr("is not valid UTF-8"), HasSubstr("at byte offset 20"))))
+        << Escaped(bad);
+  }
+  ASSERT_OK(LoadBytes(Craft({{"w\xc3\xa9\xe2\x82\xac", "float32", "cpu", {4}, kFour}}), path));
+  // Saving refuses such names too.
+  Scope scope;
+  scope.Var("")->set(MakeTensor(DataType::kFloat32, Shape({1}), {1}));
+  scope.Var("w\xff")->set(MakeTensor(DataType::kFloat32, Shape({1}), {1}));
+  EXPECT_THAT(SaveCheckpoint(scope, {""}, path),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("empty or not valid UTF-8")));
+  EXPECT_THAT(SaveCheckpoint(scope, {"w\xff"}, path),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'w\\xff'")));
+}
+
+TEST(Checkpoint, LoadingRejectsDtypeAndSizeMismatches) {
+  const std::string path = TempPath("sizes.ckpt");
+  auto corrupted = [&](const Record& r) { return LoadBytes(Craft({r}), path); };
+  const auto kCorrupt = [&](const std::string& what) {
+    return StatusIs(absl::StatusCode::kDataLoss,
+                    AllOf(HasSubstr(path), HasSubstr("tensor 'w' (#0) is corrupted (dtype"),
+                          HasSubstr(what), HasSubstr("at byte offset 20")));
+  };
+  EXPECT_THAT(corrupted({"w", "float32", "cpu", {4}, std::string(12, '\0')}),
+              kCorrupt("12 data bytes"));
+  EXPECT_THAT(corrupted({"w", "float64", "cpu", {4}, kFour}), kCorrupt("'float64'"));
+  EXPECT_THAT(corrupted({"w", "float", "cpu", {4}, kFour}),
+              kCorrupt("'float'"));  // an alias
+  EXPECT_THAT(corrupted({"w", "complex", "cpu", {4}, kFour}), kCorrupt("'complex'"));
+  EXPECT_THAT(corrupted({"w", "float32", "cpu", {-4}, kFour}), kCorrupt("dims [-4]"));
+  // Element counts whose byte count wraps to the stored one: 2^62 float32
+  // and 2^61 float64 are 2^64 bytes, 0 modulo 2^64.
+  EXPECT_THAT(corrupted({"w", "float32", "cpu", {int64_t{1} << 62}, ""}), kCorrupt("0 data"));
+  EXPECT_THAT(corrupted({"w", "float64", "cpu", {int64_t{1} << 61}, ""}), kCorrupt("0 data"));
+  EXPECT_THAT(corrupted({"w", "float32", "cpu", {int64_t{1} << 30, int64_t{1} << 32}, ""}),
+              kCorrupt("0 data"));
+}
+
+TEST(Checkpoint, LoadingRejectsANonCanonicalPlace) {
+  const std::string path = TempPath("place.ckpt");
+  for (const std::string place : {"CPU", " cpu", "cpu ", "gpu:00", "GPU:0", "", "cpu:x"}) {
+    EXPECT_THAT(LoadBytes(Craft({{"w", "float32", place, {4}, kFour}}), path),
+                StatusIs(absl::StatusCode::kDataLoss,
+                         AllOf(HasSubstr(path), HasSubstr("tensor 'w' has a corrupted place"),
+                               HasSubstr("at byte offset 20"))))
+        << "'" << place << "'";
+  }
+}
+
+TEST(Checkpoint, AFailedSaveLeavesNoTemporaryFile) {
+  Scope scope = MakeScope();
+  // A path that is a directory, with and without the trailing slash.
+  const std::string dir = TempPath("save_into_dir");
+  ASSERT_EQ(mkdir(dir.c_str(), 0755), 0);
+  for (const std::string& path : {dir, dir + "/"}) {
+    EXPECT_FALSE(SaveCheckpoint(scope, kNames, path).ok()) << path;
+    EXPECT_NE(access((path + ".tmp").c_str(), F_OK), 0) << path;
+  }
+  // The empty path: the temporary would be ".tmp" in the working directory.
+  ASSERT_EQ(chdir(::testing::TempDir().c_str()), 0);
+  EXPECT_FALSE(SaveCheckpoint(scope, kNames, "").ok());
+  EXPECT_NE(access(".tmp", F_OK), 0);
 }
 
 TEST(Checkpoint, AMissingDeviceIsFailedPreconditionUnlessMapped) {
