@@ -18,7 +18,16 @@ std::string HumanBytes(int64_t bytes) {
   return absl::StrFormat("%d bytes (%.1f %s)", bytes, v, kUnits[unit]);
 }
 
+namespace {
+std::atomic<const AllocationFaultHook*> fault_hook{nullptr};
+}  // namespace
+
+void SetAllocationFaultHookForTesting(const AllocationFaultHook* hook) { fault_hook.store(hook); }
+
 absl::Status MemoryStats::Reserve(size_t bytes) {
+  if (const AllocationFaultHook* hook = fault_hook.load(std::memory_order_acquire)) {
+    RETURN_IF_ERROR((*hook)(place_, bytes));
+  }
   const int64_t want = static_cast<int64_t>(bytes);
   const int64_t limit = limit_.load();
   int64_t cur = in_use_.load();

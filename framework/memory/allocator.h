@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -30,6 +31,17 @@ struct AllocatorStats {
   int64_t bytes_reserved = 0;     // held from the system (>= in use if caching)
   int64_t num_allocs = 0;         // successful Allocate calls
 };
+
+// Fault injection, for tests only (framework/testing/fault_injection.h sets
+// it): every MemoryStats::Reserve, that is every allocation of every
+// allocator (cpu, sim, cuda), first calls the hook with the place and the
+// bytes requested; a non-OK status fails that allocation with that status.
+// Devices own their allocators, so a hook here reaches allocations a wrapper
+// around one allocator could not. nullptr (the default) removes it; the
+// caller keeps the hook alive until it is removed and installs it while no
+// allocation is in flight.
+using AllocationFaultHook = std::function<absl::Status(const Place& place, size_t bytes)>;
+void SetAllocationFaultHookForTesting(const AllocationFaultHook* hook);
 
 // Thread-safe counters with an optional limit, shared by all allocators.
 class MemoryStats {

@@ -1,8 +1,10 @@
 #include "framework/memory/allocator.h"
 
 #include <cstdint>
+#include <vector>
 
 #include "framework/memory/cpu_allocator.h"
+#include "framework/testing/fault_injection.h"
 #include "framework/testing/status_matchers.h"
 #include "gtest/gtest.h"
 
@@ -91,6 +93,43 @@ TEST(Buffer, FreesOnDestruction) {
 TEST(HumanBytes, Formats) {
   EXPECT_EQ(HumanBytes(12), "12 bytes");
   EXPECT_EQ(HumanBytes(1536), "1536 bytes (1.5 KiB)");
+}
+
+}  // namespace
+}  // namespace tandem
+
+namespace tandem {
+namespace {
+
+TEST(AllocationFaultInjectorTest, FailsExactlyTheNthAllocationAndAccountsNothingForIt) {
+  CpuAllocator allocator;
+  std::vector<void *> got;
+  {
+    AllocationFaultInjector inject(/*fail_at=*/2);
+    absl::StatusOr<void *> a = allocator.Allocate(64);
+    ASSERT_OK(a.status());
+    got.push_back(*a);
+    EXPECT_FALSE(inject.fired());
+    absl::StatusOr<void *> b = allocator.Allocate(100);
+    EXPECT_EQ(b.status().code(), absl::StatusCode::kResourceExhausted);
+    EXPECT_EQ(b.status().message(), "injected allocation failure #2: 100 bytes on cpu");
+    EXPECT_TRUE(inject.fired());
+    EXPECT_EQ(allocator.GetStats().bytes_in_use, 64);
+    EXPECT_EQ(allocator.GetStats().num_allocs, 1);
+    absl::StatusOr<void *> c = allocator.Allocate(32);
+    ASSERT_OK(c.status());
+    got.push_back(*c);
+    EXPECT_EQ(inject.allocations(), 3);
+  }
+  // Removed with the injector: nothing counts or fails any more.
+  for (int i = 0; i < 3; ++i) {
+    absl::StatusOr<void *> p = allocator.Allocate(8);
+    ASSERT_OK(p.status());
+    allocator.Deallocate(*p, 8);
+  }
+  allocator.Deallocate(got[0], 64);
+  allocator.Deallocate(got[1], 32);
+  EXPECT_EQ(allocator.GetStats().bytes_in_use, 0);
 }
 
 }  // namespace

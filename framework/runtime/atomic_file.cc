@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <utility>
@@ -18,7 +19,11 @@ absl::Status ErrnoError(int error, const std::string& what, const std::string& p
   return absl::ErrnoToStatus(error, absl::StrCat(what, " '", path, "'"));
 }
 
+std::atomic<const AtomicFileWriteHook*> write_hook{nullptr};
+
 }  // namespace
+
+void SetAtomicFileWriteHookForTesting(const AtomicFileWriteHook* hook) { write_hook.store(hook); }
 
 AtomicFileWriter::AtomicFileWriter(std::string path, std::string what)
     : path_(std::move(path)), tmp_(path_ + ".tmp"), what_(std::move(what)) {}
@@ -40,11 +45,19 @@ absl::Status AtomicFileWriter::Write(const void* data, size_t n) {
   CHECK_GE(fd_, 0) << "AtomicFileWriter::Write before a successful Open for " << path_;
   const char* p = static_cast<const char*>(data);
   while (n > 0) {
-    const ssize_t w = write(fd_, p, std::min<size_t>(n, size_t{1} << 30));
+    size_t chunk = std::min<size_t>(n, size_t{1} << 30);
+    int injected = 0;
+    if (const AtomicFileWriteHook* hook = write_hook.load()) {
+      injected = (*hook)(tmp_, written_, &chunk);
+      chunk = std::min(chunk, n);
+    }
+    const ssize_t w = chunk > 0 ? write(fd_, p, chunk) : 0;
     if (w < 0 && errno == EINTR) continue;
     if (w < 0) return ErrnoError(errno, absl::StrCat("cannot write ", what_), tmp_);
     p += w;
     n -= static_cast<size_t>(w);
+    written_ += w;
+    if (injected != 0) return ErrnoError(injected, absl::StrCat("cannot write ", what_), tmp_);
   }
   return absl::OkStatus();
 }

@@ -17,11 +17,23 @@
 #define TANDEM_FRAMEWORK_RUNTIME_ATOMIC_FILE_H_
 
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <string>
 
 #include "absl/status/status.h"
 
 namespace tandem {
+
+// Fault injection, for tests only: when set, every AtomicFileWriter calls
+// it before each write(2) with the temporary file's path, the bytes written
+// to it so far and, in *n, the bytes about to be written. It may shorten *n;
+// a non-zero errno it returns (ENOSPC, EIO) fails the write as the system
+// would, after the first *n bytes were written (a disk filling up midway).
+// nullptr (the default) removes it; the caller keeps it alive meanwhile.
+using AtomicFileWriteHook =
+    std::function<int(const std::string& temp_path, int64_t offset, size_t* n)>;
+void SetAtomicFileWriteHookForTesting(const AtomicFileWriteHook* hook);
 
 class AtomicFileWriter {
  public:
@@ -43,6 +55,7 @@ class AtomicFileWriter {
  private:
   std::string path_, tmp_, what_;
   int fd_ = -1;
+  int64_t written_ = 0;   // bytes written to tmp_
   bool created_ = false;  // tmp_ exists and is ours to remove
 };
 
