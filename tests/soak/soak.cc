@@ -16,8 +16,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "examples/crop_profile/crop_model.h"
-#include "examples/embedding_offload/embedding_model.h"
+#include "models/crop/crop_model.h"
+#include "models/embedding/embedding_model.h"
 #include "framework/base/status_macros.h"
 #include "framework/device/device_registry.h"
 #include "framework/memory/cpu_allocator.h"
