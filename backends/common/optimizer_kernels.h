@@ -84,9 +84,13 @@ RowGroups GroupPositions(const int64_t *rows, std::vector<int64_t> positions);
 // of its value rows in order of position. Parallel over ranges of table
 // rows, about one per kMinElementsPerTask elements of updates, with no
 // global sort: each task lists the positions of its rows, groups them by
-// row and merges each group, so every row is visited by one task.
+// row and merges each group, so every row is visited by one task. The
+// rows of `tables` (each [height, width]: the parameter and its state) and
+// of the values are prefetched kPrefetchRowsAhead groups ahead (the rows
+// are random, so each update is otherwise a chain of cache misses).
 template <typename T, typename Policy, typename Update>
-void ForEachMergedRow(const SelectedRows &g, int64_t width, Update &&update) {
+void ForEachMergedRow(const SelectedRows &g, int64_t width, const std::vector<T *> &tables,
+                      Update &&update) {
   const int64_t n = static_cast<int64_t>(g.rows().size());
   if (n == 0 || width == 0) return;
   const int64_t height = g.height();
@@ -103,8 +107,16 @@ void ForEachMergedRow(const SelectedRows &g, int64_t width, Update &&update) {
       if (rows[i] >= lo && rows[i] < hi) mine.push_back(i);
     }
     const RowGroups groups = GroupPositions(rows, std::move(mine));
+    const int64_t row_bytes = width * static_cast<int64_t>(sizeof(T));
     std::vector<T> sum;
     for (int64_t k = 0; k < groups.size(); ++k) {
+      if (k + rows_internal::kPrefetchRowsAhead < groups.size()) {
+        const int64_t ahead = groups.order[groups.starts[k + rows_internal::kPrefetchRowsAhead]];
+        for (T *table : tables) {
+          rows_internal::PrefetchRow</*kWrite=*/true>(table + rows[ahead] * width, row_bytes);
+        }
+        rows_internal::PrefetchRow(values + ahead * width, row_bytes);
+      }
       const int64_t *pos = groups.order.data() + groups.starts[k];
       const int64_t count = groups.starts[k + 1] - groups.starts[k];
       const T *merged = values + pos[0] * width;
@@ -123,14 +135,17 @@ void ForEachMergedRow(const SelectedRows &g, int64_t width, Update &&update) {
 
 // Runs step(offset, g, len) over Param's elements: for a dense Grad on
 // element ranges in parallel (g = Grad + offset); for a sparse one once per
-// distinct row (offset = row * width, g = the merged row, len = width).
+// distinct row (offset = row * width, g = the merged row, len = width),
+// prefetching the rows of Param and of `state` (Param-shaped tensors the
+// step updates too).
 template <typename T, typename Policy, typename Step>
-void ForEachUpdate(const UpdateArgs &a, Step &&step) {
+void ForEachUpdate(const UpdateArgs &a, std::vector<T *> state, Step &&step) {
   const Tensor &param = *a.param;
   if (a.sparse()) {
     const int64_t height = param.shape().dim(0);
     const int64_t width = height == 0 ? 0 : param.NumElements() / height;
-    ForEachMergedRow<T, Policy>(a.grad->selected_rows(), width,
+    state.push_back(param.data<T>());
+    ForEachMergedRow<T, Policy>(a.grad->selected_rows(), width, state,
                                 [&](int64_t row, const T *g) { step(row * width, g, width); });
   } else {
     const T *g = a.grad->tensor().data<T>();
@@ -214,7 +229,7 @@ class MomentumKernel final : public OpKernel {
       const T mu = static_cast<T>(attrs_.mu);
       const bool nesterov = attrs_.use_nesterov;
       optimizer_kernels_internal::ForEachUpdate<T, Policy>(
-          a, [&](int64_t offset, const T *g, int64_t len) {
+          a, {vel}, [&](int64_t offset, const T *g, int64_t len) {
             T *p = param + offset;
             T *v = vel + offset;
             if (nesterov) {
@@ -289,7 +304,7 @@ class AdamKernel final : public OpKernel {
       const T l2_decay = static_cast<T>(l2 ? attrs_.weight_decay : 0);
       const T shrink = static_cast<T>(l2 ? 1 : 1 - static_cast<double>(lr) * attrs_.weight_decay);
       optimizer_kernels_internal::ForEachUpdate<T, Policy>(
-          a, [&](int64_t offset, const T *g, int64_t len) {
+          a, {mom1, mom2}, [&](int64_t offset, const T *g, int64_t len) {
             T *p = param + offset;
             T *u = mom1 + offset;
             T *v = mom2 + offset;

@@ -30,7 +30,7 @@ TEST(GroupRows, GroupsPositionsByRowInOrder) {
 template <typename Policy>
 std::map<int64_t, std::vector<double>> Merged(const SelectedRows& g, int64_t width = 2) {
   std::map<int64_t, std::vector<double>> out;
-  ForEachMergedRow<double, Policy>(g, width, [&](int64_t row, const double* v) {
+  ForEachMergedRow<double, Policy>(g, width, {}, [&](int64_t row, const double* v) {
     EXPECT_EQ(out.count(row), 0u) << "row " << row << " visited twice";
     out[row] = std::vector<double>(v, v + width);
   });
