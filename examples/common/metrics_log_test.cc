@@ -20,7 +20,7 @@ std::string ReadFile(const std::string& path) {
 }
 
 std::string TempPath(const std::string& name) {
-  return std::string(std::getenv("TEST_TMPDIR")) + "/" + name;
+  return testing::TempDir() + name;  // ends with a slash; set without Bazel too
 }
 
 TEST(MetricsRecordTest, FieldsInOrderAfterTheKind) {
