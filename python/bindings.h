@@ -8,12 +8,12 @@
 namespace tandem {
 namespace python {
 
-void RegisterPlaces(pybind11::module_& m);     // executor_bindings.cc
-void RegisterPrograms(pybind11::module_& m);   // program_bindings.cc
-void RegisterLayers(pybind11::module_& m);     // layer_bindings.cc
-void RegisterExecutor(pybind11::module_& m);   // executor_bindings.cc
-void RegisterProfiler(pybind11::module_& m);   // profiler_bindings.cc
-void RegisterData(pybind11::module_& m);       // data_bindings.cc
+void RegisterPlaces(pybind11::module_& m);    // executor_bindings.cc
+void RegisterPrograms(pybind11::module_& m);  // program_bindings.cc
+void RegisterLayers(pybind11::module_& m);    // layer_bindings.cc
+void RegisterExecutor(pybind11::module_& m);  // executor_bindings.cc
+void RegisterProfiler(pybind11::module_& m);  // profiler_bindings.cc
+void RegisterData(pybind11::module_& m);      // data_bindings.cc
 // RegisterTensor is in tensor_bridge.h (tensor_bindings.cc).
 
 }  // namespace python

@@ -19,12 +19,18 @@ namespace {
 
 const char* NumpyDtypeOf(IdxType type) {
   switch (type) {
-    case IdxType::kUint8: return "uint8";
-    case IdxType::kInt8: return "int8";
-    case IdxType::kInt16: return "int16";
-    case IdxType::kInt32: return "int32";
-    case IdxType::kFloat32: return "float32";
-    case IdxType::kFloat64: return "float64";
+    case IdxType::kUint8:
+      return "uint8";
+    case IdxType::kInt8:
+      return "int8";
+    case IdxType::kInt16:
+      return "int16";
+    case IdxType::kInt32:
+      return "int32";
+    case IdxType::kFloat32:
+      return "float32";
+    case IdxType::kFloat64:
+      return "float64";
   }
   return "uint8";
 }

@@ -33,16 +33,20 @@ struct ScopeVariable {
   Variable* get() const {
     Variable* v = scope->Find(name);
     if (v == nullptr) {
-      throw StatusError(absl::NotFoundError(absl::StrCat("variable '", name, "' is not in the scope")));
+      throw StatusError(
+          absl::NotFoundError(absl::StrCat("variable '", name, "' is not in the scope")));
     }
     return v;
   }
 };
 
 // Sets `v` to a copy of `value` on `place` (default: where `v` lives now,
-// or the host).
-void SetVariable(Variable* v, py::handle value, std::optional<Place> place, const std::string& what) {
-  Tensor t = ValueOrThrow(TensorFromPython(value, std::nullopt, what, /*allow_device=*/true));
+// or the host), of `v`'s dtype when it has a value.
+void SetVariable(Variable* v, py::handle value, std::optional<Place> place,
+                 const std::string& what) {
+  std::optional<DataType> dtype;  // an initialised variable keeps its dtype
+  if (v->is_tensor() && v->tensor().initialized()) dtype = v->tensor().dtype();
+  Tensor t = ValueOrThrow(TensorFromPython(value, dtype, what, /*allow_device=*/true));
   Place target = CPUPlace();
   if (place.has_value()) {
     target = *place;
@@ -57,14 +61,17 @@ using OptionSetter = std::function<void(ExecutorOptions*, py::handle)>;
 // The executor's options by keyword: one line per ExecutorOptions field.
 const std::map<std::string, OptionSetter>& OptionSetters() {
   static const auto* setters = new std::map<std::string, OptionSetter>{
-      {"strict_placement", [](ExecutorOptions* o, py::handle v) { o->strict_placement = v.cast<bool>(); }},
+      {"strict_placement",
+       [](ExecutorOptions* o, py::handle v) { o->strict_placement = v.cast<bool>(); }},
       {"transfer_policy",
        [](ExecutorOptions* o, py::handle v) {
          o->transfer_policy = ValueOrThrow(ParseTransferPolicy(v.cast<std::string>()));
        }},
-      {"capture_graphs", [](ExecutorOptions* o, py::handle v) { o->capture_graphs = v.cast<bool>(); }},
+      {"capture_graphs",
+       [](ExecutorOptions* o, py::handle v) { o->capture_graphs = v.cast<bool>(); }},
       {"in_order", [](ExecutorOptions* o, py::handle v) { o->in_order = v.cast<bool>(); }},
-      {"check_numerics", [](ExecutorOptions* o, py::handle v) { o->check_numerics = v.cast<bool>(); }},
+      {"check_numerics",
+       [](ExecutorOptions* o, py::handle v) { o->check_numerics = v.cast<bool>(); }},
       {"host_workers", [](ExecutorOptions* o, py::handle v) { o->host_workers = v.cast<int>(); }},
   };
   return *setters;
@@ -187,7 +194,8 @@ FeedMap ConvertFeeds(const ProgramHandle& program, const py::dict& feed) {
       throw StatusError(absl::InvalidArgumentError(
           absl::StrCat("feed '", name, "' is not a variable of the program")));
     }
-    feeds[name] = ValueOrThrow(TensorFromPython(value, v->dtype, absl::StrCat("feed '", name, "'")));
+    feeds[name] =
+        ValueOrThrow(TensorFromPython(value, v->dtype, absl::StrCat("feed '", name, "'")));
   }
   return feeds;
 }
@@ -243,7 +251,8 @@ void RegisterStats(py::module_& m) {
       .def_property_readonly("placement_table",
                              [](const PlanHandle& p) { return p.plan->placed().table; })
       .def("placement_table_string", [](const PlanHandle& p) { return p.plan->PlacementTable(); })
-      .def_property_readonly("num_copies", [](const PlanHandle& p) { return p.plan->placed().num_copies; })
+      .def_property_readonly("num_copies",
+                             [](const PlanHandle& p) { return p.plan->placed().num_copies; })
       .def("placed_program_string",
            [](const PlanHandle& p) { return p.plan->placed().program.DebugString(); })
       .def_property_readonly("graph_fallback_reason",
@@ -298,9 +307,8 @@ void RegisterExecutorClass(py::module_& m) {
       .def(
           "prepare",
           [](PyExecutor& e, const ProgramHandle& program, const std::vector<std::string>& feeds,
-             const std::vector<std::string>& fetches, std::shared_ptr<Scope> scope, bool use_cache) {
-            return e.Prepare(program, feeds, fetches, *scope, use_cache);
-          },
+             const std::vector<std::string>& fetches, std::shared_ptr<Scope> scope,
+             bool use_cache) { return e.Prepare(program, feeds, fetches, *scope, use_cache); },
           py::arg("program"), py::arg("feed_names"), py::arg("fetch_names"), py::arg("scope"),
           py::arg("use_cache"))
       .def(
@@ -334,13 +342,15 @@ void RegisterExecutorClass(py::module_& m) {
 void RegisterCheckpoints(py::module_& m) {
   m.def(
       "save_checkpoint",
-      [](const std::string& path, std::shared_ptr<Scope> scope, const std::vector<std::string>& names) {
+      [](const std::string& path, std::shared_ptr<Scope> scope,
+         const std::vector<std::string>& names) {
         py::gil_scoped_release release;
         ThrowIfError(SaveCheckpoint(*scope, names, path));
       },
       py::arg("path"), py::arg("scope"), py::arg("names"));
-  m.def("persistable_vars",
-        [](const ProgramHandle& p) { return PersistableVars(p.program); }, py::arg("program"));
+  m.def(
+      "persistable_vars", [](const ProgramHandle& p) { return PersistableVars(p.program); },
+      py::arg("program"));
   m.def(
       "load_checkpoint",
       [](const std::string& path, std::shared_ptr<Scope> scope,

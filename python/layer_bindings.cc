@@ -55,173 +55,247 @@ using Str = const std::string&;
 using Ints = const std::vector<int64_t>&;
 
 void DefElementwise(py::module_& m) {
-  DefLayer(m, "elementwise_add", +[](ProgramBuilder* b, Str x, Str y, int64_t axis) {
-    return b->ElementwiseAdd({x}, {y}, axis).name;
-  }, "x + y, y broadcast from `axis`", py::arg("x"), py::arg("y"), py::arg("axis"));
-  DefLayer(m, "elementwise_sub", +[](ProgramBuilder* b, Str x, Str y, int64_t axis) {
-    return b->ElementwiseSub({x}, {y}, axis).name;
-  }, "x - y", py::arg("x"), py::arg("y"), py::arg("axis"));
-  DefLayer(m, "elementwise_mul", +[](ProgramBuilder* b, Str x, Str y, int64_t axis) {
-    return b->ElementwiseMul({x}, {y}, axis).name;
-  }, "x * y", py::arg("x"), py::arg("y"), py::arg("axis"));
-  DefLayer(m, "elementwise_div", +[](ProgramBuilder* b, Str x, Str y, int64_t axis) {
-    return b->ElementwiseDiv({x}, {y}, axis).name;
-  }, "x / y", py::arg("x"), py::arg("y"), py::arg("axis"));
-  DefLayer(m, "matmul", +[](ProgramBuilder* b, Str x, Str y, bool tx, bool ty, double alpha) {
-    return b->Matmul({x}, {y}, tx, ty, alpha).name;
-  }, "alpha * x @ y", py::arg("x"), py::arg("y"), py::arg("transpose_x"),
-     py::arg("transpose_y"), py::arg("alpha"));
-  DefLayer(m, "mul", +[](ProgramBuilder* b, Str x, Str y, int64_t xc, int64_t yc) {
-    return b->Mul({x}, {y}, xc, yc).name;
-  }, "Paddle's mul", py::arg("x"), py::arg("y"), py::arg("x_num_col_dims"),
-     py::arg("y_num_col_dims"));
-  DefLayer(m, "scale", +[](ProgramBuilder* b, Str x, double scale, double bias, bool after) {
-    return b->Scale({x}, scale, bias, after).name;
-  }, "scale * x + bias", py::arg("x"), py::arg("scale"), py::arg("bias"),
-     py::arg("bias_after_scale"));
-  DefLayer(m, "cast", +[](ProgramBuilder* b, Str x, Str dtype) {
-    return b->Cast({x}, Dtype(dtype)).name;
-  }, "x as dtype", py::arg("x"), py::arg("dtype"));
+  DefLayer(
+      m, "elementwise_add",
+      +[](ProgramBuilder* b, Str x, Str y, int64_t axis) {
+        return b->ElementwiseAdd({x}, {y}, axis).name;
+      },
+      "x + y, y broadcast from `axis`", py::arg("x"), py::arg("y"), py::arg("axis"));
+  DefLayer(
+      m, "elementwise_sub",
+      +[](ProgramBuilder* b, Str x, Str y, int64_t axis) {
+        return b->ElementwiseSub({x}, {y}, axis).name;
+      },
+      "x - y", py::arg("x"), py::arg("y"), py::arg("axis"));
+  DefLayer(
+      m, "elementwise_mul",
+      +[](ProgramBuilder* b, Str x, Str y, int64_t axis) {
+        return b->ElementwiseMul({x}, {y}, axis).name;
+      },
+      "x * y", py::arg("x"), py::arg("y"), py::arg("axis"));
+  DefLayer(
+      m, "elementwise_div",
+      +[](ProgramBuilder* b, Str x, Str y, int64_t axis) {
+        return b->ElementwiseDiv({x}, {y}, axis).name;
+      },
+      "x / y", py::arg("x"), py::arg("y"), py::arg("axis"));
+  DefLayer(
+      m, "matmul",
+      +[](ProgramBuilder* b, Str x, Str y, bool tx, bool ty, double alpha) {
+        return b->Matmul({x}, {y}, tx, ty, alpha).name;
+      },
+      "alpha * x @ y", py::arg("x"), py::arg("y"), py::arg("transpose_x"), py::arg("transpose_y"),
+      py::arg("alpha"));
+  DefLayer(
+      m, "mul",
+      +[](ProgramBuilder* b, Str x, Str y, int64_t xc, int64_t yc) {
+        return b->Mul({x}, {y}, xc, yc).name;
+      },
+      "Paddle's mul", py::arg("x"), py::arg("y"), py::arg("x_num_col_dims"),
+      py::arg("y_num_col_dims"));
+  DefLayer(
+      m, "scale",
+      +[](ProgramBuilder* b, Str x, double scale, double bias, bool after) {
+        return b->Scale({x}, scale, bias, after).name;
+      },
+      "scale * x + bias", py::arg("x"), py::arg("scale"), py::arg("bias"),
+      py::arg("bias_after_scale"));
+  DefLayer(
+      m, "cast",
+      +[](ProgramBuilder* b, Str x, Str dtype) { return b->Cast({x}, Dtype(dtype)).name; },
+      "x as dtype", py::arg("x"), py::arg("dtype"));
 }
 
 void DefActivations(py::module_& m) {
-  DefLayer(m, "relu", +[](ProgramBuilder* b, Str x) { return b->Relu({x}).name; }, "max(x, 0)",
-           py::arg("x"));
-  DefLayer(m, "sigmoid", +[](ProgramBuilder* b, Str x) { return b->Sigmoid({x}).name; },
-           "1 / (1 + exp(-x))", py::arg("x"));
-  DefLayer(m, "tanh", +[](ProgramBuilder* b, Str x) { return b->Tanh({x}).name; }, "tanh(x)",
-           py::arg("x"));
-  DefLayer(m, "softmax", +[](ProgramBuilder* b, Str x, int64_t axis) {
-    return b->Softmax({x}, axis).name;
-  }, "softmax over `axis`", py::arg("x"), py::arg("axis"));
-  DefLayer(m, "l2_normalize", +[](ProgramBuilder* b, Str x, int64_t axis, double epsilon) {
-    return b->L2Normalize({x}, axis, epsilon).name;
-  }, "x / ||x|| over `axis`", py::arg("x"), py::arg("axis"), py::arg("epsilon"));
-  DefLayer(m, "mean", +[](ProgramBuilder* b, Str x) { return b->Mean({x}).name; },
-           "the mean of every element, [1]", py::arg("x"));
-  DefLayer(m, "reduce_sum", +[](ProgramBuilder* b, Str x, Ints dims, bool keep_dim) {
-    return b->ReduceSum({x}, dims, keep_dim).name;
-  }, "sum over dims", py::arg("x"), py::arg("dim"), py::arg("keep_dim"));
-  DefLayer(m, "reduce_mean", +[](ProgramBuilder* b, Str x, Ints dims, bool keep_dim) {
-    return b->ReduceMean({x}, dims, keep_dim).name;
-  }, "mean over dims", py::arg("x"), py::arg("dim"), py::arg("keep_dim"));
-  DefLayer(m, "dropout", +[](ProgramBuilder* b, Str x, double p, bool is_test, int64_t seed) {
-    return b->Dropout({x}, p, is_test, seed).name;
-  }, "seeded dropout", py::arg("x"), py::arg("dropout_prob"), py::arg("is_test"),
-     py::arg("seed"));
+  DefLayer(
+      m, "relu", +[](ProgramBuilder* b, Str x) { return b->Relu({x}).name; }, "max(x, 0)",
+      py::arg("x"));
+  DefLayer(
+      m, "sigmoid", +[](ProgramBuilder* b, Str x) { return b->Sigmoid({x}).name; },
+      "1 / (1 + exp(-x))", py::arg("x"));
+  DefLayer(
+      m, "tanh", +[](ProgramBuilder* b, Str x) { return b->Tanh({x}).name; }, "tanh(x)",
+      py::arg("x"));
+  DefLayer(
+      m, "softmax",
+      +[](ProgramBuilder* b, Str x, int64_t axis) { return b->Softmax({x}, axis).name; },
+      "softmax over `axis`", py::arg("x"), py::arg("axis"));
+  DefLayer(
+      m, "l2_normalize",
+      +[](ProgramBuilder* b, Str x, int64_t axis, double epsilon) {
+        return b->L2Normalize({x}, axis, epsilon).name;
+      },
+      "x / ||x|| over `axis`", py::arg("x"), py::arg("axis"), py::arg("epsilon"));
+  DefLayer(
+      m, "mean", +[](ProgramBuilder* b, Str x) { return b->Mean({x}).name; },
+      "the mean of every element, [1]", py::arg("x"));
+  DefLayer(
+      m, "reduce_sum",
+      +[](ProgramBuilder* b, Str x, Ints dims, bool keep_dim) {
+        return b->ReduceSum({x}, dims, keep_dim).name;
+      },
+      "sum over dims", py::arg("x"), py::arg("dim"), py::arg("keep_dim"));
+  DefLayer(
+      m, "reduce_mean",
+      +[](ProgramBuilder* b, Str x, Ints dims, bool keep_dim) {
+        return b->ReduceMean({x}, dims, keep_dim).name;
+      },
+      "mean over dims", py::arg("x"), py::arg("dim"), py::arg("keep_dim"));
+  DefLayer(
+      m, "dropout",
+      +[](ProgramBuilder* b, Str x, double p, bool is_test, int64_t seed) {
+        return b->Dropout({x}, p, is_test, seed).name;
+      },
+      "seeded dropout", py::arg("x"), py::arg("dropout_prob"), py::arg("is_test"), py::arg("seed"));
 }
 
 void DefLosses(py::module_& m) {
-  DefLayer(m, "square_error_cost", +[](ProgramBuilder* b, Str input, Str label) {
-    return b->SquareErrorCost({input}, {label}).name;
-  }, "(input - label)^2", py::arg("input"), py::arg("label"));
-  DefLayer(m, "softmax_with_cross_entropy",
-           +[](ProgramBuilder* b, Str logits, Str label, int64_t ignore_index) {
-             Var softmax;
-             Var loss = b->SoftmaxWithCrossEntropy({logits}, {label}, ignore_index, &softmax);
-             return std::make_pair(loss.name, softmax.name);
-           },
-           "(loss, softmax)", py::arg("logits"), py::arg("label"), py::arg("ignore_index"));
-  DefLayer(m, "accuracy", +[](ProgramBuilder* b, Str input, Str label, int64_t k) {
-    Var correct, total;
-    Var acc = b->Accuracy({input}, {label}, k, &correct, &total);
-    return std::make_tuple(acc.name, correct.name, total.name);
-  }, "(accuracy, correct, total)", py::arg("input"), py::arg("label"), py::arg("k"));
+  DefLayer(
+      m, "square_error_cost",
+      +[](ProgramBuilder* b, Str input, Str label) {
+        return b->SquareErrorCost({input}, {label}).name;
+      },
+      "(input - label)^2", py::arg("input"), py::arg("label"));
+  DefLayer(
+      m, "softmax_with_cross_entropy",
+      +[](ProgramBuilder* b, Str logits, Str label, int64_t ignore_index) {
+        Var softmax;
+        Var loss = b->SoftmaxWithCrossEntropy({logits}, {label}, ignore_index, &softmax);
+        return std::make_pair(loss.name, softmax.name);
+      },
+      "(loss, softmax)", py::arg("logits"), py::arg("label"), py::arg("ignore_index"));
+  DefLayer(
+      m, "accuracy",
+      +[](ProgramBuilder* b, Str input, Str label, int64_t k) {
+        Var correct, total;
+        Var acc = b->Accuracy({input}, {label}, k, &correct, &total);
+        return std::make_tuple(acc.name, correct.name, total.name);
+      },
+      "(accuracy, correct, total)", py::arg("input"), py::arg("label"), py::arg("k"));
 }
 
 void DefArrays(py::module_& m) {
-  DefLayer(m, "fill_constant", +[](ProgramBuilder* b, Ints shape, Str dtype, double value) {
-    return b->FillConstant(shape, Dtype(dtype), value).name;
-  }, "a constant tensor", py::arg("shape"), py::arg("dtype"), py::arg("value"));
-  DefLayer(m, "shape", +[](ProgramBuilder* b, Str x) { return b->ShapeOf({x}).name; },
-           "x's dims, int32", py::arg("x"));
-  DefLayer(m, "slice", +[](ProgramBuilder* b, Str x, Ints axes, Ints starts, Ints ends) {
-    return b->Slice({x}, axes, starts, ends).name;
-  }, "x[starts:ends] on axes", py::arg("x"), py::arg("axes"), py::arg("starts"),
-     py::arg("ends"));
-  DefLayer(m, "crop_tensor", +[](ProgramBuilder* b, Str x, Str shape, Ints offsets) {
-    return b->CropTensor({x}, {shape}, offsets).name;
-  }, "x cropped to `shape`", py::arg("x"), py::arg("shape"), py::arg("offsets"));
-  DefLayer(m, "reshape", +[](ProgramBuilder* b, Str x, Ints shape) {
-    return b->Reshape({x}, shape).name;
-  }, "x with new dims", py::arg("x"), py::arg("shape"));
-  DefLayer(m, "transpose", +[](ProgramBuilder* b, Str x, Ints perm) {
-    return b->Transpose({x}, perm).name;
-  }, "x's dims permuted", py::arg("x"), py::arg("perm"));
-  DefLayer(m, "concat",
-           +[](ProgramBuilder* b, const std::vector<std::string>& xs, int64_t axis) {
-             std::vector<Var> vars;
-             for (const std::string& x : xs) vars.push_back({x});
-             return b->Concat(vars, axis).name;
-           },
-           "xs joined along axis", py::arg("input"), py::arg("axis"));
-  DefLayer(m, "split", +[](ProgramBuilder* b, Str x, int64_t num, int64_t axis) {
-    return Names(b->Split({x}, num, axis));
-  }, "x cut into num pieces", py::arg("x"), py::arg("num"), py::arg("axis"));
-  DefLayer(m, "split_sections", +[](ProgramBuilder* b, Str x, Ints sections, int64_t axis) {
-    return Names(b->SplitSections({x}, sections, axis));
-  }, "x cut into pieces of the given sizes", py::arg("x"), py::arg("sections"), py::arg("axis"));
+  DefLayer(
+      m, "fill_constant",
+      +[](ProgramBuilder* b, Ints shape, Str dtype, double value) {
+        return b->FillConstant(shape, Dtype(dtype), value).name;
+      },
+      "a constant tensor", py::arg("shape"), py::arg("dtype"), py::arg("value"));
+  DefLayer(
+      m, "shape", +[](ProgramBuilder* b, Str x) { return b->ShapeOf({x}).name; }, "x's dims, int32",
+      py::arg("x"));
+  DefLayer(
+      m, "slice",
+      +[](ProgramBuilder* b, Str x, Ints axes, Ints starts, Ints ends) {
+        return b->Slice({x}, axes, starts, ends).name;
+      },
+      "x[starts:ends] on axes", py::arg("x"), py::arg("axes"), py::arg("starts"), py::arg("ends"));
+  DefLayer(
+      m, "crop_tensor",
+      +[](ProgramBuilder* b, Str x, Str shape, Ints offsets) {
+        return b->CropTensor({x}, {shape}, offsets).name;
+      },
+      "x cropped to `shape`", py::arg("x"), py::arg("shape"), py::arg("offsets"));
+  DefLayer(
+      m, "reshape",
+      +[](ProgramBuilder* b, Str x, Ints shape) { return b->Reshape({x}, shape).name; },
+      "x with new dims", py::arg("x"), py::arg("shape"));
+  DefLayer(
+      m, "transpose",
+      +[](ProgramBuilder* b, Str x, Ints perm) { return b->Transpose({x}, perm).name; },
+      "x's dims permuted", py::arg("x"), py::arg("perm"));
+  DefLayer(
+      m, "concat",
+      +[](ProgramBuilder* b, const std::vector<std::string>& xs, int64_t axis) {
+        std::vector<Var> vars;
+        for (const std::string& x : xs) vars.push_back({x});
+        return b->Concat(vars, axis).name;
+      },
+      "xs joined along axis", py::arg("input"), py::arg("axis"));
+  DefLayer(
+      m, "split",
+      +[](ProgramBuilder* b, Str x, int64_t num, int64_t axis) {
+        return Names(b->Split({x}, num, axis));
+      },
+      "x cut into num pieces", py::arg("x"), py::arg("num"), py::arg("axis"));
+  DefLayer(
+      m, "split_sections",
+      +[](ProgramBuilder* b, Str x, Ints sections, int64_t axis) {
+        return Names(b->SplitSections({x}, sections, axis));
+      },
+      "x cut into pieces of the given sizes", py::arg("x"), py::arg("sections"), py::arg("axis"));
 }
 
 void DefParameterLayers(py::module_& m) {
-  DefLayer(m, "data", +[](ProgramBuilder* b, Str name, Str dtype, Ints shape) {
-    return b->Data(name, Dtype(dtype), ShapeOf(shape)).name;
-  }, "a variable fed on every run", py::arg("name"), py::arg("dtype"), py::arg("shape"));
-  DefLayer(m, "create_parameter",
-           +[](ProgramBuilder* b, Str name, Str dtype, Ints shape, Initializer init) {
-             return b->CreateParameter(name, Dtype(dtype), ShapeOf(shape), init).name;
-           },
-           "a trainable parameter", py::arg("name"), py::arg("dtype"), py::arg("shape"),
-           py::arg("initializer"));
-  DefLayer(m, "create_persistable_constant",
-           +[](ProgramBuilder* b, Str name, Str dtype, Ints shape, double value) {
-             return b->CreatePersistableConstant(name, Dtype(dtype), ShapeOf(shape), value).name;
-           },
-           "a persistable, non-trainable variable", py::arg("name"), py::arg("dtype"),
-           py::arg("shape"), py::arg("value"));
-  DefLayer(m, "lookup_table",
-           +[](ProgramBuilder* b, Str ids, Str table, bool is_sparse, int64_t padding_idx) {
-             return b->LookupTable({ids}, {table}, is_sparse, padding_idx).name;
-           },
-           "rows of table", py::arg("ids"), py::arg("table"), py::arg("is_sparse"),
-           py::arg("padding_idx"));
-  DefLayer(m, "embedding",
-           +[](ProgramBuilder* b, Str ids, Ints size, bool is_sparse, int64_t padding_idx,
-               Initializer init, Str param_name) {
-             return b->Embedding({ids}, size, is_sparse, padding_idx, init, param_name).name;
-           },
-           "a new table looked up by ids", py::arg("ids"), py::arg("size"), py::arg("is_sparse"),
-           py::arg("padding_idx"), py::arg("initializer"), py::arg("param_name"));
-  DefLayer(m, "fc",
-           +[](ProgramBuilder* b, Str x, int64_t size, int64_t num_col_dims, bool with_bias,
-               Str name, Initializer w_init) {
-             return b->Fc({x}, size, num_col_dims, with_bias, name, w_init).name;
-           },
-           "x @ w + b", py::arg("x"), py::arg("size"), py::arg("num_flatten_dims"),
-           py::arg("with_bias"), py::arg("name"), py::arg("initializer"));
-  DefLayer(m, "conv2d",
-           +[](ProgramBuilder* b, Str x, int64_t filters, int64_t filter_size, int64_t stride,
-               int64_t padding, int64_t groups, bool with_bias, Str name, Initializer w_init) {
-             return b->Conv2D({x}, filters, filter_size, stride, padding, groups, with_bias, name,
-                              w_init)
-                 .name;
-           },
-           "a 2-D convolution", py::arg("input"), py::arg("num_filters"), py::arg("filter_size"),
-           py::arg("stride"), py::arg("padding"), py::arg("groups"), py::arg("with_bias"),
-           py::arg("name"), py::arg("initializer"));
-  DefLayer(m, "pool2d",
-           +[](ProgramBuilder* b, Str x, int64_t size, Str type, int64_t stride, int64_t padding,
-               bool global_pooling, bool exclusive) {
-             return b->Pool2D({x}, size, type, stride, padding, global_pooling, exclusive).name;
-           },
-           "max or avg pooling", py::arg("input"), py::arg("pool_size"), py::arg("pool_type"),
-           py::arg("pool_stride"), py::arg("pool_padding"), py::arg("global_pooling"),
-           py::arg("exclusive"));
-  DefLayer(m, "layer_norm",
-           +[](ProgramBuilder* b, Str x, int64_t begin, double epsilon, bool scale, bool shift,
-               Str name) { return b->LayerNorm({x}, begin, epsilon, scale, shift, name).name; },
-           "layer normalisation", py::arg("input"), py::arg("begin_norm_axis"),
-           py::arg("epsilon"), py::arg("scale"), py::arg("shift"), py::arg("name"));
+  DefLayer(
+      m, "data",
+      +[](ProgramBuilder* b, Str name, Str dtype, Ints shape) {
+        return b->Data(name, Dtype(dtype), ShapeOf(shape)).name;
+      },
+      "a variable fed on every run", py::arg("name"), py::arg("dtype"), py::arg("shape"));
+  DefLayer(
+      m, "create_parameter",
+      +[](ProgramBuilder* b, Str name, Str dtype, Ints shape, Initializer init) {
+        return b->CreateParameter(name, Dtype(dtype), ShapeOf(shape), init).name;
+      },
+      "a trainable parameter", py::arg("name"), py::arg("dtype"), py::arg("shape"),
+      py::arg("initializer"));
+  DefLayer(
+      m, "create_persistable_constant",
+      +[](ProgramBuilder* b, Str name, Str dtype, Ints shape, double value) {
+        return b->CreatePersistableConstant(name, Dtype(dtype), ShapeOf(shape), value).name;
+      },
+      "a persistable, non-trainable variable", py::arg("name"), py::arg("dtype"), py::arg("shape"),
+      py::arg("value"));
+  DefLayer(
+      m, "lookup_table",
+      +[](ProgramBuilder* b, Str ids, Str table, bool is_sparse, int64_t padding_idx) {
+        return b->LookupTable({ids}, {table}, is_sparse, padding_idx).name;
+      },
+      "rows of table", py::arg("ids"), py::arg("table"), py::arg("is_sparse"),
+      py::arg("padding_idx"));
+  DefLayer(
+      m, "embedding",
+      +[](ProgramBuilder* b, Str ids, Ints size, bool is_sparse, int64_t padding_idx,
+          Initializer init, Str param_name) {
+        return b->Embedding({ids}, size, is_sparse, padding_idx, init, param_name).name;
+      },
+      "a new table looked up by ids", py::arg("ids"), py::arg("size"), py::arg("is_sparse"),
+      py::arg("padding_idx"), py::arg("initializer"), py::arg("param_name"));
+  DefLayer(
+      m, "fc",
+      +[](ProgramBuilder* b, Str x, int64_t size, int64_t num_col_dims, bool with_bias, Str name,
+          Initializer w_init) {
+        return b->Fc({x}, size, num_col_dims, with_bias, name, w_init).name;
+      },
+      "x @ w + b", py::arg("x"), py::arg("size"), py::arg("num_flatten_dims"), py::arg("with_bias"),
+      py::arg("name"), py::arg("initializer"));
+  DefLayer(
+      m, "conv2d",
+      +[](ProgramBuilder* b, Str x, int64_t filters, int64_t filter_size, int64_t stride,
+          int64_t padding, int64_t groups, bool with_bias, Str name, Initializer w_init) {
+        return b
+            ->Conv2D({x}, filters, filter_size, stride, padding, groups, with_bias, name, w_init)
+            .name;
+      },
+      "a 2-D convolution", py::arg("input"), py::arg("num_filters"), py::arg("filter_size"),
+      py::arg("stride"), py::arg("padding"), py::arg("groups"), py::arg("with_bias"),
+      py::arg("name"), py::arg("initializer"));
+  DefLayer(
+      m, "pool2d",
+      +[](ProgramBuilder* b, Str x, int64_t size, Str type, int64_t stride, int64_t padding,
+          bool global_pooling, bool exclusive) {
+        return b->Pool2D({x}, size, type, stride, padding, global_pooling, exclusive).name;
+      },
+      "max or avg pooling", py::arg("input"), py::arg("pool_size"), py::arg("pool_type"),
+      py::arg("pool_stride"), py::arg("pool_padding"), py::arg("global_pooling"),
+      py::arg("exclusive"));
+  DefLayer(
+      m, "layer_norm",
+      +[](ProgramBuilder* b, Str x, int64_t begin, double epsilon, bool scale, bool shift,
+          Str name) { return b->LayerNorm({x}, begin, epsilon, scale, shift, name).name; },
+      "layer normalisation", py::arg("input"), py::arg("begin_norm_axis"), py::arg("epsilon"),
+      py::arg("scale"), py::arg("shift"), py::arg("name"));
 }
 
 std::map<std::string, std::vector<std::string>> AppendOp(
@@ -236,11 +310,12 @@ std::map<std::string, std::vector<std::string>> AppendOp(
   AttrMap attr_map;
   for (auto [key, value] : attrs) {
     const std::string name = key.cast<std::string>();
-    attr_map[name] = ValueOrThrow(AttrFromPython(value, absl::StrCat(type, " attribute '", name, "'")));
+    attr_map[name] =
+        ValueOrThrow(AttrFromPython(value, absl::StrCat(type, " attribute '", name, "'")));
   }
   std::map<std::string, std::vector<std::string>> out;
-  for (const auto& [arg, vars] : b->AppendOp(type, in, attr_map, outputs, output_names,
-                                             output_counts)) {
+  for (const auto& [arg, vars] :
+       b->AppendOp(type, in, attr_map, outputs, output_names, output_counts)) {
     out[arg] = Names(vars);
   }
   return out;
@@ -252,7 +327,8 @@ py::dict Minimized(const Optimizer& opt, const Program& main) {
   d["learning_rate"] = opt.learning_rate_var();
   py::dict state;
   for (const VarDesc& v : main.block().vars()) {
-    if (v.is_parameter && !opt.state_vars(v.name).empty()) state[py::str(v.name)] = opt.state_vars(v.name);
+    if (v.is_parameter && !opt.state_vars(v.name).empty())
+      state[py::str(v.name)] = opt.state_vars(v.name);
   }
   d["state"] = state;
   return d;
@@ -309,7 +385,8 @@ void DefInitializer(py::module_& m) {
       .def_static("xavier_normal", &Initializer::XavierNormal, py::arg("seed") = 0)
       .def("__repr__", [](const Initializer& i) {
         switch (i.kind) {
-          case Initializer::Kind::kConstant: return absl::StrCat("Constant(", i.value, ")");
+          case Initializer::Kind::kConstant:
+            return absl::StrCat("Constant(", i.value, ")");
           case Initializer::Kind::kUniform:
             return absl::StrCat("Uniform(", i.low, ", ", i.high, ", seed=", i.seed, ")");
           case Initializer::Kind::kNormal:
@@ -344,6 +421,14 @@ void RegisterLayers(py::module_& m) {
            py::arg("inputs"), py::arg("attrs"), py::arg("outputs"), py::arg("output_names"),
            py::arg("output_counts"));
   DefOptimizers(layers);
+  layers.def(
+      "check_device",
+      [](const std::string& device) {
+        ProgramBuilder b;
+        auto guard = b.device_guard(device);
+        ThrowIfError(b.status());
+      },
+      "Raises for a device_guard string the builder would refuse.", py::arg("device"));
 }
 
 }  // namespace python

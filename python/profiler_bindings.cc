@@ -118,6 +118,10 @@ void RegisterProfiler(py::module_& m) {
       },
       "Stops the session; its profile and report (the same text C++'s StopProfiler prints).",
       py::arg("sort_key"), py::arg("trace_path"));
+  p.def(
+      "check_sort_key",
+      [](const std::string& key) { ThrowIfError(profiler::ParseSortKey(key).status()); },
+      "Raises ValueError for a sort key the report does not know.", py::arg("sort_key"));
   p.def("reset", &profiler::ResetProfiler);
   p.def("is_enabled", &profiler::IsProfilerEnabled);
   py::class_<PySpan>(p, "RecordEvent", "A user span: `with tandem.profiler.record_event(name):`")
@@ -126,13 +130,16 @@ void RegisterProfiler(py::module_& m) {
       .def("__exit__", [](PySpan& s, py::args) { s.Exit(); });
   py::class_<PyProfile>(p, "Profile", "What a profiling session collected.")
       .def_readonly("report", &PyProfile::report)
-      .def("format_report",
-           [](const PyProfile& p, const std::string& key) {
-             return profiler::FormatReport(p.profile, ValueOrThrow(profiler::ParseSortKey(key)));
-           },
-           py::arg("sort_key"))
-      .def_property_readonly("steady_runs", [](const PyProfile& p) { return p.profile.SteadyRuns(); })
-      .def_property_readonly("warmup_runs", [](const PyProfile& p) { return p.profile.warmup_runs; })
+      .def(
+          "format_report",
+          [](const PyProfile& p, const std::string& key) {
+            return profiler::FormatReport(p.profile, ValueOrThrow(profiler::ParseSortKey(key)));
+          },
+          py::arg("sort_key"))
+      .def_property_readonly("steady_runs",
+                             [](const PyProfile& p) { return p.profile.SteadyRuns(); })
+      .def_property_readonly("warmup_runs",
+                             [](const PyProfile& p) { return p.profile.warmup_runs; })
       .def("steady_step_ms", [](const PyProfile& p) { return p.profile.SteadyStepMs(); })
       .def("copy_ledger",
            [](const PyProfile& p) {

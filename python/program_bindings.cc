@@ -112,9 +112,8 @@ void RegisterPrograms(py::module_& m) {
              v->stop_gradient = stop;
              ++p.version;
            })
-      .def("__eq__", [](const ProgramHandle& a, const ProgramHandle& b) {
-        return a.program == b.program;
-      });
+      .def("__eq__",
+           [](const ProgramHandle& a, const ProgramHandle& b) { return a.program == b.program; });
 }
 
 }  // namespace python

@@ -46,26 +46,35 @@ std::optional<DataType> DataTypeOfFormat(const char* format, ssize_t itemsize) {
   if (*format == '@' || *format == '=' || *format == '<') ++format;
   if (format[0] == '\0' || format[1] != '\0') return std::nullopt;
   switch (format[0]) {
-    case 'f': return itemsize == 4 ? std::optional(DataType::kFloat32) : std::nullopt;
-    case 'd': return itemsize == 8 ? std::optional(DataType::kFloat64) : std::nullopt;
-    case '?': return itemsize == 1 ? std::optional(DataType::kBool) : std::nullopt;
+    case 'f':
+      return itemsize == 4 ? std::optional(DataType::kFloat32) : std::nullopt;
+    case 'd':
+      return itemsize == 8 ? std::optional(DataType::kFloat64) : std::nullopt;
+    case '?':
+      return itemsize == 1 ? std::optional(DataType::kBool) : std::nullopt;
     case 'i':
     case 'l':
     case 'q':
       if (itemsize == 4) return DataType::kInt32;
       if (itemsize == 8) return DataType::kInt64;
       return std::nullopt;
-    default: return std::nullopt;
+    default:
+      return std::nullopt;
   }
 }
 
 const char* FormatOf(DataType t) {
   switch (t) {
-    case DataType::kFloat32: return "f";
-    case DataType::kFloat64: return "d";
-    case DataType::kInt32: return "i";
-    case DataType::kInt64: return "l";
-    case DataType::kBool: return "?";
+    case DataType::kFloat32:
+      return "f";
+    case DataType::kFloat64:
+      return "d";
+    case DataType::kInt32:
+      return "i";
+    case DataType::kInt64:
+      return "l";
+    case DataType::kBool:
+      return "?";
   }
   return "?";
 }
@@ -77,10 +86,9 @@ std::string DescribeElementType(py::handle obj, const char* format) {
 }
 
 absl::Status DtypeMismatch(const std::string& what, const std::string& found, DataType want) {
-  return absl::InvalidArgumentError(absl::StrCat(what, " holds ", found, " but ",
-                                                 DataTypeName(want),
-                                                 " is wanted (convert it, e.g. with .astype(\"",
-                                                 DataTypeName(want), "\"))"));
+  return absl::InvalidArgumentError(
+      absl::StrCat(what, " holds ", found, " but ", DataTypeName(want),
+                   " is wanted (convert it, e.g. with .astype(\"", DataTypeName(want), "\"))"));
 }
 
 absl::StatusOr<Tensor> CopyOfHostMemory(const void* data, DataType dtype, const Shape& shape) {
@@ -108,9 +116,9 @@ std::optional<absl::StatusOr<Tensor>> TensorFromBuffer(py::handle obj, std::opti
     PyBuffer_Release(view);
     delete view;
     if (!want.has_value()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          what, " holds ", found,
-          ", which Tandem has no dtype for (float32, float64, int32, int64, bool)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, " holds ", found,
+                       ", which Tandem has no dtype for (float32, float64, int32, int64, bool)"));
     }
     return DtypeMismatch(what, found, *want);
   }
@@ -135,8 +143,8 @@ absl::Status CheckDtype(const Tensor& t, std::optional<DataType> want, const std
 
 absl::Status CheckHost(const Tensor& t, bool allow_device, const std::string& what) {
   if (allow_device || t.place().is_host()) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(what, " is on ", t.place().ToString(),
-                                                 "; it must be a host tensor"));
+  return absl::InvalidArgumentError(
+      absl::StrCat(what, " is on ", t.place().ToString(), "; it must be a host tensor"));
 }
 
 absl::StatusOr<DataType> DataTypeOfDlpack(DLDataType t) {
@@ -147,18 +155,23 @@ absl::StatusOr<DataType> DataTypeOfDlpack(DLDataType t) {
     if (t.code == kDLInt && t.bits == 64) return DataType::kInt64;
     if (t.code == kDLBoolCode && t.bits == 8) return DataType::kBool;
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "DLPack dtype (code ", t.code, ", ", t.bits, " bits, ", t.lanes,
-      " lanes) has no Tandem equivalent (float32, float64, int32, int64, bool)"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("DLPack dtype (code ", t.code, ", ", t.bits, " bits, ", t.lanes,
+                   " lanes) has no Tandem equivalent (float32, float64, int32, int64, bool)"));
 }
 
 DLDataType DlpackDataType(DataType t) {
   switch (t) {
-    case DataType::kFloat32: return {kDLFloat, 32, 1};
-    case DataType::kFloat64: return {kDLFloat, 64, 1};
-    case DataType::kInt32: return {kDLInt, 32, 1};
-    case DataType::kInt64: return {kDLInt, 64, 1};
-    case DataType::kBool: return {kDLBoolCode, 8, 1};
+    case DataType::kFloat32:
+      return {kDLFloat, 32, 1};
+    case DataType::kFloat64:
+      return {kDLFloat, 64, 1};
+    case DataType::kInt32:
+      return {kDLInt, 32, 1};
+    case DataType::kInt64:
+      return {kDLInt, 64, 1};
+    case DataType::kBool:
+      return {kDLBoolCode, 8, 1};
   }
   return {kDLFloat, 32, 1};
 }
@@ -168,9 +181,9 @@ absl::StatusOr<Place> PlaceOfDlpack(DLDevice device) {
   if (device.device_type == kDLCUDA) {
     const int count = DeviceRegistry::Global().DeviceCount(DeviceType::GPU());
     if (device.device_id < 0 || device.device_id >= count) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "DLPack tensor on CUDA device ", device.device_id, " but Tandem has ", count,
-          " gpu device(s)", count == 0 ? " (no CUDA backend or no GPU)" : ""));
+      return absl::InvalidArgumentError(
+          absl::StrCat("DLPack tensor on CUDA device ", device.device_id, " but Tandem has ", count,
+                       " gpu device(s)", count == 0 ? " (no CUDA backend or no GPU)" : ""));
     }
     return GPUPlace(device.device_id);
   }
@@ -264,9 +277,10 @@ py::object TensorToNumpy(const Tensor& t, bool share) {
   if (!t.initialized()) throw StatusError(absl::FailedPreconditionError("uninitialized tensor"));
   Tensor host = ValueOrThrow(ToHost(t));
   py::module_ numpy = py::module_::import("numpy");
-  py::object wrapped = py::cast(PyTensor{host});
-  if (share || host.buffer() != t.buffer()) return numpy.attr("asarray")(wrapped);
-  return numpy.attr("array")(wrapped);
+  // Through a memoryview, so numpy takes the buffer (not tandem.Tensor.__array__).
+  py::memoryview view(py::cast(PyTensor{host}));
+  if (share || host.buffer() != t.buffer()) return numpy.attr("asarray")(view);
+  return numpy.attr("array")(view);
 }
 
 absl::StatusOr<std::pair<int, int>> DlpackDevice(const Tensor& t) {
@@ -274,9 +288,9 @@ absl::StatusOr<std::pair<int, int>> DlpackDevice(const Tensor& t) {
   if (t.place().type() == DeviceType::GPU()) {
     return std::make_pair(static_cast<int>(kDLCUDA), t.place().index());
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "a tensor on ", t.place().ToString(),
-      " has no DLPack device (only cpu and gpu do); copy it to the host first"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("a tensor on ", t.place().ToString(),
+                   " has no DLPack device (only cpu and gpu do); copy it to the host first"));
 }
 
 absl::StatusOr<py::capsule> ToDlpack(const Tensor& t) {

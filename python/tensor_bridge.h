@@ -37,7 +37,7 @@ namespace python {
 // came from (so Tensor.set can replace that variable's value).
 struct PyTensor {
   Tensor tensor;
-  Variable* owner = nullptr;      // a scope's variable, or null
+  Variable* owner = nullptr;     // a scope's variable, or null
   pybind11::object owner_scope;  // keeps the owner's scope alive
 };
 

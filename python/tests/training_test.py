@@ -1,0 +1,254 @@
+"""Optimizers against numpy, device_guard placement, profiler, checkpoints, options."""
+
+import io
+import os
+import tempfile
+import unittest
+
+import numpy as np
+
+import tandem
+from tandem import layers as L
+from testutil import PLACES, build, rand
+
+X = rand(8, 3, seed=20)
+T = rand(8, 1, seed=21)
+W0 = rand(3, 1, seed=22)
+
+
+def linear(optimizer):
+    """loss = mean((x @ w - t)^2) with w = W0, minimized by `optimizer`."""
+    def b():
+        x, t = tandem.data("x", [8, 3]), tandem.data("t", [8, 1])
+        w = L.create_parameter([3, 1], "float32", name="w")
+        loss = L.mean(L.square_error_cost(L.matmul(x, w), t))
+        optimizer.minimize(loss)
+        return loss
+    return build(b)
+
+
+def grad(w):
+    return 2 * X.T.astype(np.float64) @ (X @ w - T) / X.shape[0]
+
+
+def train(optimizer, place, steps=3):
+    main, startup, loss = linear(optimizer)
+    exe, scope = tandem.Executor(tandem.Place(place)), tandem.Scope()
+    exe.run(startup, scope=scope)
+    scope.find_var("w").set(W0)
+    losses = [exe.run(main, feed={"x": X, "t": T}, fetch_list=[loss], scope=scope)[0][0]
+              for _ in range(steps)]
+    return losses, scope.find_var("w").get_tensor().numpy()
+
+
+class OptimizerTest(unittest.TestCase):
+    def check(self, make, update, steps=3):
+        w, state = W0.astype(np.float64), {}
+        for _ in range(steps):
+            w = update(w, grad(w), state)
+        for place in PLACES:
+            with self.subTest(place=place):
+                losses, got = train(make(), place, steps)
+                np.testing.assert_allclose(got, w, rtol=1e-5, atol=1e-6)
+                self.assertLess(losses[-1], losses[0])
+
+    def test_sgd(self):
+        self.check(lambda: tandem.optimizer.SGD(0.1), lambda w, g, s: w - 0.1 * g)
+
+    def test_momentum(self):
+        def update(w, g, s, mu=0.9, lr=0.05):
+            s["v"] = mu * s.get("v", 0) + g
+            return w - lr * (g + mu * s["v"])
+        self.check(lambda: tandem.optimizer.Momentum(0.05, 0.9, use_nesterov=True), update)
+
+    def test_adam(self):
+        def update(w, g, s, lr=0.01, b1=0.9, b2=0.999, eps=1e-8):
+            s["t"] = s.get("t", 0) + 1
+            s["m"] = b1 * s.get("m", 0) + (1 - b1) * g
+            s["v"] = b2 * s.get("v", 0) + (1 - b2) * g * g
+            mhat, vhat = s["m"] / (1 - b1 ** s["t"]), s["v"] / (1 - b2 ** s["t"])
+            return w - lr * mhat / (np.sqrt(vhat) + eps)
+        self.check(lambda: tandem.optimizer.Adam(0.01), update)
+
+    def test_minimize_reports_and_set_lr(self):
+        opt = tandem.optimizer.Adam(0.01)
+        main, startup, loss = linear(opt)
+        self.assertEqual(sorted(opt.state_vars("w")), ["beta1_pow", "beta2_pow", "moment1",
+                                                       "moment2"])
+        self.assertTrue(opt.learning_rate_var.persistable)
+        scope = tandem.Scope()
+        tandem.Executor(tandem.CPUPlace()).run(startup, scope=scope)
+        opt.set_lr(0.5, scope)
+        np.testing.assert_array_equal(
+            scope.find_var(opt.learning_rate_var.name).get_tensor().numpy(), [0.5])
+        with self.assertRaisesRegex(ValueError, "learning rate must be finite and > 0"):
+            linear(tandem.optimizer.SGD(-1.0))
+
+
+class PlacementTest(unittest.TestCase):
+    def embedding(self, guard):
+        def b():
+            ids = tandem.data("ids", [4], "int64")
+            label = L.fill_constant([4, 8], "float32", 0.5)
+            with tandem.device_guard("cpu" if guard else None):
+                emb = L.embedding(ids, size=[100, 8], is_sparse=True)
+            loss = L.mean(L.square_error_cost(L.l2_normalize(emb, axis=-1), label))
+            tandem.optimizer.SGD(0.001).minimize(loss)
+            return loss
+        return build(b)
+
+    def test_guarded_table_stays_on_the_host(self):
+        main, startup, loss = self.embedding(guard=True)
+        exe = tandem.Executor(tandem.SimPlace(0))
+        exe.run(startup)
+        ids = np.array([1, 5, 9, 5], np.int64)
+        exe.run(main, feed={"ids": ids}, fetch_list=[loss])
+        table = {(e.op_type, e.cause): str(e.place) for e in exe.last_plan.placement_table}
+        self.assertEqual(table[("lookup_table", "guard")], "cpu")
+        self.assertEqual(table[("sgd", "param")], "cpu")
+        self.assertEqual(table[("l2_normalize", "default")], "sim:0")
+        stats = exe.last_run_stats
+        self.assertEqual((stats.copies_h2d, stats.copies_d2h), (1, 1))
+        self.assertEqual(stats.bytes_h2d, 4 * 8 * 4)  # the looked-up rows only
+        self.assertEqual({c.var for c in stats.ledger},
+                         {"lookup_table_0.tmp_0", "lookup_table_0.tmp_0@GRAD"})
+        self.assertEqual(str(tandem.global_scope().find_var("embedding_0.tmp_0_w")
+                             .get_tensor().place), "cpu")
+
+    def test_cpu_and_sim_give_the_same_losses(self):
+        main, startup, loss = self.embedding(guard=True)
+        results = []
+        for place in PLACES:
+            exe, scope = tandem.Executor(tandem.Place(place)), tandem.Scope()
+            exe.run(startup, scope=scope)
+            results.append([exe.run(main, feed={"ids": np.array([1, 2, 3, 4])},
+                                    fetch_list=[loss], scope=scope)[0][0] for _ in range(3)])
+        self.assertEqual(results[0], results[1])
+
+    def test_transfer_policy_guard(self):
+        def b():
+            x = L.fill_constant([2], "float32", 1)
+            with tandem.device_guard("cpu"), tandem.transfer_policy("disallow"):
+                return L.relu(x)
+        main, _, out = build(b)
+        self.assertEqual(main.ops[-1]["transfer_policy"], "disallow")
+        with self.assertRaisesRegex(tandem.FailedPreconditionError, "relu"):
+            tandem.Executor(tandem.SimPlace(0)).run(main, fetch_list=[out])
+
+
+class ProgramTest(unittest.TestCase):
+    def test_clone_for_test_keeps_the_forward_ops(self):
+        main, _, loss = linear(tandem.optimizer.SGD(0.1))
+        test = main.clone(for_test=True)
+        self.assertEqual({op["role"] for op in test.ops}, {"forward"})
+        self.assertLess(test.num_ops, main.num_ops)
+        self.assertEqual(main.clone().to_json(), main.to_json())
+        self.assertEqual(tandem.Program.from_json(main.to_json()).to_json(), main.to_json())
+        self.assertIn("sgd(", str(main))
+        self.assertEqual([p.name for p in main.all_parameters()], ["w"])
+
+    def test_the_plan_is_prepared_again_after_the_program_changes(self):
+        main, startup = tandem.Program(), tandem.Program()
+        exe = tandem.Executor(tandem.CPUPlace())
+        with tandem.program_guard(main, startup):
+            x = tandem.data("x", [2])
+            y = L.scale(x, 2.0)
+        a, = exe.run(main, feed={"x": np.ones(2, np.float32)}, fetch_list=[y])
+        exe.run(main, feed={"x": np.ones(2, np.float32)}, fetch_list=[y])
+        self.assertEqual(exe._exe.cache_size, 1)
+        with tandem.program_guard(main, startup):
+            z = L.scale(y, 3.0)
+        b, = exe.run(main, feed={"x": np.ones(2, np.float32)}, fetch_list=[z])
+        np.testing.assert_array_equal((a, b), ([2, 2], [6, 6]))
+        self.assertEqual(exe._exe.cache_size, 1)  # the stale plan was dropped
+
+    def test_default_programs_and_guards_restore(self):
+        outer = tandem.default_main_program()
+        main = tandem.Program()
+        with tandem.program_guard(main):
+            self.assertIs(tandem.default_main_program(), main)
+            tandem.data("v", [1])
+        self.assertIs(tandem.default_main_program(), outer)
+        with self.assertRaises(TypeError):
+            with tandem.program_guard("main"):
+                pass
+
+
+class ExecutorOptionsTest(unittest.TestCase):
+    def test_in_order_and_concurrent_runs_agree(self):
+        results = []
+        for options in ({}, {"in_order": True}, {"host_workers": 2}):
+            main, startup, loss = linear(tandem.optimizer.Momentum(0.05, 0.9))
+            exe, scope = tandem.Executor(tandem.SimPlace(0), **options), tandem.Scope()
+            exe.run(startup, scope=scope)
+            results.append([exe.run(main, feed={"x": X, "t": T}, fetch_list=[loss],
+                                    scope=scope)[0][0] for _ in range(3)])
+        self.assertEqual(results[0], results[1])
+        self.assertEqual(results[0], results[2])
+        self.assertIn("capture_graphs", tandem.EXECUTOR_OPTIONS)
+
+
+class ProfilerTest(unittest.TestCase):
+    def test_report_ledger_and_advice_of_workload2(self):
+        def b():
+            d1 = L.fill_constant([1, 3, 8, 8], "float32", 0.5)
+            d2 = L.fill_constant([1, 3, 5, 5], "float32", 0.5)
+            s = L.slice(L.shape(d2), axes=[0], starts=[0], ends=[4])
+            return L.crop_tensor(d1, shape=s)
+        main, _, out = build(b)
+        exe = tandem.Executor(tandem.SimPlace(0))
+        report = io.StringIO()
+        with tandem.profiler.profiler("All", "total", file=report) as prof:
+            for _ in range(4):
+                with tandem.profiler.record_event("step"):
+                    exe.run(main, fetch_list=[out])
+        text = report.getvalue()
+        self.assertEqual(text, prof.profile.report)
+        for section in ("Place: All", "GpuMemCpy Summary", "Event Summary", "Copy Ledger",
+                        "Placement", "crop_tensor"):
+            self.assertIn(section, text)
+        self.assertEqual(prof.profile.steady_runs, 3)
+        ledger = prof.profile.copy_ledger()
+        self.assertEqual([(c["var"], c["consumer"], c["per_step"]) for c in ledger],
+                         [("shape_0.tmp_0", "slice", 1.0), ("slice_0.tmp_0", "crop_tensor", 1.0)])
+        self.assertIn('device_guard("cpu")', prof.profile.advice())
+        self.assertIn("slice", prof.profile.advice())
+        self.assertEqual(prof.profile.event_totals()["step"]["calls"], 3)
+        self.assertFalse(tandem.profiler.is_profiler_enabled())
+
+    def test_errors_inside_stop_the_session(self):
+        with self.assertRaises(ZeroDivisionError):
+            with tandem.profiler.profiler("CPU"):
+                1 / 0
+        self.assertFalse(tandem.profiler.is_profiler_enabled())
+        with self.assertRaisesRegex(ValueError, "sort"):
+            with tandem.profiler.profiler("CPU", "fastest"):
+                pass
+        tandem.profiler.reset_profiler()
+        self.assertFalse(tandem.profiler.is_profiler_enabled())
+        with self.assertRaisesRegex(ValueError, "state"):
+            tandem.profiler.start_profiler("TPU")
+
+
+class CheckpointTest(unittest.TestCase):
+    def test_save_and_resume_continue_exactly(self):
+        opt = tandem.optimizer.Adam(0.01)
+        main, startup, loss = linear(opt)
+        feed = {"x": X, "t": T}
+        exe = tandem.Executor(tandem.CPUPlace())
+        with tempfile.TemporaryDirectory() as d, tandem.scope_guard(tandem.Scope()):
+            exe.run(startup)
+            for _ in range(2):
+                exe.run(main, feed=feed, fetch_list=[loss])
+            tandem.io.save_persistables(exe, d, main)
+            self.assertTrue(os.path.exists(os.path.join(d, "checkpoint")))
+            expected = [exe.run(main, feed=feed, fetch_list=[loss])[0][0] for _ in range(2)]
+            with tandem.scope_guard(tandem.Scope()):
+                exe.run(startup)
+                tandem.io.load_persistables(exe, d, main)
+                resumed = [exe.run(main, feed=feed, fetch_list=[loss])[0][0] for _ in range(2)]
+        self.assertEqual(expected, resumed)  # bitwise: Adam's moments came back too
+
+
+if __name__ == "__main__":
+    unittest.main()
