@@ -63,22 +63,6 @@ std::optional<DataType> DataTypeOfFormat(const char* format, ssize_t itemsize) {
   }
 }
 
-const char* FormatOf(DataType t) {
-  switch (t) {
-    case DataType::kFloat32:
-      return "f";
-    case DataType::kFloat64:
-      return "d";
-    case DataType::kInt32:
-      return "i";
-    case DataType::kInt64:
-      return "l";
-    case DataType::kBool:
-      return "?";
-  }
-  return "?";
-}
-
 // "uint8" for a numpy array, else the buffer's format ("format 'B'").
 std::string DescribeElementType(py::handle obj, const char* format) {
   if (py::hasattr(obj, "dtype")) return py::str(obj.attr("dtype")).cast<std::string>();
