@@ -47,8 +47,11 @@ else
 fi
 version=3.12
 
-bazel build --noshow_progress --repo_env=TANDEM_PYTHON="$python" //python:tandem/_C.so 2>&1 | grep -vE "^(INFO|Loading|Analyzing)" || true
-[[ -f bazel-bin/python/tandem/_C.so ]] || { echo "gpu_python: the build failed" >&2; exit 1; }
+log="$(mktemp)"
+if ! bazel build --repo_env=TANDEM_PYTHON="$python" //python:tandem/_C.so > "$log" 2>&1; then
+  cat "$log" >&2; rm -f "$log"; echo "gpu_python: the build failed" >&2; exit 1
+fi
+rm -f "$log"
 so=bazel-bin/python/tandem/_C.so
 stage=.bundle/tandem_python
 rm -rf "$stage" && mkdir -p "$stage/tandem" "$stage/tests" "$stage/examples" "$stage/lib"
