@@ -3,7 +3,7 @@
 # this checkout through local_repository (README.md, "Using Tandem from another
 # Bazel workspace"). A nested Bazel with its own output root: the first run
 # compiles the whole library (tens of minutes on 2 cores; later runs hit the
-# disk cache), so it is a manual test: tools/test.sh --with-external runs it.
+# disk cache), so it is tagged manual: `bazel test //...` leaves it out.
 #
 #   bazel test //examples/external:external_workspace_test
 set -euo pipefail
