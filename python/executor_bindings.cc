@@ -269,8 +269,8 @@ void RegisterScope(py::module_& m) {
                throw StatusError(absl::InvalidArgumentError(absl::StrCat(
                    "variable '", sv.name, "' holds SelectedRows (sparse rows), not a tensor")));
              }
-             if (!v->is_tensor()) v->set(Tensor());
-             return PyTensor{v->tensor(), v, py::cast(sv.scope)};
+             // An empty variable gives an uninitialised tensor; its set() fills the variable.
+             return PyTensor{v->is_tensor() ? v->tensor() : Tensor(), v, py::cast(sv.scope)};
            })
       .def("is_initialized",
            [](const ScopeVariable& sv) {
