@@ -16,9 +16,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bazel build //... >/dev/null
-rm -rf .bundle && mkdir -p .bundle/tandem/bin .bundle/tandem/lib
+rm -rf .bundle/tandem .bundle/tandem.tar.xz && mkdir -p .bundle/tandem/bin .bundle/tandem/lib  # keeps gpu_python.sh's
 
-targets=$(bazel query 'kind("cc_test|cc_binary", //...) except //third_party/...' 2>/dev/null)
+# The Python extension (//python) is packed for the GPU machine's Python by tools/gpu_python.sh.
+targets=$(bazel query 'kind("cc_test|cc_binary", //...) except //third_party/... except //python/...' 2>/dev/null)
 tests=" $(bazel query 'kind(cc_test, //...)' 2>/dev/null | tr '\n' ' ') "
 for t in $targets; do
   pkg=${t#//}; pkg=${pkg%%:*}; name=${t##*:}
