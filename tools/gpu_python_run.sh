@@ -54,8 +54,9 @@ run() {
   echo "== $*" | tee -a "$out/python_examples.log"
   (cd "$root/examples" && python3 "$@") 2>&1 | tee -a "$out/python_examples.log" | grep -vE "^ |^-|^$|^#|^[0-9]"
 }
-run embedding_offload.py --place=gpu:0 --rows="$rows" --steps=200 --log_every=50
-run embedding_offload.py --place=gpu:0 --rows="$rows" --steps=200 --log_every=50 --no_guard
+run embedding_offload.py --place=gpu:0 --rows="$rows" --steps=200 --log_every=50 --is_sparse
+run embedding_offload.py --place=gpu:0 --rows=1000000 --steps=50 --log_every=10
+run embedding_offload.py --place=gpu:0 --rows="$rows" --steps=200 --log_every=50 --is_sparse --no_guard
 run crop_profile.py --place=gpu:0 --iterations=1000 --advise
 run fashion_mnist.py --place=gpu:0
 run fashion_mnist.py --place=gpu:0 --first_layer_on_cpu --epochs=3
