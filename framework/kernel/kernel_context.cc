@@ -42,15 +42,14 @@ std::string KernelContext::OutputName(absl::string_view arg, int index) const {
   return VarName(op_.outputs, arg, index);
 }
 
-absl::StatusOr<const Tensor*> KernelContext::InputTensor(absl::string_view arg,
-                                                         int index) const {
+absl::StatusOr<const Tensor*> KernelContext::InputTensor(absl::string_view arg, int index) const {
   const Variable* v = InputVar(arg, index);
   if (v == nullptr) return InvalidArgument(absl::StrCat("input '", arg, "' is missing"));
   if (!v->is_tensor() || !v->tensor().initialized()) {
-    return InvalidArgument(absl::StrCat(
-        "input '", arg, "' (variable '", InputName(arg, index), "') ",
-        v->is_selected_rows() ? "holds SelectedRows, expected a dense tensor"
-                              : "is not initialised"));
+    return InvalidArgument(
+        absl::StrCat("input '", arg, "' (variable '", InputName(arg, index), "') ",
+                     v->is_selected_rows() ? "holds SelectedRows, expected a dense tensor"
+                                           : "is not initialised"));
   }
   return &held_inputs_.emplace_front(v->tensor());
 }
@@ -66,27 +65,25 @@ Variable* KernelContext::OutputVar(absl::string_view arg, int index) const {
   return (*v)[index];
 }
 
-absl::StatusOr<Tensor*> KernelContext::AllocateOutput(absl::string_view arg,
-                                                      DataType dtype,
+absl::StatusOr<Tensor*> KernelContext::AllocateOutput(absl::string_view arg, DataType dtype,
                                                       const Shape& shape, int index) {
   Variable* v = OutputVar(arg, index);
   if (v == nullptr) return InvalidArgument(absl::StrCat("output '", arg, "' is not bound"));
   const bool on_host = def_.IsHostMemory(arg) || device_->place().is_host();
   Allocator* allocator =
       !on_host ? device_->allocator()
-               : (host_output_allocator_ != nullptr ? host_output_allocator_
-                                                    : (def_.IsHostMemory(arg) ? CpuAllocator::Default()
-                                                                              : device_->allocator()));
+               : (host_output_allocator_ != nullptr
+                      ? host_output_allocator_
+                      : (def_.IsHostMemory(arg) ? CpuAllocator::Default() : device_->allocator()));
   absl::StatusOr<Tensor> t = Tensor::Allocate(allocator, dtype, shape);
   if (!t.ok()) {
     if (t.status().code() != absl::StatusCode::kResourceExhausted) {
-      return InvalidArgument(absl::StrCat("output '", arg, "' (variable '",
-                                          OutputName(arg, index), "'): ",
-                                          t.status().message()));
+      return InvalidArgument(absl::StrCat("output '", arg, "' (variable '", OutputName(arg, index),
+                                          "'): ", t.status().message()));
     }
     return absl::ResourceExhaustedError(absl::StrCat(
-        "op '", op_.type, "' output '", arg, "' (variable '", OutputName(arg, index),
-        "', ", DataTypeName(dtype), shape.ToString(), "): ", t.status().message(),
+        "op '", op_.type, "' output '", arg, "' (variable '", OutputName(arg, index), "', ",
+        DataTypeName(dtype), shape.ToString(), "): ", t.status().message(),
         on_host ? ". Hint: the host cannot hold it; use a smaller batch or shape"
                 : ". Hint: run this op under device_guard(\"cpu\") or raise the memory limit"));
   }
@@ -97,6 +94,14 @@ absl::StatusOr<Tensor*> KernelContext::AllocateOutput(absl::string_view arg,
 absl::Status KernelContext::SetOutput(absl::string_view arg, Tensor tensor, int index) {
   Variable* v = OutputVar(arg, index);
   if (v == nullptr) return InvalidArgument(absl::StrCat("output '", arg, "' is not bound"));
+  // An in-place update binds its input's tensor again: leave the variable
+  // untouched, so that steps reading it meanwhile (a pipelined run's
+  // lookup of rows this update does not write) race with nothing.
+  const Tensor* now = v->is_tensor() ? &v->tensor() : nullptr;
+  if (now != nullptr && now->buffer() == tensor.buffer() && now->dtype() == tensor.dtype() &&
+      now->shape() == tensor.shape()) {
+    return absl::OkStatus();
+  }
   v->set(std::move(tensor));
   return absl::OkStatus();
 }
@@ -124,8 +129,8 @@ absl::Status KernelContext::AllocateInferredOutputs() {
     auto it = ictx.outputs().find(name);
     for (int i = 0; i < static_cast<int>(vars.size()); ++i) {
       if (it == ictx.outputs().end() || i >= static_cast<int>(it->second.size())) {
-        return absl::InternalError(absl::StrCat(
-            "op '", op_.type, "': shape inference did not set output '", name, "'"));
+        return absl::InternalError(
+            absl::StrCat("op '", op_.type, "': shape inference did not set output '", name, "'"));
       }
       const TensorMeta& m = it->second[i];
       RETURN_IF_ERROR(AllocateOutput(name, m.dtype, m.shape, i).status());
@@ -142,9 +147,9 @@ absl::Status KernelContext::CheckInputPlaces() const {
       if (t == nullptr || !t->initialized()) continue;
       if (t->place() != want) {
         return absl::InternalError(absl::StrCat(
-            "op '", op_.type, "' input '", name, "' (variable '", InputName(name, i),
-            "') is on ", t->place().ToString(), " but the kernel '", def_.DebugString(),
-            "' reads it from ", want.ToString(), ": a copy is missing"));
+            "op '", op_.type, "' input '", name, "' (variable '", InputName(name, i), "') is on ",
+            t->place().ToString(), " but the kernel '", def_.DebugString(), "' reads it from ",
+            want.ToString(), ": a copy is missing"));
       }
     }
   }

@@ -1,291 +1,493 @@
-// The concurrent mode of Executor::Run: steps start as soon as their
-// predecessors allow (dependency_graph.h); device steps are enqueued on
-// their streams, host steps run on the executor's host workers.
+// The concurrent and pipelined modes of Executor::Run (concurrent_run.h).
 //
 // Whichever thread makes steps ready handles them: it enqueues the ready
-// device steps (under the run's lock) and goes on with the host steps.
-// With one host worker (the default) the calling thread runs every host
-// step itself, in the order they become ready, while the devices work
-// through what was enqueued before; the worker only waits for events whose
+// device steps (under the lock) and goes on with the host steps. With one
+// host worker (the default) the thread in Wait() runs every host step
+// itself, in the order they become ready, while the devices work through
+// what was enqueued before; the worker only waits for events whose
 // completion other steps need. With several workers, a worker that
 // finishes a host step runs the next ready one itself (handing any others
-// to idle workers), so a chain of host and device steps needs no round
-// trip through the calling thread, and independent host steps run at once;
-// the calling thread then only starts the run and waits for its end
-// (except in plans without device work, where it runs a host step itself
-// when nothing else is in flight). Kernels and event waits run outside the
-// lock.
-
+// to idle workers), and independent host steps run at once. Kernels and
+// event waits run outside the lock.
+//
 // A step waits for each predecessor as its EdgeKind says (plan_internal.h):
 // device work after device work of the same device is ordered on the
 // streams (stream order or an event wait), so it is enqueued as soon as its
 // predecessors are; a host step is handed out once its predecessors were
-// enqueued and its worker first waits for their events; anything that
+// enqueued and its thread first waits for their events; anything that
 // needs a predecessor's results on the host (kCompletion) starts once a
-// worker saw the predecessor's event complete. No thread waits for a device
-// while holding the lock.
-#include <condition_variable>
-#include <deque>
-#include <mutex>
+// worker saw the predecessor's event complete.
+//
+// Pipelining: a run started while the one before is in flight also waits
+// for that run's steps (Step::prev_preds) with the same edge kinds, using
+// that run's frame's events, and its steps that write persistables wait
+// until every step of the run before finished. A lookup refined by rows
+// (RowRefinement) does not wait for the previous run's update of its
+// table: it gathers at once every row that the update does not write
+// (found with a bitmap of the update's hashed ids; a false hit only costs
+// a row copied twice), with those positions pointed at a row it gathers
+// anyway, and copies the rows the update writes once it finished.
+#include "framework/runtime/concurrent_run.h"
+
+#include <cstring>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "framework/base/status_macros.h"
-#include "framework/runtime/plan_internal.h"
 
 namespace tandem {
 
-// One concurrent run of a plan (lives for the run, on the caller's stack;
-// every task it hands out has reported before Run returns).
 class ConcurrentRun {
  public:
-  ConcurrentRun(Plan* plan, HostWorkerPool* pool, RunStats* stats, ExecutionObserver* observer)
-      : plan_(plan),
-        pool_(pool),
-        stats_(stats),
-        steps_(plan->steps_),
-        caller_runs_host_(pool->size() == 1) {
-    run_.in_order = false;
-    run_.observer = observer;
-    run_.keep_alive = plan->keep_alive_.get();
+  ConcurrentRun(Plan* plan, Plan::Frame* frame, RunStats* stats, ExecutionObserver* observer)
+      : frame(frame), stats(stats), size(static_cast<int>(plan->steps_.size())) {
+    context.frame = frame;
+    context.in_order = false;
+    context.observer = observer;
+    pending.assign(size, 0);
+    dispatched.assign(size, 0);
+    completed.assign(size, 0);
+    rows_pending.assign(size, 0);
+    patch_waiting.assign(size, 0);
   }
 
-  absl::Status Run();
+  bool all_finished() const { return finished == size; }
 
- private:
-  using Lock = std::unique_lock<std::mutex>;
-
-  Plan::Step& step(int i) { return *steps_[i]; }
-  int size() const { return static_cast<int>(steps_.size()); }
-  // The rest hold mu_ unless they say otherwise.
-  void Start();
-  // Handles ready steps until none is left (see the file comment); `worker`
-  // is the calling host worker, -1 for the thread that called Run.
-  void Drain(Lock& lock, int worker);
-  void Dispatch(int i, int worker);
-  void HandOut(int i);
-  void Watch(int i);
-  // Runs host step `i`, first waiting for its device predecessors; without mu_.
-  absl::Status RunHostStep(int i, int worker);
-  void CompleteHost(int i, const absl::Status& s);
-  // Marks the use of step i's slots done and releases the slots now unused.
-  void ReleaseSlots(int i);
-  // Satisfies the edges from step i that wait for `completed` (kCompletion
-  // edges) or for its dispatch (the others).
-  void Satisfy(int i, bool completed);
-  void Finish(int i);
-  void Fail(const absl::Status& s) {
-    if (error_.ok()) error_ = s;
-  }
-  bool Quiet() const { return in_flight_ == 0; }
-  // The calling thread has something to do or the run is over.
-  bool CallerNeeded() const {
-    return Quiet() || (caller_runs_host_ && error_.ok() && !ready_host_.empty());
-  }
-  // Wakes the calling thread if it is needed (after a worker's Drain).
-  void NotifyCaller() {
-    if (CallerNeeded()) caller_.notify_all();
-  }
-
-  Plan* plan_;
-  HostWorkerPool* pool_;
-  RunStats* stats_;
-  std::vector<std::unique_ptr<Plan::Step>>& steps_;
-  StepRunContext run_;
-  // With one host worker, the calling thread runs every host step itself
-  // (workers only wait for events), so CPU kernels keep one thread and its
-  // CPU library's thread team, as in-order runs do.
-  const bool caller_runs_host_;
-  std::mutex mu_;
-  std::condition_variable caller_;  // CallerNeeded() may have become true
-  std::vector<int> pending_;        // unsatisfied predecessors per step
-  std::vector<int> uses_left_;      // per slot: steps still to use it
-  std::deque<int> ready_device_, ready_host_;
-  int in_flight_ = 0;  // host steps running and events being waited for
-  int finished_ = 0;
-  absl::Status error_;
+  Plan::Frame* const frame;
+  RunStats* const stats;
+  const int size;
+  StepRunContext context;
+  std::vector<int> pending;    // unsatisfied predecessors per step
+  std::vector<int> uses_left;  // per slot: steps still to use it
+  // Per step: its non-completion / completion edges are satisfied.
+  std::vector<uint8_t> dispatched, completed;
+  // Per refined lookup: the previous run's update has not finished; the
+  // lookup ran its first part and waits for it.
+  std::vector<uint8_t> rows_pending, patch_waiting;
+  std::vector<int> gated;  // persistable writers waiting for the run before to finish
+  int finished = 0;
+  int in_flight = 0;  // tasks of this run running
+  absl::Status error;
+  ConcurrentRun* prev = nullptr;
+  ConcurrentRun* next = nullptr;
 };
 
-void ConcurrentRun::Start() {
-  const int n = size();
-  pending_.resize(n);
-  for (int i = 0; i < n; ++i) pending_[i] = static_cast<int>(step(i).preds.size());
-  uses_left_.assign(plan_->slot_names_.size(), 0);
-  for (int i = 0; i < n; ++i) {
-    for (int id : step(i).slots_used) uses_left_[id]++;
+namespace {
+
+// Bit of a table row in a RowRefinement bitmap (2^20 bits).
+constexpr int kRowBitmapBits = 20;
+inline uint64_t RowBit(int64_t row) {
+  return (static_cast<uint64_t>(row) * 0x9E3779B97F4A7C15ull) >> (64 - kRowBitmapBits);
+}
+
+// The first part of a refined lookup: the positions of `ids` whose rows the
+// update may write go to rows.conflicts; the returned variable holds ids
+// with those positions pointed at the row of a position that is not among
+// them (nullopt: no such position, or an id out of range, which the
+// kernel then reports, run whole after the update).
+std::optional<Variable> MaskConflicts(const Tensor& ids, const Tensor& update_ids, int64_t height,
+                                      RowRefinement* rows) {
+  rows->bitmap.assign(size_t{1} << (kRowBitmapBits - 6), 0);
+  const int64_t* written = update_ids.data<int64_t>();
+  for (int64_t k = 0; k < update_ids.NumElements(); ++k) {
+    const uint64_t b = RowBit(written[k]);
+    rows->bitmap[b >> 6] |= uint64_t{1} << (b & 63);
   }
+  const int64_t* in = ids.data<int64_t>();
+  const int64_t n = ids.NumElements();
+  rows->conflicts.clear();
+  int64_t safe = -1;
+  for (int64_t k = 0; k < n; ++k) {
+    const uint64_t b = RowBit(in[k]);
+    if (in[k] < 0 || in[k] >= height) return std::nullopt;
+    if (rows->bitmap[b >> 6] >> (b & 63) & 1) {
+      rows->conflicts.push_back(k);
+    } else if (safe < 0) {
+      safe = in[k];
+    }
+  }
+  if (safe < 0) return std::nullopt;
+  absl::StatusOr<Tensor> masked =
+      Tensor::Allocate(CpuAllocator::Default(), DataType::kInt64, ids.shape());
+  if (!masked.ok()) return std::nullopt;
+  int64_t* out = masked->data<int64_t>();
+  std::memcpy(out, in, n * sizeof(int64_t));
+  for (int64_t k : rows->conflicts) out[k] = safe;
+  return Variable(*std::move(masked));
+}
+
+// The second part: the conflicting rows, copied from the updated table.
+void CopyConflictRows(const Tensor& ids, const Tensor& table, Tensor* out,
+                      const RowRefinement& rows) {
+  const int64_t height = table.shape().dim(0);
+  const size_t row_bytes = height == 0 ? 0 : table.NumBytes() / height;
+  const int64_t* in = ids.data<int64_t>();
+  const char* src = static_cast<const char*>(table.raw_data());
+  char* dst = static_cast<char*>(out->raw_data());
+  for (int64_t k : rows.conflicts)
+    std::memcpy(dst + k * row_bytes, src + in[k] * row_bytes, row_bytes);
+}
+
+}  // namespace
+
+RunScheduler::RunScheduler(Plan* plan, HostWorkerPool* pool)
+    : plan_(plan), pool_(pool), caller_runs_host_(pool->size() == 1) {}
+
+RunScheduler::~RunScheduler() = default;
+
+ConcurrentRun* RunScheduler::Start(Plan::Frame* frame, RunStats* stats,
+                                   ExecutionObserver* observer) {
+  Lock lock(mu_);
+  runs_.push_back(std::make_unique<ConcurrentRun>(plan_, frame, stats, observer));
+  ConcurrentRun* run = runs_.back().get();
+  ConcurrentRun* prev = runs_.size() > 1 ? runs_[runs_.size() - 2].get() : nullptr;
+  run->prev = prev;
+  if (prev != nullptr) prev->next = run;
+  const int n = run->size;
+  run->uses_left.assign(plan_->slot_names_.size(), 0);
   for (int i = 0; i < n; ++i) {
+    const Plan::Step& s = step(i);
+    run->pending[i] = static_cast<int>(s.preds.size());
+    for (int id : s.slots_used) run->uses_left[id]++;
+    if (prev == nullptr) continue;
+    for (const auto& [p, kind] : s.prev_preds) {
+      run->pending[i] +=
+          !(kind == EdgeKind::kCompletion ? prev->completed[p] : prev->dispatched[p]);
+    }
+    if (s.writes_persistable && !prev->all_finished()) {
+      run->pending[i]++;
+      run->gated.push_back(i);
+    }
+    if (s.rows != nullptr) run->rows_pending[i] = !prev->completed[s.rows->writer];
+  }
+  std::vector<int> ready;
+  for (int i = 0; i < n; ++i) {
+    const bool folded = step(i).folded && plan_->constants_ready_;
+    if (run->pending[i] == 0 && !folded) ready.push_back(i);
+  }
+  for (int i = 0; i < n; ++i) {  // what they make ready is queued by Satisfy
     if (step(i).folded && plan_->constants_ready_) {
-      Satisfy(i, /*completed=*/false);
-      Satisfy(i, /*completed=*/true);
-      ReleaseSlots(i);
-      finished_++;
+      Satisfy(run, i, /*completed=*/false);
+      Satisfy(run, i, /*completed=*/true);
+      ReleaseSlots(run, i);
+      run->finished++;
     }
   }
-  for (int i = 0; i < n; ++i) {  // steps readied by the folded ones are queued already
-    if (step(i).preds.empty() && !(step(i).folded && plan_->constants_ready_)) {
-      (step(i).is_host() ? ready_host_ : ready_device_).push_back(i);
-    }
-  }
+  for (int i : ready) MakeReady(run, i);
+  Drain(lock, /*worker=*/-1, /*run_host=*/false);
+  return run;
 }
 
-void ConcurrentRun::Satisfy(int i, bool completed) {
-  for (const auto& [succ, kind] : step(i).succs) {
+void RunScheduler::MakeReady(ConcurrentRun* run, int i) {
+  (step(i).is_host() ? ready_host_ : ready_device_).push_back({run, i});
+}
+
+void RunScheduler::Satisfy(ConcurrentRun* run, int i, bool completed) {
+  (completed ? run->completed : run->dispatched)[i] = 1;
+  const Plan::Step& s = step(i);
+  for (const auto& [succ, kind] : s.succs) {
     if ((kind == EdgeKind::kCompletion) != completed) continue;
-    if (--pending_[succ] == 0) {
-      (step(succ).is_host() ? ready_host_ : ready_device_).push_back(succ);
+    if (--run->pending[succ] == 0) MakeReady(run, succ);
+  }
+  ConcurrentRun* next = run->next;
+  if (next == nullptr) return;
+  for (const auto& [succ, kind] : s.next_succs) {
+    if ((kind == EdgeKind::kCompletion) != completed) continue;
+    if (--next->pending[succ] == 0) MakeReady(next, succ);
+  }
+  if (!completed) return;
+  for (int lookup : s.row_readers) {
+    if (!next->rows_pending[lookup]) continue;
+    next->rows_pending[lookup] = 0;
+    if (next->patch_waiting[lookup]) {
+      next->patch_waiting[lookup] = 0;
+      ready_host_.push_back({next, lookup, /*patch=*/true});
     }
   }
 }
 
-void ConcurrentRun::ReleaseSlots(int i) {
+void RunScheduler::ReleaseSlots(ConcurrentRun* run, int i) {
   for (int id : step(i).slots_used) {
-    if (--uses_left_[id] == 0 && plan_->slot_releasable_[id]) plan_->slots_[id]->clear();
+    if (--run->uses_left[id] == 0 && plan_->slot_releasable_[id]) run->frame->slots[id]->clear();
   }
 }
 
-void ConcurrentRun::Finish(int i) {
-  finished_++;
-  if (!step(i).is_copy) stats_->ops++;
+void RunScheduler::Finish(ConcurrentRun* run, int i) {
+  run->finished++;
+  if (!step(i).is_copy) run->stats->ops++;
+  if (!run->all_finished() || run->next == nullptr) return;
+  for (int gated : run->next->gated) {
+    if (--run->next->pending[gated] == 0) MakeReady(run->next, gated);
+  }
 }
 
-void ConcurrentRun::Drain(Lock& lock, int worker) {
-  while (error_.ok()) {
+void RunScheduler::Complete(ConcurrentRun* run, int i) {
+  ReleaseSlots(run, i);
+  Finish(run, i);
+  Satisfy(run, i, /*completed=*/true);
+}
+
+void RunScheduler::Fail(ConcurrentRun* run, const absl::Status& s) {
+  if (run->error.ok()) run->error = s;
+}
+
+bool RunScheduler::Poisoned(const ConcurrentRun* run) const {
+  return !run->error.ok() || (run->prev != nullptr && !run->prev->error.ok());
+}
+
+bool RunScheduler::Over(const ConcurrentRun* run) const {
+  if (run->in_flight > 0) return false;
+  if (!Poisoned(run)) return run->all_finished();
+  return run->next == nullptr || run->next->in_flight == 0;
+}
+
+bool RunScheduler::CallerNeeded(const ConcurrentRun* run) const {
+  return Over(run) || (caller_runs_host_ && !ready_host_.empty());
+}
+
+bool RunScheduler::WriterIdsReady(const ConcurrentRun* run, const RowRefinement& rows) const {
+  const ConcurrentRun* prev = run->prev;
+  if (prev == nullptr) return false;
+  for (const auto& owned : plan_->steps_) {
+    for (const auto& [arg, ids] : owned->outputs) {
+      for (int id : ids) {
+        if (id == rows.writer_ids_slot && !prev->completed[owned->index]) return false;
+      }
+    }
+  }
+  const Tensor* t = prev->frame->slots[rows.writer_ids_slot]->data_tensor();
+  return t != nullptr && t->initialized() && t->place().is_host() && t->dtype() == DataType::kInt64;
+}
+
+void RunScheduler::Drain(Lock& lock, int worker, bool run_host) {
+  while (true) {
     if (!ready_device_.empty()) {
-      const int i = ready_device_.front();
+      const Task t = ready_device_.front();
       ready_device_.pop_front();
-      Dispatch(i, worker);
+      if (!Poisoned(t.run)) Dispatch(t, worker);
       continue;
     }
     if (ready_host_.empty()) return;
-    if (caller_runs_host_ && worker >= 0) return;  // left for the calling thread
-    const int i = ready_host_.front();
+    if (Poisoned(ready_host_.front().run)) {
+      ready_host_.pop_front();
+      continue;
+    }
+    if (caller_runs_host_ && (worker >= 0 || !run_host)) return;  // left for the thread in Wait()
+    const Task t = ready_host_.front();
     ready_host_.pop_front();
     const bool here =
-        worker >= 0 || caller_runs_host_ || (plan_->host_only_ && Quiet() && ready_host_.empty());
+        worker >= 0 || caller_runs_host_ ||
+        (plan_->host_only_ && run_host && ready_host_.empty() && tasks_in_flight_ == 0);
     if (!here) {
-      HandOut(i);
+      HandOut(t);
       continue;
     }
     while (!caller_runs_host_ && !ready_host_.empty()) {  // the others go to idle workers
-      HandOut(ready_host_.front());
+      if (!Poisoned(ready_host_.front().run)) HandOut(ready_host_.front());
       ready_host_.pop_front();
     }
-    in_flight_++;
+    const bool early = !t.patch && t.run->rows_pending[t.step];
+    Plan::Frame* prev_frame = t.run->prev != nullptr ? t.run->prev->frame : nullptr;
+    if (early && !WriterIdsReady(t.run, *step(t.step).rows)) {
+      step(t.step).rows->rest = RowRefinement::Rest::kWholeKernel;  // after the update
+      t.run->patch_waiting[t.step] = 1;
+      continue;
+    }
+    t.run->in_flight++;
+    tasks_in_flight_++;
     lock.unlock();
-    const absl::Status s = RunHostStep(i, worker);
+    const absl::Status s = RunHostTask(t, worker, prev_frame, early);
     lock.lock();
-    in_flight_--;
-    CompleteHost(i, s);
+    AfterHostTask(t, early, s);
+    t.run->in_flight--;
+    tasks_in_flight_--;
   }
 }
 
-void ConcurrentRun::Dispatch(int i, int worker) {
-  Plan::Step& s = step(i);
+void RunScheduler::Dispatch(const Task& t, int worker) {
+  ConcurrentRun* run = t.run;
+  Plan::Step& s = step(t.step);
   Stream* stream = s.StreamFor(/*in_order=*/false);
-  StepRunContext run = run_;
-  run.worker = worker;
+  StepRunContext context = run->context;
+  context.worker = worker;
   absl::Status status;
   for (const auto& [pred, kind] : s.preds) {
     if (kind == EdgeKind::kEventWait && status.ok()) {
-      status = s.device->StreamWaitEvent(stream, step(pred).done_event.get());
+      status = s.device->StreamWaitEvent(stream, run->frame->done_events[pred].get());
+    }
+  }
+  if (run->prev != nullptr) {
+    for (const auto& [pred, kind] : s.prev_preds) {
+      if (kind == EdgeKind::kEventWait && status.ok()) {
+        status = s.device->StreamWaitEvent(stream, run->prev->frame->done_events[pred].get());
+      }
     }
   }
   if (status.ok()) {
-    status = s.is_copy ? PlanRunner::RunCopyStep(plan_, &s, run, stats_)
-                       : PlanRunner::RunKernelStep(plan_, &s, run);
+    status = s.is_copy ? PlanRunner::RunCopyStep(plan_, &s, context, run->stats)
+                       : PlanRunner::RunKernelStep(plan_, &s, context);
   }
-  if (status.ok() && s.done_event != nullptr) {
-    status = s.device->RecordEvent(s.done_event.get(), stream);
-  }
-  if (!status.ok()) return Fail(AnnotateStepError(status, s));
-  ReleaseSlots(i);
-  Satisfy(i, /*completed=*/false);
+  Event* done = run->frame->done_events[t.step].get();
+  if (status.ok() && done != nullptr) status = s.device->RecordEvent(done, stream);
+  if (!status.ok()) return Fail(run, AnnotateStepError(status, s));
+  ReleaseSlots(run, t.step);
+  Satisfy(run, t.step, /*completed=*/false);
   if (s.watched) {
-    Watch(i);
+    Watch(t);
   } else {
-    Finish(i);
+    Finish(run, t.step);
   }
 }
 
-void ConcurrentRun::HandOut(int i) {
-  in_flight_++;
-  pool_->Submit([this, i](int worker) {
-    const absl::Status s = RunHostStep(i, worker);
+void RunScheduler::HandOut(const Task& t) {
+  t.run->in_flight++;
+  tasks_in_flight_++;
+  Plan::Frame* prev_frame = t.run->prev != nullptr ? t.run->prev->frame : nullptr;
+  pool_->Submit([this, t, prev_frame](int worker) {
+    const absl::Status s = RunHostTask(t, worker, prev_frame, /*early=*/false);
     Lock lock(mu_);
-    in_flight_--;
-    CompleteHost(i, s);
-    Drain(lock, worker);
+    AfterHostTask(t, /*early=*/false, s);
+    t.run->in_flight--;
+    tasks_in_flight_--;
+    Drain(lock, worker, /*run_host=*/true);
     NotifyCaller();
   });
 }
 
-void ConcurrentRun::Watch(int i) {
-  in_flight_++;
-  pool_->Submit([this, i](int worker) {
-    const absl::Status s = step(i).device->SynchronizeEvent(step(i).done_event.get());
+void RunScheduler::Watch(const Task& t) {
+  t.run->in_flight++;
+  tasks_in_flight_++;
+  pool_->Submit([this, t](int worker) {
+    const absl::Status s =
+        step(t.step).device->SynchronizeEvent(t.run->frame->done_events[t.step].get());
     Lock lock(mu_);
-    in_flight_--;
     if (s.ok()) {
-      Finish(i);
-      Satisfy(i, /*completed=*/true);
+      Finish(t.run, t.step);
+      Satisfy(t.run, t.step, /*completed=*/true);
     } else {
-      Fail(AnnotateStepError(s, step(i)));
+      Fail(t.run, AnnotateStepError(s, step(t.step)));
     }
-    Drain(lock, worker);
+    t.run->in_flight--;
+    tasks_in_flight_--;
+    Drain(lock, worker, /*run_host=*/true);
     NotifyCaller();
   });
 }
 
-void ConcurrentRun::CompleteHost(int i, const absl::Status& s) {
-  if (!s.ok()) return Fail(s);
-  ReleaseSlots(i);
-  Finish(i);
-  Satisfy(i, /*completed=*/true);
+void RunScheduler::AfterHostTask(const Task& t, bool early, const absl::Status& s) {
+  if (!s.ok()) return Fail(t.run, s);
+  const RowRefinement* rows = step(t.step).rows.get();
+  if (!early || rows->rest == RowRefinement::Rest::kNothing) return Complete(t.run, t.step);
+  if (t.run->rows_pending[t.step]) {
+    t.run->patch_waiting[t.step] = 1;
+  } else {
+    ready_host_.push_back({t.run, t.step, /*patch=*/true});
+  }
 }
 
-absl::Status ConcurrentRun::RunHostStep(int i, int worker) {
-  Plan::Step& s = step(i);
-  StepRunContext run = run_;
-  run.worker = worker;
+absl::Status RunScheduler::WaitForDevicePreds(const Task& t, int worker, Plan::Frame* prev_frame) {
+  const Plan::Step& s = step(t.step);
   bool waiting = false;
   OpEvent wait_event;
-  for (const auto& [pred, kind] : s.preds) {
-    if (kind != EdgeKind::kHostWait) continue;
-    if (!waiting && run.observer != nullptr) {
+  auto wait = [&](const Plan::Step& pred, Event* event) -> absl::Status {
+    if (!waiting && t.run->context.observer != nullptr) {
       wait_event.op = &s.op;
       wait_event.index = s.index;
       wait_event.place = s.place;
-      wait_event.device = step(pred).device;
+      wait_event.device = pred.device;
       wait_event.worker = worker;
-      run.observer->OnWaitBegin(wait_event);
+      t.run->context.observer->OnWaitBegin(wait_event);
     }
     waiting = true;
-    RETURN_IF_ERROR(AnnotateStepError(
-        step(pred).device->SynchronizeEvent(step(pred).done_event.get()), step(pred)));
+    return AnnotateStepError(pred.device->SynchronizeEvent(event), pred);
+  };
+  for (const auto& [pred, kind] : s.preds) {
+    if (kind == EdgeKind::kHostWait) {
+      RETURN_IF_ERROR(wait(step(pred), t.run->frame->done_events[pred].get()));
+    }
   }
-  if (waiting && run.observer != nullptr) run.observer->OnWaitEnd(wait_event);
-  return PlanRunner::RunKernelStep(plan_, &s, run);
-}
-
-absl::Status ConcurrentRun::Run() {
-  Lock lock(mu_);
-  Start();
-  do {
-    Drain(lock, /*worker=*/-1);
-    caller_.wait(lock, [this] { return CallerNeeded(); });
-  } while (!Quiet() || (caller_runs_host_ && error_.ok() && !ready_host_.empty()));
-  if (!error_.ok()) return error_;
-  if (finished_ != size()) {
-    return absl::InternalError(absl::StrCat("executor: ", size() - finished_,
-                                            " steps can never start (a dependency cycle)"));
+  if (prev_frame != nullptr) {
+    for (const auto& [pred, kind] : s.prev_preds) {
+      if (kind == EdgeKind::kHostWait) {
+        RETURN_IF_ERROR(wait(step(pred), prev_frame->done_events[pred].get()));
+      }
+    }
+  }
+  if (waiting && t.run->context.observer != nullptr) {
+    t.run->context.observer->OnWaitEnd(wait_event);
   }
   return absl::OkStatus();
 }
 
-absl::Status PlanRunner::RunConcurrently(Plan* plan, HostWorkerPool* pool, RunStats* stats,
-                                         ExecutionObserver* observer) {
-  ConcurrentRun run(plan, pool, stats, observer);
-  return run.Run();
+absl::Status RunScheduler::RunHostTask(const Task& t, int worker, Plan::Frame* prev_frame,
+                                       bool early) {
+  Plan::Step& s = step(t.step);
+  StepRunContext context = t.run->context;
+  context.worker = worker;
+  const std::vector<Variable*>& slots = t.run->frame->slots;
+  RowRefinement* rows = s.rows.get();
+  if (t.patch && rows->rest == RowRefinement::Rest::kWholeKernel) {
+    RETURN_IF_ERROR(WaitForDevicePreds(t, worker, prev_frame));
+    return PlanRunner::RunKernelStep(plan_, &s, context);
+  }
+  if (t.patch) {
+    CopyConflictRows(*slots[rows->ids_slot]->data_tensor(), *slots[rows->table_slot]->data_tensor(),
+                     slots[rows->out_slot]->mutable_tensor(), *rows);
+    return absl::OkStatus();
+  }
+  RETURN_IF_ERROR(WaitForDevicePreds(t, worker, prev_frame));
+  if (!early) return PlanRunner::RunKernelStep(plan_, &s, context);
+  const Tensor* table = slots[rows->table_slot]->data_tensor();
+  std::optional<Variable> masked;
+  if (table != nullptr && table->initialized() && table->shape().rank() == 2) {
+    masked = MaskConflicts(*slots[rows->ids_slot]->data_tensor(),
+                           *prev_frame->slots[rows->writer_ids_slot]->data_tensor(),
+                           table->shape().dim(0), rows);
+  }
+  if (!masked.has_value()) {
+    rows->rest = RowRefinement::Rest::kWholeKernel;  // nothing gathered yet
+    return absl::OkStatus();
+  }
+  rows->rest =
+      rows->conflicts.empty() ? RowRefinement::Rest::kNothing : RowRefinement::Rest::kCopyRows;
+  if (rows->conflicts.empty()) return PlanRunner::RunKernelStep(plan_, &s, context);
+  ArgVars in_args = t.run->frame->in_args[t.step];
+  for (auto& [arg, vars] : in_args) {
+    if (arg == "Ids") vars = {&*masked};
+  }
+  context.in_args = &in_args;
+  return PlanRunner::RunKernelStep(plan_, &s, context);
+}
+
+absl::Status RunScheduler::Wait(ConcurrentRun* run) {
+  Lock lock(mu_);
+  while (true) {
+    Drain(lock, /*worker=*/-1, /*run_host=*/true);
+    if (Over(run)) break;
+    caller_.wait(lock, [&] { return CallerNeeded(run); });
+  }
+  absl::Status status = run->error;
+  if (status.ok() && Poisoned(run)) {
+    status = absl::CancelledError(
+        absl::StrCat("not run: the pipelined run before it failed: ", run->prev->error.message()));
+  }
+  if (status.ok() && !run->all_finished()) {
+    status = absl::InternalError(absl::StrCat("executor: ", run->size - run->finished,
+                                              " steps can never start (a dependency cycle)"));
+  }
+  if (run->next != nullptr) {
+    if (!status.ok())
+      Fail(run->next, absl::CancelledError(absl::StrCat(
+                          "not run: the pipelined run before it failed: ", status.message())));
+    run->next->prev = nullptr;
+  }
+  for (auto it = runs_.begin(); it != runs_.end(); ++it) {
+    if (it->get() == run) {
+      runs_.erase(it);
+      break;
+    }
+  }
+  return status;
 }
 
 }  // namespace tandem

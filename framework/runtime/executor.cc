@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "framework/base/status_macros.h"
 #include "framework/device/device_registry.h"
+#include "framework/runtime/concurrent_run.h"
 #include "framework/runtime/execution_observer.h"
 #include "framework/runtime/host_worker_pool.h"
 #include "framework/runtime/plan_internal.h"
@@ -15,6 +16,7 @@ namespace tandem {
 
 absl::Status BuildPlan(Plan* plan, const std::vector<std::string>& feeds,
                        const std::vector<std::string>& fetches);  // plan_passes.cc
+absl::Status MakeFrame(Plan* plan);                               // plan_passes.cc
 
 namespace {
 std::atomic<ExecutionObserver*> g_observer{nullptr};
@@ -26,8 +28,34 @@ ExecutionObserver* GetExecutionObserver() { return g_observer.load(std::memory_o
 bool ExecutorVlogIsOn(int level) { return VLOG_IS_ON(level); }
 void ExecutorLog(const std::string& line) { LOG(INFO) << line; }
 
-Plan::Plan() : keep_alive_(std::make_unique<KeepAlive>()) {}
-Plan::~Plan() = default;
+Plan::Plan() = default;
+
+Plan::~Plan() {
+  // Runs still in flight (their handles were dropped) read this plan.
+  bool waited = false;
+  for (const std::shared_ptr<PendingRun>& p : in_flight_) {
+    scheduler_->Wait(p->run).IgnoreError();
+    waited = true;
+  }
+  if (waited) {
+    for (Device* d : devices_) d->Synchronize().IgnoreError();
+  }
+}
+
+RunHandle::RunHandle() = default;
+RunHandle::~RunHandle() = default;
+RunHandle::RunHandle(RunHandle&&) noexcept = default;
+RunHandle& RunHandle::operator=(RunHandle&&) noexcept = default;
+RunHandle::RunHandle(Executor* executor, Plan* plan, std::shared_ptr<PendingRun> run)
+    : executor_(executor), plan_(plan), run_(std::move(run)) {}
+
+absl::StatusOr<std::vector<Tensor>> RunHandle::Wait(RunStats* stats) {
+  if (run_ == nullptr || run_->waited) {
+    return absl::FailedPreconditionError(
+        "RunHandle::Wait: no run to wait for (a default handle, or Wait was called already)");
+  }
+  return executor_->WaitFor(plan_, run_.get(), stats);
+}
 
 std::string RunStats::DebugString() const {
   return absl::StrCat(ops, " ops, ", copies_h2d, " H2D (", bytes_h2d, " B), ", copies_d2h, " D2H (",
@@ -72,28 +100,31 @@ absl::StatusOr<std::unique_ptr<Plan>> Executor::Prepare(const Program& program, 
   return plan;
 }
 
-absl::Status Executor::BindAndFeed(Plan* plan, Scope* scope, const FeedMap& feeds) {
-  if (plan->bound_scope_ != scope) {
-    for (size_t id = 0; id < plan->slots_.size(); ++id) {
-      plan->slots_[id] =
-          plan->slot_persistable_[id] ? scope->Var(plan->slot_names_[id]) : &plan->locals_[id];
+absl::Status Executor::BindAndFeed(Plan* plan, int frame_index, Scope* scope,
+                                   const FeedMap& feeds) {
+  Plan::Frame& frame = *plan->frames_[frame_index];
+  if (frame.bound_scope != scope) {
+    for (size_t id = 0; id < frame.slots.size(); ++id) {
+      Variable* local = plan->slot_folded_[id] ? &plan->frames_[0]->locals[id] : &frame.locals[id];
+      frame.slots[id] = plan->slot_persistable_[id] ? scope->Var(plan->slot_names_[id]) : local;
     }
-    for (auto& step : plan->steps_) {
-      step->in_args.clear();
-      step->out_args.clear();
-      for (const auto& [arg, ids] : step->inputs) {
+    for (size_t i = 0; i < plan->steps_.size(); ++i) {
+      const Plan::Step& step = *plan->steps_[i];
+      frame.in_args[i].clear();
+      frame.out_args[i].clear();
+      for (const auto& [arg, ids] : step.inputs) {
         std::vector<Variable*> vars;
-        for (int id : ids) vars.push_back(plan->slots_[id]);
-        step->in_args.emplace_back(arg, std::move(vars));
+        for (int id : ids) vars.push_back(frame.slots[id]);
+        frame.in_args[i].emplace_back(arg, std::move(vars));
       }
-      for (const auto& [arg, ids] : step->outputs) {
+      for (const auto& [arg, ids] : step.outputs) {
         std::vector<Variable*> vars;
-        for (int id : ids) vars.push_back(plan->slots_[id]);
-        step->out_args.emplace_back(arg, std::move(vars));
+        for (int id : ids) vars.push_back(frame.slots[id]);
+        frame.out_args[i].emplace_back(arg, std::move(vars));
       }
     }
-    plan->bound_scope_ = scope;
-    plan->graph_.reset();  // it holds the other scope's buffers
+    frame.bound_scope = scope;
+    if (frame_index == 0) plan->graph_.reset();  // it holds the other scope's buffers
   }
   const Block& block = plan->placed_.program.block();
   for (size_t i = 0; i < plan->feed_names_.size(); ++i) {
@@ -117,43 +148,138 @@ absl::Status Executor::BindAndFeed(Plan* plan, Scope* scope, const FeedMap& feed
           absl::StrCat("feed '", name, "' is ", DataTypeName(t.dtype()), t.shape().ToString(),
                        ", the program declares ", DataTypeName(d->dtype), d->shape.ToString()));
     }
-    plan->slots_[plan->feed_slots_[i]]->set(t);
+    frame.slots[plan->feed_slots_[i]]->set(t);
   }
-
   return absl::OkStatus();
 }
 
-absl::Status Executor::RunEagerly(Plan* plan, RunStats* stats, ExecutionObserver* observer) {
-  if (pool_ == nullptr && !options_.in_order && !options_.check_numerics) {
+HostWorkerPool* Executor::Pool() {
+  if (pool_ == nullptr) {
     pool_ = std::make_unique<HostWorkerPool>(
         options_.host_workers > 0 ? options_.host_workers : HostWorkerPool::DefaultSize());
   }
+  return pool_.get();
+}
+
+absl::Status Executor::RunEagerly(Plan* plan, RunStats* stats, ExecutionObserver* observer) {
   // A host-only plan with one worker has nothing to overlap: program order
   // on this thread gives the same results without the hand-offs.
-  if (options_.in_order || options_.check_numerics ||
-      (plan->host_only_ && pool_->size() == 1)) {
+  if (options_.in_order || options_.check_numerics || (plan->host_only_ && Pool()->size() == 1)) {
     StepRunContext run;
+    run.frame = plan->frames_[0].get();
     run.observer = observer;
     run.check_numerics = options_.check_numerics;
-    run.keep_alive = plan->keep_alive_.get();
     return PlanRunner::RunInOrder(plan, stats, run);
   }
-  return PlanRunner::RunConcurrently(plan, pool_.get(), stats, observer);
+  if (plan->scheduler_ == nullptr) plan->scheduler_ = std::make_unique<RunScheduler>(plan, Pool());
+  ConcurrentRun* run = plan->scheduler_->Start(plan->frames_[0].get(), stats, observer);
+  return plan->scheduler_->Wait(run);
 }
 
 absl::StatusOr<std::vector<Tensor>> Executor::Run(Plan* plan, Scope* scope, const FeedMap& feeds,
                                                   RunStats* stats) {
-  RunStats local_stats;
-  if (stats == nullptr) stats = &local_stats;
+  ASSIGN_OR_RETURN(RunHandle handle, RunAsync(plan, scope, feeds));
+  return handle.Wait(stats);
+}
+
+bool Executor::CanPipeline(const Plan& plan) const {
+  return !options_.in_order && !options_.check_numerics && !options_.capture_graphs &&
+         plan.constants_ready_ && plan.graph_ == nullptr &&
+         !(plan.host_only_ && const_cast<Executor*>(this)->Pool()->size() == 1);
+}
+
+absl::StatusOr<RunHandle> Executor::RunAsync(Plan* plan, Scope* scope, const FeedMap& feeds) {
+  auto pending = std::make_shared<PendingRun>();
+  if (!CanPipeline(*plan)) {
+    while (FinishOldest(plan)) {
+    }
+    pending->result = RunNow(plan, scope, feeds, &pending->stats);
+    pending->over = true;
+    return RunHandle(this, plan, std::move(pending));
+  }
+  while (plan->in_flight_.size() >= kPipelineFrames ||
+         (!plan->in_flight_.empty() &&
+          plan->frames_[plan->in_flight_.back()->frame]->bound_scope != scope)) {
+    FinishOldest(plan);
+  }
+  if (!plan->in_flight_.empty())
+    plan->next_frame_ = (plan->in_flight_.back()->frame + 1) % kPipelineFrames;
+  pending->frame = plan->next_frame_;
+  plan->next_frame_ = (plan->next_frame_ + 1) % kPipelineFrames;
+  while (static_cast<int>(plan->frames_.size()) <= pending->frame) RETURN_IF_ERROR(MakeFrame(plan));
+  RETURN_IF_ERROR(BindAndFeed(plan, pending->frame, scope, feeds));
+  ExecutionObserver* observer = GetExecutionObserver();
+  if (observer != nullptr && plan->in_flight_.empty()) {
+    observer->OnRunBegin();
+    pending->observed = true;
+  }
+  if (plan->scheduler_ == nullptr) plan->scheduler_ = std::make_unique<RunScheduler>(plan, Pool());
+  pending->run =
+      plan->scheduler_->Start(plan->frames_[pending->frame].get(), &pending->stats, observer);
+  plan->in_flight_.push_back(pending);
+  return RunHandle(this, plan, std::move(pending));
+}
+
+bool Executor::FinishOldest(Plan* plan) {
+  if (plan->in_flight_.empty()) return false;
+  std::shared_ptr<PendingRun> p = plan->in_flight_.front();
+  plan->in_flight_.pop_front();
+  const absl::Status ran = plan->scheduler_->Wait(p->run);
+  p->run = nullptr;
+  if (ran.ok()) {
+    p->result = FinishPipelinedRun(plan, p.get());
+  } else {
+    // Leave nothing running: the next run starts from quiet devices.
+    for (Device* d : plan->devices_) d->Synchronize().IgnoreError();
+    plan->frames_[p->frame]->keep_alive.Clear();
+    p->result = ran;
+  }
+  p->over = true;
+  ExecutionObserver* observer = GetExecutionObserver();
+  if (observer != nullptr && p->observed) {
+    observer->OnRunEnd(p->stats);
+    if (!plan->in_flight_.empty()) {
+      observer->OnRunBegin();
+      plan->in_flight_.front()->observed = true;
+    }
+  }
+  return true;
+}
+
+absl::StatusOr<std::vector<Tensor>> Executor::WaitFor(Plan* plan, PendingRun* run,
+                                                      RunStats* stats) {
+  while (!run->over && FinishOldest(plan)) {
+  }
+  run->waited = true;
+  if (stats != nullptr) *stats = run->stats;
+  return std::move(run->result);
+}
+
+absl::StatusOr<std::vector<Tensor>> Executor::FinishPipelinedRun(Plan* plan, PendingRun* run) {
+  ExecutionObserver* observer = GetExecutionObserver();
+  OpEvent wait;
+  if (observer != nullptr) observer->OnWaitBegin(wait);
+  for (Device* d : plan->devices_) {
+    RETURN_IF_ERROR(d->SynchronizeStream(d->compute_stream()));
+    RETURN_IF_ERROR(d->SynchronizeStream(d->copy_stream()));
+  }
+  if (observer != nullptr) observer->OnWaitEnd(wait);
+  plan->frames_[run->frame]->keep_alive.Clear();
+  return CollectFetches(plan, run->frame, &run->stats);
+}
+
+absl::StatusOr<std::vector<Tensor>> Executor::RunNow(Plan* plan, Scope* scope, const FeedMap& feeds,
+                                                     RunStats* stats) {
   *stats = RunStats();
   ExecutionObserver* observer = GetExecutionObserver();
   if (observer != nullptr) observer->OnRunBegin();
-  RETURN_IF_ERROR(BindAndFeed(plan, scope, feeds));
+  RETURN_IF_ERROR(BindAndFeed(plan, 0, scope, feeds));
+  Plan::Frame& frame = *plan->frames_[0];
   absl::Status ran;
   if (plan->graph_ != nullptr) {
-    const std::string stale = plan->graph_->StaleReason(plan->slots_, plan->slot_names_);
+    const std::string stale = plan->graph_->StaleReason(frame.slots, plan->slot_names_);
     if (stale.empty()) {
-      ran = plan->graph_->Launch(plan->slots_, observer);
+      ran = plan->graph_->Launch(frame.slots, observer);
       *stats = plan->graph_->stats;
       stats->replayed = true;
     } else {
@@ -171,7 +297,7 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(Plan* plan, Scope* scope, cons
   if (!ran.ok()) {
     // Leave nothing running: the next run starts from a quiet device.
     for (Device* d : plan->devices_) d->Synchronize().IgnoreError();
-    plan->keep_alive_->Clear();
+    frame.keep_alive.Clear();
     return ran;
   }
   return FinishRun(plan, stats);
@@ -186,12 +312,19 @@ absl::StatusOr<std::vector<Tensor>> Executor::FinishRun(Plan* plan, RunStats* st
     if (!options_.in_order) RETURN_IF_ERROR(d->SynchronizeStream(d->copy_stream()));
   }
   if (observer != nullptr) observer->OnWaitEnd(wait);
-  plan->keep_alive_->Clear();
+  plan->frames_[0]->keep_alive.Clear();
   plan->constants_ready_ = true;
+  absl::StatusOr<std::vector<Tensor>> fetched = CollectFetches(plan, 0, stats);
   if (observer != nullptr) observer->OnRunEnd(*stats);
+  return fetched;
+}
+
+absl::StatusOr<std::vector<Tensor>> Executor::CollectFetches(Plan* plan, int frame_index,
+                                                             RunStats* stats) {
+  Plan::Frame& frame = *plan->frames_[frame_index];
   std::vector<Tensor> fetched;
   for (size_t i = 0; i < plan->fetch_slots_.size(); ++i) {
-    const Variable* v = plan->slots_[plan->fetch_slots_[i]];
+    const Variable* v = frame.slots[plan->fetch_slots_[i]];
     const Tensor* t = v->data_tensor();
     if (t == nullptr || !t->initialized()) {
       return absl::FailedPreconditionError(
@@ -202,20 +335,26 @@ absl::StatusOr<std::vector<Tensor>> Executor::FinishRun(Plan* plan, RunStats* st
       continue;
     }
     ASSIGN_OR_RETURN(Device * device, DeviceRegistry::Global().GetDevice(t->place()));
-    ASSIGN_OR_RETURN(Tensor host,
-                     Tensor::Allocate(device->host_allocator(), t->dtype(), t->shape()));
+    absl::StatusOr<Tensor> host =
+        Tensor::Allocate(device->host_allocator(), t->dtype(), t->shape());
+    if (!host.ok()) {
+      return absl::Status(host.status().code(),
+                          absl::StrCat("fetching '", plan->fetch_names_[i], "' from ",
+                                       t->place().ToString(), ": ", host.status().message()));
+    }
     if (t->NumBytes() > 0) {
-      RETURN_IF_ERROR(device->CopyAsync(CopyKind::kDeviceToHost, host.raw_data(), t->raw_data(),
-                                        t->NumBytes(), device->compute_stream()));
-      RETURN_IF_ERROR(device->SynchronizeStream(device->compute_stream()));
+      Stream* stream = device->copy_stream();
+      RETURN_IF_ERROR(device->CopyAsync(CopyKind::kDeviceToHost, host->raw_data(), t->raw_data(),
+                                        t->NumBytes(), stream));
+      RETURN_IF_ERROR(device->SynchronizeStream(stream));
     }
     stats->fetch_copies++;
     stats->fetch_bytes += static_cast<int64_t>(t->NumBytes());
-    fetched.push_back(std::move(host));
+    fetched.push_back(*std::move(host));
   }
   if (plan->graph_ == nullptr) {  // a graph writes its fetches again on each launch
     for (int id : plan->fetch_slots_) {
-      if (!plan->slot_persistable_[id] && !plan->slot_folded_[id]) plan->slots_[id]->clear();
+      if (!plan->slot_persistable_[id] && !plan->slot_folded_[id]) frame.slots[id]->clear();
     }
   }
   return fetched;

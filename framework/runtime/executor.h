@@ -84,6 +84,7 @@
 #ifndef TANDEM_FRAMEWORK_RUNTIME_EXECUTOR_H_
 #define TANDEM_FRAMEWORK_RUNTIME_EXECUTOR_H_
 
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -154,8 +155,33 @@ using FeedMap = std::map<std::string, Tensor>;
 
 class ExecutionObserver;
 class HostWorkerPool;
-class KeepAlive;
 class Plan;
+class Executor;
+struct PendingRun;
+class RunScheduler;
+
+// A run started by Executor::RunAsync. Movable; Wait() once.
+class RunHandle {
+ public:
+  RunHandle();
+  ~RunHandle();
+  RunHandle(RunHandle&&) noexcept;
+  RunHandle& operator=(RunHandle&&) noexcept;
+
+  // Blocks until the run is over (and every run of its plan started
+  // before it); its fetches, on the host, and its stats. The run's error
+  // if it failed; Cancelled, naming the first error, if a run of the
+  // same plan started before it failed. FailedPrecondition when called
+  // twice or on a default-constructed handle.
+  absl::StatusOr<std::vector<Tensor>> Wait(RunStats* stats = nullptr);
+
+ private:
+  friend class Executor;
+  RunHandle(Executor* executor, Plan* plan, std::shared_ptr<PendingRun> run);
+  Executor* executor_ = nullptr;
+  Plan* plan_ = nullptr;
+  std::shared_ptr<PendingRun> run_;
+};
 
 class Executor {
  public:
@@ -170,9 +196,22 @@ class Executor {
   absl::StatusOr<std::unique_ptr<Plan>> Prepare(const Program& program, const Scope& scope,
                                                 const std::vector<std::string>& feeds,
                                                 const std::vector<std::string>& fetches);
-  // Runs a prepared plan once.
+  // Runs a prepared plan once (RunAsync, then Wait).
   absl::StatusOr<std::vector<Tensor>> Run(Plan* plan, Scope* scope, const FeedMap& feeds = {},
                                           RunStats* stats = nullptr);
+  // Starts a run of `plan` and returns while it is in flight (pipelined
+  // steps, see above): copies `feeds` in, enqueues its host->device copies
+  // and every device step whose inputs are ready, and leaves the rest to
+  // the run's Wait() (or to the host workers). While the run before it is
+  // still in flight, a step starts once the steps of that run whose
+  // results it needs are done; at most two runs of a plan are in flight
+  // (a third RunAsync first finishes the oldest, keeping its results for
+  // its handle). Falls back to a complete, synchronous run (the handle
+  // holds its results) in in-order mode, with check_numerics, graph
+  // capture, for a plan's first run and for host-only plans with one host
+  // worker. Errors in `feeds` are returned at once. The plan and the scope
+  // must outlive the handle's Wait().
+  absl::StatusOr<RunHandle> RunAsync(Plan* plan, Scope* scope, const FeedMap& feeds = {});
   // Prepares and runs once (e.g. a startup program).
   absl::StatusOr<std::vector<Tensor>> Run(const Program& program, Scope* scope,
                                           const FeedMap& feeds = {},
@@ -180,15 +219,33 @@ class Executor {
                                           RunStats* stats = nullptr);
 
  private:
+  friend class RunHandle;
   // Captures the steps and launches the graph; when the plan cannot be
   // captured, logs why and runs the steps eagerly instead.
   absl::Status CaptureAndLaunch(Plan* plan, RunStats* stats, ExecutionObserver* observer);
   // Runs the plan's steps in the configured mode (no graph).
   absl::Status RunEagerly(Plan* plan, RunStats* stats, ExecutionObserver* observer);
-  // Feeds `feeds` into the plan's slots (bound to `scope`).
-  absl::Status BindAndFeed(Plan* plan, Scope* scope, const FeedMap& feeds);
   // Waits for every stream the run used; the fetches, on the host.
   absl::StatusOr<std::vector<Tensor>> FinishRun(Plan* plan, RunStats* stats);
+  // A complete run on frame 0 (after the runs in flight finished).
+  absl::StatusOr<std::vector<Tensor>> RunNow(Plan* plan, Scope* scope, const FeedMap& feeds,
+                                             RunStats* stats);
+  // Whether a run of `plan` can overlap the run before it.
+  bool CanPipeline(const Plan& plan) const;
+  // Finishes the oldest run of `plan` in flight (its results go to its
+  // handle); false when none is.
+  bool FinishOldest(Plan* plan);
+  // The results of `run`, finishing the runs before it first.
+  absl::StatusOr<std::vector<Tensor>> WaitFor(Plan* plan, PendingRun* run, RunStats* stats);
+  // Frame `frame` of `plan` bound to `scope`, feeds copied in.
+  absl::Status BindAndFeed(Plan* plan, int frame, Scope* scope, const FeedMap& feeds);
+  // After the steps of a pipelined run finished: its device work, then
+  // its fetches.
+  absl::StatusOr<std::vector<Tensor>> FinishPipelinedRun(Plan* plan, PendingRun* run);
+  // The fetches of frame `frame`, on the host (device values copied on
+  // the device's copy stream).
+  absl::StatusOr<std::vector<Tensor>> CollectFetches(Plan* plan, int frame, RunStats* stats);
+  HostWorkerPool* Pool();
 
   Place default_place_;
   ExecutorOptions options_;
@@ -206,31 +263,34 @@ class Plan {
   // set (the step and the reason); empty while it is (or may be) captured.
   const std::string& graph_fallback_reason() const { return graph_blocker_; }
 
-  struct Step;        // one op or copy, defined in executor.cc
+  struct Step;        // one op or copy (plan_internal.h)
   struct GraphState;  // a captured step and what it baked in, ditto
+  struct Frame;       // what one run binds, ditto
 
  private:
   friend class Executor;
   friend class PlanRunner;     // plan_internal.h
   friend class PlanPasses;     // plan_passes.cc
   friend class ConcurrentRun;  // concurrent_run.cc
+  friend class RunScheduler;   // concurrent_run.cc
+  friend class RunHandle;
   Plan();
   PlacedProgram placed_;
   std::vector<std::unique_ptr<Step>> steps_;
   std::vector<std::string> slot_names_;
   std::vector<bool> slot_persistable_;
-  std::vector<bool> slot_folded_;      // outputs of folded constants
-  std::vector<bool> slot_releasable_;  // intermediates freed after their last use
-  std::vector<Variable> locals_;       // non-persistable slots
-  std::vector<Variable*> slots_;       // resolved per run
+  std::vector<bool> slot_folded_;               // outputs of folded constants
+  std::vector<bool> slot_releasable_;           // intermediates freed after their last use
+  std::vector<std::unique_ptr<Frame>> frames_;  // frame 0 by Prepare, frame 1 when pipelined
   std::vector<int> feed_slots_, fetch_slots_;
   std::vector<std::string> feed_names_, fetch_names_;
-  std::vector<Device*> devices_;        // every device the plan uses
-  bool host_only_ = false;              // every step runs on the host
-  const Scope* bound_scope_ = nullptr;  // the scope slots_ point into
-  bool constants_ready_ = false;        // folded steps have run
-  // Buffers read by asynchronous copies, kept until the run ends.
-  std::unique_ptr<KeepAlive> keep_alive_;
+  std::vector<Device*> devices_;  // every device the plan uses
+  bool host_only_ = false;        // every step runs on the host
+  bool constants_ready_ = false;  // folded steps have run
+  // Pipelined runs in flight (oldest first) and who runs their steps.
+  std::deque<std::shared_ptr<PendingRun>> in_flight_;
+  std::unique_ptr<RunScheduler> scheduler_;
+  int next_frame_ = 0;                 // of the next pipelined run
   std::string graph_blocker_;          // see graph_fallback_reason()
   std::unique_ptr<GraphState> graph_;  // the captured step, if any
 };

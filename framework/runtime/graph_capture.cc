@@ -107,9 +107,10 @@ absl::Status Plan::GraphState::Launch(const std::vector<Variable*>& slots,
 absl::Status Executor::CaptureAndLaunch(Plan* plan, RunStats* stats, ExecutionObserver* observer) {
   auto graph = std::make_unique<Plan::GraphState>();
   graph->launch_op.type = "graph_launch";
-  for (size_t id = 0; id < plan->slots_.size(); ++id) {
+  Plan::Frame& frame = *plan->frames_[0];
+  for (size_t id = 0; id < frame.slots.size(); ++id) {
     if (plan->slot_persistable_[id]) {
-      graph->persistable_before.emplace_back(static_cast<int>(id), *plan->slots_[id]);
+      graph->persistable_before.emplace_back(static_cast<int>(id), *frame.slots[id]);
     }
   }
   absl::StatusOr<Device*> device = CaptureDevice(plan->steps_);
@@ -125,7 +126,7 @@ absl::Status Executor::CaptureAndLaunch(Plan* plan, RunStats* stats, ExecutionOb
     StepRunContext run;
     run.observer = observer;
     run.graph = plan->graph_.get();
-    run.keep_alive = plan->keep_alive_.get();
+    run.frame = &frame;
     captured = PlanRunner::RunInOrder(plan, stats, run);
     absl::StatusOr<std::unique_ptr<DeviceGraph>> ended = plan->graph_->device->EndCapture(stream);
     if (captured.ok() && !ended.ok()) {
@@ -134,7 +135,7 @@ absl::Status Executor::CaptureAndLaunch(Plan* plan, RunStats* stats, ExecutionOb
     }
     for (const auto& [slot, before] : plan->graph_->persistable_before) {
       const Tensor* was = before.data_tensor();
-      const Tensor* now = plan->slots_[slot]->data_tensor();
+      const Tensor* now = frame.slots[slot]->data_tensor();
       const Buffer* buffer = now == nullptr ? nullptr : now->buffer().get();
       if (captured.ok() && (was == nullptr ? nullptr : was->buffer().get()) != buffer) {
         captured = absl::FailedPreconditionError(
@@ -154,14 +155,14 @@ absl::Status Executor::CaptureAndLaunch(Plan* plan, RunStats* stats, ExecutionOb
                  << plan->graph_blocker_;
     // Nothing captured ran: restore what the capture bound, then run eagerly.
     Plan::GraphState* failed = plan->graph_ != nullptr ? plan->graph_.get() : graph.get();
-    for (auto& [slot, before] : failed->persistable_before) *plan->slots_[slot] = before;
+    for (auto& [slot, before] : failed->persistable_before) *frame.slots[slot] = before;
     plan->graph_.reset();
     *stats = RunStats();
     return RunEagerly(plan, stats, observer);
   }
   plan->graph_->stats = *stats;
   stats->captured = stats->replayed = true;
-  return plan->graph_->Launch(plan->slots_, observer);
+  return plan->graph_->Launch(frame.slots, observer);
 }
 
 }  // namespace tandem

@@ -43,6 +43,26 @@ enum class EdgeKind {
   kCompletion,   // starts only once the predecessor's work has completed
 };
 
+// A host lookup_table of a pipelined run whose only wait for the previous
+// run's sparse update of its table is by rows: it runs while the update
+// does, gathering every row the update does not write (read from the
+// update's ids), and copies the others once the update finished
+// (concurrent_run.cc). Only for a table with one writer, a sparse update
+// (sgd, momentum, adam) whose Grad is a sparse lookup_table_grad, and a
+// lookup without padding_idx.
+struct RowRefinement {
+  int writer = -1;           // the update step (of the previous run)
+  int writer_ids_slot = -1;  // the Ids of its lookup_table_grad: the rows it writes
+  int ids_slot = -1, table_slot = -1, out_slot = -1;  // this lookup's
+  // Scratch of the step (one run at a time: a step waits for itself in
+  // the run before): a bitmap of hashed update rows, the positions of this
+  // run's ids that may be among them, and what remains to do once the
+  // update finished.
+  std::vector<uint64_t> bitmap;
+  std::vector<int64_t> conflicts;
+  enum class Rest { kNothing, kCopyRows, kWholeKernel } rest = Rest::kNothing;
+};
+
 struct Plan::Step {
   OpDesc op;
   int index = 0;  // position in the placed program
@@ -62,19 +82,28 @@ struct Plan::Step {
   Allocator* host_output_allocator = nullptr;
   // Switches the current device; nullptr for the host.
   DeviceFactory* device_factory = nullptr;
-  // Variables bound to the kernel's arguments (rebuilt when the scope changes).
-  ArgVars in_args, out_args;
-  // H2D copies from pageable memory go through this pinned buffer.
-  std::shared_ptr<Buffer> staging;
-
-  // Concurrent runs (built by Prepare, see concurrent_run.h).
+  // Concurrent runs (built by Prepare, see concurrent_run.cc).
   Lane lane = Lane::kHost;
   std::vector<int> slots_used;  // every slot read or written, once
   std::vector<std::pair<int, EdgeKind>> preds, succs;
-  // Recorded after the step's device work when a successor waits for it.
-  std::unique_ptr<Event> done_event;
+  // Pipelined runs: edges between this step of run n + 1 and steps of run
+  // n (prev_preds: the steps of the run before that this step waits for;
+  // next_succs: the steps of the run after that wait for this one). Every
+  // step also waits for itself in the run before.
+  std::vector<std::pair<int, EdgeKind>> prev_preds, next_succs;
+  // Writes a persistable variable: in a pipelined run it starts only once
+  // every step of the run before finished (a failed run leaves the scope
+  // as that run left it).
+  bool writes_persistable = false;
+  // A lookup of the next run that waits for this sparse update only by
+  // rows (RowRefinement::writer == this step).
+  std::vector<int> row_readers;
+  std::unique_ptr<RowRefinement> rows;  // set on such lookups
+  // A successor waits for the step's device work: the frame's done event
+  // is recorded after it.
+  bool needs_event = false;
   // A successor needs the step's device work completed (kCompletion): a
-  // host worker waits for done_event and reports it.
+  // host worker waits for the done event and reports it.
   bool watched = false;
 
   bool is_host() const { return lane == Lane::kHost; }
@@ -82,6 +111,41 @@ struct Plan::Step {
   Stream* StreamFor(bool in_order) const {
     return !in_order && lane == Lane::kCopy ? device->copy_stream() : device->compute_stream();
   }
+};
+
+// Buffers a run's asynchronous device work may still read: released once
+// the run's devices are synchronised. Thread-safe.
+class KeepAlive {
+ public:
+  void Add(std::shared_ptr<Buffer> buffer) {
+    std::lock_guard<std::mutex> lock(mu_);
+    buffers_.push_back(std::move(buffer));
+  }
+  void Clear() {
+    std::lock_guard<std::mutex> lock(mu_);
+    buffers_.clear();
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::shared_ptr<Buffer>> buffers_;
+};
+
+// What one run of a plan binds: the variables of non-persistable slots,
+// the variable of every slot, each step's kernel arguments, staging
+// buffers and done events, and the buffers its asynchronous copies read.
+// A plan has one frame per run that can be in flight at once
+// (kPipelineFrames); synchronous and captured runs use frame 0. Folded
+// constants live in frame 0; the other frames point at them.
+struct Plan::Frame {
+  std::vector<Variable> locals;            // non-persistable slots
+  std::vector<Variable*> slots;            // resolved per scope
+  std::vector<ArgVars> in_args, out_args;  // per step
+  // Per step: host->device copies from pageable memory go through it.
+  std::vector<std::shared_ptr<Buffer>> staging;
+  std::vector<std::unique_ptr<Event>> done_events;  // per step; null unless needs_event
+  KeepAlive keep_alive;
+  const Scope* bound_scope = nullptr;  // the scope `slots` point into
 };
 
 // A captured step: the device graph and everything it baked in.
@@ -126,32 +190,16 @@ struct Plan::GraphState {
   OpDesc launch_op;  // type "graph_launch", for observers
 };
 
-// Buffers a run's asynchronous device work may still read: released once
-// the run's devices are synchronised. Thread-safe.
-class KeepAlive {
- public:
-  void Add(std::shared_ptr<Buffer> buffer) {
-    std::lock_guard<std::mutex> lock(mu_);
-    buffers_.push_back(std::move(buffer));
-  }
-  void Clear() {
-    std::lock_guard<std::mutex> lock(mu_);
-    buffers_.clear();
-  }
-
- private:
-  std::mutex mu_;
-  std::vector<std::shared_ptr<Buffer>> buffers_;
-};
-
 // How one step runs: the mode, who runs it, and where captured work goes.
 struct StepRunContext {
+  Plan::Frame* frame = nullptr;  // the run's bindings
   bool in_order = true;
   int worker = -1;  // OpEvent::worker
   ExecutionObserver* observer = nullptr;
   Plan::GraphState* graph = nullptr;  // set while capturing
-  KeepAlive* keep_alive = nullptr;
-  bool check_numerics = false;             // in-order runs only
+  bool check_numerics = false;        // in-order runs only
+  // The kernel's inputs instead of the frame's (a refined lookup's ids).
+  const ArgVars* in_args = nullptr;
 };
 
 // Runs the steps of a plan (a friend of Plan).
@@ -167,12 +215,9 @@ class PlanRunner {
   // Runs every step in program order on the calling thread (in-order mode
   // and graph capture, see executor.h).
   static absl::Status RunInOrder(Plan* plan, RunStats* stats, const StepRunContext& run);
-  // Runs the steps concurrently (concurrent_run.cc); returns once all
-  // have been dispatched and every host step has finished, device work
-  // possibly still queued.
-  static absl::Status RunConcurrently(Plan* plan, HostWorkerPool* pool, RunStats* stats,
-                                      ExecutionObserver* observer);
 };
+
+inline constexpr int kPipelineFrames = 2;
 
 // InvalidArgument naming the step, the output variable and the first index
 // and value of a NaN or infinity in one of the step's floating-point

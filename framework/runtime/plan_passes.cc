@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <variant>
 
 #include "absl/strings/str_cat.h"
 #include "framework/base/status_macros.h"
@@ -24,7 +25,13 @@ class PlanPasses {
   // Which slots are freed after their last use, and (in-order) where.
   static void PlanReleases(Plan* plan);
   // Lanes, dependencies and the events concurrent runs wait on.
-  static absl::Status BuildSchedule(Plan* plan);
+  static void BuildSchedule(Plan* plan);
+  // The dependencies of a pipelined run on the run before it.
+  static void LinkConsecutiveRuns(Plan* plan);
+  // Lookups that wait for the previous run's sparse update only by rows.
+  static void RefineRowConflicts(Plan* plan);
+  // Frame 0 (see Plan::Frame); later frames by MakeFrame.
+  static absl::Status AddFrame(Plan* plan);
 
  private:
   // Appends a slot for `name` (CreateSteps calls it once per name).
@@ -95,8 +102,6 @@ absl::Status PlanPasses::CreateSteps(Plan* plan, const std::vector<std::string>&
   }
   for (const std::string& f : fetches) plan->fetch_slots_.push_back(slot(f));
   plan->devices_.assign(devices.begin(), devices.end());
-  plan->locals_.resize(plan->slot_names_.size());
-  plan->slots_.resize(plan->slot_names_.size());
   return absl::OkStatus();
 }
 
@@ -186,7 +191,7 @@ EdgeKind Classify(const Plan::Step& pred, const Plan::Step& succ) {
 
 }  // namespace
 
-absl::Status PlanPasses::BuildSchedule(Plan* plan) {
+void PlanPasses::BuildSchedule(Plan* plan) {
   std::vector<StepAccess> access;
   for (auto& owned : plan->steps_) {
     Plan::Step& step = *owned;
@@ -213,16 +218,147 @@ absl::Status PlanPasses::BuildSchedule(Plan* plan) {
       succ.preds.emplace_back(i, kind);
       pred.succs.emplace_back(static_cast<int>(j), kind);
       if (pred.is_host() || kind == EdgeKind::kStreamOrder) continue;
-      if (pred.done_event == nullptr) {
-        absl::StatusOr<std::unique_ptr<Event>> event = pred.device->CreateEvent();
-        if (!event.ok()) return AnnotateStepError(event.status(), pred);
-        pred.done_event = *std::move(event);
-      }
+      pred.needs_event = true;
       pred.watched |= kind == EdgeKind::kCompletion;
     }
   }
+}
+
+void PlanPasses::LinkConsecutiveRuns(Plan* plan) {
+  // Two runs back to back: the second's non-persistable slots are its own
+  // (numbered after the first's), its persistables the same variables.
+  const int n = static_cast<int>(plan->steps_.size());
+  const int slots = static_cast<int>(plan->slot_names_.size());
+  std::vector<StepAccess> access(2 * n);
+  for (int run = 0; run < 2; ++run) {
+    auto rename = [&](int id) { return plan->slot_persistable_[id] ? id : id + run * slots; };
+    for (int i = 0; i < n; ++i) {
+      const Plan::Step& step = *plan->steps_[i];
+      if (step.folded) continue;  // runs once, before any pipelined run
+      StepAccess& a = access[run * n + i];
+      for (const auto& [arg, ids] : step.inputs) {
+        for (int id : ids) a.reads.push_back(rename(id));
+      }
+      for (const auto& [arg, ids] : step.outputs) {
+        for (int id : ids) a.writes.push_back(rename(id));
+      }
+    }
+  }
+  const DependencyGraph graph = BuildDependencyGraph(access);
+  for (int j = 0; j < n; ++j) {
+    Plan::Step& succ = *plan->steps_[j];
+    std::vector<int> preds;
+    for (int i : graph.preds[n + j]) {
+      if (i < n) preds.push_back(i);
+    }
+    if (std::find(preds.begin(), preds.end(), j) == preds.end()) preds.push_back(j);
+    for (int i : preds) {
+      Plan::Step& pred = *plan->steps_[i];
+      const EdgeKind kind = i == j
+                                ? (pred.is_host() ? EdgeKind::kCompletion : EdgeKind::kStreamOrder)
+                                : Classify(pred, succ);
+      succ.prev_preds.emplace_back(i, kind);
+      pred.next_succs.emplace_back(j, kind);
+      if (pred.is_host() || kind == EdgeKind::kStreamOrder) continue;
+      pred.needs_event = true;
+      pred.watched |= kind == EdgeKind::kCompletion;
+    }
+    for (const auto& [arg, ids] : succ.outputs) {
+      for (int id : ids) succ.writes_persistable |= plan->slot_persistable_[id];
+    }
+  }
+}
+
+namespace {
+
+// The one slot of argument `arg` of `step`, or -1.
+int OnlySlot(const SlotArgs& args, const std::string& arg) {
+  for (const auto& [name, ids] : args) {
+    if (name == arg && ids.size() == 1) return ids[0];
+  }
+  return -1;
+}
+
+bool IsSparseUpdate(const Plan::Step& step) {
+  return !step.is_copy && step.is_host() &&
+         (step.op.type == "sgd" || step.op.type == "momentum" || step.op.type == "adam");
+}
+
+template <typename T>
+T AttrOr(const OpDesc& op, const std::string& name, T fallback) {
+  auto it = op.attrs.find(name);
+  if (it == op.attrs.end() || !std::holds_alternative<T>(it->second)) return fallback;
+  return std::get<T>(it->second);
+}
+
+}  // namespace
+
+void PlanPasses::RefineRowConflicts(Plan* plan) {
+  const std::vector<std::vector<int>> writers = WritersPerSlot(*plan);
+  for (auto& owned : plan->steps_) {
+    Plan::Step& lookup = *owned;
+    if (lookup.is_copy || !lookup.is_host() || lookup.op.type != "lookup_table" ||
+        AttrOr<int64_t>(lookup.op, "padding_idx", -1) != -1) {
+      continue;
+    }
+    const int table = OnlySlot(lookup.inputs, "W");
+    const int ids = OnlySlot(lookup.inputs, "Ids");
+    const int out = OnlySlot(lookup.outputs, "Out");
+    if (table < 0 || ids < 0 || out < 0 || !plan->slot_persistable_[table] ||
+        writers[table].size() != 1) {
+      continue;
+    }
+    const int update = writers[table][0];
+    Plan::Step& u = *plan->steps_[update];
+    const int grad = OnlySlot(u.inputs, "Grad");
+    if (!IsSparseUpdate(u) || OnlySlot(u.inputs, "Param") != table || grad < 0 ||
+        writers[grad].size() != 1) {
+      continue;
+    }
+    const Plan::Step& g = *plan->steps_[writers[grad][0]];
+    const int grad_ids = OnlySlot(g.inputs, "Ids");
+    if (g.is_copy || !g.is_host() || g.op.type != "lookup_table_grad" ||
+        !AttrOr<bool>(g.op, "is_sparse", false) || grad_ids < 0 || writers[grad_ids].size() > 1) {
+      continue;
+    }
+    auto edge = std::find_if(lookup.prev_preds.begin(), lookup.prev_preds.end(),
+                             [&](const auto& e) { return e.first == update; });
+    if (edge == lookup.prev_preds.end()) continue;
+    lookup.prev_preds.erase(edge);
+    u.next_succs.erase(std::find_if(u.next_succs.begin(), u.next_succs.end(),
+                                    [&](const auto& e) { return e.first == lookup.index; }));
+    u.row_readers.push_back(lookup.index);
+    lookup.rows = std::make_unique<RowRefinement>();
+    lookup.rows->writer = update;
+    lookup.rows->writer_ids_slot = grad_ids;
+    lookup.rows->ids_slot = ids;
+    lookup.rows->table_slot = table;
+    lookup.rows->out_slot = out;
+    plan->slot_releasable_[grad_ids] = false;  // read by the next run's lookup
+  }
+}
+
+absl::Status PlanPasses::AddFrame(Plan* plan) {
+  auto frame = std::make_unique<Plan::Frame>();
+  const size_t slots = plan->slot_names_.size(), steps = plan->steps_.size();
+  frame->locals.resize(slots);
+  frame->slots.resize(slots);
+  frame->in_args.resize(steps);
+  frame->out_args.resize(steps);
+  frame->staging.resize(steps);
+  frame->done_events.resize(steps);
+  for (size_t i = 0; i < steps; ++i) {
+    const Plan::Step& step = *plan->steps_[i];
+    if (!step.needs_event) continue;
+    absl::StatusOr<std::unique_ptr<Event>> event = step.device->CreateEvent();
+    if (!event.ok()) return AnnotateStepError(event.status(), step);
+    frame->done_events[i] = *std::move(event);
+  }
+  plan->frames_.push_back(std::move(frame));
   return absl::OkStatus();
 }
+
+absl::Status MakeFrame(Plan* plan) { return PlanPasses::AddFrame(plan); }
 
 // Runs the passes in order (called by Executor::Prepare).
 absl::Status BuildPlan(Plan* plan, const std::vector<std::string>& feeds,
@@ -231,7 +367,10 @@ absl::Status BuildPlan(Plan* plan, const std::vector<std::string>& feeds,
   PlanPasses::FoldConstants(plan);
   PlanPasses::PinCopySources(plan);
   PlanPasses::PlanReleases(plan);
-  return PlanPasses::BuildSchedule(plan);
+  PlanPasses::BuildSchedule(plan);
+  PlanPasses::LinkConsecutiveRuns(plan);
+  PlanPasses::RefineRowConflicts(plan);
+  return PlanPasses::AddFrame(plan);
 }
 
 }  // namespace tandem

@@ -84,14 +84,15 @@ absl::StatusOr<const void*> UploadSource(Plan::Step* step, const Tensor& from,
                                          const StepRunContext& run) {
   const size_t bytes = from.NumBytes();
   if (run.graph == nullptr && from.buffer()->allocator() == step->device->host_allocator()) {
-    run.keep_alive->Add(from.buffer());  // read until the run ends
+    run.frame->keep_alive.Add(from.buffer());  // read until the run ends
     return from.raw_data();
   }
-  if (step->staging == nullptr || step->staging->size() < bytes) {
-    ASSIGN_OR_RETURN(step->staging, Buffer::Allocate(step->device->host_allocator(), bytes));
+  std::shared_ptr<Buffer>& staging = run.frame->staging[step->index];
+  if (staging == nullptr || staging->size() < bytes) {
+    ASSIGN_OR_RETURN(staging, Buffer::Allocate(step->device->host_allocator(), bytes));
   }
-  std::memcpy(step->staging->data(), from.raw_data(), bytes);
-  return static_cast<const void*>(step->staging->data());
+  std::memcpy(staging->data(), from.raw_data(), bytes);
+  return static_cast<const void*>(staging->data());
 }
 
 // The first NaN or infinity among `n` values, or -1.
@@ -151,8 +152,9 @@ absl::Status AnnotateStepError(const absl::Status& s, const Plan::Step& step) {
 // (stream-ordered before the kernels that read it).
 absl::Status PlanRunner::RunCopyStep(Plan* plan, Plan::Step* step, const StepRunContext& run,
                                      RunStats* stats) {
-  Variable* src = plan->slots_[step->inputs[0].second[0]];
-  Variable* dst = plan->slots_[step->outputs[0].second[0]];
+  const std::vector<Variable*>& slots = run.frame->slots;
+  Variable* src = slots[step->inputs[0].second[0]];
+  Variable* dst = slots[step->outputs[0].second[0]];
   const Tensor* from = src->data_tensor();
   const std::string& var = step->op.inputs.at("X")[0];
   if (from == nullptr || !from->initialized()) {
@@ -189,7 +191,7 @@ absl::Status PlanRunner::RunCopyStep(Plan* plan, Plan::Step* step, const StepRun
     if (to_host) {
       s = step->device->CopyAsync(kind, to->raw_data(), from->raw_data(), bytes, stream);
       if (s.ok() && run.in_order) s = step->device->SynchronizeStream(stream);
-      if (!run.in_order) run.keep_alive->Add(from->buffer());  // read on the copy stream
+      if (!run.in_order) run.frame->keep_alive.Add(from->buffer());  // read on the copy stream
     } else {
       absl::StatusOr<const void*> source = UploadSource(step, *from, run);
       s = source.status();
@@ -198,7 +200,8 @@ absl::Status PlanRunner::RunCopyStep(Plan* plan, Plan::Step* step, const StepRun
     RETURN_IF_ERROR(AnnotateStepError(s, *step));
   }
   if (run.graph != nullptr && !to_host) {
-    run.graph->uploads.push_back({step->inputs[0].second[0], bytes > 0 ? step->staging : nullptr,
+    run.graph->uploads.push_back({step->inputs[0].second[0],
+                                  bytes > 0 ? run.frame->staging[step->index] : nullptr,
                                   from->dtype(), from->shape()});
   }
   if (log) {
@@ -213,28 +216,29 @@ absl::Status PlanRunner::RunCopyStep(Plan* plan, Plan::Step* step, const StepRun
   } else {
     dst->set(*std::move(to));
   }
-  if (run.graph != nullptr) Hold(step->outputs, plan->slots_, &run.graph->held);
+  if (run.graph != nullptr) Hold(step->outputs, slots, &run.graph->held);
   return absl::OkStatus();
 }
 
 absl::Status PlanRunner::RunKernelStep(Plan* plan, Plan::Step* step, const StepRunContext& run) {
+  const std::vector<Variable*>& slots = run.frame->slots;
   KernelContext ctx(step->op, *step->def, step->device, step->device->compute_stream(),
-                    step->in_args, step->out_args);
+                    run.in_args != nullptr ? *run.in_args : run.frame->in_args[step->index],
+                    run.frame->out_args[step->index]);
   ctx.set_host_output_allocator(step->host_output_allocator);
   RETURN_IF_ERROR(AnnotateStepError(ctx.CheckInputPlaces(), *step));
   if (run.graph != nullptr) {
     for (const auto& [arg, ids] : step->inputs) {
       if (!step->def->IsHostMemory(arg)) continue;
       for (int id : ids) {
-        const Tensor& t = *plan->slots_[id]->data_tensor();  // CheckInputPlaces: present
+        const Tensor& t = *slots[id]->data_tensor();  // CheckInputPlaces: present
         run.graph->host_values.push_back(
             {id, step->op.type, t.dtype(), t.shape(),
              std::string(static_cast<const char*>(t.raw_data()), t.NumBytes())});
       }
     }
-    Hold(step->inputs, plan->slots_, &run.graph->held);
-    Hold(step->outputs, plan->slots_,
-         &run.graph->held);  // e.g. g before g = g + partial
+    Hold(step->inputs, slots, &run.graph->held);
+    Hold(step->outputs, slots, &run.graph->held);  // e.g. g before g = g + partial
   }
   OpEvent event;
   if (run.observer != nullptr) {
@@ -251,11 +255,10 @@ absl::Status PlanRunner::RunKernelStep(Plan* plan, Plan::Step* step, const StepR
   if (run.observer != nullptr) run.observer->OnOpEnd(event);
   if (ExecutorVlogIsOn(3)) {
     ExecutorLog(absl::StrCat(step->place.LogName(), " Op(", step->op.type, "), inputs:{",
-                             ArgsForLog(step->inputs, plan->slots_, plan->slot_names_),
-                             "}, outputs:{",
-                             ArgsForLog(step->outputs, plan->slots_, plan->slot_names_), "}"));
+                             ArgsForLog(step->inputs, slots, plan->slot_names_), "}, outputs:{",
+                             ArgsForLog(step->outputs, slots, plan->slot_names_), "}"));
   }
-  if (run.graph != nullptr) Hold(step->outputs, plan->slots_, &run.graph->held);
+  if (run.graph != nullptr) Hold(step->outputs, slots, &run.graph->held);
   return absl::OkStatus();
 }
 
@@ -269,11 +272,11 @@ absl::Status PlanRunner::RunInOrder(Plan* plan, RunStats* stats, const StepRunCo
       RETURN_IF_ERROR(RunKernelStep(plan, step, run));
       stats->ops++;
       if (run.check_numerics) {
-        RETURN_IF_ERROR(CheckStepNumerics(*step, plan->slots_, plan->slot_names_));
+        RETURN_IF_ERROR(CheckStepNumerics(*step, run.frame->slots, plan->slot_names_));
       }
     }
     if (run.graph == nullptr) {
-      for (int id : step->release_after) plan->slots_[id]->clear();
+      for (int id : step->release_after) run.frame->slots[id]->clear();
     }
   }
   return absl::OkStatus();

@@ -1,0 +1,111 @@
+// The concurrent and pipelined runs of one plan (private to
+// //framework/runtime:executor; see executor.h for the behaviour).
+//
+//   RunScheduler scheduler(plan, pool);
+//   ConcurrentRun* a = scheduler.Start(frame0, &stats0, observer);  // returns at once
+//   ConcurrentRun* b = scheduler.Start(frame1, &stats1, observer);  // overlaps a
+//   absl::Status sa = scheduler.Wait(a);  // runs host steps until a is over
+//   absl::Status sb = scheduler.Wait(b);
+//
+// A run's steps start as soon as their predecessors in the run (Step::preds)
+// and in the run before it, while that one is in flight (Step::prev_preds),
+// allow. Device steps are enqueued by whichever thread makes them ready;
+// host steps run on the thread in Wait() when the pool has one worker, else
+// on the workers. Thread-safe: one lock, never held while a kernel runs or
+// a thread waits for a device.
+#ifndef TANDEM_FRAMEWORK_RUNTIME_CONCURRENT_RUN_H_
+#define TANDEM_FRAMEWORK_RUNTIME_CONCURRENT_RUN_H_
+
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "framework/runtime/plan_internal.h"
+
+namespace tandem {
+
+class ConcurrentRun;
+
+class RunScheduler {
+ public:
+  RunScheduler(Plan* plan, HostWorkerPool* pool);
+  ~RunScheduler();
+  RunScheduler(const RunScheduler&) = delete;
+  RunScheduler& operator=(const RunScheduler&) = delete;
+
+  // Starts a run over `frame` (bound and fed) after the runs in flight (at
+  // most kPipelineFrames - 1): enqueues the device steps ready now, hands
+  // host steps to workers when there are several, and returns. `stats`
+  // and `observer` must outlive Wait().
+  ConcurrentRun* Start(Plan::Frame* frame, RunStats* stats, ExecutionObserver* observer);
+  // Handles ready steps on the calling thread until `run` is over: OK once
+  // all of its steps finished (device work possibly still queued); its
+  // error, or Cancelled when the run before it failed, once none of its
+  // steps is running. Forgets `run`; a failed run's successor fails too.
+  absl::Status Wait(ConcurrentRun* run);
+
+ private:
+  struct Task {
+    ConcurrentRun* run = nullptr;
+    int step = 0;
+    bool patch = false;  // a refined lookup's second part (RowRefinement)
+  };
+  using Lock = std::unique_lock<std::mutex>;
+
+  Plan::Step& step(int i) { return *plan_->steps_[i]; }
+  // The rest hold mu_ unless they say otherwise.
+  void Drain(Lock& lock, int worker, bool run_host);
+  void Dispatch(const Task& t, int worker);
+  void HandOut(const Task& t);
+  void Watch(const Task& t);
+  // Runs host task `t` (first waiting for its device predecessors); without mu_.
+  absl::Status RunHostTask(const Task& t, int worker, Plan::Frame* prev_frame, bool early);
+  absl::Status WaitForDevicePreds(const Task& t, int worker, Plan::Frame* prev_frame);
+  // Back under mu_ after RunHostTask.
+  void AfterHostTask(const Task& t, bool early, const absl::Status& s);
+  void Complete(ConcurrentRun* run, int i);
+  void Finish(ConcurrentRun* run, int i);
+  void Satisfy(ConcurrentRun* run, int i, bool completed);
+  void MakeReady(ConcurrentRun* run, int i);
+  void ReleaseSlots(ConcurrentRun* run, int i);
+  void Fail(ConcurrentRun* run, const absl::Status& s);
+  bool Poisoned(const ConcurrentRun* run) const;
+  bool Over(const ConcurrentRun* run) const;
+  // A thread in Wait(run) has something to do, or the run is over.
+  bool CallerNeeded(const ConcurrentRun* run) const;
+  void NotifyCaller() { caller_.notify_all(); }
+  // Whether the update ids a refined lookup of `run` needs are final.
+  bool WriterIdsReady(const ConcurrentRun* run, const RowRefinement& rows) const;
+
+  Plan* plan_;
+  HostWorkerPool* pool_;
+  // With one host worker, the thread in Wait() runs every host step itself
+  // (the worker only waits for events), so CPU kernels keep one thread and
+  // its CPU library's thread team, as in-order runs do.
+  const bool caller_runs_host_;
+  std::mutex mu_;
+  std::condition_variable caller_;  // CallerNeeded() may have become true
+  std::deque<Task> ready_device_, ready_host_;
+  int tasks_in_flight_ = 0;                           // of every run
+  std::vector<std::unique_ptr<ConcurrentRun>> runs_;  // in flight, oldest first
+};
+
+// A run that Executor::RunAsync started: in flight on the plan's scheduler,
+// or already over (its results kept for RunHandle::Wait).
+struct PendingRun {
+  ConcurrentRun* run = nullptr;  // while in flight
+  int frame = 0;
+  RunStats stats;
+  bool over = false;
+  absl::StatusOr<std::vector<Tensor>> result;
+  bool waited = false;
+  bool observed = false;  // the profiler saw OnRunBegin for it
+};
+
+}  // namespace tandem
+
+#endif  // TANDEM_FRAMEWORK_RUNTIME_CONCURRENT_RUN_H_
