@@ -25,6 +25,7 @@
 #include "examples/common/example_util.h"
 #include "examples/common/metrics_log.h"
 #include "examples/common/progress.h"
+#include "examples/common/step_pipeline.h"
 #include "examples/common/trainer_checkpoint.h"
 #include "examples/ctr/ctr_data.h"
 #include "examples/ctr/metrics.h"
@@ -230,11 +231,20 @@ absl::Status Train() {
     RETURN_IF_ERROR(profiler::StartProfiler("All", /*warmup_runs=*/1));
     RETURN_IF_ERROR(profiler::AttachPlan(*plan));
   }
+  // Step n + 1 runs while the trainer reads step n's loss, except after
+  // steps whose end the trainer observes (evaluation, checkpoint, profile).
+  StepPipeline steps(&exe, plan.get(), &scope);
+  auto feeds_for = [&](int64_t step) {
+    return Feeds(model,
+                 data.Examples(CtrStream::kTrain, (step - 1) * FLAGS_batch_size, FLAGS_batch_size));
+  };
+  RETURN_IF_ERROR(steps.Start(feeds_for(first_step + 1)));
   for (int64_t step = first_step + 1; step <= FLAGS_steps; ++step) {
-    const CtrExamples batch =
-        data.Examples(CtrStream::kTrain, (step - 1) * FLAGS_batch_size, FLAGS_batch_size);
-    ASSIGN_OR_RETURN(std::vector<Tensor> out,
-                     exe.Run(plan.get(), &scope, Feeds(model, batch), &stats));
+    const bool observed = step == FLAGS_steps || step % FLAGS_eval_every == 0 ||
+                          (!FLAGS_checkpoint_dir.empty() && step % FLAGS_checkpoint_every == 0) ||
+                          (profiling && step - first_step == FLAGS_profile_steps + 1);
+    if (!observed) RETURN_IF_ERROR(steps.Start(feeds_for(step + 1)));
+    ASSIGN_OR_RETURN(std::vector<Tensor> out, steps.Next(&stats));
     loss_sum += out[0].data<float>()[0];
     ++loss_count;
     progress.Step(FLAGS_batch_size);
@@ -272,6 +282,7 @@ absl::Status Train() {
                   static_cast<long long>(step));
     }
     std::fflush(stdout);
+    if (observed && step < FLAGS_steps) RETURN_IF_ERROR(steps.Start(feeds_for(step + 1)));
   }
   std::printf("held-out AUC %.4f -> %.4f (best possible %.4f), logloss %.4f -> %.4f\n", first.auc,
               last.auc, oracle_auc, first.logloss, last.logloss);

@@ -20,6 +20,7 @@
 #include "absl/strings/str_format.h"
 #include "examples/common/example_util.h"
 #include "examples/common/metrics_log.h"
+#include "examples/common/step_pipeline.h"
 #include "framework/base/status_macros.h"
 #include "framework/runtime/executor.h"
 #include "gflags/gflags.h"
@@ -114,7 +115,7 @@ absl::Status Main() {
   RunStats stats;
   Stopwatch clock;
   int timed_steps = 0;
-  for (int step = 0; step < FLAGS_steps; ++step) {
+  auto next_feeds = [&]() -> FeedMap {
     if (FLAGS_batch_size > 1) {
       for (double& id : ids) id = static_cast<double>(pick(rng));
     }
@@ -123,8 +124,17 @@ absl::Status Main() {
     for (int64_t i = 0; i < FLAGS_batch_size; ++i) {
       ids_t.data<int64_t>()[i] = static_cast<int64_t>(ids[i]);
     }
-    ASSIGN_OR_RETURN(std::vector<Tensor> out,
-                     exe.Run(plan.get(), &scope, {{model.ids.name, ids_t}}, &stats));
+    return {{model.ids.name, ids_t}};
+  };
+  // Step n + 1 runs while step n's loss is read (Executor::RunAsync),
+  // except after the first step (not timed) and the profile's last.
+  StepPipeline steps(&exe, plan.get(), &scope);
+  if (FLAGS_steps > 0) RETURN_IF_ERROR(steps.Start(next_feeds()));
+  for (int step = 0; step < FLAGS_steps; ++step) {
+    const bool more = step + 1 < FLAGS_steps;
+    const bool observed = step == 0 || (profiling && (step == FLAGS_profile_steps || !more));
+    if (!observed && more) RETURN_IF_ERROR(steps.Start(next_feeds()));
+    ASSIGN_OR_RETURN(std::vector<Tensor> out, steps.Next(&stats));
     last = out[0].data<float>()[0];
     if (first < 0) {
       first = last;
@@ -154,6 +164,7 @@ absl::Status Main() {
                                            .AddCopies(stats)));
       }
     }
+    if (observed && more) RETURN_IF_ERROR(steps.Start(next_feeds()));
   }
   std::printf("loss %.6f -> %.6f over %d steps (%s)\n", first, last, FLAGS_steps,
               last < first ? "decreasing" : "NOT decreasing");

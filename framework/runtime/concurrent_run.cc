@@ -259,7 +259,7 @@ bool RunScheduler::WriterIdsReady(const ConcurrentRun* run, const RowRefinement&
   return t != nullptr && t->initialized() && t->place().is_host() && t->dtype() == DataType::kInt64;
 }
 
-void RunScheduler::Drain(Lock& lock, int worker, bool run_host) {
+void RunScheduler::Drain(Lock& lock, int worker, bool run_host, const ConcurrentRun* until) {
   while (true) {
     if (!ready_device_.empty()) {
       const Task t = ready_device_.front();
@@ -267,7 +267,7 @@ void RunScheduler::Drain(Lock& lock, int worker, bool run_host) {
       if (!Poisoned(t.run)) Dispatch(t, worker);
       continue;
     }
-    if (ready_host_.empty()) return;
+    if (ready_host_.empty() || (until != nullptr && Over(until))) return;
     if (Poisoned(ready_host_.front().run)) {
       ready_host_.pop_front();
       continue;
@@ -462,7 +462,7 @@ absl::Status RunScheduler::RunHostTask(const Task& t, int worker, Plan::Frame* p
 absl::Status RunScheduler::Wait(ConcurrentRun* run) {
   Lock lock(mu_);
   while (true) {
-    Drain(lock, /*worker=*/-1, /*run_host=*/true);
+    Drain(lock, /*worker=*/-1, /*run_host=*/true, /*until=*/run);
     if (Over(run)) break;
     caller_.wait(lock, [&] { return CallerNeeded(run); });
   }

@@ -58,7 +58,9 @@ class RunScheduler {
 
   Plan::Step& step(int i) { return *plan_->steps_[i]; }
   // The rest hold mu_ unless they say otherwise.
-  void Drain(Lock& lock, int worker, bool run_host);
+  // Handles ready steps (host steps only if `run_host`) until none is
+  // left, or until `until` is over.
+  void Drain(Lock& lock, int worker, bool run_host, const ConcurrentRun* until = nullptr);
   void Dispatch(const Task& t, int worker);
   void HandOut(const Task& t);
   void Watch(const Task& t);

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -50,12 +51,18 @@ struct Trajectory {
 
 using FeedsForStep = std::function<FeedMap(int step)>;
 
+enum class Mode {
+  kInOrder,     // ExecutorOptions::in_order
+  kConcurrent,  // Run, one run at a time
+  kPipelined,   // RunAsync of step n + 1 before Wait of step n
+};
+
 // Runs the startup program, then `steps` runs of the main program.
-Trajectory Train(ProgramBuilder& b, const Place& place, bool in_order,
+Trajectory Train(ProgramBuilder& b, const Place& place, Mode mode,
                  const std::vector<std::string>& feed_names,
                  const std::vector<std::string>& fetches, const FeedsForStep& feeds, int steps) {
   ExecutorOptions options;
-  options.in_order = in_order;
+  options.in_order = mode == Mode::kInOrder;
   Executor exe(place, options);
   Scope scope;
   Trajectory t;
@@ -66,12 +73,24 @@ Trajectory Train(ProgramBuilder& b, const Place& place, bool in_order,
       exe.Prepare(b.main_program(), scope, feed_names, fetches);
   EXPECT_OK(plan.status());
   if (!plan.ok()) return t;
-  for (int i = 0; i < steps; ++i) {
-    absl::StatusOr<std::vector<Tensor>> out = exe.Run(plan->get(), &scope, feeds(i));
+  std::optional<RunHandle> in_flight;
+  auto collect = [&](RunHandle& handle) {
+    absl::StatusOr<std::vector<Tensor>> out = handle.Wait();
     EXPECT_OK(out.status());
-    if (!out.ok()) return t;
+    if (!out.ok()) return false;
     for (const Tensor& f : *out) t.fetched.push_back(HostBytes(f));
+    return true;
+  };
+  for (int i = 0; i < steps; ++i) {
+    absl::StatusOr<RunHandle> started = exe.RunAsync(plan->get(), &scope, feeds(i));
+    EXPECT_OK(started.status());
+    if (!started.ok()) return t;
+    if (mode != Mode::kPipelined && !collect(*started)) return t;
+    if (mode != Mode::kPipelined) continue;
+    if (in_flight.has_value() && !collect(*in_flight)) return t;
+    in_flight = *std::move(started);
   }
+  if (in_flight.has_value() && !collect(*in_flight)) return t;
   for (const std::string& name : scope.Names()) {
     const Tensor* v = scope.Find(name)->data_tensor();
     if (v != nullptr && v->initialized()) t.persistables[name] = HostBytes(*v);
@@ -88,6 +107,18 @@ void ExpectSameTrajectory(const Trajectory& in_order, const Trajectory& concurre
     auto it = concurrent.persistables.find(name);
     ASSERT_NE(it, concurrent.persistables.end()) << name;
     EXPECT_TRUE(it->second == bytes) << "persistable '" << name << "' differs";
+  }
+}
+
+// Concurrent and pipelined training give the in-order trajectory, bit for bit.
+void ExpectModesAgree(ProgramBuilder& b, const Place& place,
+                      const std::vector<std::string>& feed_names,
+                      const std::vector<std::string>& fetches, const FeedsForStep& feeds,
+                      int steps) {
+  const Trajectory expected = Train(b, place, Mode::kInOrder, feed_names, fetches, feeds, steps);
+  for (Mode mode : {Mode::kConcurrent, Mode::kPipelined}) {
+    SCOPED_TRACE(mode == Mode::kConcurrent ? "concurrent" : "pipelined");
+    ExpectSameTrajectory(expected, Train(b, place, mode, feed_names, fetches, feeds, steps));
   }
 }
 
@@ -130,8 +161,7 @@ TEST(Concurrency, CtrTrainingIsBitwiseIdenticalToInOrder) {
   };
   for (const Place& place : {CPUPlace(), kSim0}) {
     SCOPED_TRACE(place.ToString());
-    ExpectSameTrajectory(Train(b, place, true, feed_names, {m.loss.name}, feeds, 6),
-                         Train(b, place, false, feed_names, {m.loss.name}, feeds, 6));
+    ExpectModesAgree(b, place, feed_names, {m.loss.name}, feeds, 6);
   }
 }
 
@@ -161,11 +191,13 @@ TEST(Concurrency, CtrOnSimWithDelayedStreamsIsBitwiseIdenticalToInOrder) {
     f[m.ids[1].name] = Int64s(c);
     return f;
   };
-  const Trajectory expected = Train(b, kSim0, true, names, {m.loss.name}, feeds, 3);
+  const Trajectory expected = Train(b, kSim0, Mode::kInOrder, names, {m.loss.name}, feeds, 4);
   ASSERT_OK(SetSimStreamDelay(kSim0, absl::Microseconds(300)));
-  const Trajectory got = Train(b, kSim0, false, names, {m.loss.name}, feeds, 3);
+  const Trajectory concurrent = Train(b, kSim0, Mode::kConcurrent, names, {m.loss.name}, feeds, 4);
+  const Trajectory pipelined = Train(b, kSim0, Mode::kPipelined, names, {m.loss.name}, feeds, 4);
   ASSERT_OK(SetSimStreamDelay(kSim0, absl::ZeroDuration()));
-  ExpectSameTrajectory(expected, got);
+  ExpectSameTrajectory(expected, concurrent);
+  ExpectSameTrajectory(expected, pipelined);
 }
 
 TEST(Concurrency, FashionMnistFirstLayerOnCpuIsBitwiseIdenticalToInOrder) {
@@ -183,8 +215,7 @@ TEST(Concurrency, FashionMnistFirstLayerOnCpuIsBitwiseIdenticalToInOrder) {
                    {m.label.name, Int64s(labels)}};
   };
   const std::vector<std::string> names = {m.image.name, m.label.name};
-  ExpectSameTrajectory(Train(b, kSim0, true, names, {m.loss.name}, feeds, 4),
-                       Train(b, kSim0, false, names, {m.loss.name}, feeds, 4));
+  ExpectModesAgree(b, kSim0, names, {m.loss.name}, feeds, 4);
 }
 
 TEST(Concurrency, EmbeddingOffloadIsBitwiseIdenticalToInOrder) {
@@ -204,8 +235,7 @@ TEST(Concurrency, EmbeddingOffloadIsBitwiseIdenticalToInOrder) {
       for (int64_t& id : ids) id = rng() % 64;
       return FeedMap{{m.ids.name, Int64s(ids)}};
     };
-    ExpectSameTrajectory(Train(b, kSim0, true, {m.ids.name}, {m.loss.name}, feeds, 5),
-                         Train(b, kSim0, false, {m.ids.name}, {m.loss.name}, feeds, 5));
+    ExpectModesAgree(b, kSim0, {m.ids.name}, {m.loss.name}, feeds, 5);
   }
 }
 
@@ -232,11 +262,21 @@ void BuildRandomProgram(uint32_t seed, RandomProgram* p) {
     Var x = values[rng() % values.size()];
     Var y = values[rng() % values.size()];
     switch (rng() % 5) {
-      case 0: values.push_back(b.ElementwiseAdd(x, y)); break;
-      case 1: values.push_back(b.ElementwiseMul(x, y)); break;
-      case 2: values.push_back(b.Scale(x, 0.5, 0.125)); break;
-      case 3: values.push_back(b.Tanh(x)); break;
-      default: values.push_back(b.ElementwiseSub(x, y)); break;
+      case 0:
+        values.push_back(b.ElementwiseAdd(x, y));
+        break;
+      case 1:
+        values.push_back(b.ElementwiseMul(x, y));
+        break;
+      case 2:
+        values.push_back(b.Scale(x, 0.5, 0.125));
+        break;
+      case 3:
+        values.push_back(b.Tanh(x));
+        break;
+      default:
+        values.push_back(b.ElementwiseSub(x, y));
+        break;
     }
   }
   for (size_t i = values.size() - 1 - rng() % 3; i < values.size(); ++i) {
@@ -251,22 +291,30 @@ TEST(Concurrency, RandomProgramsOverThreePlacesMatchInOrder) {
     BuildRandomProgram(seed, &p);
     ASSERT_OK(p.builder.status());
     std::vector<std::string> expected, got;
-    for (bool in_order : {true, false}) {
+    for (Mode mode : {Mode::kInOrder, Mode::kConcurrent, Mode::kPipelined}) {
       ExecutorOptions options;
-      options.in_order = in_order;
+      options.in_order = mode == Mode::kInOrder;
       Executor exe(CPUPlace(), options);
       Scope scope;
       ASSERT_OK_AND_ASSIGN(std::unique_ptr<Plan> plan,
                            exe.Prepare(p.builder.main_program(), scope, {}, p.fetches));
-      for (int run = 0; run < (in_order ? 1 : 5); ++run) {
-        ASSERT_OK_AND_ASSIGN(std::vector<Tensor> out, exe.Run(plan.get(), &scope));
-        std::vector<std::string>& into = in_order ? expected : got;
-        for (const Tensor& t : out) into.push_back(HostBytes(t));
+      std::vector<RunHandle> handles;  // pipelined: all started, then waited in order
+      for (int run = 0; run < (mode == Mode::kInOrder ? 1 : 5); ++run) {
+        ASSERT_OK_AND_ASSIGN(RunHandle h, exe.RunAsync(plan.get(), &scope));
+        handles.push_back(std::move(h));
+        if (mode == Mode::kPipelined && run + 1 < 5) continue;
+        for (RunHandle& handle : handles) {
+          ASSERT_OK_AND_ASSIGN(std::vector<Tensor> out, handle.Wait());
+          std::vector<std::string>& into = mode == Mode::kInOrder ? expected : got;
+          for (const Tensor& t : out) into.push_back(HostBytes(t));
+        }
+        handles.clear();
       }
     }
+    ASSERT_EQ(got.size(), 10 * expected.size());
     for (size_t i = 0; i < got.size(); ++i) {
-      ASSERT_TRUE(got[i] == expected[i % expected.size()]) << "program " << seed << " run "
-                                                           << i / expected.size();
+      ASSERT_TRUE(got[i] == expected[i % expected.size()])
+          << "program " << seed << " run " << i / expected.size();
     }
   }
 }
@@ -340,10 +388,9 @@ TEST(Concurrency, BadIdInAConcurrentRunNamesTheOpAndTheNextRunWorks) {
   Executor exe(kSim0);
   Scope scope;
   ASSERT_OK(exe.Run(b.startup_program(), &scope).status());
-  ASSERT_OK_AND_ASSIGN(
-      std::unique_ptr<Plan> plan,
-      exe.Prepare(b.main_program(), scope, {m.label.name, m.ids[0].name, m.ids[1].name},
-                  {m.loss.name}));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Plan> plan,
+                       exe.Prepare(b.main_program(), scope,
+                                   {m.label.name, m.ids[0].name, m.ids[1].name}, {m.loss.name}));
   auto feeds = [&](int64_t bad) {
     return FeedMap{{m.label.name, Int64s({0, 1, 1})},
                    {m.ids[0].name, Int64s({1, 2, 3})},
@@ -357,6 +404,111 @@ TEST(Concurrency, BadIdInAConcurrentRunNamesTheOpAndTheNextRunWorks) {
   for (int i = 0; i < 3; ++i) {
     ASSERT_OK_AND_ASSIGN(std::vector<Tensor> out, exe.Run(plan.get(), &scope, feeds(6)));
     EXPECT_TRUE(std::isfinite(out[0].data<float>()[0]));
+  }
+}
+
+// Records the type of every host op in the order they begin.
+class HostOpOrder : public ExecutionObserver {
+ public:
+  void OnOpBegin(const OpEvent& e) override {
+    if (e.is_copy || !e.place.is_host()) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    ops_.push_back(e.op->type);
+  }
+  // How many sparse updates (sgd) began after the next step's lookup had
+  // begun: more lookups than updates so far, counting this one.
+  int UpdatesWithTheNextLookupAhead() {
+    std::lock_guard<std::mutex> lock(mu_);
+    int lookups = 0, updates = 0, ahead = 0;
+    for (const std::string& op : ops_) {
+      lookups += op == "lookup_table";
+      if (op != "sgd") continue;
+      ahead += lookups > ++updates;
+    }
+    return ahead;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::string> ops_;
+};
+
+// Workload 1 pipelined: the lookup of step n + 1 does not wait for step n's
+// sparse update (only for the rows it writes), and the table after 6 steps
+// is the in-order one, bit for bit, whether consecutive batches share ids
+// (rows copied after the update) or not.
+TEST(Pipelining, SparseLookupsOverlapTheUpdateAndKeepTheTableExact) {
+  for (bool shared_ids : {true, false}) {
+    SCOPED_TRACE(shared_ids ? "consecutive batches share ids" : "disjoint batches");
+    ProgramBuilder b;
+    EmbeddingConfig config;
+    config.rows = 4096;
+    config.dim = 8;
+    config.batch = 64;
+    config.is_sparse = true;
+    config.learning_rate = 0.5;
+    ASSERT_OK_AND_ASSIGN(EmbeddingModel m, BuildEmbeddingModel(config, &b));
+    auto feeds = [&](int step) {
+      std::vector<int64_t> ids(64);
+      for (int k = 0; k < 64; ++k) {
+        // shared: ids 0..31 in every batch; else each step its own range
+        ids[k] = shared_ids ? (k % 2 == 0 ? k / 2 : 100 + 64 * step + k) : 64 * step + k;
+      }
+      return FeedMap{{m.ids.name, Int64s(ids)}};
+    };
+    const Trajectory expected =
+        Train(b, kSim0, Mode::kInOrder, {m.ids.name}, {m.loss.name}, feeds, 6);
+    for (Mode mode : {Mode::kConcurrent, Mode::kPipelined}) {
+      HostOpOrder order;
+      SetExecutionObserver(&order);
+      const Trajectory got = Train(b, kSim0, mode, {m.ids.name}, {m.loss.name}, feeds, 6);
+      SetExecutionObserver(nullptr);
+      ExpectSameTrajectory(expected, got);
+      if (mode == Mode::kConcurrent) {
+        EXPECT_EQ(order.UpdatesWithTheNextLookupAhead(), 0);
+      } else {
+        EXPECT_GE(order.UpdatesWithTheNextLookupAhead(), 4);  // steps 1..4 at least
+      }
+    }
+  }
+}
+
+// A bad id in a pipelined run: that run returns the lookup's error, the run
+// started after it is cancelled naming it, the run before it is unharmed,
+// nothing is left running and the next runs work.
+TEST(Pipelining, BadIdFailsItsRunCancelsTheNextAndTheNextRunsWork) {
+  ProgramBuilder b;
+  EmbeddingConfig config;
+  config.rows = 100;
+  config.dim = 4;
+  config.batch = 3;
+  config.is_sparse = true;
+  ASSERT_OK_AND_ASSIGN(EmbeddingModel m, BuildEmbeddingModel(config, &b));
+  Executor exe(kSim0);
+  Scope scope;
+  ASSERT_OK(exe.Run(b.startup_program(), &scope).status());
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Plan> plan,
+                       exe.Prepare(b.main_program(), scope, {m.ids.name}, {m.loss.name}));
+  auto feeds = [&](int64_t id) { return FeedMap{{m.ids.name, Int64s({1, id, 2})}}; };
+  ASSERT_OK(exe.Run(plan.get(), &scope, feeds(3)).status());  // the first run is synchronous
+  ASSERT_OK_AND_ASSIGN(RunHandle good, exe.RunAsync(plan.get(), &scope, feeds(4)));
+  ASSERT_OK_AND_ASSIGN(RunHandle bad, exe.RunAsync(plan.get(), &scope, feeds(100)));
+  ASSERT_OK_AND_ASSIGN(RunHandle after, exe.RunAsync(plan.get(), &scope, feeds(5)));
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> out, good.Wait());
+  EXPECT_TRUE(std::isfinite(out[0].data<float>()[0]));
+  absl::StatusOr<std::vector<Tensor>> failed = bad.Wait();
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(failed.status().message(), HasSubstr("lookup_table"));
+  EXPECT_THAT(failed.status().message(), HasSubstr("100"));
+  absl::StatusOr<std::vector<Tensor>> cancelled = after.Wait();
+  ASSERT_FALSE(cancelled.ok());
+  EXPECT_EQ(cancelled.status().code(), absl::StatusCode::kCancelled);
+  EXPECT_THAT(cancelled.status().message(), HasSubstr("100"));
+  EXPECT_EQ(after.Wait().status().code(), absl::StatusCode::kFailedPrecondition);  // once only
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_OK_AND_ASSIGN(std::vector<Tensor> next, exe.Run(plan.get(), &scope, feeds(6 + i)));
+    EXPECT_TRUE(std::isfinite(next[0].data<float>()[0]));
   }
 }
 
