@@ -69,6 +69,19 @@ void BM_Dispatch(benchmark::State& state, Place place) {
   ReportCopies(state, stats);
 }
 
+// device_guard/<place>: one DeviceGuard of `place` (switch and restore)
+// from the host's default current device, what running a kernel costs the
+// executor beyond the kernel itself.
+void BM_DeviceGuard(benchmark::State& state, Place place) {
+  if (absl::Status s = DeviceRegistry::Global().GetDevice(place).status(); !s.ok()) {
+    return Fail(state, s);
+  }
+  for (auto _ : state) {
+    DeviceGuard guard(place);
+    benchmark::DoNotOptimize(&guard);
+  }
+}
+
 // copy/<dir>_<memory>_<bytes>: Device copies of one buffer.
 void BM_Copy(benchmark::State& state, Place place, CopyKind kind, bool pinned, bool async) {
   const size_t bytes = static_cast<size_t>(state.range(0));
@@ -157,6 +170,7 @@ void RegisterCoreBenchmarks() {
     benchmark::RegisterBenchmark(absl::StrCat("dispatch/", p).c_str(), BM_Dispatch, place)
         ->Unit(benchmark::kMicrosecond);
     if (place.is_host()) continue;
+    benchmark::RegisterBenchmark(absl::StrCat("device_guard/", p).c_str(), BM_DeviceGuard, place);
     benchmark::RegisterBenchmark(absl::StrCat("workload2/slice_", p).c_str(), BM_Workload2, place,
                                  false)
         ->Unit(benchmark::kMicrosecond);

@@ -5,7 +5,6 @@
 
 #include "backends/common/math_kernels.h"
 #include "backends/cuda/cuda_device.h"
-#include "backends/cuda/cuda_device_guard.h"
 #include "backends/cuda/cuda_status.h"
 #include "backends/cuda/kernel_util.h"
 #include "backends/cuda/math_launchers.h"
@@ -21,7 +20,6 @@ template <ActivationKind kAct>
 class ActivationKernel : public OpKernel {
  public:
   absl::Status Compute(KernelContext* ctx) override {
-    CudaDeviceGuard guard(ctx->place().index());
     ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
     ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", x->dtype(), x->shape()));
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
@@ -38,7 +36,6 @@ template <ActivationKind kAct>
 class ActivationGradKernel : public OpKernel {
  public:
   absl::Status Compute(KernelContext* ctx) override {
-    CudaDeviceGuard guard(ctx->place().index());
     ASSIGN_OR_RETURN(const Tensor* out, ctx->InputTensor("Out"));
     ASSIGN_OR_RETURN(const Tensor* dout, ctx->InputTensor("Out@GRAD"));
     RETURN_IF_ERROR(math_kernels_internal::CheckOutGrad(*ctx, *dout, out->dtype(), out->shape()));

@@ -14,7 +14,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "backends/cuda/cuda_device.h"
-#include "backends/cuda/cuda_device_guard.h"
 #include "backends/cuda/cuda_status.h"
 #include "backends/cuda/kernel_util.h"
 #include "backends/cuda/region_launchers.h"
@@ -93,7 +92,6 @@ class SliceKernel : public OpKernel {
   absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
   absl::Status Compute(KernelContext* ctx) override {
-    CudaDeviceGuard guard(ctx->place().index());
     ASSIGN_OR_RETURN(const Tensor* input, ctx->InputTensor("Input"));
     ASSIGN_OR_RETURN(
         Box box, SliceBox(ctx->op().type, input->shape(), attrs_.axes, attrs_.starts, attrs_.ends));
@@ -112,7 +110,6 @@ class SliceGradKernel : public OpKernel {
   absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
   absl::Status Compute(KernelContext* ctx) override {
-    CudaDeviceGuard guard(ctx->place().index());
     ASSIGN_OR_RETURN(const Tensor* input, ctx->InputTensor("Input"));
     ASSIGN_OR_RETURN(const Tensor* dout, ctx->InputTensor("Out@GRAD"));
     const std::string& op = ctx->op().type;
@@ -152,7 +149,6 @@ class CropTensorKernel : public OpKernel {
   }
 
   absl::Status Compute(KernelContext* ctx) override {
-    CudaDeviceGuard guard(ctx->place().index());
     ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
     ASSIGN_OR_RETURN(Box box, CropRegion(ctx, *x, offsets_));
     ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", x->dtype(), box.shape));
@@ -175,7 +171,6 @@ class CropTensorGradKernel : public OpKernel {
   }
 
   absl::Status Compute(KernelContext* ctx) override {
-    CudaDeviceGuard guard(ctx->place().index());
     ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
     ASSIGN_OR_RETURN(const Tensor* dout, ctx->InputTensor("Out@GRAD"));
     ASSIGN_OR_RETURN(Box box, CropRegion(ctx, *x, offsets_));

@@ -26,7 +26,6 @@
 #include "backends/cuda/broadcast_launchers.h"
 #include "backends/cuda/broadcast_plan.h"
 #include "backends/cuda/cuda_device.h"
-#include "backends/cuda/cuda_device_guard.h"
 #include "backends/cuda/cuda_status.h"
 #include "backends/cuda/device_flag.h"
 #include "backends/cuda/kernel_util.h"
@@ -65,7 +64,6 @@ class ElementwiseKernel : public OpKernel {
   }
 
   absl::Status Compute(KernelContext* ctx) override {
-    CudaDeviceGuard guard(ctx->place().index());
     ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
     ASSIGN_OR_RETURN(const Tensor* y, ctx->InputTensor("Y"));
     ASSIGN_OR_RETURN(const BinaryShapes shapes,
@@ -103,7 +101,6 @@ class ElementwiseGradKernel : public OpKernel {
   }
 
   absl::Status Compute(KernelContext* ctx) override {
-    CudaDeviceGuard guard(ctx->place().index());
     ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
     ASSIGN_OR_RETURN(const Tensor* y, ctx->InputTensor("Y"));
     ASSIGN_OR_RETURN(const Tensor* dout, ctx->InputTensor("Out@GRAD"));

@@ -6,7 +6,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "backends/cuda/cuda_device.h"
-#include "backends/cuda/cuda_device_guard.h"
 #include "backends/cuda/cuda_status.h"
 #include "backends/cuda/elementwise_launchers.h"
 #include "backends/cuda/kernel_util.h"
@@ -35,7 +34,6 @@ class FillConstantKernel : public OpKernel {
   }
 
   absl::Status Compute(KernelContext* ctx) override {
-    CudaDeviceGuard guard(ctx->place().index());
     ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", dtype_, shape_));
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
     return DispatchDataType(dtype_, [&](auto tag) -> absl::Status {
@@ -70,7 +68,6 @@ class ScaleKernel : public OpKernel {
   }
 
   absl::Status Compute(KernelContext* ctx) override {
-    CudaDeviceGuard guard(ctx->place().index());
     ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
     ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", x->dtype(), x->shape()));
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
@@ -98,7 +95,6 @@ class CastKernel : public OpKernel {
   }
 
   absl::Status Compute(KernelContext* ctx) override {
-    CudaDeviceGuard guard(ctx->place().index());
     ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
     ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", out_dtype_, x->shape()));
     const cudaStream_t stream = CudaStreamOf(ctx->stream());

@@ -8,7 +8,6 @@
 #include "backends/cuda/broadcast_launchers.h"
 #include "backends/cuda/broadcast_plan.h"
 #include "backends/cuda/cuda_device.h"
-#include "backends/cuda/cuda_device_guard.h"
 #include "backends/cuda/cuda_status.h"
 #include "backends/cuda/gemm.h"
 #include "backends/cuda/kernel_util.h"
@@ -29,7 +28,6 @@ class FcKernel : public OpKernel {
   }
 
   absl::Status Compute(KernelContext* ctx) override {
-    CudaDeviceGuard guard(ctx->place().index());
     ASSIGN_OR_RETURN(const Tensor* input, ctx->InputTensor("Input"));
     ASSIGN_OR_RETURN(const Tensor* w, ctx->InputTensor("W"));
     const Tensor* bias = nullptr;
@@ -67,7 +65,6 @@ class FcGradKernel : public OpKernel {
   }
 
   absl::Status Compute(KernelContext* ctx) override {
-    CudaDeviceGuard guard(ctx->place().index());
     ASSIGN_OR_RETURN(const Tensor* input, ctx->InputTensor("Input"));
     ASSIGN_OR_RETURN(const Tensor* w, ctx->InputTensor("W"));
     ASSIGN_OR_RETURN(const Tensor* dout, ctx->InputTensor("Out@GRAD"));

@@ -5,7 +5,6 @@
 #include <cstring>
 
 #include "backends/cuda/cuda_device.h"
-#include "backends/cuda/cuda_device_guard.h"
 #include "backends/cuda/cuda_status.h"
 #include "framework/base/status_macros.h"
 
@@ -14,7 +13,6 @@ namespace cuda {
 
 absl::Status ReadToHost(KernelContext* ctx, void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return absl::OkStatus();
-  CudaDeviceGuard guard(ctx->place().index());
   CachingAllocator* pinned = CudaDeviceOf(ctx->device())->host_allocator();
   ASSIGN_OR_RETURN(void* staging, pinned->Allocate(bytes));
   const cudaStream_t stream = CudaStreamOf(ctx->stream());

@@ -1,7 +1,6 @@
 // Helpers shared by the CUDA backend's OpKernels.
 //
 //   absl::Status Compute(KernelContext* ctx) override {
-//     CudaDeviceGuard guard(ctx->place().index());
 //     const cudaStream_t stream = CudaStreamOf(ctx->stream());
 //     RETURN_IF_ERROR(CheckSameDtype(ctx, *x, *y));
 //     return DispatchNumeric(x->dtype(), [&](auto tag) -> absl::Status {
@@ -10,7 +9,9 @@
 //     });
 //   }
 //
-// Header-only, stateless, thread-safe.
+// Compute runs with ctx->place() already the thread's current CUDA device
+// (the executor and RunOpEager switch it with DeviceGuard), so kernels never
+// switch devices themselves. Header-only, stateless, thread-safe.
 #ifndef TANDEM_BACKENDS_CUDA_KERNEL_UTIL_H_
 #define TANDEM_BACKENDS_CUDA_KERNEL_UTIL_H_
 

@@ -24,7 +24,6 @@
 #include "backends/cuda/broadcast_plan.h"
 #include "backends/cuda/conv_launchers.h"
 #include "backends/cuda/cuda_device.h"
-#include "backends/cuda/cuda_device_guard.h"
 #include "backends/cuda/cuda_status.h"
 #include "backends/cuda/elementwise_launchers.h"
 #include "backends/cuda/gemm.h"
@@ -53,7 +52,6 @@ class DropoutKernel : public OpKernel {
   }
 
   absl::Status Compute(KernelContext* ctx) override {
-    CudaDeviceGuard guard(ctx->place().index());
     ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
     ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", x->dtype(), x->shape()));
     ASSIGN_OR_RETURN(Tensor * mask, ctx->AllocateOutput("Mask", DataType::kBool, x->shape()));
@@ -88,7 +86,6 @@ class DropoutGradKernel : public OpKernel {
   absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
   absl::Status Compute(KernelContext* ctx) override {
-    CudaDeviceGuard guard(ctx->place().index());
     ASSIGN_OR_RETURN(const Tensor* mask, ctx->InputTensor("Mask"));
     ASSIGN_OR_RETURN(const Tensor* dout, ctx->InputTensor("Out@GRAD"));
     RETURN_IF_ERROR(CheckArgMeta(ctx->op().type, "Mask", mask->dtype(), mask->shape(),
@@ -177,7 +174,6 @@ class Conv2DKernel : public OpKernel {
   }
 
   absl::Status Compute(KernelContext* ctx) override {
-    CudaDeviceGuard guard(ctx->place().index());
     ASSIGN_OR_RETURN(const nli::Conv c, nli::GetConv(*ctx, params_, false));
     const DataType dtype = c.input->dtype();
     ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Output", dtype, c.g.output));
@@ -215,7 +211,6 @@ class Conv2DGradKernel : public OpKernel {
   }
 
   absl::Status Compute(KernelContext* ctx) override {
-    CudaDeviceGuard guard(ctx->place().index());
     ASSIGN_OR_RETURN(const nli::Conv c, nli::GetConv(*ctx, params_, true));
     const DataType dtype = c.input->dtype();
     const ConvPlan cp(c.g);
@@ -334,7 +329,6 @@ class Pool2DKernel : public OpKernel {
   }
 
   absl::Status Compute(KernelContext* ctx) override {
-    CudaDeviceGuard guard(ctx->place().index());
     ASSIGN_OR_RETURN(const nli::Pool p, nli::GetPool(*ctx, params_, false));
     ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", p.x->dtype(), p.g.out));
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
@@ -357,7 +351,6 @@ class Pool2DGradKernel : public OpKernel {
   }
 
   absl::Status Compute(KernelContext* ctx) override {
-    CudaDeviceGuard guard(ctx->place().index());
     ASSIGN_OR_RETURN(const nli::Pool p, nli::GetPool(*ctx, params_, true));
     ASSIGN_OR_RETURN(Tensor * dx, ctx->AllocateOutput("X@GRAD", p.x->dtype(), p.x->shape()));
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
@@ -397,7 +390,6 @@ class LayerNormKernel : public OpKernel {
   absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
   absl::Status Compute(KernelContext* ctx) override {
-    CudaDeviceGuard guard(ctx->place().index());
     ASSIGN_OR_RETURN(const nli::Norm n, nli::GetNorm(*ctx, attrs_.axis, false));
     const DataType dtype = n.x->dtype();
     ASSIGN_OR_RETURN(Tensor * y, ctx->AllocateOutput("Y", dtype, n.x->shape()));
@@ -423,7 +415,6 @@ class LayerNormGradKernel : public OpKernel {
   absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
   absl::Status Compute(KernelContext* ctx) override {
-    CudaDeviceGuard guard(ctx->place().index());
     ASSIGN_OR_RETURN(const nli::Norm n, nli::GetNorm(*ctx, attrs_.axis, true));
     const DataType dtype = n.x->dtype();
     Tensor* grads[3] = {nullptr, nullptr, nullptr};

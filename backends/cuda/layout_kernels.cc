@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "backends/cuda/cuda_device.h"
-#include "backends/cuda/cuda_device_guard.h"
 #include "backends/cuda/cuda_status.h"
 #include "backends/cuda/kernel_util.h"
 #include "backends/cuda/region_launchers.h"
@@ -50,7 +49,6 @@ class TransposeKernel : public OpKernel {
   }
 
   absl::Status Compute(KernelContext* ctx) override {
-    CudaDeviceGuard guard(ctx->place().index());
     ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor(kIn));
     const std::string& op = ctx->op().type;
     // Validates the forward permutation against the input's rank first.
@@ -119,7 +117,6 @@ class ConcatKernel : public OpKernel {
   }
 
   absl::Status Compute(KernelContext* ctx) override {
-    CudaDeviceGuard guard(ctx->place().index());
     std::vector<const Tensor*> xs;
     ASSIGN_OR_RETURN(const AxisPieces p, GetConcatPieces(*ctx, axis_, &xs));
     ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", xs[0]->dtype(), p.whole));
@@ -142,7 +139,6 @@ class ConcatGradKernel : public OpKernel {
   }
 
   absl::Status Compute(KernelContext* ctx) override {
-    CudaDeviceGuard guard(ctx->place().index());
     std::vector<const Tensor*> xs;
     ASSIGN_OR_RETURN(const AxisPieces p, GetConcatPieces(*ctx, axis_, &xs));
     const DataType dtype = xs[0]->dtype();
@@ -175,7 +171,6 @@ class SplitKernel : public OpKernel {
   absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
   absl::Status Compute(KernelContext* ctx) override {
-    CudaDeviceGuard guard(ctx->place().index());
     ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
     ASSIGN_OR_RETURN(const AxisPieces p, attrs_.PiecesOf(*ctx, *x));
     RETURN_IF_ERROR(
@@ -206,7 +201,6 @@ class SplitGradKernel : public OpKernel {
   }
 
   absl::Status Compute(KernelContext* ctx) override {
-    CudaDeviceGuard guard(ctx->place().index());
     ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
     ASSIGN_OR_RETURN(const AxisPieces p, attrs_.PiecesOf(*ctx, *x));
     const std::string& op = ctx->op().type;

@@ -3,7 +3,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "backends/cuda/cuda_device.h"
-#include "backends/cuda/cuda_device_guard.h"
 #include "backends/cuda/cuda_status.h"
 #include "backends/cuda/kernel_util.h"
 #include "backends/cuda/loss_launchers.h"
@@ -23,7 +22,6 @@ TensorMeta MetaOf(const Tensor& t) { return TensorMeta{t.dtype(), t.shape()}; }
 class SquareErrorCostKernel : public OpKernel {
  public:
   absl::Status Compute(KernelContext* ctx) override {
-    CudaDeviceGuard guard(ctx->place().index());
     ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
     ASSIGN_OR_RETURN(const Tensor* y, ctx->InputTensor("Y"));
     ASSIGN_OR_RETURN(TensorMeta out_meta,
@@ -46,7 +44,6 @@ REGISTER_KERNEL(KernelDef("square_error_cost", "gpu").TypeConstraint("X", kFloat
 class SquareErrorCostGradKernel : public OpKernel {
  public:
   absl::Status Compute(KernelContext* ctx) override {
-    CudaDeviceGuard guard(ctx->place().index());
     ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
     ASSIGN_OR_RETURN(const Tensor* y, ctx->InputTensor("Y"));
     ASSIGN_OR_RETURN(const Tensor* dout, ctx->InputTensor("Out@GRAD"));
@@ -83,7 +80,6 @@ REGISTER_KERNEL(KernelDef("square_error_cost_grad", "gpu").TypeConstraint("X", k
 class MeanKernel : public OpKernel {
  public:
   absl::Status Compute(KernelContext* ctx) override {
-    CudaDeviceGuard guard(ctx->place().index());
     ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
     ASSIGN_OR_RETURN(TensorMeta out_meta, MeanMeta(ctx->op().type, MetaOf(*x)));
     ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", out_meta.dtype, out_meta.shape));
@@ -96,8 +92,8 @@ class MeanKernel : public OpKernel {
           cudaMemsetAsync(blocks_done_.raw_data(), 0, blocks_done_.NumBytes(), stream));
     }
     const int parts = MeanPartCount(n);
-    ASSIGN_OR_RETURN(const Tensor partials, AllocateScratch(ctx, DataType::kFloat64,
-                                                             Shape({parts}), "partial sums"));
+    ASSIGN_OR_RETURN(const Tensor partials,
+                     AllocateScratch(ctx, DataType::kFloat64, Shape({parts}), "partial sums"));
     return DispatchFloat(x->dtype(), [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
       CUDA_RETURN_IF_ERROR(LaunchMean<T>(x->data<T>(), n, partials.data<double>(), parts,
@@ -116,7 +112,6 @@ REGISTER_KERNEL(KernelDef("mean", "gpu").TypeConstraint("X", kFloatTypes), MeanK
 class MeanGradKernel : public OpKernel {
  public:
   absl::Status Compute(KernelContext* ctx) override {
-    CudaDeviceGuard guard(ctx->place().index());
     ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
     ASSIGN_OR_RETURN(const Tensor* dout, ctx->InputTensor("Out@GRAD"));
     const std::string& op = ctx->op().type;

@@ -25,7 +25,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "backends/cuda/cuda_device.h"
-#include "backends/cuda/cuda_device_guard.h"
 #include "backends/cuda/cuda_status.h"
 #include "backends/cuda/kernel_staging.h"
 #include "backends/cuda/kernel_util.h"
@@ -90,20 +89,18 @@ class LookupTableKernel : public OpKernel {
   absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
   absl::Status Compute(KernelContext* ctx) override {
-    CudaDeviceGuard guard(ctx->place().index());
     ASSIGN_OR_RETURN(Lookup l, GetLookup(ctx, attrs_.padding_idx));
     ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", l.w->dtype(), l.out_shape));
     if (l.n == 0) return absl::OkStatus();
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
     const int64_t* ids = l.ids->data<int64_t>();
-    ASSIGN_OR_RETURN(
-        const CheckSlot check,
-        CudaDeviceOf(ctx->device())
-            ->deferred_checks()
-            ->Arm(stream, [op = ctx->op().type, table = ctx->InputName("W"), rows = l.rows](
-                              int64_t id, int64_t position) {
-              return BadIdError(op, table, id, position, rows);
-            }));
+    ASSIGN_OR_RETURN(const CheckSlot check,
+                     CudaDeviceOf(ctx->device())
+                         ->deferred_checks()
+                         ->Arm(stream, [op = ctx->op().type, table = ctx->InputName("W"),
+                                        rows = l.rows](int64_t id, int64_t position) {
+                           return BadIdError(op, table, id, position, rows);
+                         }));
     if (l.dim == 0) {
       CUDA_RETURN_IF_ERROR(LaunchCheckIds(ids, l.n, l.rows, check, stream));
       return absl::OkStatus();
@@ -138,7 +135,6 @@ class LookupTableGradKernel : public OpKernel {
   absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
   absl::Status Compute(KernelContext* ctx) override {
-    CudaDeviceGuard guard(ctx->place().index());
     ASSIGN_OR_RETURN(Lookup l, GetLookup(ctx, attrs_.padding_idx));
     const int64_t* ids = l.ids->data<int64_t>();  // host memory
     bool hits_padding = false;
@@ -172,14 +168,13 @@ class LookupTableGradKernel : public OpKernel {
       ASSIGN_OR_RETURN(Tensor * value, ctx->AllocateOutput("W@GRAD", dtype, value_shape));
       RETURN_IF_ERROR(DispatchFloat(dtype, [&](auto tag) -> absl::Status {
         using T = typename decltype(tag)::type;
-        CUDA_RETURN_IF_ERROR(LaunchLookupGradSparseValue<T>(device_ids, l.n,
-                                                            dout->data<T>(), l.dim, l.padding_row,
-                                                            value->data<T>(), stream));
+        CUDA_RETURN_IF_ERROR(LaunchLookupGradSparseValue<T>(
+            device_ids, l.n, dout->data<T>(), l.dim, l.padding_row, value->data<T>(), stream));
         return absl::OkStatus();
       }));
       Tensor value_tensor = *value;
-      ctx->OutputVar("W@GRAD")->set(SelectedRows(l.rows, std::vector<int64_t>(ids, ids + l.n),
-                                                 std::move(value_tensor)));
+      ctx->OutputVar("W@GRAD")->set(
+          SelectedRows(l.rows, std::vector<int64_t>(ids, ids + l.n), std::move(value_tensor)));
       return absl::OkStatus();
     }
     ASSIGN_OR_RETURN(Tensor * dw, ctx->AllocateOutput("W@GRAD", dtype, l.w->shape()));
@@ -188,9 +183,8 @@ class LookupTableGradKernel : public OpKernel {
     }
     return DispatchFloat(dtype, [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
-      CUDA_RETURN_IF_ERROR(LaunchLookupGradDense<T>(device_ids, l.n,
-                                                    dout->data<T>(), l.rows, l.dim, l.padding_row,
-                                                    dw->data<T>(), stream));
+      CUDA_RETURN_IF_ERROR(LaunchLookupGradDense<T>(device_ids, l.n, dout->data<T>(), l.rows, l.dim,
+                                                    l.padding_row, dw->data<T>(), stream));
       return absl::OkStatus();
     });
   }
@@ -233,7 +227,6 @@ class L2NormalizeKernel : public OpKernel {
   absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
   absl::Status Compute(KernelContext* ctx) override {
-    CudaDeviceGuard guard(ctx->place().index());
     ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
     ASSIGN_OR_RETURN(AxisGeometry g, L2Geometry(ctx, *x, attrs_.axis));
     ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", x->dtype(), x->shape()));
@@ -258,7 +251,6 @@ class L2NormalizeGradKernel : public OpKernel {
   absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
   absl::Status Compute(KernelContext* ctx) override {
-    CudaDeviceGuard guard(ctx->place().index());
     ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
     ASSIGN_OR_RETURN(const Tensor* out, ctx->InputTensor("Out"));
     ASSIGN_OR_RETURN(const Tensor* dout, ctx->InputTensor("Out@GRAD"));

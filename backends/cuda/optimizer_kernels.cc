@@ -18,7 +18,6 @@
 #include <vector>
 
 #include "backends/cuda/cuda_device.h"
-#include "backends/cuda/cuda_device_guard.h"
 #include "backends/cuda/cuda_status.h"
 #include "backends/cuda/kernel_util.h"
 #include "backends/cuda/optimizer_launchers.h"
@@ -88,7 +87,6 @@ class MomentumKernel : public OpKernel {
   }
 
   absl::Status Compute(KernelContext* ctx) override {
-    CudaDeviceGuard guard(ctx->place().index());
     ASSIGN_OR_RETURN(const UpdateArgs a, optimizer_kernels_internal::GetUpdateArgs(*ctx));
     ASSIGN_OR_RETURN(const Tensor* velocity, ctx->InputTensor("Velocity"));
     RETURN_IF_ERROR(CheckMomentumArgs(ctx->op(), a.param_meta(), a.grad_meta(),
@@ -136,7 +134,6 @@ class AdamKernel : public OpKernel {
   }
 
   absl::Status Compute(KernelContext* ctx) override {
-    CudaDeviceGuard guard(ctx->place().index());
     ASSIGN_OR_RETURN(const UpdateArgs a, optimizer_kernels_internal::GetUpdateArgs(*ctx));
     ASSIGN_OR_RETURN(const Tensor* m1, ctx->InputTensor("Moment1"));
     ASSIGN_OR_RETURN(const Tensor* m2, ctx->InputTensor("Moment2"));

@@ -4,7 +4,6 @@
 #include <cuda_runtime_api.h>
 
 #include "backends/cuda/cuda_device.h"
-#include "backends/cuda/cuda_device_guard.h"
 #include "backends/cuda/cuda_status.h"
 #include "backends/cuda/kernel_util.h"
 #include "backends/cuda/random_launchers.h"
@@ -28,7 +27,6 @@ class UniformRandomKernel : public OpKernel {
   }
 
   absl::Status Compute(KernelContext* ctx) override {
-    CudaDeviceGuard guard(ctx->place().index());
     ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", out_.dtype, out_.shape));
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
     return DispatchFloat(out_.dtype, [&](auto tag) -> absl::Status {
@@ -59,7 +57,6 @@ class GaussianRandomKernel : public OpKernel {
   }
 
   absl::Status Compute(KernelContext* ctx) override {
-    CudaDeviceGuard guard(ctx->place().index());
     ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", out_.dtype, out_.shape));
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
     return DispatchFloat(out_.dtype, [&](auto tag) -> absl::Status {

@@ -22,7 +22,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "backends/cuda/cuda_device.h"
-#include "backends/cuda/cuda_device_guard.h"
 #include "backends/cuda/cuda_status.h"
 #include "backends/cuda/kernel_staging.h"
 #include "backends/cuda/kernel_util.h"
@@ -83,7 +82,6 @@ absl::StatusOr<SgdArgs> GetSgdArgs(const KernelContext& ctx) {
 class SgdKernel : public OpKernel {
  public:
   absl::Status Compute(KernelContext* ctx) override {
-    CudaDeviceGuard guard(ctx->place().index());
     ASSIGN_OR_RETURN(const SgdArgs a, GetSgdArgs(*ctx));
     const Tensor& param = *a.param;
     RETURN_IF_ERROR(DispatchFloat(param.dtype(), [&](auto tag) -> absl::Status {

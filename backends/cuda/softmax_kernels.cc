@@ -19,7 +19,6 @@
 #include "absl/strings/str_cat.h"
 #include "backends/common/loss_kernels.h"
 #include "backends/cuda/cuda_device.h"
-#include "backends/cuda/cuda_device_guard.h"
 #include "backends/cuda/cuda_status.h"
 #include "backends/cuda/device_flag.h"
 #include "backends/cuda/host_read.h"
@@ -56,7 +55,6 @@ class SoftmaxKernel : public OpKernel {
   }
 
   absl::Status Compute(KernelContext* ctx) override {
-    CudaDeviceGuard guard(ctx->place().index());
     ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
     ASSIGN_OR_RETURN(const AxisGeometry g, AxisOf(*ctx, "X", *x, axis_));
     ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", x->dtype(), x->shape()));
@@ -82,7 +80,6 @@ class SoftmaxGradKernel : public OpKernel {
   }
 
   absl::Status Compute(KernelContext* ctx) override {
-    CudaDeviceGuard guard(ctx->place().index());
     ASSIGN_OR_RETURN(const Tensor* out, ctx->InputTensor("Out"));
     ASSIGN_OR_RETURN(const Tensor* dout, ctx->InputTensor("Out@GRAD"));
     ASSIGN_OR_RETURN(const AxisGeometry g, AxisOf(*ctx, "Out", *out, axis_));
@@ -166,7 +163,6 @@ class SoftmaxWithCrossEntropyKernel : public OpKernel {
   }
 
   absl::Status Compute(KernelContext* ctx) override {
-    CudaDeviceGuard guard(ctx->place().index());
     ASSIGN_OR_RETURN(const ClassBatch b, GetClassBatch(*ctx, "Logits"));
     ASSIGN_OR_RETURN(const LabelCheck check, LabelCheck::Start(ctx, b, ignore_index_));
     const DataType dtype = b.scores->dtype();
@@ -204,7 +200,6 @@ class SoftmaxWithCrossEntropyGradKernel : public OpKernel {
   }
 
   absl::Status Compute(KernelContext* ctx) override {
-    CudaDeviceGuard guard(ctx->place().index());
     ASSIGN_OR_RETURN(const ClassBatch b, GetClassBatch(*ctx, "Softmax"));
     {
       ASSIGN_OR_RETURN(const LabelCheck check, LabelCheck::Start(ctx, b, ignore_index_));
@@ -246,7 +241,6 @@ class AccuracyKernel : public OpKernel {
   }
 
   absl::Status Compute(KernelContext* ctx) override {
-    CudaDeviceGuard guard(ctx->place().index());
     ASSIGN_OR_RETURN(const ClassBatch b, GetClassBatch(*ctx, "Out"));
     ASSIGN_OR_RETURN(const LabelCheck check, LabelCheck::Start(ctx, b, std::nullopt));
     ASSIGN_OR_RETURN(Tensor * accuracy,

@@ -10,10 +10,17 @@
 //     ...
 //   }                                   // previous device restored
 //
-// Thread-safe. Devices are created on first use and never destroyed.
+// Thread-safe. Devices are created on first use and never destroyed;
+// factories are registered at static-initialisation time and never removed.
+// DeviceGuard takes no lock: it reads the factory from a table indexed by
+// device type and skips the restore when the device was already current, so
+// it costs two virtual calls at most and is what every caller that switches
+// devices should use.
 #ifndef TANDEM_FRAMEWORK_DEVICE_DEVICE_REGISTRY_H_
 #define TANDEM_FRAMEWORK_DEVICE_DEVICE_REGISTRY_H_
 
+#include <array>
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -54,23 +61,30 @@ class DeviceRegistry {
   std::vector<Place> AvailablePlaces();
   // Types with a registered factory, in registration order.
   std::vector<DeviceType> LinkedTypes();
-  // For DeviceGuard; nullptr when the type is not linked.
+  // The factory of `type`; nullptr when the type is not linked. Lock-free
+  // (one atomic load), so DeviceGuard can call it per kernel.
   DeviceFactory* FactoryFor(DeviceType type);
+
+  // How many device types can have a factory (DeviceType ids 0 .. N-1).
+  static constexpr int kMaxDeviceTypes = 32;
 
  private:
   std::mutex mu_;
   std::vector<std::pair<DeviceType, std::unique_ptr<DeviceFactory>>> factories_;
+  // factories_ by DeviceType id, written once at registration.
+  std::array<std::atomic<DeviceFactory*>, kMaxDeviceTypes> factory_by_type_{};
   std::map<Place, std::unique_ptr<Device>> devices_;
 };
 
 struct DeviceFactoryRegistrar {
-  DeviceFactoryRegistrar(absl::string_view type_name,
-                         absl::string_view log_prefix,
+  DeviceFactoryRegistrar(absl::string_view type_name, absl::string_view log_prefix,
                          std::unique_ptr<DeviceFactory> factory);
 };
 
 // Makes `place` the current device of its type for this thread while it
-// lives. Not copyable or movable. The place must exist (see GetDevice).
+// lives, and restores the previous one (when it differs) at the end.
+// Synchronous, lock-free, affects only the calling thread. Not copyable or
+// movable. The place must exist (see GetDevice); a host place is a no-op.
 class DeviceGuard {
  public:
   explicit DeviceGuard(const Place& place);
@@ -80,8 +94,8 @@ class DeviceGuard {
   DeviceGuard(DeviceGuard&&) = delete;
 
  private:
-  DeviceFactory* factory_;
-  int previous_;
+  DeviceFactory* factory_;  // nullptr: nothing to restore
+  int previous_ = 0;
 };
 
 }  // namespace tandem

@@ -16,7 +16,9 @@
 // Compute may be called from several threads for different op instances,
 // never concurrently for one instance. It enqueues device work on
 // ctx->stream() and may return before that work finishes (async); it never
-// blocks on other kernels and never copies data between places.
+// blocks on other kernels and never copies data between places. It runs
+// with ctx->place() the calling thread's current device (the executor and
+// RunOpEager switch it with DeviceGuard), so kernels never switch devices.
 #ifndef TANDEM_FRAMEWORK_KERNEL_OP_KERNEL_H_
 #define TANDEM_FRAMEWORK_KERNEL_OP_KERNEL_H_
 
