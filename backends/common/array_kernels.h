@@ -25,6 +25,7 @@
 #include "absl/status/status.h"
 #include "backends/common/box.h"
 #include "backends/common/elementwise.h"
+#include "backends/common/math_prologues.h"
 #include "backends/common/type_dispatch.h"
 #include "framework/base/status_macros.h"
 #include "framework/kernel/kernel_context.h"
@@ -149,8 +150,7 @@ class CropTensorKernel final : public OpKernel {
   using Types = NumericTypes;
 
   absl::Status Init(const OpDesc& op) override {
-    ASSIGN_OR_RETURN(offsets_, GetAttr<std::vector<int64_t>>(op.attrs, "offsets", op.type));
-    return absl::OkStatus();
+    return prologue::ReadAttr(op, "offsets", &offsets_);
   }
 
   absl::Status Compute(KernelContext* ctx) override {
@@ -170,8 +170,7 @@ class CropTensorGradKernel final : public OpKernel {
   using Types = NumericTypes;
 
   absl::Status Init(const OpDesc& op) override {
-    ASSIGN_OR_RETURN(offsets_, GetAttr<std::vector<int64_t>>(op.attrs, "offsets", op.type));
-    return absl::OkStatus();
+    return prologue::ReadAttr(op, "offsets", &offsets_);
   }
 
   absl::Status Compute(KernelContext* ctx) override {

@@ -25,29 +25,13 @@
 #include "absl/status/status.h"
 #include "backends/common/elementwise.h"
 #include "backends/common/gemm.h"
+#include "backends/common/nn_prologues.h"
 #include "ops/nn/shape_fns.h"
 
 namespace tandem {
 namespace conv_internal {
 
-// Sizes of the per-(sample, group) products.
-struct ConvDims {
-  int64_t groups, cg, mg;  // channels and filters per group
-  int64_t k, p;            // K = cg * kh * kw, P = oh * ow
-  int64_t plane;           // h * w
-  // 1x1 filter, stride 1, no padding: col is the input itself.
-  bool direct;
-
-  explicit ConvDims(const Conv2DGeometry& g)
-      : groups(g.p.groups),
-        cg(g.c / g.p.groups),
-        mg(g.m / g.p.groups),
-        k(g.c / g.p.groups * g.kh * g.kw),
-        p(g.oh * g.ow),
-        plane(g.h * g.w),
-        direct(g.kh == 1 && g.kw == 1 && g.p.stride_h == 1 && g.p.stride_w == 1 && g.p.pad_h == 0 &&
-               g.p.pad_w == 0) {}
-};
+using prologue::ConvDims;
 
 // Calls fn(row, oy, ox_begin, ox_end, iy, ix0, dix) for every run of output
 // columns of `col` row `row` whose input positions lie inside the plane:

@@ -13,14 +13,16 @@
 //   softmax_with_cross_entropy               Logits: float32, float64
 //   softmax_with_cross_entropy_grad          Softmax: float32, float64
 //                                            (Label: int64)
-// Kernels validate their inputs with ops/loss/shape_fns.h (InvalidArgument
-// naming the op and both shapes, the empty input or the bad label),
+// Kernels validate their inputs with loss_prologues.h, as the gpu kernels do
+// (InvalidArgument naming the op and both shapes, the empty input or the bad
+// label),
 // compute synchronously through the policy and never copy between places.
 // Compute is thread-safe across kernel instances.
 #ifndef TANDEM_BACKENDS_COMMON_LOSS_KERNELS_H_
 #define TANDEM_BACKENDS_COMMON_LOSS_KERNELS_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -28,6 +30,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "backends/common/elementwise.h"
+#include "backends/common/loss_prologues.h"
 #include "backends/common/softmax.h"
 #include "backends/common/type_dispatch.h"
 #include "framework/base/status_macros.h"
@@ -48,18 +51,13 @@ class SquareErrorCostKernel final : public OpKernel {
   using Types = FloatTypes;
 
   absl::Status Compute(KernelContext* ctx) override {
-    ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
-    ASSIGN_OR_RETURN(const Tensor* y, ctx->InputTensor("Y"));
-    ASSIGN_OR_RETURN(
-        const TensorMeta m,
-        SquareErrorCostMeta(ctx->op().type, {x->dtype(), x->shape()}, {y->dtype(), y->shape()}));
-    ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", m.dtype, m.shape));
-    return DispatchType(Types(), m.dtype, *ctx, "X", [&](auto tag) {
+    ASSIGN_OR_RETURN(const prologue::SquareErrorCostArgs a, prologue::GetSquareErrorCostArgs(ctx));
+    return DispatchType(Types(), a.x->dtype(), *ctx, "X", [&](auto tag) {
       using T = typename decltype(tag)::type;
-      const T* xd = x->data<T>();
-      const T* yd = y->data<T>();
-      T* o = out->data<T>();
-      Policy::ParallelFor(x->NumElements(), kMinElementsPerTask, [&](int64_t begin, int64_t end) {
+      const T* xd = a.x->data<T>();
+      const T* yd = a.y->data<T>();
+      T* o = a.out->data<T>();
+      Policy::ParallelFor(a.x->NumElements(), kMinElementsPerTask, [&](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) {
           const T d = xd[i] - yd[i];
           o[i] = d * d;
@@ -78,27 +76,25 @@ class SquareErrorCostGradKernel final : public OpKernel {
   using Types = FloatTypes;
 
   absl::Status Compute(KernelContext* ctx) override {
-    ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
-    ASSIGN_OR_RETURN(const Tensor* y, ctx->InputTensor("Y"));
-    ASSIGN_OR_RETURN(const Tensor* dout, ctx->InputTensor("Out@GRAD"));
-    const std::string& op = ctx->op().type;
-    ASSIGN_OR_RETURN(const TensorMeta m,
-                     SquareErrorCostMeta(op, {x->dtype(), x->shape()}, {y->dtype(), y->shape()}));
-    RETURN_IF_ERROR(CheckArgMeta(op, "Out@GRAD", dout->dtype(), dout->shape(), m.dtype, m.shape));
-    for (const auto& [arg, sign] : {std::pair<const char*, double>{"X@GRAD", 2.0},
-                                    std::pair<const char*, double>{"Y@GRAD", -2.0}}) {
-      if (ctx->OutputVar(arg) == nullptr) continue;
-      ASSIGN_OR_RETURN(Tensor * grad, ctx->AllocateOutput(arg, m.dtype, m.shape));
-      RETURN_IF_ERROR(DispatchType(Types(), m.dtype, *ctx, "X", [&](auto tag) {
+    ASSIGN_OR_RETURN(const prologue::SquareErrorCostGradArgs a,
+                     prologue::GetSquareErrorCostGradArgs(ctx));
+    for (const std::pair<Tensor*, double>& out :
+         {std::pair<Tensor*, double>{a.dx, 2.0}, std::pair<Tensor*, double>{a.dy, -2.0}}) {
+      Tensor* grad = out.first;
+      const double sign = out.second;
+      if (grad == nullptr) continue;
+      RETURN_IF_ERROR(DispatchType(Types(), a.x->dtype(), *ctx, "X", [&](auto tag) {
         using T = typename decltype(tag)::type;
-        const T* xd = x->data<T>();
-        const T* yd = y->data<T>();
-        const T* g = dout->data<T>();
+        const T* xd = a.x->data<T>();
+        const T* yd = a.y->data<T>();
+        const T* g = a.dout->data<T>();
         const T s = static_cast<T>(sign);
         T* d = grad->data<T>();
-        Policy::ParallelFor(x->NumElements(), kMinElementsPerTask, [&](int64_t begin, int64_t end) {
-          for (int64_t i = begin; i < end; ++i) d[i] = s * (xd[i] - yd[i]) * g[i];
-        });
+        Policy::ParallelFor(a.x->NumElements(), kMinElementsPerTask,
+                            [&](int64_t begin, int64_t end) {
+                              for (int64_t i = begin; i < end; ++i)
+                                d[i] = s * (xd[i] - yd[i]) * g[i];
+                            });
         return absl::OkStatus();
       }));
     }
@@ -114,13 +110,12 @@ class MeanKernel final : public OpKernel {
   using Types = FloatTypes;
 
   absl::Status Compute(KernelContext* ctx) override {
-    ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
-    ASSIGN_OR_RETURN(const TensorMeta m, MeanMeta(ctx->op().type, {x->dtype(), x->shape()}));
-    ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", m.dtype, m.shape));
-    return DispatchType(Types(), m.dtype, *ctx, "X", [&](auto tag) {
+    ASSIGN_OR_RETURN(const prologue::MeanArgs a, prologue::GetMeanArgs(ctx));
+    return DispatchType(Types(), a.x->dtype(), *ctx, "X", [&](auto tag) {
       using T = typename decltype(tag)::type;
-      const int64_t n = x->NumElements();
-      out->data<T>()[0] = static_cast<T>(static_cast<double>(Sum<T, Policy>(x->data<T>(), n)) / n);
+      const int64_t n = a.x->NumElements();
+      a.out->data<T>()[0] =
+          static_cast<T>(static_cast<double>(Sum<T, Policy>(a.x->data<T>(), n)) / n);
       return absl::OkStatus();
     });
   }
@@ -134,13 +129,11 @@ class MeanGradKernel final : public OpKernel {
   using Types = FloatTypes;
 
   absl::Status Compute(KernelContext* ctx) override {
-    ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
-    ASSIGN_OR_RETURN(const Tensor* dout, ctx->InputTensor("Out@GRAD"));
-    const std::string& op = ctx->op().type;
-    ASSIGN_OR_RETURN(const TensorMeta m, MeanMeta(op, {x->dtype(), x->shape()}));
-    RETURN_IF_ERROR(CheckArgMeta(op, "Out@GRAD", dout->dtype(), dout->shape(), m.dtype, m.shape));
-    ASSIGN_OR_RETURN(Tensor * dx, ctx->AllocateOutput("X@GRAD", x->dtype(), x->shape()));
-    return DispatchType(Types(), m.dtype, *ctx, "X", [&](auto tag) {
+    ASSIGN_OR_RETURN(const prologue::MeanGradArgs a, prologue::GetMeanGradArgs(ctx));
+    const Tensor* x = a.x;
+    const Tensor* dout = a.dout;
+    Tensor* dx = a.dx;
+    return DispatchType(Types(), x->dtype(), *ctx, "X", [&](auto tag) {
       using T = typename decltype(tag)::type;
       const int64_t n = x->NumElements();
       Fill<T, Policy>(static_cast<T>(static_cast<double>(dout->data<T>()[0]) / n), dx->data<T>(),
@@ -152,44 +145,14 @@ class MeanGradKernel final : public OpKernel {
 
 namespace loss_kernels_internal {
 
-// What softmax_with_cross_entropy(_grad) needs from its scores (`scores_arg`:
-// Logits or Softmax) and Label, validated (ClassRowsShape), with every
-// label in [0, C) or equal to ignore_index; else InvalidArgument
-// "op 'softmax_with_cross_entropy': label 7 at position 2 is out of range
-// [0, 5) (ignore_index -100)".
-struct ClassBatch {
-  const Tensor* scores = nullptr;
-  const Tensor* label = nullptr;
-  ClassRows rows;
-};
-inline absl::StatusOr<ClassBatch> GetClassBatch(const KernelContext& ctx,
-                                                absl::string_view scores_arg,
-                                                int64_t ignore_index) {
-  ClassBatch b;
-  ASSIGN_OR_RETURN(b.scores, ctx.InputTensor(scores_arg));
-  ASSIGN_OR_RETURN(b.label, ctx.InputTensor("Label"));
-  ASSIGN_OR_RETURN(b.rows,
-                   ClassRowsShape(ctx.op().type, scores_arg, {b.scores->dtype(), b.scores->shape()},
-                                  {b.label->dtype(), b.label->shape()}));
+// InvalidArgument (prologue::BadLabelError) unless every label of `b` is in
+// [0, C) or equal to `ignore_index`; reads the labels, so host memory only.
+inline absl::Status CheckLabels(const KernelContext& ctx, const prologue::ClassBatch& b,
+                                std::optional<int64_t> ignore_index) {
   const int64_t* labels = b.label->data<int64_t>();
   const int64_t bad = FirstBadLabel(labels, b.rows.rows, b.rows.classes, ignore_index);
-  if (bad >= 0) {
-    return ctx.InvalidArgument(absl::StrCat("label ", labels[bad], " at position ", bad,
-                                            " is out of range [0, ", b.rows.classes,
-                                            ") (ignore_index ", ignore_index, ")"));
-  }
-  return b;
-}
-
-// Attrs of softmax_with_cross_entropy(_grad): soft_label must be false.
-inline absl::Status ReadCrossEntropyAttrs(const OpDesc& op, int64_t* ignore_index) {
-  ASSIGN_OR_RETURN(bool soft_label, GetAttr<bool>(op.attrs, "soft_label", op.type));
-  if (soft_label) {
-    return absl::UnimplementedError(absl::StrCat(
-        "op '", op.type, "': soft_label=true is not supported; pass int64 class labels"));
-  }
-  ASSIGN_OR_RETURN(*ignore_index, GetAttr<int64_t>(op.attrs, "ignore_index", op.type));
-  return absl::OkStatus();
+  if (bad < 0) return absl::OkStatus();
+  return prologue::BadLabelError(ctx, labels[bad], bad, b.rows.classes, ignore_index);
 }
 
 }  // namespace loss_kernels_internal
@@ -204,27 +167,24 @@ class SoftmaxWithCrossEntropyKernel final : public OpKernel {
  public:
   using Types = FloatTypes;
 
-  absl::Status Init(const OpDesc& op) override {
-    return loss_kernels_internal::ReadCrossEntropyAttrs(op, &ignore_index_);
-  }
+  absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
   absl::Status Compute(KernelContext* ctx) override {
-    ASSIGN_OR_RETURN(const loss_kernels_internal::ClassBatch b,
-                     loss_kernels_internal::GetClassBatch(*ctx, "Logits", ignore_index_));
-    const DataType dtype = b.scores->dtype();
-    ASSIGN_OR_RETURN(Tensor * softmax, ctx->AllocateOutput("Softmax", dtype, b.scores->shape()));
-    ASSIGN_OR_RETURN(Tensor * loss, ctx->AllocateOutput("Loss", dtype, b.rows.per_row));
-    return DispatchType(Types(), dtype, *ctx, "Logits", [&](auto tag) {
+    ASSIGN_OR_RETURN(const prologue::ClassBatch b, prologue::GetClassBatch(*ctx, "Logits"));
+    RETURN_IF_ERROR(loss_kernels_internal::CheckLabels(*ctx, b, attrs_.ignore_index));
+    ASSIGN_OR_RETURN(const prologue::CrossEntropyOutputs o,
+                     prologue::AllocateCrossEntropyOutputs(ctx, b));
+    return DispatchType(Types(), b.scores->dtype(), *ctx, "Logits", [&](auto tag) {
       using T = typename decltype(tag)::type;
       SoftmaxCrossEntropy<T, Policy>(b.scores->data<T>(), b.label->data<int64_t>(), b.rows.rows,
-                                     b.rows.classes, ignore_index_, softmax->data<T>(),
-                                     loss->data<T>());
+                                     b.rows.classes, attrs_.ignore_index, o.softmax->data<T>(),
+                                     o.loss->data<T>());
       return absl::OkStatus();
     });
   }
 
  private:
-  int64_t ignore_index_ = -100;
+  prologue::CrossEntropyAttrs attrs_;
 };
 
 // Logits@GRAD = (Softmax - onehot(Label)) * Loss@GRAD per row, zero for
@@ -235,30 +195,24 @@ class SoftmaxWithCrossEntropyGradKernel final : public OpKernel {
  public:
   using Types = FloatTypes;
 
-  absl::Status Init(const OpDesc& op) override {
-    return loss_kernels_internal::ReadCrossEntropyAttrs(op, &ignore_index_);
-  }
+  absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
   absl::Status Compute(KernelContext* ctx) override {
-    ASSIGN_OR_RETURN(const loss_kernels_internal::ClassBatch b,
-                     loss_kernels_internal::GetClassBatch(*ctx, "Softmax", ignore_index_));
-    ASSIGN_OR_RETURN(const Tensor* dloss, ctx->InputTensor("Loss@GRAD"));
-    const DataType dtype = b.scores->dtype();
-    RETURN_IF_ERROR(CheckArgMeta(ctx->op().type, "Loss@GRAD", dloss->dtype(), dloss->shape(), dtype,
-                                 b.rows.per_row));
-    ASSIGN_OR_RETURN(Tensor * dlogits,
-                     ctx->AllocateOutput("Logits@GRAD", dtype, b.scores->shape()));
-    return DispatchType(Types(), dtype, *ctx, "Softmax", [&](auto tag) {
+    ASSIGN_OR_RETURN(const prologue::ClassBatch b, prologue::GetClassBatch(*ctx, "Softmax"));
+    RETURN_IF_ERROR(loss_kernels_internal::CheckLabels(*ctx, b, attrs_.ignore_index));
+    ASSIGN_OR_RETURN(const prologue::CrossEntropyGradArgs g,
+                     prologue::GetCrossEntropyGradArgs(ctx, b));
+    return DispatchType(Types(), b.scores->dtype(), *ctx, "Softmax", [&](auto tag) {
       using T = typename decltype(tag)::type;
       SoftmaxCrossEntropyGrad<T, Policy>(b.scores->data<T>(), b.label->data<int64_t>(),
-                                         dloss->data<T>(), b.rows.rows, b.rows.classes,
-                                         ignore_index_, dlogits->data<T>());
+                                         g.dloss->data<T>(), b.rows.rows, b.rows.classes,
+                                         attrs_.ignore_index, g.dlogits->data<T>());
       return absl::OkStatus();
     });
   }
 
  private:
-  int64_t ignore_index_ = -100;
+  prologue::CrossEntropyAttrs attrs_;
 };
 
 // Registers every kernel above for `device_type` (see header comment).

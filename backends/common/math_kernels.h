@@ -20,8 +20,8 @@
 //   cast                  X and attr out_dtype: all five
 // Semantics, including edge cases, are documented on each kernel below.
 //
-// Kernels validate their inputs with ops/math/shape_fns.h (InvalidArgument
-// naming the op, arguments, shapes and dtypes), compute synchronously on
+// Kernels validate their inputs with math_prologues.h, as the gpu kernels do
+// (InvalidArgument naming the op, arguments, shapes and dtypes), compute synchronously on
 // the calling thread (through the policy) and never copy between places.
 // Compute is thread-safe across kernel instances.
 #ifndef TANDEM_BACKENDS_COMMON_MATH_KERNELS_H_
@@ -40,6 +40,7 @@
 #include "backends/common/flat_matmul.h"
 #include "backends/common/gemm.h"
 #include "backends/common/kernel_status.h"
+#include "backends/common/math_prologues.h"
 #include "backends/common/type_dispatch.h"
 #include "framework/base/status_macros.h"
 #include "framework/kernel/kernel_context.h"
@@ -52,40 +53,6 @@
 
 namespace tandem {
 namespace math_kernels_internal {
-
-// InvalidArgument unless X and Y have the same dtype; names op, dtypes and
-// shapes.
-absl::Status CheckSameDtype(const KernelContext& ctx, const Tensor& x, const Tensor& y);
-// InvalidArgument unless Out@GRAD is `dtype` with shape `expected`.
-absl::Status CheckOutGrad(const KernelContext& ctx, const Tensor& dout, DataType dtype,
-                          const Shape& expected);
-
-// Shapes of elementwise_<op>(_grad): Y aligned to X by `axis` and the
-// broadcast output. Validates dtypes and shapes.
-struct BinaryShapes {
-  Shape y_aligned;
-  Shape out;
-};
-absl::StatusOr<BinaryShapes> GetBinaryShapes(const KernelContext& ctx, const Tensor& x,
-                                             const Tensor& y, int64_t axis);
-
-// The attrs of reduce_sum / reduce_mean (and their gradients).
-struct ReduceAttrs {
-  std::vector<int64_t> dims;
-  bool keep_dim = false;
-  bool reduce_all = false;
-};
-absl::Status ReadReduceAttrs(const OpDesc& op, ReduceAttrs* attrs);
-// ReduceShape of X with `attrs` (and CheckMeanCount for a mean).
-absl::StatusOr<ReduceDims> GetReduceDims(const KernelContext& ctx, const Shape& x,
-                                         const ReduceAttrs& attrs, bool mean);
-
-// Attrs x_num_col_dims and y_num_col_dims of mul(_grad).
-absl::Status ReadNumColDims(const OpDesc& op, int64_t* xn, int64_t* yn);
-// mul's geometry (FlatMatmulShape) after checking X and Y share a float
-// dtype.
-absl::StatusOr<FlatMatmulDims> GetMulDims(const KernelContext& ctx, const Tensor& x,
-                                          const Tensor& y, int64_t xn, int64_t yn);
 
 // GemmArgs for C = alpha * op(A) * op(B) with a dense C (ldc = n), as the
 // matmul kernels compute their products.
@@ -118,33 +85,19 @@ class FillConstantKernel final : public OpKernel {
  public:
   using Types = AllTypes;
 
-  absl::Status Init(const OpDesc& op) override {
-    ASSIGN_OR_RETURN(std::vector<int64_t> dims,
-                     GetAttr<std::vector<int64_t>>(op.attrs, "shape", op.type));
-    absl::StatusOr<Shape> shape = Shape::Make(dims);
-    if (!shape.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("op '", op.type, "': attribute 'shape': ", shape.status().message()));
-    }
-    shape_ = *std::move(shape);
-    ASSIGN_OR_RETURN(value_, GetAttr<double>(op.attrs, "value", op.type));
-    ASSIGN_OR_RETURN(dtype_, GetAttr<DataType>(op.attrs, "dtype", op.type));
-    return absl::OkStatus();
-  }
+  absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
   absl::Status Compute(KernelContext* ctx) override {
-    ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", dtype_, shape_));
-    return DispatchType(Types(), dtype_, *ctx, "dtype", [&](auto tag) {
+    ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", attrs_.dtype, attrs_.shape));
+    return DispatchType(Types(), attrs_.dtype, *ctx, "dtype", [&](auto tag) {
       using T = typename decltype(tag)::type;
-      Fill<T, Policy>(ConvertValue<T>(value_), out->data<T>(), out->NumElements());
+      Fill<T, Policy>(ConvertValue<T>(attrs_.value), out->data<T>(), out->NumElements());
       return absl::OkStatus();
     });
   }
 
  private:
-  Shape shape_;
-  double value_ = 0;
-  DataType dtype_ = DataType::kFloat32;
+  prologue::FillConstantAttrs attrs_;
 };
 
 // Out = X <op> Y (elementwise_add, _sub, _mul, _div) with numpy
@@ -159,16 +112,13 @@ class ElementwiseKernel final : public OpKernel {
  public:
   using Types = NumericTypes;
 
-  absl::Status Init(const OpDesc& op) override {
-    ASSIGN_OR_RETURN(axis_, GetAttr<int64_t>(op.attrs, "axis", op.type));
-    return absl::OkStatus();
-  }
+  absl::Status Init(const OpDesc& op) override { return prologue::ReadAttr(op, "axis", &axis_); }
 
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
     ASSIGN_OR_RETURN(const Tensor* y, ctx->InputTensor("Y"));
-    ASSIGN_OR_RETURN(math_kernels_internal::BinaryShapes shapes,
-                     math_kernels_internal::GetBinaryShapes(*ctx, *x, *y, axis_));
+    ASSIGN_OR_RETURN(const prologue::BinaryShapes shapes,
+                     prologue::GetBinaryShapes(*ctx, *x, *y, axis_));
     ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", x->dtype(), shapes.out));
     if (out->NumElements() == 0) return absl::OkStatus();
     const BroadcastLayout layout(shapes.out, {x->shape(), shapes.y_aligned});
@@ -206,29 +156,16 @@ class ElementwiseGradKernel final : public OpKernel {
  public:
   using Types = std::conditional_t<kOp == BinaryOp::kDiv, FloatTypes, NumericTypes>;
 
-  absl::Status Init(const OpDesc& op) override {
-    ASSIGN_OR_RETURN(axis_, GetAttr<int64_t>(op.attrs, "axis", op.type));
-    return absl::OkStatus();
-  }
+  absl::Status Init(const OpDesc& op) override { return prologue::ReadAttr(op, "axis", &axis_); }
 
   absl::Status Compute(KernelContext* ctx) override {
-    ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
-    ASSIGN_OR_RETURN(const Tensor* y, ctx->InputTensor("Y"));
-    ASSIGN_OR_RETURN(const Tensor* dout, ctx->InputTensor("Out@GRAD"));
-    ASSIGN_OR_RETURN(math_kernels_internal::BinaryShapes shapes,
-                     math_kernels_internal::GetBinaryShapes(*ctx, *x, *y, axis_));
-    RETURN_IF_ERROR(math_kernels_internal::CheckOutGrad(*ctx, *dout, x->dtype(), shapes.out));
-    const Tensor* out = nullptr;
-    if constexpr (kOp == BinaryOp::kDiv) {
-      ASSIGN_OR_RETURN(out, ctx->InputTensor("Out"));
-      RETURN_IF_ERROR(
-          CheckArgMeta(ctx->op().type, "Out", out->dtype(), out->shape(), x->dtype(), shapes.out));
-    }
-    return DispatchType(Types(), x->dtype(), *ctx, "X", [&](auto tag) -> absl::Status {
+    ASSIGN_OR_RETURN(const prologue::ElementwiseGradArgs a,
+                     prologue::GetElementwiseGradArgs(*ctx, axis_, kOp == BinaryOp::kDiv));
+    return DispatchType(Types(), a.x->dtype(), *ctx, "X", [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
-      const Shape& os = shapes.out;
+      const Shape& os = a.shapes.out;
       const int64_t n = os.num_elements();
-      const T* g = dout->data<T>();
+      const T* g = a.dout->data<T>();
       // The gradient of input `in` (aligned to Out as `aligned`) into output
       // `arg`: its unreduced form over Out's shape, written by pre(buffer),
       // summed over the broadcast dims. The sum is skipped when nothing is
@@ -254,28 +191,28 @@ class ElementwiseGradKernel final : public OpKernel {
         };
       };
       auto copy = [&](T* buf) { std::copy(g, g + n, buf); };
-      const T* xd = x->data<T>();
-      const T* yd = y->data<T>();
+      const T* xd = a.x->data<T>();
+      const T* yd = a.y->data<T>();
       if constexpr (kOp == BinaryOp::kAdd) {
-        RETURN_IF_ERROR(grad("X@GRAD", *x, x->shape(), copy));
-        RETURN_IF_ERROR(grad("Y@GRAD", *y, shapes.y_aligned, copy));
+        RETURN_IF_ERROR(grad("X@GRAD", *a.x, a.x->shape(), copy));
+        RETURN_IF_ERROR(grad("Y@GRAD", *a.y, a.shapes.y_aligned, copy));
       } else if constexpr (kOp == BinaryOp::kSub) {
-        RETURN_IF_ERROR(grad("X@GRAD", *x, x->shape(), copy));
-        RETURN_IF_ERROR(grad("Y@GRAD", *y, shapes.y_aligned, [&](T* buf) {
+        RETURN_IF_ERROR(grad("X@GRAD", *a.x, a.x->shape(), copy));
+        RETURN_IF_ERROR(grad("Y@GRAD", *a.y, a.shapes.y_aligned, [&](T* buf) {
           Map<T, Policy>(g, buf, n, [](T v) { return Binary<BinaryOp::kSub>()(T(0), v); });
         }));
       } else if constexpr (kOp == BinaryOp::kMul) {
-        RETURN_IF_ERROR(
-            grad("X@GRAD", *x, x->shape(), times(yd, shapes.y_aligned, Binary<BinaryOp::kMul>())));
-        RETURN_IF_ERROR(
-            grad("Y@GRAD", *y, shapes.y_aligned, times(xd, x->shape(), Binary<BinaryOp::kMul>())));
+        RETURN_IF_ERROR(grad("X@GRAD", *a.x, a.x->shape(),
+                             times(yd, a.shapes.y_aligned, Binary<BinaryOp::kMul>())));
+        RETURN_IF_ERROR(grad("Y@GRAD", *a.y, a.shapes.y_aligned,
+                             times(xd, a.x->shape(), Binary<BinaryOp::kMul>())));
       } else {
-        RETURN_IF_ERROR(
-            grad("X@GRAD", *x, x->shape(), times(yd, shapes.y_aligned, Binary<BinaryOp::kDiv>())));
-        RETURN_IF_ERROR(grad("Y@GRAD", *y, shapes.y_aligned, [&](T* buf) {
-          Map2<T, Policy>(g, out->data<T>(), buf, n, Binary<BinaryOp::kMul>());
-          BroadcastBinary<T, Policy>(BroadcastLayout(os, {os, shapes.y_aligned}), buf, yd, buf,
-                                     [](T a, T b) { return -a / b; });
+        RETURN_IF_ERROR(grad("X@GRAD", *a.x, a.x->shape(),
+                             times(yd, a.shapes.y_aligned, Binary<BinaryOp::kDiv>())));
+        RETURN_IF_ERROR(grad("Y@GRAD", *a.y, a.shapes.y_aligned, [&](T* buf) {
+          Map2<T, Policy>(g, a.out->data<T>(), buf, n, Binary<BinaryOp::kMul>());
+          BroadcastBinary<T, Policy>(BroadcastLayout(os, {os, a.shapes.y_aligned}), buf, yd, buf,
+                                     [](T p, T q) { return -p / q; });
         }));
       }
       return absl::OkStatus();
@@ -295,33 +232,24 @@ class MatmulKernel final : public OpKernel {
  public:
   using Types = FloatTypes;
 
-  absl::Status Init(const OpDesc& op) override {
-    ASSIGN_OR_RETURN(tx_, GetAttr<bool>(op.attrs, "transpose_X", op.type));
-    ASSIGN_OR_RETURN(ty_, GetAttr<bool>(op.attrs, "transpose_Y", op.type));
-    ASSIGN_OR_RETURN(alpha_, GetAttr<double>(op.attrs, "alpha", op.type));
-    return absl::OkStatus();
-  }
+  absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
   absl::Status Compute(KernelContext* ctx) override {
-    ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
-    ASSIGN_OR_RETURN(const Tensor* y, ctx->InputTensor("Y"));
-    RETURN_IF_ERROR(math_kernels_internal::CheckSameDtype(*ctx, *x, *y));
-    ASSIGN_OR_RETURN(MatmulDims d, MatmulShape(ctx->op().type, x->shape(), y->shape(), tx_, ty_));
-    ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", x->dtype(), d.out));
-    return DispatchType(Types(), x->dtype(), *ctx, "X", [&](auto tag) {
+    ASSIGN_OR_RETURN(const prologue::MatmulArgs a, prologue::GetMatmulArgs(*ctx, attrs_, false));
+    ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", a.x->dtype(), a.d.out));
+    return DispatchType(Types(), a.x->dtype(), *ctx, "X", [&](auto tag) {
       using T = typename decltype(tag)::type;
       const GemmArgs<T> g = math_kernels_internal::MakeGemm<T>(
-          tx_, x->data<T>(), x->shape().dims().back(), ty_, y->data<T>(), y->shape().dims().back(),
-          out->data<T>(), d.m, d.n, d.k, alpha_);
-      return WithOpName(*ctx, BatchedGemm<T, Policy>(g, d.batch, d.x_batched ? d.m * d.k : 0,
-                                                     d.y_batched ? d.k * d.n : 0, d.m * d.n));
+          attrs_.tx, a.x->data<T>(), a.x->shape().dims().back(), attrs_.ty, a.y->data<T>(),
+          a.y->shape().dims().back(), out->data<T>(), a.d.m, a.d.n, a.d.k, attrs_.alpha);
+      return WithOpName(*ctx,
+                        BatchedGemm<T, Policy>(g, a.d.batch, a.d.x_batched ? a.d.m * a.d.k : 0,
+                                               a.d.y_batched ? a.d.k * a.d.n : 0, a.d.m * a.d.n));
     });
   }
 
  private:
-  bool tx_ = false;
-  bool ty_ = false;
-  double alpha_ = 1;
+  prologue::MatmulAttrs attrs_;
 };
 
 // X@GRAD and Y@GRAD (each optional: only bound outputs are computed) of
@@ -335,53 +263,43 @@ class MatmulGradKernel final : public OpKernel {
  public:
   using Types = FloatTypes;
 
-  absl::Status Init(const OpDesc& op) override {
-    ASSIGN_OR_RETURN(tx_, GetAttr<bool>(op.attrs, "transpose_X", op.type));
-    ASSIGN_OR_RETURN(ty_, GetAttr<bool>(op.attrs, "transpose_Y", op.type));
-    ASSIGN_OR_RETURN(alpha_, GetAttr<double>(op.attrs, "alpha", op.type));
-    return absl::OkStatus();
-  }
+  absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
   absl::Status Compute(KernelContext* ctx) override {
-    ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
-    ASSIGN_OR_RETURN(const Tensor* y, ctx->InputTensor("Y"));
-    ASSIGN_OR_RETURN(const Tensor* dout, ctx->InputTensor("Out@GRAD"));
-    RETURN_IF_ERROR(math_kernels_internal::CheckSameDtype(*ctx, *x, *y));
-    ASSIGN_OR_RETURN(MatmulDims d, MatmulShape(ctx->op().type, x->shape(), y->shape(), tx_, ty_));
-    RETURN_IF_ERROR(math_kernels_internal::CheckOutGrad(*ctx, *dout, x->dtype(), d.out));
-    return DispatchType(Types(), x->dtype(), *ctx, "X", [&](auto tag) -> absl::Status {
+    ASSIGN_OR_RETURN(const prologue::MatmulArgs a, prologue::GetMatmulArgs(*ctx, attrs_, true));
+    const bool tx = attrs_.tx, ty = attrs_.ty;
+    const double alpha = attrs_.alpha;
+    return DispatchType(Types(), a.x->dtype(), *ctx, "X", [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
       using math_kernels_internal::MakeGemm;
-      const int64_t m = d.m, n = d.n, k = d.k;
-      const int64_t ldx = x->shape().dims().back(), ldy = y->shape().dims().back();
-      const T* xd = x->data<T>();
-      const T* yd = y->data<T>();
-      const T* g = dout->data<T>();
+      const int64_t m = a.d.m, n = a.d.n, k = a.d.k;
+      const int64_t ldx = a.x->shape().dims().back(), ldy = a.y->shape().dims().back();
+      const T* xd = a.x->data<T>();
+      const T* yd = a.y->data<T>();
+      const T* g = a.dout->data<T>();
       // Batch strides: 0 for a side shared by the batch.
-      const int64_t sx = d.x_batched ? m * k : 0, sy = d.y_batched ? k * n : 0;
+      const int64_t sx = a.d.x_batched ? m * k : 0, sy = a.d.y_batched ? k * n : 0;
       const int64_t sg = m * n;
       if (ctx->OutputVar("X@GRAD") != nullptr) {
-        ASSIGN_OR_RETURN(Tensor * dx, ctx->AllocateOutput("X@GRAD", x->dtype(), x->shape()));
+        ASSIGN_OR_RETURN(Tensor * dx, ctx->AllocateOutput("X@GRAD", a.x->dtype(), a.x->shape()));
         T* c = dx->data<T>();
         const absl::Status s =
-            tx_ ? BatchedGemm<T, Policy>(  // [k, m] = op(Y) * G^T
-                      MakeGemm<T>(ty_, yd, ldy, true, g, n, c, k, m, n, alpha_), d.batch, sy, sg,
-                      sx)
-                : BatchedGemm<T, Policy>(  // [m, k] = G * op(Y)^T
-                      MakeGemm<T>(false, g, n, !ty_, yd, ldy, c, m, k, n, alpha_), d.batch, sg, sy,
-                      sx);
+            tx ? BatchedGemm<T, Policy>(  // [k, m] = op(Y) * G^T
+                     MakeGemm<T>(ty, yd, ldy, true, g, n, c, k, m, n, alpha), a.d.batch, sy, sg, sx)
+               : BatchedGemm<T, Policy>(  // [m, k] = G * op(Y)^T
+                     MakeGemm<T>(false, g, n, !ty, yd, ldy, c, m, k, n, alpha), a.d.batch, sg, sy,
+                     sx);
         RETURN_IF_ERROR(WithOpName(*ctx, s));
       }
       if (ctx->OutputVar("Y@GRAD") != nullptr) {
-        ASSIGN_OR_RETURN(Tensor * dy, ctx->AllocateOutput("Y@GRAD", y->dtype(), y->shape()));
+        ASSIGN_OR_RETURN(Tensor * dy, ctx->AllocateOutput("Y@GRAD", a.y->dtype(), a.y->shape()));
         T* c = dy->data<T>();
         const absl::Status s =
-            ty_ ? BatchedGemm<T, Policy>(  // [n, k] = G^T * op(X)
-                      MakeGemm<T>(true, g, n, tx_, xd, ldx, c, n, k, m, alpha_), d.batch, sg, sx,
-                      sy)
-                : BatchedGemm<T, Policy>(  // [k, n] = op(X)^T * G
-                      MakeGemm<T>(!tx_, xd, ldx, false, g, n, c, k, n, m, alpha_), d.batch, sx, sg,
-                      sy);
+            ty ? BatchedGemm<T, Policy>(  // [n, k] = G^T * op(X)
+                     MakeGemm<T>(true, g, n, tx, xd, ldx, c, n, k, m, alpha), a.d.batch, sg, sx, sy)
+               : BatchedGemm<T, Policy>(  // [k, n] = op(X)^T * G
+                     MakeGemm<T>(!tx, xd, ldx, false, g, n, c, k, n, m, alpha), a.d.batch, sx, sg,
+                     sy);
         RETURN_IF_ERROR(WithOpName(*ctx, s));
       }
       return absl::OkStatus();
@@ -389,9 +307,7 @@ class MatmulGradKernel final : public OpKernel {
   }
 
  private:
-  bool tx_ = false;
-  bool ty_ = false;
-  double alpha_ = 1;
+  prologue::MatmulAttrs attrs_;
 };
 
 // Out = scale * X + bias if attr bias_after_scale, else scale * (X + bias).
@@ -402,28 +318,21 @@ class ScaleKernel final : public OpKernel {
  public:
   using Types = NumericTypes;
 
-  absl::Status Init(const OpDesc& op) override {
-    ASSIGN_OR_RETURN(scale_, GetAttr<double>(op.attrs, "scale", op.type));
-    ASSIGN_OR_RETURN(bias_, GetAttr<double>(op.attrs, "bias", op.type));
-    ASSIGN_OR_RETURN(bias_after_scale_, GetAttr<bool>(op.attrs, "bias_after_scale", op.type));
-    return absl::OkStatus();
-  }
+  absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
     ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", x->dtype(), x->shape()));
     return DispatchType(Types(), x->dtype(), *ctx, "X", [&](auto tag) {
       using T = typename decltype(tag)::type;
-      Scale<T, Policy>(x->data<T>(), out->data<T>(), x->NumElements(), scale_, bias_,
-                       bias_after_scale_);
+      Scale<T, Policy>(x->data<T>(), out->data<T>(), x->NumElements(), attrs_.scale, attrs_.bias,
+                       attrs_.bias_after_scale);
       return absl::OkStatus();
     });
   }
 
  private:
-  double scale_ = 1;
-  double bias_ = 0;
-  bool bias_after_scale_ = true;
+  prologue::ScaleAttrs attrs_;
 };
 
 // Out = X converted to attr out_dtype, any of the five dtypes to any:
@@ -435,8 +344,7 @@ class CastKernel final : public OpKernel {
   using Types = AllTypes;
 
   absl::Status Init(const OpDesc& op) override {
-    ASSIGN_OR_RETURN(out_dtype_, GetAttr<DataType>(op.attrs, "out_dtype", op.type));
-    return absl::OkStatus();
+    return prologue::ReadAttr(op, "out_dtype", &out_dtype_);
   }
 
   absl::Status Compute(KernelContext* ctx) override {
@@ -483,13 +391,10 @@ class ActivationGradKernel final : public OpKernel {
   using Types = FloatTypes;
 
   absl::Status Compute(KernelContext* ctx) override {
-    ASSIGN_OR_RETURN(const Tensor* out, ctx->InputTensor("Out"));
-    ASSIGN_OR_RETURN(const Tensor* dout, ctx->InputTensor("Out@GRAD"));
-    RETURN_IF_ERROR(math_kernels_internal::CheckOutGrad(*ctx, *dout, out->dtype(), out->shape()));
-    ASSIGN_OR_RETURN(Tensor * dx, ctx->AllocateOutput("X@GRAD", out->dtype(), out->shape()));
-    return DispatchType(Types(), out->dtype(), *ctx, "Out", [&](auto tag) {
+    ASSIGN_OR_RETURN(const prologue::ActivationGradArgs a, prologue::GetActivationGradArgs(ctx));
+    return DispatchType(Types(), a.out->dtype(), *ctx, "Out", [&](auto tag) {
       using T = typename decltype(tag)::type;
-      Map2<T, Policy>(out->data<T>(), dout->data<T>(), dx->data<T>(), out->NumElements(),
+      Map2<T, Policy>(a.out->data<T>(), a.dout->data<T>(), a.dx->data<T>(), a.out->NumElements(),
                       ActivationGrad<kAct>());
       return absl::OkStatus();
     });
@@ -506,14 +411,11 @@ class ReduceKernel final : public OpKernel {
  public:
   using Types = FloatTypes;
 
-  absl::Status Init(const OpDesc& op) override {
-    return math_kernels_internal::ReadReduceAttrs(op, &attrs_);
-  }
+  absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
-    ASSIGN_OR_RETURN(const ReduceDims r,
-                     math_kernels_internal::GetReduceDims(*ctx, x->shape(), attrs_, kMean));
+    ASSIGN_OR_RETURN(const ReduceDims r, prologue::GetReduceDims(*ctx, x->shape(), attrs_, kMean));
     ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", x->dtype(), r.out));
     return DispatchType(Types(), x->dtype(), *ctx, "X", [&](auto tag) {
       using T = typename decltype(tag)::type;
@@ -528,7 +430,7 @@ class ReduceKernel final : public OpKernel {
   }
 
  private:
-  math_kernels_internal::ReduceAttrs attrs_;
+  prologue::ReduceAttrs attrs_;
 };
 
 // X@GRAD of reduce_sum / reduce_mean (the forward's attrs): Out@GRAD
@@ -539,29 +441,23 @@ class ReduceGradKernel final : public OpKernel {
  public:
   using Types = FloatTypes;
 
-  absl::Status Init(const OpDesc& op) override {
-    return math_kernels_internal::ReadReduceAttrs(op, &attrs_);
-  }
+  absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
   absl::Status Compute(KernelContext* ctx) override {
-    ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
-    ASSIGN_OR_RETURN(const Tensor* dout, ctx->InputTensor("Out@GRAD"));
-    ASSIGN_OR_RETURN(const ReduceDims r,
-                     math_kernels_internal::GetReduceDims(*ctx, x->shape(), attrs_, kMean));
-    RETURN_IF_ERROR(math_kernels_internal::CheckOutGrad(*ctx, *dout, x->dtype(), r.out));
-    ASSIGN_OR_RETURN(Tensor * dx, ctx->AllocateOutput("X@GRAD", x->dtype(), x->shape()));
-    if (dx->NumElements() == 0) return absl::OkStatus();
-    return DispatchType(Types(), x->dtype(), *ctx, "X", [&](auto tag) {
+    ASSIGN_OR_RETURN(const prologue::ReduceGradArgs a,
+                     prologue::GetReduceGradArgs(ctx, attrs_, kMean));
+    if (a.dx->NumElements() == 0) return absl::OkStatus();
+    return DispatchType(Types(), a.x->dtype(), *ctx, "X", [&](auto tag) {
       using T = typename decltype(tag)::type;
-      const T count = static_cast<T>(r.count);
-      BroadcastUnary<T, Policy>(BroadcastLayout(x->shape(), {r.kept}), dout->data<T>(),
-                                dx->data<T>(), [count](T v) { return kMean ? v / count : v; });
+      const T count = static_cast<T>(a.r.count);
+      BroadcastUnary<T, Policy>(BroadcastLayout(a.x->shape(), {a.r.kept}), a.dout->data<T>(),
+                                a.dx->data<T>(), [count](T v) { return kMean ? v / count : v; });
       return absl::OkStatus();
     });
   }
 
  private:
-  math_kernels_internal::ReduceAttrs attrs_;
+  prologue::ReduceAttrs attrs_;
 };
 
 // Out = X * Y as matrices (Paddle's mul): X's first attr x_num_col_dims
@@ -574,25 +470,19 @@ class MulKernel final : public OpKernel {
  public:
   using Types = FloatTypes;
 
-  absl::Status Init(const OpDesc& op) override {
-    return math_kernels_internal::ReadNumColDims(op, &xn_, &yn_);
-  }
+  absl::Status Init(const OpDesc& op) override { return cols_.Read(op); }
 
   absl::Status Compute(KernelContext* ctx) override {
-    ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
-    ASSIGN_OR_RETURN(const Tensor* y, ctx->InputTensor("Y"));
-    ASSIGN_OR_RETURN(const FlatMatmulDims d,
-                     math_kernels_internal::GetMulDims(*ctx, *x, *y, xn_, yn_));
-    ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", x->dtype(), d.out));
-    return DispatchType(Types(), x->dtype(), *ctx, "X", [&](auto tag) {
+    ASSIGN_OR_RETURN(const prologue::MulArgs a, prologue::GetMulArgs(ctx, cols_));
+    return DispatchType(Types(), a.x->dtype(), *ctx, "X", [&](auto tag) {
       using T = typename decltype(tag)::type;
-      return WithOpName(*ctx, FlatMatmul<T, Policy>(x->data<T>(), y->data<T>(), nullptr, d.m, d.k,
-                                                    d.n, out->data<T>()));
+      return WithOpName(*ctx, FlatMatmul<T, Policy>(a.x->data<T>(), a.y->data<T>(), nullptr, a.d.m,
+                                                    a.d.k, a.d.n, a.out->data<T>()));
     });
   }
 
  private:
-  int64_t xn_ = 1, yn_ = 1;
+  prologue::NumColDims cols_;
 };
 
 // X@GRAD = Out@GRAD * Y^T and Y@GRAD = X^T * Out@GRAD as matrices, shaped
@@ -603,36 +493,21 @@ class MulGradKernel final : public OpKernel {
  public:
   using Types = FloatTypes;
 
-  absl::Status Init(const OpDesc& op) override {
-    return math_kernels_internal::ReadNumColDims(op, &xn_, &yn_);
-  }
+  absl::Status Init(const OpDesc& op) override { return cols_.Read(op); }
 
   absl::Status Compute(KernelContext* ctx) override {
-    ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
-    ASSIGN_OR_RETURN(const Tensor* y, ctx->InputTensor("Y"));
-    ASSIGN_OR_RETURN(const Tensor* dout, ctx->InputTensor("Out@GRAD"));
-    ASSIGN_OR_RETURN(const FlatMatmulDims d,
-                     math_kernels_internal::GetMulDims(*ctx, *x, *y, xn_, yn_));
-    RETURN_IF_ERROR(math_kernels_internal::CheckOutGrad(*ctx, *dout, x->dtype(), d.out));
-    Tensor* dx = nullptr;
-    Tensor* dy = nullptr;
-    if (ctx->OutputVar("X@GRAD") != nullptr) {
-      ASSIGN_OR_RETURN(dx, ctx->AllocateOutput("X@GRAD", x->dtype(), x->shape()));
-    }
-    if (ctx->OutputVar("Y@GRAD") != nullptr) {
-      ASSIGN_OR_RETURN(dy, ctx->AllocateOutput("Y@GRAD", y->dtype(), y->shape()));
-    }
-    return DispatchType(Types(), x->dtype(), *ctx, "X", [&](auto tag) {
+    ASSIGN_OR_RETURN(const prologue::MulGradArgs a, prologue::GetMulGradArgs(ctx, cols_));
+    return DispatchType(Types(), a.x->dtype(), *ctx, "X", [&](auto tag) {
       using T = typename decltype(tag)::type;
       return WithOpName(
-          *ctx, FlatMatmulGrad<T, Policy>(x->data<T>(), y->data<T>(), dout->data<T>(), d.m, d.k,
-                                          d.n, dx == nullptr ? nullptr : dx->data<T>(),
-                                          dy == nullptr ? nullptr : dy->data<T>()));
+          *ctx, FlatMatmulGrad<T, Policy>(a.x->data<T>(), a.y->data<T>(), a.dout->data<T>(), a.d.m,
+                                          a.d.k, a.d.n, a.dx == nullptr ? nullptr : a.dx->data<T>(),
+                                          a.dy == nullptr ? nullptr : a.dy->data<T>()));
     });
   }
 
  private:
-  int64_t xn_ = 1, yn_ = 1;
+  prologue::NumColDims cols_;
 };
 
 namespace math_kernels_internal {

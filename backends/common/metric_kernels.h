@@ -25,6 +25,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "backends/common/elementwise.h"
+#include "backends/common/loss_prologues.h"
 #include "backends/common/softmax.h"
 #include "backends/common/type_dispatch.h"
 #include "framework/base/status_macros.h"
@@ -48,32 +49,19 @@ class AccuracyKernel final : public OpKernel {
  public:
   using Types = FloatTypes;
 
-  absl::Status Init(const OpDesc& op) override {
-    ASSIGN_OR_RETURN(k_, GetAttr<int64_t>(op.attrs, "k", op.type));
-    if (k_ < 1) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("op '", op.type, "': k must be >= 1, got ", k_));
-    }
-    return absl::OkStatus();
-  }
+  absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
   absl::Status Compute(KernelContext* ctx) override {
-    ASSIGN_OR_RETURN(const Tensor* scores, ctx->InputTensor("Out"));
-    ASSIGN_OR_RETURN(const Tensor* label, ctx->InputTensor("Label"));
-    ASSIGN_OR_RETURN(const ClassRows r,
-                     ClassRowsShape(ctx->op().type, "Out", {scores->dtype(), scores->shape()},
-                                    {label->dtype(), label->shape()}));
-    const int64_t* labels = label->data<int64_t>();
+    ASSIGN_OR_RETURN(const prologue::ClassBatch b, prologue::GetClassBatch(*ctx, "Out"));
+    const Tensor* scores = b.scores;
+    const ClassRows& r = b.rows;
+    const int64_t* labels = b.label->data<int64_t>();
     const int64_t bad = FirstBadLabel(labels, r.rows, r.classes, std::nullopt);
-    if (bad >= 0) {
-      return ctx->InvalidArgument(absl::StrCat("label ", labels[bad], " at position ", bad,
-                                               " is out of range [0, ", r.classes, ")"));
-    }
-    ASSIGN_OR_RETURN(Tensor * accuracy,
-                     ctx->AllocateOutput("Accuracy", DataType::kFloat32, Shape({1})));
-    ASSIGN_OR_RETURN(Tensor * correct,
-                     ctx->AllocateOutput("Correct", DataType::kInt64, Shape({1})));
-    ASSIGN_OR_RETURN(Tensor * total, ctx->AllocateOutput("Total", DataType::kInt64, Shape({1})));
+    if (bad >= 0) return prologue::BadLabelError(*ctx, labels[bad], bad, r.classes, std::nullopt);
+    ASSIGN_OR_RETURN(const prologue::AccuracyOutputs o, prologue::AllocateAccuracyOutputs(ctx));
+    Tensor* accuracy = o.accuracy;
+    Tensor* correct = o.correct;
+    Tensor* total = o.total;
     return DispatchType(Types(), scores->dtype(), *ctx, "Out", [&](auto tag) {
       using T = typename decltype(tag)::type;
       const T* s = scores->data<T>();
@@ -89,7 +77,7 @@ class AccuracyKernel final : public OpKernel {
                               for (int64_t j = 0; j < classes; ++j) {
                                 above += row[j] > row[l] || (row[j] == row[l] && j < l);
                               }
-                              hit[i] = above < k_;
+                              hit[i] = above < attrs_.k;
                             }
                           });
       int64_t n = 0;
@@ -103,7 +91,7 @@ class AccuracyKernel final : public OpKernel {
   }
 
  private:
-  int64_t k_ = 1;
+  prologue::AccuracyAttrs attrs_;
 };
 
 // Registers the kernel above for `device_type` (see header comment).

@@ -14,10 +14,9 @@
 //   fc(_grad)                 Input: float32, float64
 //   softmax                   X: float32, float64 (softmax_grad: Out)
 // Semantics, including edge cases, are documented on each kernel below.
-// Kernels validate their inputs with ops/nn/shape_fns.h and
-// ops/math/shape_fns.h (InvalidArgument naming the op and the offending
-// argument or value), compute synchronously through the policy and never
-// copy between places. Compute is thread-safe across kernel instances.
+// Kernels validate their inputs with nn_prologues.h, as the gpu kernels do
+// (InvalidArgument naming the op and the offending argument or value), compute synchronously
+// through the policy and never copy between places. Compute is thread-safe across kernel instances.
 #ifndef TANDEM_BACKENDS_COMMON_NN_KERNELS_H_
 #define TANDEM_BACKENDS_COMMON_NN_KERNELS_H_
 
@@ -31,6 +30,8 @@
 #include "backends/common/flat_matmul.h"
 #include "backends/common/kernel_status.h"
 #include "backends/common/l2_normalize.h"
+#include "backends/common/math_prologues.h"
+#include "backends/common/nn_prologues.h"
 #include "backends/common/rows.h"
 #include "backends/common/softmax.h"
 #include "backends/common/type_dispatch.h"
@@ -47,23 +48,9 @@
 namespace tandem {
 namespace nn_kernels_internal {
 
-// What lookup_table(_grad) needs from its inputs, validated: Ids int64
-// with every id in [0, rows) (else InvalidArgument "op 'lookup_table': id
-// 10000000 at position 3 is out of range [0, 10000000) of table 'emb_w'"),
-// W a float [rows, dim] table and attr padding_idx as a row (-1: none).
-struct Lookup {
-  const Tensor* ids = nullptr;
-  const Tensor* w = nullptr;
-  Shape out;  // Ids.shape + [dim]
-  int64_t rows = 0, dim = 0;
-  int64_t padding_row = -1;
-};
-absl::StatusOr<Lookup> GetLookup(const KernelContext& ctx, int64_t padding_idx);
-
-// fc's geometry (FcShape) from the tensors; `bias` may be null.
-absl::StatusOr<FlatMatmulDims> GetFcDims(const KernelContext& ctx, const Tensor& input,
-                                         const Tensor& w, const Tensor* bias,
-                                         int64_t in_num_col_dims);
+// InvalidArgument (prologue::BadIdError) unless every id of `l` is in
+// [0, rows); reads the ids, so host memory only.
+absl::Status CheckIds(const KernelContext& ctx, const prologue::Lookup& l);
 
 }  // namespace nn_kernels_internal
 
@@ -75,14 +62,11 @@ class LookupTableKernel final : public OpKernel {
  public:
   using Types = FloatTypes;
 
-  absl::Status Init(const OpDesc& op) override {
-    ASSIGN_OR_RETURN(padding_idx_, GetAttr<int64_t>(op.attrs, "padding_idx", op.type));
-    return absl::OkStatus();
-  }
+  absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
   absl::Status Compute(KernelContext* ctx) override {
-    ASSIGN_OR_RETURN(const nn_kernels_internal::Lookup l,
-                     nn_kernels_internal::GetLookup(*ctx, padding_idx_));
+    ASSIGN_OR_RETURN(const prologue::Lookup l, prologue::GetLookup(*ctx, attrs_.padding_idx));
+    RETURN_IF_ERROR(nn_kernels_internal::CheckIds(*ctx, l));
     ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", l.w->dtype(), l.out));
     return DispatchType(Types(), l.w->dtype(), *ctx, "W", [&](auto tag) {
       using T = typename decltype(tag)::type;
@@ -99,7 +83,7 @@ class LookupTableKernel final : public OpKernel {
   }
 
  private:
-  int64_t padding_idx_ = -1;
+  prologue::LookupAttrs attrs_;
 };
 
 // W@GRAD of lookup_table from Out@GRAD (Ids.shape + [dim], W's dtype), with
@@ -116,22 +100,18 @@ class LookupTableGradKernel final : public OpKernel {
  public:
   using Types = FloatTypes;
 
-  absl::Status Init(const OpDesc& op) override {
-    ASSIGN_OR_RETURN(padding_idx_, GetAttr<int64_t>(op.attrs, "padding_idx", op.type));
-    ASSIGN_OR_RETURN(is_sparse_, GetAttr<bool>(op.attrs, "is_sparse", op.type));
-    return absl::OkStatus();
-  }
+  absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
   absl::Status Compute(KernelContext* ctx) override {
-    ASSIGN_OR_RETURN(const nn_kernels_internal::Lookup l,
-                     nn_kernels_internal::GetLookup(*ctx, padding_idx_));
+    ASSIGN_OR_RETURN(const prologue::Lookup l, prologue::GetLookup(*ctx, attrs_.padding_idx));
+    RETURN_IF_ERROR(nn_kernels_internal::CheckIds(*ctx, l));
     ASSIGN_OR_RETURN(const Tensor* dout, ctx->InputTensor("Out@GRAD"));
     const DataType dtype = l.w->dtype();
     RETURN_IF_ERROR(
         CheckArgMeta(ctx->op().type, "Out@GRAD", dout->dtype(), dout->shape(), dtype, l.out));
     const int64_t n = l.ids->NumElements();
     const int64_t* ids = l.ids->data<int64_t>();
-    if (is_sparse_) {
+    if (attrs_.is_sparse) {
       // The value shares Out@GRAD's buffer; only when a padding row must
       // read zero is it a copy with those rows zeroed.
       Tensor value = dout->Reshaped(Shape({n, l.dim}));
@@ -167,8 +147,7 @@ class LookupTableGradKernel final : public OpKernel {
   }
 
  private:
-  int64_t padding_idx_ = -1;
-  bool is_sparse_ = false;
+  prologue::LookupAttrs attrs_;
 };
 
 // Out = X / sqrt(sum(X^2 over attr axis) + attr epsilon), same shape;
@@ -249,25 +228,16 @@ class FcKernel final : public OpKernel {
   using Types = FloatTypes;
 
   absl::Status Init(const OpDesc& op) override {
-    ASSIGN_OR_RETURN(in_num_col_dims_, GetAttr<int64_t>(op.attrs, "in_num_col_dims", op.type));
-    return absl::OkStatus();
+    return prologue::ReadAttr(op, "in_num_col_dims", &in_num_col_dims_);
   }
 
   absl::Status Compute(KernelContext* ctx) override {
-    ASSIGN_OR_RETURN(const Tensor* input, ctx->InputTensor("Input"));
-    ASSIGN_OR_RETURN(const Tensor* w, ctx->InputTensor("W"));
-    const Tensor* bias = nullptr;
-    if (ctx->HasInput("Bias")) {
-      ASSIGN_OR_RETURN(bias, ctx->InputTensor("Bias"));
-    }
-    ASSIGN_OR_RETURN(const FlatMatmulDims d,
-                     nn_kernels_internal::GetFcDims(*ctx, *input, *w, bias, in_num_col_dims_));
-    ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", input->dtype(), d.out));
-    return DispatchType(Types(), input->dtype(), *ctx, "Input", [&](auto tag) {
+    ASSIGN_OR_RETURN(const prologue::FcArgs a, prologue::GetFcArgs(ctx, in_num_col_dims_));
+    return DispatchType(Types(), a.input->dtype(), *ctx, "Input", [&](auto tag) {
       using T = typename decltype(tag)::type;
-      return WithOpName(*ctx, FlatMatmul<T, Policy>(input->data<T>(), w->data<T>(),
-                                                    bias == nullptr ? nullptr : bias->data<T>(),
-                                                    d.m, d.k, d.n, out->data<T>()));
+      return WithOpName(*ctx, FlatMatmul<T, Policy>(a.input->data<T>(), a.w->data<T>(),
+                                                    a.bias == nullptr ? nullptr : a.bias->data<T>(),
+                                                    a.d.m, a.d.k, a.d.n, a.out->data<T>()));
     });
   }
 
@@ -285,40 +255,22 @@ class FcGradKernel final : public OpKernel {
   using Types = FloatTypes;
 
   absl::Status Init(const OpDesc& op) override {
-    ASSIGN_OR_RETURN(in_num_col_dims_, GetAttr<int64_t>(op.attrs, "in_num_col_dims", op.type));
-    return absl::OkStatus();
+    return prologue::ReadAttr(op, "in_num_col_dims", &in_num_col_dims_);
   }
 
   absl::Status Compute(KernelContext* ctx) override {
-    ASSIGN_OR_RETURN(const Tensor* input, ctx->InputTensor("Input"));
-    ASSIGN_OR_RETURN(const Tensor* w, ctx->InputTensor("W"));
-    ASSIGN_OR_RETURN(const Tensor* dout, ctx->InputTensor("Out@GRAD"));
-    ASSIGN_OR_RETURN(const FlatMatmulDims d,
-                     nn_kernels_internal::GetFcDims(*ctx, *input, *w, nullptr, in_num_col_dims_));
-    const DataType dtype = input->dtype();
-    RETURN_IF_ERROR(
-        CheckArgMeta(ctx->op().type, "Out@GRAD", dout->dtype(), dout->shape(), dtype, d.out));
-    Tensor* dinput = nullptr;
-    Tensor* dw = nullptr;
-    Tensor* dbias = nullptr;
-    if (ctx->OutputVar("Input@GRAD") != nullptr) {
-      ASSIGN_OR_RETURN(dinput, ctx->AllocateOutput("Input@GRAD", dtype, input->shape()));
-    }
-    if (ctx->OutputVar("W@GRAD") != nullptr) {
-      ASSIGN_OR_RETURN(dw, ctx->AllocateOutput("W@GRAD", dtype, w->shape()));
-    }
-    if (ctx->OutputVar("Bias@GRAD") != nullptr) {
-      ASSIGN_OR_RETURN(dbias, ctx->AllocateOutput("Bias@GRAD", dtype, Shape({d.n})));
-    }
-    return DispatchType(Types(), dtype, *ctx, "Input", [&](auto tag) -> absl::Status {
+    ASSIGN_OR_RETURN(const prologue::FcGradArgs a, prologue::GetFcGradArgs(ctx, in_num_col_dims_));
+    const FlatMatmulDims& d = a.d;
+    return DispatchType(Types(), a.input->dtype(), *ctx, "Input", [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
-      if (dbias != nullptr) {
-        SumToShape<T, Policy>(dout->data<T>(), Shape({d.m, d.n}), dbias->data<T>(), Shape({d.n}));
+      if (a.dbias != nullptr) {
+        SumToShape<T, Policy>(a.dout->data<T>(), Shape({d.m, d.n}), a.dbias->data<T>(),
+                              Shape({d.n}));
       }
-      return WithOpName(
-          *ctx, FlatMatmulGrad<T, Policy>(input->data<T>(), w->data<T>(), dout->data<T>(), d.m, d.k,
-                                          d.n, dinput == nullptr ? nullptr : dinput->data<T>(),
-                                          dw == nullptr ? nullptr : dw->data<T>()));
+      return WithOpName(*ctx, FlatMatmulGrad<T, Policy>(
+                                  a.input->data<T>(), a.w->data<T>(), a.dout->data<T>(), d.m, d.k,
+                                  d.n, a.dinput == nullptr ? nullptr : a.dinput->data<T>(),
+                                  a.dw == nullptr ? nullptr : a.dw->data<T>()));
     });
   }
 
@@ -333,10 +285,7 @@ class SoftmaxKernel final : public OpKernel {
  public:
   using Types = FloatTypes;
 
-  absl::Status Init(const OpDesc& op) override {
-    ASSIGN_OR_RETURN(axis_, GetAttr<int64_t>(op.attrs, "axis", op.type));
-    return absl::OkStatus();
-  }
+  absl::Status Init(const OpDesc& op) override { return prologue::ReadAttr(op, "axis", &axis_); }
 
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
@@ -360,10 +309,7 @@ class SoftmaxGradKernel final : public OpKernel {
  public:
   using Types = FloatTypes;
 
-  absl::Status Init(const OpDesc& op) override {
-    ASSIGN_OR_RETURN(axis_, GetAttr<int64_t>(op.attrs, "axis", op.type));
-    return absl::OkStatus();
-  }
+  absl::Status Init(const OpDesc& op) override { return prologue::ReadAttr(op, "axis", &axis_); }
 
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const Tensor* out, ctx->InputTensor("Out"));

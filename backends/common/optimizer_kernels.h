@@ -13,7 +13,7 @@
 //             Beta2Pow, Beta1PowOut, Beta2PowOut)
 // so the learning rate and the beta powers are read (and the powers
 // advanced) on the host and never copied. Kernels validate their inputs
-// with ops/optimizer/shape_fns.h, update Param and its state in place
+// with optimizer_prologues.h, as the gpu kernels do, update Param and its state in place
 // synchronously through the policy and never copy between places. Dense
 // updates split elements across threads; sparse (SelectedRows) updates
 // split ranges of table rows, so every row is written by one thread
@@ -30,6 +30,8 @@
 
 #include "absl/status/status.h"
 #include "backends/common/elementwise.h"
+#include "backends/common/math_prologues.h"
+#include "backends/common/optimizer_prologues.h"
 #include "backends/common/rows.h"
 #include "backends/common/type_dispatch.h"
 #include "framework/base/status_macros.h"
@@ -45,39 +47,9 @@
 namespace tandem {
 namespace optimizer_kernels_internal {
 
-// Param, Grad (a dense tensor or SelectedRows) and LearningRate of an
-// update op, present and initialised (else InvalidArgument naming the
-// argument and its variable).
-struct UpdateArgs {
-  const Tensor *param = nullptr;
-  const Variable *grad = nullptr;
-  const Tensor *learning_rate = nullptr;  // in host memory
-
-  bool sparse() const { return grad->is_selected_rows(); }
-  TensorMeta param_meta() const { return {param->dtype(), param->shape()}; }
-  // A sparse Grad's meta is its dense shape [height, ...].
-  TensorMeta grad_meta() const;
-  TensorMeta learning_rate_meta() const { return {learning_rate->dtype(), learning_rate->shape()}; }
-  float lr() const { return learning_rate->data<float>()[0]; }
-};
-absl::StatusOr<UpdateArgs> GetUpdateArgs(const KernelContext &ctx);
-
-// For a sparse Grad (after the op's meta checks): one value row per index
-// and every index in [0, Param.dim(0)), else InvalidArgument naming the
-// position, the index and both variables. OK for a dense Grad.
-absl::Status CheckSparseGrad(const KernelContext &ctx, const UpdateArgs &a);
-
-// The positions of `n` row indices grouped by row: group k is
-// order[starts[k] .. starts[k + 1]), positions ascending, all with the same
-// row; groups in ascending row order.
-struct RowGroups {
-  std::vector<int64_t> order;
-  std::vector<int64_t> starts;  // size groups + 1
-  int64_t size() const { return static_cast<int64_t>(starts.size()) - 1; }
-};
-RowGroups GroupRows(const int64_t *rows, int64_t n);
-// The same for the ascending `positions` (indices into `rows`) only.
-RowGroups GroupPositions(const int64_t *rows, std::vector<int64_t> positions);
+using prologue::GroupPositions;
+using prologue::RowGroups;
+using prologue::UpdateArgs;
 
 // Calls update(row, merged) once per distinct row of `g` (a SelectedRows of
 // T with rows `width` wide): `merged` points at the row's gradient, the sum
@@ -89,13 +61,13 @@ RowGroups GroupPositions(const int64_t *rows, std::vector<int64_t> positions);
 // of the values are prefetched kPrefetchRowsAhead groups ahead (the rows
 // are random, so each update is otherwise a chain of cache misses).
 template <typename T, typename Policy, typename Update>
-void ForEachMergedRow(const SelectedRows &g, int64_t width, const std::vector<T *> &tables,
-                      Update &&update) {
+void ForEachMergedRow(const SelectedRows& g, int64_t width, const std::vector<T*>& tables,
+                      Update&& update) {
   const int64_t n = static_cast<int64_t>(g.rows().size());
   if (n == 0 || width == 0) return;
   const int64_t height = g.height();
-  const int64_t *rows = g.rows().data();
-  const T *values = g.value().data<T>();
+  const int64_t* rows = g.rows().data();
+  const T* values = g.value().data<T>();
   const int64_t ranges = std::clamp<int64_t>(n * width / kMinElementsPerTask, 1, height);
   auto first_row = [&](int64_t b) {
     return static_cast<int64_t>(static_cast<__int128>(height) * b / ranges);
@@ -112,18 +84,18 @@ void ForEachMergedRow(const SelectedRows &g, int64_t width, const std::vector<T 
     for (int64_t k = 0; k < groups.size(); ++k) {
       if (k + rows_internal::kPrefetchRowsAhead < groups.size()) {
         const int64_t ahead = groups.order[groups.starts[k + rows_internal::kPrefetchRowsAhead]];
-        for (T *table : tables) {
+        for (T* table : tables) {
           rows_internal::PrefetchRow</*kWrite=*/true>(table + rows[ahead] * width, row_bytes);
         }
         rows_internal::PrefetchRow(values + ahead * width, row_bytes);
       }
-      const int64_t *pos = groups.order.data() + groups.starts[k];
+      const int64_t* pos = groups.order.data() + groups.starts[k];
       const int64_t count = groups.starts[k + 1] - groups.starts[k];
-      const T *merged = values + pos[0] * width;
+      const T* merged = values + pos[0] * width;
       if (count > 1) {
         sum.assign(merged, merged + width);
         for (int64_t c = 1; c < count; ++c) {
-          const T *v = values + pos[c] * width;
+          const T* v = values + pos[c] * width;
           for (int64_t j = 0; j < width; ++j) sum[j] += v[j];
         }
         merged = sum.data();
@@ -139,23 +111,20 @@ void ForEachMergedRow(const SelectedRows &g, int64_t width, const std::vector<T 
 // prefetching the rows of Param and of `state` (Param-shaped tensors the
 // step updates too).
 template <typename T, typename Policy, typename Step>
-void ForEachUpdate(const UpdateArgs &a, std::vector<T *> state, Step &&step) {
-  const Tensor &param = *a.param;
+void ForEachUpdate(const UpdateArgs& a, std::vector<T*> state, Step&& step) {
+  const Tensor& param = *a.param;
   if (a.sparse()) {
     const int64_t height = param.shape().dim(0);
     const int64_t width = height == 0 ? 0 : param.NumElements() / height;
     state.push_back(param.data<T>());
     ForEachMergedRow<T, Policy>(a.grad->selected_rows(), width, state,
-                                [&](int64_t row, const T *g) { step(row * width, g, width); });
+                                [&](int64_t row, const T* g) { step(row * width, g, width); });
   } else {
-    const T *g = a.grad->tensor().data<T>();
+    const T* g = a.grad->tensor().data<T>();
     Policy::ParallelFor(param.NumElements(), kMinElementsPerTask,
                         [&](int64_t begin, int64_t end) { step(begin, g + begin, end - begin); });
   }
 }
-
-// Checks that a beta power (host memory, one element) is in [0, 1).
-absl::Status CheckBetaPow(const KernelContext &ctx, const char *arg, double value);
 
 }  // namespace optimizer_kernels_internal
 
@@ -170,24 +139,21 @@ class SgdKernel final : public OpKernel {
  public:
   using Types = FloatTypes;
 
-  absl::Status Compute(KernelContext *ctx) override {
-    ASSIGN_OR_RETURN(const optimizer_kernels_internal::UpdateArgs a,
-                     optimizer_kernels_internal::GetUpdateArgs(*ctx));
-    RETURN_IF_ERROR(CheckSgdArgs(ctx->op(), a.param_meta(), a.grad_meta(), a.learning_rate_meta()));
-    RETURN_IF_ERROR(optimizer_kernels_internal::CheckSparseGrad(*ctx, a));
-    const Tensor &param = *a.param;
+  absl::Status Compute(KernelContext* ctx) override {
+    ASSIGN_OR_RETURN(const prologue::UpdateArgs a, prologue::GetSgdArgs(*ctx));
+    const Tensor& param = *a.param;
     RETURN_IF_ERROR(DispatchType(Types(), param.dtype(), *ctx, "Param", [&](auto tag) {
       using T = typename decltype(tag)::type;
-      T *p = param.data<T>();
+      T* p = param.data<T>();
       const T lr = static_cast<T>(a.lr());
       if (a.sparse()) {
-        const SelectedRows &g = a.grad->selected_rows();
+        const SelectedRows& g = a.grad->selected_rows();
         const int64_t height = param.shape().dim(0);
         ScatterAddRows<T, Policy>(g.rows().data(), static_cast<int64_t>(g.rows().size()),
                                   g.value().data<T>(),
                                   height == 0 ? 0 : param.NumElements() / height, -lr, p, height);
       } else {
-        const T *g = a.grad->tensor().data<T>();
+        const T* g = a.grad->tensor().data<T>();
         Policy::ParallelFor(param.NumElements(), kMinElementsPerTask,
                             [&](int64_t begin, int64_t end) {
                               for (int64_t i = begin; i < end; ++i) p[i] -= lr * g[i];
@@ -208,30 +174,25 @@ class MomentumKernel final : public OpKernel {
  public:
   using Types = FloatTypes;
 
-  absl::Status Init(const OpDesc &op) override {
-    ASSIGN_OR_RETURN(attrs_, GetMomentumAttrs(op));
-    return absl::OkStatus();
+  absl::Status Init(const OpDesc& op) override {
+    return prologue::Store(GetMomentumAttrs(op), &attrs_);
   }
 
-  absl::Status Compute(KernelContext *ctx) override {
-    ASSIGN_OR_RETURN(const optimizer_kernels_internal::UpdateArgs a,
-                     optimizer_kernels_internal::GetUpdateArgs(*ctx));
-    ASSIGN_OR_RETURN(const Tensor *velocity, ctx->InputTensor("Velocity"));
-    RETURN_IF_ERROR(CheckMomentumArgs(ctx->op(), a.param_meta(), a.grad_meta(),
-                                      {velocity->dtype(), velocity->shape()},
-                                      a.learning_rate_meta()));
-    RETURN_IF_ERROR(optimizer_kernels_internal::CheckSparseGrad(*ctx, a));
+  absl::Status Compute(KernelContext* ctx) override {
+    ASSIGN_OR_RETURN(const prologue::MomentumArgs m, prologue::GetMomentumArgs(*ctx));
+    const prologue::UpdateArgs& a = m.u;
+    const Tensor* velocity = m.velocity;
     RETURN_IF_ERROR(DispatchType(Types(), a.param->dtype(), *ctx, "Param", [&](auto tag) {
       using T = typename decltype(tag)::type;
-      T *param = a.param->data<T>();
-      T *vel = velocity->data<T>();
+      T* param = a.param->data<T>();
+      T* vel = velocity->data<T>();
       const T lr = static_cast<T>(a.lr());
       const T mu = static_cast<T>(attrs_.mu);
       const bool nesterov = attrs_.use_nesterov;
       optimizer_kernels_internal::ForEachUpdate<T, Policy>(
-          a, {vel}, [&](int64_t offset, const T *g, int64_t len) {
-            T *p = param + offset;
-            T *v = vel + offset;
+          a, {vel}, [&](int64_t offset, const T* g, int64_t len) {
+            T* p = param + offset;
+            T* v = vel + offset;
             if (nesterov) {
               for (int64_t i = 0; i < len; ++i) {
                 v[i] = mu * v[i] + g[i];
@@ -246,8 +207,7 @@ class MomentumKernel final : public OpKernel {
           });
       return absl::OkStatus();
     }));
-    RETURN_IF_ERROR(ctx->SetOutput("ParamOut", *a.param));
-    return ctx->SetOutput("VelocityOut", *velocity);
+    return prologue::BindMomentumOutputs(ctx, m);
   }
 
  private:
@@ -264,35 +224,22 @@ class AdamKernel final : public OpKernel {
  public:
   using Types = FloatTypes;
 
-  absl::Status Init(const OpDesc &op) override {
-    ASSIGN_OR_RETURN(attrs_, GetAdamAttrs(op));
-    return absl::OkStatus();
+  absl::Status Init(const OpDesc& op) override {
+    return prologue::Store(GetAdamAttrs(op), &attrs_);
   }
 
-  absl::Status Compute(KernelContext *ctx) override {
-    ASSIGN_OR_RETURN(const optimizer_kernels_internal::UpdateArgs a,
-                     optimizer_kernels_internal::GetUpdateArgs(*ctx));
-    ASSIGN_OR_RETURN(const Tensor *m1, ctx->InputTensor("Moment1"));
-    ASSIGN_OR_RETURN(const Tensor *m2, ctx->InputTensor("Moment2"));
-    ASSIGN_OR_RETURN(const Tensor *b1p, ctx->InputTensor("Beta1Pow"));
-    ASSIGN_OR_RETURN(const Tensor *b2p, ctx->InputTensor("Beta2Pow"));
-    RETURN_IF_ERROR(CheckAdamArgs(ctx->op(), {a.param_meta(),
-                                              a.grad_meta(),
-                                              a.learning_rate_meta(),
-                                              {m1->dtype(), m1->shape()},
-                                              {m2->dtype(), m2->shape()},
-                                              {b1p->dtype(), b1p->shape()},
-                                              {b2p->dtype(), b2p->shape()}}));
-    RETURN_IF_ERROR(optimizer_kernels_internal::CheckSparseGrad(*ctx, a));
+  absl::Status Compute(KernelContext* ctx) override {
+    ASSIGN_OR_RETURN(const prologue::AdamArgs args, prologue::GetAdamArgs(*ctx));
+    const prologue::UpdateArgs& a = args.u;
     RETURN_IF_ERROR(DispatchType(Types(), a.param->dtype(), *ctx, "Param", [&](auto tag) {
       using T = typename decltype(tag)::type;
-      T *beta1_pow = b1p->data<T>();
-      T *beta2_pow = b2p->data<T>();
-      RETURN_IF_ERROR(optimizer_kernels_internal::CheckBetaPow(*ctx, "Beta1Pow", *beta1_pow));
-      RETURN_IF_ERROR(optimizer_kernels_internal::CheckBetaPow(*ctx, "Beta2Pow", *beta2_pow));
-      T *param = a.param->data<T>();
-      T *mom1 = m1->data<T>();
-      T *mom2 = m2->data<T>();
+      T* beta1_pow = args.beta1_pow->data<T>();
+      T* beta2_pow = args.beta2_pow->data<T>();
+      RETURN_IF_ERROR(prologue::CheckBetaPow(*ctx, "Beta1Pow", *beta1_pow));
+      RETURN_IF_ERROR(prologue::CheckBetaPow(*ctx, "Beta2Pow", *beta2_pow));
+      T* param = a.param->data<T>();
+      T* mom1 = args.m1->data<T>();
+      T* mom2 = args.m2->data<T>();
       const T lr = static_cast<T>(a.lr());
       const T beta1 = static_cast<T>(attrs_.beta1), beta2 = static_cast<T>(attrs_.beta2);
       const T one_minus_beta1 = static_cast<T>(1 - attrs_.beta1);
@@ -304,10 +251,10 @@ class AdamKernel final : public OpKernel {
       const T l2_decay = static_cast<T>(l2 ? attrs_.weight_decay : 0);
       const T shrink = static_cast<T>(l2 ? 1 : 1 - static_cast<double>(lr) * attrs_.weight_decay);
       optimizer_kernels_internal::ForEachUpdate<T, Policy>(
-          a, {mom1, mom2}, [&](int64_t offset, const T *g, int64_t len) {
-            T *p = param + offset;
-            T *u = mom1 + offset;
-            T *v = mom2 + offset;
+          a, {mom1, mom2}, [&](int64_t offset, const T* g, int64_t len) {
+            T* p = param + offset;
+            T* u = mom1 + offset;
+            T* v = mom2 + offset;
             for (int64_t i = 0; i < len; ++i) {
               const T grad = g[i] + l2_decay * p[i];
               u[i] = beta1 * u[i] + one_minus_beta1 * grad;
@@ -320,11 +267,7 @@ class AdamKernel final : public OpKernel {
       *beta2_pow *= beta2;
       return absl::OkStatus();
     }));
-    RETURN_IF_ERROR(ctx->SetOutput("ParamOut", *a.param));
-    RETURN_IF_ERROR(ctx->SetOutput("Moment1Out", *m1));
-    RETURN_IF_ERROR(ctx->SetOutput("Moment2Out", *m2));
-    RETURN_IF_ERROR(ctx->SetOutput("Beta1PowOut", *b1p));
-    return ctx->SetOutput("Beta2PowOut", *b2p);
+    return prologue::BindAdamOutputs(ctx, args);
   }
 
  private:
@@ -333,7 +276,7 @@ class AdamKernel final : public OpKernel {
 
 // Registers every kernel above for `device_type` (see header comment).
 template <typename Policy>
-void RegisterOptimizerKernels(const std::string &device_type) {
+void RegisterOptimizerKernels(const std::string& device_type) {
   KernelRegistry::Global().Register(
       KernelDef("sgd", device_type)
           .TypeConstraint("Param", SgdKernel<Policy>::Types::DataTypes())
@@ -360,7 +303,7 @@ void RegisterOptimizerKernels(const std::string &device_type) {
 // cc_library must have alwayslink = True.
 template <typename Policy>
 struct OptimizerKernelsRegistrar {
-  explicit OptimizerKernelsRegistrar(const std::string &device_type) {
+  explicit OptimizerKernelsRegistrar(const std::string& device_type) {
     RegisterOptimizerKernels<Policy>(device_type);
   }
 };

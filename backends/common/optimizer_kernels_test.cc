@@ -14,8 +14,8 @@ namespace {
 
 using optimizer_kernels_internal::ForEachMergedRow;
 using optimizer_kernels_internal::GroupPositions;
-using optimizer_kernels_internal::GroupRows;
-using optimizer_kernels_internal::RowGroups;
+using prologue::GroupRows;
+using prologue::RowGroups;
 
 TEST(GroupRows, GroupsPositionsByRowInOrder) {
   const std::vector<int64_t> rows = {5, 1, 5, 0, 1, 5};
@@ -38,9 +38,9 @@ std::map<int64_t, std::vector<double>> Merged(const SelectedRows& g, int64_t wid
 }
 
 TEST(ForEachMergedRow, SumsDuplicatesOnceEachWhateverTheSplit) {
-  const SelectedRows g(8, {5, 1, 5, 0, 1, 5},
-                       Tensor::FromVector<double>(Shape({6, 2}),
-                                                  {1, 2, 10, 20, 100, 200, 3, 4, 30, 40, 0.5, 0.25}));
+  const SelectedRows g(
+      8, {5, 1, 5, 0, 1, 5},
+      Tensor::FromVector<double>(Shape({6, 2}), {1, 2, 10, 20, 100, 200, 3, 4, 30, 40, 0.5, 0.25}));
   const std::map<int64_t, std::vector<double>> want = {
       {0, {3, 4}}, {1, {40, 60}}, {5, {101.5, 202.25}}};
   EXPECT_EQ(Merged<SerialPolicy>(g), want);

@@ -19,7 +19,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "backends/common/math_prologues.h"
 #include "backends/common/nn_layer_kernels.h"
+#include "backends/common/nn_prologues.h"
 #include "backends/cpu/cpu_policy.h"
 #include "framework/kernel/kernel_registry.h"
 #include "oneapi/dnnl/dnnl.hpp"
@@ -154,13 +156,11 @@ using ShapeKey = std::pair<Shape, Shape>;
 class DnnlConv2DKernel final : public OpKernel {
  public:
   absl::Status Init(const OpDesc& op) override {
-    ASSIGN_OR_RETURN(params_, ReadConv2DParams(op));
-    return absl::OkStatus();
+    return prologue::Store(ReadConv2DParams(op), &params_);
   }
 
   absl::Status Compute(KernelContext* ctx) override {
-    ASSIGN_OR_RETURN(const nn_layer_kernels_internal::Conv c,
-                     nn_layer_kernels_internal::GetConv(*ctx, params_, false));
+    ASSIGN_OR_RETURN(const prologue::Conv c, prologue::GetConv(*ctx, params_, false));
     ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Output", DataType::kFloat32, c.g.output));
     if (c.g.n == 0) return absl::OkStatus();
     const ShapeKey key{c.input->shape(), c.filter->shape()};
@@ -192,13 +192,11 @@ class DnnlConv2DKernel final : public OpKernel {
 class DnnlConv2DGradKernel final : public OpKernel {
  public:
   absl::Status Init(const OpDesc& op) override {
-    ASSIGN_OR_RETURN(params_, ReadConv2DParams(op));
-    return absl::OkStatus();
+    return prologue::Store(ReadConv2DParams(op), &params_);
   }
 
   absl::Status Compute(KernelContext* ctx) override {
-    ASSIGN_OR_RETURN(const nn_layer_kernels_internal::Conv c,
-                     nn_layer_kernels_internal::GetConv(*ctx, params_, true));
+    ASSIGN_OR_RETURN(const prologue::Conv c, prologue::GetConv(*ctx, params_, true));
     Tensor* dx = nullptr;
     Tensor* dw = nullptr;
     if (ctx->OutputVar("Input@GRAD") != nullptr) {
@@ -299,13 +297,11 @@ struct PoolDescs {
 class DnnlPool2DKernel final : public OpKernel {
  public:
   absl::Status Init(const OpDesc& op) override {
-    ASSIGN_OR_RETURN(params_, ReadPool2DParams(op));
-    return absl::OkStatus();
+    return prologue::Store(ReadPool2DParams(op), &params_);
   }
 
   absl::Status Compute(KernelContext* ctx) override {
-    ASSIGN_OR_RETURN(const nn_layer_kernels_internal::Pool p,
-                     nn_layer_kernels_internal::GetPool(*ctx, params_, false));
+    ASSIGN_OR_RETURN(const prologue::Pool p, prologue::GetPool(*ctx, params_, false));
     ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", DataType::kFloat32, p.g.out));
     if (p.g.n == 0) return absl::OkStatus();
     const ScopedDnnlThreads threads(PoolReads(p.g), kMinPoolReadsPerThread);
@@ -334,13 +330,11 @@ class DnnlPool2DKernel final : public OpKernel {
 class DnnlPool2DGradKernel final : public OpKernel {
  public:
   absl::Status Init(const OpDesc& op) override {
-    ASSIGN_OR_RETURN(params_, ReadPool2DParams(op));
-    return absl::OkStatus();
+    return prologue::Store(ReadPool2DParams(op), &params_);
   }
 
   absl::Status Compute(KernelContext* ctx) override {
-    ASSIGN_OR_RETURN(const nn_layer_kernels_internal::Pool p,
-                     nn_layer_kernels_internal::GetPool(*ctx, params_, true));
+    ASSIGN_OR_RETURN(const prologue::Pool p, prologue::GetPool(*ctx, params_, true));
     ASSIGN_OR_RETURN(Tensor * dx, ctx->AllocateOutput("X@GRAD", DataType::kFloat32, p.x->shape()));
     if (p.g.n == 0) return absl::OkStatus();
     const ScopedDnnlThreads threads(PoolReads(p.g), kMinPoolReadsPerThread);

@@ -1,9 +1,9 @@
 // gpu kernels of relu, sigmoid, tanh and their gradients (which read the
-// forward Out), with the host kernels' registration lines and messages
-// (backends/common/math_kernels.h).
+// forward Out), with the host kernels' registration lines and, through the
+// shared prologues (backends/common/math_prologues.h), their messages.
 #include <cuda_runtime_api.h>
 
-#include "backends/common/math_kernels.h"
+#include "backends/common/math_prologues.h"
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_status.h"
 #include "backends/cuda/kernel_util.h"
@@ -36,15 +36,12 @@ template <ActivationKind kAct>
 class ActivationGradKernel : public OpKernel {
  public:
   absl::Status Compute(KernelContext* ctx) override {
-    ASSIGN_OR_RETURN(const Tensor* out, ctx->InputTensor("Out"));
-    ASSIGN_OR_RETURN(const Tensor* dout, ctx->InputTensor("Out@GRAD"));
-    RETURN_IF_ERROR(math_kernels_internal::CheckOutGrad(*ctx, *dout, out->dtype(), out->shape()));
-    ASSIGN_OR_RETURN(Tensor * dx, ctx->AllocateOutput("X@GRAD", out->dtype(), out->shape()));
+    ASSIGN_OR_RETURN(const prologue::ActivationGradArgs a, prologue::GetActivationGradArgs(ctx));
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
-    return DispatchFloat(out->dtype(), [&](auto tag) -> absl::Status {
+    return DispatchFloat(a.out->dtype(), [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
-      CUDA_RETURN_IF_ERROR(LaunchActivationGrad<T>(kAct, out->data<T>(), dout->data<T>(),
-                                                   dx->data<T>(), out->NumElements(), stream));
+      CUDA_RETURN_IF_ERROR(LaunchActivationGrad<T>(kAct, a.out->data<T>(), a.dout->data<T>(),
+                                                   a.dx->data<T>(), a.out->NumElements(), stream));
       return absl::OkStatus();
     });
   }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "backends/common/math_prologues.h"
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_status.h"
 #include "backends/cuda/kernel_util.h"
@@ -144,8 +145,7 @@ absl::StatusOr<Box> CropRegion(const KernelContext* ctx, const Tensor& x,
 class CropTensorKernel : public OpKernel {
  public:
   absl::Status Init(const OpDesc& op) override {
-    ASSIGN_OR_RETURN(offsets_, GetAttr<std::vector<int64_t>>(op.attrs, "offsets", op.type));
-    return absl::OkStatus();
+    return prologue::ReadAttr(op, "offsets", &offsets_);
   }
 
   absl::Status Compute(KernelContext* ctx) override {
@@ -166,8 +166,7 @@ REGISTER_KERNEL(
 class CropTensorGradKernel : public OpKernel {
  public:
   absl::Status Init(const OpDesc& op) override {
-    ASSIGN_OR_RETURN(offsets_, GetAttr<std::vector<int64_t>>(op.attrs, "offsets", op.type));
-    return absl::OkStatus();
+    return prologue::ReadAttr(op, "offsets", &offsets_);
   }
 
   absl::Status Compute(KernelContext* ctx) override {

@@ -1,7 +1,7 @@
 // gpu kernels of elementwise_add, _sub, _mul, _div (numpy broadcasting, Y
 // aligned by `axis`) and their gradients, with the host kernels'
-// registration lines, validation and messages (backends/common/
-// math_kernels.h, whose argument helpers they call).
+// registration lines and, through the shared prologues
+// (backends/common/math_prologues.h), their validation and messages.
 //
 // Forward: one kernel picked by PlanAdd (same shape, a repeated row, or
 // strided). Integer division first looks for a zero in Y with a device flag
@@ -22,7 +22,7 @@
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
-#include "backends/common/math_kernels.h"
+#include "backends/common/math_prologues.h"
 #include "backends/cuda/broadcast_launchers.h"
 #include "backends/cuda/broadcast_plan.h"
 #include "backends/cuda/cuda_device.h"
@@ -40,7 +40,7 @@ namespace tandem {
 namespace cuda {
 namespace {
 
-using math_kernels_internal::BinaryShapes;
+using prologue::BinaryShapes;
 
 // InvalidArgument unless no element of integer Y is zero (host wording).
 template <typename T>
@@ -58,16 +58,12 @@ absl::Status CheckNoZeroDivisor(KernelContext* ctx, const Tensor& y) {
 template <ElementwiseOp kOp>
 class ElementwiseKernel : public OpKernel {
  public:
-  absl::Status Init(const OpDesc& op) override {
-    ASSIGN_OR_RETURN(axis_, GetAttr<int64_t>(op.attrs, "axis", op.type));
-    return absl::OkStatus();
-  }
+  absl::Status Init(const OpDesc& op) override { return prologue::ReadAttr(op, "axis", &axis_); }
 
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
     ASSIGN_OR_RETURN(const Tensor* y, ctx->InputTensor("Y"));
-    ASSIGN_OR_RETURN(const BinaryShapes shapes,
-                     math_kernels_internal::GetBinaryShapes(*ctx, *x, *y, axis_));
+    ASSIGN_OR_RETURN(const BinaryShapes shapes, prologue::GetBinaryShapes(*ctx, *x, *y, axis_));
     ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", x->dtype(), shapes.out));
     if (out->NumElements() == 0) return absl::OkStatus();
     ASSIGN_OR_RETURN(const AddPlan plan,
@@ -95,31 +91,18 @@ class ElementwiseKernel : public OpKernel {
 template <ElementwiseOp kOp>
 class ElementwiseGradKernel : public OpKernel {
  public:
-  absl::Status Init(const OpDesc& op) override {
-    ASSIGN_OR_RETURN(axis_, GetAttr<int64_t>(op.attrs, "axis", op.type));
-    return absl::OkStatus();
-  }
+  absl::Status Init(const OpDesc& op) override { return prologue::ReadAttr(op, "axis", &axis_); }
 
   absl::Status Compute(KernelContext* ctx) override {
-    ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
-    ASSIGN_OR_RETURN(const Tensor* y, ctx->InputTensor("Y"));
-    ASSIGN_OR_RETURN(const Tensor* dout, ctx->InputTensor("Out@GRAD"));
-    ASSIGN_OR_RETURN(const BinaryShapes shapes,
-                     math_kernels_internal::GetBinaryShapes(*ctx, *x, *y, axis_));
-    RETURN_IF_ERROR(math_kernels_internal::CheckOutGrad(*ctx, *dout, x->dtype(), shapes.out));
-    const Tensor* out = nullptr;
-    if constexpr (kOp == ElementwiseOp::kDiv) {
-      ASSIGN_OR_RETURN(out, ctx->InputTensor("Out"));
-      RETURN_IF_ERROR(
-          CheckArgMeta(ctx->op().type, "Out", out->dtype(), out->shape(), x->dtype(), shapes.out));
-    }
+    ASSIGN_OR_RETURN(const prologue::ElementwiseGradArgs a,
+                     prologue::GetElementwiseGradArgs(*ctx, axis_, kOp == ElementwiseOp::kDiv));
     const std::string& op = ctx->op().type;
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
-    return DispatchNumeric(x->dtype(), [&](auto tag) -> absl::Status {
+    return DispatchNumeric(a.x->dtype(), [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
-      const Shape& os = shapes.out;
+      const Shape& os = a.shapes.out;
       const int64_t n = os.num_elements();
-      const T* g = dout->data<T>();
+      const T* g = a.dout->data<T>();
       // buf = G <op> `other` broadcast (aligned to Out as `other_aligned`).
       auto combine = [&](ElementwiseOp with, const T* first, const Tensor& other,
                          const Shape& other_aligned, T* buf) -> absl::Status {
@@ -165,27 +148,28 @@ class ElementwiseGradKernel : public OpKernel {
           CUDA_RETURN_IF_ERROR(LaunchNegate<T>(d->data<T>(), d->data<T>(), count, stream));
         return absl::OkStatus();
       };
-      const Shape& ya = shapes.y_aligned;
+      const Shape& ya = a.shapes.y_aligned;
       if constexpr (kOp == ElementwiseOp::kAdd || kOp == ElementwiseOp::kSub) {
-        RETURN_IF_ERROR(grad("X@GRAD", *x, x->shape(), nullptr, false));
-        return grad("Y@GRAD", *y, ya, nullptr, kOp == ElementwiseOp::kSub);
+        RETURN_IF_ERROR(grad("X@GRAD", *a.x, a.x->shape(), nullptr, false));
+        return grad("Y@GRAD", *a.y, ya, nullptr, kOp == ElementwiseOp::kSub);
       } else if constexpr (kOp == ElementwiseOp::kMul) {
         RETURN_IF_ERROR(grad(
-            "X@GRAD", *x, x->shape(),
-            [&](T* buf) { return combine(ElementwiseOp::kMul, g, *y, ya, buf); }, false));
+            "X@GRAD", *a.x, a.x->shape(),
+            [&](T* buf) { return combine(ElementwiseOp::kMul, g, *a.y, ya, buf); }, false));
         return grad(
-            "Y@GRAD", *y, ya,
-            [&](T* buf) { return combine(ElementwiseOp::kMul, g, *x, x->shape(), buf); }, false);
+            "Y@GRAD", *a.y, ya,
+            [&](T* buf) { return combine(ElementwiseOp::kMul, g, *a.x, a.x->shape(), buf); },
+            false);
       } else {
         RETURN_IF_ERROR(grad(
-            "X@GRAD", *x, x->shape(),
-            [&](T* buf) { return combine(ElementwiseOp::kDiv, g, *y, ya, buf); }, false));
+            "X@GRAD", *a.x, a.x->shape(),
+            [&](T* buf) { return combine(ElementwiseOp::kDiv, g, *a.y, ya, buf); }, false));
         return grad(
-            "Y@GRAD", *y, ya,
+            "Y@GRAD", *a.y, ya,
             [&](T* buf) -> absl::Status {
               CUDA_RETURN_IF_ERROR(
-                  LaunchBinarySame<T>(ElementwiseOp::kMul, g, out->data<T>(), buf, n, stream));
-              return combine(ElementwiseOp::kDiv, buf, *y, ya, buf);
+                  LaunchBinarySame<T>(ElementwiseOp::kMul, g, a.out->data<T>(), buf, n, stream));
+              return combine(ElementwiseOp::kDiv, buf, *a.y, ya, buf);
             },
             true);
       }

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "backends/common/math_prologues.h"
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_status.h"
 #include "backends/cuda/elementwise_launchers.h"
@@ -19,30 +20,18 @@ namespace {
 
 class FillConstantKernel : public OpKernel {
  public:
-  absl::Status Init(const OpDesc& op) override {
-    ASSIGN_OR_RETURN(std::vector<int64_t> dims,
-                     GetAttr<std::vector<int64_t>>(op.attrs, "shape", op.type));
-    absl::StatusOr<Shape> shape = Shape::Make(dims);
-    if (!shape.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("op '", op.type, "': attribute 'shape': ", shape.status().message()));
-    }
-    shape_ = *shape;
-    ASSIGN_OR_RETURN(value_, GetAttr<double>(op.attrs, "value", op.type));
-    ASSIGN_OR_RETURN(dtype_, GetAttr<DataType>(op.attrs, "dtype", op.type));
-    return absl::OkStatus();
-  }
+  absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
   absl::Status Compute(KernelContext* ctx) override {
-    ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", dtype_, shape_));
+    ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", attrs_.dtype, attrs_.shape));
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
-    return DispatchDataType(dtype_, [&](auto tag) -> absl::Status {
+    return DispatchDataType(attrs_.dtype, [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
       T value;
       if constexpr (std::is_same_v<T, bool>) {
-        value = value_ != 0;
+        value = attrs_.value != 0;
       } else {
-        value = static_cast<T>(value_);
+        value = static_cast<T>(attrs_.value);
       }
       CUDA_RETURN_IF_ERROR(LaunchFill<T>(out->data<T>(), out->NumElements(), value, stream));
       return absl::OkStatus();
@@ -50,9 +39,7 @@ class FillConstantKernel : public OpKernel {
   }
 
  private:
-  Shape shape_;
-  double value_ = 0;
-  DataType dtype_ = DataType::kFloat32;
+  prologue::FillConstantAttrs attrs_;
 };
 
 REGISTER_KERNEL(KernelDef("fill_constant", "gpu").TypeConstraint("dtype", AllDataTypes()),
@@ -60,12 +47,7 @@ REGISTER_KERNEL(KernelDef("fill_constant", "gpu").TypeConstraint("dtype", AllDat
 
 class ScaleKernel : public OpKernel {
  public:
-  absl::Status Init(const OpDesc& op) override {
-    ASSIGN_OR_RETURN(scale_, GetAttr<double>(op.attrs, "scale", op.type));
-    ASSIGN_OR_RETURN(bias_, GetAttr<double>(op.attrs, "bias", op.type));
-    ASSIGN_OR_RETURN(bias_after_scale_, GetAttr<bool>(op.attrs, "bias_after_scale", op.type));
-    return absl::OkStatus();
-  }
+  absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
@@ -73,16 +55,15 @@ class ScaleKernel : public OpKernel {
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
     return DispatchNumeric(x->dtype(), [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
-      CUDA_RETURN_IF_ERROR(LaunchScale<T>(x->data<T>(), out->data<T>(), x->NumElements(), scale_,
-                                          bias_, bias_after_scale_, stream));
+      CUDA_RETURN_IF_ERROR(LaunchScale<T>(x->data<T>(), out->data<T>(), x->NumElements(),
+                                          attrs_.scale, attrs_.bias, attrs_.bias_after_scale,
+                                          stream));
       return absl::OkStatus();
     });
   }
 
  private:
-  double scale_ = 1;
-  double bias_ = 0;
-  bool bias_after_scale_ = true;
+  prologue::ScaleAttrs attrs_;
 };
 
 REGISTER_KERNEL(KernelDef("scale", "gpu").TypeConstraint("X", kNumericTypes), ScaleKernel);
@@ -90,8 +71,7 @@ REGISTER_KERNEL(KernelDef("scale", "gpu").TypeConstraint("X", kNumericTypes), Sc
 class CastKernel : public OpKernel {
  public:
   absl::Status Init(const OpDesc& op) override {
-    ASSIGN_OR_RETURN(out_dtype_, GetAttr<DataType>(op.attrs, "out_dtype", op.type));
-    return absl::OkStatus();
+    return prologue::ReadAttr(op, "out_dtype", &out_dtype_);
   }
 
   absl::Status Compute(KernelContext* ctx) override {

@@ -1,10 +1,11 @@
 // gpu kernels of fc and fc_grad: the products on cuBLAS (gemm.h), the bias
 // added to every row and its gradient summed over the rows by the
-// broadcasting kernels. Registration lines, validation and messages are the
-// host kernels' (backends/common/nn_kernels.h, whose GetFcDims they call).
+// broadcasting kernels. Registration lines are the host kernels'; validation
+// and messages come from the shared prologues (backends/common/nn_prologues.h).
 #include <cuda_runtime_api.h>
 
-#include "backends/common/nn_kernels.h"
+#include "backends/common/math_prologues.h"
+#include "backends/common/nn_prologues.h"
 #include "backends/cuda/broadcast_launchers.h"
 #include "backends/cuda/broadcast_plan.h"
 #include "backends/cuda/cuda_device.h"
@@ -23,28 +24,20 @@ namespace {
 class FcKernel : public OpKernel {
  public:
   absl::Status Init(const OpDesc& op) override {
-    ASSIGN_OR_RETURN(in_num_col_dims_, GetAttr<int64_t>(op.attrs, "in_num_col_dims", op.type));
-    return absl::OkStatus();
+    return prologue::ReadAttr(op, "in_num_col_dims", &in_num_col_dims_);
   }
 
   absl::Status Compute(KernelContext* ctx) override {
-    ASSIGN_OR_RETURN(const Tensor* input, ctx->InputTensor("Input"));
-    ASSIGN_OR_RETURN(const Tensor* w, ctx->InputTensor("W"));
-    const Tensor* bias = nullptr;
-    if (ctx->HasInput("Bias")) {
-      ASSIGN_OR_RETURN(bias, ctx->InputTensor("Bias"));
-    }
-    ASSIGN_OR_RETURN(const FlatMatmulDims d,
-                     nn_kernels_internal::GetFcDims(*ctx, *input, *w, bias, in_num_col_dims_));
-    ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", input->dtype(), d.out));
-    RETURN_IF_ERROR(RunFlatMatmul(ctx, *input, *w, d.m, d.k, d.n, out));
-    if (bias == nullptr) return absl::OkStatus();
+    ASSIGN_OR_RETURN(const prologue::FcArgs a, prologue::GetFcArgs(ctx, in_num_col_dims_));
+    const FlatMatmulDims& d = a.d;
+    RETURN_IF_ERROR(RunFlatMatmul(ctx, *a.input, *a.w, d.m, d.k, d.n, a.out));
+    if (a.bias == nullptr) return absl::OkStatus();
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
-    return DispatchFloat(input->dtype(), [&](auto tag) -> absl::Status {
+    return DispatchFloat(a.input->dtype(), [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
-      CUDA_RETURN_IF_ERROR(LaunchBinaryRow<T>(ElementwiseOp::kAdd, out->data<T>(), bias->data<T>(),
-                                              /*row_is_x=*/false, out->data<T>(), d.m * d.n, d.n,
-                                              stream));
+      CUDA_RETURN_IF_ERROR(LaunchBinaryRow<T>(ElementwiseOp::kAdd, a.out->data<T>(),
+                                              a.bias->data<T>(), /*row_is_x=*/false,
+                                              a.out->data<T>(), d.m * d.n, d.n, stream));
       return absl::OkStatus();
     });
   }
@@ -60,39 +53,24 @@ REGISTER_KERNEL(KernelDef("fc", "gpu").TypeConstraint("Input", kFloatTypes), FcK
 class FcGradKernel : public OpKernel {
  public:
   absl::Status Init(const OpDesc& op) override {
-    ASSIGN_OR_RETURN(in_num_col_dims_, GetAttr<int64_t>(op.attrs, "in_num_col_dims", op.type));
-    return absl::OkStatus();
+    return prologue::ReadAttr(op, "in_num_col_dims", &in_num_col_dims_);
   }
 
   absl::Status Compute(KernelContext* ctx) override {
-    ASSIGN_OR_RETURN(const Tensor* input, ctx->InputTensor("Input"));
-    ASSIGN_OR_RETURN(const Tensor* w, ctx->InputTensor("W"));
-    ASSIGN_OR_RETURN(const Tensor* dout, ctx->InputTensor("Out@GRAD"));
-    ASSIGN_OR_RETURN(const FlatMatmulDims d,
-                     nn_kernels_internal::GetFcDims(*ctx, *input, *w, nullptr, in_num_col_dims_));
-    const DataType dtype = input->dtype();
-    RETURN_IF_ERROR(
-        CheckArgMeta(ctx->op().type, "Out@GRAD", dout->dtype(), dout->shape(), dtype, d.out));
-    Tensor* dinput = nullptr;
-    Tensor* dw = nullptr;
-    if (ctx->OutputVar("Input@GRAD") != nullptr) {
-      ASSIGN_OR_RETURN(dinput, ctx->AllocateOutput("Input@GRAD", dtype, input->shape()));
-    }
-    if (ctx->OutputVar("W@GRAD") != nullptr) {
-      ASSIGN_OR_RETURN(dw, ctx->AllocateOutput("W@GRAD", dtype, w->shape()));
-    }
-    if (ctx->OutputVar("Bias@GRAD") != nullptr) {
-      ASSIGN_OR_RETURN(Tensor * dbias, ctx->AllocateOutput("Bias@GRAD", dtype, Shape({d.n})));
+    ASSIGN_OR_RETURN(const prologue::FcGradArgs a, prologue::GetFcGradArgs(ctx, in_num_col_dims_));
+    const FlatMatmulDims& d = a.d;
+    if (a.dbias != nullptr) {
       ASSIGN_OR_RETURN(const ReduceGeometry sum,
                        PlanReduceTo(ctx->op().type, Shape({d.m, d.n}), Shape({d.n})));
       const cudaStream_t stream = CudaStreamOf(ctx->stream());
-      RETURN_IF_ERROR(DispatchFloat(dtype, [&](auto tag) -> absl::Status {
+      RETURN_IF_ERROR(DispatchFloat(a.input->dtype(), [&](auto tag) -> absl::Status {
         using T = typename decltype(tag)::type;
-        CUDA_RETURN_IF_ERROR(LaunchReduceSum<T>(dout->data<T>(), dbias->data<T>(), sum, stream));
+        CUDA_RETURN_IF_ERROR(
+            LaunchReduceSum<T>(a.dout->data<T>(), a.dbias->data<T>(), sum, stream));
         return absl::OkStatus();
       }));
     }
-    return RunFlatMatmulGrad(ctx, *input, *w, *dout, d.m, d.k, d.n, dinput, dw);
+    return RunFlatMatmulGrad(ctx, *a.input, *a.w, *a.dout, d.m, d.k, d.n, a.dinput, a.dw);
   }
 
  private:

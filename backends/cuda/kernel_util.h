@@ -2,7 +2,7 @@
 //
 //   absl::Status Compute(KernelContext* ctx) override {
 //     const cudaStream_t stream = CudaStreamOf(ctx->stream());
-//     RETURN_IF_ERROR(CheckSameDtype(ctx, *x, *y));
+//     RETURN_IF_ERROR(prologue::CheckSameDtype(*ctx, *x, *y));  // backends/common
 //     return DispatchNumeric(x->dtype(), [&](auto tag) -> absl::Status {
 //       using T = typename decltype(tag)::type;
 //       ...
@@ -54,25 +54,6 @@ absl::Status DispatchFloat(DataType t, Fn&& fn) {
       break;
   }
   return absl::InternalError(absl::StrCat("floating kernel called for ", DataTypeName(t)));
-}
-
-// InvalidArgument unless X and Y have one dtype (kernel lookup only checks
-// X): "op 'matmul': X is float32[2, 3] but Y is float64[3, 2]; cast one of them".
-inline absl::Status CheckSameDtype(const KernelContext* ctx, const Tensor& x, const Tensor& y) {
-  if (x.dtype() == y.dtype()) return absl::OkStatus();
-  return ctx->InvalidArgument(absl::StrCat("X is ", DataTypeName(x.dtype()), x.shape().ToString(),
-                                           " but Y is ", DataTypeName(y.dtype()),
-                                           y.shape().ToString(), "; cast one of them"));
-}
-
-// InvalidArgument unless Out@GRAD is `dtype` with shape `expected`:
-// "op 'matmul_grad': Out@GRAD is float32[2, 3], expected float32[2, 2]".
-inline absl::Status CheckOutGrad(const KernelContext* ctx, const Tensor& dout, DataType dtype,
-                                 const Shape& expected) {
-  if (dout.dtype() == dtype && dout.shape() == expected) return absl::OkStatus();
-  return ctx->InvalidArgument(absl::StrCat("Out@GRAD is ", DataTypeName(dout.dtype()),
-                                           dout.shape().ToString(), ", expected ",
-                                           DataTypeName(dtype), expected.ToString()));
 }
 
 }  // namespace cuda

@@ -1,8 +1,8 @@
 // gpu kernels of dropout, conv2d, pool2d, layer_norm and their gradients,
 // with the host kernels' registration lines (the union of the cpu's
-// oneDNN float32 and portable float64 ones for conv2d and pool2d),
-// validation and messages (backends/common/nn_layer_kernels.h, whose
-// argument helpers they call).
+// oneDNN float32 and portable float64 ones for conv2d and pool2d) and,
+// through the shared prologues (backends/common/nn_prologues.h), their
+// validation and messages.
 //
 // dropout draws the host kernels' mask (the counter-based generator keyed
 // by seed and the kernel's run count): bit-identical. conv2d is im2col
@@ -18,8 +18,8 @@
 #include <cstdint>
 #include <utility>
 
-#include "backends/common/counter_random.h"
-#include "backends/common/nn_layer_kernels.h"
+#include "backends/common/math_prologues.h"
+#include "backends/common/nn_prologues.h"
 #include "backends/cuda/broadcast_launchers.h"
 #include "backends/cuda/broadcast_plan.h"
 #include "backends/cuda/conv_launchers.h"
@@ -40,43 +40,32 @@ namespace tandem {
 namespace cuda {
 namespace {
 
-namespace nli = nn_layer_kernels_internal;
-
 class DropoutKernel : public OpKernel {
  public:
-  absl::Status Init(const OpDesc& op) override {
-    RETURN_IF_ERROR(attrs_.Read(op));
-    ASSIGN_OR_RETURN(const int64_t seed, GetAttr<int64_t>(op.attrs, "seed", op.type));
-    seed_ = static_cast<uint64_t>(seed);
-    return absl::OkStatus();
-  }
+  absl::Status Init(const OpDesc& op) override { return dropout_.Read(op); }
 
   absl::Status Compute(KernelContext* ctx) override {
-    ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
-    ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", x->dtype(), x->shape()));
-    ASSIGN_OR_RETURN(Tensor * mask, ctx->AllocateOutput("Mask", DataType::kBool, x->shape()));
-    const uint64_t key = CounterStreamSeed(seed_, step_);
-    if (!attrs_.is_test) ++step_;
-    const int64_t n = x->NumElements();
+    ASSIGN_OR_RETURN(const prologue::DropoutArgs a, prologue::GetDropoutArgs(ctx));
+    const uint64_t key = dropout_.NextKey();
+    const prologue::DropoutAttrs& attrs = dropout_.attrs();
+    const int64_t n = a.x->NumElements();
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
-    return DispatchFloat(x->dtype(), [&](auto tag) -> absl::Status {
+    return DispatchFloat(a.x->dtype(), [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
-      if (attrs_.is_test) {
+      if (attrs.is_test) {
         CUDA_RETURN_IF_ERROR(
-            LaunchMaskedScale<T>(x->data<T>(), nullptr, n, T(1), out->data<T>(), stream));
-        CUDA_RETURN_IF_ERROR(LaunchFill<bool>(mask->data<bool>(), n, true, stream));
+            LaunchMaskedScale<T>(a.x->data<T>(), nullptr, n, T(1), a.out->data<T>(), stream));
+        CUDA_RETURN_IF_ERROR(LaunchFill<bool>(a.mask->data<bool>(), n, true, stream));
         return absl::OkStatus();
       }
-      CUDA_RETURN_IF_ERROR(LaunchDropout<T>(x->data<T>(), n, key, attrs_.prob, attrs_.Scale<T>(),
-                                            out->data<T>(), mask->data<bool>(), stream));
+      CUDA_RETURN_IF_ERROR(LaunchDropout<T>(a.x->data<T>(), n, key, attrs.prob, attrs.Scale<T>(),
+                                            a.out->data<T>(), a.mask->data<bool>(), stream));
       return absl::OkStatus();
     });
   }
 
  private:
-  nli::DropoutAttrs attrs_;
-  uint64_t seed_ = 0;
-  uint64_t step_ = 0;
+  prologue::DropoutForward dropout_;
 };
 
 REGISTER_KERNEL(KernelDef("dropout", "gpu").TypeConstraint("X", kFloatTypes), DropoutKernel);
@@ -86,23 +75,19 @@ class DropoutGradKernel : public OpKernel {
   absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
   absl::Status Compute(KernelContext* ctx) override {
-    ASSIGN_OR_RETURN(const Tensor* mask, ctx->InputTensor("Mask"));
-    ASSIGN_OR_RETURN(const Tensor* dout, ctx->InputTensor("Out@GRAD"));
-    RETURN_IF_ERROR(CheckArgMeta(ctx->op().type, "Mask", mask->dtype(), mask->shape(),
-                                 DataType::kBool, dout->shape()));
-    ASSIGN_OR_RETURN(Tensor * dx, ctx->AllocateOutput("X@GRAD", dout->dtype(), dout->shape()));
+    ASSIGN_OR_RETURN(const prologue::DropoutGradArgs a, prologue::GetDropoutGradArgs(ctx));
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
-    return DispatchFloat(dout->dtype(), [&](auto tag) -> absl::Status {
+    return DispatchFloat(a.dout->dtype(), [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
-      CUDA_RETURN_IF_ERROR(LaunchMaskedScale<T>(dout->data<T>(), mask->data<bool>(),
-                                                dx->NumElements(), attrs_.Scale<T>(), dx->data<T>(),
-                                                stream));
+      CUDA_RETURN_IF_ERROR(LaunchMaskedScale<T>(a.dout->data<T>(), a.mask->data<bool>(),
+                                                a.dx->NumElements(), attrs_.Scale<T>(),
+                                                a.dx->data<T>(), stream));
       return absl::OkStatus();
     });
   }
 
  private:
-  nli::DropoutAttrs attrs_;
+  prologue::DropoutAttrs attrs_;
 };
 
 REGISTER_KERNEL(KernelDef("dropout_grad", "gpu").TypeConstraint("Out@GRAD", kFloatTypes),
@@ -112,26 +97,14 @@ REGISTER_KERNEL(KernelDef("dropout_grad", "gpu").TypeConstraint("Out@GRAD", kFlo
 // filter products): samples are processed in chunks that fit.
 constexpr int64_t kColumnBudget = int64_t{1} << 26;
 
-// conv2d's sizes: per group, Output[n, gi] [mg, P] = Filter[gi] [mg, K] x
-// col[n, gi] [K, P].
-struct ConvPlan {
+// conv2d's sizes (the host's ConvDims): per group, Output[n, gi] [mg, P] =
+// Filter[gi] [mg, K] x col[n, gi] [K, P]; plus the samples per chunk.
+struct ConvPlan : prologue::ConvDims {
   ConvShape shape;
-  int64_t n, c, m, groups, cg, mg, k, p, plane;
-  bool direct;    // 1x1, stride 1, no padding: col is the input itself
+  int64_t n, c, m;
   int64_t chunk;  // samples per chunk
 
-  explicit ConvPlan(const Conv2DGeometry& g)
-      : n(g.n),
-        c(g.c),
-        m(g.m),
-        groups(g.p.groups),
-        cg(g.c / g.p.groups),
-        mg(g.m / g.p.groups),
-        k(g.c / g.p.groups * g.kh * g.kw),
-        p(g.oh * g.ow),
-        plane(g.h * g.w),
-        direct(g.kh == 1 && g.kw == 1 && g.p.stride_h == 1 && g.p.stride_w == 1 && g.p.pad_h == 0 &&
-               g.p.pad_w == 0) {
+  explicit ConvPlan(const Conv2DGeometry& g) : ConvDims(g), n(g.n), c(g.c), m(g.m) {
     shape.c = g.c, shape.h = g.h, shape.w = g.w;
     shape.kh = g.kh, shape.kw = g.kw, shape.oh = g.oh, shape.ow = g.ow;
     shape.stride_h = g.p.stride_h, shape.stride_w = g.p.stride_w;
@@ -169,12 +142,11 @@ absl::Status ColumnScratch(KernelContext* ctx, const ConvPlan& cp, DataType dtyp
 class Conv2DKernel : public OpKernel {
  public:
   absl::Status Init(const OpDesc& op) override {
-    ASSIGN_OR_RETURN(params_, ReadConv2DParams(op));
-    return absl::OkStatus();
+    return prologue::Store(ReadConv2DParams(op), &params_);
   }
 
   absl::Status Compute(KernelContext* ctx) override {
-    ASSIGN_OR_RETURN(const nli::Conv c, nli::GetConv(*ctx, params_, false));
+    ASSIGN_OR_RETURN(const prologue::Conv c, prologue::GetConv(*ctx, params_, false));
     const DataType dtype = c.input->dtype();
     ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Output", dtype, c.g.output));
     if (out->NumElements() == 0) return absl::OkStatus();
@@ -206,12 +178,11 @@ class Conv2DKernel : public OpKernel {
 class Conv2DGradKernel : public OpKernel {
  public:
   absl::Status Init(const OpDesc& op) override {
-    ASSIGN_OR_RETURN(params_, ReadConv2DParams(op));
-    return absl::OkStatus();
+    return prologue::Store(ReadConv2DParams(op), &params_);
   }
 
   absl::Status Compute(KernelContext* ctx) override {
-    ASSIGN_OR_RETURN(const nli::Conv c, nli::GetConv(*ctx, params_, true));
+    ASSIGN_OR_RETURN(const prologue::Conv c, prologue::GetConv(*ctx, params_, true));
     const DataType dtype = c.input->dtype();
     const ConvPlan cp(c.g);
     return DispatchFloat(dtype, [&](auto tag) -> absl::Status {
@@ -231,7 +202,7 @@ class Conv2DGradKernel : public OpKernel {
  private:
   // dcol[n, gi] = Filter[gi]^T x dOutput[n, gi], gathered back into dx.
   template <typename T>
-  static absl::Status InputGrad(KernelContext* ctx, const nli::Conv& c, const ConvPlan& cp,
+  static absl::Status InputGrad(KernelContext* ctx, const prologue::Conv& c, const ConvPlan& cp,
                                 Tensor* dx) {
     if (dx->NumElements() == 0) return absl::OkStatus();
     Tensor dcol;
@@ -259,7 +230,7 @@ class Conv2DGradKernel : public OpKernel {
   // dFilter[gi] = the sum over samples of dOutput[n, gi] x col[n, gi]^T:
   // per-sample products summed by the reduction kernel, chunk sums added up.
   template <typename T>
-  static absl::Status FilterGrad(KernelContext* ctx, const nli::Conv& c, const ConvPlan& cp,
+  static absl::Status FilterGrad(KernelContext* ctx, const prologue::Conv& c, const ConvPlan& cp,
                                  Tensor* dw) {
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
     if (dw->NumElements() == 0) return absl::OkStatus();
@@ -324,12 +295,11 @@ PoolWindows WindowsOf(const Pool2DGeometry& g) {
 class Pool2DKernel : public OpKernel {
  public:
   absl::Status Init(const OpDesc& op) override {
-    ASSIGN_OR_RETURN(params_, ReadPool2DParams(op));
-    return absl::OkStatus();
+    return prologue::Store(ReadPool2DParams(op), &params_);
   }
 
   absl::Status Compute(KernelContext* ctx) override {
-    ASSIGN_OR_RETURN(const nli::Pool p, nli::GetPool(*ctx, params_, false));
+    ASSIGN_OR_RETURN(const prologue::Pool p, prologue::GetPool(*ctx, params_, false));
     ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", p.x->dtype(), p.g.out));
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
     return DispatchFloat(p.x->dtype(), [&](auto tag) -> absl::Status {
@@ -346,12 +316,11 @@ class Pool2DKernel : public OpKernel {
 class Pool2DGradKernel : public OpKernel {
  public:
   absl::Status Init(const OpDesc& op) override {
-    ASSIGN_OR_RETURN(params_, ReadPool2DParams(op));
-    return absl::OkStatus();
+    return prologue::Store(ReadPool2DParams(op), &params_);
   }
 
   absl::Status Compute(KernelContext* ctx) override {
-    ASSIGN_OR_RETURN(const nli::Pool p, nli::GetPool(*ctx, params_, true));
+    ASSIGN_OR_RETURN(const prologue::Pool p, prologue::GetPool(*ctx, params_, true));
     ASSIGN_OR_RETURN(Tensor * dx, ctx->AllocateOutput("X@GRAD", p.x->dtype(), p.x->shape()));
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
     return DispatchFloat(p.x->dtype(), [&](auto tag) -> absl::Status {
@@ -369,17 +338,6 @@ class Pool2DGradKernel : public OpKernel {
 REGISTER_KERNEL(KernelDef("pool2d", "gpu").TypeConstraint("X", kFloatTypes), Pool2DKernel);
 REGISTER_KERNEL(KernelDef("pool2d_grad", "gpu").TypeConstraint("X", kFloatTypes), Pool2DGradKernel);
 
-struct NormAttrs {
-  int64_t axis = 1;
-  double epsilon = 1e-5;
-
-  absl::Status Read(const OpDesc& op) {
-    ASSIGN_OR_RETURN(axis, GetAttr<int64_t>(op.attrs, "begin_norm_axis", op.type));
-    ASSIGN_OR_RETURN(epsilon, GetAttr<double>(op.attrs, "epsilon", op.type));
-    return absl::OkStatus();
-  }
-};
-
 template <typename T>
 const T* DataOrNull(const Tensor* t) {
   return t == nullptr ? nullptr : t->data<T>();
@@ -390,23 +348,21 @@ class LayerNormKernel : public OpKernel {
   absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
   absl::Status Compute(KernelContext* ctx) override {
-    ASSIGN_OR_RETURN(const nli::Norm n, nli::GetNorm(*ctx, attrs_.axis, false));
-    const DataType dtype = n.x->dtype();
-    ASSIGN_OR_RETURN(Tensor * y, ctx->AllocateOutput("Y", dtype, n.x->shape()));
-    ASSIGN_OR_RETURN(Tensor * mean, ctx->AllocateOutput("Mean", dtype, Shape({n.d.rows})));
-    ASSIGN_OR_RETURN(Tensor * var, ctx->AllocateOutput("Variance", dtype, Shape({n.d.rows})));
+    ASSIGN_OR_RETURN(const prologue::Norm n,
+                     prologue::GetNorm(*ctx, attrs_.begin_norm_axis, false));
+    ASSIGN_OR_RETURN(const prologue::NormOutputs o, prologue::AllocateNormOutputs(ctx, n));
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
-    return DispatchFloat(dtype, [&](auto tag) -> absl::Status {
+    return DispatchFloat(n.x->dtype(), [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
       CUDA_RETURN_IF_ERROR(LaunchLayerNorm<T>(
           n.x->data<T>(), DataOrNull<T>(n.scale), DataOrNull<T>(n.bias), n.d.rows, n.d.cols,
-          attrs_.epsilon, y->data<T>(), mean->data<T>(), var->data<T>(), stream));
+          attrs_.epsilon, o.y->data<T>(), o.mean->data<T>(), o.var->data<T>(), stream));
       return absl::OkStatus();
     });
   }
 
  private:
-  NormAttrs attrs_;
+  prologue::NormAttrs attrs_;
 };
 
 // X@GRAD, Scale@GRAD and Bias@GRAD, each only when bound.
@@ -415,39 +371,33 @@ class LayerNormGradKernel : public OpKernel {
   absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
   absl::Status Compute(KernelContext* ctx) override {
-    ASSIGN_OR_RETURN(const nli::Norm n, nli::GetNorm(*ctx, attrs_.axis, true));
-    const DataType dtype = n.x->dtype();
-    Tensor* grads[3] = {nullptr, nullptr, nullptr};
-    const char* args[3] = {"X@GRAD", "Scale@GRAD", "Bias@GRAD"};
-    const Shape shapes[3] = {n.x->shape(), Shape({n.d.cols}), Shape({n.d.cols})};
-    for (int i = 0; i < 3; ++i) {
-      if (ctx->OutputVar(args[i]) == nullptr) continue;
-      ASSIGN_OR_RETURN(grads[i], ctx->AllocateOutput(args[i], dtype, shapes[i]));
-    }
+    ASSIGN_OR_RETURN(const prologue::Norm n, prologue::GetNorm(*ctx, attrs_.begin_norm_axis, true));
+    ASSIGN_OR_RETURN(const prologue::NormGrads grads, prologue::AllocateNormGrads(ctx, n));
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
-    return DispatchFloat(dtype, [&](auto tag) -> absl::Status {
+    return DispatchFloat(n.x->dtype(), [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
       auto data = [](Tensor* t) { return t == nullptr ? nullptr : t->data<T>(); };
       const T* x = n.x->data<T>();
-      if (grads[0] != nullptr) {
+      if (grads.dx != nullptr) {
         CUDA_RETURN_IF_ERROR(LaunchLayerNormGradX<T>(
             x, DataOrNull<T>(n.scale), n.mean->data<T>(), n.var->data<T>(), n.dy->data<T>(),
-            n.d.rows, n.d.cols, attrs_.epsilon, grads[0]->data<T>(), stream));
+            n.d.rows, n.d.cols, attrs_.epsilon, grads.dx->data<T>(), stream));
       }
-      if (grads[1] == nullptr && grads[2] == nullptr) return absl::OkStatus();
+      if (grads.dscale == nullptr && grads.dbias == nullptr) return absl::OkStatus();
       const int64_t chunks = LayerNormRowChunks(n.d.rows);
       ASSIGN_OR_RETURN(Tensor partials,
                        AllocateScratch(ctx, DataType::kFloat64, Shape({2 * chunks * n.d.cols}),
                                        "partial column sums"));
-      CUDA_RETURN_IF_ERROR(LaunchLayerNormParamGrads<T>(
-          x, n.mean->data<T>(), n.var->data<T>(), n.dy->data<T>(), n.d.rows, n.d.cols,
-          attrs_.epsilon, partials.data<double>(), chunks, data(grads[1]), data(grads[2]), stream));
+      CUDA_RETURN_IF_ERROR(
+          LaunchLayerNormParamGrads<T>(x, n.mean->data<T>(), n.var->data<T>(), n.dy->data<T>(),
+                                       n.d.rows, n.d.cols, attrs_.epsilon, partials.data<double>(),
+                                       chunks, data(grads.dscale), data(grads.dbias), stream));
       return absl::OkStatus();
     });
   }
 
  private:
-  NormAttrs attrs_;
+  prologue::NormAttrs attrs_;
 };
 
 REGISTER_KERNEL(KernelDef("layer_norm", "gpu").TypeConstraint("X", kFloatTypes), LayerNormKernel);

@@ -1,7 +1,9 @@
-// gpu kernels of square_error_cost(_grad) and mean(_grad).
+// gpu kernels of square_error_cost(_grad) and mean(_grad), validated by the
+// prologues they share with the host kernels (backends/common/loss_prologues.h).
 #include <cuda_runtime_api.h>
 
 #include "absl/strings/str_cat.h"
+#include "backends/common/loss_prologues.h"
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_status.h"
 #include "backends/cuda/kernel_util.h"
@@ -17,21 +19,15 @@ namespace tandem {
 namespace cuda {
 namespace {
 
-TensorMeta MetaOf(const Tensor& t) { return TensorMeta{t.dtype(), t.shape()}; }
-
 class SquareErrorCostKernel : public OpKernel {
  public:
   absl::Status Compute(KernelContext* ctx) override {
-    ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
-    ASSIGN_OR_RETURN(const Tensor* y, ctx->InputTensor("Y"));
-    ASSIGN_OR_RETURN(TensorMeta out_meta,
-                     SquareErrorCostMeta(ctx->op().type, MetaOf(*x), MetaOf(*y)));
-    ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", out_meta.dtype, out_meta.shape));
+    ASSIGN_OR_RETURN(const prologue::SquareErrorCostArgs a, prologue::GetSquareErrorCostArgs(ctx));
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
-    return DispatchFloat(x->dtype(), [&](auto tag) -> absl::Status {
+    return DispatchFloat(a.x->dtype(), [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
-      CUDA_RETURN_IF_ERROR(LaunchSquareErrorCost<T>(x->data<T>(), y->data<T>(), out->data<T>(),
-                                                    x->NumElements(), stream));
+      CUDA_RETURN_IF_ERROR(LaunchSquareErrorCost<T>(a.x->data<T>(), a.y->data<T>(),
+                                                    a.out->data<T>(), a.x->NumElements(), stream));
       return absl::OkStatus();
     });
   }
@@ -44,27 +40,15 @@ REGISTER_KERNEL(KernelDef("square_error_cost", "gpu").TypeConstraint("X", kFloat
 class SquareErrorCostGradKernel : public OpKernel {
  public:
   absl::Status Compute(KernelContext* ctx) override {
-    ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
-    ASSIGN_OR_RETURN(const Tensor* y, ctx->InputTensor("Y"));
-    ASSIGN_OR_RETURN(const Tensor* dout, ctx->InputTensor("Out@GRAD"));
-    const std::string& op = ctx->op().type;
-    ASSIGN_OR_RETURN(TensorMeta out_meta, SquareErrorCostMeta(op, MetaOf(*x), MetaOf(*y)));
-    RETURN_IF_ERROR(
-        CheckArgMeta(op, "Out@GRAD", dout->dtype(), dout->shape(), out_meta.dtype, out_meta.shape));
-    Tensor* dx = nullptr;
-    Tensor* dy = nullptr;
-    if (ctx->OutputVar("X@GRAD") != nullptr) {
-      ASSIGN_OR_RETURN(dx, ctx->AllocateOutput("X@GRAD", x->dtype(), x->shape()));
-    }
-    if (ctx->OutputVar("Y@GRAD") != nullptr) {
-      ASSIGN_OR_RETURN(dy, ctx->AllocateOutput("Y@GRAD", y->dtype(), y->shape()));
-    }
+    ASSIGN_OR_RETURN(const prologue::SquareErrorCostGradArgs a,
+                     prologue::GetSquareErrorCostGradArgs(ctx));
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
-    return DispatchFloat(x->dtype(), [&](auto tag) -> absl::Status {
+    return DispatchFloat(a.x->dtype(), [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
       CUDA_RETURN_IF_ERROR(LaunchSquareErrorCostGrad<T>(
-          x->data<T>(), y->data<T>(), dout->data<T>(), dx == nullptr ? nullptr : dx->data<T>(),
-          dy == nullptr ? nullptr : dy->data<T>(), x->NumElements(), stream));
+          a.x->data<T>(), a.y->data<T>(), a.dout->data<T>(),
+          a.dx == nullptr ? nullptr : a.dx->data<T>(), a.dy == nullptr ? nullptr : a.dy->data<T>(),
+          a.x->NumElements(), stream));
       return absl::OkStatus();
     });
   }
@@ -80,9 +64,9 @@ REGISTER_KERNEL(KernelDef("square_error_cost_grad", "gpu").TypeConstraint("X", k
 class MeanKernel : public OpKernel {
  public:
   absl::Status Compute(KernelContext* ctx) override {
-    ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
-    ASSIGN_OR_RETURN(TensorMeta out_meta, MeanMeta(ctx->op().type, MetaOf(*x)));
-    ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", out_meta.dtype, out_meta.shape));
+    ASSIGN_OR_RETURN(const prologue::MeanArgs a, prologue::GetMeanArgs(ctx));
+    const Tensor* x = a.x;
+    Tensor* out = a.out;
     const int64_t n = x->NumElements();
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
     if (!blocks_done_.initialized() || blocks_done_.place() != ctx->place()) {
@@ -112,18 +96,12 @@ REGISTER_KERNEL(KernelDef("mean", "gpu").TypeConstraint("X", kFloatTypes), MeanK
 class MeanGradKernel : public OpKernel {
  public:
   absl::Status Compute(KernelContext* ctx) override {
-    ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
-    ASSIGN_OR_RETURN(const Tensor* dout, ctx->InputTensor("Out@GRAD"));
-    const std::string& op = ctx->op().type;
-    ASSIGN_OR_RETURN(TensorMeta out_meta, MeanMeta(op, MetaOf(*x)));
-    RETURN_IF_ERROR(
-        CheckArgMeta(op, "Out@GRAD", dout->dtype(), dout->shape(), out_meta.dtype, out_meta.shape));
-    ASSIGN_OR_RETURN(Tensor * dx, ctx->AllocateOutput("X@GRAD", x->dtype(), x->shape()));
+    ASSIGN_OR_RETURN(const prologue::MeanGradArgs a, prologue::GetMeanGradArgs(ctx));
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
-    return DispatchFloat(x->dtype(), [&](auto tag) -> absl::Status {
+    return DispatchFloat(a.x->dtype(), [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
       CUDA_RETURN_IF_ERROR(
-          LaunchMeanGrad<T>(dout->data<T>(), dx->data<T>(), x->NumElements(), stream));
+          LaunchMeanGrad<T>(a.dout->data<T>(), a.dx->data<T>(), a.x->NumElements(), stream));
       return absl::OkStatus();
     });
   }

@@ -1,7 +1,7 @@
-// gpu kernels of matmul, mul and their gradients on cuBLAS (gemm.h). mul's
-// registration lines, validation and messages are the host kernels'
-// (backends/common/math_kernels.h, whose argument helpers they call).
-#include "backends/common/math_kernels.h"
+// gpu kernels of matmul, mul and their gradients on cuBLAS (gemm.h), with
+// the host kernels' registration lines and, through the shared prologues
+// (backends/common/math_prologues.h), their validation and messages.
+#include "backends/common/math_prologues.h"
 #include "backends/cuda/gemm.h"
 #include "backends/cuda/kernel_util.h"
 #include "framework/base/status_macros.h"
@@ -13,40 +13,26 @@ namespace tandem {
 namespace cuda {
 namespace {
 
-struct MatmulAttrs {
-  bool tx = false, ty = false;
-  double alpha = 1;
-
-  absl::Status Read(const OpDesc& op) {
-    ASSIGN_OR_RETURN(tx, GetAttr<bool>(op.attrs, "transpose_X", op.type));
-    ASSIGN_OR_RETURN(ty, GetAttr<bool>(op.attrs, "transpose_Y", op.type));
-    ASSIGN_OR_RETURN(alpha, GetAttr<double>(op.attrs, "alpha", op.type));
-    return absl::OkStatus();
-  }
-};
+using prologue::MatmulAttrs;
 
 class MatmulKernel : public OpKernel {
  public:
   absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
   absl::Status Compute(KernelContext* ctx) override {
-    ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
-    ASSIGN_OR_RETURN(const Tensor* y, ctx->InputTensor("Y"));
-    RETURN_IF_ERROR(CheckSameDtype(ctx, *x, *y));
-    ASSIGN_OR_RETURN(MatmulDims d,
-                     MatmulShape(ctx->op().type, x->shape(), y->shape(), attrs_.tx, attrs_.ty));
-    ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", x->dtype(), d.out));
+    ASSIGN_OR_RETURN(const prologue::MatmulArgs a, prologue::GetMatmulArgs(*ctx, attrs_, false));
+    ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", a.x->dtype(), a.d.out));
     Gemm g;
     g.trans_a = attrs_.tx;
     g.trans_b = attrs_.ty;
-    g.m = d.m;
-    g.n = d.n;
-    g.k = d.k;
-    g.batch = d.batch;
-    g.a = x->raw_data();
-    g.stride_a = d.x_batched ? d.m * d.k : 0;
-    g.b = y->raw_data();
-    g.stride_b = d.y_batched ? d.k * d.n : 0;
+    g.m = a.d.m;
+    g.n = a.d.n;
+    g.k = a.d.k;
+    g.batch = a.d.batch;
+    g.a = a.x->raw_data();
+    g.stride_a = a.d.x_batched ? a.d.m * a.d.k : 0;
+    g.b = a.y->raw_data();
+    g.stride_b = a.d.y_batched ? a.d.k * a.d.n : 0;
     g.alpha = attrs_.alpha;
     return RunGemm(ctx, g, out);
   }
@@ -66,49 +52,44 @@ class MatmulGradKernel : public OpKernel {
   absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
   absl::Status Compute(KernelContext* ctx) override {
-    ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
-    ASSIGN_OR_RETURN(const Tensor* y, ctx->InputTensor("Y"));
-    ASSIGN_OR_RETURN(const Tensor* dout, ctx->InputTensor("Out@GRAD"));
-    RETURN_IF_ERROR(CheckSameDtype(ctx, *x, *y));
+    ASSIGN_OR_RETURN(const prologue::MatmulArgs a, prologue::GetMatmulArgs(*ctx, attrs_, true));
     const bool tx = attrs_.tx, ty = attrs_.ty;
-    ASSIGN_OR_RETURN(MatmulDims d, MatmulShape(ctx->op().type, x->shape(), y->shape(), tx, ty));
-    RETURN_IF_ERROR(CheckOutGrad(ctx, *dout, x->dtype(), d.out));
-    const int64_t m = d.m, n = d.n, k = d.k;
-    const int64_t x_stride = d.x_batched ? m * k : 0;
-    const int64_t y_stride = d.y_batched ? k * n : 0;
-    return DispatchFloat(x->dtype(), [&](auto) -> absl::Status {
+    const int64_t m = a.d.m, n = a.d.n, k = a.d.k;
+    const int64_t x_stride = a.d.x_batched ? m * k : 0;
+    const int64_t y_stride = a.d.y_batched ? k * n : 0;
+    return DispatchFloat(a.x->dtype(), [&](auto) -> absl::Status {
       if (ctx->OutputVar("X@GRAD") != nullptr) {
-        ASSIGN_OR_RETURN(Tensor * dx, ctx->AllocateOutput("X@GRAD", x->dtype(), x->shape()));
+        ASSIGN_OR_RETURN(Tensor * dx, ctx->AllocateOutput("X@GRAD", a.x->dtype(), a.x->shape()));
         Gemm g;     // a product over n of G (m x n) and Y
         if (!tx) {  // dX = G op(Y)^T: m x k
           g.m = m, g.n = k, g.k = n;
-          g.a = dout->raw_data(), g.stride_a = m * n, g.trans_a = false;
-          g.b = y->raw_data(), g.stride_b = y_stride, g.trans_b = !ty;
+          g.a = a.dout->raw_data(), g.stride_a = m * n, g.trans_a = false;
+          g.b = a.y->raw_data(), g.stride_b = y_stride, g.trans_b = !ty;
         } else {  // dX = op(Y) G^T: k x m
           g.m = k, g.n = m, g.k = n;
-          g.a = y->raw_data(), g.stride_a = y_stride, g.trans_a = ty;
-          g.b = dout->raw_data(), g.stride_b = m * n, g.trans_b = true;
+          g.a = a.y->raw_data(), g.stride_a = y_stride, g.trans_a = ty;
+          g.b = a.dout->raw_data(), g.stride_b = m * n, g.trans_b = true;
         }
-        g.batch = d.x_batched || d.y_batched ? d.batch : 1;
+        g.batch = a.d.x_batched || a.d.y_batched ? a.d.batch : 1;
         g.alpha = attrs_.alpha;
-        g.sum_batches = !d.x_batched;
+        g.sum_batches = !a.d.x_batched;
         RETURN_IF_ERROR(RunGemm(ctx, g, dx));
       }
       if (ctx->OutputVar("Y@GRAD") != nullptr) {
-        ASSIGN_OR_RETURN(Tensor * dy, ctx->AllocateOutput("Y@GRAD", y->dtype(), y->shape()));
+        ASSIGN_OR_RETURN(Tensor * dy, ctx->AllocateOutput("Y@GRAD", a.y->dtype(), a.y->shape()));
         Gemm g;     // a product over m of op(X) and G (m x n)
         if (!ty) {  // dY = op(X)^T G: k x n
           g.m = k, g.n = n, g.k = m;
-          g.a = x->raw_data(), g.stride_a = x_stride, g.trans_a = !tx;
-          g.b = dout->raw_data(), g.stride_b = m * n, g.trans_b = false;
+          g.a = a.x->raw_data(), g.stride_a = x_stride, g.trans_a = !tx;
+          g.b = a.dout->raw_data(), g.stride_b = m * n, g.trans_b = false;
         } else {  // dY = G^T op(X): n x k
           g.m = n, g.n = k, g.k = m;
-          g.a = dout->raw_data(), g.stride_a = m * n, g.trans_a = true;
-          g.b = x->raw_data(), g.stride_b = x_stride, g.trans_b = tx;
+          g.a = a.dout->raw_data(), g.stride_a = m * n, g.trans_a = true;
+          g.b = a.x->raw_data(), g.stride_b = x_stride, g.trans_b = tx;
         }
-        g.batch = d.x_batched || d.y_batched ? d.batch : 1;
+        g.batch = a.d.x_batched || a.d.y_batched ? a.d.batch : 1;
         g.alpha = attrs_.alpha;
-        g.sum_batches = !d.y_batched;
+        g.sum_batches = !a.d.y_batched;
         RETURN_IF_ERROR(RunGemm(ctx, g, dy));
       }
       return absl::OkStatus();
@@ -123,21 +104,15 @@ REGISTER_KERNEL(KernelDef("matmul_grad", "gpu").TypeConstraint("X", kFloatTypes)
 
 class MulKernel : public OpKernel {
  public:
-  absl::Status Init(const OpDesc& op) override {
-    return math_kernels_internal::ReadNumColDims(op, &xn_, &yn_);
-  }
+  absl::Status Init(const OpDesc& op) override { return cols_.Read(op); }
 
   absl::Status Compute(KernelContext* ctx) override {
-    ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
-    ASSIGN_OR_RETURN(const Tensor* y, ctx->InputTensor("Y"));
-    ASSIGN_OR_RETURN(const FlatMatmulDims d,
-                     math_kernels_internal::GetMulDims(*ctx, *x, *y, xn_, yn_));
-    ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", x->dtype(), d.out));
-    return RunFlatMatmul(ctx, *x, *y, d.m, d.k, d.n, out);
+    ASSIGN_OR_RETURN(const prologue::MulArgs a, prologue::GetMulArgs(ctx, cols_));
+    return RunFlatMatmul(ctx, *a.x, *a.y, a.d.m, a.d.k, a.d.n, a.out);
   }
 
  private:
-  int64_t xn_ = 1, yn_ = 1;
+  prologue::NumColDims cols_;
 };
 
 REGISTER_KERNEL(KernelDef("mul", "gpu").TypeConstraint("X", kFloatTypes), MulKernel);
@@ -146,30 +121,15 @@ REGISTER_KERNEL(KernelDef("mul", "gpu").TypeConstraint("X", kFloatTypes), MulKer
 // when bound.
 class MulGradKernel : public OpKernel {
  public:
-  absl::Status Init(const OpDesc& op) override {
-    return math_kernels_internal::ReadNumColDims(op, &xn_, &yn_);
-  }
+  absl::Status Init(const OpDesc& op) override { return cols_.Read(op); }
 
   absl::Status Compute(KernelContext* ctx) override {
-    ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
-    ASSIGN_OR_RETURN(const Tensor* y, ctx->InputTensor("Y"));
-    ASSIGN_OR_RETURN(const Tensor* dout, ctx->InputTensor("Out@GRAD"));
-    ASSIGN_OR_RETURN(const FlatMatmulDims d,
-                     math_kernels_internal::GetMulDims(*ctx, *x, *y, xn_, yn_));
-    RETURN_IF_ERROR(math_kernels_internal::CheckOutGrad(*ctx, *dout, x->dtype(), d.out));
-    Tensor* dx = nullptr;
-    Tensor* dy = nullptr;
-    if (ctx->OutputVar("X@GRAD") != nullptr) {
-      ASSIGN_OR_RETURN(dx, ctx->AllocateOutput("X@GRAD", x->dtype(), x->shape()));
-    }
-    if (ctx->OutputVar("Y@GRAD") != nullptr) {
-      ASSIGN_OR_RETURN(dy, ctx->AllocateOutput("Y@GRAD", y->dtype(), y->shape()));
-    }
-    return RunFlatMatmulGrad(ctx, *x, *y, *dout, d.m, d.k, d.n, dx, dy);
+    ASSIGN_OR_RETURN(const prologue::MulGradArgs a, prologue::GetMulGradArgs(ctx, cols_));
+    return RunFlatMatmulGrad(ctx, *a.x, *a.y, *a.dout, a.d.m, a.d.k, a.d.n, a.dx, a.dy);
   }
 
  private:
-  int64_t xn_ = 1, yn_ = 1;
+  prologue::NumColDims cols_;
 };
 
 REGISTER_KERNEL(KernelDef("mul_grad", "gpu").TypeConstraint("X", kFloatTypes), MulGradKernel);

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "backends/common/nn_prologues.h"
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_status.h"
 #include "backends/cuda/kernel_staging.h"
@@ -40,48 +41,10 @@ namespace tandem {
 namespace cuda {
 namespace {
 
-TensorMeta MetaOf(const Tensor& t) { return TensorMeta{t.dtype(), t.shape()}; }
-
-// "op 'lookup_table': id 12 at position 3 is out of range [0, 10) of table 'emb_w'".
-absl::Status BadIdError(const std::string& op, const std::string& table, int64_t id,
-                        int64_t position, int64_t rows) {
-  return absl::InvalidArgumentError(absl::StrCat("op '", op, "': id ", id, " at position ",
-                                                 position, " is out of range [0, ", rows,
-                                                 ") of table '", table, "'"));
-}
-
-// Validated inputs of lookup_table(_grad).
-struct Lookup {
-  const Tensor* ids = nullptr;
-  const Tensor* w = nullptr;
-  Shape out_shape;
-  int64_t n = 0, rows = 0, dim = 0;
-  int64_t padding_row = -1;
-};
-
-absl::StatusOr<Lookup> GetLookup(KernelContext* ctx, int64_t padding_idx) {
-  Lookup l;
-  ASSIGN_OR_RETURN(l.ids, ctx->InputTensor("Ids"));
-  ASSIGN_OR_RETURN(l.w, ctx->InputTensor("W"));
-  const std::string& op = ctx->op().type;
-  ASSIGN_OR_RETURN(l.out_shape, LookupTableShape(op, MetaOf(*l.ids), MetaOf(*l.w)));
-  l.n = l.ids->NumElements();
-  l.rows = l.w->shape().dim(0);
-  l.dim = l.w->shape().dim(1);
-  ASSIGN_OR_RETURN(l.padding_row, PaddingRow(op, padding_idx, l.rows));
-  return l;
-}
-
-struct LookupAttrs {
-  bool is_sparse = false;
-  int64_t padding_idx = -1;
-
-  absl::Status Read(const OpDesc& op) {
-    ASSIGN_OR_RETURN(is_sparse, GetAttr<bool>(op.attrs, "is_sparse", op.type));
-    ASSIGN_OR_RETURN(padding_idx, GetAttr<int64_t>(op.attrs, "padding_idx", op.type));
-    return absl::OkStatus();
-  }
-};
+using prologue::BadIdError;
+using prologue::GetLookup;
+using prologue::Lookup;
+using prologue::LookupAttrs;
 
 // Bad ids surface at the stream's next synchronisation (see the top).
 class LookupTableKernel : public OpKernel {
@@ -89,8 +52,8 @@ class LookupTableKernel : public OpKernel {
   absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
   absl::Status Compute(KernelContext* ctx) override {
-    ASSIGN_OR_RETURN(Lookup l, GetLookup(ctx, attrs_.padding_idx));
-    ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", l.w->dtype(), l.out_shape));
+    ASSIGN_OR_RETURN(const Lookup l, GetLookup(*ctx, attrs_.padding_idx));
+    ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", l.w->dtype(), l.out));
     if (l.n == 0) return absl::OkStatus();
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
     const int64_t* ids = l.ids->data<int64_t>();
@@ -135,7 +98,7 @@ class LookupTableGradKernel : public OpKernel {
   absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
   absl::Status Compute(KernelContext* ctx) override {
-    ASSIGN_OR_RETURN(Lookup l, GetLookup(ctx, attrs_.padding_idx));
+    ASSIGN_OR_RETURN(const Lookup l, GetLookup(*ctx, attrs_.padding_idx));
     const int64_t* ids = l.ids->data<int64_t>();  // host memory
     bool hits_padding = false;
     for (int64_t p = 0; p < l.n; ++p) {
@@ -148,7 +111,7 @@ class LookupTableGradKernel : public OpKernel {
     ASSIGN_OR_RETURN(const Tensor* dout, ctx->InputTensor("Out@GRAD"));
     const DataType dtype = l.w->dtype();
     RETURN_IF_ERROR(
-        CheckArgMeta(ctx->op().type, "Out@GRAD", dout->dtype(), dout->shape(), dtype, l.out_shape));
+        CheckArgMeta(ctx->op().type, "Out@GRAD", dout->dtype(), dout->shape(), dtype, l.out));
     const Shape value_shape({l.n, l.dim});
     if (attrs_.is_sparse && !hits_padding) {
       ctx->OutputVar("W@GRAD")->set(

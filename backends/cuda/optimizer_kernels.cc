@@ -2,8 +2,8 @@
 // updating Param and its state in place (every output is bound to its
 // input's tensor).
 //
-// Registration lines, validation and messages are the host kernels'
-// (backends/common/optimizer_kernels.h, whose argument helpers they call):
+// Registration lines are the host kernels'; validation and messages come
+// from the shared prologues (backends/common/optimizer_prologues.h):
 // LearningRate, and adam's Beta1Pow and Beta2Pow (and their outputs), are
 // HostMemory arguments read and advanced on the host, never copied. A sparse
 // Grad is lazy: its row indices (host data) are grouped by table row on the
@@ -11,12 +11,12 @@
 // reach the device in kernel arguments, kSgdEntriesPerLaunch value rows per
 // launch (optimizer_launchers.h); a row with more value rows than one launch
 // carries passes its partial sum on through a scratch row.
-#include "backends/common/optimizer_kernels.h"
-
 #include <cuda_runtime_api.h>
 
 #include <vector>
 
+#include "backends/common/math_prologues.h"
+#include "backends/common/optimizer_prologues.h"
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_status.h"
 #include "backends/cuda/kernel_util.h"
@@ -32,7 +32,7 @@ namespace tandem {
 namespace cuda {
 namespace {
 
-using optimizer_kernels_internal::UpdateArgs;
+using prologue::UpdateArgs;
 
 // Enqueues the lazy update of a sparse Grad (checked by CheckSparseGrad):
 // launch(chunk, width, carry_in, carry_out, carry) for consecutive chunks of
@@ -52,8 +52,7 @@ absl::Status UpdateRows(const KernelContext* ctx, const UpdateArgs& a, Launch&& 
                                             "a row's partial gradient sum"));
   }
   T* carry_data = carry.initialized() ? carry.data<T>() : nullptr;
-  const optimizer_kernels_internal::RowGroups groups =
-      optimizer_kernels_internal::GroupRows(rows.data(), n);
+  const prologue::RowGroups groups = prologue::GroupRows(rows.data(), n);
   SgdRowChunk chunk;
   chunk.begin[0] = 0;
   int entries = 0;
@@ -82,17 +81,13 @@ absl::Status UpdateRows(const KernelContext* ctx, const UpdateArgs& a, Launch&& 
 class MomentumKernel : public OpKernel {
  public:
   absl::Status Init(const OpDesc& op) override {
-    ASSIGN_OR_RETURN(attrs_, GetMomentumAttrs(op));
-    return absl::OkStatus();
+    return prologue::Store(GetMomentumAttrs(op), &attrs_);
   }
 
   absl::Status Compute(KernelContext* ctx) override {
-    ASSIGN_OR_RETURN(const UpdateArgs a, optimizer_kernels_internal::GetUpdateArgs(*ctx));
-    ASSIGN_OR_RETURN(const Tensor* velocity, ctx->InputTensor("Velocity"));
-    RETURN_IF_ERROR(CheckMomentumArgs(ctx->op(), a.param_meta(), a.grad_meta(),
-                                      {velocity->dtype(), velocity->shape()},
-                                      a.learning_rate_meta()));
-    RETURN_IF_ERROR(optimizer_kernels_internal::CheckSparseGrad(*ctx, a));
+    ASSIGN_OR_RETURN(const prologue::MomentumArgs m, prologue::GetMomentumArgs(*ctx));
+    const UpdateArgs& a = m.u;
+    const Tensor* velocity = m.velocity;
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
     RETURN_IF_ERROR(DispatchFloat(a.param->dtype(), [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
@@ -114,8 +109,7 @@ class MomentumKernel : public OpKernel {
                              return absl::OkStatus();
                            });
     }));
-    RETURN_IF_ERROR(ctx->SetOutput("ParamOut", *a.param));
-    return ctx->SetOutput("VelocityOut", *velocity);
+    return prologue::BindMomentumOutputs(ctx, m);
   }
 
  private:
@@ -129,31 +123,19 @@ REGISTER_KERNEL(
 class AdamKernel : public OpKernel {
  public:
   absl::Status Init(const OpDesc& op) override {
-    ASSIGN_OR_RETURN(attrs_, GetAdamAttrs(op));
-    return absl::OkStatus();
+    return prologue::Store(GetAdamAttrs(op), &attrs_);
   }
 
   absl::Status Compute(KernelContext* ctx) override {
-    ASSIGN_OR_RETURN(const UpdateArgs a, optimizer_kernels_internal::GetUpdateArgs(*ctx));
-    ASSIGN_OR_RETURN(const Tensor* m1, ctx->InputTensor("Moment1"));
-    ASSIGN_OR_RETURN(const Tensor* m2, ctx->InputTensor("Moment2"));
-    ASSIGN_OR_RETURN(const Tensor* b1p, ctx->InputTensor("Beta1Pow"));
-    ASSIGN_OR_RETURN(const Tensor* b2p, ctx->InputTensor("Beta2Pow"));
-    RETURN_IF_ERROR(CheckAdamArgs(ctx->op(), {a.param_meta(),
-                                              a.grad_meta(),
-                                              a.learning_rate_meta(),
-                                              {m1->dtype(), m1->shape()},
-                                              {m2->dtype(), m2->shape()},
-                                              {b1p->dtype(), b1p->shape()},
-                                              {b2p->dtype(), b2p->shape()}}));
-    RETURN_IF_ERROR(optimizer_kernels_internal::CheckSparseGrad(*ctx, a));
+    ASSIGN_OR_RETURN(const prologue::AdamArgs args, prologue::GetAdamArgs(*ctx));
+    const UpdateArgs& a = args.u;
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
     RETURN_IF_ERROR(DispatchFloat(a.param->dtype(), [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
-      T* beta1_pow = b1p->data<T>();  // host memory
-      T* beta2_pow = b2p->data<T>();
-      RETURN_IF_ERROR(optimizer_kernels_internal::CheckBetaPow(*ctx, "Beta1Pow", *beta1_pow));
-      RETURN_IF_ERROR(optimizer_kernels_internal::CheckBetaPow(*ctx, "Beta2Pow", *beta2_pow));
+      T* beta1_pow = args.beta1_pow->data<T>();  // host memory
+      T* beta2_pow = args.beta2_pow->data<T>();
+      RETURN_IF_ERROR(prologue::CheckBetaPow(*ctx, "Beta1Pow", *beta1_pow));
+      RETURN_IF_ERROR(prologue::CheckBetaPow(*ctx, "Beta2Pow", *beta2_pow));
       AdamStep<T> step;
       step.lr = static_cast<T>(a.lr());
       step.beta1 = static_cast<T>(attrs_.beta1);
@@ -167,8 +149,8 @@ class AdamKernel : public OpKernel {
       step.l2_decay = static_cast<T>(l2 ? attrs_.weight_decay : 0);
       step.shrink = static_cast<T>(l2 ? 1 : 1 - static_cast<double>(step.lr) * attrs_.weight_decay);
       T* param = a.param->data<T>();
-      T* mom1 = m1->data<T>();
-      T* mom2 = m2->data<T>();
+      T* mom1 = args.m1->data<T>();
+      T* mom2 = args.m2->data<T>();
       if (!a.sparse()) {
         CUDA_RETURN_IF_ERROR(LaunchAdamDense<T>(param, mom1, mom2, a.grad->tensor().data<T>(),
                                                 a.param->NumElements(), step, stream));
@@ -187,11 +169,7 @@ class AdamKernel : public OpKernel {
       *beta2_pow *= step.beta2;
       return absl::OkStatus();
     }));
-    RETURN_IF_ERROR(ctx->SetOutput("ParamOut", *a.param));
-    RETURN_IF_ERROR(ctx->SetOutput("Moment1Out", *m1));
-    RETURN_IF_ERROR(ctx->SetOutput("Moment2Out", *m2));
-    RETURN_IF_ERROR(ctx->SetOutput("Beta1PowOut", *b1p));
-    return ctx->SetOutput("Beta2PowOut", *b2p);
+    return prologue::BindAdamOutputs(ctx, args);
   }
 
  private:

@@ -1,6 +1,6 @@
 // gpu kernels of reduce_sum, reduce_mean and their gradients, with the host
-// kernels' registration lines, validation and messages (backends/common/
-// math_kernels.h, whose argument helpers they call).
+// kernels' registration lines and, through the shared prologues
+// (backends/common/math_prologues.h), their validation and messages.
 //
 // The forward op sums X over the reduced dims with LaunchReduceSum (a block
 // per output element and a shared-memory tree sum for long sums, a thread
@@ -10,7 +10,7 @@
 // mean).
 #include <cuda_runtime_api.h>
 
-#include "backends/common/math_kernels.h"
+#include "backends/common/math_prologues.h"
 #include "backends/cuda/broadcast_launchers.h"
 #include "backends/cuda/broadcast_plan.h"
 #include "backends/cuda/cuda_device.h"
@@ -24,19 +24,16 @@ namespace tandem {
 namespace cuda {
 namespace {
 
-using math_kernels_internal::ReduceAttrs;
+using prologue::ReduceAttrs;
 
 template <bool kMean>
 class ReduceKernel : public OpKernel {
  public:
-  absl::Status Init(const OpDesc& op) override {
-    return math_kernels_internal::ReadReduceAttrs(op, &attrs_);
-  }
+  absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
-    ASSIGN_OR_RETURN(const ReduceDims r,
-                     math_kernels_internal::GetReduceDims(*ctx, x->shape(), attrs_, kMean));
+    ASSIGN_OR_RETURN(const ReduceDims r, prologue::GetReduceDims(*ctx, x->shape(), attrs_, kMean));
     ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", x->dtype(), r.out));
     ASSIGN_OR_RETURN(ReduceGeometry g, PlanReduceTo(ctx->op().type, x->shape(), r.kept));
     if (kMean) g.divisor = r.count;
@@ -55,24 +52,18 @@ class ReduceKernel : public OpKernel {
 template <bool kMean>
 class ReduceGradKernel : public OpKernel {
  public:
-  absl::Status Init(const OpDesc& op) override {
-    return math_kernels_internal::ReadReduceAttrs(op, &attrs_);
-  }
+  absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
   absl::Status Compute(KernelContext* ctx) override {
-    ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
-    ASSIGN_OR_RETURN(const Tensor* dout, ctx->InputTensor("Out@GRAD"));
-    ASSIGN_OR_RETURN(const ReduceDims r,
-                     math_kernels_internal::GetReduceDims(*ctx, x->shape(), attrs_, kMean));
-    RETURN_IF_ERROR(math_kernels_internal::CheckOutGrad(*ctx, *dout, x->dtype(), r.out));
-    ASSIGN_OR_RETURN(Tensor * dx, ctx->AllocateOutput("X@GRAD", x->dtype(), x->shape()));
-    if (dx->NumElements() == 0) return absl::OkStatus();
-    ASSIGN_OR_RETURN(const AddGeometry g, PlanBroadcastTo(ctx->op().type, r.kept, x->shape()));
+    ASSIGN_OR_RETURN(const prologue::ReduceGradArgs a,
+                     prologue::GetReduceGradArgs(ctx, attrs_, kMean));
+    if (a.dx->NumElements() == 0) return absl::OkStatus();
+    ASSIGN_OR_RETURN(const AddGeometry g, PlanBroadcastTo(ctx->op().type, a.r.kept, a.x->shape()));
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
-    return DispatchFloat(x->dtype(), [&](auto tag) -> absl::Status {
+    return DispatchFloat(a.x->dtype(), [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
-      CUDA_RETURN_IF_ERROR(
-          LaunchBroadcastDivide<T>(dout->data<T>(), dx->data<T>(), g, kMean ? r.count : 1, stream));
+      CUDA_RETURN_IF_ERROR(LaunchBroadcastDivide<T>(a.dout->data<T>(), a.dx->data<T>(), g,
+                                                    kMean ? a.r.count : 1, stream));
       return absl::OkStatus();
     });
   }

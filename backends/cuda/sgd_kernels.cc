@@ -11,8 +11,8 @@
 // by one thread, in the gradient's order, so repeated rows accumulate
 // deterministically and bit-identically to the host kernels.
 //
-// Validation and messages follow the host kernels
-// (backends/common/optimizer_kernels.cc, GetSgdArgs) step by step.
+// Validation and messages are the host kernels' (the shared prologue
+// backends/common/optimizer_prologues.h, GetSgdArgs).
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "backends/common/optimizer_prologues.h"
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_status.h"
 #include "backends/cuda/kernel_staging.h"
@@ -38,59 +39,17 @@ namespace tandem {
 namespace cuda {
 namespace {
 
-struct SgdArgs {
-  const Tensor* param = nullptr;
-  const Variable* grad = nullptr;  // a dense tensor or SelectedRows
-  float learning_rate = 0;         // read on the host
-};
-
-absl::StatusOr<SgdArgs> GetSgdArgs(const KernelContext& ctx) {
-  SgdArgs a;
-  ASSIGN_OR_RETURN(a.param, ctx.InputTensor("Param"));
-  ASSIGN_OR_RETURN(const Tensor* lr, ctx.InputTensor("LearningRate"));
-  a.grad = ctx.InputVar("Grad");
-  const Tensor* grad_data = a.grad == nullptr ? nullptr : a.grad->data_tensor();
-  if (grad_data == nullptr || !grad_data->initialized()) {
-    return ctx.InvalidArgument(absl::StrCat("input 'Grad' (variable '", ctx.InputName("Grad"),
-                                            "') is missing or not initialised"));
-  }
-  const bool sparse = a.grad->is_selected_rows();
-  const Shape grad_shape = sparse ? a.grad->selected_rows().DenseShape() : grad_data->shape();
-  RETURN_IF_ERROR(CheckSgdArgs(ctx.op(), {a.param->dtype(), a.param->shape()},
-                               {grad_data->dtype(), grad_shape, sparse},
-                               {lr->dtype(), lr->shape()}));
-  a.learning_rate = lr->data<float>()[0];  // host memory (HostMemory("LearningRate"))
-  if (!sparse) return a;
-  const SelectedRows& g = a.grad->selected_rows();
-  const int64_t n = static_cast<int64_t>(g.rows().size());
-  if (grad_data->shape().rank() == 0 || grad_data->shape().dim(0) != n) {
-    return ctx.InvalidArgument(absl::StrCat("Grad '", ctx.InputName("Grad"), "' has ", n,
-                                            " rows but a value of shape ",
-                                            grad_data->shape().ToString()));
-  }
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t row = g.rows()[i];
-    if (row < 0 || row >= g.height()) {
-      return ctx.InvalidArgument(absl::StrCat(
-          "row ", row, " at position ", i, " of Grad '", ctx.InputName("Grad"),
-          "' is out of range [0, ", g.height(), ") of Param '", ctx.InputName("Param"), "'"));
-    }
-  }
-  return a;
-}
-
 class SgdKernel : public OpKernel {
  public:
   absl::Status Compute(KernelContext* ctx) override {
-    ASSIGN_OR_RETURN(const SgdArgs a, GetSgdArgs(*ctx));
+    ASSIGN_OR_RETURN(const prologue::UpdateArgs a, prologue::GetSgdArgs(*ctx));
     const Tensor& param = *a.param;
+    const float learning_rate = a.lr();  // host memory (HostMemory("LearningRate"))
     RETURN_IF_ERROR(DispatchFloat(param.dtype(), [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
-      if (a.grad->is_selected_rows()) {
-        return UpdateSparse<T>(ctx, param, a.grad->selected_rows(), a.learning_rate);
-      }
+      if (a.sparse()) return UpdateSparse<T>(ctx, param, a.grad->selected_rows(), learning_rate);
       CUDA_RETURN_IF_ERROR(LaunchSgdDense<T>(param.data<T>(), a.grad->tensor().data<T>(),
-                                             param.NumElements(), a.learning_rate,
+                                             param.NumElements(), learning_rate,
                                              CudaStreamOf(ctx->stream())));
       return absl::OkStatus();
     }));

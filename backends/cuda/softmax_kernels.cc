@@ -1,7 +1,7 @@
 // gpu kernels of softmax(_grad), softmax_with_cross_entropy(_grad) and
 // accuracy (softmax_launchers.h), with the host kernels' registration
-// lines, validation and messages (backends/common/nn_kernels.h,
-// loss_kernels.h, metric_kernels.h).
+// lines and, through the shared prologues (backends/common/
+// loss_prologues.h), their validation and messages.
 //
 // Labels live in device memory: a check kernel records the first bad
 // label's position in a device flag (device_flag.h, no trap), which the
@@ -17,7 +17,8 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "backends/common/loss_kernels.h"
+#include "backends/common/loss_prologues.h"
+#include "backends/common/math_prologues.h"
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_status.h"
 #include "backends/cuda/device_flag.h"
@@ -34,8 +35,6 @@ namespace tandem {
 namespace cuda {
 namespace {
 
-TensorMeta MetaOf(const Tensor& t) { return TensorMeta{t.dtype(), t.shape()}; }
-
 // `x` (argument `arg`) as [outer, n, inner] around attr axis (validated).
 absl::StatusOr<AxisGeometry> AxisOf(const KernelContext& ctx, absl::string_view arg,
                                     const Tensor& x, int64_t axis_attr) {
@@ -49,10 +48,7 @@ absl::StatusOr<AxisGeometry> AxisOf(const KernelContext& ctx, absl::string_view 
 
 class SoftmaxKernel : public OpKernel {
  public:
-  absl::Status Init(const OpDesc& op) override {
-    ASSIGN_OR_RETURN(axis_, GetAttr<int64_t>(op.attrs, "axis", op.type));
-    return absl::OkStatus();
-  }
+  absl::Status Init(const OpDesc& op) override { return prologue::ReadAttr(op, "axis", &axis_); }
 
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
@@ -74,10 +70,7 @@ REGISTER_KERNEL(KernelDef("softmax", "gpu").TypeConstraint("X", kFloatTypes), So
 
 class SoftmaxGradKernel : public OpKernel {
  public:
-  absl::Status Init(const OpDesc& op) override {
-    ASSIGN_OR_RETURN(axis_, GetAttr<int64_t>(op.attrs, "axis", op.type));
-    return absl::OkStatus();
-  }
+  absl::Status Init(const OpDesc& op) override { return prologue::ReadAttr(op, "axis", &axis_); }
 
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const Tensor* out, ctx->InputTensor("Out"));
@@ -102,22 +95,8 @@ class SoftmaxGradKernel : public OpKernel {
 REGISTER_KERNEL(KernelDef("softmax_grad", "gpu").TypeConstraint("Out", kFloatTypes),
                 SoftmaxGradKernel);
 
-// Scores (`scores_arg`) and Label of a per-row classification op, shapes
-// validated (ClassRowsShape); labels are checked on the device.
-struct ClassBatch {
-  const Tensor* scores = nullptr;
-  const Tensor* label = nullptr;
-  ClassRows rows;
-};
-
-absl::StatusOr<ClassBatch> GetClassBatch(const KernelContext& ctx, absl::string_view scores_arg) {
-  ClassBatch b;
-  ASSIGN_OR_RETURN(b.scores, ctx.InputTensor(scores_arg));
-  ASSIGN_OR_RETURN(b.label, ctx.InputTensor("Label"));
-  ASSIGN_OR_RETURN(b.rows,
-                   ClassRowsShape(ctx.op().type, scores_arg, MetaOf(*b.scores), MetaOf(*b.label)));
-  return b;
-}
+using prologue::ClassBatch;
+using prologue::GetClassBatch;
 
 // A label check in flight: Finish waits for it and returns the host
 // kernels' InvalidArgument for the first bad label, if any.
@@ -138,9 +117,7 @@ class LabelCheck {
     if (!bad.has_value()) return absl::OkStatus();
     int64_t label = 0;
     RETURN_IF_ERROR(ReadToHost(ctx, &label, labels_ + *bad, sizeof(label)));
-    return ctx->InvalidArgument(absl::StrCat(
-        "label ", label, " at position ", *bad, " is out of range [0, ", classes_, ")",
-        ignore_index_.has_value() ? absl::StrCat(" (ignore_index ", *ignore_index_, ")") : ""));
+    return prologue::BadLabelError(*ctx, label, *bad, classes_, ignore_index_);
   }
 
  private:
@@ -158,16 +135,16 @@ class LabelCheck {
 
 class SoftmaxWithCrossEntropyKernel : public OpKernel {
  public:
-  absl::Status Init(const OpDesc& op) override {
-    return loss_kernels_internal::ReadCrossEntropyAttrs(op, &ignore_index_);
-  }
+  absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const ClassBatch b, GetClassBatch(*ctx, "Logits"));
-    ASSIGN_OR_RETURN(const LabelCheck check, LabelCheck::Start(ctx, b, ignore_index_));
+    ASSIGN_OR_RETURN(const LabelCheck check, LabelCheck::Start(ctx, b, attrs_.ignore_index));
     const DataType dtype = b.scores->dtype();
-    ASSIGN_OR_RETURN(Tensor * softmax, ctx->AllocateOutput("Softmax", dtype, b.scores->shape()));
-    ASSIGN_OR_RETURN(Tensor * loss, ctx->AllocateOutput("Loss", dtype, b.rows.per_row));
+    ASSIGN_OR_RETURN(const prologue::CrossEntropyOutputs o,
+                     prologue::AllocateCrossEntropyOutputs(ctx, b));
+    Tensor* softmax = o.softmax;
+    Tensor* loss = o.loss;
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
     if (b.rows.classes == 0) {  // every row ignored (or a bad label)
       if (loss->NumBytes() > 0) {
@@ -178,7 +155,7 @@ class SoftmaxWithCrossEntropyKernel : public OpKernel {
         using T = typename decltype(tag)::type;
         CUDA_RETURN_IF_ERROR(LaunchSoftmaxCrossEntropy<T>(
             b.scores->data<T>(), b.label->data<int64_t>(), b.rows.rows, b.rows.classes,
-            ignore_index_, softmax->data<T>(), loss->data<T>(), stream));
+            attrs_.ignore_index, softmax->data<T>(), loss->data<T>(), stream));
         return absl::OkStatus();
       }));
     }
@@ -186,7 +163,7 @@ class SoftmaxWithCrossEntropyKernel : public OpKernel {
   }
 
  private:
-  int64_t ignore_index_ = -100;
+  prologue::CrossEntropyAttrs attrs_;
 };
 
 REGISTER_KERNEL(
@@ -195,34 +172,28 @@ REGISTER_KERNEL(
 
 class SoftmaxWithCrossEntropyGradKernel : public OpKernel {
  public:
-  absl::Status Init(const OpDesc& op) override {
-    return loss_kernels_internal::ReadCrossEntropyAttrs(op, &ignore_index_);
-  }
+  absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const ClassBatch b, GetClassBatch(*ctx, "Softmax"));
     {
-      ASSIGN_OR_RETURN(const LabelCheck check, LabelCheck::Start(ctx, b, ignore_index_));
+      ASSIGN_OR_RETURN(const LabelCheck check, LabelCheck::Start(ctx, b, attrs_.ignore_index));
       RETURN_IF_ERROR(check.Finish(ctx));
     }
-    ASSIGN_OR_RETURN(const Tensor* dloss, ctx->InputTensor("Loss@GRAD"));
-    const DataType dtype = b.scores->dtype();
-    RETURN_IF_ERROR(CheckArgMeta(ctx->op().type, "Loss@GRAD", dloss->dtype(), dloss->shape(), dtype,
-                                 b.rows.per_row));
-    ASSIGN_OR_RETURN(Tensor * dlogits,
-                     ctx->AllocateOutput("Logits@GRAD", dtype, b.scores->shape()));
+    ASSIGN_OR_RETURN(const prologue::CrossEntropyGradArgs g,
+                     prologue::GetCrossEntropyGradArgs(ctx, b));
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
-    return DispatchFloat(dtype, [&](auto tag) -> absl::Status {
+    return DispatchFloat(b.scores->dtype(), [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
       CUDA_RETURN_IF_ERROR(LaunchSoftmaxCrossEntropyGrad<T>(
-          b.scores->data<T>(), b.label->data<int64_t>(), dloss->data<T>(), b.rows.rows,
-          b.rows.classes, ignore_index_, dlogits->data<T>(), stream));
+          b.scores->data<T>(), b.label->data<int64_t>(), g.dloss->data<T>(), b.rows.rows,
+          b.rows.classes, attrs_.ignore_index, g.dlogits->data<T>(), stream));
       return absl::OkStatus();
     });
   }
 
  private:
-  int64_t ignore_index_ = -100;
+  prologue::CrossEntropyAttrs attrs_;
 };
 
 REGISTER_KERNEL(
@@ -231,36 +202,25 @@ REGISTER_KERNEL(
 
 class AccuracyKernel : public OpKernel {
  public:
-  absl::Status Init(const OpDesc& op) override {
-    ASSIGN_OR_RETURN(k_, GetAttr<int64_t>(op.attrs, "k", op.type));
-    if (k_ < 1) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("op '", op.type, "': k must be >= 1, got ", k_));
-    }
-    return absl::OkStatus();
-  }
+  absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const ClassBatch b, GetClassBatch(*ctx, "Out"));
     ASSIGN_OR_RETURN(const LabelCheck check, LabelCheck::Start(ctx, b, std::nullopt));
-    ASSIGN_OR_RETURN(Tensor * accuracy,
-                     ctx->AllocateOutput("Accuracy", DataType::kFloat32, Shape({1})));
-    ASSIGN_OR_RETURN(Tensor * correct,
-                     ctx->AllocateOutput("Correct", DataType::kInt64, Shape({1})));
-    ASSIGN_OR_RETURN(Tensor * total, ctx->AllocateOutput("Total", DataType::kInt64, Shape({1})));
+    ASSIGN_OR_RETURN(const prologue::AccuracyOutputs o, prologue::AllocateAccuracyOutputs(ctx));
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
     RETURN_IF_ERROR(DispatchFloat(b.scores->dtype(), [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
       CUDA_RETURN_IF_ERROR(LaunchAccuracy<T>(
-          b.scores->data<T>(), b.label->data<int64_t>(), b.rows.rows, b.rows.classes, k_,
-          correct->data<int64_t>(), total->data<int64_t>(), accuracy->data<float>(), stream));
+          b.scores->data<T>(), b.label->data<int64_t>(), b.rows.rows, b.rows.classes, attrs_.k,
+          o.correct->data<int64_t>(), o.total->data<int64_t>(), o.accuracy->data<float>(), stream));
       return absl::OkStatus();
     }));
     return check.Finish(ctx);
   }
 
  private:
-  int64_t k_ = 1;
+  prologue::AccuracyAttrs attrs_;
 };
 
 REGISTER_KERNEL(KernelDef("accuracy", "gpu").TypeConstraint("Out", kFloatTypes), AccuracyKernel);

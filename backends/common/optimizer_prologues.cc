@@ -1,0 +1,127 @@
+#include "backends/common/optimizer_prologues.h"
+
+#include <algorithm>
+#include <numeric>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "backends/common/rows.h"
+#include "framework/base/status_macros.h"
+
+namespace tandem {
+namespace prologue {
+
+TensorMeta UpdateArgs::grad_meta() const {
+  const Tensor* data = grad->data_tensor();
+  if (!sparse()) return {data->dtype(), data->shape()};
+  return {data->dtype(), grad->selected_rows().DenseShape(),
+          /*selected_rows=*/true};
+}
+
+absl::StatusOr<UpdateArgs> GetUpdateArgs(const KernelContext& ctx) {
+  UpdateArgs a;
+  ASSIGN_OR_RETURN(a.param, ctx.InputTensor("Param"));
+  ASSIGN_OR_RETURN(a.learning_rate, ctx.InputTensor("LearningRate"));
+  a.grad = ctx.InputVar("Grad");
+  const Tensor* grad_data = a.grad == nullptr ? nullptr : a.grad->data_tensor();
+  if (grad_data == nullptr || !grad_data->initialized()) {
+    return ctx.InvalidArgument(absl::StrCat("input 'Grad' (variable '", ctx.InputName("Grad"),
+                                            "') is missing or not initialised"));
+  }
+  return a;
+}
+
+absl::Status CheckSparseGrad(const KernelContext& ctx, const UpdateArgs& a) {
+  if (!a.sparse()) return absl::OkStatus();
+  const SelectedRows& g = a.grad->selected_rows();
+  const Shape& value_shape = g.value().shape();
+  const int64_t n = static_cast<int64_t>(g.rows().size());
+  if (value_shape.rank() == 0 || value_shape.dim(0) != n) {
+    return ctx.InvalidArgument(absl::StrCat("Grad '", ctx.InputName("Grad"), "' has ", n,
+                                            " rows but a value of shape ", value_shape.ToString()));
+  }
+  const int64_t bad = FirstOutOfRange(g.rows().data(), n, g.height());
+  if (bad >= 0) {
+    return ctx.InvalidArgument(absl::StrCat(
+        "row ", g.rows()[bad], " at position ", bad, " of Grad '", ctx.InputName("Grad"),
+        "' is out of range [0, ", g.height(), ") of Param '", ctx.InputName("Param"), "'"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<UpdateArgs> GetSgdArgs(const KernelContext& ctx) {
+  ASSIGN_OR_RETURN(const UpdateArgs a, GetUpdateArgs(ctx));
+  RETURN_IF_ERROR(CheckSgdArgs(ctx.op(), a.param_meta(), a.grad_meta(), a.learning_rate_meta()));
+  RETURN_IF_ERROR(CheckSparseGrad(ctx, a));
+  return a;
+}
+
+absl::StatusOr<MomentumArgs> GetMomentumArgs(const KernelContext& ctx) {
+  MomentumArgs a;
+  ASSIGN_OR_RETURN(a.u, GetUpdateArgs(ctx));
+  ASSIGN_OR_RETURN(a.velocity, ctx.InputTensor("Velocity"));
+  RETURN_IF_ERROR(CheckMomentumArgs(ctx.op(), a.u.param_meta(), a.u.grad_meta(),
+                                    {a.velocity->dtype(), a.velocity->shape()},
+                                    a.u.learning_rate_meta()));
+  RETURN_IF_ERROR(CheckSparseGrad(ctx, a.u));
+  return a;
+}
+
+absl::StatusOr<AdamArgs> GetAdamArgs(const KernelContext& ctx) {
+  AdamArgs a;
+  ASSIGN_OR_RETURN(a.u, GetUpdateArgs(ctx));
+  ASSIGN_OR_RETURN(a.m1, ctx.InputTensor("Moment1"));
+  ASSIGN_OR_RETURN(a.m2, ctx.InputTensor("Moment2"));
+  ASSIGN_OR_RETURN(a.beta1_pow, ctx.InputTensor("Beta1Pow"));
+  ASSIGN_OR_RETURN(a.beta2_pow, ctx.InputTensor("Beta2Pow"));
+  RETURN_IF_ERROR(CheckAdamArgs(ctx.op(), {a.u.param_meta(),
+                                           a.u.grad_meta(),
+                                           a.u.learning_rate_meta(),
+                                           {a.m1->dtype(), a.m1->shape()},
+                                           {a.m2->dtype(), a.m2->shape()},
+                                           {a.beta1_pow->dtype(), a.beta1_pow->shape()},
+                                           {a.beta2_pow->dtype(), a.beta2_pow->shape()}}));
+  RETURN_IF_ERROR(CheckSparseGrad(ctx, a.u));
+  return a;
+}
+
+absl::Status BindMomentumOutputs(KernelContext* ctx, const MomentumArgs& a) {
+  RETURN_IF_ERROR(ctx->SetOutput("ParamOut", *a.u.param));
+  return ctx->SetOutput("VelocityOut", *a.velocity);
+}
+
+absl::Status BindAdamOutputs(KernelContext* ctx, const AdamArgs& a) {
+  RETURN_IF_ERROR(ctx->SetOutput("ParamOut", *a.u.param));
+  RETURN_IF_ERROR(ctx->SetOutput("Moment1Out", *a.m1));
+  RETURN_IF_ERROR(ctx->SetOutput("Moment2Out", *a.m2));
+  RETURN_IF_ERROR(ctx->SetOutput("Beta1PowOut", *a.beta1_pow));
+  return ctx->SetOutput("Beta2PowOut", *a.beta2_pow);
+}
+
+absl::Status CheckBetaPow(const KernelContext& ctx, const char* arg, double value) {
+  if (value >= 0 && value < 1) return absl::OkStatus();
+  return ctx.InvalidArgument(absl::StrCat(arg, " '", ctx.InputName(arg), "' is ", value,
+                                          "; it must be in [0, 1) (beta^step)"));
+}
+
+RowGroups GroupRows(const int64_t* rows, int64_t n) {
+  std::vector<int64_t> positions(n);
+  std::iota(positions.begin(), positions.end(), int64_t{0});
+  return GroupPositions(rows, std::move(positions));
+}
+
+RowGroups GroupPositions(const int64_t* rows, std::vector<int64_t> positions) {
+  RowGroups g;
+  g.order = std::move(positions);
+  std::stable_sort(g.order.begin(), g.order.end(),
+                   [rows](int64_t a, int64_t b) { return rows[a] < rows[b]; });
+  const int64_t n = static_cast<int64_t>(g.order.size());
+  for (int64_t i = 0; i < n; ++i) {
+    if (i == 0 || rows[g.order[i]] != rows[g.order[i - 1]]) g.starts.push_back(i);
+  }
+  g.starts.push_back(n);
+  return g;
+}
+
+}  // namespace prologue
+}  // namespace tandem

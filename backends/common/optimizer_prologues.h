@@ -1,0 +1,104 @@
+// Kernel prologues of the optimizer ops (sgd, momentum, adam): the input
+// checks that the host kernels (optimizer_kernels.h) and the gpu kernels
+// (backends/cuda) share, so every place validates in the same order with
+// the same messages, and the grouping of a sparse gradient's rows that both
+// apply:
+//
+//   absl::Status Compute(KernelContext* ctx) override {
+//     ASSIGN_OR_RETURN(const prologue::AdamArgs a, prologue::GetAdamArgs(ctx));
+//     RETURN_IF_ERROR(prologue::CheckBetaPow(*ctx, "Beta1Pow", beta1_pow));  // host memory
+//     ...  // update *a.u.param, *a.m1, *a.m2 in place
+//   }
+//
+// Errors are InvalidArgument naming the op, the argument, its variable and
+// the offending dtype, shape or row (ops/optimizer/shape_fns.h). A sparse
+// Grad's rows and the LearningRate are host data (SelectedRows rows,
+// HostMemory), so these checks read them on every place. Stateless and
+// thread-safe.
+#ifndef TANDEM_BACKENDS_COMMON_OPTIMIZER_PROLOGUES_H_
+#define TANDEM_BACKENDS_COMMON_OPTIMIZER_PROLOGUES_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "framework/kernel/kernel_context.h"
+#include "framework/tensor/selected_rows.h"
+#include "framework/tensor/tensor.h"
+#include "framework/tensor/variable.h"
+#include "ops/optimizer/shape_fns.h"
+
+namespace tandem {
+namespace prologue {
+
+// Param, Grad (a dense tensor or SelectedRows) and LearningRate of an
+// update op, present and initialised (else InvalidArgument naming the
+// argument and its variable).
+struct UpdateArgs {
+  const Tensor* param = nullptr;
+  const Variable* grad = nullptr;
+  const Tensor* learning_rate = nullptr;  // in host memory
+
+  bool sparse() const { return grad->is_selected_rows(); }
+  TensorMeta param_meta() const { return {param->dtype(), param->shape()}; }
+  // A sparse Grad's meta is its dense shape [height, ...].
+  TensorMeta grad_meta() const;
+  TensorMeta learning_rate_meta() const { return {learning_rate->dtype(), learning_rate->shape()}; }
+  float lr() const { return learning_rate->data<float>()[0]; }
+};
+absl::StatusOr<UpdateArgs> GetUpdateArgs(const KernelContext& ctx);
+
+// For a sparse Grad (after the op's meta checks): one value row per index
+// and every index in [0, Param.dim(0)), else InvalidArgument naming the
+// position, the index and both variables. OK for a dense Grad.
+absl::Status CheckSparseGrad(const KernelContext& ctx, const UpdateArgs& a);
+
+// sgd's arguments, checked (CheckSgdArgs, CheckSparseGrad).
+absl::StatusOr<UpdateArgs> GetSgdArgs(const KernelContext& ctx);
+
+// momentum's arguments and Velocity, checked (CheckMomentumArgs,
+// CheckSparseGrad).
+struct MomentumArgs {
+  UpdateArgs u;
+  const Tensor* velocity = nullptr;
+};
+absl::StatusOr<MomentumArgs> GetMomentumArgs(const KernelContext& ctx);
+
+// adam's arguments, moments and beta powers (host memory), checked
+// (CheckAdamArgs, CheckSparseGrad); the beta powers' values are checked by
+// CheckBetaPow.
+struct AdamArgs {
+  UpdateArgs u;
+  const Tensor* m1 = nullptr;
+  const Tensor* m2 = nullptr;
+  const Tensor* beta1_pow = nullptr;
+  const Tensor* beta2_pow = nullptr;
+};
+absl::StatusOr<AdamArgs> GetAdamArgs(const KernelContext& ctx);
+
+// Binds momentum's ParamOut and VelocityOut, and adam's ParamOut,
+// Moment1Out, Moment2Out, Beta1PowOut and Beta2PowOut, to their inputs'
+// tensors: the updates are in place.
+absl::Status BindMomentumOutputs(KernelContext* ctx, const MomentumArgs& a);
+absl::Status BindAdamOutputs(KernelContext* ctx, const AdamArgs& a);
+
+// InvalidArgument unless a beta power (`arg`, one element) is in [0, 1).
+absl::Status CheckBetaPow(const KernelContext& ctx, const char* arg, double value);
+
+// The positions of `n` row indices grouped by row: group k is
+// order[starts[k] .. starts[k + 1]), positions ascending, all with the same
+// row; groups in ascending row order.
+struct RowGroups {
+  std::vector<int64_t> order;
+  std::vector<int64_t> starts;  // size groups + 1
+  int64_t size() const { return static_cast<int64_t>(starts.size()) - 1; }
+};
+RowGroups GroupRows(const int64_t* rows, int64_t n);
+// The same for the ascending `positions` (indices into `rows`) only.
+RowGroups GroupPositions(const int64_t* rows, std::vector<int64_t> positions);
+
+}  // namespace prologue
+}  // namespace tandem
+
+#endif  // TANDEM_BACKENDS_COMMON_OPTIMIZER_PROLOGUES_H_
