@@ -39,6 +39,7 @@ const std::vector<BroadcastConfig>& BroadcastConfigs() {
       {Shape({2, 3, 4}), Shape({3}), 1},        // axis alignment
       {Shape({2, 3, 4}), Shape({2, 3}), 0},     // axis 0
       {Shape({257, 65}), Shape({257, 1}), -1},  // column broadcast, odd
+      {Shape({300, 257}), Shape({257}), -1},    // split across threads
   };
   return *configs;
 }

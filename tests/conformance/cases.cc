@@ -18,10 +18,11 @@ using case_util::SetTolerance;
 using reference::Array;
 
 void AddFillConstant(std::vector<ConformanceCase>* cases) {
-  const std::vector<Shape> shapes = {Shape(), Shape({0}), Shape({3}), Shape({2, 3, 5})};
+  const std::vector<Shape> shapes = {Shape(),          Shape({0}),    Shape({3}),
+                                     Shape({2, 3, 5}), Shape({1023}), Shape({3, 0, 2})};
   for (DataType t : AllDataTypes()) {
     for (const Shape& s : shapes) {
-      for (double value : {2.75, -1.5}) {
+      for (double value : {2.75, -1.5, -2.7, 0.0}) {
         ConformanceCase c;
         c.op = "fill_constant";
         c.label = Label(c.op, t, absl::StrCat(s.ToString(), " value ", value));
@@ -97,6 +98,16 @@ void AddMatmul(std::vector<ConformanceCase>* cases) {
       {Shape({2, 0}), Shape({0, 3}), false, false, 1.0},        // K = 0
       {Shape({0, 4}), Shape({4, 3}), false, false, 1.0},        // empty output
       {Shape({1, 1}), Shape({1, 1}), false, false, -3.0},
+      {Shape({2, 2, 7, 5}), Shape({2, 2, 3, 7}), true, true, 2.0},  // 2 batch dims, transposed
+      {Shape({2, 2, 7, 5}), Shape({3, 7}), true, true, 1.0},        // Y shared, transposed
+      {Shape({7, 5}), Shape({2, 2, 7, 3}), true, false, -0.5},      // X shared, transposed
+      {Shape({2, 3, 1, 5}), Shape({5, 7}), false, false, 1.0},      // 2 batch dims, Y shared
+      {Shape({2, 3, 0}), Shape({0, 4}), false, false, 1.0},         // K = 0, batched
+      {Shape({0, 3, 5}), Shape({5, 4}), false, false, 1.0},         // empty batch
+      {Shape({3, 5}), Shape({0, 5, 4}), false, false, 1.0},         // X shared, no batch
+      {Shape({64, 8, 8}), Shape({64, 8, 8}), false, false, 1.0},    // many small products
+      {Shape({1, 1023}), Shape({1023, 3}), false, false, 1.0},      // a long inner dim
+      {Shape({67, 130}), Shape({130, 259}), false, false, 1.0},     // split across threads
   };
   uint64_t seed = 900;
   for (DataType t : kFloats) {

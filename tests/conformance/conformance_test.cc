@@ -1,6 +1,9 @@
 // Runs every registered kernel on every available place against the float64
 // reference, and fails if a registered kernel has no case.
+#include <map>
 #include <set>
+#include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -54,6 +57,49 @@ TEST(Conformance, EveryRegisteredKernelHasACase) {
   }
   EXPECT_TRUE(uncovered.empty()) << "registered kernels without a conformance case:\n  "
                                  << absl::StrJoin(uncovered, "\n  ");
+}
+
+// Every device type with devices has a kernel for each op the cpu has,
+// with the same dtypes (the union of the op's kernels' type constraints)
+// and at least the cpu kernel's host-memory arguments (a device kernel may
+// read more of them on the host: the gpu lookup_table_grad's Ids). The op
+// list is the registry's.
+TEST(Conformance, EveryDevicePlaceHasEveryCpuKernel) {
+  using Constraints = std::map<std::string, std::set<DataType>>;
+  auto kernels_of = [](DeviceType type) {
+    std::map<std::string, std::pair<Constraints, std::set<std::string>>> ops;
+    for (const KernelRegistration* k : KernelRegistry::Global().AllKernels()) {
+      if (k->def.device_type() != type || k->def.op().find("test") != std::string::npos) continue;
+      auto& [types, host_args] = ops[k->def.op()];
+      for (const auto& [arg, ts] : k->def.type_constraints())
+        types[arg].insert(ts.begin(), ts.end());
+      host_args.insert(k->def.host_memory_args().begin(), k->def.host_memory_args().end());
+    }
+    return ops;
+  };
+  const auto cpu = kernels_of(DeviceType::CPU());
+  ASSERT_GT(cpu.size(), 50u);
+  std::set<DeviceType> checked;
+  for (const Place& place : DeviceRegistry::Global().AvailablePlaces()) {
+    if (place.is_host() || !checked.insert(place.type()).second) continue;
+    SCOPED_TRACE(place.type().name());
+    const auto device = kernels_of(place.type());
+    for (const auto& [op, want] : cpu) {
+      auto it = device.find(op);
+      if (it == device.end()) {
+        ADD_FAILURE() << op << " has a cpu kernel but none on " << place.type().name();
+        continue;
+      }
+      EXPECT_EQ(it->second.first, want.first) << op << ": dtypes differ from the cpu kernels'";
+      for (const std::string& arg : want.second) {
+        EXPECT_EQ(it->second.second.count(arg), 1u)
+            << op << ": " << arg << " is host memory on cpu";
+      }
+    }
+    for (const auto& [op, unused] : device) {
+      EXPECT_EQ(cpu.count(op), 1u) << op << " on " << place.type().name() << " has no cpu kernel";
+    }
+  }
 }
 
 // A fresh host copy of `t`: kernels may update inputs in place (sgd), and

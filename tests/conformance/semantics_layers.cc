@@ -1,10 +1,7 @@
-#include "backends/common/layer_ops_conformance.h"
-
 #include <map>
 #include <utility>
 
 #include "absl/status/statusor.h"
-#include "backends/common/math_kernel_conformance.h"
 #include "framework/base/status_macros.h"
 #include "framework/device/device.h"
 #include "framework/kernel/kernel_registry.h"
@@ -12,50 +9,19 @@
 #include "framework/tensor/tensor.h"
 #include "framework/testing/status_matchers.h"
 #include "gmock/gmock.h"
+#include "tests/conformance/semantics.h"
 
 namespace tandem {
 
-const std::vector<std::string>& LayerOps() {
-  static const auto* ops = new std::vector<std::string>{
-      "reshape", "reshape_grad", "transpose",  "transpose_grad", "concat", "concat_grad",
-      "split",   "split_grad",   "dropout",    "dropout_grad",   "conv2d", "conv2d_grad",
-      "pool2d",  "pool2d_grad",  "layer_norm", "layer_norm_grad"};
-  return *ops;
-}
-
 namespace {
 
-using conformance::Op;
-using conformance::Var;
+using semantics::Op;
+using semantics::Var;
 using ::testing::ElementsAre;
 using Ints = std::vector<int64_t>;
 
-// Runs `op` on `place`; every bound output variable, copied to the host,
-// by argument.
-absl::StatusOr<std::map<std::string, std::vector<Tensor>>> RunAll(const Place& place,
-                                                                  const OpDesc& op,
-                                                                  const EagerInputs& inputs) {
-  ASSIGN_OR_RETURN(EagerOutputs outputs, RunOpEager(op, place, inputs));
-  std::map<std::string, std::vector<Tensor>> host;
-  for (const auto& [arg, vars] : outputs) {
-    for (const Variable& v : vars) {
-      ASSIGN_OR_RETURN(Tensor t, CopyTensorTo(v.tensor(), CPUPlace()));
-      host[arg].push_back(std::move(t));
-    }
-  }
-  return host;
-}
-
-// The first variable of output `arg` as T.
-template <typename T>
-absl::StatusOr<std::vector<T>> RunValues(const Place& place, const OpDesc& op,
-                                         const EagerInputs& inputs,
-                                         const std::string& arg = "Out") {
-  ASSIGN_OR_RETURN(auto outputs, RunAll(place, op, inputs));
-  auto it = outputs.find(arg);
-  if (it == outputs.end()) return absl::InternalError(arg + " is not bound");
-  return it->second[0].ToVector<T>();
-}
+using semantics::RunAll;
+using semantics::RunValues;
 
 // An op with the given outputs (argument -> variable names).
 OpDesc WithOutputs(OpDesc op, std::map<std::string, std::vector<std::string>> outputs) {
@@ -63,16 +29,9 @@ OpDesc WithOutputs(OpDesc op, std::map<std::string, std::vector<std::string>> ou
   return op;
 }
 
-TEST_P(LayerOpsConformance, EveryOpHasAKernel) {
-  for (const std::string& op : LayerOps()) {
-    EXPECT_TRUE(KernelRegistry::Global().HasKernel(op, GetParam().type()))
-        << op << " on " << GetParam();
-  }
-}
-
 // ------------------------------------------------------------------ layout
 
-TEST_P(LayerOpsConformance, SplitAndConcatHandComputed) {
+TEST_P(KernelSemantics, SplitAndConcatHandComputed) {
   const OpDesc split =
       WithOutputs(Op("split", {{"axis", int64_t{1}}, {"sections", Ints{1, -1, 2}}}),
                   {{"Out", {"a", "b", "c"}}});
@@ -92,7 +51,7 @@ TEST_P(LayerOpsConformance, SplitAndConcatHandComputed) {
               IsOkAndHolds(ElementsAre(1, 4, 2, 5, 3, 6)));
 }
 
-TEST_P(LayerOpsConformance, LayoutErrorsNameShapesAndCounts) {
+TEST_P(KernelSemantics, LayoutErrorsNameShapesAndCounts) {
   const Variable x = Var<float>({2, 3}, {1, 2, 3, 4, 5, 6});
   EXPECT_THAT(RunAll(GetParam(), Op("reshape", {{"shape", Ints{4, -1}}}), {{"X", {x}}}),
               StatusIs(absl::StatusCode::kInvalidArgument,
@@ -132,7 +91,7 @@ TEST_P(LayerOpsConformance, LayoutErrorsNameShapesAndCounts) {
 
 // ------------------------------------------------------------------ layers
 
-TEST_P(LayerOpsConformance, ConvHandComputedAndEmptyBatch) {
+TEST_P(KernelSemantics, ConvHandComputedAndEmptyBatch) {
   // A 3x3 plane 1..9, a 2x2 filter of ones, padding 1, stride 2.
   const AttrMap attrs = {{"strides", Ints{2, 2}}, {"paddings", Ints{1, 1}}};
   const Variable x = Var<float>({1, 1, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9});
@@ -162,7 +121,7 @@ TEST_P(LayerOpsConformance, ConvHandComputedAndEmptyBatch) {
   EXPECT_EQ(grads.at("Input@GRAD")[0].shape(), Shape({0, 1, 3, 3}));
 }
 
-TEST_P(LayerOpsConformance, PoolHandComputed) {
+TEST_P(KernelSemantics, PoolHandComputed) {
   // 2x2 windows, stride 2, padding 1 over 1..9: {1}, {2, 3}, {4, 7}, {5, 6, 8, 9}.
   const AttrMap window = {{"ksize", Ints{2, 2}}, {"strides", Ints{2, 2}}, {"paddings", Ints{1, 1}}};
   const Variable x = Var<float>({1, 1, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9});
@@ -189,7 +148,7 @@ TEST_P(LayerOpsConformance, PoolHandComputed) {
               IsOkAndHolds(ElementsAre(5, 0, 0, 0)));
 }
 
-TEST_P(LayerOpsConformance, DropoutKeepsEverythingAtZeroAndInInference) {
+TEST_P(KernelSemantics, DropoutKeepsEverythingAtZeroAndInInference) {
   const Variable x = Var<float>({4}, {1, -2, 3, -4});
   for (const AttrMap& attrs :
        {AttrMap{{"dropout_prob", 0.0}}, AttrMap{{"dropout_prob", 0.9}, {"is_test", true}}}) {
@@ -207,7 +166,7 @@ TEST_P(LayerOpsConformance, DropoutKeepsEverythingAtZeroAndInInference) {
       IsOkAndHolds(ElementsAre(2, 0, 6, 0)));
 }
 
-TEST_P(LayerOpsConformance, LayerErrorsNameOpArgumentAndShapes) {
+TEST_P(KernelSemantics, LayerErrorsNameOpArgumentAndShapes) {
   const Variable x = Var<float>({1, 2, 3, 3}, std::vector<float>(18, 1));
   EXPECT_THAT(RunAll(GetParam(), Op("conv2d"),
                      {{"Input", {x}}, {"Filter", {Var<double>({1, 2, 1, 1}, {1, 1})}}}),

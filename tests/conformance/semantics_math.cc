@@ -1,5 +1,3 @@
-#include "backends/common/math_kernel_conformance.h"
-
 #include <cmath>
 #include <cstdint>
 #include <map>
@@ -14,40 +12,15 @@
 #include "framework/tensor/tensor.h"
 #include "framework/testing/status_matchers.h"
 #include "gmock/gmock.h"
+#include "tests/conformance/semantics.h"
 
 namespace tandem {
 
-const std::vector<std::string>& MathKernelOps() {
-  static const auto* ops = new std::vector<std::string>{
-      "fill_constant", "elementwise_add", "elementwise_add_grad", "matmul", "matmul_grad", "scale",
-      "cast"};
-  return *ops;
-}
-
-std::string PlaceTestName(const ::testing::TestParamInfo<Place>& info) {
-  std::string name = info.param.ToString();
-  for (char& c : name) {
-    if (c == ':') c = '_';
-  }
-  return name;
-}
-
-namespace conformance {
-
-OpDesc Op(const std::string& type, AttrMap attrs) {
-  OpDesc op;
-  op.type = type;
-  op.attrs = std::move(attrs);
-  return op;
-}
-
-}  // namespace conformance
-
 namespace {
 
-using conformance::Op;
-using conformance::Values;
-using conformance::Var;
+using semantics::Op;
+using semantics::Values;
+using semantics::Var;
 using ::testing::AllOf;
 
 // Runs `op` on `place`; every bound output, copied to the host.
@@ -73,23 +46,9 @@ absl::StatusOr<Tensor> RunOut(const Place& place, OpDesc op, const EagerInputs& 
   return outputs.at("Out");
 }
 
-// Tolerance for comparing a T result with a float64 reference whose terms
-// have absolute sum `magnitude`.
-template <typename T>
-double Tolerance(double magnitude) {
-  return (std::is_same_v<T, float> ? 1e-5 : 1e-12) * (1 + magnitude);
-}
-
-TEST_P(MathKernelConformance, EveryMathOpHasAKernel) {
-  for (const std::string& op : MathKernelOps()) {
-    EXPECT_TRUE(KernelRegistry::Global().HasKernel(op, GetParam().type()))
-        << op << " on " << GetParam();
-  }
-}
-
 // ---------------------------------------------------------------- fill_constant
 
-TEST_P(MathKernelConformance, FillConstantConvertsValueToEveryDtype) {
+TEST_P(KernelSemantics, FillConstantConvertsValueToEveryDtype) {
   auto fill = [&](DataType dtype, double value, std::vector<int64_t> shape) {
     return RunOut(GetParam(),
                   Op("fill_constant", {{"shape", shape}, {"value", value}, {"dtype", dtype}}), {});
@@ -109,7 +68,7 @@ TEST_P(MathKernelConformance, FillConstantConvertsValueToEveryDtype) {
   EXPECT_EQ(no.ToVector<bool>(), std::vector<bool>({false}));
 }
 
-TEST_P(MathKernelConformance, FillConstantScalarAndEmpty) {
+TEST_P(KernelSemantics, FillConstantScalarAndEmpty) {
   ASSERT_OK_AND_ASSIGN(
       Tensor scalar,
       RunOut(GetParam(),
@@ -125,7 +84,7 @@ TEST_P(MathKernelConformance, FillConstantScalarAndEmpty) {
   EXPECT_EQ(empty.NumElements(), 0);
 }
 
-TEST_P(MathKernelConformance, FillConstantNegativeDimIsInvalidArgument) {
+TEST_P(KernelSemantics, FillConstantNegativeDimIsInvalidArgument) {
   EXPECT_THAT(RunOut(GetParam(), Op("fill_constant", {{"shape", std::vector<int64_t>{2, -1}}}), {}),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        AllOf(HasSubstr("op 'fill_constant': attribute 'shape'"), HasSubstr("-1"))));
@@ -133,7 +92,7 @@ TEST_P(MathKernelConformance, FillConstantNegativeDimIsInvalidArgument) {
 
 // -------------------------------------------------------------- elementwise_add
 
-TEST_P(MathKernelConformance, AddSameShapeRowAndScalar) {
+TEST_P(KernelSemantics, AddSameShapeRowAndScalar) {
   const Variable x = Var<float>({2, 3}, {1, 2, 3, 4, 5, 6});
   ASSERT_OK_AND_ASSIGN(Tensor same,
                        RunOut(GetParam(), Op("elementwise_add"), {{"X", {x}}, {"Y", {x}}}));
@@ -148,7 +107,7 @@ TEST_P(MathKernelConformance, AddSameShapeRowAndScalar) {
   EXPECT_EQ(scalar.ToVector<float>(), std::vector<float>({1.5, 2.5, 3.5, 4.5, 5.5, 6.5}));
 }
 
-TEST_P(MathKernelConformance, AddAxisAlignsYInsideX) {
+TEST_P(KernelSemantics, AddAxisAlignsYInsideX) {
   // X [2, 3, 2] + Y [3] at axis 1: Y[j] is added to X[i, j, k].
   std::vector<int64_t> xv(12);
   for (int i = 0; i < 12; ++i) xv[i] = i;
@@ -160,7 +119,7 @@ TEST_P(MathKernelConformance, AddAxisAlignsYInsideX) {
                                                            106, 107, 208, 209, 310, 311}));
 }
 
-TEST_P(MathKernelConformance, AddBroadcastsBothSidesAndHigherRankY) {
+TEST_P(KernelSemantics, AddBroadcastsBothSidesAndHigherRankY) {
   ASSERT_OK_AND_ASSIGN(Tensor outer, RunOut(GetParam(), Op("elementwise_add"),
                                             {{"X", {Var<int32_t>({3, 1}, {1, 2, 3})}},
                                              {"Y", {Var<int32_t>({1, 4}, {10, 20, 30, 40})}}}));
@@ -175,7 +134,7 @@ TEST_P(MathKernelConformance, AddBroadcastsBothSidesAndHigherRankY) {
   EXPECT_EQ(wider.ToVector<double>(), std::vector<double>({11, 22, 33, 41, 52, 63}));
 }
 
-TEST_P(MathKernelConformance, AddZeroDAndEmpty) {
+TEST_P(KernelSemantics, AddZeroDAndEmpty) {
   ASSERT_OK_AND_ASSIGN(Tensor scalar,
                        RunOut(GetParam(), Op("elementwise_add"),
                               {{"X", {Var<double>({}, {1.25})}}, {"Y", {Var<double>({}, {2})}}}));
@@ -206,14 +165,14 @@ void CheckAddOddAndLarge(const Place& place) {
   }
 }
 
-TEST_P(MathKernelConformance, AddOddAndLargeSizesEveryDtype) {
+TEST_P(KernelSemantics, AddOddAndLargeSizesEveryDtype) {
   CheckAddOddAndLarge<float>(GetParam());
   CheckAddOddAndLarge<double>(GetParam());
   CheckAddOddAndLarge<int32_t>(GetParam());
   CheckAddOddAndLarge<int64_t>(GetParam());
 }
 
-TEST_P(MathKernelConformance, AddBadInputIsInvalidArgumentNamingOpAndShapes) {
+TEST_P(KernelSemantics, AddBadInputIsInvalidArgumentNamingOpAndShapes) {
   EXPECT_THAT(RunOut(GetParam(), Op("elementwise_add"),
                      {{"X", {Var<float>({2, 3}, Values<float>(6, 0))}},
                       {"Y", {Var<double>({3}, {1, 2, 3})}}}),
@@ -235,7 +194,7 @@ TEST_P(MathKernelConformance, AddBadInputIsInvalidArgumentNamingOpAndShapes) {
 
 // --------------------------------------------------------- elementwise_add_grad
 
-TEST_P(MathKernelConformance, AddGradSumsOverBroadcastDims) {
+TEST_P(KernelSemantics, AddGradSumsOverBroadcastDims) {
   const std::vector<float> g = {1, 2, 3, 4, 5, 6};
   ASSERT_OK_AND_ASSIGN(auto out, RunOp(GetParam(), Op("elementwise_add_grad"),
                                        {{"X", {Var<float>({2, 3}, Values<float>(6, 0))}},
@@ -247,7 +206,7 @@ TEST_P(MathKernelConformance, AddGradSumsOverBroadcastDims) {
   EXPECT_EQ(out.at("Y@GRAD").ToVector<float>(), std::vector<float>({5, 7, 9}));
 }
 
-TEST_P(MathKernelConformance, AddGradWithAxisAndBroadcastX) {
+TEST_P(KernelSemantics, AddGradWithAxisAndBroadcastX) {
   // X [2, 3, 2], Y [3] at axis 1: dY[j] = sum over i, k of G[i, j, k].
   std::vector<int32_t> g(12);
   for (int i = 0; i < 12; ++i) g[i] = i;
@@ -269,7 +228,7 @@ TEST_P(MathKernelConformance, AddGradWithAxisAndBroadcastX) {
   EXPECT_EQ(both.at("Y@GRAD").ToVector<double>(), std::vector<double>({9, 12}));
 }
 
-TEST_P(MathKernelConformance, AddGradComputesOnlyBoundOutputs) {
+TEST_P(KernelSemantics, AddGradComputesOnlyBoundOutputs) {
   OpDesc op = Op("elementwise_add_grad");
   op.outputs["X@GRAD"] = {"x@GRAD"};
   op.outputs["Y@GRAD"] = {};  // not wanted
@@ -281,7 +240,7 @@ TEST_P(MathKernelConformance, AddGradComputesOnlyBoundOutputs) {
   EXPECT_EQ(out.at("X@GRAD").ToVector<float>(), std::vector<float>({1, 2}));
 }
 
-TEST_P(MathKernelConformance, AddGradLargeScalarAndEmpty) {
+TEST_P(KernelSemantics, AddGradLargeScalarAndEmpty) {
   // Y is a scalar: its gradient is the sum of all of G.
   const std::vector<double> g = Values<double>(300 * 257, 3);
   double total = 0;
@@ -302,7 +261,7 @@ TEST_P(MathKernelConformance, AddGradLargeScalarAndEmpty) {
   EXPECT_EQ(empty.at("X@GRAD").shape(), Shape({0, 3}));
 }
 
-TEST_P(MathKernelConformance, AddGradWrongOutGradIsInvalidArgument) {
+TEST_P(KernelSemantics, AddGradWrongOutGradIsInvalidArgument) {
   EXPECT_THAT(RunOp(GetParam(), Op("elementwise_add_grad"),
                     {{"X", {Var<float>({2, 3}, Values<float>(6, 0))}},
                      {"Y", {Var<float>({3}, {0, 0, 0})}},
@@ -314,132 +273,7 @@ TEST_P(MathKernelConformance, AddGradWrongOutGradIsInvalidArgument) {
 
 // ----------------------------------------------------------------------- matmul
 
-// A matmul problem in float64 with its reference results.
-struct MatmulCase {
-  Shape x, y;
-  bool tx = false, ty = false;
-  double alpha = 1;
-};
-
-// Element (i, j) of op(M) for matrix `b` of a [..., r, c] tensor.
-double At(const std::vector<double>& v, const Shape& s, bool batched, int64_t b, bool t, int64_t i,
-          int64_t j) {
-  const int64_t r = s.dim(s.rank() - 2), c = s.dim(s.rank() - 1);
-  const double* m = v.data() + (batched ? b * r * c : 0);
-  return t ? m[j * c + i] : m[i * c + j];
-}
-
-struct MatmulReference {
-  Shape out;
-  std::vector<double> out_v, dx, dy;
-  std::vector<double> out_mag, dx_mag, dy_mag;  // sums of |terms|
-};
-
-// The output shape, batch count and m, k, n of `c`.
-struct MatmulGeometry {
-  Shape out;
-  int64_t batch = 1, m = 0, k = 0, n = 0;
-  bool x_batched = false, y_batched = false;
-};
-
-MatmulGeometry Geometry(const MatmulCase& c) {
-  const int xr = c.x.rank(), yr = c.y.rank();
-  MatmulGeometry g;
-  g.m = c.tx ? c.x.dim(xr - 1) : c.x.dim(xr - 2);
-  g.k = c.tx ? c.x.dim(xr - 2) : c.x.dim(xr - 1);
-  g.n = c.ty ? c.y.dim(yr - 2) : c.y.dim(yr - 1);
-  g.x_batched = xr > 2;
-  g.y_batched = yr > 2;
-  const Shape& batched = g.x_batched ? c.x : c.y;
-  std::vector<int64_t> out_dims;
-  if (g.x_batched || g.y_batched) {
-    for (int d = 0; d < batched.rank() - 2; ++d) {
-      out_dims.push_back(batched.dim(d));
-      g.batch *= batched.dim(d);
-    }
-  }
-  out_dims.push_back(g.m);
-  out_dims.push_back(g.n);
-  g.out = Shape(out_dims);
-  return g;
-}
-
-MatmulReference ReferenceMatmul(const MatmulCase& c, const std::vector<double>& x,
-                                const std::vector<double>& y, const std::vector<double>& g) {
-  const MatmulGeometry geo = Geometry(c);
-  const int64_t batch = geo.batch, m = geo.m, k = geo.k, n = geo.n;
-  const bool xb = geo.x_batched, yb = geo.y_batched;
-  MatmulReference r;
-  r.out = geo.out;
-  r.out_v.assign(batch * m * n, 0);
-  r.out_mag.assign(batch * m * n, 0);
-  r.dx.assign(c.x.num_elements(), 0);
-  r.dx_mag.assign(c.x.num_elements(), 0);
-  r.dy.assign(c.y.num_elements(), 0);
-  r.dy_mag.assign(c.y.num_elements(), 0);
-  for (int64_t b = 0; b < batch; ++b) {
-    for (int64_t i = 0; i < m; ++i) {
-      for (int64_t j = 0; j < n; ++j) {
-        const double gij = g[(b * m + i) * n + j];
-        for (int64_t p = 0; p < k; ++p) {
-          const double a = At(x, c.x, xb, b, c.tx, i, p);
-          const double w = At(y, c.y, yb, b, c.ty, p, j);
-          r.out_v[(b * m + i) * n + j] += c.alpha * a * w;
-          r.out_mag[(b * m + i) * n + j] += std::abs(c.alpha * a * w);
-          // d op(X)[i, p] += alpha * g[i, j] * op(Y)[p, j], stored transposed
-          // when tx; likewise for Y.
-          const int64_t xi = (xb ? b * m * k : 0) + (c.tx ? p * m + i : i * k + p);
-          const int64_t yi = (yb ? b * k * n : 0) + (c.ty ? j * k + p : p * n + j);
-          r.dx[xi] += c.alpha * gij * w;
-          r.dx_mag[xi] += std::abs(c.alpha * gij * w);
-          r.dy[yi] += c.alpha * a * gij;
-          r.dy_mag[yi] += std::abs(c.alpha * a * gij);
-        }
-      }
-    }
-  }
-  return r;
-}
-
-template <typename T>
-void ExpectNear(const Tensor& got, const std::vector<double>& want,
-                const std::vector<double>& magnitude, const std::string& what) {
-  const std::vector<T> v = got.ToVector<T>();
-  ASSERT_EQ(v.size(), want.size()) << what;
-  for (size_t i = 0; i < v.size(); ++i) {
-    ASSERT_NEAR(v[i], want[i], Tolerance<T>(magnitude[i])) << what << " at " << i;
-  }
-}
-
-// Runs matmul and matmul_grad for `c` in T and checks them against the
-// float64 reference (computed from the same T-rounded inputs).
-template <typename T>
-void CheckMatmul(const Place& place, const MatmulCase& c) {
-  SCOPED_TRACE(testing::Message() << DataTypeName(DataTypeOf<T>()) << " X" << c.x
-                                  << (c.tx ? "^T" : "") << " Y" << c.y << (c.ty ? "^T" : "")
-                                  << " alpha " << c.alpha);
-  const std::vector<T> x = Values<T>(c.x.num_elements(), 1);
-  const std::vector<T> y = Values<T>(c.y.num_elements(), 2);
-  const std::vector<T> g = Values<T>(Geometry(c).out.num_elements(), 3);
-  const MatmulReference ref = ReferenceMatmul(c, std::vector<double>(x.begin(), x.end()),
-                                              std::vector<double>(y.begin(), y.end()),
-                                              std::vector<double>(g.begin(), g.end()));
-  const AttrMap attrs = {{"transpose_X", c.tx}, {"transpose_Y", c.ty}, {"alpha", c.alpha}};
-  const EagerInputs in = {{"X", {Var<T>(c.x, x)}}, {"Y", {Var<T>(c.y, y)}}};
-  ASSERT_OK_AND_ASSIGN(Tensor out, RunOut(place, Op("matmul", attrs), in));
-  EXPECT_EQ(out.shape(), ref.out);
-  ExpectNear<T>(out, ref.out_v, ref.out_mag, "Out");
-
-  EagerInputs grad_in = in;
-  grad_in["Out@GRAD"] = {Var<T>(ref.out, g)};
-  ASSERT_OK_AND_ASSIGN(auto grads, RunOp(place, Op("matmul_grad", attrs), grad_in));
-  EXPECT_EQ(grads.at("X@GRAD").shape(), c.x);
-  EXPECT_EQ(grads.at("Y@GRAD").shape(), c.y);
-  ExpectNear<T>(grads.at("X@GRAD"), ref.dx, ref.dx_mag, "X@GRAD");
-  ExpectNear<T>(grads.at("Y@GRAD"), ref.dy, ref.dy_mag, "Y@GRAD");
-}
-
-TEST_P(MathKernelConformance, MatmulHandComputed) {
+TEST_P(KernelSemantics, MatmulHandComputed) {
   const Variable x = Var<float>({2, 3}, {1, 2, 3, 4, 5, 6});
   const Variable y = Var<float>({3, 2}, {7, 8, 9, 10, 11, 12});
   ASSERT_OK_AND_ASSIGN(Tensor out, RunOut(GetParam(), Op("matmul"), {{"X", {x}}, {"Y", {y}}}));
@@ -453,7 +287,7 @@ TEST_P(MathKernelConformance, MatmulHandComputed) {
   EXPECT_EQ(t.ToVector<double>(), std::vector<double>({29, 32, 69.5, 77}));
 }
 
-TEST_P(MathKernelConformance, MatmulGradHandComputed) {
+TEST_P(KernelSemantics, MatmulGradHandComputed) {
   // Out = X * Y with X [1, 2], Y [2, 2]; G = [1, 1]:
   // X@GRAD = G * Y^T = [3, 7], Y@GRAD = X^T * G = [[5, 5], [6, 6]].
   ASSERT_OK_AND_ASSIGN(auto out, RunOp(GetParam(), Op("matmul_grad"),
@@ -464,35 +298,7 @@ TEST_P(MathKernelConformance, MatmulGradHandComputed) {
   EXPECT_EQ(out.at("Y@GRAD").ToVector<float>(), std::vector<float>({5, 5, 6, 6}));
 }
 
-TEST_P(MathKernelConformance, MatmulAndGradTransposedAndBatched) {
-  for (bool tx : {false, true}) {
-    for (bool ty : {false, true}) {
-      // m = 5, k = 7, n = 3.
-      const Shape x2 = tx ? Shape({7, 5}) : Shape({5, 7});
-      const Shape y2 = ty ? Shape({3, 7}) : Shape({7, 3});
-      const Shape x3 = tx ? Shape({2, 2, 7, 5}) : Shape({2, 2, 5, 7});
-      const Shape y3 = ty ? Shape({2, 2, 3, 7}) : Shape({2, 2, 7, 3});
-      for (const MatmulCase& c :
-           {MatmulCase{x2, y2, tx, ty, 1.0}, MatmulCase{x3, y3, tx, ty, 2.0},  // both batched
-            MatmulCase{x3, y2, tx, ty, 1.0},                                   // Y shared
-            MatmulCase{x2, y3, tx, ty, -0.5}}) {                               // X shared
-        CheckMatmul<float>(GetParam(), c);
-        CheckMatmul<double>(GetParam(), c);
-      }
-    }
-  }
-}
-
-TEST_P(MathKernelConformance, MatmulOddAndLargerSizes) {
-  CheckMatmul<float>(GetParam(), {Shape({1, 1023}), Shape({1023, 3})});
-  CheckMatmul<double>(GetParam(), {Shape({1, 1023}), Shape({1023, 3})});
-  CheckMatmul<float>(GetParam(), {Shape({67, 130}), Shape({130, 259})});
-  CheckMatmul<double>(GetParam(), {Shape({130, 67}), Shape({259, 130}), true, true});
-  // Many small products: the batch is the parallel dimension.
-  CheckMatmul<float>(GetParam(), {Shape({64, 8, 8}), Shape({64, 8, 8})});
-}
-
-TEST_P(MathKernelConformance, MatmulEmptyInnerDimGivesZeros) {
+TEST_P(KernelSemantics, MatmulEmptyInnerDimGivesZeros) {
   ASSERT_OK_AND_ASSIGN(Tensor out,
                        RunOut(GetParam(), Op("matmul"),
                               {{"X", {Var<float>({2, 0}, {})}}, {"Y", {Var<float>({0, 3}, {})}}}));
@@ -505,10 +311,9 @@ TEST_P(MathKernelConformance, MatmulEmptyInnerDimGivesZeros) {
   // Y is shared by an empty batch: its gradient is zeros.
   EXPECT_EQ(grads.at("Y@GRAD").ToVector<double>(), std::vector<double>(6, 0));
   EXPECT_EQ(grads.at("X@GRAD").shape(), Shape({2, 0, 2}));
-  CheckMatmul<double>(GetParam(), {Shape({0, 4}), Shape({4, 3})});
 }
 
-TEST_P(MathKernelConformance, MatmulGradComputesOnlyBoundOutputs) {
+TEST_P(KernelSemantics, MatmulGradComputesOnlyBoundOutputs) {
   OpDesc op = Op("matmul_grad");
   op.outputs["X@GRAD"] = {};
   op.outputs["Y@GRAD"] = {"w@GRAD"};
@@ -520,7 +325,7 @@ TEST_P(MathKernelConformance, MatmulGradComputesOnlyBoundOutputs) {
   EXPECT_EQ(out.at("Y@GRAD").ToVector<float>(), std::vector<float>({5, 5, 6, 6}));
 }
 
-TEST_P(MathKernelConformance, MatmulBadInputIsInvalidArgumentNamingOpAndShapes) {
+TEST_P(KernelSemantics, MatmulBadInputIsInvalidArgumentNamingOpAndShapes) {
   EXPECT_THAT(RunOut(GetParam(), Op("matmul"),
                      {{"X", {Var<float>({2, 3}, Values<float>(6, 0))}},
                       {"Y", {Var<float>({4, 5}, Values<float>(20, 0))}}}),
@@ -546,7 +351,7 @@ TEST_P(MathKernelConformance, MatmulBadInputIsInvalidArgumentNamingOpAndShapes) 
 
 // ------------------------------------------------------------------------ scale
 
-TEST_P(MathKernelConformance, ScaleFloatAndIntegerRules) {
+TEST_P(KernelSemantics, ScaleFloatAndIntegerRules) {
   const AttrMap after = {{"scale", 2.0}, {"bias", 1.0}};
   const AttrMap before = {{"scale", 2.0}, {"bias", 1.0}, {"bias_after_scale", false}};
   ASSERT_OK_AND_ASSIGN(
@@ -570,7 +375,7 @@ TEST_P(MathKernelConformance, ScaleFloatAndIntegerRules) {
   EXPECT_EQ(empty.shape(), Shape({0}));
 }
 
-TEST_P(MathKernelConformance, ScaleLargeMatchesReference) {
+TEST_P(KernelSemantics, ScaleLargeMatchesReference) {
   const std::vector<float> x = Values<float>(300 * 257, 4);
   ASSERT_OK_AND_ASSIGN(Tensor out, RunOut(GetParam(), Op("scale", {{"scale", 3.0}, {"bias", -1.0}}),
                                           {{"X", {Var<float>({300, 257}, x)}}}));
@@ -582,51 +387,7 @@ TEST_P(MathKernelConformance, ScaleLargeMatchesReference) {
 
 // ------------------------------------------------------------------------- cast
 
-template <typename From, typename To>
-void CheckCast(const Place& place) {
-  SCOPED_TRACE(testing::Message() << DataTypeName(DataTypeOf<From>()) << " -> "
-                                  << DataTypeName(DataTypeOf<To>()));
-  std::vector<From> x;
-  if constexpr (std::is_same_v<From, bool>) {
-    x = {false, true};
-  } else if constexpr (std::is_floating_point_v<From>) {
-    x = {From(0), From(1), From(-2), From(-1.7), From(2.5)};
-  } else {
-    x = {From(0), From(1), From(-2), From(3)};
-  }
-  std::vector<To> want;
-  for (From v : x) {
-    if constexpr (std::is_same_v<To, bool>) {
-      want.push_back(v != From(0));
-    } else {
-      want.push_back(static_cast<To>(v));
-    }
-  }
-  ASSERT_OK_AND_ASSIGN(Tensor out,
-                       RunOut(place, Op("cast", {{"out_dtype", DataTypeOf<To>()}}),
-                              {{"X", {Var<From>({static_cast<int64_t>(x.size())}, x)}}}));
-  EXPECT_EQ(out.dtype(), DataTypeOf<To>());
-  EXPECT_EQ(out.ToVector<To>(), want);
-}
-
-template <typename From>
-void CheckCastsFrom(const Place& place) {
-  CheckCast<From, float>(place);
-  CheckCast<From, double>(place);
-  CheckCast<From, int32_t>(place);
-  CheckCast<From, int64_t>(place);
-  CheckCast<From, bool>(place);
-}
-
-TEST_P(MathKernelConformance, CastEveryDtypeToEvery) {
-  CheckCastsFrom<float>(GetParam());
-  CheckCastsFrom<double>(GetParam());
-  CheckCastsFrom<int32_t>(GetParam());
-  CheckCastsFrom<int64_t>(GetParam());
-  CheckCastsFrom<bool>(GetParam());
-}
-
-TEST_P(MathKernelConformance, CastZeroDAndEmpty) {
+TEST_P(KernelSemantics, CastZeroDAndEmpty) {
   ASSERT_OK_AND_ASSIGN(Tensor s, RunOut(GetParam(), Op("cast", {{"out_dtype", DataType::kInt64}}),
                                         {{"X", {Var<double>({}, {-9.99})}}}));
   EXPECT_EQ(s.shape(), Shape());
