@@ -23,8 +23,8 @@ absl::Status DeclareOutputs(Block* block, const OpDesc& op) {
     for (const std::string& v : vars) {
       const VarDesc* d = block->FindVar(v);
       if (d == nullptr) {
-        return absl::InternalError(absl::StrCat("backward: op '", op.type, "' reads '", v,
-                                                "', which has no description"));
+        return absl::InternalError(
+            absl::StrCat("backward: op '", op.type, "' reads '", v, "', which has no description"));
       }
       metas[arg].push_back(TensorMeta{d->dtype, d->shape, d->kind == VarKind::kSelectedRows});
     }
@@ -50,13 +50,14 @@ absl::Status DeclareOutputs(Block* block, const OpDesc& op) {
 
 absl::StatusOr<GradMap> AppendBackward(ProgramBuilder* builder, Var loss) {
   if (!builder->status().ok()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "AppendBackward: the program has an error: ", builder->status().message()));
+    return absl::FailedPreconditionError(
+        absl::StrCat("AppendBackward: the program has an error: ", builder->status().message()));
   }
   Block& block = builder->main_program().block();
   const VarDesc* loss_desc = block.FindVar(loss.name);
   if (loss_desc == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat("AppendBackward: unknown loss '", loss.name, "'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("AppendBackward: unknown loss '", loss.name, "'"));
   }
   const std::vector<OpDesc> forward = block.ops();
 
@@ -80,8 +81,8 @@ absl::StatusOr<GradMap> AppendBackward(ProgramBuilder* builder, Var loss) {
         absl::StrCat("AppendBackward: no op produces the loss '", loss.name, "'"));
   }
   if (!needs_grad.count(loss.name)) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "AppendBackward: no trainable parameter reaches the loss '", loss.name, "'"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("AppendBackward: no trainable parameter reaches the loss '", loss.name, "'"));
   }
   // Ops on a path to the loss.
   std::set<std::string> reaches_loss = {loss.name};
@@ -94,14 +95,14 @@ absl::StatusOr<GradMap> AppendBackward(ProgramBuilder* builder, Var loss) {
     for (const std::string& in : AllVars(forward[i].inputs)) reaches_loss.insert(in);
   }
 
-  // d loss / d loss = 1, on the loss op's place.
+  // d loss / d loss = 1 (the placer puts it with the loss op).
   OpDesc fill;
   fill.type = "fill_constant";
   fill.outputs["Out"] = {GradVarName(loss.name)};
-  fill.attrs = {{"shape", loss_desc->shape.ToVector()}, {"dtype", loss_desc->dtype},
-                {"value", 1.0}};
-  fill.op_device = forward[loss_producer].op_device;
+  fill.attrs = {
+      {"shape", loss_desc->shape.ToVector()}, {"dtype", loss_desc->dtype}, {"value", 1.0}};
   fill.role = OpRole::kLoss;
+  fill.origin = {OpOrigin::Kind::kLossGradOf, loss_producer, ""};
   VarDesc loss_grad{GradVarName(loss.name), loss_desc->dtype, loss_desc->shape};
   block.AddVar(loss_grad);
   block.AppendOp(fill);
@@ -126,14 +127,14 @@ absl::StatusOr<GradMap> AppendBackward(ProgramBuilder* builder, Var loss) {
     };
     ASSIGN_OR_RETURN(const OpSchema* schema, OpRegistry::Global().Find(fwd.type));
     if (!schema->grad_maker()) {
-      return absl::NotFoundError(absl::StrCat(
-          "AppendBackward: op '", fwd.type, "' (#", i, ") has no gradient, but its inputs ",
-          ctx.wanted[0], "... need one"));
+      return absl::NotFoundError(absl::StrCat("AppendBackward: op '", fwd.type, "' (#", i,
+                                              ") has no gradient, but its inputs ", ctx.wanted[0],
+                                              "... need one"));
     }
     ASSIGN_OR_RETURN(std::vector<OpDesc> grad_ops, schema->grad_maker()(fwd, ctx));
     for (OpDesc& g : grad_ops) {
-      g.op_device = fwd.op_device;
       g.role = OpRole::kBackward;
+      g.origin = {OpOrigin::Kind::kGradOf, i, ""};
       g.transfer_policy = fwd.transfer_policy;
       // Gradient outputs that already exist, or that this op writes twice
       // (concat(x, x)), are produced under a new name and summed into the
@@ -155,17 +156,18 @@ absl::StatusOr<GradMap> AppendBackward(ProgramBuilder* builder, Var loss) {
       block.AppendOp(g);
       for (const auto& [total, partial] : accumulate) {
         if (block.FindVar(partial)->kind == VarKind::kSelectedRows) {
-          return absl::UnimplementedError(absl::StrCat(
-              "AppendBackward: '", total, "' has several sparse gradient contributions; "
-              "summing SelectedRows is not supported (use is_sparse=false)"));
+          return absl::UnimplementedError(
+              absl::StrCat("AppendBackward: '", total,
+                           "' has several sparse gradient contributions; "
+                           "summing SelectedRows is not supported (use is_sparse=false)"));
         }
         OpDesc sum;
         sum.type = "elementwise_add";
         sum.inputs = {{"X", {total}}, {"Y", {partial}}};
         sum.outputs = {{"Out", {total}}};
         sum.attrs = {{"axis", int64_t{-1}}};
-        sum.op_device = g.op_device;  // the producer of the partial gradient
         sum.role = OpRole::kBackward;
+        sum.origin = {OpOrigin::Kind::kGradSumOf, -1, partial};
         block.AppendOp(sum);
       }
     }
@@ -180,8 +182,8 @@ absl::StatusOr<GradMap> AppendBackward(ProgramBuilder* builder, Var loss) {
     }
   }
   if (grads.empty()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "AppendBackward: no trainable parameter reaches the loss '", loss.name, "'"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("AppendBackward: no trainable parameter reaches the loss '", loss.name, "'"));
   }
   return grads;
 }

@@ -5,10 +5,13 @@
 //   ASSIGN_OR_RETURN(GradMap grads, AppendBackward(&b, loss));
 //   grads.at("fc_w")   // "fc_w@GRAD"
 //
-// Placement (docs/design.md, "Placement rules"): each grad op inherits its forward op's
-// op_device; the loss-gradient fill goes with the loss op; when a variable
-// feeds several ops, its partial gradients are summed (elementwise_add) on
-// the place of the op that produced the partial. Not thread-safe.
+// Generated ops get no op_device: each records what it derives from
+// (OpDesc::origin: the forward op of a grad op, the loss op of the
+// loss-gradient fill, the partial gradient of a sum) and the placer's rules
+// place it from that (docs/design.md, "Placement rules": grad ops with their
+// forward op, the fill with the loss, a sum where its partial was produced).
+// When a variable feeds several ops, its partial gradients are summed
+// (elementwise_add). Not thread-safe.
 #ifndef TANDEM_FRAMEWORK_BACKWARD_BACKWARD_H_
 #define TANDEM_FRAMEWORK_BACKWARD_BACKWARD_H_
 

@@ -9,18 +9,6 @@
 namespace tandem {
 namespace {
 
-// op_device of the first op reading `param` ("" if none).
-std::string ParamDevice(const Block& block, const std::string& param) {
-  for (const OpDesc& op : block.ops()) {
-    for (const auto& [arg, vars] : op.inputs) {
-      for (const std::string& v : vars) {
-        if (v == param) return op.op_device;
-      }
-    }
-  }
-  return "";
-}
-
 // Fills `op`'s attribute defaults and runs its shape inference on the
 // declared variables, so bad hyper-parameters or state fail here, naming
 // the op, rather than when the program is prepared.
@@ -41,6 +29,16 @@ absl::Status ValidateUpdate(const Block& block, OpDesc* op) {
   return schema->infer_shape()(&ctx);
 }
 
+// A persistable constant initialised by the startup program, outside any
+// device_guard of the caller: the placer places its initialiser from `origin`.
+void CreateUnpinnedConstant(ProgramBuilder* builder, const std::string& name, DataType dtype,
+                            const Shape& shape, double value, const OpOrigin& origin) {
+  auto unpinned = builder->device_guard("");
+  builder->CreatePersistableConstant(name, dtype, shape, value);
+  std::vector<OpDesc>& init = builder->startup_program().block().mutable_ops();
+  if (builder->status().ok() && !init.empty()) init.back().origin = origin;
+}
+
 }  // namespace
 
 const std::map<std::string, std::string>& Optimizer::state_vars(const std::string& param) const {
@@ -53,10 +51,9 @@ void Optimizer::AddState(ProgramBuilder* builder, const VarDesc& param, OpDesc* 
                          const std::string& arg, const std::string& slot, DataType dtype,
                          const Shape& shape, double value, bool on_host) {
   const std::string name = builder->UniqueName(absl::StrCat(param.name, "_", slot));
-  {
-    auto guard = builder->device_guard(on_host ? "cpu" : op->op_device);
-    builder->CreatePersistableConstant(name, dtype, shape, value);
-  }
+  CreateUnpinnedConstant(builder, name, dtype, shape, value,
+                         on_host ? OpOrigin{OpOrigin::Kind::kHostState, -1, ""}
+                                 : OpOrigin{OpOrigin::Kind::kStateOf, -1, param.name});
   op->inputs[arg] = {name};
   op->outputs[arg + "Out"] = {name};
   state_[param.name][slot] = name;
@@ -68,19 +65,17 @@ absl::Status Optimizer::Minimize(ProgramBuilder* builder, Var loss) {
         absl::StrCat(op_type_, ": learning rate must be finite and > 0, got ", learning_rate_));
   }
   ASSIGN_OR_RETURN(GradMap grads, AppendBackward(builder, loss));
-  {
-    auto host = builder->device_guard("cpu");  // host mirror: read by every update kernel
-    lr_var_ = builder->UniqueName("learning_rate");
-    builder->CreatePersistableConstant(lr_var_, DataType::kFloat32, Shape({1}), learning_rate_);
-  }
+  lr_var_ = builder->UniqueName("learning_rate");  // read by every update kernel on the host
+  CreateUnpinnedConstant(builder, lr_var_, DataType::kFloat32, Shape({1}), learning_rate_,
+                         {OpOrigin::Kind::kHostState, -1, ""});
   Block& block = builder->main_program().block();
   for (const auto& [param, grad] : grads) {
     OpDesc op;
     op.type = op_type_;
     op.inputs = {{"Param", {param}}, {"Grad", {grad}}, {"LearningRate", {lr_var_}}};
     op.outputs = {{"ParamOut", {param}}};
-    op.op_device = ParamDevice(block, param);
     op.role = OpRole::kOptimize;
+    op.origin = {OpOrigin::Kind::kUpdateOf, -1, param};
     const VarDesc* desc = block.FindVar(param);
     if (desc == nullptr) {
       return absl::InternalError(absl::StrCat(op_type_, ": no variable '", param, "'"));

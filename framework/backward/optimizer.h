@@ -18,15 +18,16 @@
 // Embedding with is_sparse, update only the rows present (lazy Momentum and
 // Adam: the state of other rows is left as it is).
 //
-// Placement (docs/design.md, "Placement rules"): each update op runs where its parameter
-// lives, i.e. on the op_device of the first op that reads the parameter, so
-// a table kept on the CPU by device_guard("cpu") is updated on the CPU. The
-// optimizer's state (Momentum's velocity, Adam's moment1 and moment2) is
-// made of persistable variables initialised to zero by the startup program
-// on that same place. Host scalars live on the host and the update kernels
-// read them as HostMemory arguments, so no step copies them: the learning
-// rate, and Adam's beta1_pow and beta2_pow (beta^t, starting at beta),
-// which the adam kernel itself advances each step. Hyper-parameters are
+// Placement (docs/design.md, "Placement rules"): the ops and initialisers
+// made here carry no op_device but an OpDesc::origin, and the placer's rules
+// place them: each update op runs where its parameter is first read, so a
+// table kept on the CPU by device_guard("cpu") is updated on the CPU; the
+// optimizer's state (Momentum's velocity, Adam's moment1 and moment2),
+// persistable variables initialised to zero by the startup program, is
+// initialised where its parameter is. Host scalars live on the host and the
+// update kernels read them as HostMemory arguments, so no step copies them:
+// the learning rate, and Adam's beta1_pow and beta2_pow (beta^t, starting at
+// beta), which the adam kernel itself advances each step. Hyper-parameters are
 // checked by Minimize (InvalidArgument naming the op and the value, through
 // the op's schema). Not thread-safe.
 #ifndef TANDEM_FRAMEWORK_BACKWARD_OPTIMIZER_H_
@@ -63,13 +64,12 @@ class Optimizer {
 
   // Adds the optimizer's state inputs, outputs and attributes to `op`, the
   // update op of parameter `param` (Param, Grad, LearningRate and ParamOut
-  // are set; op_device is the parameter's place), creating state with
-  // AddState.
+  // are set), creating state with AddState.
   virtual void AddUpdateArgs(ProgramBuilder* builder, const VarDesc& param, OpDesc* op) = 0;
 
   // Creates a persistable variable for slot `slot` of `param`, of `dtype`
-  // and `shape`, set to `value` by the startup program on the host or on
-  // the update op's place; binds it to input `arg` and output `arg + "Out"`
+  // and `shape`, set to `value` by the startup program on the host or with
+  // the parameter; binds it to input `arg` and output `arg + "Out"`
   // of `op`, and records it in state_vars.
   void AddState(ProgramBuilder* builder, const VarDesc& param, OpDesc* op, const std::string& arg,
                 const std::string& slot, DataType dtype, const Shape& shape, double value,

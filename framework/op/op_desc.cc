@@ -25,36 +25,76 @@ std::string FormatArgs(const std::map<std::string, std::vector<std::string>>& ar
 
 absl::string_view OpRoleName(OpRole role) {
   switch (role) {
-    case OpRole::kForward: return "forward";
-    case OpRole::kBackward: return "backward";
-    case OpRole::kLoss: return "loss";
-    case OpRole::kOptimize: return "optimize";
-    case OpRole::kCopy: return "copy";
+    case OpRole::kForward:
+      return "forward";
+    case OpRole::kBackward:
+      return "backward";
+    case OpRole::kLoss:
+      return "loss";
+    case OpRole::kOptimize:
+      return "optimize";
+    case OpRole::kCopy:
+      return "copy";
   }
   return "?";
 }
 
 absl::string_view TransferPolicyName(TransferPolicy policy) {
   switch (policy) {
-    case TransferPolicy::kInherit: return "inherit";
-    case TransferPolicy::kAllow: return "allow";
-    case TransferPolicy::kLog: return "log";
-    case TransferPolicy::kDisallow: return "disallow";
+    case TransferPolicy::kInherit:
+      return "inherit";
+    case TransferPolicy::kAllow:
+      return "allow";
+    case TransferPolicy::kLog:
+      return "log";
+    case TransferPolicy::kDisallow:
+      return "disallow";
   }
   return "?";
 }
 
 absl::StatusOr<TransferPolicy> ParseTransferPolicy(absl::string_view name) {
-  for (TransferPolicy p : {TransferPolicy::kAllow, TransferPolicy::kLog, TransferPolicy::kDisallow}) {
+  for (TransferPolicy p :
+       {TransferPolicy::kAllow, TransferPolicy::kLog, TransferPolicy::kDisallow}) {
     if (TransferPolicyName(p) == name) return p;
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown transfer policy '", name, "'; accepted: allow, log, disallow"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown transfer policy '", name, "'; accepted: allow, log, disallow"));
 }
 
-std::string GradVarName(absl::string_view var) {
-  return absl::StrCat(var, kGradSuffix);
+absl::string_view OpOriginKindName(OpOrigin::Kind kind) {
+  switch (kind) {
+    case OpOrigin::Kind::kUser:
+      return "user";
+    case OpOrigin::Kind::kGradOf:
+      return "grad_of";
+    case OpOrigin::Kind::kLossGradOf:
+      return "loss_grad_of";
+    case OpOrigin::Kind::kGradSumOf:
+      return "grad_sum_of";
+    case OpOrigin::Kind::kUpdateOf:
+      return "update_of";
+    case OpOrigin::Kind::kStateOf:
+      return "state_of";
+    case OpOrigin::Kind::kHostState:
+      return "host_state";
+  }
+  return "?";
 }
+
+absl::StatusOr<OpOrigin::Kind> ParseOpOriginKind(absl::string_view name) {
+  for (OpOrigin::Kind k :
+       {OpOrigin::Kind::kUser, OpOrigin::Kind::kGradOf, OpOrigin::Kind::kLossGradOf,
+        OpOrigin::Kind::kGradSumOf, OpOrigin::Kind::kUpdateOf, OpOrigin::Kind::kStateOf,
+        OpOrigin::Kind::kHostState}) {
+    if (OpOriginKindName(k) == name) return k;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown op origin '", name,
+      "'; accepted: user, grad_of, loss_grad_of, grad_sum_of, update_of, state_of, host_state"));
+}
+
+std::string GradVarName(absl::string_view var) { return absl::StrCat(var, kGradSuffix); }
 
 std::string OpDesc::Input(absl::string_view arg) const { return Single(inputs, arg); }
 std::string OpDesc::Output(absl::string_view arg) const { return Single(outputs, arg); }
@@ -64,10 +104,9 @@ std::string OpDesc::DebugString() const {
   for (const auto& [name, value] : attrs) {
     attr_parts.push_back(absl::StrCat(name, "=", AttrValueToString(value)));
   }
-  return absl::StrCat(type, "(", FormatArgs(inputs), ") -> (", FormatArgs(outputs),
-                      ")", attr_parts.empty() ? "" : " {", absl::StrJoin(attr_parts, ", "),
-                      attr_parts.empty() ? "" : "}",
-                      op_device.empty() ? "" : " @", op_device);
+  return absl::StrCat(type, "(", FormatArgs(inputs), ") -> (", FormatArgs(outputs), ")",
+                      attr_parts.empty() ? "" : " {", absl::StrJoin(attr_parts, ", "),
+                      attr_parts.empty() ? "" : "}", op_device.empty() ? "" : " @", op_device);
 }
 
 }  // namespace tandem

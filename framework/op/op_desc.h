@@ -36,6 +36,32 @@ absl::string_view TransferPolicyName(TransferPolicy policy);  // "allow", ...
 // Accepts "allow", "log", "disallow"; InvalidArgument listing them otherwise.
 absl::StatusOr<TransferPolicy> ParseTransferPolicy(absl::string_view name);
 
+// What generated an op, so that the placer can place it with what it
+// derives from (framework/runtime/placer.h states the rules). Set by
+// AppendBackward and the optimizers; ops a user builds are kUser. `op` is an
+// index into the same block, `var` a variable of it.
+struct OpOrigin {
+  enum class Kind {
+    kUser,
+    kGradOf,      // a gradient op of forward op `op`
+    kLossGradOf,  // the loss-gradient fill of the loss produced by op `op`
+    kGradSumOf,   // a gradient sum adding the partial gradient `var`
+    kUpdateOf,    // the update op of parameter `var`
+    kStateOf,     // initialises optimizer state of parameter `var`
+    kHostState,   // initialises a host scalar the update kernels read (learning rate)
+  };
+  Kind kind = Kind::kUser;
+  int op = -1;
+  std::string var;
+
+  bool operator==(const OpOrigin& o) const { return kind == o.kind && op == o.op && var == o.var; }
+  bool operator!=(const OpOrigin& o) const { return !(*this == o); }
+};
+// "user", "grad_of", "loss_grad_of", "grad_sum_of", "update_of", "state_of", "host_state".
+absl::string_view OpOriginKindName(OpOrigin::Kind kind);
+// InvalidArgument listing the accepted names otherwise.
+absl::StatusOr<OpOrigin::Kind> ParseOpOriginKind(absl::string_view name);
+
 struct OpDesc {
   std::string type;
   std::map<std::string, std::vector<std::string>> inputs;
@@ -46,6 +72,7 @@ struct OpDesc {
   OpRole role = OpRole::kForward;
   // kInherit: the program's policy applies.
   TransferPolicy transfer_policy = TransferPolicy::kInherit;
+  OpOrigin origin;
 
   // The single variable bound to argument `arg`, or "" if none.
   std::string Input(absl::string_view arg) const;

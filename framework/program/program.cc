@@ -64,7 +64,7 @@ bool operator==(const Program& a, const Program& b) {
     const OpDesc& q = y.ops()[i];
     if (p.type != q.type || p.inputs != q.inputs || p.outputs != q.outputs ||
         p.attrs != q.attrs || p.op_device != q.op_device || p.role != q.role ||
-        p.transfer_policy != q.transfer_policy) {
+        p.transfer_policy != q.transfer_policy || p.origin != q.origin) {
       return false;
     }
   }

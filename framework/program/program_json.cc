@@ -3,7 +3,8 @@
 //  "vars": [{"name", "dtype", "shape", "persistable", "parameter",
 //            "stop_gradient", "kind"}],
 //  "ops":  [{"type", "role", "device", "inputs": {arg: [vars]},
-//            "outputs": {...}, "attrs": {name: {"type": t, "value": v}}}]}
+//            "outputs": {...}, "attrs": {name: {"type": t, "value": v}},
+//            "origin": {"kind", "op", "var"} (only for generated ops)}]}
 #include "absl/strings/str_cat.h"
 #include "framework/base/json.h"
 #include "framework/base/status_macros.h"
@@ -145,11 +146,40 @@ absl::StatusOr<std::map<std::string, std::vector<std::string>>> ArgsFromJson(
 }
 
 absl::StatusOr<OpRole> ParseRole(absl::string_view s) {
-  for (OpRole r : {OpRole::kForward, OpRole::kBackward, OpRole::kLoss, OpRole::kOptimize,
-                   OpRole::kCopy}) {
+  for (OpRole r :
+       {OpRole::kForward, OpRole::kBackward, OpRole::kLoss, OpRole::kOptimize, OpRole::kCopy}) {
     if (OpRoleName(r) == s) return r;
   }
   return absl::InvalidArgumentError(absl::StrCat("unknown op role '", s, "'"));
+}
+
+Json OriginToJson(const OpOrigin& origin) {
+  Json j = Json::Object();
+  j.Set("kind", std::string(OpOriginKindName(origin.kind)));
+  if (origin.op >= 0) j.Set("op", static_cast<int64_t>(origin.op));
+  if (!origin.var.empty()) j.Set("var", origin.var);
+  return j;
+}
+
+// Op `index`'s origin; an op index must name an earlier op.
+absl::StatusOr<OpOrigin> OriginFromJson(const Json& j, size_t index, const std::string& where) {
+  OpOrigin origin;
+  absl::StatusOr<std::string> kind = j.GetString("kind");
+  if (!kind.ok()) return Err(where, kind.status());
+  absl::StatusOr<OpOrigin::Kind> k = ParseOpOriginKind(*kind);
+  if (!k.ok()) return Err(where, k.status());
+  origin.kind = *k;
+  if (const Json* op = j.Find("op")) {
+    absl::StatusOr<int64_t> n = op->AsInt();
+    if (!n.ok() || *n < 0 || *n >= static_cast<int64_t>(index)) {
+      return absl::InvalidArgumentError(absl::StrCat("program json: ", where,
+                                                     ".op must be the index of an earlier op (0..",
+                                                     static_cast<int64_t>(index) - 1, ")"));
+    }
+    origin.op = static_cast<int>(*n);
+  }
+  origin.var = j.GetString("var").value_or("");
+  return origin;
 }
 
 }  // namespace
@@ -187,6 +217,7 @@ std::string Program::ToJson() const {
     Json attrs = Json::Object();
     for (const auto& [name, value] : op.attrs) attrs.Set(name, AttrToJson(value));
     j.Set("attrs", std::move(attrs));
+    if (op.origin.kind != OpOrigin::Kind::kUser) j.Set("origin", OriginToJson(op.origin));
     ops.Push(std::move(j));
   }
   root.Set("ops", std::move(ops));
@@ -227,8 +258,8 @@ absl::StatusOr<Program> Program::FromJson(absl::string_view text) {
     for (const Json& d : **shape) {
       absl::StatusOr<int64_t> dim = d.AsInt();
       if (!dim.ok() || *dim < -1) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "program json: ", where, ".shape: dims must be integers >= -1"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("program json: ", where, ".shape: dims must be integers >= -1"));
       }
       dims.push_back(*dim);
     }
@@ -266,9 +297,11 @@ absl::StatusOr<Program> Program::FromJson(absl::string_view text) {
       absl::StatusOr<const Json::Members*> members = attrs->AsObject();
       if (!members.ok()) return Err(where + ".attrs", members.status());
       for (const auto& [name, value] : **members) {
-        ASSIGN_OR_RETURN(op.attrs[name],
-                         AttrFromJson(value, absl::StrCat(where, ".attrs.", name)));
+        ASSIGN_OR_RETURN(op.attrs[name], AttrFromJson(value, absl::StrCat(where, ".attrs.", name)));
       }
+    }
+    if (const Json* origin = j.Find("origin")) {
+      ASSIGN_OR_RETURN(op.origin, OriginFromJson(*origin, i, where + ".origin"));
     }
     prog.block().AppendOp(std::move(op));
   }

@@ -49,11 +49,6 @@ void Hold(const SlotArgs& args, const std::vector<Variable*>& slots,
   }
 }
 
-std::string StringAttr(const OpDesc& op, const std::string& name) {
-  auto it = op.attrs.find(name);
-  return it == op.attrs.end() ? "" : std::get<std::string>(it->second);
-}
-
 OpEvent StepEvent(const Plan::Step& step, const StepRunContext& run) {
   OpEvent event;
   event.op = &step.op;
@@ -65,15 +60,16 @@ OpEvent StepEvent(const Plan::Step& step, const StepRunContext& run) {
   return event;
 }
 
-void CountCopy(const Plan::Step& step, const Tensor& from, bool sync, RunStats* stats) {
+void CountCopy(const Plan::Step& step, const PlacementEntry& placed, const Tensor& from,
+               bool sync, RunStats* stats) {
   const bool h2d = !step.copy_to.is_host();
   const int64_t bytes = static_cast<int64_t>(from.NumBytes());
   (h2d ? stats->copies_h2d : stats->copies_d2h)++;
   (h2d ? stats->bytes_h2d : stats->bytes_d2h) += bytes;
   (sync ? stats->sync_copies : stats->async_copies)++;
   CopyRecord record{step.op.inputs.at("X")[0], from.place(), step.copy_to, bytes, sync};
-  record.consumer = StringAttr(step.op, "consumer");
-  record.reason = StringAttr(step.op, "reason");
+  record.consumer = placed.copy->consumer_type;
+  record.reason = placed.detail;
   stats->ledger.push_back(std::move(record));
 }
 
@@ -177,7 +173,7 @@ absl::Status PlanRunner::RunCopyStep(Plan* plan, Plan::Step* step, const StepRun
     event.sync = to_host;
     event.bytes = static_cast<int64_t>(bytes);
     event.var = var;
-    event.consumer = StringAttr(step->op, "consumer");
+    event.consumer = plan->placed_.table[step->index].copy->consumer_type;
     run.observer->OnOpBegin(event);
   }
   const bool log = ExecutorVlogIsOn(3);
@@ -209,7 +205,7 @@ absl::Status PlanRunner::RunCopyStep(Plan* plan, Plan::Step* step, const StepRun
                              " from ", from->place().LogName(), " to ", step->copy_to.LogName()));
   }
   if (run.observer != nullptr) run.observer->OnOpEnd(event);
-  CountCopy(*step, *from, to_host, stats);
+  CountCopy(*step, plan->placed_.table[step->index], *from, to_host, stats);
   if (src->is_selected_rows()) {
     const SelectedRows& rows = src->selected_rows();
     dst->set(SelectedRows(rows.height(), rows.rows(), *std::move(to)));

@@ -1,4 +1,5 @@
 // Placement, copy insertion and execution on the sim place (no GPU needed).
+#include "framework/backward/optimizer.h"
 #include "framework/base/status_macros.h"
 #include "framework/device/device_registry.h"
 #include "framework/kernel/kernel_context.h"
@@ -10,6 +11,7 @@
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 #include "gtest/gtest.h"
+#include "models/ctr/ctr_model.h"
 
 namespace tandem {
 namespace {
@@ -26,16 +28,13 @@ absl::Status SameAsX(InferShapeContext* ctx) {
 }
 
 // An op with a CPU kernel only, to exercise the fallback rule.
-REGISTER_OP("test_cpu_only")
-    .Input("X")
-    .Output("Out")
-    .SetInferShape(SameAsX);
+REGISTER_OP("test_cpu_only").Input("X").Output("Out").SetInferShape(SameAsX);
 
 class NegateKernel : public OpKernel {
  public:
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
-    ASSIGN_OR_RETURN(Tensor* out, ctx->AllocateOutput("Out", x->dtype(), x->shape()));
+    ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", x->dtype(), x->shape()));
     for (int64_t i = 0; i < x->NumElements(); ++i) out->data<float>()[i] = -x->data<float>()[i];
     return absl::OkStatus();
   }
@@ -45,10 +44,7 @@ REGISTER_KERNEL(KernelDef("test_cpu_only", "cpu").TypeConstraint("X", {DataType:
 
 // An op whose sim kernel reads X and writes Out in host memory, like
 // lookup_table_grad's Ids on the gpu.
-REGISTER_OP("test_host_arg")
-    .Input("X")
-    .Output("Out")
-    .SetInferShape(SameAsX);
+REGISTER_OP("test_host_arg").Input("X").Output("Out").SetInferShape(SameAsX);
 REGISTER_KERNEL(KernelDef("test_host_arg", "sim")
                     .TypeConstraint("X", {DataType::kFloat32})
                     .HostMemory("X")
@@ -114,7 +110,7 @@ TEST(Placement, HostToDeviceAndBackCountsBothDirections) {
   Var z;
   {
     auto g = b.device_guard("cpu");
-    z = b.Scale(y, 1.0);    // cpu: needs y back
+    z = b.Scale(y, 1.0);  // cpu: needs y back
   }
   Executor exe(kSim0);
   Scope scope;
@@ -194,27 +190,29 @@ TEST(Placement, FeedErrors) {
   ASSERT_OK_AND_ASSIGN(auto plan, exe.Prepare(b.main_program(), scope, {"x"}, {y.name}));
   EXPECT_THAT(exe.Run(plan.get(), &scope, {}),
               StatusIs(absl::StatusCode::kInvalidArgument, "feed 'x' was not given"));
-  EXPECT_THAT(exe.Run(plan.get(), &scope, {{"x", MakeTensor(DataType::kFloat32, {2, 3}, {1, 2, 3, 4, 5, 6})}}),
+  EXPECT_THAT(exe.Run(plan.get(), &scope,
+                      {{"x", MakeTensor(DataType::kFloat32, {2, 3}, {1, 2, 3, 4, 5, 6})}}),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        "feed 'x' is float32[2, 3], the program declares float32[-1, 2]"));
-  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> out,
-                       exe.Run(plan.get(), &scope, {{"x", MakeTensor(DataType::kFloat32, {3, 2}, {1, 2, 3, 4, 5, 6})}}));
+  ASSERT_OK_AND_ASSIGN(
+      std::vector<Tensor> out,
+      exe.Run(plan.get(), &scope,
+              {{"x", MakeTensor(DataType::kFloat32, {3, 2}, {1, 2, 3, 4, 5, 6})}}));
   EXPECT_EQ(out[0].shape(), Shape({3, 2}));
 }
 
 TEST(Placement, MissingKernelFallsBackToCpuOrFailsWhenStrict) {
   ProgramBuilder b;
   Var x = b.Data("x", DataType::kFloat32, Shape({2, 2}));
-  Var y = b.Scale(x, 2.0);                      // sim
+  Var y = b.Scale(x, 2.0);                                                   // sim
   Var z = b.AppendOp("test_cpu_only", {{"X", {y}}}, {}, {"Out"})["Out"][0];  // no sim kernel
-  Var w = b.Scale(z, 1.0);                      // sim again
+  Var w = b.Scale(z, 1.0);                                                   // sim again
   ASSERT_OK(b.status());
   Executor exe(kSim0);
   Scope scope;
   ASSERT_OK_AND_ASSIGN(auto plan, exe.Prepare(b.main_program(), scope, {"x"}, {w.name}));
-  EXPECT_THAT(plan->PlacementTable(),
-              AllOf(HasSubstr("test_cpu_only          cpu      fallback"),
-                    HasSubstr("fell back to cpu")));
+  EXPECT_THAT(plan->PlacementTable(), AllOf(HasSubstr("test_cpu_only          cpu      fallback"),
+                                            HasSubstr("fell back to cpu")));
   RunStats stats;
   ASSERT_OK_AND_ASSIGN(std::vector<Tensor> out, exe.Run(plan.get(), &scope, XFeed(), &stats));
   EXPECT_EQ(ToDoubles(out[0]), (std::vector<double>{-2, -4, -6, -8}));
@@ -222,10 +220,10 @@ TEST(Placement, MissingKernelFallsBackToCpuOrFailsWhenStrict) {
   EXPECT_EQ(stats.copies_d2h, 1);  // y to the cpu kernel
 
   Executor strict(kSim0, {/*strict_placement=*/true, TransferPolicy::kAllow});
-  EXPECT_THAT(strict.Prepare(b.main_program(), scope, {"x"}, {w.name}),
-              StatusIs(absl::StatusCode::kNotFound,
-                       AllOf(HasSubstr("op 'test_cpu_only' (#1) on sim:0"),
-                             HasSubstr("test_cpu_only on cpu [X: float32]"))));
+  EXPECT_THAT(
+      strict.Prepare(b.main_program(), scope, {"x"}, {w.name}),
+      StatusIs(absl::StatusCode::kNotFound, AllOf(HasSubstr("op 'test_cpu_only' (#1) on sim:0"),
+                                                  HasSubstr("test_cpu_only on cpu [X: float32]"))));
 }
 
 // A HostMemory input whose variable also has a device copy reads the host
@@ -301,6 +299,133 @@ TEST(Placement, VmoduleExecutorLogsInReferenceFormat) {
   EXPECT_THAT(log, HasSubstr("SimPlace(0) Op(scale), inputs:{X[x@sim:0:float[2, 2]({})"
                              "(Place(sim:0))]}, outputs:{Out[scale_0.tmp_0:float[2, 2]({})"
                              "(Place(sim:0))]}"));
+}
+
+// The placement row of the first op of `type` (in the placed program) whose
+// input `arg` is `var` (or which derives from `var`: an update op reading a copy).
+const PlacementEntry* Row(const PlacedProgram& placed, const std::string& type,
+                          const std::string& arg = "", const std::string& var = "") {
+  for (size_t i = 0; i < placed.table.size(); ++i) {
+    const OpDesc& op = placed.program.block().ops()[i];
+    const bool reads = arg.empty() || op.Input(arg) == var || op.origin.var == var;
+    if (op.type == type && reads) return &placed.table[i];
+  }
+  return nullptr;
+}
+
+TEST(Placement, GeneratedOpsArePlacedByTheirRules) {
+  ProgramBuilder b;
+  Var x = b.Data("x", DataType::kFloat32, Shape({8, 4}));
+  Var w1 = b.CreateParameter("w1", DataType::kFloat32, Shape({4, 3}));
+  Var h;
+  {
+    auto g = b.device_guard("cpu");
+    h = b.Matmul(x, w1);
+  }
+  Var w2 = b.CreateParameter("w2", DataType::kFloat32, Shape({3, 1}));
+  Var y = b.Matmul(h, w2);
+  Var skip = b.Matmul(h, w2, false, false, 2.0);  // h and w2 get two gradient contributions
+  Var loss = b.Mean(b.ElementwiseAdd(y, skip));
+  Momentum momentum(0.1, 0.9);
+  ASSERT_OK(momentum.Minimize(&b, loss));
+  PlacerOptions options;
+  options.default_place = kSim0;
+  options.initial_places = {{"x", CPUPlace()}};
+  ASSERT_OK_AND_ASSIGN(PlacedProgram startup, PlaceProgram(b.startup_program(), options));
+  for (const PlacementEntry& e : startup.table) {
+    const std::string out = startup.program.block().ops()[e.op_index].Output("Out");
+    if (out == momentum.learning_rate_var()) {
+      EXPECT_EQ(e.cause, PlacementCause::kHostState);
+      EXPECT_EQ(e.place, CPUPlace());
+    } else if (out == momentum.state_vars("w1").at("velocity")) {
+      EXPECT_EQ(e.cause, PlacementCause::kState);
+      EXPECT_EQ(e.place, kSim0);  // w1 is initialised on the default place
+    }
+    options.initial_places[out] = e.place;
+  }
+  ASSERT_OK_AND_ASSIGN(PlacedProgram placed, PlaceProgram(b.main_program(), options));
+  const PlacementEntry* grad = Row(placed, "matmul_grad", "X", "x");
+  ASSERT_NE(grad, nullptr);
+  EXPECT_EQ(grad->cause, PlacementCause::kInherit);
+  EXPECT_EQ(grad->place, CPUPlace());
+  const PlacementEntry* fill = Row(placed, "fill_constant");
+  ASSERT_NE(fill, nullptr);
+  EXPECT_EQ(fill->cause, PlacementCause::kLossGrad);
+  EXPECT_EQ(fill->place, kSim0);
+  int sums = 0;
+  for (const PlacementEntry& e : placed.table) sums += e.cause == PlacementCause::kGradSum;
+  EXPECT_GE(sums, 1);
+  const PlacementEntry* update_w1 = Row(placed, "momentum", "Param", "w1");
+  const PlacementEntry* update_w2 = Row(placed, "momentum", "Param", "w2");
+  ASSERT_NE(update_w1, nullptr);
+  ASSERT_NE(update_w2, nullptr);
+  EXPECT_EQ(update_w1->cause, PlacementCause::kParam);
+  EXPECT_EQ(update_w1->place, CPUPlace());  // w1's first reader runs there
+  EXPECT_EQ(update_w2->place, kSim0);
+  EXPECT_THAT(placed.TableString(), AllOf(HasSubstr("inherit    gradient of 'matmul' (#0)"),
+                                          HasSubstr("param      where 'w1' is read ('matmul' #0)"),
+                                          HasSubstr("loss-grad  with the loss op 'mean'")));
+}
+
+TEST(Placement, CtrTablesTheirGradientsUpdatesAndStateStayOnTheCpu) {
+  CtrModelConfig config;
+  config.vocab_sizes = {10, 20};
+  config.embedding_dim = 4;
+  config.hidden = {8};
+  ProgramBuilder b;
+  Adam adam(1e-3);
+  ASSERT_OK_AND_ASSIGN(CtrModel m, BuildCtrModel(config, &adam, &b));
+  PlacerOptions options;
+  options.default_place = kSim0;
+  ASSERT_OK_AND_ASSIGN(PlacedProgram startup, PlaceProgram(b.startup_program(), options));
+  for (const PlacementEntry& e : startup.table) {
+    const std::string out = startup.program.block().ops()[e.op_index].Output("Out");
+    const bool table_or_its_state = out.find("table_") == 0;
+    EXPECT_EQ(e.place,
+              table_or_its_state || e.cause == PlacementCause::kHostState ? CPUPlace() : kSim0)
+        << out;
+    options.initial_places[out] = e.place;
+  }
+  for (const Var& ids : m.ids) options.initial_places[ids.name] = CPUPlace();
+  options.initial_places[m.label.name] = CPUPlace();
+  ASSERT_OK_AND_ASSIGN(PlacedProgram placed, PlaceProgram(b.main_program(), options));
+  int on_cpu = 0;
+  for (size_t i = 0; i < placed.table.size(); ++i) {
+    const OpDesc& op = placed.program.block().ops()[i];
+    const bool table_op = op.type == "lookup_table" || op.type == "lookup_table_grad" ||
+                          (op.type == "adam" && op.Input("Param").find("table_") == 0);
+    if (!table_op) continue;
+    EXPECT_EQ(placed.places[i], CPUPlace()) << op.DebugString();
+    ++on_cpu;
+  }
+  EXPECT_EQ(on_cpu, 2 * 3);
+}
+
+TEST(Placement, CopiesAreTypedWithTheirConsumer) {
+  ProgramBuilder b;
+  Var x = b.Data("x", DataType::kFloat32, Shape({2, 2}));
+  Var y = b.Scale(x, 2.0);
+  ASSERT_OK(b.status());
+  PlacerOptions options;
+  options.default_place = kSim0;
+  options.initial_places = {{"x", CPUPlace()}};
+  ASSERT_OK_AND_ASSIGN(PlacedProgram placed, PlaceProgram(b.main_program(), options));
+  ASSERT_EQ(placed.table.size(), 2u);
+  ASSERT_TRUE(placed.is_copy(0));
+  EXPECT_FALSE(placed.is_copy(1));
+  const CopyStep& c = *placed.table[0].copy;
+  EXPECT_EQ(c.var, "x");
+  EXPECT_EQ(c.source, "x");
+  EXPECT_EQ(c.output, "x@sim:0");
+  EXPECT_EQ(c.from, CPUPlace());
+  EXPECT_EQ(c.to, kSim0);
+  EXPECT_EQ(c.consumer, 1);
+  EXPECT_EQ(c.consumer_type, "scale");
+  EXPECT_EQ(c.consumer_arg, "X");
+  EXPECT_EQ(placed.table[0].cause, PlacementCause::kCopy);
+  EXPECT_TRUE(placed.program.block().ops()[0].attrs.empty());  // typed, not attributes
+  EXPECT_EQ(placed.source_ops, (std::vector<int>{-1, 0}));
+  (void)y;
 }
 
 }  // namespace

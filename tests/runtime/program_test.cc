@@ -73,8 +73,7 @@ ProgramBuilder* TwoLayerProgram(ProgramBuilder* b, Var* loss) {
     auto g = b->device_guard("cpu");
     h = b->Matmul(x, w1);
   }
-  Var w2 = b->CreateParameter("w2", DataType::kFloat32, Shape({3, 1}),
-                              Initializer::Constant(0.5));
+  Var w2 = b->CreateParameter("w2", DataType::kFloat32, Shape({3, 1}), Initializer::Constant(0.5));
   Var y = b->Matmul(h, w2);
   // h feeds two ops: its gradient is accumulated.
   Var skip = b->Matmul(h, w2, false, false, 2.0);
@@ -83,60 +82,103 @@ ProgramBuilder* TwoLayerProgram(ProgramBuilder* b, Var* loss) {
   return b;
 }
 
-TEST(Backward, GradOpsInheritPlacesAndAccumulate) {
+TEST(Backward, GeneratedOpsRecordWhatTheyDeriveFromAndAccumulate) {
   ProgramBuilder b;
   Var loss;
   TwoLayerProgram(&b, &loss);
   SGD sgd(0.01);
   ASSERT_OK(sgd.Minimize(&b, loss));
   const Program& p = b.main_program();
-  // The loss-gradient fill goes with the loss op (default place).
+  // Generated ops carry no op_device: the placer places them from their
+  // origin (tests/runtime/placement_test.cc checks where they land).
   const OpDesc* fill = FindOp(p, "fill_constant");
   ASSERT_NE(fill, nullptr);
   EXPECT_EQ(fill->role, OpRole::kLoss);
   EXPECT_EQ(fill->op_device, "");
+  EXPECT_EQ(fill->origin.kind, OpOrigin::Kind::kLossGradOf);
+  EXPECT_EQ(p.block().ops()[fill->origin.op].Output("Out"), loss.name);
   EXPECT_EQ(fill->Output("Out"), loss.name + "@GRAD");
-  // The grad of the first matmul (under device_guard("cpu")) runs on cpu.
-  int cpu_grads = 0, accumulations = 0;
+  int cpu_matmul_grads = 0, accumulations = 0;
   for (const OpDesc& op : p.block().ops()) {
+    if (op.role == OpRole::kBackward) EXPECT_EQ(op.op_device, "") << op.DebugString();
     if (op.type == "matmul_grad" && op.Input("X") == "x") {
-      EXPECT_EQ(op.op_device, "cpu");
-      ++cpu_grads;
+      EXPECT_EQ(op.origin.kind, OpOrigin::Kind::kGradOf);
+      EXPECT_EQ(op.origin.op, 0);  // the matmul under device_guard("cpu")
+      ++cpu_matmul_grads;
     }
     if (op.role == OpRole::kBackward && op.type == "elementwise_add" &&
         op.Output("Out").find("@GRAD") != std::string::npos) {
+      EXPECT_EQ(op.origin.kind, OpOrigin::Kind::kGradSumOf);
+      EXPECT_EQ(op.origin.var, op.Input("Y"));  // the partial gradient it adds
       ++accumulations;
     }
   }
-  EXPECT_EQ(cpu_grads, 1);
+  EXPECT_EQ(cpu_matmul_grads, 1);
   EXPECT_GE(accumulations, 1);  // h@GRAD and w2@GRAD have two contributions
-  // Optimizer: sgd of w1 on cpu (where its first reader runs), w2 on default.
-  const OpDesc* sgd_w1 = nullptr;
-  const OpDesc* sgd_w2 = nullptr;
+  int updates = 0;
   for (const OpDesc& op : p.block().ops()) {
     if (op.type != "sgd") continue;
-    (op.Input("Param") == "w1" ? sgd_w1 : sgd_w2) = &op;
+    EXPECT_EQ(op.origin.kind, OpOrigin::Kind::kUpdateOf);
+    EXPECT_EQ(op.origin.var, op.Input("Param"));
+    EXPECT_EQ(op.op_device, "");
+    EXPECT_EQ(op.Output("ParamOut"), op.Input("Param"));
+    ++updates;
   }
-  ASSERT_NE(sgd_w1, nullptr);
-  ASSERT_NE(sgd_w2, nullptr);
-  EXPECT_EQ(sgd_w1->op_device, "cpu");
-  EXPECT_EQ(sgd_w2->op_device, "");
-  EXPECT_EQ(sgd_w1->Output("ParamOut"), "w1");
-  // The learning rate is initialised on the host.
+  EXPECT_EQ(updates, 2);
+  // The learning rate's initialiser is a host scalar, unpinned.
   const OpDesc* lr_init = nullptr;
   for (const OpDesc& op : b.startup_program().block().ops()) {
     if (op.Output("Out") == sgd.learning_rate_var()) lr_init = &op;
   }
   ASSERT_NE(lr_init, nullptr);
-  EXPECT_EQ(lr_init->op_device, "cpu");
+  EXPECT_EQ(lr_init->op_device, "");
+  EXPECT_EQ(lr_init->origin.kind, OpOrigin::Kind::kHostState);
+}
+
+TEST(Backward, OriginsRoundTripThroughJson) {
+  ProgramBuilder b;
+  Var loss;
+  TwoLayerProgram(&b, &loss);
+  Momentum momentum(0.01, 0.9);
+  ASSERT_OK(momentum.Minimize(&b, loss));
+  for (const Program* p : {&b.main_program(), &b.startup_program()}) {
+    ASSERT_OK_AND_ASSIGN(Program back, Program::FromJson(p->ToJson()));
+    EXPECT_EQ(back, *p);
+  }
+  const OpDesc* velocity_init = nullptr;
+  for (const OpDesc& op : b.startup_program().block().ops()) {
+    if (op.Output("Out") == momentum.state_vars("w1").at("velocity")) velocity_init = &op;
+  }
+  ASSERT_NE(velocity_init, nullptr);
+  EXPECT_EQ(velocity_init->origin.kind, OpOrigin::Kind::kStateOf);
+  EXPECT_EQ(velocity_init->origin.var, "w1");
+}
+
+TEST(Backward, JsonRejectsAnOriginThatIsNotAnEarlierOp) {
+  ProgramBuilder b;
+  Var loss;
+  TwoLayerProgram(&b, &loss);
+  ASSERT_OK(SGD(0.01).Minimize(&b, loss));
+  Program p = b.main_program();
+  p.block().mutable_ops()[1].origin = {OpOrigin::Kind::kGradOf, 1, ""};
+  EXPECT_THAT(Program::FromJson(p.ToJson()).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("ops[1].origin.op must be the index of an earlier op (0..0)")));
+  p.block().mutable_ops()[1].origin = {OpOrigin::Kind::kGradOf, 0, ""};
+  std::string json = p.ToJson();
+  const std::string kind = "\"grad_of\"";
+  json.replace(json.find(kind), kind.size(), "\"grad_off\"");
+  EXPECT_THAT(
+      Program::FromJson(json).status(),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("unknown op origin 'grad_off'")));
 }
 
 TEST(Backward, NoParameterIsAnError) {
   ProgramBuilder b;
   Var x = b.Data("x", DataType::kFloat32, Shape({2, 2}));
   Var y = b.Scale(x, 2.0);
-  EXPECT_THAT(AppendBackward(&b, y), StatusIs(absl::StatusCode::kFailedPrecondition,
-                                              HasSubstr("no trainable parameter")));
+  EXPECT_THAT(AppendBackward(&b, y),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("no trainable parameter")));
   EXPECT_THAT(SGD(-1).Minimize(&b, y), StatusIs(absl::StatusCode::kInvalidArgument,
                                                 HasSubstr("learning rate must be finite and > 0")));
 }
@@ -169,8 +211,8 @@ TEST(ProgramJson, MalformedInputIsInvalidArgument) {
                   {"name": "x", "dtype": "float16", "shape": [1]}], "ops": []})"),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        AllOf(HasSubstr("vars[0]"), HasSubstr("float16"))));
-  EXPECT_THAT(Program::FromJson("{"), StatusIs(absl::StatusCode::kInvalidArgument,
-                                               HasSubstr("line 1")));
+  EXPECT_THAT(Program::FromJson("{"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("line 1")));
 }
 
 }  // namespace
