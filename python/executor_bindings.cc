@@ -239,11 +239,15 @@ void RegisterStats(py::module_& m) {
       .def_readonly("op_index", &PlacementEntry::op_index)
       .def_readonly("op_type", &PlacementEntry::op_type)
       .def_readonly("place", &PlacementEntry::place)
-      .def_readonly("cause", &PlacementEntry::cause)
+      .def_property_readonly(
+          "cause",
+          [](const PlacementEntry& e) { return std::string(PlacementCauseName(e.cause)); },
+          "the rule that placed it: guard, inherit, loss-grad, grad-sum, param, state, "
+          "host-state, auto, default, fallback; copy, host-arg, write-back for copies")
       .def_readonly("detail", &PlacementEntry::detail)
       .def("__repr__", [](const PlacementEntry& e) {
         return absl::StrCat("PlacementEntry(#", e.op_index, " ", e.op_type, " on ",
-                            e.place.ToString(), ", ", e.cause, ")");
+                            e.place.ToString(), ", ", PlacementCauseName(e.cause), ")");
       });
   py::class_<PlanHandle>(m, "Plan", "A prepared program (Executor.prepare).")
       .def_readonly("feed_names", &PlanHandle::feeds)
