@@ -66,7 +66,10 @@ class ConcurrentRun {
   std::vector<uint8_t> rows_pending, patch_waiting;
   std::vector<int> gated;  // persistable writers waiting for the run before to finish
   int finished = 0;
-  int in_flight = 0;  // tasks of this run running
+  int uncommitted = 0;        // steps not held for the commit, still to finish
+  std::vector<int> held;      // held_for_commit steps, until then
+  int device_steps_left = 0;  // to enqueue
+  int in_flight = 0;          // tasks of this run running
   absl::Status error;
   ConcurrentRun* prev = nullptr;
   ConcurrentRun* next = nullptr;
@@ -145,10 +148,18 @@ ConcurrentRun* RunScheduler::Start(Plan::Frame* frame, RunStats* stats,
   if (prev != nullptr) prev->next = run;
   const int n = run->size;
   run->uses_left.assign(plan_->slot_names_.size(), 0);
+  frame->ends_recorded = false;
   for (int i = 0; i < n; ++i) {
     const Plan::Step& s = step(i);
+    run->device_steps_left += !s.is_host() && !(s.folded && plan_->constants_ready_);
     run->pending[i] = static_cast<int>(s.preds.size());
     for (int id : s.slots_used) run->uses_left[id]++;
+    if (s.held_for_commit) {
+      run->pending[i]++;
+      run->held.push_back(i);
+    } else if (!(s.folded && plan_->constants_ready_)) {
+      run->uncommitted++;
+    }
     if (prev == nullptr) continue;
     for (const auto& [p, kind] : s.prev_preds) {
       run->pending[i] +=
@@ -174,6 +185,7 @@ ConcurrentRun* RunScheduler::Start(Plan::Frame* frame, RunStats* stats,
     }
   }
   for (int i : ready) MakeReady(run, i);
+  if (run->uncommitted == 0) Commit(run);
   Drain(lock, /*worker=*/-1, /*run_host=*/false);
   return run;
 }
@@ -212,9 +224,33 @@ void RunScheduler::ReleaseSlots(ConcurrentRun* run, int i) {
   }
 }
 
+void RunScheduler::Commit(ConcurrentRun* run) {
+  Plan::Frame* frame = run->frame;
+  frame->fetch_host.assign(plan_->fetch_slots_.size(), Tensor());
+  for (size_t f = 0; f < plan_->fetch_slots_.size(); ++f) {
+    const Tensor* t = frame->slots[plan_->fetch_slots_[f]]->data_tensor();
+    if (t == nullptr || !t->initialized() || t->place().is_host()) continue;
+    absl::StatusOr<Device*> device = DeviceRegistry::Global().GetDevice(t->place());
+    absl::StatusOr<Tensor> host = device.ok() ? Tensor::Allocate((*device)->host_allocator(),
+                                                                 t->dtype(), t->shape())
+                                              : absl::StatusOr<Tensor>(device.status());
+    if (!host.ok()) {
+      return Fail(run, absl::Status(host.status().code(),
+                                    absl::StrCat("fetching '", plan_->fetch_names_[f], "' from ",
+                                                 t->place().ToString(), ": ",
+                                                 host.status().message())));
+    }
+    frame->fetch_host[f] = *std::move(host);
+  }
+  for (int i : run->held) {
+    if (--run->pending[i] == 0) MakeReady(run, i);
+  }
+}
+
 void RunScheduler::Finish(ConcurrentRun* run, int i) {
   run->finished++;
   if (!step(i).is_copy) run->stats->ops++;
+  if (!step(i).held_for_commit && --run->uncommitted == 0) Commit(run);
   if (!run->all_finished() || run->next == nullptr) return;
   for (int gated : run->next->gated) {
     if (--run->next->pending[gated] == 0) MakeReady(run->next, gated);
@@ -329,6 +365,7 @@ void RunScheduler::Dispatch(const Task& t, int worker) {
   }
   Event* done = run->frame->done_events[t.step].get();
   if (status.ok() && done != nullptr) status = s.device->RecordEvent(done, stream);
+  if (status.ok() && --run->device_steps_left == 0) status = RecordRunEnd(run);
   if (!status.ok()) return Fail(run, AnnotateStepError(status, s));
   ReleaseSlots(run, t.step);
   Satisfy(run, t.step, /*completed=*/false);
@@ -337,6 +374,18 @@ void RunScheduler::Dispatch(const Task& t, int worker) {
   } else {
     Finish(run, t.step);
   }
+}
+
+absl::Status RunScheduler::RecordRunEnd(ConcurrentRun* run) {
+  Plan::Frame* frame = run->frame;
+  if (frame->compute_end.empty()) return absl::OkStatus();  // not pipelined (frame 0 alone)
+  for (size_t d = 0; d < plan_->devices_.size(); ++d) {
+    Device* device = plan_->devices_[d];
+    RETURN_IF_ERROR(device->RecordEvent(frame->compute_end[d].get(), device->compute_stream()));
+    RETURN_IF_ERROR(device->RecordEvent(frame->copy_end[d].get(), device->copy_stream()));
+  }
+  frame->ends_recorded = true;
+  return absl::OkStatus();
 }
 
 void RunScheduler::HandOut(const Task& t) {

@@ -64,6 +64,8 @@ class RunScheduler {
   void Dispatch(const Task& t, int worker);
   void HandOut(const Task& t);
   void Watch(const Task& t);
+  // Records the frame's end events on every stream of the plan's devices.
+  absl::Status RecordRunEnd(ConcurrentRun* run);
   // Runs host task `t` (first waiting for its device predecessors); without mu_.
   absl::Status RunHostTask(const Task& t, int worker, Plan::Frame* prev_frame, bool early);
   absl::Status WaitForDevicePreds(const Task& t, int worker, Plan::Frame* prev_frame);
@@ -71,6 +73,9 @@ class RunScheduler {
   void AfterHostTask(const Task& t, bool early, const absl::Status& s);
   void Complete(ConcurrentRun* run, int i);
   void Finish(ConcurrentRun* run, int i);
+  // Every step not held for the commit finished: allocates the fetches'
+  // host buffers, then releases the held steps (Step::held_for_commit).
+  void Commit(ConcurrentRun* run);
   void Satisfy(ConcurrentRun* run, int i, bool completed);
   void MakeReady(ConcurrentRun* run, int i);
   void ReleaseSlots(ConcurrentRun* run, int i);

@@ -184,7 +184,7 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(Plan* plan, Scope* scope, cons
 
 bool Executor::CanPipeline(const Plan& plan) const {
   return !options_.in_order && !options_.check_numerics && !options_.capture_graphs &&
-         plan.constants_ready_ && plan.graph_ == nullptr &&
+         plan.constants_ready_ && plan.graph_ == nullptr && plan.pipeline_blocker_.empty() &&
          !(plan.host_only_ && const_cast<Executor*>(this)->Pool()->size() == 1);
 }
 
@@ -206,7 +206,16 @@ absl::StatusOr<RunHandle> Executor::RunAsync(Plan* plan, Scope* scope, const Fee
     plan->next_frame_ = (plan->in_flight_.back()->frame + 1) % kPipelineFrames;
   pending->frame = plan->next_frame_;
   plan->next_frame_ = (plan->next_frame_ + 1) % kPipelineFrames;
-  while (static_cast<int>(plan->frames_.size()) <= pending->frame) RETURN_IF_ERROR(MakeFrame(plan));
+  while (static_cast<int>(plan->frames_.size()) <= pending->frame) {
+    if (absl::Status made = MakeFrame(plan); !made.ok()) {
+      // E.g. a device without events: this plan runs one run at a time.
+      LOG(WARNING) << "executor: runs of this plan cannot overlap: " << made;
+      plan->pipeline_blocker_ = std::string(made.message());
+      pending->result = RunNow(plan, scope, feeds, &pending->stats);
+      pending->over = true;
+      return RunHandle(this, plan, std::move(pending));
+    }
+  }
   RETURN_IF_ERROR(BindAndFeed(plan, pending->frame, scope, feeds));
   ExecutionObserver* observer = GetExecutionObserver();
   if (observer != nullptr && plan->in_flight_.empty()) {
@@ -259,12 +268,19 @@ absl::StatusOr<std::vector<Tensor>> Executor::FinishPipelinedRun(Plan* plan, Pen
   ExecutionObserver* observer = GetExecutionObserver();
   OpEvent wait;
   if (observer != nullptr) observer->OnWaitBegin(wait);
-  for (Device* d : plan->devices_) {
-    RETURN_IF_ERROR(d->SynchronizeStream(d->compute_stream()));
-    RETURN_IF_ERROR(d->SynchronizeStream(d->copy_stream()));
+  Plan::Frame& frame = *plan->frames_[run->frame];
+  for (size_t d = 0; d < plan->devices_.size(); ++d) {
+    Device* device = plan->devices_[d];
+    if (frame.ends_recorded) {  // the run's own device work, not the next run's
+      RETURN_IF_ERROR(device->SynchronizeEvent(frame.compute_end[d].get()));
+      RETURN_IF_ERROR(device->SynchronizeEvent(frame.copy_end[d].get()));
+    } else {
+      RETURN_IF_ERROR(device->SynchronizeStream(device->compute_stream()));
+      RETURN_IF_ERROR(device->SynchronizeStream(device->copy_stream()));
+    }
   }
   if (observer != nullptr) observer->OnWaitEnd(wait);
-  plan->frames_[run->frame]->keep_alive.Clear();
+  frame.keep_alive.Clear();
   return CollectFetches(plan, run->frame, &run->stats);
 }
 
@@ -319,6 +335,15 @@ absl::StatusOr<std::vector<Tensor>> Executor::FinishRun(Plan* plan, RunStats* st
   return fetched;
 }
 
+absl::StatusOr<Stream*> Executor::FetchStream(Plan* plan, Device* device) {
+  auto it = plan->fetch_streams_.find(device);
+  if (it == plan->fetch_streams_.end()) {
+    ASSIGN_OR_RETURN(std::unique_ptr<Stream> stream, device->CreateStream());
+    it = plan->fetch_streams_.emplace(device, std::move(stream)).first;
+  }
+  return it->second.get();
+}
+
 absl::StatusOr<std::vector<Tensor>> Executor::CollectFetches(Plan* plan, int frame_index,
                                                              RunStats* stats) {
   Plan::Frame& frame = *plan->frames_[frame_index];
@@ -335,15 +360,24 @@ absl::StatusOr<std::vector<Tensor>> Executor::CollectFetches(Plan* plan, int fra
       continue;
     }
     ASSIGN_OR_RETURN(Device * device, DeviceRegistry::Global().GetDevice(t->place()));
+    const bool ready = i < frame.fetch_host.size() && frame.fetch_host[i].initialized() &&
+                       frame.fetch_host[i].dtype() == t->dtype() &&
+                       frame.fetch_host[i].shape() == t->shape();
     absl::StatusOr<Tensor> host =
-        Tensor::Allocate(device->host_allocator(), t->dtype(), t->shape());
+        ready ? std::move(frame.fetch_host[i])
+              : Tensor::Allocate(device->host_allocator(), t->dtype(), t->shape());
     if (!host.ok()) {
       return absl::Status(host.status().code(),
                           absl::StrCat("fetching '", plan->fetch_names_[i], "' from ",
                                        t->place().ToString(), ": ", host.status().message()));
     }
     if (t->NumBytes() > 0) {
-      Stream* stream = device->copy_stream();
+      // The value is final (its run's device work completed). Pipelined:
+      // copy it on a stream of its own, past the next run's queued work.
+      Stream* stream = device->compute_stream();
+      if (frame_index != 0 || plan->frames_.size() > 1) {
+        ASSIGN_OR_RETURN(stream, FetchStream(plan, device));
+      }
       RETURN_IF_ERROR(device->CopyAsync(CopyKind::kDeviceToHost, host->raw_data(), t->raw_data(),
                                         t->NumBytes(), stream));
       RETURN_IF_ERROR(device->SynchronizeStream(stream));
@@ -352,6 +386,7 @@ absl::StatusOr<std::vector<Tensor>> Executor::CollectFetches(Plan* plan, int fra
     stats->fetch_bytes += static_cast<int64_t>(t->NumBytes());
     fetched.push_back(*std::move(host));
   }
+  frame.fetch_host.clear();
   if (plan->graph_ == nullptr) {  // a graph writes its fetches again on each launch
     for (int id : plan->fetch_slots_) {
       if (!plan->slot_persistable_[id] && !plan->slot_folded_[id]) frame.slots[id]->clear();

@@ -36,6 +36,17 @@
 // it. Results are bitwise identical to in-order execution (each kernel
 // sees exactly the values it would see in program order).
 //
+// Pipelined runs (RunAsync, then RunHandle::Wait; a training loop starts
+// step n + 1 before it waits for step n): each run in flight has its own
+// non-persistable variables (a frame, two per plan), a step of the later
+// run starts once the steps of the earlier one whose results it needs are
+// done, and steps that write persistables wait until the earlier run
+// finished. A host lookup_table of a sparse table updated by the earlier
+// run waits only for the rows that update writes (it gathers the others
+// during the update and copies those rows after it). Results stay bitwise
+// identical to running the steps one after another. A failed run cancels
+// the run after it; the plan runs again normally.
+//
 // In-order mode (ExecutorOptions::in_order, the examples' --in_order):
 // steps run one after another in program order on the calling thread,
 // each device's work on its compute stream, every device->host copy
@@ -246,6 +257,8 @@ class Executor {
   // the device's copy stream).
   absl::StatusOr<std::vector<Tensor>> CollectFetches(Plan* plan, int frame, RunStats* stats);
   HostWorkerPool* Pool();
+  // The stream on which fetched values of `device` are copied to the host.
+  static absl::StatusOr<Stream*> FetchStream(Plan* plan, Device* device);
 
   Place default_place_;
   ExecutorOptions options_;
@@ -290,7 +303,10 @@ class Plan {
   // Pipelined runs in flight (oldest first) and who runs their steps.
   std::deque<std::shared_ptr<PendingRun>> in_flight_;
   std::unique_ptr<RunScheduler> scheduler_;
-  int next_frame_ = 0;                 // of the next pipelined run
+  int next_frame_ = 0;            // of the next pipelined run
+  std::string pipeline_blocker_;  // why runs cannot overlap (empty: they can)
+  // Per device: the stream fetched values are copied to the host on.
+  std::map<Device*, std::unique_ptr<Stream>> fetch_streams_;
   std::string graph_blocker_;          // see graph_fallback_reason()
   std::unique_ptr<GraphState> graph_;  // the captured step, if any
 };

@@ -95,13 +95,18 @@ struct Plan::Step {
   // every step of the run before finished (a failed run leaves the scope
   // as that run left it).
   bool writes_persistable = false;
+  // Writes a persistable and no step that writes none depends on it (an
+  // optimizer update): a concurrent run holds it until every other step
+  // finished and the fetches' host buffers were allocated, so a run that
+  // fails before leaves the persistables as they were.
+  bool held_for_commit = false;
   // A lookup of the next run that waits for this sparse update only by
   // rows (RowRefinement::writer == this step).
   std::vector<int> row_readers;
   std::unique_ptr<RowRefinement> rows;  // set on such lookups
   // A successor waits for the step's device work: the frame's done event
-  // is recorded after it.
-  bool needs_event = false;
+  // is recorded after it (pipelined: a successor in the next run does).
+  bool needs_event = false, needs_event_pipelined = false;
   // A successor needs the step's device work completed (kCompletion): a
   // host worker waits for the done event and reports it.
   bool watched = false;
@@ -144,7 +149,15 @@ struct Plan::Frame {
   // Per step: host->device copies from pageable memory go through it.
   std::vector<std::shared_ptr<Buffer>> staging;
   std::vector<std::unique_ptr<Event>> done_events;  // per step; null unless needs_event
+  // Per plan device (Plan::devices_ order): recorded on its compute and
+  // copy streams right after a pipelined run's last device step was
+  // enqueued, so that waiting for the run does not wait for the next one.
+  std::vector<std::unique_ptr<Event>> compute_end, copy_end;
+  bool ends_recorded = false;
   KeepAlive keep_alive;
+  // Per fetch: the host tensor a device value is copied into, allocated
+  // before the run's updates (empty: allocated when fetched).
+  std::vector<Tensor> fetch_host;
   const Scope* bound_scope = nullptr;  // the scope `slots` point into
 };
 

@@ -32,6 +32,11 @@ class PlanPasses {
   static void RefineRowConflicts(Plan* plan);
   // Frame 0 (see Plan::Frame); later frames by MakeFrame.
   static absl::Status AddFrame(Plan* plan);
+  // The events `frame` records (with `pipelined`, also those of steps and
+  // run ends that the next run waits for), where still missing.
+  static absl::Status AddEvents(Plan* plan, Plan::Frame* frame, bool pipelined);
+  // Another frame for pipelined runs.
+  static absl::Status AddPipelinedFrame(Plan* plan);
 
  private:
   // Appends a slot for `name` (CreateSteps calls it once per name).
@@ -222,6 +227,19 @@ void PlanPasses::BuildSchedule(Plan* plan) {
       pred.watched |= kind == EdgeKind::kCompletion;
     }
   }
+  // Program order is a topological order: successors come later.
+  std::vector<bool> feeds_others(plan->steps_.size(), false);
+  for (int i = static_cast<int>(plan->steps_.size()) - 1; i >= 0; --i) {
+    Plan::Step& step = *plan->steps_[i];
+    bool writes = false;
+    for (const auto& [arg, ids] : step.outputs) {
+      for (int id : ids) writes |= plan->slot_persistable_[id];
+    }
+    for (const auto& [succ, kind] : step.succs) {
+      feeds_others[i] = feeds_others[i] || !plan->steps_[succ]->held_for_commit;
+    }
+    step.held_for_commit = writes && !feeds_others[i] && !step.folded;
+  }
 }
 
 void PlanPasses::LinkConsecutiveRuns(Plan* plan) {
@@ -260,7 +278,7 @@ void PlanPasses::LinkConsecutiveRuns(Plan* plan) {
       succ.prev_preds.emplace_back(i, kind);
       pred.next_succs.emplace_back(j, kind);
       if (pred.is_host() || kind == EdgeKind::kStreamOrder) continue;
-      pred.needs_event = true;
+      pred.needs_event_pipelined = true;
       pred.watched |= kind == EdgeKind::kCompletion;
     }
     for (const auto& [arg, ids] : succ.outputs) {
@@ -347,18 +365,40 @@ absl::Status PlanPasses::AddFrame(Plan* plan) {
   frame->out_args.resize(steps);
   frame->staging.resize(steps);
   frame->done_events.resize(steps);
-  for (size_t i = 0; i < steps; ++i) {
+  plan->frames_.push_back(std::move(frame));
+  return AddEvents(plan, plan->frames_.back().get(), /*pipelined=*/plan->frames_.size() > 1);
+}
+
+absl::Status PlanPasses::AddPipelinedFrame(Plan* plan) {
+  if (plan->frames_.size() == 1) {  // frame 0 now takes part in pipelined runs too
+    RETURN_IF_ERROR(AddEvents(plan, plan->frames_[0].get(), /*pipelined=*/true));
+  }
+  return AddFrame(plan);
+}
+
+absl::Status PlanPasses::AddEvents(Plan* plan, Plan::Frame* frame, bool pipelined) {
+  for (size_t i = 0; i < plan->steps_.size(); ++i) {
     const Plan::Step& step = *plan->steps_[i];
-    if (!step.needs_event) continue;
+    if (frame->done_events[i] != nullptr ||
+        !(step.needs_event || (pipelined && step.needs_event_pipelined))) {
+      continue;
+    }
     absl::StatusOr<std::unique_ptr<Event>> event = step.device->CreateEvent();
     if (!event.ok()) return AnnotateStepError(event.status(), step);
     frame->done_events[i] = *std::move(event);
   }
-  plan->frames_.push_back(std::move(frame));
+  if (!pipelined || !frame->compute_end.empty()) return absl::OkStatus();
+  for (Device* device : plan->devices_) {
+    for (auto* ends : {&frame->compute_end, &frame->copy_end}) {
+      absl::StatusOr<std::unique_ptr<Event>> event = device->CreateEvent();
+      if (!event.ok()) return event.status();
+      ends->push_back(*std::move(event));
+    }
+  }
   return absl::OkStatus();
 }
 
-absl::Status MakeFrame(Plan* plan) { return PlanPasses::AddFrame(plan); }
+absl::Status MakeFrame(Plan* plan) { return PlanPasses::AddPipelinedFrame(plan); }
 
 // Runs the passes in order (called by Executor::Prepare).
 absl::Status BuildPlan(Plan* plan, const std::vector<std::string>& feeds,
