@@ -29,6 +29,7 @@
 // anyway, and copies the rows the update writes once it finished.
 #include "framework/runtime/concurrent_run.h"
 
+#include <algorithm>
 #include <cstring>
 #include <optional>
 
@@ -231,14 +232,14 @@ void RunScheduler::Commit(ConcurrentRun* run) {
     const Tensor* t = frame->slots[plan_->fetch_slots_[f]]->data_tensor();
     if (t == nullptr || !t->initialized() || t->place().is_host()) continue;
     absl::StatusOr<Device*> device = DeviceRegistry::Global().GetDevice(t->place());
-    absl::StatusOr<Tensor> host = device.ok() ? Tensor::Allocate((*device)->host_allocator(),
-                                                                 t->dtype(), t->shape())
-                                              : absl::StatusOr<Tensor>(device.status());
+    absl::StatusOr<Tensor> host =
+        device.ok() ? Tensor::Allocate((*device)->host_allocator(), t->dtype(), t->shape())
+                    : absl::StatusOr<Tensor>(device.status());
     if (!host.ok()) {
-      return Fail(run, absl::Status(host.status().code(),
-                                    absl::StrCat("fetching '", plan_->fetch_names_[f], "' from ",
-                                                 t->place().ToString(), ": ",
-                                                 host.status().message())));
+      return Fail(run,
+                  absl::Status(host.status().code(),
+                               absl::StrCat("fetching '", plan_->fetch_names_[f], "' from ",
+                                            t->place().ToString(), ": ", host.status().message())));
     }
     frame->fetch_host[f] = *std::move(host);
   }
@@ -529,6 +530,12 @@ absl::Status RunScheduler::Wait(ConcurrentRun* run) {
       Fail(run->next, absl::CancelledError(absl::StrCat(
                           "not run: the pipelined run before it failed: ", status.message())));
     run->next->prev = nullptr;
+  }
+  // A failed run leaves steps it never started in the queues.
+  for (std::deque<Task>* queue : {&ready_device_, &ready_host_}) {
+    queue->erase(
+        std::remove_if(queue->begin(), queue->end(), [run](const Task& t) { return t.run == run; }),
+        queue->end());
   }
   for (auto it = runs_.begin(); it != runs_.end(); ++it) {
     if (it->get() == run) {
