@@ -30,6 +30,7 @@ class OneBlockAllocator final : public Allocator {
   }
   AllocatorStats GetStats() const override { return {}; }
   void SetBytesLimit(int64_t) override {}
+  void ResetPeak() override {}  // keeps no statistics
 
  private:
   void* data_;

@@ -84,6 +84,7 @@ class CachingAllocator final : public Allocator {
   void Deallocate(void* ptr, size_t bytes) override;
   AllocatorStats GetStats() const override { return stats_.Snapshot(); }
   void SetBytesLimit(int64_t bytes) override { stats_.set_bytes_limit(bytes); }
+  void ResetPeak() override { stats_.ResetPeak(); }
 
   // Returns every cached block to the raw source.
   void EmptyCache();

@@ -54,6 +54,7 @@ class SimAllocator final : public Allocator {
   void Deallocate(void* ptr, size_t bytes) override;
   AllocatorStats GetStats() const override { return stats_.Snapshot(); }
   void SetBytesLimit(int64_t bytes) override { stats_.set_bytes_limit(bytes); }
+  void ResetPeak() override { stats_.ResetPeak(); }
 
   // True if [ptr, ptr + bytes) lies within one live block of this allocator.
   bool Owns(const void* ptr, size_t bytes) const;

@@ -84,6 +84,9 @@ class Allocator {
   virtual AllocatorStats GetStats() const = 0;
   // 0 removes the limit. Memory already in use is not affected.
   virtual void SetBytesLimit(int64_t bytes) = 0;
+  // Starts a new high-water mark: peak_bytes_in_use becomes bytes_in_use
+  // (to measure the peak of one step).
+  virtual void ResetPeak() = 0;
 };
 
 // Owns `size` bytes from an allocator and frees them when destroyed.

@@ -44,6 +44,7 @@ class CpuAllocator final : public Allocator {
   void Deallocate(void* ptr, size_t bytes) override;
   AllocatorStats GetStats() const override;
   void SetBytesLimit(int64_t bytes) override { stats_.set_bytes_limit(bytes); }
+  void ResetPeak() override { stats_.ResetPeak(); }
   // Frees every cached block.
   void ReleaseCached();
 

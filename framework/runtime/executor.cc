@@ -96,6 +96,11 @@ absl::StatusOr<std::unique_ptr<Plan>> Executor::Prepare(const Program& program, 
   }
   plan->feed_names_ = feeds;
   plan->fetch_names_ = fetches;
+  ASSIGN_OR_RETURN(plan->memory_,
+                   EstimateMemory(plan->placed_, PlanMemoryOptions(plan->placed_, feeds, fetches,
+                                                                   options_.feed_shapes,
+                                                                   options_.in_order || options_.check_numerics)));
+  RETURN_IF_ERROR(CheckMemoryFits(plan->placed_, plan->memory_, AvailableMemory(plan->memory_)));
   RETURN_IF_ERROR(BuildPlan(plan.get(), feeds, fetches));
   return plan;
 }

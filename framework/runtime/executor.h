@@ -105,6 +105,7 @@
 #include "framework/device/device.h"
 #include "framework/kernel/kernel_context.h"
 #include "framework/program/program.h"
+#include "framework/runtime/memory_estimate.h"
 #include "framework/runtime/placer.h"
 #include "framework/runtime/scope.h"
 
@@ -131,6 +132,9 @@ struct ExecutorOptions {
   // Host workers of the concurrent mode (0: $TANDEM_HOST_WORKERS if set,
   // else HostWorkerPool::DefaultSize()).
   int host_workers = 0;
+  // Shapes the fed variables will have, for the memory estimate of each
+  // plan (memory_estimate.h; -1 dims left unknown count as 1).
+  std::map<std::string, Shape> feed_shapes;
 };
 
 // One copy made during a run (a per-copy ledger entry).
@@ -270,8 +274,13 @@ class Plan {
  public:
   ~Plan();
   const PlacedProgram& placed() const { return placed_; }
-  // The placement table (see PlacedProgram::TableString).
-  std::string PlacementTable() const { return placed_.TableString(); }
+  // The placement table (see PlacedProgram::TableString), then the memory
+  // estimate, one line per place.
+  std::string PlacementTable() const { return placed_.TableString() + memory_.ToString(); }
+  // Bytes the plan holds per place in a steady-state run, estimated at
+  // Prepare before anything was allocated (memory_estimate.h); Prepare
+  // refused the plan if a place could not hold them.
+  const ::tandem::MemoryEstimate& MemoryEstimate() const { return memory_; }
   // Why this plan runs eagerly although ExecutorOptions::capture_graphs is
   // set (the step and the reason); empty while it is (or may be) captured.
   const std::string& graph_fallback_reason() const { return graph_blocker_; }
@@ -289,6 +298,7 @@ class Plan {
   friend class RunHandle;
   Plan();
   PlacedProgram placed_;
+  ::tandem::MemoryEstimate memory_;
   std::vector<std::unique_ptr<Step>> steps_;
   std::vector<std::string> slot_names_;
   std::vector<bool> slot_persistable_;

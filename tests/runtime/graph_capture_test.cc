@@ -75,6 +75,7 @@ class CapAllocator final : public Allocator {
   }
   AllocatorStats GetStats() const override { return {}; }
   void SetBytesLimit(int64_t) override {}
+  void ResetPeak() override {}  // keeps no statistics
 
   bool Live(const void* p) const { return live_.count(const_cast<void*>(p)) > 0; }
   int64_t allocs() const { return allocs_; }

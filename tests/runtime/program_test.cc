@@ -100,7 +100,9 @@ TEST(Backward, GeneratedOpsRecordWhatTheyDeriveFromAndAccumulate) {
   EXPECT_EQ(fill->Output("Out"), loss.name + "@GRAD");
   int cpu_matmul_grads = 0, accumulations = 0;
   for (const OpDesc& op : p.block().ops()) {
-    if (op.role == OpRole::kBackward) EXPECT_EQ(op.op_device, "") << op.DebugString();
+    if (op.role == OpRole::kBackward) {
+      EXPECT_EQ(op.op_device, "") << op.DebugString();
+    }
     if (op.type == "matmul_grad" && op.Input("X") == "x") {
       EXPECT_EQ(op.origin.kind, OpOrigin::Kind::kGradOf);
       EXPECT_EQ(op.origin.op, 0);  // the matmul under device_guard("cpu")
