@@ -1,0 +1,124 @@
+// CostModel: the estimated time of an op on a place and of a copy between
+// places, for the auto placement (auto_placement.h).
+//
+//   CostModel costs({.cache_dir = DefaultCostCacheDir(), .measure = true});
+//   ASSIGN_OR_RETURN(OpCost c, costs.OpTime(op, GPUPlace(0), inputs, outputs));
+//   c.micros;                          // measured once, then read from the cache
+//   costs.CopyMicros(GPUPlace(0), CopyKind::kDeviceToHost, bytes, /*sync=*/true);
+//   RETURN_IF_ERROR(costs.Save());     // $XDG_CACHE_HOME/tandem/costs-gpu-....tsv
+//
+// An op's time is measured the first time it is asked for a (op type,
+// place, dtypes, shapes, attributes) key: its kernel runs on zero-filled
+// inputs of those shapes (RunOpEager, a warm-up then the median of a few
+// runs, minus the cost of an eager call of a trivial op), and the result is
+// kept in memory and, with Save, in a per-device file. Ops that cannot be
+// measured (too large to allocate for a trial, values that zeros make
+// invalid, no kernel) get the analytical estimate instead: the device's
+// launch cost plus the bytes they read and write over its measured memory
+// bandwidth. Each device's constants (launch cost, memory bandwidth, copy
+// latency and bandwidth per direction, the round trip of a synchronous copy)
+// are measured once with small kernels and copies and cached the same way.
+// A copy costs its direction's latency plus bytes over bandwidth, and a
+// synchronous one also the device round trip. With `measure` off, nothing
+// runs: constants are the cached ones or conservative defaults, and every
+// op is analytical.
+//
+// Not thread-safe (one planner at a time); the cache file is written
+// atomically.
+#ifndef TANDEM_FRAMEWORK_RUNTIME_COST_MODEL_H_
+#define TANDEM_FRAMEWORK_RUNTIME_COST_MODEL_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "framework/device/device.h"
+#include "framework/op/op_desc.h"
+#include "framework/op/op_schema.h"
+#include "framework/place/place.h"
+
+namespace tandem {
+
+// Measured (or default) speeds of one place.
+struct DeviceConstants {
+  double launch_us = 5;         // fixed cost of one kernel
+  double bytes_per_us = 10000;  // kernels' memory bandwidth (10 GB/s)
+  double h2d_latency_us = 10, h2d_bytes_per_us = 5000;
+  double d2h_latency_us = 10, d2h_bytes_per_us = 5000;
+  double sync_us = 10;  // a synchronous copy's round trip
+  bool measured = false;
+};
+
+struct CostModelOptions {
+  // Where the per-device cache files live; "" keeps costs in memory only.
+  std::string cache_dir;
+  // Time kernels and copies; off: cached values or the analytical model only.
+  bool measure = true;
+  // Largest op (inputs + outputs) timed for real; larger ones are analytical.
+  int64_t max_measured_bytes = int64_t{64} << 20;
+};
+
+// $XDG_CACHE_HOME/tandem, else $HOME/.cache/tandem, else "" (no cache).
+std::string DefaultCostCacheDir();
+
+struct OpCost {
+  double micros = 0;
+  bool measured = false;  // false: the analytical estimate
+};
+
+class CostModel {
+ public:
+  explicit CostModel(CostModelOptions options);
+
+  // The time of `op` on `place` with inputs and outputs of these metas (by
+  // argument, as shape inference gives them).
+  absl::StatusOr<OpCost> OpTime(const OpDesc& op, const Place& place,
+                                const std::map<std::string, std::vector<TensorMeta>>& inputs,
+                                const std::map<std::string, std::vector<TensorMeta>>& outputs);
+  // Latency + bytes / bandwidth of a copy with `device` (the device side),
+  // plus the device's round trip when `sync`.
+  double CopyMicros(const Place& device, CopyKind kind, int64_t bytes, bool sync);
+  // The constants of `place` (measured on first use when `measure` is on).
+  const DeviceConstants& Constants(const Place& place);
+
+  // Writes each device's file in cache_dir (created if needed); a no-op
+  // without cache_dir.
+  absl::Status Save() const;
+
+  int measurements() const { return measurements_; }  // kernels timed so far
+
+ private:
+  struct DeviceCosts {
+    DeviceConstants constants;
+    std::map<std::string, double> ops;  // key -> measured micros
+    bool loaded = false;
+    bool dirty = false;
+  };
+  DeviceCosts& For(const Place& place);
+  std::string CachePath(const Place& place) const;
+  void Load(const Place& place, DeviceCosts* costs) const;
+  absl::StatusOr<double> Measure(const OpDesc& op, const Place& place,
+                                 const std::map<std::string, std::vector<TensorMeta>>& inputs);
+  DeviceConstants MeasureConstants(const Place& place);
+
+  CostModelOptions options_;
+  std::map<Place, DeviceCosts> devices_;
+  int measurements_ = 0;
+};
+
+// The key an op's measurement is cached under:
+// "scale|sim|X=float32[4, 8]|Out=float32[4, 8]|{bias=0, scale=2}".
+std::string OpCostKey(const OpDesc& op, const Place& place,
+                      const std::map<std::string, std::vector<TensorMeta>>& inputs,
+                      const std::map<std::string, std::vector<TensorMeta>>& outputs);
+
+// Bytes an op reads and writes (its inputs' and outputs' sizes).
+int64_t OpBytes(const std::map<std::string, std::vector<TensorMeta>>& inputs,
+                const std::map<std::string, std::vector<TensorMeta>>& outputs);
+
+}  // namespace tandem
+
+#endif  // TANDEM_FRAMEWORK_RUNTIME_COST_MODEL_H_
