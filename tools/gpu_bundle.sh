@@ -27,7 +27,11 @@ for t in $targets; do
   [[ -x "$bin" ]] || continue
   flat="${pkg//\//_}_$name"
   cp "$bin" ".bundle/tandem/bin/$flat"
-  if [[ "$tests" == *" $t "* ]]; then echo "$flat" >> .bundle/tandem/tests.txt; fi
+  # The fuzzers' regression tests read corpora that only Bazel passes them
+  # (CPU-only; .ci/run runs them): shipped as binaries, not listed as tests.
+  if [[ "$tests" == *" $t "* && "$name" != *_fuzzer_regression_test ]]; then
+    echo "$flat" >> .bundle/tandem/tests.txt
+  fi
 done
 
 # ldd runs on the bazel-bin originals: their rpath finds Bazel's own
