@@ -211,7 +211,9 @@ absl::StatusOr<RunHandle> Executor::RunAsync(Plan* plan, Scope* scope, const Fee
     plan->next_frame_ = (plan->in_flight_.back()->frame + 1) % kPipelineFrames;
   pending->frame = plan->next_frame_;
   plan->next_frame_ = (plan->next_frame_ + 1) % kPipelineFrames;
-  while (static_cast<int>(plan->frames_.size()) <= pending->frame) {
+  // Every frame and event before the first pipelined run: none is in
+  // flight yet, so no worker reads what is added.
+  while (static_cast<int>(plan->frames_.size()) < kPipelineFrames) {
     if (absl::Status made = MakeFrame(plan); !made.ok()) {
       // E.g. a device without events: this plan runs one run at a time.
       LOG(WARNING) << "executor: runs of this plan cannot overlap: " << made;
