@@ -133,6 +133,7 @@ absl::StatusOr<std::unique_ptr<CudaDevice>> CudaDevice::Create(int index, int64_
   std::unique_ptr<CudaDevice> d(new CudaDevice(
       index, absl::StrFormat("%s (%.1f GiB, sm_%d%d)", prop.name,
                              prop.totalGlobalMem / double{1 << 30}, prop.major, prop.minor)));
+  d->total_memory_ = static_cast<int64_t>(prop.totalGlobalMem);
   ASSIGN_OR_RETURN(d->compute_, CudaStream::Create(index));
   ASSIGN_OR_RETURN(d->copy_, CudaStream::Create(index));
   ASSIGN_OR_RETURN(d->sync_copy_event_, CudaEvent::Create(index));

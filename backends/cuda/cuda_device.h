@@ -85,6 +85,7 @@ class CudaDevice final : public Device {
 
   Place place() const override { return GPUPlace(index_); }
   std::string Description() const override { return description_; }
+  int64_t TotalMemoryBytes() const override { return total_memory_; }
   CachingAllocator* allocator() override { return allocator_.get(); }
   CachingAllocator* host_allocator() override { return host_allocator_.get(); }
 
@@ -125,6 +126,7 @@ class CudaDevice final : public Device {
 
   const int index_;
   const std::string description_;
+  int64_t total_memory_ = 0;  // cudaDeviceProp::totalGlobalMem
   std::unique_ptr<CudaStream> compute_;
   std::unique_ptr<CudaStream> copy_;
   std::unique_ptr<CachingAllocator> allocator_;

@@ -1,9 +1,16 @@
 #include "examples/common/example_util.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <limits>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "framework/base/status_macros.h"
 #include "framework/device/device_registry.h"
+#include "framework/runtime/placement_dot.h"
 #include "gflags/gflags.h"
 
 DEFINE_bool(cuda_graph, false,
@@ -17,6 +24,25 @@ DEFINE_bool(check_numerics, false,
             "output and the first bad index (ExecutorOptions::check_numerics; runs in order, "
             "slow).");
 
+DEFINE_bool(auto_place, false,
+            "Automatic placement (ExecutorOptions::auto_placement): every op without "
+            "device_guard goes to the CPU or the default device, for the smallest estimated step "
+            "time with the device's estimated peak memory within --memory_budget_mb; the "
+            "placement table says why for each op.");
+DEFINE_int64(memory_budget_mb, 0,
+             "With --auto_place: MiB the default device may hold at the plan's estimated peak "
+             "(0: what it can hold now, less a margin).");
+DEFINE_bool(print_placement, false,
+            "Print the placement table: each op's place, the rule that chose it and why, the "
+            "auto placement's summary, and the memory estimate per place.");
+DEFINE_string(placement_dot, "",
+              "Write the training plan's placement as a Graphviz graph to this file (ops "
+              "coloured by place, copies as red edges labelled with bytes): "
+              "dot -Tsvg FILE > split.svg");
+DEFINE_string(cost_cache_dir, tandem::DefaultCostCacheDir(),
+              "Where the cost model keeps its measured op times per device (\"\": in memory "
+              "only).");
+
 namespace tandem {
 
 ExecutorOptions ExampleExecutorOptions() {
@@ -24,12 +50,56 @@ ExecutorOptions ExampleExecutorOptions() {
   options.capture_graphs = FLAGS_cuda_graph;
   options.in_order = FLAGS_in_order;
   options.check_numerics = FLAGS_check_numerics;
+  options.auto_placement = FLAGS_auto_place;
+  const int64_t max_mb = std::numeric_limits<int64_t>::max() >> 20;
+  options.memory_budget_bytes =
+      FLAGS_memory_budget_mb > max_mb || FLAGS_memory_budget_mb < -max_mb
+          ? (FLAGS_memory_budget_mb < 0 ? -1 : std::numeric_limits<int64_t>::max())
+          : FLAGS_memory_budget_mb * (int64_t{1} << 20);
+  options.cost_cache_dir = FLAGS_cost_cache_dir;
   return options;
 }
 
+bool AutoPlaceRequested() { return FLAGS_auto_place; }
+
+absl::Status CheckPlacementFlags() {
+  if (FLAGS_memory_budget_mb < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--memory_budget_mb must be >= 0 (0: what the device can hold), got ",
+                     FLAGS_memory_budget_mb));
+  }
+  if (FLAGS_memory_budget_mb > 0 && !FLAGS_auto_place) {
+    return absl::InvalidArgumentError("--memory_budget_mb needs --auto_place");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReportPlacement(const Plan& plan) {
+  if (FLAGS_print_placement) std::printf("%s", plan.PlacementTable().c_str());
+  if (FLAGS_placement_dot.empty()) return absl::OkStatus();
+  std::ofstream out(FLAGS_placement_dot);
+  out << PlacementDot(plan.placed(), &plan.MemoryEstimate());
+  out.close();
+  if (!out) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("--placement_dot: cannot write '", FLAGS_placement_dot, "'"));
+  }
+  std::printf("placement graph: %s (dot -Tsvg %s > split.svg)\n", FLAGS_placement_dot.c_str(),
+              FLAGS_placement_dot.c_str());
+  return absl::OkStatus();
+}
+
 std::string ExecutorMode(const ExecutorOptions& options) {
-  if (options.check_numerics) return "in-order, checking numerics";
-  return options.in_order ? "in-order" : "concurrent";
+  std::string mode = options.check_numerics ? "in-order, checking numerics"
+                     : options.in_order     ? "in-order"
+                                            : "concurrent";
+  if (options.auto_placement) {
+    absl::StrAppend(&mode, ", auto placement",
+                    options.memory_budget_bytes > 0
+                        ? absl::StrCat(" within ", options.memory_budget_bytes >> 20, " MiB")
+                        : "");
+  }
+  return mode;
 }
 
 absl::StatusOr<Place> ChooseDefaultPlace(const std::string& flag) {
@@ -39,6 +109,32 @@ absl::StatusOr<Place> ChooseDefaultPlace(const std::string& flag) {
   ASSIGN_OR_RETURN(Place place, ParsePlace(flag));
   RETURN_IF_ERROR(DeviceRegistry::Global().GetDevice(place).status());
   return place;
+}
+
+std::string EstimatedVersusMeasured(const Plan& plan, const Place& place, double measured_step_us) {
+  std::vector<std::string> parts;
+  for (const Place& p : {place, CPUPlace()}) {
+    if (p.is_host() && place.is_host() && !parts.empty()) break;
+    absl::StatusOr<Device*> device = DeviceRegistry::Global().GetDevice(p);
+    if (!device.ok()) continue;
+    const int64_t measured = (*device)->allocator()->GetStats().peak_bytes_in_use;
+    parts.push_back(absl::StrCat(p.ToString(), " est. peak ",
+                                 HumanBytes(plan.MemoryEstimate().PeakBytes(p)), ", measured ",
+                                 HumanBytes(measured)));
+  }
+  std::string out = absl::StrCat("memory: ", absl::StrJoin(parts, "; "));
+  if (plan.placed().auto_step_micros > 0 && measured_step_us > 0) {
+    absl::StrAppendFormat(&out, "; step est. %.0f us, measured %.0f us",
+                          plan.placed().auto_step_micros, measured_step_us);
+  }
+  return out;
+}
+
+void ResetPeakMemory(const Place& place) {
+  for (const Place& p : {place, CPUPlace()}) {
+    absl::StatusOr<Device*> device = DeviceRegistry::Global().GetDevice(p);
+    if (device.ok()) (*device)->allocator()->ResetPeak();
+  }
 }
 
 double Median(std::vector<double> values) {

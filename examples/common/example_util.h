@@ -35,13 +35,36 @@ class Stopwatch {
 
 // The examples' executor options: capture_graphs from --cuda_graph (each
 // training step is captured once and replayed where the plan allows; the
-// executor logs why when it does not) and in_order from --in_order (steps
-// one at a time in program order; default: concurrent host and device steps).
+// executor logs why when it does not), in_order from --in_order (steps one
+// at a time in program order; default: concurrent host and device steps),
+// check_numerics from --check_numerics, and the automatic placement from
+// --auto_place, --memory_budget_mb and --cost_cache_dir.
 ExecutorOptions ExampleExecutorOptions();
+
+// InvalidArgument for a negative --memory_budget_mb, or one without
+// --auto_place.
+absl::Status CheckPlacementFlags();
+// --auto_place: models are then built without device_guard.
+bool AutoPlaceRequested();
+
+// --print_placement: prints `plan`'s placement table (with the auto
+// placement's reasons and summary, and the memory estimate);
+// --placement_dot=FILE: writes its Graphviz graph there.
+absl::Status ReportPlacement(const Plan& plan);
+
+// "memory: sim:0 est. peak 1.2 MiB, measured 1.1 MiB; cpu est. ...; step est. 812 us,
+// measured 790 us" for the plan run on `place`: the estimate's peaks beside the allocators'
+// measured peaks (since the last ResetPeakMemory) and, under auto placement, the estimated
+// step time beside `measured_step_us` (0: not measured).
+std::string EstimatedVersusMeasured(const Plan& plan, const Place& place, double measured_step_us);
 
 // "in-order" or "concurrent": the executor mode `options` select, as the
 // examples print it ("executor: concurrent").
 std::string ExecutorMode(const ExecutorOptions& options);
+
+// Starts new high-water marks of `place`'s and the host's allocators (after
+// a plan's first step: then the measured peak is a steady step's).
+void ResetPeakMemory(const Place& place);
 
 // Median of `values` (which it sorts); 0 for none.
 double Median(std::vector<double> values);

@@ -3,10 +3,13 @@
 // device_guard("cpu"). Prints host<->device copies per iteration and the
 // median time per iteration for both placements; with --profile, the
 // profiler's report for both (before and after the fix), with --advise the
-// copy advisor's verdict, with --trace_out a Chrome trace of each.
+// copy advisor's verdict, with --trace_out a Chrome trace of each. With
+// --auto_place a third run builds the program without device_guard and lets
+// the automatic placement choose (it puts the slice on the cpu by itself).
 //
 //   bazel run //examples/crop_profile -- --iterations=1000
 //   bazel run //examples/crop_profile -- --place=sim:0 --print_placement
+//   bazel run //examples/crop_profile -- --place=sim:0 --auto_place --print_placement
 //   bazel run //examples/crop_profile -- --profile --advise --iterations=100
 //       --trace_out=/tmp/crop.json   (writes /tmp/crop.before.json and /tmp/crop.after.json)
 #include <cstdio>
@@ -26,7 +29,6 @@ DEFINE_int32(iterations, 1000, "timed iterations per placement");
 DEFINE_int32(warmup, 10, "untimed iterations first (left out of the profile too)");
 DEFINE_string(place, "",
               "default place: gpu:N, sim:N or cpu (default: gpu:0 if present, else cpu)");
-DEFINE_bool(print_placement, false, "print each placement table");
 DEFINE_bool(profile, false, "print the profiler's report for each placement");
 DEFINE_string(profile_state, "All", "profiler state: CPU, GPU or All");
 DEFINE_string(sort_key, "total", "report order: default, calls, total, max, min or ave");
@@ -58,14 +60,18 @@ struct Outcome {
   absl::Status trace_status;
 };
 
-absl::StatusOr<Outcome> RunOne(const Place& place, bool slice_on_cpu) {
+// The slice on the default place, under device_guard("cpu"), or (auto)
+// wherever the automatic placement puts it.
+absl::StatusOr<Outcome> RunOne(const Place& place, bool slice_on_cpu, bool auto_place = false) {
   ProgramBuilder builder;
   ASSIGN_OR_RETURN(Var out, BuildCropModel(slice_on_cpu, &builder));
-  Executor exe(place, ExampleExecutorOptions());
+  ExecutorOptions exe_options = ExampleExecutorOptions();
+  exe_options.auto_placement = auto_place;
+  Executor exe(place, exe_options);
   Scope scope;
   ASSIGN_OR_RETURN(std::unique_ptr<Plan> plan,
                    exe.Prepare(builder.main_program(), scope, {}, {out.name}));
-  if (FLAGS_print_placement) std::printf("%s", plan->PlacementTable().c_str());
+  RETURN_IF_ERROR(ReportPlacement(*plan));
   profiler::ProfilerOptions options;
   if (Profiling()) {
     ASSIGN_OR_RETURN(options.state, profiler::ParseProfilerState(FLAGS_profile_state));
@@ -79,6 +85,7 @@ absl::StatusOr<Outcome> RunOne(const Place& place, bool slice_on_cpu) {
     Stopwatch sw;
     ASSIGN_OR_RETURN(std::vector<Tensor> result, exe.Run(plan.get(), &scope, {}, &stats));
     if (i >= FLAGS_warmup) times.push_back(sw.Seconds() * 1e6);
+    if (i + 1 == FLAGS_warmup) ResetPeakMemory(place);
     if (i == 0 && result[0].shape() != Shape({1, 3, 5, 5})) {
       return absl::InternalError("crop_tensor produced " + result[0].shape().ToString());
     }
@@ -86,12 +93,20 @@ absl::StatusOr<Outcome> RunOne(const Place& place, bool slice_on_cpu) {
   Outcome outcome;
   outcome.sync_copies = stats.sync_copies;
   outcome.median_us = Median(times);
-  const std::string where = slice_on_cpu ? "cpu" : place.ToString();
+  std::string where = slice_on_cpu ? "cpu" : place.ToString();
+  for (size_t i = 0; auto_place && i < plan->placed().table.size(); ++i) {
+    if (plan->placed().program.block().ops()[i].type == "slice") {
+      where = plan->placed().places[i].ToString() + " (auto)";
+    }
+  }
   std::printf(
       "slice on %-6s: %d H2D + %d D2H copies per iteration (%d sync), "
       "median %.1f us per iteration over %d iterations%s\n",
       where.c_str(), stats.copies_h2d, stats.copies_d2h, stats.sync_copies, outcome.median_us,
       FLAGS_iterations, Profiling() ? " (profiled)" : "");
+  if (auto_place) {
+    std::printf("%s\n", EstimatedVersusMeasured(*plan, place, outcome.median_us).c_str());
+  }
   if (!Profiling()) return outcome;
 
   ASSIGN_OR_RETURN(profiler::Profile profile, profiler::CollectProfile());
@@ -108,7 +123,9 @@ absl::StatusOr<Outcome> RunOne(const Place& place, bool slice_on_cpu) {
                 profiler::FormatAdvice(profiler::Advise(profile, plan->placed())).c_str());
   }
   if (!FLAGS_trace_out.empty()) {
-    const std::string path = TracePath(FLAGS_trace_out, slice_on_cpu ? "after" : "before");
+    const std::string path = TracePath(FLAGS_trace_out, auto_place     ? "auto"
+                                                        : slice_on_cpu ? "after"
+                                                                       : "before");
     // A trace that cannot be written does not stop the run; Main reports it.
     outcome.trace_status = profiler::WriteChromeTrace(profile, path);
     if (outcome.trace_status.ok()) std::printf("Chrome trace: %s\n", path.c_str());
@@ -118,6 +135,7 @@ absl::StatusOr<Outcome> RunOne(const Place& place, bool slice_on_cpu) {
 
 absl::Status Main() {
   ASSIGN_OR_RETURN(Place place, ChooseDefaultPlace(FLAGS_place));
+  RETURN_IF_ERROR(CheckPlacementFlags());
   if (FLAGS_iterations <= 0 || FLAGS_warmup < 0) {
     return absl::InvalidArgumentError("--iterations must be > 0 and --warmup >= 0");
   }
@@ -129,6 +147,14 @@ absl::Status Main() {
               place.ToString().c_str(), ExecutorMode(ExampleExecutorOptions()).c_str());
   ASSIGN_OR_RETURN(Outcome before, RunOne(place, /*slice_on_cpu=*/false));
   ASSIGN_OR_RETURN(Outcome after, RunOne(place, /*slice_on_cpu=*/true));
+  if (AutoPlaceRequested()) {
+    ASSIGN_OR_RETURN(Outcome automatic, RunOne(place, /*slice_on_cpu=*/false, /*auto_place=*/true));
+    std::printf(
+        "auto placement: %d sync copies per iteration (device_guard(\"cpu\"): %d), median "
+        "%.1f us per iteration (device_guard(\"cpu\"): %.1f us)\n",
+        automatic.sync_copies, after.sync_copies, automatic.median_us, after.median_us);
+    if (!automatic.trace_status.ok()) return automatic.trace_status;
+  }
   if (Profiling()) {
     std::printf(
         "before -> after: sync copies per step %d -> %d; steady-state step time "

@@ -36,3 +36,17 @@ if out=$("$bin" --place=sim:0 --iterations=2 --warmup=0 --trace_out=/nonexistent
 fi
 grep -q "slice on cpu" <<<"$out"
 grep -q "cannot write the Chrome trace to '/nonexistent-dir/t.before.json'" <<<"$out"
+
+# --auto_place: the automatic placement puts the slice on the cpu by itself
+# (0 copies), says why, and draws the split.
+dot="${TEST_TMPDIR:-/tmp}/crop.dot"
+out=$("$bin" --place=sim:0 --iterations=5 --warmup=1 --auto_place --print_placement \
+      --placement_dot="$dot" --cost_cache_dir=)
+echo "$out"
+grep -q "slice on cpu (auto): 0 H2D + 0 D2H copies per iteration" <<<"$out"
+grep -Eq "^3 +slice +cpu +auto +on cpu est\. [0-9]+ us \(0 copies\); on sim:0 est\." <<<"$out"
+grep -q "auto placement on sim:0 (no memory budget): est. step" <<<"$out"
+grep -q "^digraph placement {" "$dot"
+if "$bin" --place=sim:0 --memory_budget_mb=-1 --auto_place 2>"${TEST_TMPDIR:-/tmp}/err"; then exit 1; fi
+grep -q -- "--memory_budget_mb must be >= 0 (0: what the device can hold), got -1" \
+    "${TEST_TMPDIR:-/tmp}/err"

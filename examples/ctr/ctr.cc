@@ -30,6 +30,7 @@
 #include "examples/ctr/ctr_data.h"
 #include "examples/ctr/metrics.h"
 #include "framework/base/status_macros.h"
+#include "framework/runtime/auto_placement.h"
 #include "framework/runtime/executor.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
@@ -68,6 +69,8 @@ DEFINE_string(metrics_out, "",
 namespace tandem {
 namespace {
 
+constexpr int64_t kEvalBatch = 4096;  // held-out examples per evaluation step
+
 absl::StatusOr<std::vector<int64_t>> ParseSizes(const char* flag, const std::string& text) {
   std::vector<int64_t> sizes;
   for (absl::string_view s : absl::StrSplit(text, ',')) {
@@ -99,11 +102,10 @@ struct HeldOutMetrics {
 // Logloss and AUC of the model's click probabilities on the held-out set.
 absl::StatusOr<HeldOutMetrics> Evaluate(const CtrModel& model, const CtrExamples& held_out,
                                         Executor* exe, Plan* plan, Scope* scope) {
-  constexpr int64_t kBatch = 4096;
   const int64_t n = static_cast<int64_t>(held_out.labels.size());
   std::vector<double> p(n);
-  for (int64_t first = 0; first < n; first += kBatch) {
-    const int64_t count = std::min(kBatch, n - first);
+  for (int64_t first = 0; first < n; first += kEvalBatch) {
+    const int64_t count = std::min(kEvalBatch, n - first);
     CtrExamples part;
     for (const auto& ids : held_out.ids) {
       part.ids.emplace_back(ids.begin() + first, ids.begin() + first + count);
@@ -121,6 +123,7 @@ absl::StatusOr<HeldOutMetrics> Evaluate(const CtrModel& model, const CtrExamples
 
 absl::Status Train() {
   ASSIGN_OR_RETURN(Place place, ChooseDefaultPlace(FLAGS_place));
+  RETURN_IF_ERROR(CheckPlacementFlags());
   if (FLAGS_steps < 1 || FLAGS_batch_size < 1 || FLAGS_eval_examples < 2 || FLAGS_eval_every < 1 ||
       FLAGS_log_every < 1) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -151,7 +154,7 @@ absl::Status Train() {
   config.vocab_sizes = data_config.vocab_sizes;
   config.embedding_dim = FLAGS_embedding_dim;
   ASSIGN_OR_RETURN(config.hidden, ParseSizes("hidden", FLAGS_hidden));
-  config.tables_on_cpu = !FLAGS_no_guard;
+  config.tables_on_cpu = !FLAGS_no_guard && !AutoPlaceRequested();  // --auto_place decides itself
   config.is_sparse = !FLAGS_dense_gradients;
   config.seed = FLAGS_seed;
   Adam adam(FLAGS_lr);
@@ -172,7 +175,17 @@ absl::Status Train() {
       ExecutorMode(ExampleExecutorOptions()).c_str());
   std::fflush(stdout);
 
-  Executor exe(place, ExampleExecutorOptions());
+  ExecutorOptions options = ExampleExecutorOptions();
+  for (const Var& ids : model.ids) options.feed_shapes[ids.name] = Shape({FLAGS_batch_size});
+  options.feed_shapes[model.label.name] = Shape({FLAGS_batch_size});
+  Executor exe(place, options);
+  // Evaluation: batches of kEvalBatch, and (under --auto_place) the
+  // parameters stay where the training plan keeps them.
+  ExecutorOptions eval_options = ExampleExecutorOptions();
+  for (const auto& [name, shape] : options.feed_shapes)
+    eval_options.feed_shapes[name] = Shape({kEvalBatch});
+  eval_options.auto_moves_persistables = false;
+  Executor eval_exe(place, eval_options);
   Scope scope;
   Stopwatch init;
   RETURN_IF_ERROR(exe.Run(builder.startup_program(), &scope).status());
@@ -189,8 +202,10 @@ absl::Status Train() {
   feeds.push_back(model.label.name);
   ASSIGN_OR_RETURN(std::unique_ptr<Plan> plan,
                    exe.Prepare(builder.main_program(), scope, feeds, {model.loss.name}));
+  RETURN_IF_ERROR(ReportPlacement(*plan));
+  RETURN_IF_ERROR(MovePersistablesHome(plan->placed(), &scope));
   ASSIGN_OR_RETURN(std::unique_ptr<Plan> eval_plan,
-                   exe.Prepare(model.eval, scope, feeds, {model.probabilities.name}));
+                   eval_exe.Prepare(model.eval, scope, feeds, {model.probabilities.name}));
 
   const CtrExamples held_out = data.Examples(CtrStream::kHeldOut, 0, FLAGS_eval_examples);
   ASSIGN_OR_RETURN(double oracle_auc, Auc(held_out.oracle_logits, held_out.labels));
@@ -207,7 +222,8 @@ absl::Status Train() {
     return metrics->Write(
         MetricsRecord("eval").Add("step", step).Add("logloss", m.logloss).Add("auc", m.auc));
   };
-  ASSIGN_OR_RETURN(HeldOutMetrics first, Evaluate(model, held_out, &exe, eval_plan.get(), &scope));
+  ASSIGN_OR_RETURN(HeldOutMetrics first,
+                   Evaluate(model, held_out, &eval_exe, eval_plan.get(), &scope));
   std::printf(
       "initialised in %.2f s; held-out set: %lld examples, click rate %.3f, AUC of the "
       "hidden weights (best possible) %.4f\n",
@@ -245,6 +261,7 @@ absl::Status Train() {
                           (profiling && step - first_step == FLAGS_profile_steps + 1);
     if (!observed) RETURN_IF_ERROR(steps.Start(feeds_for(step + 1)));
     ASSIGN_OR_RETURN(std::vector<Tensor> out, steps.Next(&stats));
+    if (step == first_step + 1) ResetPeakMemory(place);  // measured peaks: steady steps
     loss_sum += out[0].data<float>()[0];
     ++loss_count;
     progress.Step(FLAGS_batch_size);
@@ -271,7 +288,7 @@ absl::Status Train() {
       loss_count = 0;
     }
     if (step % FLAGS_eval_every == 0 || step == FLAGS_steps) {
-      ASSIGN_OR_RETURN(last, Evaluate(model, held_out, &exe, eval_plan.get(), &scope));
+      ASSIGN_OR_RETURN(last, Evaluate(model, held_out, &eval_exe, eval_plan.get(), &scope));
       RETURN_IF_ERROR(log_eval(step, last));
     }
     if (!FLAGS_checkpoint_dir.empty() &&
@@ -286,6 +303,7 @@ absl::Status Train() {
   }
   std::printf("held-out AUC %.4f -> %.4f (best possible %.4f), logloss %.4f -> %.4f\n", first.auc,
               last.auc, oracle_auc, first.logloss, last.logloss);
+  std::printf("%s\n", EstimatedVersusMeasured(*plan, place, 0).c_str());
   // (A resumed run may start on the plateau: only a run from the start must improve.)
   if (first_step == 0 && !(last.auc > first.auc && last.logloss < first.logloss)) {
     return absl::InternalError("the held-out AUC and logloss did not improve");

@@ -39,7 +39,6 @@ DEFINE_string(place, "",
               "default place: gpu:N, sim:N or cpu (default: gpu:0 if present, else cpu)");
 DEFINE_bool(no_guard, false, "no device_guard: the table also lives on the default place");
 DEFINE_bool(is_sparse, false, "sparse (SelectedRows) table gradient: update only looked-up rows");
-DEFINE_bool(print_placement, false, "print the placement table");
 DEFINE_bool(print_program, false, "print the main program");
 DEFINE_uint64(seed, 1, "seed for the random ids");
 DEFINE_int32(profile_steps, 0,
@@ -69,12 +68,13 @@ absl::Status Main() {
   if (!FLAGS_trace_out.empty() && FLAGS_profile_steps == 0) {
     return absl::InvalidArgumentError("--trace_out needs --profile_steps");
   }
+  RETURN_IF_ERROR(CheckPlacementFlags());
   EmbeddingConfig config;
   config.rows = FLAGS_rows;
   config.dim = FLAGS_embedding_dim;
   config.batch = FLAGS_batch_size;
   config.learning_rate = FLAGS_lr;
-  config.table_on_cpu = !FLAGS_no_guard;
+  config.table_on_cpu = !FLAGS_no_guard && !AutoPlaceRequested();  // --auto_place decides itself
   config.is_sparse = FLAGS_is_sparse;
   ProgramBuilder builder;
   ASSIGN_OR_RETURN(EmbeddingModel model, BuildEmbeddingModel(config, &builder));
@@ -85,9 +85,11 @@ absl::Status Main() {
       "executor: %s\n",
       static_cast<long long>(FLAGS_rows), static_cast<long long>(FLAGS_embedding_dim),
       FLAGS_rows * FLAGS_embedding_dim * 4.0 / (1 << 30),
-      FLAGS_no_guard ? place.ToString().c_str() : "cpu", place.ToString().c_str(),
-      static_cast<long long>(FLAGS_batch_size), FLAGS_is_sparse ? "sparse" : "dense",
-      ExecutorMode(ExampleExecutorOptions()).c_str());
+      AutoPlaceRequested() ? "auto"
+      : FLAGS_no_guard     ? place.ToString().c_str()
+                           : "cpu",
+      place.ToString().c_str(), static_cast<long long>(FLAGS_batch_size),
+      FLAGS_is_sparse ? "sparse" : "dense", ExecutorMode(ExampleExecutorOptions()).c_str());
   std::fflush(stdout);
   Executor exe(place, ExampleExecutorOptions());
   Scope scope;
@@ -96,7 +98,7 @@ absl::Status Main() {
   std::printf("initialised in %.2f s\n", init.Seconds());
   ASSIGN_OR_RETURN(std::unique_ptr<Plan> plan,
                    exe.Prepare(builder.main_program(), scope, {model.ids.name}, {model.loss.name}));
-  if (FLAGS_print_placement) std::printf("%s", plan->PlacementTable().c_str());
+  RETURN_IF_ERROR(ReportPlacement(*plan));
 
   std::unique_ptr<MetricsLog> metrics;
   if (!FLAGS_metrics_out.empty()) {
@@ -139,6 +141,7 @@ absl::Status Main() {
     if (first < 0) {
       first = last;
       clock = Stopwatch();  // the first step (allocations, caches) is not timed
+      ResetPeakMemory(place);
     } else {
       ++timed_steps;
     }
@@ -168,6 +171,9 @@ absl::Status Main() {
   }
   std::printf("loss %.6f -> %.6f over %d steps (%s)\n", first, last, FLAGS_steps,
               last < first ? "decreasing" : "NOT decreasing");
+  std::printf("%s\n", EstimatedVersusMeasured(
+                          *plan, place, timed_steps > 0 ? clock.Seconds() * 1e6 / timed_steps : 0)
+                          .c_str());
   if (FLAGS_steps > 1 && !(last < first)) return absl::InternalError("the loss did not decrease");
   return absl::OkStatus();
 }
@@ -185,7 +191,9 @@ int main(int argc, char** argv) {
       "  [--trace_out=FILE.json]] [--metrics_out=FILE.jsonl] ...\n"
       "  memory caps: --gpu_memory_limit_mb=N (gpu), --sim_memory_limit_mb=N (sim); with a cap\n"
       "  the table does not fit in, --no_guard fails with ResourceExhausted and the guarded\n"
-      "  run (table under device_guard(\"cpu\")) trains within it\n"
+      "  run (table under device_guard(\"cpu\")) trains within it; --auto_place\n"
+      "  [--memory_budget_mb=N] builds it without device_guard and lets the auto placement\n"
+      "  decide (--print_placement says why, --placement_dot=FILE draws it)\n"
       "--helpfull lists every flag (the executor's and backends' too)");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   google::InitGoogleLogging(argv[0]);

@@ -35,3 +35,16 @@ help=$("$bin" --help 2>&1 || true)  # gflags exits 1 after --help
 grep -q "trains a large embedding table kept in host memory" <<<"$help"
 grep -q -- "-embedding_dim (embedding width)" <<<"$help"
 grep -q -- "-profile_steps (profile this many training steps" <<<"$help"
+# --auto_place on a sim device whose memory the table does not fit: the table,
+# its lookup, gradient and update go to the cpu by themselves and it trains.
+out=$("$bin" --place=sim:0 --rows=100000 --embedding_dim=16 --batch_size=8 --is_sparse \
+      --steps=30 --log_every=10 --lr=0.5 --auto_place --sim_memory_limit_mb=4 \
+      --print_placement --cost_cache_dir=)
+echo "$out"
+grep -Eq "^1 +lookup_table +cpu +auto +'emb_w' 6\.1 MiB does not fit the 3\.8 MiB budget of sim:0" <<<"$out"
+grep -Eq "lookup_table_grad +cpu +inherit" <<<"$out"
+grep -Eq "sgd +cpu +param" <<<"$out"
+grep -q "executor: concurrent, auto placement$" <<<"$out"
+grep -q "decreasing" <<<"$out"
+if "$bin" --place=sim:0 --rows=10 --memory_budget_mb=8 2>"$TEST_TMPDIR/err"; then exit 1; fi
+grep -q -- "--memory_budget_mb needs --auto_place" "$TEST_TMPDIR/err"

@@ -28,6 +28,7 @@
 #include "examples/common/trainer_checkpoint.h"
 #include "framework/base/status_macros.h"
 #include "framework/memory/cpu_allocator.h"
+#include "framework/runtime/auto_placement.h"
 #include "framework/runtime/executor.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
@@ -57,7 +58,6 @@ DEFINE_string(data_dir, "/usr/share/datasets/fashion-mnist",
 DEFINE_int64(train_examples, 0, "train on the first N training examples (0: all 60000)");
 DEFINE_int64(test_examples, 0, "test on the first N test examples (0: all 10000)");
 DEFINE_int32(log_every, 100, "print a progress line every N steps");
-DEFINE_bool(print_placement, false, "print the placement table of the training program");
 DEFINE_int32(profile_steps, 0,
              "profile this many training steps (after one warm-up step) and print the "
              "profiler's report, then train on");
@@ -69,6 +69,8 @@ DEFINE_string(metrics_out, "",
 
 namespace tandem {
 namespace {
+
+constexpr int64_t kTestBatch = 1000;  // test examples per evaluation step
 
 absl::StatusOr<FashionMnistConfig> ConfigFromFlags() {
   FashionMnistConfig config;
@@ -160,6 +162,7 @@ absl::StatusOr<double> TestAccuracy(Executor* exe, Plan* plan, Scope* scope, Dat
 
 absl::Status Train() {
   ASSIGN_OR_RETURN(Place place, ChooseDefaultPlace(FLAGS_place));
+  RETURN_IF_ERROR(CheckPlacementFlags());
   if (FLAGS_epochs < 1 || FLAGS_batch_size < 1 || FLAGS_log_every < 1 || FLAGS_max_steps < 0 ||
       FLAGS_profile_steps < 0 || !(FLAGS_lr_decay > 0 && FLAGS_lr_decay <= 1)) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -188,7 +191,7 @@ absl::Status Train() {
   ASSIGN_OR_RETURN(std::unique_ptr<DataLoader> train,
                    DataLoader::Create(std::move(train_columns), train_options));
   DataLoaderOptions test_options;
-  test_options.batch_size = 1000;
+  test_options.batch_size = kTestBatch;
   test_options.shuffle = false;
   ASSIGN_OR_RETURN(std::unique_ptr<DataLoader> test,
                    DataLoader::Create(std::move(test_columns), test_options));
@@ -201,7 +204,17 @@ absl::Status Train() {
       static_cast<long long>(FLAGS_batch_size), static_cast<long long>(train->num_examples()),
       static_cast<long long>(test->num_examples()), ExecutorMode(ExampleExecutorOptions()).c_str());
 
-  Executor exe(place, ExampleExecutorOptions());
+  ExecutorOptions options = ExampleExecutorOptions();
+  options.feed_shapes = {{"image", Shape({FLAGS_batch_size, 28, 28})},
+                         {"label", Shape({FLAGS_batch_size})}};
+  Executor exe(place, options);
+  // Evaluation: its own batch size, and (under --auto_place) the parameters
+  // stay where the training plan keeps them.
+  ExecutorOptions eval_options = ExampleExecutorOptions();
+  eval_options.feed_shapes = {{"image", Shape({kTestBatch, 28, 28})},
+                              {"label", Shape({kTestBatch})}};
+  eval_options.auto_moves_persistables = false;
+  Executor eval_exe(place, eval_options);
   Scope scope;
   RETURN_IF_ERROR(exe.Run(builder.startup_program(), &scope).status());
   const int64_t per_epoch = train->batches_per_epoch();
@@ -218,10 +231,13 @@ absl::Status Train() {
   }
   ASSIGN_OR_RETURN(std::unique_ptr<Plan> plan, exe.Prepare(builder.main_program(), scope,
                                                            {"image", "label"}, {model.loss.name}));
-  ASSIGN_OR_RETURN(
-      std::unique_ptr<Plan> eval_plan,
-      exe.Prepare(model.eval, scope, {"image", "label"}, {model.correct.name, model.total.name}));
-  if (FLAGS_print_placement) std::printf("%s", plan->PlacementTable().c_str());
+  RETURN_IF_ERROR(ReportPlacement(*plan));
+  // The parameters go where the training plan keeps them (auto placement);
+  // the evaluation plan then leaves them there.
+  RETURN_IF_ERROR(MovePersistablesHome(plan->placed(), &scope));
+  ASSIGN_OR_RETURN(std::unique_ptr<Plan> eval_plan,
+                   eval_exe.Prepare(model.eval, scope, {"image", "label"},
+                                    {model.correct.name, model.total.name}));
 
   std::unique_ptr<MetricsLog> metrics;
   if (!FLAGS_metrics_out.empty()) {
@@ -232,6 +248,7 @@ absl::Status Train() {
   const int64_t first_step = step;
   TrainingProgress progress(last_step - step);
   double loss_sum = 0, accuracy = -1;
+  std::string memory_line;  // estimated vs measured, of the last epoch's training steps
   int64_t loss_count = 0;
   Stopwatch epoch_clock;
   RunStats stats;
@@ -254,6 +271,7 @@ absl::Status Train() {
     loss_sum += out[0].data<float>()[0];
     ++loss_count;
     progress.Step(batch.size);
+    if (step == first_step) ResetPeakMemory(place);  // measured peaks: steady steps
     ++step;
     const int64_t in_epoch = (step - 1) % per_epoch + 1;
     if (profiling && (step - first_step == FLAGS_profile_steps + 1 || in_epoch == per_epoch ||
@@ -283,8 +301,12 @@ absl::Status Train() {
     if (in_epoch < per_epoch && step < last_step) continue;
     // The end of an epoch, or of the run.
     const double train_seconds = epoch_clock.Seconds();
+    const double examples_per_s = progress.ExamplesPerSecond();
+    memory_line = EstimatedVersusMeasured(
+        *plan, place, examples_per_s > 0 ? FLAGS_batch_size / examples_per_s * 1e6 : 0);
     Stopwatch test_clock;
-    ASSIGN_OR_RETURN(accuracy, TestAccuracy(&exe, eval_plan.get(), &scope, test.get()));
+    ASSIGN_OR_RETURN(accuracy, TestAccuracy(&eval_exe, eval_plan.get(), &scope, test.get()));
+    ResetPeakMemory(place);  // the next epoch's training steps
     std::printf(
         "epoch %lld/%d  %s  test accuracy %.4f  (train %.2f s, test %.2f s)\n",
         static_cast<long long>(epoch), FLAGS_epochs,
@@ -309,6 +331,7 @@ absl::Status Train() {
   }
   std::printf("final test accuracy %.4f after %lld steps\n", accuracy,
               static_cast<long long>(step));
+  std::printf("%s (training steps)\n", memory_line.c_str());
   return absl::OkStatus();
 }
 

@@ -68,6 +68,9 @@ class Device {
   virtual std::string Description() const = 0;
   // Memory of this device.
   virtual Allocator* allocator() = 0;
+  // Bytes of memory the device has in all (a GPU's global memory); 0 when it
+  // has no fixed size (the host, sim without a limit). For memory budgets.
+  virtual int64_t TotalMemoryBytes() const { return 0; }
   // Host memory suited to copies to and from this device (pinned on CUDA).
   virtual Allocator* host_allocator() = 0;
 
@@ -80,10 +83,9 @@ class Device {
 
   // Synchronous copy; also waits for work queued on the compute stream, so
   // the data it reads is final.
-  virtual absl::Status Copy(CopyKind kind, void* dst, const void* src,
-                            size_t bytes) = 0;
-  virtual absl::Status CopyAsync(CopyKind kind, void* dst, const void* src,
-                                 size_t bytes, Stream* stream) = 0;
+  virtual absl::Status Copy(CopyKind kind, void* dst, const void* src, size_t bytes) = 0;
+  virtual absl::Status CopyAsync(CopyKind kind, void* dst, const void* src, size_t bytes,
+                                 Stream* stream) = 0;
 
   // Events that can be timed (for the profiler). Devices without a timer
   // return Unimplemented; the profiler then reports no device time.

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -18,8 +19,10 @@
 #include "framework/device/device_registry.h"
 #include "framework/kernel/kernel_registry.h"
 #include "framework/memory/cpu_allocator.h"
+#include "framework/program/program_builder.h"
 #include "framework/runtime/atomic_file.h"
 #include "framework/runtime/eager.h"
+#include "framework/runtime/executor.h"
 #include "glog/logging.h"
 
 namespace tandem {
@@ -71,20 +74,44 @@ absl::StatusOr<double> TimeScale(const Place& place, int64_t n) {
   return TimeMicros([&]() { return RunOpEager(op, place, inputs).status(); });
 }
 
-// Latency (us) and bandwidth (bytes/us) of synchronous copies of `kind`.
+// Latency (us) and bandwidth (bytes/us) of copies of `kind` as the executor
+// makes them: enqueued on the compute stream, then waited for.
 absl::StatusOr<std::pair<double, double>> TimeCopies(Device* device, CopyKind kind) {
   constexpr int64_t kSmall = 8, kLarge = int64_t{8} << 20;
   ASSIGN_OR_RETURN(std::shared_ptr<Buffer> host,
                    Buffer::Allocate(device->host_allocator(), kLarge));
   ASSIGN_OR_RETURN(std::shared_ptr<Buffer> dev, Buffer::Allocate(device->allocator(), kLarge));
   std::memset(host->data(), 0, kLarge);
+  Stream* stream = device->compute_stream();
   auto copy = [&](int64_t bytes) {
-    return kind == CopyKind::kHostToDevice ? device->Copy(kind, dev->data(), host->data(), bytes)
-                                           : device->Copy(kind, host->data(), dev->data(), bytes);
+    const absl::Status queued =
+        kind == CopyKind::kHostToDevice
+            ? device->CopyAsync(kind, dev->data(), host->data(), bytes, stream)
+            : device->CopyAsync(kind, host->data(), dev->data(), bytes, stream);
+    return queued.ok() ? device->SynchronizeStream(stream) : queued;
   };
   ASSIGN_OR_RETURN(double small, TimeMicros([&]() { return copy(kSmall); }));
   ASSIGN_OR_RETURN(double large, TimeMicros([&]() { return copy(kLarge); }));
   return std::make_pair(small, (kLarge - kSmall) / std::max(large - small, 1e-3));
+}
+
+// The executor's cost per op and per run on `place`, from runs of a chain
+// of 1 and of 21 trivial ops (scale on one element).
+absl::StatusOr<std::pair<double, double>> TimeDispatch(const Place& place) {
+  std::array<double, 2> runs;
+  for (int k = 0; k < 2; ++k) {
+    ProgramBuilder b;
+    Var x = b.FillConstant({1}, DataType::kFloat32, 1.0);
+    for (int i = 0; i < (k == 0 ? 1 : 21); ++i) x = b.Scale(x, 1.0);
+    RETURN_IF_ERROR(b.status());
+    Executor exe(place);
+    Scope scope;
+    ASSIGN_OR_RETURN(std::unique_ptr<Plan> plan,
+                     exe.Prepare(b.main_program(), scope, {}, {x.name}));
+    ASSIGN_OR_RETURN(runs[k], TimeMicros([&]() { return exe.Run(plan.get(), &scope).status(); }));
+  }
+  const double per_op = std::max((runs[1] - runs[0]) / 20, 0.1);
+  return std::make_pair(per_op, std::max(runs[0] - per_op, 0.0));
 }
 
 std::string MetaString(const TensorMeta& m) {
@@ -115,14 +142,15 @@ std::string Exact(double v) { return absl::StrFormat("%.17g", v); }
 // "launch_us=5;bytes_per_us=10000;..." and back.
 std::string ConstantsString(const DeviceConstants& c) {
   return absl::StrCat(
-      "launch_us=", Exact(c.launch_us), ";bytes_per_us=", Exact(c.bytes_per_us),
-      ";h2d_latency_us=", Exact(c.h2d_latency_us), ";h2d_bytes_per_us=", Exact(c.h2d_bytes_per_us),
-      ";d2h_latency_us=", Exact(c.d2h_latency_us), ";d2h_bytes_per_us=", Exact(c.d2h_bytes_per_us),
-      ";sync_us=", Exact(c.sync_us));
+      "launch_us=", Exact(c.launch_us), ";run_us=", Exact(c.run_us),
+      ";bytes_per_us=", Exact(c.bytes_per_us), ";h2d_latency_us=", Exact(c.h2d_latency_us),
+      ";h2d_bytes_per_us=", Exact(c.h2d_bytes_per_us), ";d2h_latency_us=", Exact(c.d2h_latency_us),
+      ";d2h_bytes_per_us=", Exact(c.d2h_bytes_per_us), ";sync_us=", Exact(c.sync_us));
 }
 
 bool ParseConstants(absl::string_view text, DeviceConstants* c) {
   std::map<std::string, double*> fields = {{"launch_us", &c->launch_us},
+                                           {"run_us", &c->run_us},
                                            {"bytes_per_us", &c->bytes_per_us},
                                            {"h2d_latency_us", &c->h2d_latency_us},
                                            {"h2d_bytes_per_us", &c->h2d_bytes_per_us},
@@ -134,7 +162,7 @@ bool ParseConstants(absl::string_view text, DeviceConstants* c) {
     std::pair<std::string, std::string> p = absl::StrSplit(kv, absl::MaxSplits('=', 1));
     auto it = fields.find(p.first);
     double v = 0;
-    if (it == fields.end() || !absl::SimpleAtod(p.second, &v) || !(v > 0)) return false;
+    if (it == fields.end() || !absl::SimpleAtod(p.second, &v) || !(v >= 0)) return false;
     *it->second = v;
     ++seen;
   }
@@ -242,8 +270,9 @@ DeviceConstants CostModel::MeasureConstants(const Place& place) {
   constexpr int64_t kElements = int64_t{1} << 20;
   absl::StatusOr<double> small = TimeScale(place, 1);
   absl::StatusOr<double> large = TimeScale(place, kElements);
-  if (!small.ok() || !large.ok()) return c;  // no scale kernel: the defaults
-  c.launch_us = std::max(*small, 0.5);
+  absl::StatusOr<std::pair<double, double>> dispatch = TimeDispatch(place);
+  if (!small.ok() || !large.ok() || !dispatch.ok()) return c;  // no scale kernel: the defaults
+  std::tie(c.launch_us, c.run_us) = *dispatch;
   c.bytes_per_us = 2.0 * kElements * sizeof(float) / std::max(*large - *small, 1e-3);
   if (!place.is_host()) {
     absl::StatusOr<std::pair<double, double>> h2d = TimeCopies(*device, CopyKind::kHostToDevice);
@@ -302,8 +331,10 @@ absl::StatusOr<OpCost> CostModel::OpTime(
   auto cached = costs.ops.find(key);
   if (cached != costs.ops.end()) return OpCost{cached->second, true};
   const int64_t bytes = OpBytes(inputs, outputs);
-  if (options_.measure && bytes <= options_.max_measured_bytes) {
-    absl::StatusOr<double> measured = Measure(op, place, inputs);
+  if (options_.measure) {
+    absl::StatusOr<double> measured = bytes <= options_.max_measured_bytes
+                                          ? Measure(op, place, inputs)
+                                          : Extrapolate(op, place, inputs, outputs);
     if (measured.ok()) {
       costs.ops[key] = *measured;
       costs.dirty = true;
@@ -314,6 +345,39 @@ absl::StatusOr<OpCost> CostModel::OpTime(
   }
   const DeviceConstants& c = costs.constants;
   return OpCost{c.launch_us + bytes / c.bytes_per_us, false};
+}
+
+absl::StatusOr<double> CostModel::Extrapolate(
+    const OpDesc& op, const Place& place,
+    const std::map<std::string, std::vector<TensorMeta>>& inputs,
+    const std::map<std::string, std::vector<TensorMeta>>& outputs) {
+  int64_t rows = 0;  // the largest first dimension
+  for (const auto* args : {&inputs, &outputs}) {
+    for (const auto& [arg, metas] : *args) {
+      for (const TensorMeta& m : metas) {
+        if (m.shape.rank() > 0) rows = std::max(rows, m.shape.dim(0));
+      }
+    }
+  }
+  const int64_t bytes = OpBytes(inputs, outputs);
+  const int64_t small = rows * (options_.max_measured_bytes / 4) / std::max<int64_t>(bytes, 1);
+  if (small < 16) return absl::UnimplementedError("too large to time even scaled down");
+  // Every argument whose first dimension is `rows` gets `n` rows instead.
+  auto scaled = [&](const std::map<std::string, std::vector<TensorMeta>>& args, int64_t n) {
+    std::map<std::string, std::vector<TensorMeta>> out = args;
+    for (auto& [arg, metas] : out) {
+      for (TensorMeta& m : metas) {
+        if (m.shape.rank() == 0 || m.shape.dim(0) != rows) continue;
+        std::vector<int64_t> dims(m.shape.dims().begin(), m.shape.dims().end());
+        dims[0] = n;
+        m.shape = Shape(dims);
+      }
+    }
+    return out;
+  };
+  ASSIGN_OR_RETURN(double t1, Measure(op, place, scaled(inputs, small)));
+  ASSIGN_OR_RETURN(double t2, Measure(op, place, scaled(inputs, 2 * small)));
+  return std::max(t1, t1 + (t2 - t1) * (rows - small) / static_cast<double>(small));
 }
 
 double CostModel::CopyMicros(const Place& device, CopyKind kind, int64_t bytes, bool sync) {

@@ -10,14 +10,20 @@
 // An op's time is measured the first time it is asked for a (op type,
 // place, dtypes, shapes, attributes) key: its kernel runs on zero-filled
 // inputs of those shapes (RunOpEager, a warm-up then the median of a few
-// runs, minus the cost of an eager call of a trivial op), and the result is
-// kept in memory and, with Save, in a per-device file. Ops that cannot be
-// measured (too large to allocate for a trial, values that zeros make
-// invalid, no kernel) get the analytical estimate instead: the device's
+// runs, minus the cost of an eager call of a trivial op, plus the
+// executor's cost of a trivial op on that place), and the result is
+// kept in memory and, with Save, in a per-device file. An op larger than
+// max_measured_bytes is timed with its largest first dimension cut to two
+// sizes that fit and extrapolated linearly (a gather from a 10M-row table
+// stays cheap, its dense update does not). Ops that cannot be measured
+// (values that zeros make invalid, sparse inputs, no kernel) get the
+// analytical estimate instead: the device's
 // launch cost plus the bytes they read and write over its measured memory
-// bandwidth. Each device's constants (launch cost, memory bandwidth, copy
-// latency and bandwidth per direction, the round trip of a synchronous copy)
-// are measured once with small kernels and copies and cached the same way.
+// bandwidth. Each device's constants (the executor's cost of one trivial op
+// and of a run, from runs of chains of 1 and 21 ops; kernels' memory
+// bandwidth; copy latency and bandwidth per direction, copies enqueued then
+// waited for as the executor makes them; the round trip of a stream
+// synchronisation) are measured once and cached the same way.
 // A copy costs its direction's latency plus bytes over bandwidth, and a
 // synchronous one also the device round trip. With `measure` off, nothing
 // runs: constants are the cached ones or conservative defaults, and every
@@ -44,7 +50,8 @@ namespace tandem {
 
 // Measured (or default) speeds of one place.
 struct DeviceConstants {
-  double launch_us = 5;         // fixed cost of one kernel
+  double launch_us = 5;         // the executor's cost of one trivial op
+  double run_us = 20;           // the executor's fixed cost of a run (feeds, syncs, fetches)
   double bytes_per_us = 10000;  // kernels' memory bandwidth (10 GB/s)
   double h2d_latency_us = 10, h2d_bytes_per_us = 5000;
   double d2h_latency_us = 10, d2h_bytes_per_us = 5000;
@@ -102,6 +109,12 @@ class CostModel {
   void Load(const Place& place, DeviceCosts* costs) const;
   absl::StatusOr<double> Measure(const OpDesc& op, const Place& place,
                                  const std::map<std::string, std::vector<TensorMeta>>& inputs);
+  // An op too large to time: timed with its largest first dimension cut to
+  // two sizes that fit max_measured_bytes, then extrapolated linearly (a
+  // gather's time stays flat, an update's grows with the rows).
+  absl::StatusOr<double> Extrapolate(const OpDesc& op, const Place& place,
+                                     const std::map<std::string, std::vector<TensorMeta>>& inputs,
+                                     const std::map<std::string, std::vector<TensorMeta>>& outputs);
   DeviceConstants MeasureConstants(const Place& place);
 
   CostModelOptions options_;

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "framework/base/status_macros.h"
 #include "framework/device/device_registry.h"
+#include "framework/runtime/auto_placement.h"
 #include "framework/runtime/concurrent_run.h"
 #include "framework/runtime/execution_observer.h"
 #include "framework/runtime/host_worker_pool.h"
@@ -88,6 +89,13 @@ absl::StatusOr<std::unique_ptr<Plan>> Executor::Prepare(const Program& program, 
   }
   RETURN_IF_ERROR(ValidateProgramForRun(program, scope, feeds));
   std::unique_ptr<Plan> plan(new Plan());
+  if (options_.auto_placement) {
+    RETURN_IF_ERROR(ApplyAutoPlacement(
+        program,
+        {options_.memory_budget_bytes, feeds, fetches, options_.feed_shapes,
+         options_.in_order || options_.check_numerics, options_.auto_moves_persistables},
+        {options_.cost_cache_dir, options_.measure_costs}, &popts));
+  }
   ASSIGN_OR_RETURN(plan->placed_, PlaceProgram(program, popts));
   for (const std::string& f : fetches) {
     if (!plan->placed_.program.block().HasVar(f)) {
@@ -96,10 +104,11 @@ absl::StatusOr<std::unique_ptr<Plan>> Executor::Prepare(const Program& program, 
   }
   plan->feed_names_ = feeds;
   plan->fetch_names_ = fetches;
-  ASSIGN_OR_RETURN(plan->memory_,
-                   EstimateMemory(plan->placed_, PlanMemoryOptions(plan->placed_, feeds, fetches,
-                                                                   options_.feed_shapes,
-                                                                   options_.in_order || options_.check_numerics)));
+  ASSIGN_OR_RETURN(
+      plan->memory_,
+      EstimateMemory(plan->placed_,
+                     PlanMemoryOptions(plan->placed_, feeds, fetches, options_.feed_shapes,
+                                       options_.in_order || options_.check_numerics)));
   RETURN_IF_ERROR(CheckMemoryFits(plan->placed_, plan->memory_, AvailableMemory(plan->memory_)));
   RETURN_IF_ERROR(BuildPlan(plan.get(), feeds, fetches));
   return plan;
@@ -194,6 +203,7 @@ bool Executor::CanPipeline(const Plan& plan) const {
 }
 
 absl::StatusOr<RunHandle> Executor::RunAsync(Plan* plan, Scope* scope, const FeedMap& feeds) {
+  RETURN_IF_ERROR(MovePersistablesHome(plan->placed_, scope));  // auto placement's homes
   auto pending = std::make_shared<PendingRun>();
   if (!CanPipeline(*plan)) {
     while (FinishOldest(plan)) {

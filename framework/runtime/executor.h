@@ -105,6 +105,7 @@
 #include "framework/device/device.h"
 #include "framework/kernel/kernel_context.h"
 #include "framework/program/program.h"
+#include "framework/runtime/cost_model.h"
 #include "framework/runtime/memory_estimate.h"
 #include "framework/runtime/placer.h"
 #include "framework/runtime/scope.h"
@@ -135,6 +136,20 @@ struct ExecutorOptions {
   // Shapes the fed variables will have, for the memory estimate of each
   // plan (memory_estimate.h; -1 dims left unknown count as 1).
   std::map<std::string, Shape> feed_shapes;
+  // Let the auto pass place every op without device_guard (auto_placement.h):
+  // the smallest estimated step time with the default device's estimated
+  // peak within memory_budget_bytes (0: what the device can hold, less a
+  // margin). Initialisers run on the host and each plan moves the
+  // persistables to where it keeps them before it runs.
+  bool auto_placement = false;
+  int64_t memory_budget_bytes = 0;
+  // Off: auto placement keeps persistables where the scope holds them (for
+  // a second plan over a scope a first one already arranged).
+  bool auto_moves_persistables = true;
+  // The cost model's cache (cost_model.h; "" keeps it in memory) and whether
+  // it times kernels (off: analytical estimates only).
+  std::string cost_cache_dir = DefaultCostCacheDir();
+  bool measure_costs = true;
 };
 
 // One copy made during a run (a per-copy ledger entry).

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -145,6 +146,35 @@ const Tensor* KnownValues::Get(const std::string& var, int reader, int depth) {
   return done != cache_.end() && done->second.has_value() ? &*done->second : nullptr;
 }
 
+// The dtype, shape and sparsity of each variable as a walk in program order
+// reaches it: declared, with fed shapes, refined by shape inference.
+class MetaResolver {
+ public:
+  MetaResolver(const Block& block, const std::map<std::string, Shape>& feed_shapes,
+               KnownValues* known)
+      : block_(block), feed_shapes_(feed_shapes), known_(known) {}
+
+  Meta Of(const std::string& var);
+  // Infers op `i`'s outputs from what is known of its inputs.
+  void InferOutputs(int i);
+  void Set(const std::string& var, const Meta& m) { metas_[var] = m; }
+  // Bytes of `var` written by `op` (a SelectedRows value: one row per id of
+  // the op's integer input); unknown dims count as 1 and are noted.
+  int64_t OutputBytes(const OpDesc& op, const std::string& var);
+  // Bytes of `var`'s value as known now (dense; unknown dims noted).
+  int64_t Bytes(const std::string& var);
+  const std::set<std::string>& unknown() const { return unknown_; }
+
+ private:
+  Meta Declared(const std::string& var) const;
+
+  const Block& block_;
+  const std::map<std::string, Shape>& feed_shapes_;
+  KnownValues* known_;
+  std::map<std::string, Meta> metas_;
+  std::set<std::string> unknown_;
+};
+
 // Walks the placed program in order, keeping every value's bytes and place
 // (the executor's allocations and frees), and records the peaks.
 class MemoryWalk {
@@ -161,9 +191,12 @@ class MemoryWalk {
   // before the first op; past the last: after the fetches) and returns what
   // is live then. Fills `out`'s allocations and live_after_alloc if given.
   std::vector<LiveEntry> Walk(int stop_at, MemoryEstimate* out);
+  // After a whole Walk: what was live when op `op` had allocated its outputs
+  // (-1: at the start; the op count: after the fetches).
+  std::vector<LiveEntry> LiveAt(int op) const;
   const std::map<Place, std::pair<int64_t, int>>& peaks() const { return peaks_; }
   std::vector<std::string> unknown() const {
-    return std::vector<std::string>(unknown_.begin(), unknown_.end());
+    return std::vector<std::string>(metas_->unknown().begin(), metas_->unknown().end());
   }
 
  private:
@@ -173,6 +206,8 @@ class MemoryWalk {
     int refs = 0;
     Category category = Category::kIntermediate;
     std::string var;
+    int born = -1;                               // the op that allocated it (-1: the start)
+    int died = std::numeric_limits<int>::max();  // the op after which it was freed
   };
 
   void Reset();
@@ -186,10 +221,6 @@ class MemoryWalk {
   // op of the program writes before them (feeds, persistables): the plan
   // keeps a staging buffer for each (the executor's UploadSource).
   void StageUploads(MemoryEstimate* out);
-  Meta MetaOf(const std::string& var);
-  Meta DeclaredMeta(const std::string& var);
-  void InferOutputs(int i);
-  int64_t OutputBytes(const OpDesc& op, const std::string& var);
   // Allocates op `i`'s outputs; returns (var, value) to bind after the op.
   std::vector<std::pair<std::string, int>> AllocateOutputs(int i, MemoryEstimate* out);
   void FinishOp(int i, const std::vector<std::pair<std::string, int>>& bindings);
@@ -201,12 +232,13 @@ class MemoryWalk {
   const MemoryEstimateOptions& options_;
   KnownValues* known_;
   std::vector<Value> values_;
+  int op_ = -1;                       // the op being walked
   std::map<std::string, int> bound_;  // var -> its current value
-  std::map<std::string, Meta> metas_;
+  std::unique_ptr<MetaResolver> metas_;
   std::map<Place, int64_t> live_;
   std::map<Place, std::pair<int64_t, int>> peaks_;  // place -> (bytes, op)
   std::vector<int> kept_;                           // values kept until the run ends
-  std::set<std::string> unknown_, folded_, fetched_;
+  std::set<std::string> folded_, fetched_;
   std::set<int> staged_copies_;  // host->device copies through a staging buffer
   std::map<std::string, int> last_use_;
 };
@@ -214,7 +246,7 @@ class MemoryWalk {
 void MemoryWalk::Reset() {
   values_.clear();
   bound_.clear();
-  metas_.clear();
+  metas_ = std::make_unique<MetaResolver>(block_, options_.feed_shapes, known_);
   live_.clear();
   peaks_.clear();
   kept_.clear();
@@ -230,13 +262,15 @@ void MemoryWalk::Reset() {
 
 int MemoryWalk::NewValue(const std::string& var, const Place& place, int64_t bytes,
                          Category category) {
-  values_.push_back({place, bytes, 1, category, var});
+  values_.push_back({place, bytes, 1, category, var, op_});
   live_[place] += bytes;
   return static_cast<int>(values_.size()) - 1;
 }
 
 void MemoryWalk::Deref(int id) {
-  if (--values_[id].refs == 0) live_[values_[id].place] -= values_[id].bytes;
+  if (--values_[id].refs > 0) return;
+  live_[values_[id].place] -= values_[id].bytes;
+  values_[id].died = op_;
 }
 
 void MemoryWalk::Bind(const std::string& var, int id) {
@@ -257,37 +291,43 @@ void MemoryWalk::NotePeaks(int op) {
   }
 }
 
-Meta MemoryWalk::DeclaredMeta(const std::string& var) {
+Meta MetaResolver::Declared(const std::string& var) const {
   Meta m;
   if (const VarDesc* d = block_.FindVar(var)) {
     m = {d->dtype, d->shape, d->kind == VarKind::kSelectedRows};
   }
-  auto fed = options_.feed_shapes.find(var);
-  if (fed != options_.feed_shapes.end()) m.shape = fed->second;
+  auto fed = feed_shapes_.find(var);
+  if (fed != feed_shapes_.end()) m.shape = fed->second;
   return m;
 }
 
-Meta MemoryWalk::MetaOf(const std::string& var) {
+Meta MetaResolver::Of(const std::string& var) {
   auto it = metas_.find(var);
   if (it != metas_.end()) return it->second;
-  return metas_[var] = DeclaredMeta(var);
+  return metas_[var] = Declared(var);
+}
+
+int64_t MetaResolver::Bytes(const std::string& var) {
+  const Meta m = Of(var);
+  if (!FullyKnown(m.shape)) unknown_.insert(var);
+  return DenseBytes(m.dtype, AtLeastOne(m.shape));
 }
 
 // Shape inference with the shapes known so far, so that -1 dims of the
 // declared variables take the feed shapes, and with the known values of
 // small integer inputs when the shapes alone leave dims open; declared
 // shapes where it cannot.
-void MemoryWalk::InferOutputs(int i) {
+void MetaResolver::InferOutputs(int i) {
   const OpDesc& op = block_.ops()[i];
   std::map<std::string, std::vector<TensorMeta>> inputs;
   for (const auto& [arg, vars] : op.inputs) {
     for (const std::string& v : vars) {
-      const Meta m = MetaOf(v);
+      const Meta m = Of(v);
       inputs[arg].push_back({m.dtype, m.shape, m.selected_rows});
     }
   }
   for (const auto& [arg, vars] : op.outputs) {
-    for (const std::string& v : vars) metas_[v] = DeclaredMeta(v);
+    for (const std::string& v : vars) metas_[v] = Declared(v);
   }
   absl::StatusOr<const OpSchema*> schema = OpRegistry::Global().Find(op.type);
   if (!schema.ok() || !(*schema)->infer_shape()) return;
@@ -322,15 +362,15 @@ void MemoryWalk::InferOutputs(int i) {
 }
 
 // A SelectedRows value holds one row per id: the producer's integer input.
-int64_t MemoryWalk::OutputBytes(const OpDesc& op, const std::string& var) {
-  const Meta m = MetaOf(var);
+int64_t MetaResolver::OutputBytes(const OpDesc& op, const std::string& var) {
+  const Meta m = Of(var);
   if (!FullyKnown(m.shape)) unknown_.insert(var);
   const Shape shape = AtLeastOne(m.shape);
   if (!m.selected_rows || shape.rank() == 0 || shape.dim(0) == 0) {
     return DenseBytes(m.dtype, shape);
   }
   for (const std::string& in : Vars(op.inputs)) {
-    const Meta ids = MetaOf(in);
+    const Meta ids = Of(in);
     if (ids.dtype != DataType::kInt64 && ids.dtype != DataType::kInt32) continue;
     absl::StatusOr<int64_t> rows = AtLeastOne(ids.shape).NumElements();
     if (rows.ok()) return DenseBytes(m.dtype, shape) / shape.dim(0) * *rows;
@@ -347,17 +387,13 @@ void MemoryWalk::StartResidents(MemoryEstimate* out) {
   for (const auto& [var, place] : placed_.initial_places) {
     const VarDesc* d = block_.FindVar(var);
     if (d == nullptr || !d->persistable || !used.count(var)) continue;
-    const Meta m = MetaOf(var);
-    if (!FullyKnown(m.shape)) unknown_.insert(var);
-    const int64_t bytes = DenseBytes(m.dtype, AtLeastOne(m.shape));
+    const int64_t bytes = metas_->Bytes(var);
     Bind(var,
          NewValue(var, place, bytes, d->is_parameter ? Category::kParameter : Category::kState));
     if (out != nullptr) out->allocations.push_back({-1, var, place, bytes, true});
   }
   for (const std::string& f : options_.feeds) {
-    const Meta m = MetaOf(f);
-    if (!FullyKnown(m.shape)) unknown_.insert(f);
-    const int64_t bytes = DenseBytes(m.dtype, AtLeastOne(m.shape));
+    const int64_t bytes = metas_->Bytes(f);
     const int id = NewValue(f, CPUPlace(), bytes, Category::kFeed);
     Ref(id);  // the caller's
     Bind(f, id);
@@ -367,11 +403,11 @@ void MemoryWalk::StartResidents(MemoryEstimate* out) {
   for (int i = 0; i < static_cast<int>(block_.ops().size()); ++i) {
     const OpDesc& op = block_.ops()[i];
     if (!folded_.count(op.Output("Out"))) continue;
-    InferOutputs(i);
+    metas_->InferOutputs(i);
     const Place where = placed_.kernels[i] != nullptr
                             ? ArgumentPlace(*placed_.kernels[i], "Out", placed_.places[i])
                             : placed_.places[i];
-    const int64_t bytes = OutputBytes(op, op.Output("Out"));
+    const int64_t bytes = metas_->OutputBytes(op, op.Output("Out"));
     const int id = NewValue(op.Output("Out"), where, bytes, Category::kConstant);
     Ref(id);  // kept across runs
     Bind(op.Output("Out"), id);
@@ -388,8 +424,7 @@ void MemoryWalk::StageUploads(MemoryEstimate* out) {
     if (c.has_value() && !c->to.is_host() && options_.staged_upload_devices.count(c->to) &&
         !written.count(c->source)) {
       staged_copies_.insert(i);
-      const Meta m = MetaOf(c->source);
-      const int64_t bytes = DenseBytes(m.dtype, AtLeastOne(m.shape));
+      const int64_t bytes = metas_->Bytes(c->source);
       NewValue(c->output, CPUPlace(), bytes, Category::kStaging);  // kept across runs
       if (out != nullptr) out->allocations.push_back({i, c->output, CPUPlace(), bytes, true});
     }
@@ -405,13 +440,13 @@ std::vector<std::pair<std::string, int>> MemoryWalk::AllocateOutputs(int i, Memo
     const CopyStep& c = *entry.copy;
     auto src = bound_.find(c.source);
     const int64_t bytes =
-        src == bound_.end() ? OutputBytes(op, c.output) : values_[src->second].bytes;
-    metas_[c.output] = MetaOf(c.source);
+        src == bound_.end() ? metas_->OutputBytes(op, c.output) : values_[src->second].bytes;
+    metas_->Set(c.output, metas_->Of(c.source));
     bindings.emplace_back(c.output, NewValue(c.output, c.to, bytes, Category::kIntermediate));
     if (out != nullptr) out->allocations.push_back({i, c.output, c.to, bytes, false});
     return bindings;
   }
-  InferOutputs(i);
+  metas_->InferOutputs(i);
   std::set<std::string> done;
   for (const auto& [arg, vars] : op.outputs) {
     for (const std::string& v : vars) {
@@ -426,7 +461,7 @@ std::vector<std::pair<std::string, int>> MemoryWalk::AllocateOutputs(int i, Memo
         continue;
       }
       const Place where = ArgumentPlace(*placed_.kernels[i], arg, placed_.places[i]);
-      const int64_t bytes = OutputBytes(op, v);
+      const int64_t bytes = metas_->OutputBytes(op, v);
       bindings.emplace_back(v, NewValue(v, where, bytes, Category::kIntermediate));
       if (out != nullptr) out->allocations.push_back({i, v, where, bytes, false});
     }
@@ -479,13 +514,23 @@ std::vector<MemoryWalk::LiveEntry> MemoryWalk::Live() const {
   return live;
 }
 
+std::vector<MemoryWalk::LiveEntry> MemoryWalk::LiveAt(int op) const {
+  std::vector<LiveEntry> live;
+  for (const Value& v : values_) {
+    if (v.born <= op && v.died >= op) live.push_back({v.category, v.place, {v.var, v.bytes}});
+  }
+  return live;
+}
+
 std::vector<MemoryWalk::LiveEntry> MemoryWalk::Walk(int stop_at, MemoryEstimate* out) {
   Reset();
+  op_ = -1;
   StartResidents(out);
   const int n = static_cast<int>(block_.ops().size());
   NotePeaks(-1);
   if (stop_at == -1) return Live();
   for (int i = 0; i < n; ++i) {
+    op_ = i;
     const std::vector<std::pair<std::string, int>> bindings = AllocateOutputs(i, out);
     NotePeaks(i);
     if (out != nullptr) {
@@ -494,6 +539,7 @@ std::vector<MemoryWalk::LiveEntry> MemoryWalk::Walk(int stop_at, MemoryEstimate*
     if (i == stop_at) return Live();
     FinishOp(i, bindings);
   }
+  op_ = n;
   FetchToHost();
   NotePeaks(n);
   return Live();
@@ -510,7 +556,6 @@ void Summarise(const std::vector<MemoryWalk::LiveEntry>& live, PlaceMemory* p) {
   }
   std::stable_sort(p->largest.begin(), p->largest.end(),
                    [](const LiveValue& a, const LiveValue& b) { return a.bytes > b.bytes; });
-  if (p->largest.size() > 3) p->largest.resize(3);
 }
 
 std::string Bytes(int64_t b) {
@@ -543,8 +588,9 @@ std::string MemoryEstimate::ToString() const {
                     Bytes(p.intermediates), ")");
     absl::StrAppend(&out, " at ", p.peak_at);
     std::vector<std::string> largest;
-    for (const LiveValue& v : p.largest)
-      largest.push_back(absl::StrCat(v.var, " ", Bytes(v.bytes)));
+    for (size_t k = 0; k < p.largest.size() && k < 3; ++k) {
+      largest.push_back(absl::StrCat(p.largest[k].var, " ", Bytes(p.largest[k].bytes)));
+    }
     if (!largest.empty()) absl::StrAppend(&out, "; largest: ", absl::StrJoin(largest, ", "));
     absl::StrAppend(&out, "\n");
   }
@@ -564,13 +610,13 @@ absl::StatusOr<MemoryEstimate> EstimateMemory(const PlacedProgram& placed,
   for (const Place& p : places) estimate.places.push_back({p});
   KnownValues known(placed.program.block());
   MemoryWalk walk(placed, options, &known);
-  for (const MemoryWalk::LiveEntry& e : walk.Walk(-1, nullptr)) {
+  walk.Walk(static_cast<int>(placed.program.block().ops().size()), &estimate);
+  for (const MemoryWalk::LiveEntry& e : walk.LiveAt(-1)) {
     if (e.category != Category::kParameter && e.category != Category::kState) continue;
     for (PlaceMemory& p : estimate.places) {
       if (p.place == e.place) p.persistables_at_start += e.value.bytes;
     }
   }
-  walk.Walk(static_cast<int>(placed.program.block().ops().size()), &estimate);
   estimate.unknown_vars = walk.unknown();
   const int n = static_cast<int>(placed.program.block().ops().size());
   for (PlaceMemory& p : estimate.places) {
@@ -582,8 +628,7 @@ absl::StatusOr<MemoryEstimate> EstimateMemory(const PlacedProgram& placed,
                 : p.peak_op >= n ? "the end (fetches)"
                                  : absl::StrCat("#", p.peak_op, " '",
                                                 placed.program.block().ops()[p.peak_op].type, "'");
-    MemoryWalk replay(placed, options, &known);
-    Summarise(replay.Walk(it->second.second, nullptr), &p);
+    Summarise(walk.LiveAt(it->second.second), &p);
   }
   return estimate;
 }
@@ -652,6 +697,37 @@ absl::Status FirstOverflow(const PlacedProgram& placed, const MemoryEstimate& es
     }
   }
   return absl::OkStatus();
+}
+
+std::vector<OpArgMetas> ResolveArgMetas(const Program& program,
+                                        const std::map<std::string, Shape>& feed_shapes) {
+  const Block& block = program.block();
+  KnownValues known(block);
+  MetaResolver metas(block, feed_shapes, &known);
+  std::vector<OpArgMetas> out(block.ops().size());
+  std::map<std::string, int64_t> value_bytes;  // of each variable's latest value
+  auto meta = [&](const std::string& v) {
+    const Meta m = metas.Of(v);
+    return TensorMeta{m.dtype, AtLeastOne(m.shape), m.selected_rows};
+  };
+  for (size_t i = 0; i < block.ops().size(); ++i) {
+    const OpDesc& op = block.ops()[i];
+    for (const auto& [arg, vars] : op.inputs) {
+      for (const std::string& v : vars) {
+        out[i].inputs[arg].push_back(meta(v));
+        auto known_bytes = value_bytes.find(v);
+        out[i].bytes[v] = known_bytes != value_bytes.end() ? known_bytes->second : metas.Bytes(v);
+      }
+    }
+    metas.InferOutputs(static_cast<int>(i));
+    for (const auto& [arg, vars] : op.outputs) {
+      for (const std::string& v : vars) {
+        out[i].outputs[arg].push_back(meta(v));
+        out[i].bytes[v] = value_bytes[v] = metas.OutputBytes(op, v);
+      }
+    }
+  }
+  return out;
 }
 
 std::map<Place, int64_t> AvailableMemory(const MemoryEstimate& estimate) {

@@ -43,6 +43,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "framework/op/op_schema.h"
 #include "framework/runtime/placer.h"
 
 namespace tandem {
@@ -78,7 +79,7 @@ struct PlaceMemory {
   // the last op (fetches copied to the host).
   int peak_op = -1;
   std::string peak_at;             // "#3 'sgd'", "the start" or "the end (fetches)"
-  std::vector<LiveValue> largest;  // the largest values live at the peak, largest first
+  std::vector<LiveValue> largest;  // every value live at the peak, largest first
   // Bytes live on this place after each op allocated its outputs (per placed op).
   std::vector<int64_t> live_after_alloc;
   // Persistables resident when the run starts (already allocated in the scope).
@@ -119,6 +120,17 @@ absl::StatusOr<MemoryEstimate> EstimateMemory(const PlacedProgram& placed,
 // with a hint that fits the place.
 absl::Status CheckMemoryFits(const PlacedProgram& placed, const MemoryEstimate& estimate,
                              const std::map<Place, int64_t>& capacity);
+
+// Each op's argument metas as the estimate resolves them (declared shapes,
+// fed shapes, shape inference, small known values; unknown dims as 1), and
+// the bytes of each variable the op reads or writes (SelectedRows: one row
+// per id). For the cost model and the auto placement.
+struct OpArgMetas {
+  std::map<std::string, std::vector<TensorMeta>> inputs, outputs;
+  std::map<std::string, int64_t> bytes;  // by variable
+};
+std::vector<OpArgMetas> ResolveArgMetas(const Program& program,
+                                        const std::map<std::string, Shape>& feed_shapes);
 
 // What each place of `estimate` can give the plan now: a device with a memory
 // limit its limit minus what is in use there besides the plan's own

@@ -40,8 +40,9 @@ class Placer {
   const PlacerOptions& options_;
   PlacementContext ctx_;
   PlacedProgram out_;
-  std::map<std::string, Place> loc_;                             // latest value's place
-  std::map<std::pair<std::string, Place>, std::string> copies_;  // valid copies
+  std::map<std::string, Place> loc_;  // latest value's place
+  // Valid copies: variable -> destination -> the copy's variable.
+  std::map<std::string, std::map<Place, std::string>> copies_;
   std::vector<int> pending_copies_;  // table rows of the current op's copies
 };
 
@@ -80,8 +81,9 @@ absl::StatusOr<std::string> Placer::Ensure(const std::string& var, const Place& 
   }
   const Place have = it->second;
   if (have == want) return var;
-  auto cached = copies_.find({var, want});
-  if (cached != copies_.end()) return cached->second;
+  std::map<Place, std::string>& var_copies = copies_[var];
+  auto cached = var_copies.find(want);
+  if (cached != var_copies.end()) return cached->second;
 
   TransferPolicy policy = consumer.transfer_policy == TransferPolicy::kInherit
                               ? options_.policy
@@ -101,12 +103,12 @@ absl::StatusOr<std::string> Placer::Ensure(const std::string& var, const Place& 
   const PlacementCause cause = host_arg ? PlacementCause::kHostArg : PlacementCause::kCopy;
   CopyStep copy{var, var, "", have, want, -1, consumer.type, arg};
   if (!have.is_host() && !want.is_host()) {  // device -> other device, through the host
-    auto via = copies_.find({var, CPUPlace()});
-    if (via == copies_.end()) {
+    auto via = var_copies.find(CPUPlace());
+    if (via == var_copies.end()) {
       CopyStep to_host = copy;
       to_host.to = CPUPlace();
       to_host.output = CopyVarName(out_.program.block(), var, CPUPlace());
-      copies_[{var, CPUPlace()}] = to_host.output;
+      var_copies[CPUPlace()] = to_host.output;
       copy.source = to_host.output;
       pending_copies_.push_back(static_cast<int>(out_.table.size()));
       AppendCopy(std::move(to_host), cause, why);
@@ -117,7 +119,7 @@ absl::StatusOr<std::string> Placer::Ensure(const std::string& var, const Place& 
   }
   copy.output = CopyVarName(out_.program.block(), var, want);
   const std::string name = copy.output;
-  copies_[{var, want}] = name;
+  var_copies[want] = name;
   pending_copies_.push_back(static_cast<int>(out_.table.size()));
   AppendCopy(std::move(copy), cause, why);
   return name;
@@ -128,9 +130,7 @@ void Placer::RecordOutputs(const OpDesc& op, const KernelRegistration& kernel, c
     const Place where = ArgumentPlace(kernel, arg, place);
     for (const std::string& v : vars) {
       loc_[v] = where;
-      for (auto c = copies_.begin(); c != copies_.end();) {
-        c = c->first.first == v ? copies_.erase(c) : std::next(c);
-      }
+      copies_.erase(v);
     }
   }
 }
@@ -168,6 +168,9 @@ absl::StatusOr<PlacedProgram> Placer::Run() {
   for (const VarDesc& v : block.vars()) out_.program.block().AddVar(v);
   loc_ = options_.initial_places;
   out_.initial_places = options_.initial_places;
+  out_.homes = options_.homes;
+  out_.auto_summary = options_.auto_summary;
+  out_.auto_step_micros = options_.auto_step_micros;
 
   for (int i = 0; i < static_cast<int>(block.ops().size()); ++i) {
     OpDesc op = block.ops()[i];
@@ -247,6 +250,7 @@ std::string PlacedProgram::TableString() const {
   }
   absl::StrAppendFormat(&out, "%d ops, %d copies\n", static_cast<int>(table.size()) - num_copies,
                         num_copies);
+  if (!auto_summary.empty()) absl::StrAppend(&out, auto_summary, "\n");
   return out;
 }
 

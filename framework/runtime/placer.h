@@ -96,6 +96,11 @@ struct PlacerOptions {
   // The auto pass's choices, by op index in the program; applied to ops
   // that no earlier rule places (never to pinned or derived ops).
   std::map<int, AutoChoice> auto_places;
+  // Persistables the auto pass keeps elsewhere than where they are now
+  // (also their initial_places); the executor moves them before a run.
+  std::map<std::string, Place> homes;
+  std::string auto_summary;     // the auto pass's summary line, for the table
+  double auto_step_micros = 0;  // the auto pass's estimated step time
 };
 
 // One row of the placement table.
@@ -115,10 +120,13 @@ struct PlacedProgram {
   std::vector<PlacementEntry> table;               // per op
   std::vector<int> source_ops;  // per op: its index in the input program; -1 for copies
   std::map<std::string, Place> initial_places;
+  std::map<std::string, Place> homes;  // see PlacerOptions::homes
+  std::string auto_summary;
+  double auto_step_micros = 0;
   int num_copies = 0;
 
   bool is_copy(int index) const { return table[index].copy.has_value(); }
-  // The placement table, one op per line:
+  // The placement table, one op per line, then the auto pass's summary:
   //   #  op            place   cause     detail
   std::string TableString() const;
 };
