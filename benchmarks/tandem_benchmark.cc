@@ -103,9 +103,13 @@ void BM_Copy(benchmark::State& state, Place place, CopyKind kind, bool pinned, b
   state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(bytes));
 }
 
-// workload2/slice_<where>: shape -> slice -> crop_tensor per iteration.
-void BM_Workload2(benchmark::State& state, Place place, bool slice_on_cpu) {
-  Prepared p(place);
+// workload2/slice_<where>: shape -> slice -> crop_tensor per iteration;
+// workload2/auto_<place>: no device_guard, the automatic placement decides
+// (issue 11: no copy, and no slower than device_guard("cpu")).
+void BM_Workload2(benchmark::State& state, Place place, bool slice_on_cpu, bool auto_place) {
+  ExecutorOptions options;
+  options.auto_placement = auto_place;
+  Prepared p(place, options);
   absl::StatusOr<Var> out = BuildCropModel(slice_on_cpu, &p.builder);
   if (!out.ok()) return Fail(state, out.status());
   auto plan = p.exe.Prepare(p.builder.main_program(), p.scope, {}, {});
@@ -172,10 +176,13 @@ void RegisterCoreBenchmarks() {
     if (place.is_host()) continue;
     benchmark::RegisterBenchmark(absl::StrCat("device_guard/", p).c_str(), BM_DeviceGuard, place);
     benchmark::RegisterBenchmark(absl::StrCat("workload2/slice_", p).c_str(), BM_Workload2, place,
-                                 false)
+                                 false, false)
         ->Unit(benchmark::kMicrosecond);
     benchmark::RegisterBenchmark(absl::StrCat("workload2/slice_cpu_with_", p).c_str(), BM_Workload2,
-                                 place, true)
+                                 place, true, false)
+        ->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark(absl::StrCat("workload2/auto_", p).c_str(), BM_Workload2, place,
+                                 false, true)
         ->Unit(benchmark::kMicrosecond);
     for (int64_t batch : {1, 4096}) {
       for (bool pipelined : {false, true}) {
