@@ -91,9 +91,11 @@ inline uint64_t RowBit(int64_t row) {
 // kernel then reports, run whole after the update).
 std::optional<Variable> MaskConflicts(const Tensor& ids, const Tensor& update_ids, int64_t height,
                                       RowRefinement* rows) {
-  rows->bitmap.assign(size_t{1} << (kRowBitmapBits - 6), 0);
+  // Zero between calls: only the bits set here are cleared again.
+  rows->bitmap.resize(size_t{1} << (kRowBitmapBits - 6), 0);
   const int64_t* written = update_ids.data<int64_t>();
-  for (int64_t k = 0; k < update_ids.NumElements(); ++k) {
+  const int64_t written_count = update_ids.NumElements();
+  for (int64_t k = 0; k < written_count; ++k) {
     const uint64_t b = RowBit(written[k]);
     rows->bitmap[b >> 6] |= uint64_t{1} << (b & 63);
   }
@@ -101,16 +103,18 @@ std::optional<Variable> MaskConflicts(const Tensor& ids, const Tensor& update_id
   const int64_t n = ids.NumElements();
   rows->conflicts.clear();
   int64_t safe = -1;
+  bool in_range = true;
   for (int64_t k = 0; k < n; ++k) {
     const uint64_t b = RowBit(in[k]);
-    if (in[k] < 0 || in[k] >= height) return std::nullopt;
+    in_range &= in[k] >= 0 && in[k] < height;
     if (rows->bitmap[b >> 6] >> (b & 63) & 1) {
       rows->conflicts.push_back(k);
     } else if (safe < 0) {
       safe = in[k];
     }
   }
-  if (safe < 0) return std::nullopt;
+  for (int64_t k = 0; k < written_count; ++k) rows->bitmap[RowBit(written[k]) >> 6] = 0;
+  if (!in_range || safe < 0) return std::nullopt;
   absl::StatusOr<Tensor> masked =
       Tensor::Allocate(CpuAllocator::Default(), DataType::kInt64, ids.shape());
   if (!masked.ok()) return std::nullopt;
@@ -285,13 +289,7 @@ bool RunScheduler::CallerNeeded(const ConcurrentRun* run) const {
 bool RunScheduler::WriterIdsReady(const ConcurrentRun* run, const RowRefinement& rows) const {
   const ConcurrentRun* prev = run->prev;
   if (prev == nullptr) return false;
-  for (const auto& owned : plan_->steps_) {
-    for (const auto& [arg, ids] : owned->outputs) {
-      for (int id : ids) {
-        if (id == rows.writer_ids_slot && !prev->completed[owned->index]) return false;
-      }
-    }
-  }
+  if (rows.writer_ids_producer >= 0 && !prev->completed[rows.writer_ids_producer]) return false;
   const Tensor* t = prev->frame->slots[rows.writer_ids_slot]->data_tensor();
   return t != nullptr && t->initialized() && t->place().is_host() && t->dtype() == DataType::kInt64;
 }

@@ -196,31 +196,30 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(Plan* plan, Scope* scope, cons
   return handle.Wait(stats);
 }
 
-bool Executor::CanPipeline(const Plan& plan) const {
+bool Executor::CanPipeline(const Plan& plan) {
   return !options_.in_order && !options_.check_numerics && !options_.capture_graphs &&
          plan.constants_ready_ && plan.graph_ == nullptr && plan.pipeline_blocker_.empty() &&
-         !(plan.host_only_ && const_cast<Executor*>(this)->Pool()->size() == 1);
+         !(plan.host_only_ && Pool()->size() == 1);
 }
 
 absl::StatusOr<RunHandle> Executor::RunAsync(Plan* plan, Scope* scope, const FeedMap& feeds) {
   RETURN_IF_ERROR(MovePersistablesHome(plan->placed_, scope));  // auto placement's homes
   auto pending = std::make_shared<PendingRun>();
-  if (!CanPipeline(*plan)) {
+  auto run_now = [&]() {  // after the runs in flight, to the end
     while (FinishOldest(plan)) {
     }
     pending->result = RunNow(plan, scope, feeds, &pending->stats);
     pending->over = true;
     return RunHandle(this, plan, std::move(pending));
-  }
+  };
+  if (!CanPipeline(*plan)) return run_now();
   while (plan->in_flight_.size() >= kPipelineFrames ||
          (!plan->in_flight_.empty() &&
           plan->frames_[plan->in_flight_.back()->frame]->bound_scope != scope)) {
     FinishOldest(plan);
   }
-  if (!plan->in_flight_.empty())
-    plan->next_frame_ = (plan->in_flight_.back()->frame + 1) % kPipelineFrames;
-  pending->frame = plan->next_frame_;
-  plan->next_frame_ = (plan->next_frame_ + 1) % kPipelineFrames;
+  pending->frame =
+      plan->in_flight_.empty() ? 0 : (plan->in_flight_.back()->frame + 1) % kPipelineFrames;
   // Every frame and event before the first pipelined run: none is in
   // flight yet, so no worker reads what is added.
   while (static_cast<int>(plan->frames_.size()) < kPipelineFrames) {
@@ -228,9 +227,7 @@ absl::StatusOr<RunHandle> Executor::RunAsync(Plan* plan, Scope* scope, const Fee
       // E.g. a device without events: this plan runs one run at a time.
       LOG(WARNING) << "executor: runs of this plan cannot overlap: " << made;
       plan->pipeline_blocker_ = std::string(made.message());
-      pending->result = RunNow(plan, scope, feeds, &pending->stats);
-      pending->over = true;
-      return RunHandle(this, plan, std::move(pending));
+      return run_now();
     }
   }
   RETURN_IF_ERROR(BindAndFeed(plan, pending->frame, scope, feeds));
@@ -282,23 +279,28 @@ absl::StatusOr<std::vector<Tensor>> Executor::WaitFor(Plan* plan, PendingRun* ru
 }
 
 absl::StatusOr<std::vector<Tensor>> Executor::FinishPipelinedRun(Plan* plan, PendingRun* run) {
+  RETURN_IF_ERROR(WaitForDevices(plan, run->frame, /*end_events=*/true));
+  return CollectFetches(plan, run->frame, &run->stats);
+}
+
+absl::Status Executor::WaitForDevices(Plan* plan, int frame_index, bool end_events) {
+  Plan::Frame& frame = *plan->frames_[frame_index];
   ExecutionObserver* observer = GetExecutionObserver();
   OpEvent wait;
   if (observer != nullptr) observer->OnWaitBegin(wait);
-  Plan::Frame& frame = *plan->frames_[run->frame];
   for (size_t d = 0; d < plan->devices_.size(); ++d) {
     Device* device = plan->devices_[d];
-    if (frame.ends_recorded) {  // the run's own device work, not the next run's
+    if (end_events && frame.ends_recorded) {  // the run's own work, not the next run's
       RETURN_IF_ERROR(device->SynchronizeEvent(frame.compute_end[d].get()));
       RETURN_IF_ERROR(device->SynchronizeEvent(frame.copy_end[d].get()));
-    } else {
-      RETURN_IF_ERROR(device->SynchronizeStream(device->compute_stream()));
-      RETURN_IF_ERROR(device->SynchronizeStream(device->copy_stream()));
+      continue;
     }
+    RETURN_IF_ERROR(device->SynchronizeStream(device->compute_stream()));
+    if (!options_.in_order) RETURN_IF_ERROR(device->SynchronizeStream(device->copy_stream()));
   }
   if (observer != nullptr) observer->OnWaitEnd(wait);
   frame.keep_alive.Clear();
-  return CollectFetches(plan, run->frame, &run->stats);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<Tensor>> Executor::RunNow(Plan* plan, Scope* scope, const FeedMap& feeds,
@@ -337,16 +339,9 @@ absl::StatusOr<std::vector<Tensor>> Executor::RunNow(Plan* plan, Scope* scope, c
 }
 
 absl::StatusOr<std::vector<Tensor>> Executor::FinishRun(Plan* plan, RunStats* stats) {
-  ExecutionObserver* observer = GetExecutionObserver();
-  OpEvent wait;
-  if (observer != nullptr) observer->OnWaitBegin(wait);
-  for (Device* d : plan->devices_) {
-    RETURN_IF_ERROR(d->SynchronizeStream(d->compute_stream()));
-    if (!options_.in_order) RETURN_IF_ERROR(d->SynchronizeStream(d->copy_stream()));
-  }
-  if (observer != nullptr) observer->OnWaitEnd(wait);
-  plan->frames_[0]->keep_alive.Clear();
+  RETURN_IF_ERROR(WaitForDevices(plan, 0, /*end_events=*/false));
   plan->constants_ready_ = true;
+  ExecutionObserver* observer = GetExecutionObserver();
   absl::StatusOr<std::vector<Tensor>> fetched = CollectFetches(plan, 0, stats);
   if (observer != nullptr) observer->OnRunEnd(*stats);
   return fetched;

@@ -261,7 +261,7 @@ class Executor {
   absl::StatusOr<std::vector<Tensor>> RunNow(Plan* plan, Scope* scope, const FeedMap& feeds,
                                              RunStats* stats);
   // Whether a run of `plan` can overlap the run before it.
-  bool CanPipeline(const Plan& plan) const;
+  bool CanPipeline(const Plan& plan);
   // Finishes the oldest run of `plan` in flight (its results go to its
   // handle); false when none is.
   bool FinishOldest(Plan* plan);
@@ -269,6 +269,11 @@ class Executor {
   absl::StatusOr<std::vector<Tensor>> WaitFor(Plan* plan, PendingRun* run, RunStats* stats);
   // Frame `frame` of `plan` bound to `scope`, feeds copied in.
   absl::Status BindAndFeed(Plan* plan, int frame, Scope* scope, const FeedMap& feeds);
+  // Waits for the device work of the run on frame `frame` (with
+  // `end_events`, the events recorded after its last device step where it
+  // recorded them, else every stream it used), as one observer wait, then
+  // releases the buffers its asynchronous copies read.
+  absl::Status WaitForDevices(Plan* plan, int frame, bool end_events);
   // After the steps of a pipelined run finished: its device work, then
   // its fetches.
   absl::StatusOr<std::vector<Tensor>> FinishPipelinedRun(Plan* plan, PendingRun* run);
@@ -328,7 +333,6 @@ class Plan {
   // Pipelined runs in flight (oldest first) and who runs their steps.
   std::deque<std::shared_ptr<PendingRun>> in_flight_;
   std::unique_ptr<RunScheduler> scheduler_;
-  int next_frame_ = 0;            // of the next pipelined run
   std::string pipeline_blocker_;  // why runs cannot overlap (empty: they can)
   // Per device: the stream fetched values are copied to the host on.
   std::map<Device*, std::unique_ptr<Stream>> fetch_streams_;

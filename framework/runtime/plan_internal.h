@@ -51,8 +51,9 @@ enum class EdgeKind {
 // (sgd, momentum, adam) whose Grad is a sparse lookup_table_grad, and a
 // lookup without padding_idx.
 struct RowRefinement {
-  int writer = -1;           // the update step (of the previous run)
-  int writer_ids_slot = -1;  // the Ids of its lookup_table_grad: the rows it writes
+  int writer = -1;               // the update step (of the previous run)
+  int writer_ids_slot = -1;      // the Ids of its lookup_table_grad: the rows it writes
+  int writer_ids_producer = -1;  // the step writing them; -1: fed or persistable
   int ids_slot = -1, table_slot = -1, out_slot = -1;  // this lookup's
   // Scratch of the step (one run at a time: a step waits for itself in
   // the run before): a bitmap of hashed update rows, the positions of this

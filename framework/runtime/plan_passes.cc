@@ -349,6 +349,7 @@ void PlanPasses::RefineRowConflicts(Plan* plan) {
     lookup.rows = std::make_unique<RowRefinement>();
     lookup.rows->writer = update;
     lookup.rows->writer_ids_slot = grad_ids;
+    lookup.rows->writer_ids_producer = writers[grad_ids].empty() ? -1 : writers[grad_ids][0];
     lookup.rows->ids_slot = ids;
     lookup.rows->table_slot = table;
     lookup.rows->out_slot = out;
@@ -365,13 +366,21 @@ absl::Status PlanPasses::AddFrame(Plan* plan) {
   frame->out_args.resize(steps);
   frame->staging.resize(steps);
   frame->done_events.resize(steps);
+  RETURN_IF_ERROR(AddEvents(plan, frame.get(), /*pipelined=*/!plan->frames_.empty()));
   plan->frames_.push_back(std::move(frame));
-  return AddEvents(plan, plan->frames_.back().get(), /*pipelined=*/plan->frames_.size() > 1);
+  return absl::OkStatus();
 }
 
 absl::Status PlanPasses::AddPipelinedFrame(Plan* plan) {
   if (plan->frames_.size() == 1) {  // frame 0 now takes part in pipelined runs too
-    RETURN_IF_ERROR(AddEvents(plan, plan->frames_[0].get(), /*pipelined=*/true));
+    Plan::Frame* first = plan->frames_[0].get();
+    if (absl::Status added = AddEvents(plan, first, /*pipelined=*/true); !added.ok()) {
+      // Frame 0 stays as it was: in-order runs only, no half-made end events.
+      for (size_t i = 0; i < plan->steps_.size(); ++i) {
+        if (!plan->steps_[i]->needs_event) first->done_events[i].reset();
+      }
+      return added;
+    }
   }
   return AddFrame(plan);
 }
@@ -388,13 +397,17 @@ absl::Status PlanPasses::AddEvents(Plan* plan, Plan::Frame* frame, bool pipeline
     frame->done_events[i] = *std::move(event);
   }
   if (!pipelined || !frame->compute_end.empty()) return absl::OkStatus();
+  // All or nothing: RecordRunEnd takes a non-empty list for one event per device.
+  std::vector<std::unique_ptr<Event>> compute_end, copy_end;
   for (Device* device : plan->devices_) {
-    for (auto* ends : {&frame->compute_end, &frame->copy_end}) {
+    for (auto* ends : {&compute_end, &copy_end}) {
       absl::StatusOr<std::unique_ptr<Event>> event = device->CreateEvent();
       if (!event.ok()) return event.status();
       ends->push_back(*std::move(event));
     }
   }
+  frame->compute_end = std::move(compute_end);
+  frame->copy_end = std::move(copy_end);
   return absl::OkStatus();
 }
 
