@@ -2,9 +2,12 @@
 
 #include <unistd.h>
 
+#include <map>
+#include <optional>
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "framework/base/status_macros.h"
 #include "framework/op/op_schema.h"
 #include "framework/types/data_type.h"
 
@@ -15,16 +18,83 @@ std::string Where(const OpDesc& op, size_t index) {
   return absl::StrCat("op '", op.type, "' (#", index, ")");
 }
 
-// The op against its schema (on a copy: Validate fills in defaults).
-absl::Status CheckSchema(const OpDesc& op, size_t index) {
+// The op against its schema; on success `*filled` is a copy of the op with
+// the attribute defaults filled in (what shape inference reads).
+absl::Status CheckSchema(const OpDesc& op, size_t index, OpDesc* filled) {
   absl::StatusOr<const OpSchema*> schema = OpRegistry::Global().Find(op.type);
   if (!schema.ok()) {
     return absl::Status(schema.status().code(),
                         absl::StrCat(Where(op, index), ": ", schema.status().message()));
   }
-  OpDesc copy = op;
-  absl::Status s = (*schema)->Validate(&copy);
+  *filled = op;
+  absl::Status s = (*schema)->Validate(filled);
   if (!s.ok()) return absl::Status(s.code(), absl::StrCat("#", index, ": ", s.message()));
+  return absl::OkStatus();
+}
+
+// What validation knows of each variable: its declared dtype and shape, with
+// the -1 dims refined by the shape inference of the ops that write it.
+using MetaMap = std::map<std::string, TensorMeta>;
+
+std::string MetaString(const TensorMeta& m) {
+  return absl::StrCat(DataTypeName(m.dtype), m.shape.ToString());
+}
+
+// `known` with its unknown (negative) dims taken from `inferred`; nullopt if
+// the ranks differ or a dim known on both sides differs.
+std::optional<Shape> Refine(const Shape& known, const Shape& inferred) {
+  if (known.rank() != inferred.rank()) return std::nullopt;
+  Shape refined = known;
+  for (int k = 0; k < known.rank(); ++k) {
+    if (known.dim(k) < 0) {
+      refined.set_dim(k, inferred.dim(k) < 0 ? -1 : inferred.dim(k));
+    } else if (inferred.dim(k) >= 0 && inferred.dim(k) != known.dim(k)) {
+      return std::nullopt;
+    }
+  }
+  return refined;
+}
+
+// Runs the op's shape inference on what is known of its inputs and checks
+// each output it describes against what is known of that variable (its
+// declaration, refined by earlier writers), then refines it.
+absl::Status CheckInferredOutputs(const OpDesc& op, size_t index, const Block& block,
+                                  MetaMap* metas) {
+  const OpSchema* schema = *OpRegistry::Global().Find(op.type);  // CheckSchema found it
+  if (!schema->infer_shape()) return absl::OkStatus();
+  std::map<std::string, std::vector<TensorMeta>> inputs;
+  for (const auto& [arg, vars] : op.inputs) {
+    for (const std::string& v : vars) inputs[arg].push_back(metas->at(v));
+  }
+  InferShapeContext ctx(op, std::move(inputs));
+  absl::Status inferred = schema->infer_shape()(&ctx);
+  if (!inferred.ok()) {
+    return absl::Status(inferred.code(), absl::StrCat(Where(op, index),
+                                                      ": shape inference on the "
+                                                      "declared shapes: ",
+                                                      inferred.message()));
+  }
+  for (const auto& [arg, vars] : op.outputs) {
+    auto it = ctx.outputs().find(arg);
+    if (it == ctx.outputs().end()) continue;
+    for (size_t k = 0; k < vars.size() && k < it->second.size(); ++k) {
+      const TensorMeta& out = it->second[k];
+      TensorMeta& known = metas->at(vars[k]);
+      std::optional<Shape> refined = Refine(known.shape, out.shape);
+      if (refined.has_value() && out.dtype == known.dtype) {
+        known.shape = *refined;
+        continue;
+      }
+      const VarDesc& declared = *block.FindVar(vars[k]);
+      return absl::InvalidArgumentError(
+          absl::StrCat(Where(op, index), " output ", arg, " '", vars[k], "' is declared ",
+                       DataTypeName(declared.dtype), declared.shape.ToString(),
+                       known.shape == declared.shape
+                           ? ""
+                           : absl::StrCat(" (", MetaString(known), " after earlier ops)"),
+                       " but the op makes it ", MetaString(out)));
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -35,25 +105,25 @@ int64_t HostMemoryBytes() {
   return pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page : 0;
 }
 
-// An output whose declared shape is fully known must fit this host's memory:
-// nothing Tandem runs on can hold more (devices have less, and their limits
-// are checked when allocating).
-absl::Status CheckDeclaredSize(const OpDesc& op, size_t index, const std::string& arg,
-                               const VarDesc& var, int64_t host_bytes) {
-  for (int64_t d : var.shape.dims()) {
+// An output whose shape is fully known (declared, or refined by inference)
+// must fit this host's memory: nothing Tandem runs on can hold more (devices
+// have less, and their limits are checked when allocating).
+absl::Status CheckSize(const OpDesc& op, size_t index, const std::string& arg,
+                       const VarDesc& declared, const TensorMeta& meta, int64_t host_bytes) {
+  for (int64_t d : meta.shape.dims()) {
     if (d < 0) return absl::OkStatus();  // known at run time only
   }
-  absl::StatusOr<int64_t> elements = var.shape.NumElements();
-  const int64_t size = static_cast<int64_t>(SizeOf(var.dtype));
+  absl::StatusOr<int64_t> elements = meta.shape.NumElements();
+  const int64_t size = static_cast<int64_t>(SizeOf(meta.dtype));
   if (elements.ok() && (host_bytes == 0 || *elements <= host_bytes / size)) {
     return absl::OkStatus();
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat(Where(op, index), " output ", arg, " '", var.name, "' is declared ",
-                   DataTypeName(var.dtype), var.shape.ToString(), ": ",
-                   elements.ok() ? absl::StrCat(*elements, " elements of ", size, " bytes")
-                                 : std::string(elements.status().message()),
-                   ", more than this host's ", host_bytes, " bytes of memory"));
+  return absl::InvalidArgumentError(absl::StrCat(
+      Where(op, index), " output ", arg, " '", declared.name, "' is ",
+      meta.shape == declared.shape ? "declared " : "inferred as ", MetaString(meta), ": ",
+      elements.ok() ? absl::StrCat(*elements, " elements of ", size, " bytes")
+                    : std::string(elements.status().message()),
+      ", more than this host's ", host_bytes, " bytes of memory"));
 }
 
 bool Initialised(const Scope& scope, const std::string& name) {
@@ -62,46 +132,58 @@ bool Initialised(const Scope& scope, const std::string& name) {
   return t != nullptr && t->initialized();
 }
 
+absl::Status CheckVariablesDeclared(const OpDesc& op, size_t index, const Block& block) {
+  for (const auto* args : {&op.inputs, &op.outputs}) {
+    for (const auto& [arg, vars] : *args) {
+      for (const std::string& var : vars) {
+        if (block.HasVar(var)) continue;
+        return absl::InvalidArgumentError(absl::StrCat(Where(op, index), " argument ", arg,
+                                                       " names variable '", var,
+                                                       "', which the program does not declare"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckInputsHaveValues(const OpDesc& op, size_t index, const Block& block,
+                                   const std::set<std::string>& available) {
+  for (const auto& [arg, vars] : op.inputs) {
+    for (const std::string& var : vars) {
+      if (available.count(var) > 0) continue;
+      const VarDesc* d = block.FindVar(var);
+      return absl::InvalidArgumentError(absl::StrCat(
+          Where(op, index), " reads '", var, "' (argument ", arg, ") before it has a value: ",
+          d->persistable ? "it is persistable but not initialised in the scope (run the "
+                           "startup program first?)"
+                         : "no earlier op writes it and it is not fed"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ValidateProgramForRun(const Program& program, const Scope& scope,
                                    const std::vector<std::string>& feeds) {
   const Block& block = program.block();
   std::set<std::string> available(feeds.begin(), feeds.end());
+  MetaMap metas;
   for (const VarDesc& v : block.vars()) {
     if (v.persistable && Initialised(scope, v.name)) available.insert(v.name);
+    metas[v.name] = TensorMeta{v.dtype, v.shape, v.kind == VarKind::kSelectedRows};
   }
   const int64_t host_bytes = HostMemoryBytes();
   const std::vector<OpDesc>& ops = block.ops();
   for (size_t i = 0; i < ops.size(); ++i) {
-    const OpDesc& op = ops[i];
-    absl::Status schema = CheckSchema(op, i);
-    if (!schema.ok()) return schema;
-    for (const auto* args : {&op.inputs, &op.outputs}) {
-      for (const auto& [arg, vars] : *args) {
-        for (const std::string& var : vars) {
-          if (block.HasVar(var)) continue;
-          return absl::InvalidArgumentError(absl::StrCat(Where(op, i), " argument ", arg,
-                                                         " names variable '", var,
-                                                         "', which the program does not declare"));
-        }
-      }
-    }
-    for (const auto& [arg, vars] : op.inputs) {
-      for (const std::string& var : vars) {
-        if (available.count(var) > 0) continue;
-        const VarDesc* d = block.FindVar(var);
-        return absl::InvalidArgumentError(absl::StrCat(
-            Where(op, i), " reads '", var, "' (argument ", arg, ") before it has a value: ",
-            d->persistable ? "it is persistable but not initialised in the scope (run the "
-                             "startup program first?)"
-                           : "no earlier op writes it and it is not fed"));
-      }
-    }
+    OpDesc op;  // ops[i] with its attribute defaults
+    RETURN_IF_ERROR(CheckSchema(ops[i], i, &op));
+    RETURN_IF_ERROR(CheckVariablesDeclared(op, i, block));
+    RETURN_IF_ERROR(CheckInputsHaveValues(op, i, block, available));
+    RETURN_IF_ERROR(CheckInferredOutputs(op, i, block, &metas));
     for (const auto& [arg, vars] : op.outputs) {
       for (const std::string& var : vars) {
-        absl::Status size = CheckDeclaredSize(op, i, arg, *block.FindVar(var), host_bytes);
-        if (!size.ok()) return size;
+        RETURN_IF_ERROR(CheckSize(op, i, arg, *block.FindVar(var), metas.at(var), host_bytes));
       }
       available.insert(vars.begin(), vars.end());
     }

@@ -10,9 +10,17 @@
 //     not declare, a missing required one, an attribute of the wrong type,
 //     several variables bound to a single-valued argument;
 //   - a variable that is not declared in the program;
-//   - an output whose declared shape (fully known) holds more bytes than
-//     this host's physical memory, or whose element count overflows: such
-//     work is refused before anything is allocated;
+//   - an op whose shape inference fails on its inputs' shapes, or whose
+//     inferred output dtype, rank or known dims differ from the output's
+//     declaration (a [2, 2] variable the op fills as [3, 3]): the error
+//     names the op, the output and both shapes. Inference runs in program
+//     order on the declared shapes; a -1 dim in a declaration accepts any
+//     inferred value and is refined to it for the ops that read the
+//     variable later (only in validation's view: the program and its
+//     VarDescs are not changed);
+//   - an output whose shape, declared or refined, is fully known and holds
+//     more bytes than this host's physical memory, or whose element count
+//     overflows: such work is refused before anything is allocated;
 //   - a variable read before anything could have given it a value: not
 //     fed, not a persistable variable initialised in `scope` and not
 //     written by an earlier op.

@@ -113,6 +113,95 @@ TEST(ProgramValidation, AnAbsurdDeclaredSizeIsRefusedBeforeAllocating) {
   EXPECT_OK(exe.Prepare(small.main_program(), scope, {}, {fine.name}).status());
 }
 
+VarDesc& Declared(ProgramBuilder& b, const Var& v) {
+  return *b.main_program().block().FindVar(v.name);
+}
+
+TEST(ProgramValidation, AnOutputFilledWithOtherDimsThanDeclaredIsNamedWithBothShapes) {
+  ProgramBuilder b;
+  Var filled = b.FillConstant({3, 3}, DataType::kFloat32, 1.0);
+  Declared(b, filled).shape = Shape({2, 2});
+  Executor exe(CPUPlace());
+  Scope scope;
+  // Before the check this prepared and ran, making a [3, 3] tensor.
+  EXPECT_THAT(exe.Prepare(b.main_program(), scope, {}, {filled.name}).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr(absl::StrCat("op 'fill_constant' (#0) output Out '", filled.name,
+                                              "' is declared float32[2, 2] but the op makes it "
+                                              "float32[3, 3]"))));
+  Declared(b, filled).shape = Shape({3});  // another rank
+  EXPECT_THAT(ValidateProgramForRun(b.main_program(), scope, {}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("is declared float32[3] but the op makes it float32[3, 3]")));
+}
+
+TEST(ProgramValidation, AnOutputOfAnotherDtypeThanDeclaredIsNamed) {
+  Fixture f;
+  Declared(f.b, f.y).dtype = DataType::kInt64;
+  EXPECT_THAT(ValidateProgramForRun(f.program(), ScopeWithW(), {"x"}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr(absl::StrCat("op 'scale' (#0) output Out '", f.y.name,
+                                              "' is declared int64[2, 2] but the op makes it "
+                                              "float32[2, 2]"))));
+}
+
+TEST(ProgramValidation, UnknownDeclaredDimsAreRefinedForLaterOps) {
+  ProgramBuilder b;
+  Var filled = b.FillConstant({3, 2}, DataType::kFloat32, 1.0);
+  Var scaled = b.Scale(filled, 2.0);
+  ASSERT_OK(b.status());
+  Declared(b, filled).shape = Shape({-1, 2});
+  Declared(b, scaled).shape = Shape({-1, 2});
+  Scope scope;
+  EXPECT_OK(ValidateProgramForRun(b.main_program(), scope, {}));  // -1 takes 3
+  // scale reads the refined [3, 2], not the declared [-1, 2], so a [4, 2]
+  // declaration of its output disagrees.
+  Declared(b, scaled).shape = Shape({4, 2});
+  EXPECT_THAT(ValidateProgramForRun(b.main_program(), scope, {}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr(absl::StrCat("op 'scale' (#1) output Out '", scaled.name,
+                                              "' is declared float32[4, 2] but the op makes it "
+                                              "float32[3, 2]"))));
+}
+
+TEST(ProgramValidation, AFedBatchDimStaysOpen) {
+  ProgramBuilder b;
+  Var x = b.Data("x", DataType::kFloat32, Shape({-1, 4}));
+  Var y = b.Scale(x, 2.0);
+  ASSERT_OK(b.status());
+  Declared(b, y).shape = Shape({8, 4});  // a fed batch of 8 would make this
+  EXPECT_OK(ValidateProgramForRun(b.main_program(), Scope(), {"x"}));
+  Declared(b, y).shape = Shape({8, 5});
+  EXPECT_THAT(ValidateProgramForRun(b.main_program(), Scope(), {"x"}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("is declared float32[8, 5] but the op makes it float32[-1, 4]")));
+}
+
+TEST(ProgramValidation, InputsTheOpCannotTakeAreRefusedAtPrepare) {
+  ProgramBuilder b;
+  Var x = b.Data("x", DataType::kFloat32, Shape({2, 3}));
+  Var w = b.Data("w", DataType::kFloat32, Shape({3, 5}));
+  b.Matmul(x, w);
+  ASSERT_OK(b.status());
+  Declared(b, w).shape = Shape({4, 5});
+  EXPECT_THAT(ValidateProgramForRun(b.main_program(), Scope(), {"x", "w"}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("op 'matmul' (#0): shape inference on the declared shapes")));
+}
+
+TEST(ProgramValidation, AnAbsurdInferredSizeIsRefusedBeforeAllocating) {
+  ProgramBuilder b;
+  const int64_t rows = int64_t{1} << 40, cols = int64_t{1} << 20;
+  Var huge = b.FillConstant({rows, cols}, DataType::kFloat32, 1.0);
+  ASSERT_OK(b.status());
+  Declared(b, huge).shape = Shape({-1, cols});  // only inference knows the rows
+  EXPECT_THAT(ValidateProgramForRun(b.main_program(), Scope(), {}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr(absl::StrCat("output Out '", huge.name,
+                                              "' is inferred as float32[1099511627776, 1048576]: "
+                                              "1152921504606846976 elements of 4 bytes"))));
+}
+
 TEST(ProgramValidation, PrepareRefusesBeforePlacing) {
   Fixture f;
   f.op(1).inputs["X"] = {"y_typo"};
