@@ -1,5 +1,8 @@
 // tandem._C: places, scopes, the executor with its plan cache, run
 // statistics, placement tables, checkpoints and backend flags.
+#include <signal.h>
+
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -18,6 +21,7 @@
 #include "python/bindings.h"
 #include "python/program_handle.h"
 #include "python/tensor_bridge.h"
+#include "pythread.h"
 
 namespace py = pybind11;
 
@@ -98,6 +102,47 @@ ExecutorOptions OptionsFromKwargs(const py::dict& kwargs) {
   return options;
 }
 
+// While it lives on Python's main thread, SIGINT (Ctrl-C) cancels the runs
+// of `exe` in flight (Executor::Cancel: they stop before their next step,
+// the scope as it was) and is passed on to Python's own handler, which
+// raises KeyboardInterrupt at the next PyErr_CheckSignals. Elsewhere, or
+// when SIGINT is ignored or left to the system, it does nothing.
+class CancelOnInterrupt {
+ public:
+  explicit CancelOnInterrupt(Executor* exe) {
+    static const unsigned long main_thread =  // NOLINT(runtime/int): Python's type
+        py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();
+    if (PyThread_get_thread_ident() != main_thread) return;
+    struct sigaction ours = {};
+    ours.sa_handler = &CancelOnInterrupt::Handle;
+    sigemptyset(&ours.sa_mask);
+    if (sigaction(SIGINT, nullptr, &previous_) != 0 || !ForwardsToPython(previous_)) return;
+    target_.store(exe);
+    installed_ = sigaction(SIGINT, &ours, nullptr) == 0;
+  }
+  ~CancelOnInterrupt() {
+    if (!installed_) return;
+    sigaction(SIGINT, &previous_, nullptr);
+    target_.store(nullptr);
+  }
+  CancelOnInterrupt(const CancelOnInterrupt&) = delete;
+  CancelOnInterrupt& operator=(const CancelOnInterrupt&) = delete;
+
+ private:
+  static bool ForwardsToPython(const struct sigaction& action) {
+    return (action.sa_flags & SA_SIGINFO) == 0 && action.sa_handler != SIG_DFL &&
+           action.sa_handler != SIG_IGN;
+  }
+  static void Handle(int signal_number) {  // async-signal-safe: an atomic load, an increment
+    if (Executor* exe = target_.load(); exe != nullptr) exe->Cancel();
+    previous_.sa_handler(signal_number);
+  }
+
+  static inline std::atomic<Executor*> target_{nullptr};
+  static inline struct sigaction previous_ = {};
+  bool installed_ = false;
+};
+
 // A prepared plan, shared between an executor's cache and Python.
 struct PlanHandle {
   std::shared_ptr<Plan> plan;
@@ -149,11 +194,13 @@ class PyExecutor {
     absl::StatusOr<std::vector<Tensor>> out;
     RunStats stats;
     {
+      CancelOnInterrupt interrupt(&exe_);
       py::gil_scoped_release release;
       out = exe_.Run(plan.plan.get(), scope.get(), feeds, &stats);
     }
     feeds.clear();  // releases wrapped arrays (under the GIL)
-    if (PyErr_CheckSignals() != 0) throw py::error_already_set();  // Ctrl-C during the run
+    // Ctrl-C during the run (which it cancelled): KeyboardInterrupt.
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
     std::vector<Tensor> fetched = ValueOrThrow(std::move(out));
     last_stats_ = std::move(stats);
     last_plan_ = plan;
@@ -240,8 +287,7 @@ void RegisterStats(py::module_& m) {
       .def_readonly("op_type", &PlacementEntry::op_type)
       .def_readonly("place", &PlacementEntry::place)
       .def_property_readonly(
-          "cause",
-          [](const PlacementEntry& e) { return std::string(PlacementCauseName(e.cause)); },
+          "cause", [](const PlacementEntry& e) { return std::string(PlacementCauseName(e.cause)); },
           "the rule that placed it: guard, inherit, loss-grad, grad-sum, param, state, "
           "host-state, auto, default, fallback; copy, host-arg, write-back for copies")
       .def_readonly("detail", &PlacementEntry::detail)

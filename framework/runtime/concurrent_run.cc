@@ -358,6 +358,7 @@ void RunScheduler::Dispatch(const Task& t, int worker) {
       }
     }
   }
+  if (status.ok()) status = CancelledBefore(s, *run->frame);
   if (status.ok()) {
     status = s.is_copy ? PlanRunner::RunCopyStep(plan_, &s, context, run->stats)
                        : PlanRunner::RunKernelStep(plan_, &s, context);
@@ -472,6 +473,7 @@ absl::Status RunScheduler::RunHostTask(const Task& t, int worker, Plan::Frame* p
   Plan::Step& s = step(t.step);
   StepRunContext context = t.run->context;
   context.worker = worker;
+  RETURN_IF_ERROR(CancelledBefore(s, *t.run->frame));
   const std::vector<Variable*>& slots = t.run->frame->slots;
   RowRefinement* rows = s.rows.get();
   if (t.patch && rows->rest == RowRefinement::Rest::kWholeKernel) {

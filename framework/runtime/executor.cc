@@ -114,9 +114,11 @@ absl::StatusOr<std::unique_ptr<Plan>> Executor::Prepare(const Program& program, 
   return plan;
 }
 
-absl::Status Executor::BindAndFeed(Plan* plan, int frame_index, Scope* scope,
-                                   const FeedMap& feeds) {
+absl::Status Executor::BindAndFeed(Plan* plan, int frame_index, Scope* scope, const FeedMap& feeds,
+                                   uint64_t cancel_requests) {
   Plan::Frame& frame = *plan->frames_[frame_index];
+  frame.cancel_requests = &cancel_requests_;
+  frame.cancel_requests_seen = cancel_requests;
   if (frame.bound_scope != scope) {
     for (size_t id = 0; id < frame.slots.size(); ++id) {
       Variable* local = plan->slot_folded_[id] ? &plan->frames_[0]->locals[id] : &frame.locals[id];
@@ -203,12 +205,13 @@ bool Executor::CanPipeline(const Plan& plan) {
 }
 
 absl::StatusOr<RunHandle> Executor::RunAsync(Plan* plan, Scope* scope, const FeedMap& feeds) {
+  const uint64_t cancel_requests = cancel_requests_.load(std::memory_order_relaxed);
   RETURN_IF_ERROR(MovePersistablesHome(plan->placed_, scope));  // auto placement's homes
   auto pending = std::make_shared<PendingRun>();
   auto run_now = [&]() {  // after the runs in flight, to the end
     while (FinishOldest(plan)) {
     }
-    pending->result = RunNow(plan, scope, feeds, &pending->stats);
+    pending->result = RunNow(plan, scope, feeds, cancel_requests, &pending->stats);
     pending->over = true;
     return RunHandle(this, plan, std::move(pending));
   };
@@ -230,7 +233,7 @@ absl::StatusOr<RunHandle> Executor::RunAsync(Plan* plan, Scope* scope, const Fee
       return run_now();
     }
   }
-  RETURN_IF_ERROR(BindAndFeed(plan, pending->frame, scope, feeds));
+  RETURN_IF_ERROR(BindAndFeed(plan, pending->frame, scope, feeds, cancel_requests));
   ExecutionObserver* observer = GetExecutionObserver();
   if (observer != nullptr && plan->in_flight_.empty()) {
     observer->OnRunBegin();
@@ -304,11 +307,11 @@ absl::Status Executor::WaitForDevices(Plan* plan, int frame_index, bool end_even
 }
 
 absl::StatusOr<std::vector<Tensor>> Executor::RunNow(Plan* plan, Scope* scope, const FeedMap& feeds,
-                                                     RunStats* stats) {
+                                                     uint64_t cancel_requests, RunStats* stats) {
   *stats = RunStats();
   ExecutionObserver* observer = GetExecutionObserver();
   if (observer != nullptr) observer->OnRunBegin();
-  RETURN_IF_ERROR(BindAndFeed(plan, 0, scope, feeds));
+  RETURN_IF_ERROR(BindAndFeed(plan, 0, scope, feeds, cancel_requests));
   Plan::Frame& frame = *plan->frames_[0];
   absl::Status ran;
   if (plan->graph_ != nullptr) {

@@ -95,6 +95,8 @@
 #ifndef TANDEM_FRAMEWORK_RUNTIME_EXECUTOR_H_
 #define TANDEM_FRAMEWORK_RUNTIME_EXECUTOR_H_
 
+#include <atomic>
+#include <cstdint>
 #include <deque>
 #include <map>
 #include <memory>
@@ -242,6 +244,14 @@ class Executor {
   // worker. Errors in `feeds` are returned at once. The plan and the scope
   // must outlive the handle's Wait().
   absl::StatusOr<RunHandle> RunAsync(Plan* plan, Scope* scope, const FeedMap& feeds = {});
+  // Asks every run of this executor that started before the call to stop
+  // before its next step: each returns Cancelled naming that step, with
+  // the scope as it was before the run (a run whose commit, its held
+  // persistable writes, has begun completes instead; device work already
+  // enqueued finishes first). Runs started afterwards are not affected.
+  // Thread-safe and async-signal-safe (one atomic increment), so a SIGINT
+  // handler may call it; returns at once.
+  void Cancel() { cancel_requests_.fetch_add(1, std::memory_order_relaxed); }
   // Prepares and runs once (e.g. a startup program).
   absl::StatusOr<std::vector<Tensor>> Run(const Program& program, Scope* scope,
                                           const FeedMap& feeds = {},
@@ -258,8 +268,9 @@ class Executor {
   // Waits for every stream the run used; the fetches, on the host.
   absl::StatusOr<std::vector<Tensor>> FinishRun(Plan* plan, RunStats* stats);
   // A complete run on frame 0 (after the runs in flight finished).
+  // `cancel_requests` is Cancel()'s count when the run was asked for.
   absl::StatusOr<std::vector<Tensor>> RunNow(Plan* plan, Scope* scope, const FeedMap& feeds,
-                                             RunStats* stats);
+                                             uint64_t cancel_requests, RunStats* stats);
   // Whether a run of `plan` can overlap the run before it.
   bool CanPipeline(const Plan& plan);
   // Finishes the oldest run of `plan` in flight (its results go to its
@@ -267,8 +278,10 @@ class Executor {
   bool FinishOldest(Plan* plan);
   // The results of `run`, finishing the runs before it first.
   absl::StatusOr<std::vector<Tensor>> WaitFor(Plan* plan, PendingRun* run, RunStats* stats);
-  // Frame `frame` of `plan` bound to `scope`, feeds copied in.
-  absl::Status BindAndFeed(Plan* plan, int frame, Scope* scope, const FeedMap& feeds);
+  // Frame `frame` of `plan` bound to `scope`, feeds copied in, cancelled by
+  // a Cancel() count above `cancel_requests`.
+  absl::Status BindAndFeed(Plan* plan, int frame, Scope* scope, const FeedMap& feeds,
+                           uint64_t cancel_requests);
   // Waits for the device work of the run on frame `frame` (with
   // `end_events`, the events recorded after its last device step where it
   // recorded them, else every stream it used), as one observer wait, then
@@ -286,7 +299,8 @@ class Executor {
 
   Place default_place_;
   ExecutorOptions options_;
-  std::unique_ptr<HostWorkerPool> pool_;  // made by the first concurrent run
+  std::unique_ptr<HostWorkerPool> pool_;      // made by the first concurrent run
+  std::atomic<uint64_t> cancel_requests_{0};  // Cancel() calls so far
 };
 
 // A placed, validated program ready to run; made by Executor::Prepare.

@@ -8,6 +8,7 @@
 #ifndef TANDEM_FRAMEWORK_RUNTIME_PLAN_INTERNAL_H_
 #define TANDEM_FRAMEWORK_RUNTIME_PLAN_INTERNAL_H_
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -160,6 +161,14 @@ struct Plan::Frame {
   // before the run's updates (empty: allocated when fetched).
   std::vector<Tensor> fetch_host;
   const Scope* bound_scope = nullptr;  // the scope `slots` point into
+  // The executor's cancel requests (Executor::Cancel) and their count when
+  // this frame's run started: a later count cancels the run.
+  const std::atomic<uint64_t>* cancel_requests = nullptr;
+  uint64_t cancel_requests_seen = 0;
+  bool CancelRequested() const {
+    return cancel_requests != nullptr &&
+           cancel_requests->load(std::memory_order_relaxed) != cancel_requests_seen;
+  }
 };
 
 // A captured step: the device graph and everything it baked in.
@@ -246,6 +255,11 @@ void ExecutorLog(const std::string& line);
 
 // The status of a step's failure, naming the op, its position and place.
 absl::Status AnnotateStepError(const absl::Status& s, const Plan::Step& step);
+
+// Cancelled when Executor::Cancel was called after the run of `frame`
+// started and `step` is not part of the run's commit (its held persistable
+// writes: once one of them starts, the run completes); else OK.
+absl::Status CancelledBefore(const Plan::Step& step, const Plan::Frame& frame);
 
 }  // namespace tandem
 

@@ -60,8 +60,8 @@ OpEvent StepEvent(const Plan::Step& step, const StepRunContext& run) {
   return event;
 }
 
-void CountCopy(const Plan::Step& step, const PlacementEntry& placed, const Tensor& from,
-               bool sync, RunStats* stats) {
+void CountCopy(const Plan::Step& step, const PlacementEntry& placed, const Tensor& from, bool sync,
+               RunStats* stats) {
   const bool h2d = !step.copy_to.is_host();
   const int64_t bytes = static_cast<int64_t>(from.NumBytes());
   (h2d ? stats->copies_h2d : stats->copies_d2h)++;
@@ -141,6 +141,13 @@ absl::Status AnnotateStepError(const absl::Status& s, const Plan::Step& step) {
         s.code(), absl::StrCat(s.message(), " [#", step.index, " on ", step.place.ToString(), "]"));
   }
   return absl::Status(s.code(), absl::StrCat(prefix, ": ", s.message()));
+}
+
+absl::Status CancelledBefore(const Plan::Step& step, const Plan::Frame& frame) {
+  if (step.held_for_commit || !frame.CancelRequested()) return absl::OkStatus();
+  return absl::CancelledError(absl::StrCat(
+      "run cancelled (Executor::Cancel) before op '", step.op.type, "' (#", step.index, ") on ",
+      step.place.ToString(), "; the scope keeps its values from before the run"));
 }
 
 // A device->host copy is `sync` (the host waits for its data; in-order mode
@@ -259,9 +266,12 @@ absl::Status PlanRunner::RunKernelStep(Plan* plan, Plan::Step* step, const StepR
 }
 
 absl::Status PlanRunner::RunInOrder(Plan* plan, RunStats* stats, const StepRunContext& run) {
+  bool committing = false;  // a held persistable write ran: the run completes
   for (auto& owned : plan->steps_) {
     Plan::Step* step = owned.get();
     if (step->folded && plan->constants_ready_) continue;
+    committing = committing || step->held_for_commit;
+    if (!committing && run.graph == nullptr) RETURN_IF_ERROR(CancelledBefore(*step, *run.frame));
     if (step->is_copy) {
       RETURN_IF_ERROR(RunCopyStep(plan, step, run, stats));
     } else {

@@ -20,9 +20,11 @@ raises InvalidArgumentError (a ValueError) naming the feed. Fetched values
 come back as numpy arrays that view Tandem's buffers whenever nothing else
 holds them (a copy otherwise, e.g. a parameter that later runs update).
 
-The run itself releases the GIL; Ctrl-C during it raises KeyboardInterrupt
-when it returns (the run is completed, its results dropped), so a training
-loop stops cleanly between steps.
+The run itself releases the GIL. Ctrl-C during a run on the main thread
+cancels it (Executor::Cancel): it stops before its next op, device work
+already queued finishes, the scope keeps its values from before the run,
+and KeyboardInterrupt is raised; a run whose updates have begun completes
+first. The executor stays usable.
 """
 
 import contextlib

@@ -5,13 +5,16 @@
 // persistable variable bit for bit as it was before the step, and the same
 // step run again without injection must give exactly what an uninjected run
 // gives. On cpu and on sim:0. And a checkpoint save that runs out of disk
-// space midway leaves the previous checkpoint in place and loadable.
+// space midway leaves the previous checkpoint in place and loadable. And
+// Executor::Cancel at every op of a step, and with two pipelined runs in
+// flight, leaves the scope as it was or completes the step.
 #include "framework/testing/fault_injection.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <map>
@@ -24,6 +27,7 @@
 #include "framework/backward/optimizer.h"
 #include "framework/runtime/atomic_file.h"
 #include "framework/runtime/checkpoint.h"
+#include "framework/runtime/execution_observer.h"
 #include "framework/runtime/executor.h"
 #include "framework/testing/status_matchers.h"
 #include "framework/testing/tensor_testutil.h"
@@ -48,7 +52,7 @@ struct Trainer {
   std::unique_ptr<Plan> plan;
 };
 
-std::unique_ptr<Trainer> MakeTrainer(const Place& place) {
+std::unique_ptr<Trainer> MakeTrainer(const Place& place, ExecutorOptions options = {}) {
   auto t = std::make_unique<Trainer>();
   CtrModelConfig config;
   config.vocab_sizes = {13, 29};
@@ -56,7 +60,7 @@ std::unique_ptr<Trainer> MakeTrainer(const Place& place) {
   config.hidden = {8};
   Adam adam(0.05);
   t->model = BuildCtrModel(config, &adam, &t->builder).value();
-  t->exe = std::make_unique<Executor>(place);
+  t->exe = std::make_unique<Executor>(place, options);
   const absl::Status started = t->exe->Run(t->builder.startup_program(), &t->scope).status();
   CHECK(started.ok()) << started;
   std::vector<std::string> feeds;
@@ -205,6 +209,108 @@ TEST_P(FaultInjectionTest, ASaveThatRunsOutOfSpaceMidwayKeepsThePreviousCheckpoi
     }
     EXPECT_THAT(Differences(saved, got), ::testing::IsEmpty());
   }
+}
+
+// Calls Executor::Cancel when the `at`-th op of a run begins (from the
+// thread that runs it, as a signal handler would from anywhere).
+class CancelAtOp : public ExecutionObserver {
+ public:
+  CancelAtOp(Executor* exe, int at) : exe_(exe), at_(at) { SetExecutionObserver(this); }
+  ~CancelAtOp() override { SetExecutionObserver(nullptr); }
+  void OnOpBegin(const OpEvent&) override {
+    if (++begun_ == at_) exe_->Cancel();
+  }
+  int begun() const { return begun_.load(); }
+
+ private:
+  Executor* exe_;
+  const int at_;
+  std::atomic<int> begun_{0};
+};
+
+// Cancel at every op of a step, in order and concurrently: the run is
+// Cancelled naming an op with the scope untouched (or, once its commit
+// began, completes with exactly the uninjected update), and the next run
+// is an ordinary one.
+TEST_P(FaultInjectionTest, CancelAtEveryOpOfAStepLeavesTheScopeAsItWasOrCompletes) {
+  const Place place = *ParsePlace(GetParam());
+  std::unique_ptr<Trainer> ref = MakeTrainer(place);
+  const FeedMap feeds = Feeds(*ref);
+  const std::map<std::string, Tensor> before = Snapshot(*ref);
+  int ops;
+  std::vector<Tensor> ref_loss;
+  {
+    CancelAtOp count(ref->exe.get(), /*at=*/-1);
+    ASSERT_OK_AND_ASSIGN(ref_loss, ref->exe->Run(ref->plan.get(), &ref->scope, feeds));
+    ops = count.begun();
+  }
+  const std::map<std::string, Tensor> after = Snapshot(*ref);
+  ASSERT_GT(ops, 10);
+  for (const bool in_order : {true, false}) {
+    ExecutorOptions options;
+    options.in_order = in_order;
+    int cancelled = 0;
+    for (int at = 1; at <= ops; ++at) {
+      SCOPED_TRACE(absl::StrCat(place.ToString(), in_order ? " in order" : " concurrent",
+                                ": cancelled at op ", at, " of ", ops));
+      std::unique_ptr<Trainer> t = MakeTrainer(place, options);
+      absl::Status status;
+      {
+        CancelAtOp cancel(t->exe.get(), at);
+        status = t->exe->Run(t->plan.get(), &t->scope, feeds).status();
+      }
+      if (status.ok()) {
+        EXPECT_THAT(Differences(after, Snapshot(*t)), ::testing::IsEmpty());
+        continue;
+      }
+      ++cancelled;
+      EXPECT_EQ(status.code(), absl::StatusCode::kCancelled) << status;
+      EXPECT_THAT(status.message(), HasSubstr("run cancelled (Executor::Cancel) before op '"));
+      EXPECT_THAT(Differences(before, Snapshot(*t)), ::testing::IsEmpty()) << status;
+      ASSERT_OK_AND_ASSIGN(std::vector<Tensor> loss, t->exe->Run(t->plan.get(), &t->scope, feeds));
+      EXPECT_EQ(loss[0].ToVector<float>(), ref_loss[0].ToVector<float>());
+      EXPECT_THAT(Differences(after, Snapshot(*t)), ::testing::IsEmpty());
+    }
+    // Cancel lands before the next op: at least every op before the
+    // updates (the forward and backward) can be cancelled.
+    EXPECT_GE(cancelled, ops / 2);
+  }
+}
+
+// Two pipelined runs in flight and Cancel(): each is complete or Cancelled
+// (a cancelled run cancels the one after it), the scope holds exactly the
+// completed steps, and a run started after Cancel() is not affected.
+TEST_P(FaultInjectionTest, CancelWithTwoPipelinedRunsInFlight) {
+  const Place place = *ParsePlace(GetParam());
+  std::unique_ptr<Trainer> ref = MakeTrainer(place);
+  const FeedMap feeds = Feeds(*ref);
+  std::vector<std::map<std::string, Tensor>> after_steps = {Snapshot(*ref)};
+  for (int step = 0; step < 4; ++step) {
+    ASSERT_OK(ref->exe->Run(ref->plan.get(), &ref->scope, feeds).status());
+    after_steps.push_back(Snapshot(*ref));
+  }
+  std::unique_ptr<Trainer> t = MakeTrainer(place);
+  ASSERT_OK(t->exe->Run(t->plan.get(), &t->scope, feeds).status());  // runs after it pipeline
+  ASSERT_OK_AND_ASSIGN(RunHandle first, t->exe->RunAsync(t->plan.get(), &t->scope, feeds));
+  ASSERT_OK_AND_ASSIGN(RunHandle second, t->exe->RunAsync(t->plan.get(), &t->scope, feeds));
+  t->exe->Cancel();
+  const absl::Status first_status = first.Wait().status();
+  const absl::Status second_status = second.Wait().status();
+  int completed = 1;
+  for (const absl::Status& s : {first_status, second_status}) {
+    if (s.ok()) {
+      ++completed;
+    } else {
+      EXPECT_EQ(s.code(), absl::StatusCode::kCancelled) << s;
+    }
+  }
+  if (!first_status.ok()) {
+    EXPECT_FALSE(second_status.ok()) << "a run after a cancelled one ran";
+  }
+  EXPECT_THAT(Differences(after_steps[completed], Snapshot(*t)), ::testing::IsEmpty())
+      << completed << " steps completed; " << first_status << "; " << second_status;
+  ASSERT_OK(t->exe->Run(t->plan.get(), &t->scope, feeds).status());
+  EXPECT_THAT(Differences(after_steps[completed + 1], Snapshot(*t)), ::testing::IsEmpty());
 }
 
 INSTANTIATE_TEST_SUITE_P(Places, FaultInjectionTest, ::testing::Values("cpu", "sim:0"),
