@@ -106,13 +106,8 @@ REGISTER_OP("bw_double")
     });
 
 // Out = X + Y.
-REGISTER_OP("bw_add")
-    .Input("X")
-    .Input("Y")
-    .Output("Out")
-    .SetInferShape(SameAsX)
-    .SetGradMaker([](const OpDesc& fwd,
-                     const GradContext& ctx) -> absl::StatusOr<std::vector<OpDesc>> {
+REGISTER_OP("bw_add").Input("X").Input("Y").Output("Out").SetInferShape(SameAsX).SetGradMaker(
+    [](const OpDesc& fwd, const GradContext& ctx) -> absl::StatusOr<std::vector<OpDesc>> {
       return std::vector<OpDesc>{GradOp("bw_add_grad", fwd, ctx, {"X", "Y"})};
     });
 REGISTER_OP("bw_add_grad")
@@ -182,9 +177,9 @@ TEST(AppendBackward, GradientsOfTheParametersOnTheLossPathInReverseOrder) {
   ASSERT_OK_AND_ASSIGN(GradMap grads, AppendBackward(&b, loss));
   EXPECT_THAT(grads, ElementsAre(Pair("w", "w@GRAD")));
   const Block& block = b.main_program().block();
-  ASSERT_EQ(Types(b.main_program()), (std::vector<std::string>{"bw_matmul", "bw_matmul", "bw_mean",
-                                                               "fill_constant", "bw_mean_grad",
-                                                               "bw_matmul_grad"}));
+  ASSERT_EQ(Types(b.main_program()),
+            (std::vector<std::string>{"bw_matmul", "bw_matmul", "bw_mean", "fill_constant",
+                                      "bw_mean_grad", "bw_matmul_grad"}));
   // d loss / d loss = 1, shaped like the loss, placed with the op making it.
   const OpDesc& fill = block.ops()[3];
   EXPECT_EQ(fill.Output("Out"), "bw_mean_0.tmp_0@GRAD");
@@ -223,17 +218,16 @@ TEST(AppendBackward, StopGradientParameterGetsNoGradient) {
   // The second matmul passes the gradient on to h only.
   const OpDesc& second = b.main_program().block().ops()[5];
   ASSERT_EQ(second.type, "bw_matmul_grad");
-  EXPECT_THAT(second.outputs,
-              ElementsAre(Pair("X@GRAD", ElementsAre("bw_matmul_0.tmp_0@GRAD"))));
+  EXPECT_THAT(second.outputs, ElementsAre(Pair("X@GRAD", ElementsAre("bw_matmul_0.tmp_0@GRAD"))));
 }
 
 TEST(AppendBackward, PartialGradientsOfAVariableReadTwiceAreSummed) {
   ProgramBuilder b;
   Var x = b.Data("x", DataType::kFloat32, Shape({4, 3}));
   Var w = b.CreateParameter("w", DataType::kFloat32, Shape({3, 3}));
-  Var h = Op(&b, "bw_matmul", {{"X", {x}}, {"Y", {w}}});       // #0
-  Var p = Op(&b, "bw_double", {{"X", {h}}});                   // #1
-  Var q = Op(&b, "bw_double", {{"X", {h}}});                   // #2
+  Var h = Op(&b, "bw_matmul", {{"X", {x}}, {"Y", {w}}});  // #0
+  Var p = Op(&b, "bw_double", {{"X", {h}}});              // #1
+  Var q = Op(&b, "bw_double", {{"X", {h}}});              // #2
   Var loss = Op(&b, "bw_mean", {{"X", {Op(&b, "bw_add", {{"X", {p}}, {"Y", {q}}})}}});
   ASSERT_OK_AND_ASSIGN(GradMap grads, AppendBackward(&b, loss));
   EXPECT_THAT(grads, ElementsAre(Pair("w", "w@GRAD")));
@@ -307,8 +301,8 @@ TEST(AppendBackward, BadLossesAndBuilderErrorsAreRefused) {
                        HasSubstr("no trainable parameter reaches the loss 'bw_mean_0.tmp_0'")));
   EXPECT_THAT(AppendBackward(&b, Var{"nope"}).status(),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("unknown loss 'nope'")));
-  EXPECT_THAT(AppendBackward(&b, x).status(),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("no op produces the loss 'x'")));
+  EXPECT_THAT(AppendBackward(&b, x).status(), StatusIs(absl::StatusCode::kInvalidArgument,
+                                                       HasSubstr("no op produces the loss 'x'")));
   EXPECT_EQ(b.main_program().block().ops().size(), 1u);  // nothing appended
 
   Op(&b, "no_such_op", {{"X", {x}}});

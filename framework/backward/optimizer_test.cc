@@ -229,8 +229,7 @@ TEST(Adam, MomentsBesideTheParameterAndBetaPowersOnTheHost) {
     const OpDesc* init = m.Init(state.at(slot));
     ASSERT_NE(init, nullptr) << slot;
     EXPECT_EQ(Value(*init), 0.0);
-    EXPECT_EQ(std::get<std::vector<int64_t>>(init->attrs.at("shape")),
-              (std::vector<int64_t>{3}));
+    EXPECT_EQ(std::get<std::vector<int64_t>>(init->attrs.at("shape")), (std::vector<int64_t>{3}));
     EXPECT_EQ(init->origin, (OpOrigin{OpOrigin::Kind::kStateOf, -1, "w"}));
   }
   // beta^t starts at beta (t = 1 at the first step), a host scalar.
@@ -259,10 +258,10 @@ TEST(Optimizer, LearningRateMustBeFiniteAndPositive) {
   for (double lr : {0.0, -0.5, std::nan(""), std::numeric_limits<double>::infinity()}) {
     Model m;
     const size_t ops_before = m.main().ops().size();
-    EXPECT_THAT(SGD(lr).Minimize(&m.b, m.loss),
-                StatusIs(absl::StatusCode::kInvalidArgument,
-                         HasSubstr(absl::StrCat("sgd: learning rate must be finite and > 0, got ",
-                                                lr))));
+    EXPECT_THAT(
+        SGD(lr).Minimize(&m.b, m.loss),
+        StatusIs(absl::StatusCode::kInvalidArgument,
+                 HasSubstr(absl::StrCat("sgd: learning rate must be finite and > 0, got ", lr))));
     EXPECT_EQ(m.main().ops().size(), ops_before) << "lr " << lr;  // nothing appended
   }
 }
@@ -277,9 +276,8 @@ TEST(Optimizer, HyperParametersAreCheckedByTheUpdateSchema) {
 TEST(Optimizer, BuilderErrorIsReturned) {
   Model m;
   m.b.AppendOp("no_such_op", {}, {}, {"Out"});
-  EXPECT_THAT(SGD(0.1).Minimize(&m.b, m.loss),
-              StatusIs(absl::StatusCode::kFailedPrecondition,
-                       HasSubstr("the program has an error")));
+  EXPECT_THAT(SGD(0.1).Minimize(&m.b, m.loss), StatusIs(absl::StatusCode::kFailedPrecondition,
+                                                        HasSubstr("the program has an error")));
 }
 
 }  // namespace

@@ -222,7 +222,8 @@ TEST(ProgramBuilder, BadOrDuplicateParametersAreRefused) {
   {
     ProgramBuilder b;
     b.CreateParameter("w", DataType::kFloat32, Shape({3, -2}));
-    EXPECT_THAT(b.status(), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("parameter 'w'")));
+    EXPECT_THAT(b.status(),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("parameter 'w'")));
   }
   {
     ProgramBuilder b;
