@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "framework/op/op_desc.h"
 #include "framework/types/data_type.h"
@@ -27,9 +28,9 @@ enum class VarKind { kDense, kSelectedRows };
 struct VarDesc {
   std::string name;
   DataType dtype = DataType::kFloat32;
-  Shape shape;               // -1 marks a dim known only at run time
-  bool persistable = false;  // lives in the Scope across runs (parameters, lr)
-  bool is_parameter = false; // trained by optimizers
+  Shape shape;                // -1 marks a dim known only at run time
+  bool persistable = false;   // lives in the Scope across runs (parameters, lr)
+  bool is_parameter = false;  // trained by optimizers
   bool stop_gradient = false;
   VarKind kind = VarKind::kDense;
 
@@ -58,7 +59,7 @@ class Block {
 
  private:
   std::vector<VarDesc> vars_;
-  std::map<std::string, size_t, std::less<>> var_index_;
+  absl::flat_hash_map<std::string, size_t> var_index_;  // name -> index into vars_
   std::vector<OpDesc> ops_;
 };
 

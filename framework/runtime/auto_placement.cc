@@ -6,6 +6,7 @@
 #include <mutex>
 #include <set>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -200,6 +201,20 @@ class AutoPlanner {
   absl::Status MemoryPass();
   absl::StatusOr<PlacedProgram> PlaceNow();
   PlacerOptions OptionsNow() const;
+  // Where the variables start: the executor's places, the persistables at their homes.
+  std::map<std::string, Place> InitialPlacesNow();
+  // The values live at the estimated peak of the device for the current
+  // places (memory_'s variables with their bytes, largest first).
+  struct DevicePeak {
+    int64_t bytes = 0;
+    std::vector<std::pair<int, int64_t>> live;
+  };
+  DevicePeak EstimateDevicePeak();
+  // The unit that owns variable `var` of memory_ (-1: none): a
+  // persistable's first reader's, a copy's consumer's, any other value's
+  // first producer's.
+  int Owner(int var) const;
+  void FindOwners();
   // ResourceExhausted when the budget cannot be met; OK if the plan fits.
   absl::Status NoFit();
   std::string Reason(Unit* unit);
@@ -235,6 +250,8 @@ class AutoPlanner {
     Place want;
   };
   std::vector<std::vector<Read>> read_list_;
+  std::unique_ptr<PlacementMemory> memory_;  // with a budget: the memory rounds' estimates
+  std::map<std::string, int> owners_;        // program variable -> its unit (see Owner)
 };
 
 const KernelRegistration* AutoPlanner::Kernel(int op, const Place& place) {
@@ -260,7 +277,7 @@ absl::Status AutoPlanner::FindUnits(const PlacedProgram& base_placed) {
   const int n = static_cast<int>(block_.ops().size());
   place_.assign(n, device_);
   unit_of_.assign(n, -1);
-  std::map<std::string, int> writer, first_reader;
+  absl::flat_hash_map<std::string, int> writer, first_reader;
   for (int i = 0; i < static_cast<int>(base_placed.source_ops.size()); ++i) {
     if (base_placed.source_ops[i] >= 0) place_[base_placed.source_ops[i]] = base_placed.places[i];
   }
@@ -269,16 +286,9 @@ absl::Status AutoPlanner::FindUnits(const PlacedProgram& base_placed) {
     int ref = -1;  // the op whose unit this op follows
     if (!op.op_device.empty()) {
       ref = -1;
-    } else if (op.origin.kind == OpOrigin::Kind::kUser) {
-      if (IsInitialiser(block_, op)) {
-        place_[i] = CPUPlace();
-        fixed_choices_[i] = {CPUPlace(),
-                             "initialiser: runs on the host; each plan moves what "
-                             "it writes to where the plan keeps it"};
-      } else {
-        unit_of_[i] = static_cast<int>(units_.size());
-        units_.push_back(Unit{i, {i}});
-      }
+    } else if (op.origin.kind == OpOrigin::Kind::kUser && !fixed_choices_.count(i)) {
+      unit_of_[i] = static_cast<int>(units_.size());
+      units_.push_back(Unit{i, {i}});
     } else if (op.origin.kind == OpOrigin::Kind::kGradOf ||
                op.origin.kind == OpOrigin::Kind::kLossGradOf) {
       ref = op.origin.op;
@@ -333,8 +343,7 @@ absl::Status AutoPlanner::ComputeOpCosts() {
 }
 
 void AutoPlanner::BuildVersions() {
-  std::map<std::string, int> current;
-  std::map<std::string, int> persistable_of;
+  absl::flat_hash_map<std::string, int> current, persistable_of;
   reads_.assign(block_.ops().size(), {});
   read_list_.assign(block_.ops().size(), {});
   auto start_version = [&](const std::string& var, int reader) {
@@ -555,60 +564,68 @@ PlacerOptions AutoPlanner::OptionsNow() const {
   return o;
 }
 
-absl::StatusOr<PlacedProgram> AutoPlanner::PlaceNow() {
-  PlacerOptions o = OptionsNow();
+std::map<std::string, Place> AutoPlanner::InitialPlacesNow() {
+  std::map<std::string, Place> initial = base_.initial_places;
   // Persistables start at their homes: the plan moves them there once.
   for (int p = 0; p < static_cast<int>(persistables_.size()); ++p) {
-    o.initial_places[persistables_[p].var] = Home(p);
+    initial[persistables_[p].var] = Home(p);
   }
+  return initial;
+}
+
+absl::StatusOr<PlacedProgram> AutoPlanner::PlaceNow() {
+  PlacerOptions o = OptionsNow();
+  o.initial_places = InitialPlacesNow();
   return PlaceProgram(program_, o);
 }
 
-// The unit that owns each variable of `placed`: a persistable's first
-// reader's, a copy's consumer's, any other value's producer's (-1: fixed).
-std::map<std::string, int> Owners(const PlacedProgram& placed, const std::vector<int>& unit_of,
-                                  const std::vector<Persistable>& persistables) {
-  std::map<std::string, int> owner;
-  for (const Persistable& q : persistables) {
-    if (q.first_reader >= 0) owner[q.var] = unit_of[q.first_reader];
+void AutoPlanner::FindOwners() {
+  for (const Persistable& q : persistables_) {
+    if (q.first_reader >= 0) owners_[q.var] = unit_of_[q.first_reader];
   }
-  const std::vector<OpDesc>& ops = placed.program.block().ops();
-  for (size_t i = 0; i < ops.size(); ++i) {
-    if (placed.table[i].copy.has_value()) {
-      const int consumer = placed.table[i].copy->consumer;
-      const int source = consumer >= 0 ? placed.source_ops[consumer] : -1;
-      owner.emplace(placed.table[i].copy->output, source >= 0 ? unit_of[source] : -1);
-      continue;
-    }
-    for (const std::string& v : Vars(ops[i].outputs))
-      owner.emplace(v, unit_of[placed.source_ops[i]]);
+  for (int i = 0; i < static_cast<int>(block_.ops().size()); ++i) {
+    for (const std::string& v : Vars(block_.ops()[i].outputs)) owners_.emplace(v, unit_of_[i]);
   }
-  return owner;
 }
 
-MemoryEstimateOptions EstimateOptions(const PlacedProgram& placed,
-                                      const AutoPlacementOptions& options) {
-  return PlanMemoryOptions(placed, options.feeds, options.fetches, options.feed_shapes,
-                           options.in_order);
+int AutoPlanner::Owner(int var) const {
+  const int consumer = memory_->Consumer(var);
+  if (consumer >= 0) return unit_of_[consumer];
+  auto it = owners_.find(memory_->Name(var));
+  return it == owners_.end() ? -1 : it->second;
 }
 
+AutoPlanner::DevicePeak AutoPlanner::EstimateDevicePeak() {
+  std::vector<const KernelRegistration*> kernels(place_.size());
+  for (int i = 0; i < static_cast<int>(place_.size()); ++i) kernels[i] = Kernel(i, place_[i]);
+  const MemoryWalkResult& walk = memory_->Estimate(place_, kernels, InitialPlacesNow());
+  const int slot = memory_->Slot(device_);
+  DevicePeak peak;
+  if (slot < 0 || !walk.peak[slot].seen) return peak;
+  peak.bytes = walk.peak[slot].bytes;
+  for (const MemoryWalkResult::Value& v : walk.values) {
+    if (v.place == slot && v.live_at(walk.peak[slot].op)) peak.live.emplace_back(v.var, v.bytes);
+  }
+  std::stable_sort(peak.live.begin(), peak.live.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  return peak;
+}
+
+// Each round estimates the current placement without placing it
+// (PlacementMemory: the placer's copies and EstimateMemory's walk, exact).
 absl::Status AutoPlanner::MemoryPass() {
   if (budget_ <= 0) return absl::OkStatus();
   for (int round = 0; round < kMaxMemoryRounds; ++round) {
-    ASSIGN_OR_RETURN(PlacedProgram placed, PlaceNow());
-    ASSIGN_OR_RETURN(MemoryEstimate est, EstimateMemory(placed, EstimateOptions(placed, options_)));
-    const PlaceMemory* dev = est.Find(device_);
-    const int64_t peak = dev == nullptr ? 0 : dev->peak_bytes;
-    device_peak_ = peak;
-    if (peak <= budget_) return absl::OkStatus();
-    const std::map<std::string, int> owner = Owners(placed, unit_of_, persistables_);
+    const DevicePeak peak = EstimateDevicePeak();
+    device_peak_ = peak.bytes;
+    if (peak.bytes <= budget_) return absl::OkStatus();
     std::map<int, int64_t> owned;
     std::map<int, LiveValue> largest;
-    for (const LiveValue& v : dev->largest) {
-      auto it = owner.find(v.var);
-      if (it == owner.end() || it->second < 0 || !units_[it->second].on_device) continue;
-      owned[it->second] += v.bytes;
-      if (v.bytes > largest[it->second].bytes) largest[it->second] = v;
+    for (const auto& [var, bytes] : peak.live) {
+      const int u = Owner(var);
+      if (u < 0 || !units_[u].on_device) continue;
+      owned[u] += bytes;
+      if (bytes > largest[u].bytes) largest[u] = {memory_->Name(var), bytes};
     }
     if (owned.empty()) break;
     // Time added per byte saved, each move counted at least 1 us so that
@@ -620,12 +637,12 @@ absl::Status AutoPlanner::MemoryPass() {
     std::sort(order.begin(), order.end());
     int64_t saved = 0;
     for (const auto& [ratio, u] : order) {
-      if (saved >= peak - budget_) break;
+      if (saved >= peak.bytes - budget_) break;
       Flip(&units_[u], true);
       units_[u].for_memory = true;
       units_[u].memory_reason = absl::StrCat(
           "'", largest[u].var, "' ", Bytes(largest[u].bytes), " does not fit the ", Bytes(budget_),
-          " budget of ", device_.ToString(), " (est. peak ", Bytes(peak), " with it there)");
+          " budget of ", device_.ToString(), " (est. peak ", Bytes(peak.bytes), " with it there)");
       saved += owned[u];
     }
   }
@@ -636,20 +653,19 @@ absl::Status AutoPlanner::NoFit() {
   for (Unit& u : units_) {
     if (u.on_device) Flip(&u, true);
   }
-  ASSIGN_OR_RETURN(PlacedProgram placed, PlaceNow());
-  ASSIGN_OR_RETURN(MemoryEstimate est, EstimateMemory(placed, EstimateOptions(placed, options_)));
-  const PlaceMemory* dev = est.Find(device_);
-  const int64_t least = dev == nullptr ? 0 : dev->peak_bytes;
+  const DevicePeak peak = EstimateDevicePeak();
+  const int64_t least = peak.bytes;
   if (least <= budget_) {
     return absl::InternalError(absl::StrCat("auto placement on ", device_.ToString(),
                                             " did not converge within ", kMaxMemoryRounds,
                                             " rounds"));
   }
   std::vector<std::string> largest;
-  for (const LiveValue& v : dev->largest) {
-    const VarDesc* d = block_.FindVar(v.var);
+  for (const auto& [var, bytes] : peak.live) {
+    const std::string name = memory_->Name(var);
+    const VarDesc* d = block_.FindVar(name);
     if (d == nullptr || !d->persistable || largest.size() == 3) continue;
-    largest.push_back(absl::StrCat("'", v.var, "' ", Bytes(v.bytes)));
+    largest.push_back(absl::StrCat("'", name, "' ", Bytes(bytes)));
   }
   return absl::ResourceExhaustedError(absl::StrCat(
       "auto placement: the plan does not fit the memory budget of ", device_.ToString(), ", ",
@@ -751,8 +767,19 @@ absl::Status AutoPlanner::Init() {
     budget_ = std::max<int64_t>(capacity - stats.bytes_in_use - margin, 1);
   }
   metas_ = ResolveArgMetas(program_, options_.feed_shapes);
+  // Initialisers run on the host whatever the units do; the ops whose
+  // places derive from theirs (optimizer state) follow them.
+  for (int i = 0; i < static_cast<int>(block_.ops().size()); ++i) {
+    const OpDesc& op = block_.ops()[i];
+    if (op.op_device.empty() && op.origin.kind == OpOrigin::Kind::kUser &&
+        IsInitialiser(block_, op)) {
+      fixed_choices_[i] = {CPUPlace(),
+                           "initialiser: runs on the host; each plan moves what it writes to "
+                           "where the plan keeps it"};
+    }
+  }
   PlacerOptions base = base_;
-  base.auto_places.clear();
+  base.auto_places = fixed_choices_;
   ASSIGN_OR_RETURN(PlacedProgram placed, PlaceProgram(program_, base));
   RETURN_IF_ERROR(FindUnits(placed));
   RETURN_IF_ERROR(ComputeOpCosts());
@@ -765,6 +792,16 @@ absl::Status AutoPlanner::Init() {
     }
   }
   for (const Unit& u : units_) Recompute(u);
+  if (budget_ > 0) {
+    std::set<Place> places(placed.places.begin(), placed.places.end());
+    places.insert(device_);
+    memory_ = std::make_unique<PlacementMemory>(
+        program_,
+        PlanMemoryOptions(places, options_.feeds, options_.fetches, options_.feed_shapes,
+                          options_.in_order),
+        metas_);
+    FindOwners();
+  }
   return absl::OkStatus();
 }
 

@@ -25,7 +25,9 @@
 //    synchronous) and write-backs of persistables updated away from home.
 //  - Memory: while the estimated device peak (memory_estimate.h) exceeds the
 //    budget, the units owning values live at the peak move to the CPU,
-//    cheapest time per byte saved first.
+//    cheapest time per byte saved first. Each round estimates the current
+//    places without placing the program (PlacementMemory: the same bytes
+//    as EstimateMemory of the placed program).
 // When even every unit on the CPU does not fit, ResourceExhausted names the
 // smallest budget that would fit and the largest persistables on the device.
 #ifndef TANDEM_FRAMEWORK_RUNTIME_AUTO_PLACEMENT_H_

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "framework/device/device_registry.h"
@@ -12,12 +13,11 @@
 #include "framework/memory/cpu_allocator.h"
 #include "framework/op/op_schema.h"
 #include "framework/runtime/eager.h"
+#include "framework/runtime/memory_walk.h"
 #include "framework/runtime/placement_passes.h"
 
 namespace tandem {
 namespace {
-
-enum class Category { kParameter, kState, kConstant, kFeed, kStaging, kIntermediate };
 
 // What the walk knows of a variable's value: dtype, shape, sparse.
 struct Meta {
@@ -90,7 +90,7 @@ class KnownValues {
   static constexpr int kMaxDepth = 8;
   int Writer(const std::string& var, int before) const;
   const Block& block_;
-  std::map<std::string, std::vector<int>> writers_;                     // ascending
+  absl::flat_hash_map<std::string, std::vector<int>> writers_;          // ascending
   std::map<std::pair<std::string, int>, std::optional<Tensor>> cache_;  // (var, writer)
 };
 
@@ -171,134 +171,22 @@ class MetaResolver {
   const Block& block_;
   const std::map<std::string, Shape>& feed_shapes_;
   KnownValues* known_;
-  std::map<std::string, Meta> metas_;
+  absl::flat_hash_map<std::string, Meta> metas_;
   std::set<std::string> unknown_;
 };
 
-// Walks the placed program in order, keeping every value's bytes and place
-// (the executor's allocations and frees), and records the peaks.
-class MemoryWalk {
- public:
-  MemoryWalk(const PlacedProgram& placed, const MemoryEstimateOptions& options, KnownValues* known)
-      : placed_(placed), block_(placed.program.block()), options_(options), known_(known) {}
-
-  struct LiveEntry {
-    Category category;
-    Place place;
-    LiveValue value;
-  };
-  // Walks every op; stops after op `stop_at` allocated its outputs (-1:
-  // before the first op; past the last: after the fetches) and returns what
-  // is live then. Fills `out`'s allocations and live_after_alloc if given.
-  std::vector<LiveEntry> Walk(int stop_at, MemoryEstimate* out);
-  // After a whole Walk: what was live when op `op` had allocated its outputs
-  // (-1: at the start; the op count: after the fetches).
-  std::vector<LiveEntry> LiveAt(int op) const;
-  const std::map<Place, std::pair<int64_t, int>>& peaks() const { return peaks_; }
-  std::vector<std::string> unknown() const {
-    return std::vector<std::string>(metas_->unknown().begin(), metas_->unknown().end());
-  }
-
- private:
-  struct Value {
-    Place place;
-    int64_t bytes = 0;
-    int refs = 0;
-    Category category = Category::kIntermediate;
-    std::string var;
-    int born = -1;                               // the op that allocated it (-1: the start)
-    int died = std::numeric_limits<int>::max();  // the op after which it was freed
-  };
-
-  void Reset();
-  int NewValue(const std::string& var, const Place& place, int64_t bytes, Category category);
-  void Ref(int id) { ++values_[id].refs; }
-  void Deref(int id);
-  void Bind(const std::string& var, int id);  // var -> id, unbinding the old value
-  void NotePeaks(int op);
-  void StartResidents(MemoryEstimate* out);
-  // Host->device copies to a device with its own pinned memory of values no
-  // op of the program writes before them (feeds, persistables): the plan
-  // keeps a staging buffer for each (the executor's UploadSource).
-  void StageUploads(MemoryEstimate* out);
-  // Allocates op `i`'s outputs; returns (var, value) to bind after the op.
-  std::vector<std::pair<std::string, int>> AllocateOutputs(int i, MemoryEstimate* out);
-  void FinishOp(int i, const std::vector<std::pair<std::string, int>>& bindings);
-  void FetchToHost();
-  std::vector<LiveEntry> Live() const;
-
-  const PlacedProgram& placed_;
-  const Block& block_;
-  const MemoryEstimateOptions& options_;
-  KnownValues* known_;
-  std::vector<Value> values_;
-  int op_ = -1;                       // the op being walked
-  std::map<std::string, int> bound_;  // var -> its current value
-  std::unique_ptr<MetaResolver> metas_;
-  std::map<Place, int64_t> live_;
-  std::map<Place, std::pair<int64_t, int>> peaks_;  // place -> (bytes, op)
-  std::vector<int> kept_;                           // values kept until the run ends
-  std::set<std::string> folded_, fetched_;
-  std::set<int> staged_copies_;  // host->device copies through a staging buffer
-  std::map<std::string, int> last_use_;
-};
-
-void MemoryWalk::Reset() {
-  values_.clear();
-  bound_.clear();
-  metas_ = std::make_unique<MetaResolver>(block_, options_.feed_shapes, known_);
-  live_.clear();
-  peaks_.clear();
-  kept_.clear();
-  folded_ = FoldedConstants(block_);
-  fetched_ = std::set<std::string>(options_.fetches.begin(), options_.fetches.end());
-  last_use_.clear();
-  for (int i = 0; i < static_cast<int>(block_.ops().size()); ++i) {
-    const OpDesc& op = block_.ops()[i];
-    for (const std::string& v : Vars(op.inputs)) last_use_[v] = i;
-    for (const std::string& v : Vars(op.outputs)) last_use_[v] = i;
-  }
-}
-
-int MemoryWalk::NewValue(const std::string& var, const Place& place, int64_t bytes,
-                         Category category) {
-  values_.push_back({place, bytes, 1, category, var, op_});
-  live_[place] += bytes;
-  return static_cast<int>(values_.size()) - 1;
-}
-
-void MemoryWalk::Deref(int id) {
-  if (--values_[id].refs > 0) return;
-  live_[values_[id].place] -= values_[id].bytes;
-  values_[id].died = op_;
-}
-
-void MemoryWalk::Bind(const std::string& var, int id) {
-  auto it = bound_.find(var);
-  if (it != bound_.end()) {
-    const int old = it->second;
-    it->second = id;
-    Deref(old);
-  } else {
-    bound_[var] = id;
-  }
-}
-
-void MemoryWalk::NotePeaks(int op) {
-  for (const auto& [place, bytes] : live_) {
-    auto [it, inserted] = peaks_.try_emplace(place, bytes, op);
-    if (!inserted && bytes > it->second.first) it->second = {bytes, op};
-  }
+// What the program declares of `var` (`d`, nullptr if undeclared), with its fed shape.
+Meta DeclaredMeta(const VarDesc* d, const std::string& var,
+                  const std::map<std::string, Shape>& feed_shapes) {
+  Meta m;
+  if (d != nullptr) m = {d->dtype, d->shape, d->kind == VarKind::kSelectedRows};
+  auto fed = feed_shapes.find(var);
+  if (fed != feed_shapes.end()) m.shape = fed->second;
+  return m;
 }
 
 Meta MetaResolver::Declared(const std::string& var) const {
-  Meta m;
-  if (const VarDesc* d = block_.FindVar(var)) {
-    m = {d->dtype, d->shape, d->kind == VarKind::kSelectedRows};
-  }
-  auto fed = feed_shapes_.find(var);
-  if (fed != feed_shapes_.end()) m.shape = fed->second;
-  return m;
+  return DeclaredMeta(block_.FindVar(var), var, feed_shapes_);
 }
 
 Meta MetaResolver::Of(const std::string& var) {
@@ -378,28 +266,77 @@ int64_t MetaResolver::OutputBytes(const OpDesc& op, const std::string& var) {
   return DenseBytes(m.dtype, shape);
 }
 
-void MemoryWalk::StartResidents(MemoryEstimate* out) {
+// The placed program as the memory walk sees it (memory_walk.h), resolving
+// the metas in the order the executor meets the values: residents
+// (persistables, feeds, staging buffers, folded constants), then each op.
+class MemoryProgramBuilder {
+ public:
+  MemoryProgramBuilder(const PlacedProgram& placed, const MemoryEstimateOptions& options,
+                       const std::vector<Place>& places, MetaResolver* metas)
+      : placed_(placed), block_(placed.program.block()), options_(options), metas_(metas) {
+    program_.places = places;
+  }
+
+  MemoryProgram Build();
+  const std::vector<std::string>& names() const { return names_; }
+
+ private:
+  int Id(const std::string& var);
+  int Slot(const Place& place) const {
+    return static_cast<int>(
+        std::lower_bound(program_.places.begin(), program_.places.end(), place) -
+        program_.places.begin());
+  }
+  void AddResidents();
+  // Host->device copies to a device with its own pinned memory of values no
+  // op of the program writes before them (feeds, persistables): the plan
+  // keeps a staging buffer for each (the executor's UploadSource).
+  void StageUploads();
+  void AddOp(int i);
+
+  const PlacedProgram& placed_;
+  const Block& block_;
+  const MemoryEstimateOptions& options_;
+  MetaResolver* metas_;
+  MemoryProgram program_;
+  std::map<std::string, int> ids_;
+  std::vector<std::string> names_;
+  std::set<std::string> folded_;
+  std::set<int> staged_;      // copies through a staging buffer
+  std::vector<bool> valued_;  // per variable: has a value when the op being added runs
+  std::vector<std::vector<int>> touched_;
+};
+
+int MemoryProgramBuilder::Id(const std::string& var) {
+  auto [it, inserted] = ids_.try_emplace(var, static_cast<int>(names_.size()));
+  if (inserted) {
+    names_.push_back(var);
+    const VarDesc* d = block_.FindVar(var);
+    program_.vars.push_back({d != nullptr && d->persistable, false, folded_.count(var) > 0});
+    valued_.push_back(false);
+  }
+  return it->second;
+}
+
+void MemoryProgramBuilder::AddResidents() {
   std::set<std::string> used;
   for (const OpDesc& op : block_.ops()) {
     for (const std::string& v : Vars(op.inputs)) used.insert(v);
     for (const std::string& v : Vars(op.outputs)) used.insert(v);
   }
+  const int host = Slot(CPUPlace());
   for (const auto& [var, place] : placed_.initial_places) {
     const VarDesc* d = block_.FindVar(var);
     if (d == nullptr || !d->persistable || !used.count(var)) continue;
-    const int64_t bytes = metas_->Bytes(var);
-    Bind(var,
-         NewValue(var, place, bytes, d->is_parameter ? Category::kParameter : Category::kState));
-    if (out != nullptr) out->allocations.push_back({-1, var, place, bytes, true});
+    program_.residents.push_back(
+        {Id(var), Slot(place), metas_->Bytes(var),
+         d->is_parameter ? MemoryCategory::kParameter : MemoryCategory::kState});
   }
   for (const std::string& f : options_.feeds) {
-    const int64_t bytes = metas_->Bytes(f);
-    const int id = NewValue(f, CPUPlace(), bytes, Category::kFeed);
-    Ref(id);  // the caller's
-    Bind(f, id);
-    if (out != nullptr) out->allocations.push_back({-1, f, CPUPlace(), bytes, true});
+    program_.residents.push_back({Id(f), host, metas_->Bytes(f), MemoryCategory::kFeed, -1,
+                                  /*held=*/true});  // the caller's
   }
-  StageUploads(out);
+  StageUploads();
   for (int i = 0; i < static_cast<int>(block_.ops().size()); ++i) {
     const OpDesc& op = block_.ops()[i];
     if (!folded_.count(op.Output("Out"))) continue;
@@ -407,44 +344,48 @@ void MemoryWalk::StartResidents(MemoryEstimate* out) {
     const Place where = placed_.kernels[i] != nullptr
                             ? ArgumentPlace(*placed_.kernels[i], "Out", placed_.places[i])
                             : placed_.places[i];
-    const int64_t bytes = metas_->OutputBytes(op, op.Output("Out"));
-    const int id = NewValue(op.Output("Out"), where, bytes, Category::kConstant);
-    Ref(id);  // kept across runs
-    Bind(op.Output("Out"), id);
-    if (out != nullptr) out->allocations.push_back({i, op.Output("Out"), where, bytes, true});
+    program_.residents.push_back({Id(op.Output("Out")), Slot(where),
+                                  metas_->OutputBytes(op, op.Output("Out")),
+                                  MemoryCategory::kConstant, i, /*held=*/true});  // across runs
   }
+  for (const MemoryProgram::Resident& r : program_.residents)
+    valued_[r.var] = valued_[r.var] || r.bound;
 }
 
-void MemoryWalk::StageUploads(MemoryEstimate* out) {
-  staged_copies_.clear();
+void MemoryProgramBuilder::StageUploads() {
   std::set<std::string> written;
   for (int i = 0; i < static_cast<int>(block_.ops().size()); ++i) {
     const OpDesc& op = block_.ops()[i];
     const std::optional<CopyStep>& c = placed_.table[i].copy;
     if (c.has_value() && !c->to.is_host() && options_.staged_upload_devices.count(c->to) &&
         !written.count(c->source)) {
-      staged_copies_.insert(i);
-      const int64_t bytes = metas_->Bytes(c->source);
-      NewValue(c->output, CPUPlace(), bytes, Category::kStaging);  // kept across runs
-      if (out != nullptr) out->allocations.push_back({i, c->output, CPUPlace(), bytes, true});
+      staged_.insert(i);
+      program_.residents.push_back({Id(c->output), Slot(CPUPlace()), metas_->Bytes(c->source),
+                                    MemoryCategory::kStaging, i, /*held=*/false,
+                                    /*bound=*/false});  // kept across runs
     }
     for (const std::string& v : Vars(op.outputs)) written.insert(v);
   }
 }
 
-std::vector<std::pair<std::string, int>> MemoryWalk::AllocateOutputs(int i, MemoryEstimate* out) {
+void MemoryProgramBuilder::AddOp(int i) {
   const OpDesc& op = block_.ops()[i];
-  const PlacementEntry& entry = placed_.table[i];
-  std::vector<std::pair<std::string, int>> bindings;
-  if (entry.copy.has_value()) {
-    const CopyStep& c = *entry.copy;
-    auto src = bound_.find(c.source);
-    const int64_t bytes =
-        src == bound_.end() ? metas_->OutputBytes(op, c.output) : values_[src->second].bytes;
-    metas_->Set(c.output, metas_->Of(c.source));
-    bindings.emplace_back(c.output, NewValue(c.output, c.to, bytes, Category::kIntermediate));
-    if (out != nullptr) out->allocations.push_back({i, c.output, c.to, bytes, false});
-    return bindings;
+  MemoryProgram::Op& m = program_.ops.emplace_back();
+  std::vector<int>& touched = touched_.emplace_back();
+  for (const std::string& v : Vars(op.inputs)) touched.push_back(Id(v));
+  for (const std::string& v : Vars(op.outputs)) touched.push_back(Id(v));
+  if (const std::optional<CopyStep>& c = placed_.table[i].copy; c.has_value()) {
+    m.copy = true;
+    m.copy_source = Id(c->source);
+    if (!valued_[m.copy_source]) m.unbound_bytes = metas_->OutputBytes(op, c->output);
+    metas_->Set(c->output, metas_->Of(c->source));
+    // The copy stream reads a device->host source until the run ends; a
+    // host->device copy reads pinned sources in place (staged ones are
+    // snapshotted into the staging buffer).
+    m.keep_source = c->to.is_host() ? !options_.in_order : !staged_.count(i);
+    m.outputs.push_back({Id(c->output), Slot(c->to)});
+    valued_[m.outputs[0].var] = true;
+    return;
   }
   metas_->InferOutputs(i);
   std::set<std::string> done;
@@ -455,104 +396,38 @@ std::vector<std::pair<std::string, int>> MemoryWalk::AllocateOutputs(int i, Memo
                                      ? arg.substr(0, arg.size() - 3)
                                      : "";
       const std::string in_place = op.role == OpRole::kOptimize ? op.Input(in_arg) : "";
-      if (!in_place.empty() && bound_.count(in_place)) {  // updated in place
-        Ref(bound_[in_place]);
-        bindings.emplace_back(v, bound_[in_place]);
+      if (!in_place.empty() && ids_.count(in_place) && valued_[ids_[in_place]]) {
+        m.outputs.push_back({Id(v), 0, 0, ids_[in_place]});  // updated in place
         continue;
       }
       const Place where = ArgumentPlace(*placed_.kernels[i], arg, placed_.places[i]);
-      const int64_t bytes = metas_->OutputBytes(op, v);
-      bindings.emplace_back(v, NewValue(v, where, bytes, Category::kIntermediate));
-      if (out != nullptr) out->allocations.push_back({i, v, where, bytes, false});
+      m.outputs.push_back({Id(v), Slot(where), metas_->OutputBytes(op, v)});
     }
   }
-  return bindings;
+  for (const MemoryProgram::Output& out : m.outputs) valued_[out.var] = true;
 }
 
-void MemoryWalk::FinishOp(int i, const std::vector<std::pair<std::string, int>>& bindings) {
-  const PlacementEntry& entry = placed_.table[i];
-  if (entry.copy.has_value()) {
-    auto src = bound_.find(entry.copy->source);
-    // The copy stream reads a device->host source until the run ends; a
-    // host->device copy reads pinned sources in place (staged ones are
-    // snapshotted into the staging buffer).
-    const bool keep = entry.copy->to.is_host() ? !options_.in_order : !staged_copies_.count(i);
-    if (keep && src != bound_.end()) {
-      Ref(src->second);
-      kept_.push_back(src->second);
-    }
-  }
-  for (const auto& [var, id] : bindings) Bind(var, id);
-  const OpDesc& op = block_.ops()[i];
-  std::set<std::string> touched;
-  for (const std::string& v : Vars(op.inputs)) touched.insert(v);
-  for (const std::string& v : Vars(op.outputs)) touched.insert(v);
-  for (const std::string& v : touched) {
-    if (last_use_[v] != i || fetched_.count(v) || folded_.count(v)) continue;
-    const VarDesc* d = block_.FindVar(v);
-    if (d != nullptr && d->persistable) continue;
-    auto it = bound_.find(v);
-    if (it == bound_.end()) continue;
-    Deref(it->second);
-    bound_.erase(it);
-  }
-}
-
-void MemoryWalk::FetchToHost() {
+MemoryProgram MemoryProgramBuilder::Build() {
+  folded_ = FoldedConstants(block_);
+  AddResidents();
+  for (int i = 0; i < static_cast<int>(block_.ops().size()); ++i) AddOp(i);
   for (const std::string& f : options_.fetches) {
-    auto it = bound_.find(f);
-    if (it == bound_.end() || values_[it->second].place.is_host()) continue;
-    NewValue(f, CPUPlace(), values_[it->second].bytes, Category::kIntermediate);
+    program_.fetches.push_back(Id(f));
+    program_.vars[program_.fetches.back()].fetched = true;
   }
-}
-
-std::vector<MemoryWalk::LiveEntry> MemoryWalk::Live() const {
-  std::vector<LiveEntry> live;
-  for (const Value& v : values_) {
-    if (v.refs > 0) live.push_back({v.category, v.place, {v.var, v.bytes}});
-  }
-  return live;
-}
-
-std::vector<MemoryWalk::LiveEntry> MemoryWalk::LiveAt(int op) const {
-  std::vector<LiveEntry> live;
-  for (const Value& v : values_) {
-    if (v.born <= op && v.died >= op) live.push_back({v.category, v.place, {v.var, v.bytes}});
-  }
-  return live;
-}
-
-std::vector<MemoryWalk::LiveEntry> MemoryWalk::Walk(int stop_at, MemoryEstimate* out) {
-  Reset();
-  op_ = -1;
-  StartResidents(out);
-  const int n = static_cast<int>(block_.ops().size());
-  NotePeaks(-1);
-  if (stop_at == -1) return Live();
-  for (int i = 0; i < n; ++i) {
-    op_ = i;
-    const std::vector<std::pair<std::string, int>> bindings = AllocateOutputs(i, out);
-    NotePeaks(i);
-    if (out != nullptr) {
-      for (PlaceMemory& p : out->places) p.live_after_alloc.push_back(live_[p.place]);
-    }
-    if (i == stop_at) return Live();
-    FinishOp(i, bindings);
-  }
-  op_ = n;
-  FetchToHost();
-  NotePeaks(n);
-  return Live();
+  SetLastUses(touched_, &program_);
+  return std::move(program_);
 }
 
 // Fills `p`'s breakdown and largest values from what is live at its peak.
-void Summarise(const std::vector<MemoryWalk::LiveEntry>& live, PlaceMemory* p) {
-  for (const MemoryWalk::LiveEntry& e : live) {
-    if (!(e.place == p->place)) continue;
+void Summarise(const MemoryWalkResult& walk, const std::vector<std::string>& names, int slot,
+               PlaceMemory* p) {
+  for (const MemoryWalkResult::Value& v : walk.values) {
+    if (v.place != slot || !v.live_at(p->peak_op)) continue;
     int64_t* buckets[] = {&p->parameters, &p->optimizer_state, &p->constants,
                           &p->feeds,      &p->staging,         &p->intermediates};
-    *buckets[static_cast<int>(e.category)] += e.value.bytes;
-    p->largest.push_back(e.value);
+    *buckets[static_cast<int>(v.category)] += v.bytes;
+    p->largest.push_back({names[v.var], v.bytes});
   }
   std::stable_sort(p->largest.begin(), p->largest.end(),
                    [](const LiveValue& a, const LiveValue& b) { return a.bytes > b.bytes; });
@@ -609,26 +484,37 @@ absl::StatusOr<MemoryEstimate> EstimateMemory(const PlacedProgram& placed,
   places.insert(CPUPlace());
   for (const Place& p : places) estimate.places.push_back({p});
   KnownValues known(placed.program.block());
-  MemoryWalk walk(placed, options, &known);
-  walk.Walk(static_cast<int>(placed.program.block().ops().size()), &estimate);
-  for (const MemoryWalk::LiveEntry& e : walk.LiveAt(-1)) {
-    if (e.category != Category::kParameter && e.category != Category::kState) continue;
-    for (PlaceMemory& p : estimate.places) {
-      if (p.place == e.place) p.persistables_at_start += e.value.bytes;
-    }
+  MetaResolver metas(placed.program.block(), options.feed_shapes, &known);
+  const std::vector<Place> slots(places.begin(), places.end());
+  MemoryProgramBuilder builder(placed, options, slots, &metas);
+  const MemoryProgram program = builder.Build();
+  const std::vector<std::string>& names = builder.names();
+  const MemoryWalkResult walk = WalkMemory(program);
+  for (int k = 0; k < walk.fetch_values_begin; ++k) {
+    const MemoryWalkResult::Value& v = walk.values[k];
+    const bool resident = k < static_cast<int>(program.residents.size());
+    estimate.allocations.push_back({resident ? program.residents[k].op : v.born, names[v.var],
+                                    slots[v.place], v.bytes, resident});
   }
-  estimate.unknown_vars = walk.unknown();
+  for (const MemoryWalkResult::Value& v : walk.values) {
+    const bool persistable =
+        v.category == MemoryCategory::kParameter || v.category == MemoryCategory::kState;
+    if (persistable && v.live_at(-1)) estimate.places[v.place].persistables_at_start += v.bytes;
+  }
+  estimate.unknown_vars.assign(metas.unknown().begin(), metas.unknown().end());
   const int n = static_cast<int>(placed.program.block().ops().size());
-  for (PlaceMemory& p : estimate.places) {
-    auto it = walk.peaks().find(p.place);
-    if (it == walk.peaks().end()) continue;
-    p.peak_bytes = it->second.first;
-    p.peak_op = it->second.second;
+  for (int slot = 0; slot < static_cast<int>(slots.size()); ++slot) {
+    PlaceMemory& p = estimate.places[slot];
+    p.live_after_alloc = walk.live_after_alloc[slot];
+    const MemoryWalkResult::Peak& peak = walk.peak[slot];
+    if (!peak.seen) continue;
+    p.peak_bytes = peak.bytes;
+    p.peak_op = peak.op;
     p.peak_at = p.peak_op < 0    ? "the start"
                 : p.peak_op >= n ? "the end (fetches)"
                                  : absl::StrCat("#", p.peak_op, " '",
                                                 placed.program.block().ops()[p.peak_op].type, "'");
-    Summarise(walk.LiveAt(it->second.second), &p);
+    Summarise(walk, names, slot, &p);
   }
   return estimate;
 }
@@ -705,7 +591,7 @@ std::vector<OpArgMetas> ResolveArgMetas(const Program& program,
   KnownValues known(block);
   MetaResolver metas(block, feed_shapes, &known);
   std::vector<OpArgMetas> out(block.ops().size());
-  std::map<std::string, int64_t> value_bytes;  // of each variable's latest value
+  absl::flat_hash_map<std::string, int64_t> value_bytes;  // of each variable's latest value
   auto meta = [&](const std::string& v) {
     const Meta m = metas.Of(v);
     return TensorMeta{m.dtype, AtLeastOne(m.shape), m.selected_rows};
@@ -730,6 +616,354 @@ std::vector<OpArgMetas> ResolveArgMetas(const Program& program,
   return out;
 }
 
+// PlacementMemory: the placer's copies and the MemoryProgramBuilder's
+// program, made from per-op places and kernels with the metas resolved once.
+struct PlacementMemory::Impl {
+  struct Arg {
+    const std::string* name;  // the argument's name
+    int var;
+  };
+  struct Output {
+    const std::string* arg;
+    int var;
+    int64_t bytes;
+    int in_place_input = -1;  // index into the op's inputs of the value it updates
+    bool allocated = true;    // not a repeat or a folded constant
+  };
+  struct OpInfo {
+    std::vector<Arg> inputs;
+    std::vector<Output> outputs;
+    int folded_out = -1;  // the folded constant it makes
+    int64_t folded_bytes = 0;
+  };
+  struct CopyVar {
+    int base;  // the program variable copied
+    int slot;
+    int ordinal;   // how many copies of `base` to `slot` came before
+    int consumer;  // -1: a write-back
+  };
+
+  Impl(const Program& program, const MemoryEstimateOptions& options,
+       const std::vector<OpArgMetas>& metas);
+  int Id(const std::string& name);
+  int SlotOf(const Place& place) const;
+  void Reset(const std::vector<Place>& places, const std::map<std::string, Place>& initial);
+  // A new copy variable of `base` to `slot` for op `consumer`.
+  int NewCopyVar(int base, int slot, int consumer);
+  // Appends the copy op `source` -> `output` on `slot`.
+  void AppendCopy(int source, int output, int slot);
+  // The variable op `consumer` reads for `var` wanted on `want` (a copy).
+  int Ensure(int var, int want, int consumer);
+  void AppendOp(int i, const Place& place, const KernelRegistration* kernel);
+  void WriteBack();
+  void Finish();
+
+  const Block& block;
+  const MemoryEstimateOptions options;
+  std::vector<std::string> names;  // program variables
+  absl::flat_hash_map<std::string, int> ids;
+  std::vector<int64_t> declared_bytes;
+  std::vector<bool> persistable, parameter, folded, used;
+  std::vector<OpInfo> ops;
+  std::vector<int> feeds, fetches;
+
+  // Per estimate.
+  std::vector<Place> places;
+  std::vector<bool> staged_slot;
+  std::vector<CopyVar> copy_vars;  // variable names.size() + k
+  std::map<std::pair<int, int>, int> copies_made;
+  std::vector<int> loc;                                 // per variable: slot, -1 none
+  std::vector<std::vector<std::pair<int, int>>> valid;  // per variable: (slot, copy var)
+  std::vector<bool> valued, written;
+  std::vector<MemoryProgram::Resident> staging, constants;
+  std::vector<std::pair<int, int>> initial;  // (variable, slot) in name order
+  // program.ops[0, num_ops) and touched[0, num_ops) are this estimate's;
+  // the storage is kept across estimates.
+  int num_ops = 0;
+  std::vector<std::vector<int>> touched;
+  std::vector<int> renamed;
+  MemoryProgram program;
+  MemoryWalkResult walk;
+
+  // The next op of the program, cleared; `touched` its variables.
+  MemoryProgram::Op& NextOp(std::vector<int>** op_touched);
+};
+
+PlacementMemory::Impl::Impl(const Program& program, const MemoryEstimateOptions& options,
+                            const std::vector<OpArgMetas>& metas)
+    : block(program.block()), options(options) {
+  const std::set<std::string> folded_vars = FoldedConstants(block);
+  for (const VarDesc& v : block.vars()) Id(v.name);
+  ops.resize(block.ops().size());
+  for (int i = 0; i < static_cast<int>(block.ops().size()); ++i) {
+    const OpDesc& op = block.ops()[i];
+    OpInfo& info = ops[i];
+    std::map<std::string, int> first_input;  // arg -> index of its first variable
+    for (const auto& [arg, vars] : op.inputs) {
+      for (const std::string& v : vars) {
+        first_input.emplace(arg, static_cast<int>(info.inputs.size()));
+        info.inputs.push_back({&arg, Id(v)});
+      }
+    }
+    std::set<std::string> done;
+    for (const auto& [arg, vars] : op.outputs) {
+      const std::string in_arg = arg.size() > 3 && arg.compare(arg.size() - 3, 3, "Out") == 0
+                                     ? arg.substr(0, arg.size() - 3)
+                                     : "";
+      auto in = first_input.find(in_arg);
+      const int in_place =
+          op.role == OpRole::kOptimize && in != first_input.end() ? in->second : -1;
+      for (const std::string& v : vars) {
+        auto bytes = metas[i].bytes.find(v);
+        const bool allocated = done.insert(v).second && !folded_vars.count(v);
+        info.outputs.push_back(
+            {&arg, Id(v), bytes == metas[i].bytes.end() ? 0 : bytes->second, in_place, allocated});
+      }
+    }
+    if (folded_vars.count(op.Output("Out"))) {
+      info.folded_out = Id(op.Output("Out"));
+      info.folded_bytes = metas[i].bytes.at(op.Output("Out"));
+    }
+  }
+  for (const std::string& f : options.feeds) feeds.push_back(Id(f));
+  for (const std::string& f : options.fetches) fetches.push_back(Id(f));
+  for (int v = 0; v < static_cast<int>(names.size()); ++v) {
+    const VarDesc* d = v < static_cast<int>(block.vars().size()) ? &block.vars()[v] : nullptr;
+    const Meta m = DeclaredMeta(d, names[v], options.feed_shapes);
+    declared_bytes.push_back(DenseBytes(m.dtype, AtLeastOne(m.shape)));  // MetaResolver::Bytes
+    persistable.push_back(d != nullptr && d->persistable);
+    parameter.push_back(d != nullptr && d->is_parameter);
+    folded.push_back(folded_vars.count(names[v]) > 0);
+  }
+  used.assign(names.size(), false);
+  for (const OpInfo& info : ops) {
+    for (const Arg& a : info.inputs) used[a.var] = true;
+    for (const Output& o : info.outputs) used[o.var] = true;
+  }
+}
+
+int PlacementMemory::Impl::Id(const std::string& name) {
+  auto [it, inserted] = ids.try_emplace(name, static_cast<int>(names.size()));
+  if (inserted) names.push_back(name);
+  return it->second;
+}
+
+int PlacementMemory::Impl::SlotOf(const Place& place) const {
+  auto it = std::lower_bound(places.begin(), places.end(), place);
+  return it == places.end() || !(*it == place) ? -1 : static_cast<int>(it - places.begin());
+}
+
+void PlacementMemory::Impl::Reset(const std::vector<Place>& op_places,
+                                  const std::map<std::string, Place>& initial_places) {
+  std::set<Place> set(op_places.begin(), op_places.end());
+  for (const auto& [var, place] : initial_places) set.insert(place);
+  set.insert(CPUPlace());
+  places.assign(set.begin(), set.end());
+  staged_slot.assign(places.size(), false);
+  for (const Place& p : options.staged_upload_devices) {
+    if (SlotOf(p) >= 0) staged_slot[SlotOf(p)] = true;
+  }
+  const int n = static_cast<int>(names.size());
+  copy_vars.clear();
+  copies_made.clear();
+  loc.assign(n, -1);
+  for (std::vector<std::pair<int, int>>& v : valid) v.clear();
+  valid.resize(n);
+  valued.assign(n, false);
+  written.assign(n, false);
+  staging.clear();
+  constants.clear();
+  initial.clear();
+  for (const auto& [var, place] : initial_places) {
+    auto it = ids.find(var);
+    if (it == ids.end()) continue;
+    initial.emplace_back(it->second, SlotOf(place));
+    loc[it->second] = SlotOf(place);
+    // Persistables and feeds have their values before the first op.
+    if (persistable[it->second] && used[it->second]) valued[it->second] = true;
+  }
+  for (int f : feeds) valued[f] = true;
+  num_ops = 0;
+  program.places = places;
+  program.vars.resize(n);
+  for (int v = 0; v < n; ++v) program.vars[v] = {persistable[v], false, folded[v]};
+  for (int f : fetches) program.vars[f].fetched = true;
+  program.fetches = fetches;
+  program.residents.clear();
+}
+
+MemoryProgram::Op& PlacementMemory::Impl::NextOp(std::vector<int>** op_touched) {
+  if (num_ops == static_cast<int>(program.ops.size())) program.ops.emplace_back();
+  if (num_ops == static_cast<int>(touched.size())) touched.emplace_back();
+  MemoryProgram::Op& op = program.ops[num_ops];
+  op.copy = op.keep_source = false;
+  op.copy_source = -1;
+  op.unbound_bytes = 0;
+  op.outputs.clear();
+  op.frees.clear();
+  touched[num_ops].clear();
+  *op_touched = &touched[num_ops];
+  ++num_ops;
+  return op;
+}
+
+int PlacementMemory::Impl::NewCopyVar(int base, int slot, int consumer) {
+  const int ordinal = copies_made[{base, slot}]++;
+  copy_vars.push_back({base, slot, ordinal, consumer});
+  program.vars.emplace_back();
+  valued.push_back(false);
+  written.push_back(false);
+  return static_cast<int>(names.size() + copy_vars.size()) - 1;
+}
+
+void PlacementMemory::Impl::AppendCopy(int source, int output, int slot) {
+  const int index = num_ops;
+  std::vector<int>* t = nullptr;
+  MemoryProgram::Op& op = NextOp(&t);
+  t->push_back(source);
+  t->push_back(output);
+  op.copy = true;
+  op.copy_source = source;
+  const int base =
+      source < static_cast<int>(names.size()) ? source : copy_vars[source - names.size()].base;
+  if (!valued[source]) op.unbound_bytes = declared_bytes[base];
+  const bool to_host = places[slot].is_host();
+  const bool staged = !to_host && staged_slot[slot] && !written[source];
+  if (staged) {
+    staging.push_back({output, SlotOf(CPUPlace()), declared_bytes[base], MemoryCategory::kStaging,
+                       index, /*held=*/false, /*bound=*/false});
+  }
+  op.keep_source = to_host ? !options.in_order : !staged;
+  op.outputs.push_back({output, slot});
+  valued[output] = written[output] = true;
+}
+
+int PlacementMemory::Impl::Ensure(int var, int want, int consumer) {
+  const int have = loc[var];
+  if (have < 0 || have == want) return var;
+  for (const auto& [slot, copy] : valid[var]) {
+    if (slot == want) return copy;
+  }
+  int source = var;
+  const int host = SlotOf(CPUPlace());
+  if (!places[have].is_host() && !places[want].is_host()) {  // device -> device, through the host
+    int via = -1;
+    for (const auto& [slot, copy] : valid[var]) {
+      if (slot == host) via = copy;
+    }
+    if (via < 0) {
+      via = NewCopyVar(var, host, consumer);
+      valid[var].emplace_back(host, via);
+      AppendCopy(var, via, host);
+    }
+    source = via;
+  }
+  const int copy = NewCopyVar(var, want, consumer);
+  valid[var].emplace_back(want, copy);
+  AppendCopy(source, copy, want);
+  return copy;
+}
+
+void PlacementMemory::Impl::AppendOp(int i, const Place& place, const KernelRegistration* kernel) {
+  const OpInfo& info = ops[i];
+  const int slot = SlotOf(place);
+  const int host = SlotOf(CPUPlace());
+  const bool host_args = kernel != nullptr && !kernel->def.host_memory_args().empty();
+  auto arg_slot = [&](const std::string& arg) {
+    return host_args && kernel->def.IsHostMemory(arg) ? host : slot;
+  };
+  renamed.clear();
+  for (const Arg& a : info.inputs) renamed.push_back(Ensure(a.var, arg_slot(*a.name), i));
+  if (info.folded_out >= 0) {
+    constants.push_back({info.folded_out, arg_slot("Out"), info.folded_bytes,
+                         MemoryCategory::kConstant, num_ops, /*held=*/true});  // kept across runs
+    valued[info.folded_out] = true;
+  }
+  std::vector<int>* touched_by_op = nullptr;
+  MemoryProgram::Op& op = NextOp(&touched_by_op);
+  std::vector<int>& t = *touched_by_op;
+  t = renamed;
+  for (const Output& o : info.outputs) {
+    t.push_back(o.var);
+    if (!o.allocated) continue;
+    if (o.in_place_input >= 0 && valued[renamed[o.in_place_input]]) {
+      op.outputs.push_back({o.var, 0, 0, renamed[o.in_place_input]});  // updated in place
+    } else {
+      op.outputs.push_back({o.var, arg_slot(*o.arg), o.bytes});
+    }
+  }
+  for (const Output& o : info.outputs) {
+    loc[o.var] = arg_slot(*o.arg);
+    valid[o.var].clear();
+    valued[o.var] = written[o.var] = true;
+  }
+}
+
+void PlacementMemory::Impl::WriteBack() {
+  const int host = SlotOf(CPUPlace());
+  for (const auto& [var, home] : initial) {
+    if (!persistable[var] || loc[var] < 0 || loc[var] == home) continue;
+    int source = var;
+    if (!places[loc[var]].is_host() && !places[home].is_host()) {
+      source = NewCopyVar(var, host, -1);
+      AppendCopy(var, source, host);
+    }
+    AppendCopy(source, var, home);  // the copy's output is the persistable itself
+  }
+}
+
+void PlacementMemory::Impl::Finish() {
+  program.ops.resize(num_ops);
+  touched.resize(num_ops);
+  std::vector<MemoryProgram::Resident>& r = program.residents;
+  for (const auto& [v, slot] : initial) {
+    if (!persistable[v] || !used[v]) continue;
+    r.push_back({v, slot, declared_bytes[v],
+                 parameter[v] ? MemoryCategory::kParameter : MemoryCategory::kState});
+  }
+  for (int f : feeds) {
+    r.push_back({f, SlotOf(CPUPlace()), declared_bytes[f], MemoryCategory::kFeed, -1,
+                 /*held=*/true});  // the caller's
+  }
+  r.insert(r.end(), staging.begin(), staging.end());
+  r.insert(r.end(), constants.begin(), constants.end());
+  SetLastUses(touched, &program);
+}
+
+PlacementMemory::PlacementMemory(const Program& program, const MemoryEstimateOptions& options,
+                                 const std::vector<OpArgMetas>& metas)
+    : impl_(std::make_unique<Impl>(program, options, metas)) {}
+
+PlacementMemory::~PlacementMemory() = default;
+
+const MemoryWalkResult& PlacementMemory::Estimate(
+    const std::vector<Place>& places, const std::vector<const KernelRegistration*>& kernels,
+    const std::map<std::string, Place>& initial_places) {
+  Impl& m = *impl_;
+  m.Reset(places, initial_places);
+  for (int i = 0; i < static_cast<int>(m.ops.size()); ++i) m.AppendOp(i, places[i], kernels[i]);
+  m.WriteBack();
+  m.Finish();
+  m.walk = WalkMemory(m.program);
+  return m.walk;
+}
+
+int PlacementMemory::Slot(const Place& place) const { return impl_->SlotOf(place); }
+
+std::string PlacementMemory::Name(int var) const {
+  const Impl& m = *impl_;
+  if (var < static_cast<int>(m.names.size())) return m.names[var];
+  const Impl::CopyVar& c = m.copy_vars[var - m.names.size()];
+  std::string name = absl::StrCat(m.names[c.base], "@", m.places[c.slot].ToString());
+  if (c.ordinal > 0) absl::StrAppend(&name, "#", c.ordinal);
+  return name;
+}
+
+int PlacementMemory::Consumer(int var) const {
+  const Impl& m = *impl_;
+  return var < static_cast<int>(m.names.size()) ? -1 : m.copy_vars[var - m.names.size()].consumer;
+}
+
 std::map<Place, int64_t> AvailableMemory(const MemoryEstimate& estimate) {
   std::map<Place, int64_t> available;
   const long pages = sysconf(_SC_PHYS_PAGES);
@@ -747,7 +981,7 @@ std::map<Place, int64_t> AvailableMemory(const MemoryEstimate& estimate) {
   return available;
 }
 
-MemoryEstimateOptions PlanMemoryOptions(const PlacedProgram& placed,
+MemoryEstimateOptions PlanMemoryOptions(const std::set<Place>& places,
                                         const std::vector<std::string>& feeds,
                                         const std::vector<std::string>& fetches,
                                         const std::map<std::string, Shape>& feed_shapes,
@@ -757,7 +991,7 @@ MemoryEstimateOptions PlanMemoryOptions(const PlacedProgram& placed,
   options.fetches = fetches;
   options.feed_shapes = feed_shapes;
   options.in_order = in_order;
-  for (const Place& p : std::set<Place>(placed.places.begin(), placed.places.end())) {
+  for (const Place& p : places) {
     if (p.is_host()) continue;
     absl::StatusOr<Device*> device = DeviceRegistry::Global().GetDevice(p);
     if (device.ok() && (*device)->host_allocator() != CpuAllocator::Default()) {
@@ -765,6 +999,15 @@ MemoryEstimateOptions PlanMemoryOptions(const PlacedProgram& placed,
     }
   }
   return options;
+}
+
+MemoryEstimateOptions PlanMemoryOptions(const PlacedProgram& placed,
+                                        const std::vector<std::string>& feeds,
+                                        const std::vector<std::string>& fetches,
+                                        const std::map<std::string, Shape>& feed_shapes,
+                                        bool in_order) {
+  return PlanMemoryOptions(std::set<Place>(placed.places.begin(), placed.places.end()), feeds,
+                           fetches, feed_shapes, in_order);
 }
 
 absl::Status CheckMemoryFits(const PlacedProgram& placed, const MemoryEstimate& estimate,

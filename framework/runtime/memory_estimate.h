@@ -36,6 +36,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <utility>
@@ -44,6 +45,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "framework/op/op_schema.h"
+#include "framework/runtime/memory_walk.h"
 #include "framework/runtime/placer.h"
 
 namespace tandem {
@@ -132,6 +134,43 @@ struct OpArgMetas {
 std::vector<OpArgMetas> ResolveArgMetas(const Program& program,
                                         const std::map<std::string, Shape>& feed_shapes);
 
+// The memory estimate of many placements of one program, without placing
+// it: for each placement (every op's place and kernel, where the variables
+// start) the walk EstimateMemory makes of the program PlaceProgram would
+// make of it, with the same copies (by the placer's rules: one per value
+// and destination, device to device through the host, write-backs of
+// persistables updated away from where they start) and the same bytes. For
+// the auto placement, which estimates a placement per memory round; the
+// program's metas are resolved once. Not thread-safe; `program` must
+// outlive it.
+//
+//   PlacementMemory model(program, options, ResolveArgMetas(program, options.feed_shapes));
+//   const MemoryWalkResult& walk = model.Estimate(places, kernels, initial_places);
+//   walk.peak[model.Slot(GPUPlace(0))].bytes;   // == EstimateMemory(...).PeakBytes(GPUPlace(0))
+class PlacementMemory {
+ public:
+  PlacementMemory(const Program& program, const MemoryEstimateOptions& options,
+                  const std::vector<OpArgMetas>& metas);
+  ~PlacementMemory();
+
+  // `places` and `kernels` per op of the program. The result stays valid
+  // until the next call.
+  const MemoryWalkResult& Estimate(const std::vector<Place>& places,
+                                   const std::vector<const KernelRegistration*>& kernels,
+                                   const std::map<std::string, Place>& initial_places);
+  // Of the last estimate: the index of `place` in the walk's per-place
+  // vectors (-1: the plan does not use it), the name of a variable in the
+  // placed program ("x", a copy "x@sim:0"), and for a copy the program op
+  // whose read needs it (-1 for program variables and write-backs).
+  int Slot(const Place& place) const;
+  std::string Name(int var) const;
+  int Consumer(int var) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 // What each place of `estimate` can give the plan now: a device with a memory
 // limit its limit minus what is in use there besides the plan's own
 // persistables; the host its physical memory. Devices without a limit are
@@ -142,6 +181,12 @@ std::map<Place, int64_t> AvailableMemory(const MemoryEstimate& estimate);
 // feed shapes, its mode, and which of its devices stage uploads (their host
 // allocator is not the CPU's).
 MemoryEstimateOptions PlanMemoryOptions(const PlacedProgram& placed,
+                                        const std::vector<std::string>& feeds,
+                                        const std::vector<std::string>& fetches,
+                                        const std::map<std::string, Shape>& feed_shapes,
+                                        bool in_order);
+// The same for a plan that uses `places` (before it is placed).
+MemoryEstimateOptions PlanMemoryOptions(const std::set<Place>& places,
                                         const std::vector<std::string>& feeds,
                                         const std::vector<std::string>& fetches,
                                         const std::map<std::string, Shape>& feed_shapes,

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "framework/kernel/kernel_registry.h"
 #include "framework/runtime/placer.h"
@@ -47,7 +48,7 @@ class PlacementContext {
   const Program& program_;
   const PlacerOptions& options_;
   std::vector<std::optional<Place>> op_places_;
-  std::map<std::string, std::pair<Place, int>> writers_, first_readers_;
+  absl::flat_hash_map<std::string, std::pair<Place, int>> writers_, first_readers_;
 };
 
 struct PlaceDecision {

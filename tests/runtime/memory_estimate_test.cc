@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <iostream>
+#include <random>
 
 #include "framework/backward/optimizer.h"
 #include "framework/device/device_registry.h"
@@ -245,6 +246,81 @@ TEST(MemoryEstimate, WithinTenPercentOfTheMeasuredPeakOfEveryWorkload) {
       }
     }
   }
+}
+
+// PlacementMemory (the auto placement's estimate of a placement without
+// placing it) gives EstimateMemory's walk of the placed program: every
+// workload with ops pinned at random to cpu, sim:0 and sim:1 (device to
+// device copies through the host), with and without staged uploads.
+TEST(PlacementMemory, EqualsTheEstimateOfThePlacedProgram) {
+  std::mt19937 random(11);
+  int placements = 0, copies = 0;
+  for (const auto& make : Workloads()) {
+    const std::unique_ptr<Workload> w = make();
+    Scope scope;
+    ASSERT_OK(Executor(kSim0).Run(w->builder.startup_program(), &scope).status());
+    std::vector<std::string> feeds;
+    std::map<std::string, Shape> feed_shapes;
+    for (const auto& [name, t] : w->feeds) {
+      feeds.push_back(name);
+      feed_shapes[name] = t.shape();
+    }
+    for (int trial = 0; trial < 6; ++trial) {
+      SCOPED_TRACE(absl::StrCat(w->name, ", trial ", trial));
+      Program program = w->builder.main_program();
+      for (OpDesc& op : program.block().mutable_ops()) {
+        const int pick = std::uniform_int_distribution<int>(0, 5)(random);
+        op.op_device = trial == 0 ? "" : pick < 2 ? "cpu" : pick == 2 ? "sim:1" : "sim:0";
+      }
+      PlacerOptions popts;
+      popts.default_place = kSim0;
+      for (const auto& [name, t] : w->feeds) popts.initial_places[name] = CPUPlace();
+      for (const VarDesc& v : program.block().vars()) {
+        const Variable* var = scope.Find(v.name);
+        if (var != nullptr && var->data_tensor() != nullptr && var->data_tensor()->initialized())
+          popts.initial_places[v.name] = var->data_tensor()->place();
+      }
+      ASSERT_OK_AND_ASSIGN(PlacedProgram placed, PlaceProgram(program, popts));
+      MemoryEstimateOptions options =
+          PlanMemoryOptions(placed, feeds, w->fetches, feed_shapes, /*in_order=*/trial % 2 == 0);
+      if (trial >= 4) options.staged_upload_devices = {kSim0, kSim1};
+      ASSERT_OK_AND_ASSIGN(MemoryEstimate exact, EstimateMemory(placed, options));
+      const int n = static_cast<int>(program.block().ops().size());
+      std::vector<Place> places(n);
+      std::vector<const KernelRegistration*> kernels(n);
+      for (size_t i = 0; i < placed.source_ops.size(); ++i) {
+        if (placed.source_ops[i] < 0) continue;
+        places[placed.source_ops[i]] = placed.places[i];
+        kernels[placed.source_ops[i]] = placed.kernels[i];
+      }
+      PlacementMemory model(program, options, ResolveArgMetas(program, feed_shapes));
+      const MemoryWalkResult& walk = model.Estimate(places, kernels, placed.initial_places);
+      for (const PlaceMemory& p : exact.places) {
+        SCOPED_TRACE(p.place.ToString());
+        const int slot = model.Slot(p.place);
+        ASSERT_GE(slot, 0);
+        EXPECT_EQ(walk.peak[slot].bytes, p.peak_bytes);
+        EXPECT_EQ(walk.peak[slot].op, p.peak_op);
+        EXPECT_EQ(walk.live_after_alloc[slot], p.live_after_alloc);
+        std::vector<LiveValue> largest;
+        for (const MemoryWalkResult::Value& v : walk.values) {
+          if (v.place == slot && v.live_at(p.peak_op))
+            largest.push_back({model.Name(v.var), v.bytes});
+        }
+        std::stable_sort(largest.begin(), largest.end(),
+                         [](const LiveValue& a, const LiveValue& b) { return a.bytes > b.bytes; });
+        ASSERT_EQ(largest.size(), p.largest.size());
+        for (size_t k = 0; k < largest.size(); ++k) {
+          EXPECT_EQ(largest[k].var, p.largest[k].var);
+          EXPECT_EQ(largest[k].bytes, p.largest[k].bytes);
+        }
+      }
+      ++placements;
+      copies += placed.num_copies;
+    }
+  }
+  EXPECT_EQ(placements, 48);
+  EXPECT_GT(copies, 500);  // the placements exercise the copies
 }
 
 TEST(MemoryEstimate, PrepareRefusesAPlanThatCannotFitADevice) {

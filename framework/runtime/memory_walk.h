@@ -1,0 +1,105 @@
+// WalkMemory: the memory estimate's walk (memory_estimate.h) over a placed
+// program reduced to what the walk needs: variables as indices, each op's
+// allocations and the variables it last uses. EstimateMemory builds a
+// MemoryProgram from a PlacedProgram; the auto placement builds one directly
+// from its candidate placement each memory round (no placed program, no
+// shape inference), so both walk the same rules and agree to the byte.
+//
+//   MemoryProgram m;
+//   m.places = {CPUPlace(), GPUPlace(0)};
+//   m.vars = {{.persistable = true}, {}};          // 0: w, 1: y
+//   m.residents.push_back({.var = 0, .place = 1, .bytes = 256,
+//                          .category = MemoryCategory::kParameter});
+//   m.ops.push_back({.outputs = {{.var = 1, .place = 1, .bytes = 128}}, .frees = {1}});
+//   MemoryWalkResult r = WalkMemory(m);
+//   r.peak[1].bytes;   // 384: w and y while op 0 runs
+//
+// The rules (docs/design.md, "Memory estimate"): residents are live from the
+// start (a feed or folded constant also held by its owner, a staging buffer
+// unbound); each op allocates its outputs while its inputs are live (an
+// in-place output shares its input's value), then binds them, freeing the
+// values they replace, then frees the variables it uses last; a copy takes
+// its source value's bytes and may keep its source until the run ends; at
+// the end the fetched device values get a host copy.
+// Pure function; thread-safe.
+#ifndef TANDEM_FRAMEWORK_RUNTIME_MEMORY_WALK_H_
+#define TANDEM_FRAMEWORK_RUNTIME_MEMORY_WALK_H_
+
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "framework/place/place.h"
+
+namespace tandem {
+
+enum class MemoryCategory { kParameter, kState, kConstant, kFeed, kStaging, kIntermediate };
+
+struct MemoryProgram {
+  struct Var {
+    bool persistable = false;  // never freed by a last use
+    bool fetched = false;      // kept to the end, copied to the host if on a device
+    bool folded = false;       // a folded constant: allocated as a resident, never freed
+  };
+  struct Resident {
+    int var = -1;
+    int place = 0;  // index into `places`
+    int64_t bytes = 0;
+    MemoryCategory category = MemoryCategory::kParameter;
+    int op = -1;        // the op it belongs to (staging, constants); -1: none
+    bool held = false;  // also held by its owner (the caller's feed, a kept constant)
+    bool bound = true;  // bound to `var` (a staging buffer is not)
+  };
+  struct Output {
+    int var = -1;
+    int place = 0;
+    int64_t bytes = 0;
+    int in_place = -1;  // the input variable whose value it updates in place, if bound
+  };
+  struct Op {
+    bool copy = false;
+    int copy_source = -1;         // the variable a copy reads
+    int64_t unbound_bytes = 0;    // a copy's bytes when its source has no value
+    bool keep_source = false;     // a copy's source value is kept until the run ends
+    std::vector<Output> outputs;  // distinct variables, folded constants left out
+    std::vector<int> frees;       // variables whose last use this op is, freed after it
+  };
+  std::vector<Place> places;
+  std::vector<Var> vars;
+  std::vector<Resident> residents;  // in creation order
+  std::vector<Op> ops;
+  std::vector<int> fetches;  // in the caller's order (a repeated fetch is copied twice)
+};
+
+struct MemoryWalkResult {
+  struct Value {
+    int var = -1;
+    int place = 0;
+    int64_t bytes = 0;
+    MemoryCategory category = MemoryCategory::kIntermediate;
+    int born = -1;                               // the op that allocated it (-1: the start)
+    int died = std::numeric_limits<int>::max();  // the op after which it was freed
+    bool live_at(int op) const { return born <= op && died >= op; }
+  };
+  struct Peak {
+    bool seen = false;  // the walk noted this place
+    int64_t bytes = 0;
+    int op = -1;  // -1: the start; ops.size(): after the fetches
+  };
+  std::vector<Value> values;  // in creation order: residents, ops', then the fetch copies
+  int fetch_values_begin = 0;
+  std::vector<Peak> peak;  // per place
+  // Per place, the bytes live after each op allocated its outputs.
+  std::vector<std::vector<int64_t>> live_after_alloc;
+};
+
+MemoryWalkResult WalkMemory(const MemoryProgram& program);
+
+// Fills `program->ops[i].frees` from which variables each op reads or writes
+// (`touched[i]`): a variable is freed after the last op that touches it,
+// unless it is persistable, fetched or folded.
+void SetLastUses(const std::vector<std::vector<int>>& touched, MemoryProgram* program);
+
+}  // namespace tandem
+
+#endif  // TANDEM_FRAMEWORK_RUNTIME_MEMORY_WALK_H_
