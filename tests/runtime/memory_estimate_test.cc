@@ -13,6 +13,8 @@
 #include "framework/memory/cpu_allocator.h"
 #include "framework/program/program_builder.h"
 #include "framework/runtime/executor.h"
+#include "framework/runtime/memory_estimate.h"
+#include "framework/runtime/placer.h"
 #include "framework/testing/status_matchers.h"
 #include "framework/testing/tensor_testutil.h"
 #include "glog/logging.h"
