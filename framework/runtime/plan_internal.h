@@ -82,8 +82,6 @@ struct Plan::Step {
   // Host memory for this step's host-resident outputs: a device's pinned
   // allocator when the output is copied to that device next.
   Allocator* host_output_allocator = nullptr;
-  // Switches the current device; nullptr for the host.
-  DeviceFactory* device_factory = nullptr;
   // Concurrent runs (built by Prepare, see concurrent_run.cc).
   Lane lane = Lane::kHost;
   std::vector<int> slots_used;  // every slot read or written, once

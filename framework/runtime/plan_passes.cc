@@ -90,9 +90,6 @@ absl::Status PlanPasses::CreateSteps(Plan* plan, const std::vector<std::string>&
       for (const std::string& v : vars) ids.push_back(slot(v));
       step->outputs.emplace_back(arg, std::move(ids));
     }
-    if (!step->place.is_host()) {
-      step->device_factory = DeviceRegistry::Global().FactoryFor(step->place.type());
-    }
     const KernelRegistration* reg = plan->placed_.kernels[i];
     if (reg == nullptr) {
       step->is_copy = true;

@@ -248,11 +248,10 @@ absl::Status PlanRunner::RunKernelStep(Plan* plan, Plan::Step* step, const StepR
     event = StepEvent(*step, run);
     run.observer->OnOpBegin(event);
   }
-  const int previous_device =
-      step->device_factory ? step->device_factory->ExchangeCurrentDevice(step->place.index()) : 0;
-  absl::Status computed = step->kernel->Compute(&ctx);
-  if (step->device_factory != nullptr && previous_device != step->place.index()) {
-    step->device_factory->ExchangeCurrentDevice(previous_device);
+  absl::Status computed;
+  {
+    const DeviceGuard on_step_device(step->place);  // this thread only; a no-op when current
+    computed = step->kernel->Compute(&ctx);
   }
   RETURN_IF_ERROR(AnnotateStepError(computed, *step));
   if (run.observer != nullptr) run.observer->OnOpEnd(event);
