@@ -2,7 +2,10 @@
 
 #include <cublas_v2.h>
 
+#include <cstdlib>
 #include <limits>
+#include <mutex>
+#include <vector>
 
 #include "absl/strings/str_format.h"
 #include "backends/cuda/cuda_allocator.h"
@@ -52,6 +55,29 @@ int64_t LimitBytesFromFlag() {
                                                           : mb << 20;
 }
 
+// Every CudaDevice made, for the exit hook; devices are never destroyed.
+std::mutex g_devices_mu;
+std::vector<CudaDevice*>* g_devices = nullptr;  // guarded by g_devices_mu
+
+// Registered with std::atexit when the first device is made, so after the
+// CUDA runtime's own exit handler and thus run before it.
+void ReleaseDevicesAtExit() {
+  std::lock_guard<std::mutex> lock(g_devices_mu);
+  for (CudaDevice* d : *g_devices) {
+    const absl::Status s = d->ReleaseCachedResources();
+    VLOG_IF(1, !s.ok()) << "at exit, " << d->place().ToString() << ": " << s;
+  }
+}
+
+void RememberDevice(CudaDevice* device) {
+  std::lock_guard<std::mutex> lock(g_devices_mu);
+  if (g_devices == nullptr) {
+    g_devices = new std::vector<CudaDevice*>;
+    std::atexit(ReleaseDevicesAtExit);
+  }
+  g_devices->push_back(device);
+}
+
 class CudaDeviceFactory final : public DeviceFactory {
  public:
   int DeviceCount() override {
@@ -73,6 +99,7 @@ class CudaDeviceFactory final : public DeviceFactory {
     ASSIGN_OR_RETURN(std::unique_ptr<CudaDevice> device,
                      CudaDevice::Create(index, LimitBytesFromFlag()));
     LOG(INFO) << "gpu:" << index << ": " << device->Description();
+    RememberDevice(device.get());
     return std::unique_ptr<Device>(std::move(device));
   }
 
@@ -230,6 +257,22 @@ absl::Status CudaDevice::Synchronize() {
   CudaDeviceGuard guard(index_);
   CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
   return deferred_checks_.Resolve(nullptr);
+}
+
+absl::Status CudaDevice::ReleaseCachedResources() {
+  absl::Status first = Synchronize();
+  first.Update(deferred_checks_.ReleaseFreeSlots());
+  allocator_->EmptyCache();
+  host_allocator_->EmptyCache();
+  CudaDeviceGuard guard(index_);
+  std::lock_guard<std::mutex> lock(cublas_mu_);
+  if (cublas_ != nullptr) {
+    first.Update(
+        CublasStatus(cublasDestroy(cublas_), "cublasDestroy(cublas_)", __FILE__, __LINE__));
+    cublas_ = nullptr;
+    cublas_stream_ = nullptr;
+  }
+  return first;
 }
 
 absl::Status CudaDevice::WithCublas(Stream* stream,

@@ -18,18 +18,38 @@ struct SlotWords {
   unsigned int blocks_done;
 };
 
+// Frees the memory of `slot`; the first error.
+absl::Status FreeSlotMemory(const CheckSlot& device, void* report) {
+  const absl::Status words = CudaStatus(cudaFree(device.first_bad), "cudaFree", __FILE__, __LINE__);
+  const absl::Status host = CudaStatus(cudaFreeHost(report), "cudaFreeHost", __FILE__, __LINE__);
+  return words.ok() ? host : words;
+}
+
 }  // namespace
 
 DeferredChecks::~DeferredChecks() {
   CudaDeviceGuard guard(device_);
   for (const Slot& slot : all_) {
-    const absl::Status words =
-        CudaStatus(cudaFree(slot.device.first_bad), "cudaFree", __FILE__, __LINE__);
-    const absl::Status report =
-        CudaStatus(cudaFreeHost(slot.report), "cudaFreeHost", __FILE__, __LINE__);
-    LOG_IF(ERROR, !words.ok()) << words;
-    LOG_IF(ERROR, !report.ok()) << report;
+    const absl::Status s = FreeSlotMemory(slot.device, slot.report);
+    LOG_IF(ERROR, !s.ok()) << s;
   }
+}
+
+absl::Status DeferredChecks::ReleaseFreeSlots() {
+  CudaDeviceGuard guard(device_);
+  std::lock_guard<std::mutex> lock(mu_);
+  absl::Status first;
+  for (const Slot& slot : free_) {
+    first.Update(FreeSlotMemory(slot.device, slot.report));
+    for (size_t i = 0; i < all_.size(); ++i) {
+      if (all_[i].report != slot.report) continue;
+      all_[i] = all_.back();
+      all_.pop_back();
+      break;
+    }
+  }
+  free_.clear();
+  return first;
 }
 
 absl::StatusOr<DeferredChecks::Slot> DeferredChecks::NewSlot() {

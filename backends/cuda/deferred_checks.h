@@ -59,6 +59,10 @@ class DeferredChecks {
   // input. Either way the stream's pending checks are done.
   absl::Status Resolve(cudaStream_t stream);
 
+  // Frees the slots no check is pending on (allocated again when needed).
+  // The first CUDA error, after freeing every such slot.
+  absl::Status ReleaseFreeSlots();
+
  private:
   struct Slot {
     CheckSlot device;                  // what kernels get

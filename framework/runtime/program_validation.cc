@@ -105,25 +105,48 @@ int64_t HostMemoryBytes() {
   return pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page : 0;
 }
 
-// An output whose shape is fully known (declared, or refined by inference)
-// must fit this host's memory: nothing Tandem runs on can hold more (devices
-// have less, and their limits are checked when allocating).
-absl::Status CheckSize(const OpDesc& op, size_t index, const std::string& arg,
-                       const VarDesc& declared, const TensorMeta& meta, int64_t host_bytes) {
-  for (int64_t d : meta.shape.dims()) {
-    if (d < 0) return absl::OkStatus();  // known at run time only
-  }
-  absl::StatusOr<int64_t> elements = meta.shape.NumElements();
+// Empty if `meta` can exist on this host: its known dims' product fits
+// int64 and, when every dim is known, its bytes fit this host's physical
+// memory (nothing Tandem runs on can hold more: devices have less, and their
+// limits are checked when allocating). Else why not, after "is ".
+std::string WhyTooLarge(const VarDesc& declared, const TensorMeta& meta, int64_t host_bytes) {
+  absl::StatusOr<int64_t> elements = meta.shape.KnownElements();
+  bool known = true;
+  for (int64_t d : meta.shape.dims()) known &= d >= 0;
   const int64_t size = static_cast<int64_t>(SizeOf(meta.dtype));
-  if (elements.ok() && (host_bytes == 0 || *elements <= host_bytes / size)) {
-    return absl::OkStatus();
-  }
-  return absl::InvalidArgumentError(absl::StrCat(
-      Where(op, index), " output ", arg, " '", declared.name, "' is ",
+  if (elements.ok() && (!known || host_bytes == 0 || *elements <= host_bytes / size)) return "";
+  return absl::StrCat(
       meta.shape == declared.shape ? "declared " : "inferred as ", MetaString(meta), ": ",
-      elements.ok() ? absl::StrCat(*elements, " elements of ", size, " bytes")
-                    : std::string(elements.status().message()),
-      ", more than this host's ", host_bytes, " bytes of memory"));
+      elements.ok() ? absl::StrCat(*elements, " elements of ", size,
+                                   " bytes, more than this host's ", host_bytes, " bytes of memory")
+                    : std::string(elements.status().message()));
+}
+
+// Every declared shape is one a tensor can have (before shape inference
+// multiplies its dims), and a variable that is neither written by an op
+// (checked with the op) nor persistable (in the scope already), i.e. a
+// feed, fits this host.
+absl::Status CheckDeclaredShapes(const Block& block, int64_t host_bytes) {
+  std::set<std::string> written;
+  for (const OpDesc& op : block.ops()) {
+    for (const auto& [arg, vars] : op.outputs) written.insert(vars.begin(), vars.end());
+  }
+  for (const VarDesc& v : block.vars()) {
+    const TensorMeta meta{v.dtype, v.shape};
+    absl::StatusOr<int64_t> known = v.shape.KnownElements();
+    if (!known.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("variable '", v.name, "' is declared ",
+                                                     MetaString(meta), ": ",
+                                                     known.status().message()));
+    }
+    if (v.persistable || written.count(v.name) > 0) continue;
+    const std::string why = WhyTooLarge(v, meta, host_bytes);
+    if (!why.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("variable '", v.name, "' (no op writes it: a feed) is ", why));
+    }
+  }
+  return absl::OkStatus();
 }
 
 bool Initialised(const Scope& scope, const std::string& name) {
@@ -174,6 +197,7 @@ absl::Status ValidateProgramForRun(const Program& program, const Scope& scope,
     metas[v.name] = TensorMeta{v.dtype, v.shape, v.kind == VarKind::kSelectedRows};
   }
   const int64_t host_bytes = HostMemoryBytes();
+  RETURN_IF_ERROR(CheckDeclaredShapes(block, host_bytes));
   const std::vector<OpDesc>& ops = block.ops();
   for (size_t i = 0; i < ops.size(); ++i) {
     OpDesc op;  // ops[i] with its attribute defaults
@@ -183,7 +207,11 @@ absl::Status ValidateProgramForRun(const Program& program, const Scope& scope,
     RETURN_IF_ERROR(CheckInferredOutputs(op, i, block, &metas));
     for (const auto& [arg, vars] : op.outputs) {
       for (const std::string& var : vars) {
-        RETURN_IF_ERROR(CheckSize(op, i, arg, *block.FindVar(var), metas.at(var), host_bytes));
+        const std::string why = WhyTooLarge(*block.FindVar(var), metas.at(var), host_bytes);
+        if (!why.empty()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(Where(op, i), " output ", arg, " '", var, "' is ", why));
+        }
       }
       available.insert(vars.begin(), vars.end());
     }

@@ -10,6 +10,10 @@
 //     not declare, a missing required one, an attribute of the wrong type,
 //     several variables bound to a single-valued argument;
 //   - a variable that is not declared in the program;
+//   - a declared shape whose known dims' product overflows int64 (naming the
+//     variable), and a feed (a variable neither persistable nor written by
+//     an op) whose fully known shape holds more bytes than this host's
+//     physical memory;
 //   - an op whose shape inference fails on its inputs' shapes, or whose
 //     inferred output dtype, rank or known dims differ from the output's
 //     declaration (a [2, 2] variable the op fills as [3, 3]): the error
@@ -19,8 +23,8 @@
 //     variable later (only in validation's view: the program and its
 //     VarDescs are not changed);
 //   - an output whose shape, declared or refined, is fully known and holds
-//     more bytes than this host's physical memory, or whose element count
-//     overflows: such work is refused before anything is allocated;
+//     more bytes than this host's physical memory, or whose known dims'
+//     product overflows: such work is refused before anything is allocated;
 //   - a variable read before anything could have given it a value: not
 //     fed, not a persistable variable initialised in `scope` and not
 //     written by an earlier op.

@@ -17,16 +17,32 @@ absl::StatusOr<int64_t> Shape::NumElements() const {
   int64_t n = 1;
   for (int i = 0; i < rank(); ++i) {
     if (dims_[i] < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "shape ", ToString(), ": dim ", i, " is negative (", dims_[i], ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("shape ", ToString(), ": dim ", i, " is negative (", dims_[i], ")"));
     }
     if (__builtin_mul_overflow(n, dims_[i], &n)) {
       return absl::InvalidArgumentError(
-          absl::StrCat("shape ", ToString(),
-                       ": element count overflows int64 at dim ", i));
+          absl::StrCat("shape ", ToString(), ": element count overflows int64 at dim ", i));
     }
   }
   return n;
+}
+
+absl::StatusOr<int64_t> Shape::KnownElements() const {
+  int64_t n = 1;
+  bool empty = false;
+  for (int i = 0; i < rank(); ++i) {
+    if (dims_[i] < -1) {
+      return absl::InvalidArgumentError(absl::StrCat("shape ", ToString(), ": dim ", i, " is ",
+                                                     dims_[i], " (need >= 0, or -1 if unknown)"));
+    }
+    empty |= dims_[i] == 0;
+    if (dims_[i] > 0 && __builtin_mul_overflow(n, dims_[i], &n)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("shape ", ToString(), ": element count overflows int64 at dim ", i));
+    }
+  }
+  return empty ? 0 : n;
 }
 
 int64_t Shape::num_elements() const {
@@ -35,12 +51,8 @@ int64_t Shape::num_elements() const {
   return *n;
 }
 
-std::string Shape::ToString() const {
-  return absl::StrCat("[", absl::StrJoin(dims_, ", "), "]");
-}
+std::string Shape::ToString() const { return absl::StrCat("[", absl::StrJoin(dims_, ", "), "]"); }
 
-std::ostream& operator<<(std::ostream& os, const Shape& s) {
-  return os << s.ToString();
-}
+std::ostream& operator<<(std::ostream& os, const Shape& s) { return os << s.ToString(); }
 
 }  // namespace tandem

@@ -27,8 +27,7 @@ class Shape {
 
   Shape() = default;  // rank 0: a scalar with one element
   Shape(std::initializer_list<int64_t> dims) : dims_(dims) {}
-  explicit Shape(absl::Span<const int64_t> dims)
-      : dims_(dims.begin(), dims.end()) {}
+  explicit Shape(absl::Span<const int64_t> dims) : dims_(dims.begin(), dims.end()) {}
 
   // Validates: every dim >= 0 and the element count fits in int64.
   // InvalidArgument names the offending dim and value.
@@ -38,20 +37,22 @@ class Shape {
   int64_t dim(int i) const { return dims_[i]; }
   void set_dim(int i, int64_t v) { dims_[i] = v; }
   const Dims& dims() const { return dims_; }
-  std::vector<int64_t> ToVector() const {
-    return std::vector<int64_t>(dims_.begin(), dims_.end());
-  }
+  std::vector<int64_t> ToVector() const { return std::vector<int64_t>(dims_.begin(), dims_.end()); }
 
   // Product of dims; InvalidArgument on negative dims or int64 overflow.
   absl::StatusOr<int64_t> NumElements() const;
+  // Product of the dims known so far (>= 0; -1 marks one known at run time
+  // only and counts as 1): a declared shape is usable only if this fits.
+  // InvalidArgument naming the shape on a dim below -1 or when the product
+  // of the known non-zero dims overflows int64 (so any product of some of
+  // the dims fits, [0, 2^62, 4] included).
+  absl::StatusOr<int64_t> KnownElements() const;
   // Product of dims for a shape already validated (CHECK-fails otherwise).
   int64_t num_elements() const;
 
   std::string ToString() const;  // "[1, 3, 5, 5]", "[]" for a scalar
 
-  friend bool operator==(const Shape& a, const Shape& b) {
-    return a.dims_ == b.dims_;
-  }
+  friend bool operator==(const Shape& a, const Shape& b) { return a.dims_ == b.dims_; }
   friend bool operator!=(const Shape& a, const Shape& b) { return !(a == b); }
   template <typename H>
   friend H AbslHashValue(H h, const Shape& s) {

@@ -25,10 +25,22 @@ TEST(Shape, OverflowIsInvalidArgument) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("overflows")));
 }
 
+TEST(Shape, KnownElementsSkipsUnknownDimsAndRefusesOverflow) {
+  EXPECT_THAT(Shape({-1, 3, 5}).KnownElements(), IsOkAndHolds(15));
+  EXPECT_THAT(Shape({-1, 0, -1}).KnownElements(), IsOkAndHolds(0));
+  const int64_t big = int64_t{1} << 40;
+  EXPECT_THAT(Shape({big, -1, big}).KnownElements(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("element count overflows int64 at dim 2")));
+  EXPECT_THAT(Shape({0, int64_t{1} << 62, 4}).KnownElements(),  // 0 elements, but 2^64 per row
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("overflows int64 at dim 2")));
+  EXPECT_THAT(Shape({2, -3}).KnownElements(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("dim 1 is -3")));
+}
+
 TEST(Shape, NegativeDimIsInvalidArgument) {
   EXPECT_THAT(Shape::Make({3, -2}),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("dim 1 is negative (-2)")));
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("dim 1 is negative (-2)")));
 }
 
 }  // namespace

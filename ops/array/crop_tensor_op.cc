@@ -25,6 +25,10 @@ absl::StatusOr<Shape> InferOut(InferShapeContext* ctx, TensorMeta* x_out) {
     return box.shape;
   }
   const int64_t rank = shape.shape.dim(0) >= 0 ? shape.shape.dim(0) : x.shape.rank();
+  if (rank != x.shape.rank()) {  // before making `rank` sizes: Shape may claim 2^62 values
+    return ctx->Error(absl::StrCat("Shape has ", rank, " values but X ", x.shape.ToString(),
+                                   " has rank ", x.shape.rank()));
+  }
   // Sizes of -1 check the lengths of Shape and offsets and each offset.
   ASSIGN_OR_RETURN(Box box,
                    CropBox(ctx->op().type, x.shape, std::vector<int64_t>(rank, -1), offsets));

@@ -99,12 +99,12 @@ absl::StatusOr<Box> CropBox(absl::string_view op, const Shape& x, absl::Span<con
 
 namespace {
 
-// The product of x's dims [begin, end), or -1 if one is unknown.
+// The product of x's dims [begin, end), or -1 if one is unknown or the
+// product overflows int64 (a shape merged from several pieces' known dims).
 int64_t DimProduct(const Shape& x, int begin, int end) {
   int64_t p = 1;
   for (int d = begin; d < end; ++d) {
-    if (x.dim(d) < 0) return -1;
-    p *= x.dim(d);
+    if (x.dim(d) < 0 || __builtin_mul_overflow(p, x.dim(d), &p)) return -1;
   }
   return p;
 }
@@ -228,7 +228,13 @@ absl::StatusOr<AxisPieces> ConcatGeometry(absl::string_view op, absl::Span<const
     }
     const int64_t size = x.dim(p.axis);
     p.sizes.push_back(size);
-    total = size < 0 || total < 0 ? -1 : total + size;
+    if (size < 0 || total < 0) {
+      total = -1;
+    } else if (__builtin_add_overflow(total, size, &total)) {
+      return absl::InvalidArgumentError(absl::StrCat("op '", op, "': X[", i, "] ", x.ToString(),
+                                                     " makes the concatenated dim ", p.axis,
+                                                     " overflow int64"));
+    }
   }
   p.whole.set_dim(p.axis, total);
   p.outer = DimProduct(p.whole, 0, p.axis);
@@ -250,6 +256,11 @@ absl::StatusOr<AxisPieces> SplitGeometry(absl::string_view op, const Shape& x, i
         absl::StrCat("op '", op, "': give either num > 0 or sections, got num ", num,
                      " and sections [", absl::StrJoin(sections, ", "), "]"));
   }
+  if (num > kMaxSplitPieces) {
+    return absl::InvalidArgumentError(absl::StrCat("op '", op, "': num ", num,
+                                                   " is more pieces than the ", kMaxSplitPieces,
+                                                   " a split may make", what));
+  }
   if (num > 0) {
     if (dim >= 0 && dim % num != 0) {
       return absl::InvalidArgumentError(
@@ -269,8 +280,9 @@ absl::StatusOr<AxisPieces> SplitGeometry(absl::string_view op, const Shape& x, i
     }
     if (sections[i] == -1) {
       infer = i;
-    } else {
-      sum += sections[i];
+    } else if (__builtin_add_overflow(sum, sections[i], &sum)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("op '", op, "': ", attr, " add up to more than int64 holds", what));
     }
   }
   p.sizes.assign(sections.begin(), sections.end());

@@ -91,8 +91,11 @@ struct AxisPieces {
 absl::StatusOr<AxisPieces> ConcatGeometry(absl::string_view op, absl::Span<const Shape> xs,
                                           int64_t axis);
 
+// The most pieces split makes (each is a variable of the program).
+inline constexpr int64_t kMaxSplitPieces = int64_t{1} << 16;
+
 // split of X along `axis` (negative counts from the end) into `num` equal
-// pieces (num > 0; X.dim(axis) must be a multiple of num) or into
+// pieces (0 < num <= kMaxSplitPieces; X.dim(axis) must be a multiple of num) or into
 // `sections` (num == 0: sizes >= 0, at most one -1 taking the rest; they
 // must add up to X.dim(axis)). A dim not known yet gives pieces of size -1
 // where they depend on it. InvalidArgument naming the op, the attributes and

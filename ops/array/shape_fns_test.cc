@@ -1,5 +1,7 @@
 #include "ops/array/shape_fns.h"
 
+#include <limits>
+
 #include "framework/base/status_macros.h"
 #include "framework/op/op_schema.h"
 #include "framework/tensor/tensor.h"
@@ -311,6 +313,26 @@ TEST(SplitGeometry, BadAttributesAreInvalidArgument) {
                        "op 'split': give either num > 0 or sections, got num 0 and sections []"));
   EXPECT_THAT(SplitGeometry("split", Shape({4}), 0, 2, {2, 2}),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("give either num")));
+}
+
+// Found by //tests/fuzz:infer_shape_fuzzer (signed overflow, a 2^62-element vector).
+TEST(SplitGeometry, HugeAttributesAreInvalidArgumentNotOverflow) {
+  const int64_t max = std::numeric_limits<int64_t>::max();
+  EXPECT_THAT(SplitGeometry("split", Shape({0, 2}), 0, int64_t{1} << 62, {}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("num 4611686018427387904 is more pieces than the 65536 a split "
+                                 "may make for X [0, 2] along axis 0")));
+  EXPECT_THAT(SplitGeometry("split", Shape({-1}), 0, 0, {max, 3}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("add up to more than int64 holds for X [-1] along axis 0")));
+}
+
+TEST(ConcatGeometry, AnOverflowingAxisIsInvalidArgument) {
+  const int64_t half = int64_t{1} << 62;
+  EXPECT_THAT(ConcatGeometry("concat", {Shape({half, 1}), Shape({half, 1})}, 0),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("X[1] [4611686018427387904, 1] makes the concatenated dim 0 "
+                                 "overflow int64")));
 }
 
 TEST(GradPositions, EmptyMeansAll) {

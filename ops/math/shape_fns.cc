@@ -7,28 +7,28 @@
 
 namespace tandem {
 
-absl::StatusOr<Shape> AlignForBroadcast(absl::string_view op, const Shape& x,
-                                        const Shape& y, int64_t axis) {
+absl::StatusOr<Shape> AlignForBroadcast(absl::string_view op, const Shape& x, const Shape& y,
+                                        int64_t axis) {
   if (axis == -1 || y.rank() > x.rank()) {
     if (axis != -1) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "op '", op, "': Y ", y.ToString(), " has more dims than X ",
-          x.ToString(), " but axis is ", axis));
+      return absl::InvalidArgumentError(absl::StrCat("op '", op, "': Y ", y.ToString(),
+                                                     " has more dims than X ", x.ToString(),
+                                                     " but axis is ", axis));
     }
     return y;
   }
-  if (axis < 0 || axis + y.rank() > x.rank()) {
+  if (axis < 0 || axis > x.rank() - y.rank()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "op '", op, "': axis ", axis, " is out of range for X ", x.ToString(),
-        " and Y ", y.ToString(), " (need -1 or 0 <= axis <= ", x.rank() - y.rank(), ")"));
+        "op '", op, "': axis ", axis, " is out of range for X ", x.ToString(), " and Y ",
+        y.ToString(), " (need -1 or 0 <= axis <= ", x.rank() - y.rank(), ")"));
   }
   Shape aligned(std::vector<int64_t>(x.rank(), 1));
   for (int i = 0; i < y.rank(); ++i) aligned.set_dim(axis + i, y.dim(i));
   return aligned;
 }
 
-absl::StatusOr<Shape> BroadcastShapes(absl::string_view op, const Shape& x,
-                                      const Shape& y_in, int64_t axis) {
+absl::StatusOr<Shape> BroadcastShapes(absl::string_view op, const Shape& x, const Shape& y_in,
+                                      int64_t axis) {
   absl::StatusOr<Shape> y_or = AlignForBroadcast(op, x, y_in, axis);
   if (!y_or.ok()) return y_or.status();
   const Shape& y = *y_or;
@@ -45,9 +45,9 @@ absl::StatusOr<Shape> BroadcastShapes(absl::string_view op, const Shape& x,
     } else if (a == -1 || b == -1) {
       out[i] = -1;
     } else {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "op '", op, "': X ", x.ToString(), " and Y ", y_in.ToString(),
-          " cannot be broadcast (dim ", i - rank, ": ", a, " vs ", b, ")"));
+      return absl::InvalidArgumentError(absl::StrCat("op '", op, "': X ", x.ToString(), " and Y ",
+                                                     y_in.ToString(), " cannot be broadcast (dim ",
+                                                     i - rank, ": ", a, " vs ", b, ")"));
     }
   }
   return Shape(out);
@@ -59,33 +59,30 @@ absl::Status CheckFloating(absl::string_view op, absl::string_view arg, DataType
       "op '", op, "': ", arg, " must be float32 or float64, got ", DataTypeName(dtype)));
 }
 
-absl::Status CheckArgMeta(absl::string_view op, absl::string_view arg,
-                          DataType dtype, const Shape& shape, DataType want_dtype,
-                          const Shape& want_shape) {
+absl::Status CheckArgMeta(absl::string_view op, absl::string_view arg, DataType dtype,
+                          const Shape& shape, DataType want_dtype, const Shape& want_shape) {
   if (dtype == want_dtype && shape == want_shape) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      "op '", op, "': ", arg, " is ", DataTypeName(dtype), shape.ToString(), ", expected ",
-      DataTypeName(want_dtype), want_shape.ToString()));
+  return absl::InvalidArgumentError(
+      absl::StrCat("op '", op, "': ", arg, " is ", DataTypeName(dtype), shape.ToString(),
+                   ", expected ", DataTypeName(want_dtype), want_shape.ToString()));
 }
 
-absl::StatusOr<int> NormalizeAxis(absl::string_view op, absl::string_view x_arg,
-                                  const Shape& x, int64_t axis) {
+absl::StatusOr<int> NormalizeAxis(absl::string_view op, absl::string_view x_arg, const Shape& x,
+                                  int64_t axis) {
   const int64_t rank = x.rank();
   if (axis < -rank || axis >= rank) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "op '", op, "': axis ", axis, " is out of range for ", x_arg, " ", x.ToString(),
-        " (need ", -rank, " <= axis < ", rank, ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("op '", op, "': axis ", axis, " is out of range for ", x_arg, " ",
+                     x.ToString(), " (need ", -rank, " <= axis < ", rank, ")"));
   }
   return static_cast<int>(axis < 0 ? axis + rank : axis);
 }
 
-absl::StatusOr<MatmulDims> MatmulShape(absl::string_view op, const Shape& x,
-                                       const Shape& y, bool transpose_x,
-                                       bool transpose_y) {
+absl::StatusOr<MatmulDims> MatmulShape(absl::string_view op, const Shape& x, const Shape& y,
+                                       bool transpose_x, bool transpose_y) {
   if (x.rank() < 2 || y.rank() < 2) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "op '", op, "': X ", x.ToString(), " and Y ", y.ToString(),
-        " must both have rank >= 2"));
+    return absl::InvalidArgumentError(absl::StrCat("op '", op, "': X ", x.ToString(), " and Y ",
+                                                   y.ToString(), " must both have rank >= 2"));
   }
   MatmulDims d;
   const int xr = x.rank(), yr = y.rank();
@@ -95,9 +92,8 @@ absl::StatusOr<MatmulDims> MatmulShape(absl::string_view op, const Shape& x,
   d.n = transpose_y ? y.dim(yr - 2) : y.dim(yr - 1);
   if (kx != ky && kx != -1 && ky != -1) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "op '", op, "': inner dims differ: X ", x.ToString(),
-        transpose_x ? " (transposed)" : "", " has K=", kx, ", Y ", y.ToString(),
-        transpose_y ? " (transposed)" : "", " has K=", ky));
+        "op '", op, "': inner dims differ: X ", x.ToString(), transpose_x ? " (transposed)" : "",
+        " has K=", kx, ", Y ", y.ToString(), transpose_y ? " (transposed)" : "", " has K=", ky));
   }
   d.k = kx;
   d.x_batched = xr > 2;
@@ -106,8 +102,7 @@ absl::StatusOr<MatmulDims> MatmulShape(absl::string_view op, const Shape& x,
   if (d.x_batched && d.y_batched) {
     if (xr != yr || !std::equal(x.dims().begin(), x.dims().end() - 2, y.dims().begin())) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "op '", op, "': batch dims of X ", x.ToString(), " and Y ", y.ToString(),
-          " differ"));
+          "op '", op, "': batch dims of X ", x.ToString(), " and Y ", y.ToString(), " differ"));
     }
   }
   const Shape& batched = d.x_batched ? x : y;

@@ -202,6 +202,34 @@ TEST(ProgramValidation, AnAbsurdInferredSizeIsRefusedBeforeAllocating) {
                                               "1152921504606846976 elements of 4 bytes"))));
 }
 
+TEST(ProgramValidation, ADeclaredShapeThatOverflowsIsNamedBeforeInference) {
+  Fixture f;
+  const int64_t big = int64_t{1} << 40;
+  Declared(f.b, f.z).shape = Shape({big, -1, big});
+  EXPECT_THAT(ValidateProgramForRun(f.program(), ScopeWithW(), {"x"}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr(absl::StrCat("variable '", f.z.name,
+                                              "' is declared float32[1099511627776, -1, "
+                                              "1099511627776]: shape [1099511627776, -1, "
+                                              "1099511627776]: element count overflows int64"))));
+}
+
+TEST(ProgramValidation, AFeedLargerThanTheHostIsRefusedAtPrepare) {
+  ProgramBuilder b;
+  Var x = b.Data("x", DataType::kFloat32, Shape({int64_t{1} << 40, 4}));  // 2^42 floats: 16 TiB
+  Var y = b.Scale(x, 2.0);
+  ASSERT_OK(b.status());
+  // Before, only the feed-shape check at Run caught it.
+  EXPECT_THAT(ValidateProgramForRun(b.main_program(), Scope(), {"x"}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("variable 'x' (no op writes it: a feed) is declared "
+                                 "float32[1099511627776, 4]: 4398046511104 elements of 4 bytes, "
+                                 "more than this host's")));
+  Declared(b, x).shape = Shape({-1, 4});  // a batch of any size
+  Declared(b, y).shape = Shape({-1, 4});
+  EXPECT_OK(ValidateProgramForRun(b.main_program(), Scope(), {"x"}));
+}
+
 TEST(ProgramValidation, PrepareRefusesBeforePlacing) {
   Fixture f;
   f.op(1).inputs["X"] = {"y_typo"};
