@@ -2,6 +2,11 @@
 # Runs on the GPU machine, over a bundle made by tools/gpu_bundle.sh.
 #
 #   tools/gpu_run.sh [--filter REGEX | --skip-tests] [-- BINARY ARGS...]...
+#   tools/gpu_run.sh --sanitize [--filter REGEX] [--tools memcheck,...] [--jobs N] [--timeout S]
+#
+# --sanitize runs the CUDA tests under compute-sanitizer instead (memcheck
+# with leak checking, racecheck, initcheck, synccheck) and prints a summary
+# per tool: see tools/gpu_sanitize.sh.
 #
 # Unpacks .bundle/tandem.tar.xz into /tmp/tandem, runs every test binary
 # (or those matching REGEX) and prints one line per binary and the totals as
@@ -9,6 +14,7 @@
 # Each "-- BINARY ARGS" group afterwards runs that bundled binary too (its
 # output is printed and appended to $OUT/runs.log).
 set -uo pipefail
+if [[ "${1:-}" == "--sanitize" ]]; then shift; exec "$(dirname "$0")/gpu_sanitize.sh" "$@"; fi
 source "$(cd "$(dirname "$0")" && pwd)/gpu_env.sh"
 log="${OUT:-/tmp}/tests.log"
 : > "$log"
