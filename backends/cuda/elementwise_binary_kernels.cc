@@ -180,17 +180,43 @@ class ElementwiseGradKernel : public OpKernel {
   int64_t axis_ = -1;
 };
 
+// elementwise_div's zero-divisor flag (device_flag.h), for an integer Y.
+int64_t DivScratch(const OpDesc&, const ArgMetas& in, const ArgMetas&) {
+  const TensorMeta* y = FirstMeta(in, "Y");
+  const bool integer =
+      y != nullptr && (y->dtype == DataType::kInt32 || y->dtype == DataType::kInt64);
+  return integer ? sizeof(int64_t) : 0;
+}
+
+// The gradients of mul and div: an input broadcast to Out's shape gets its
+// gradient over Out's shape first (the unreduced gradient), one at a time.
+int64_t ProductGradScratch(const OpDesc&, const ArgMetas& in, const ArgMetas& out) {
+  const TensorMeta* dout = FirstMeta(in, "Out@GRAD");
+  if (dout == nullptr) return 0;
+  const int64_t n = dout->shape.num_elements();
+  bool broadcast = false;
+  for (const char* arg : {"X", "Y"}) {
+    const TensorMeta* x = FirstMeta(in, arg);
+    broadcast |= FirstMeta(out, absl::StrCat(arg, "@GRAD")) != nullptr && x != nullptr &&
+                 x->shape.num_elements() != n && x->shape.num_elements() > 0;
+  }
+  return broadcast ? n * static_cast<int64_t>(SizeOf(dout->dtype)) : 0;
+}
+
 // The host kernels' type constraints: every op and gradient takes the
 // numeric types, except elementwise_div_grad (float only).
-#define TANDEM_ELEMENTWISE(name, op, grad_types)                                  \
-  REGISTER_KERNEL(KernelDef(name, "gpu").TypeConstraint("X", kNumericTypes),      \
-                  ElementwiseKernel<op>);                                         \
-  REGISTER_KERNEL(KernelDef(name "_grad", "gpu").TypeConstraint("X", grad_types), \
-                  ElementwiseGradKernel<op>)
-TANDEM_ELEMENTWISE("elementwise_add", ElementwiseOp::kAdd, kNumericTypes);
-TANDEM_ELEMENTWISE("elementwise_sub", ElementwiseOp::kSub, kNumericTypes);
-TANDEM_ELEMENTWISE("elementwise_mul", ElementwiseOp::kMul, kNumericTypes);
-TANDEM_ELEMENTWISE("elementwise_div", ElementwiseOp::kDiv, kFloatTypes);
+#define TANDEM_ELEMENTWISE(name, op, grad_types, scratch, grad_scratch)                       \
+  REGISTER_KERNEL(KernelDef(name, "gpu").TypeConstraint("X", kNumericTypes).Scratch(scratch), \
+                  ElementwiseKernel<op>);                                                     \
+  REGISTER_KERNEL(                                                                            \
+      KernelDef(name "_grad", "gpu").TypeConstraint("X", grad_types).Scratch(grad_scratch),   \
+      ElementwiseGradKernel<op>)
+TANDEM_ELEMENTWISE("elementwise_add", ElementwiseOp::kAdd, kNumericTypes, nullptr, nullptr);
+TANDEM_ELEMENTWISE("elementwise_sub", ElementwiseOp::kSub, kNumericTypes, nullptr, nullptr);
+TANDEM_ELEMENTWISE("elementwise_mul", ElementwiseOp::kMul, kNumericTypes, nullptr,
+                   ProductGradScratch);
+TANDEM_ELEMENTWISE("elementwise_div", ElementwiseOp::kDiv, kFloatTypes, DivScratch,
+                   ProductGradScratch);
 #undef TANDEM_ELEMENTWISE
 
 }  // namespace

@@ -46,6 +46,20 @@ cublasStatus_t GemmStridedBatched(cublasHandle_t h, const Gemm& g, T* c, int64_t
   }
 }
 
+// A sum over the batch of A and B stacked along k in memory as one product:
+// sum_b A[b]^T B[b] == [A[0]; A[1]; ...]^T [B[0]; B[1]; ...].
+Gemm FoldBatchSum(Gemm g) {
+  if (g.sum_batches && g.batch > 1 && g.trans_a && !g.trans_b && g.stride_a == g.k * g.m &&
+      g.stride_b == g.k * g.n) {
+    g.k *= g.batch;
+    g.batch = 1;
+  }
+  return g;
+}
+
+// Whether the products of `g` (folded) go to scratch to be summed.
+bool SumsProducts(const Gemm& g) { return g.sum_batches && g.batch > 1; }
+
 template <typename T>
 absl::Status RunGemmOf(KernelContext* ctx, Gemm g, Tensor* c) {
   const cudaStream_t stream = CudaStreamOf(ctx->stream());
@@ -54,13 +68,9 @@ absl::Status RunGemmOf(KernelContext* ctx, Gemm g, Tensor* c) {
     CUDA_RETURN_IF_ERROR(cudaMemsetAsync(c->raw_data(), 0, c->NumBytes(), stream));
     return absl::OkStatus();
   }
-  if (g.sum_batches && g.batch > 1 && g.trans_a && !g.trans_b && g.stride_a == g.k * g.m &&
-      g.stride_b == g.k * g.n) {
-    g.k *= g.batch;  // sum_b A[b]^T B[b] == [A[0]; A[1]; ...]^T [B[0]; B[1]; ...]
-    g.batch = 1;
-  }
+  g = FoldBatchSum(g);
   CudaDevice* device = CudaDeviceOf(ctx->device());
-  if (!g.sum_batches || g.batch == 1) {
+  if (!SumsProducts(g)) {
     return device->WithCublas(ctx->stream(), [&](cublasHandle_t h) -> absl::Status {
       CUBLAS_RETURN_IF_ERROR(GemmStridedBatched<T>(h, g, c->data<T>(), g.m * g.n));
       return absl::OkStatus();
@@ -80,6 +90,12 @@ absl::Status RunGemmOf(KernelContext* ctx, Gemm g, Tensor* c) {
 }
 
 }  // namespace
+
+int64_t RunGemmScratchBytes(Gemm g, DataType dtype) {
+  if (g.m * g.n == 0 || g.k == 0 || g.batch == 0) return 0;
+  g = FoldBatchSum(g);
+  return SumsProducts(g) ? g.batch * g.m * g.n * static_cast<int64_t>(SizeOf(dtype)) : 0;
+}
 
 absl::Status RunGemm(KernelContext* ctx, Gemm g, Tensor* c) {
   return DispatchFloat(

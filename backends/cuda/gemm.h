@@ -45,6 +45,10 @@ struct Gemm {
 // and B are stacked along k in memory; otherwise the products go to a
 // scratch tensor and are summed with a reduction kernel.
 absl::Status RunGemm(KernelContext* ctx, Gemm g, Tensor* c);
+// The bytes of scratch RunGemm takes for `g` into c of `dtype` (its
+// products, when it sums over a batch it cannot fold); 0 otherwise. For
+// the kernels' KernelDef::Scratch.
+int64_t RunGemmScratchBytes(Gemm g, DataType dtype);
 
 // Runs `g` (not summing over the batch) into raw device memory of `dtype`:
 // C[b] is the m x n matrix at c + b * stride_c elements, stride_c >= m * n.

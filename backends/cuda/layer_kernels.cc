@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <utility>
 
 #include "backends/common/math_prologues.h"
@@ -276,9 +277,55 @@ class Conv2DGradKernel : public OpKernel {
   Conv2DParams params_;
 };
 
-REGISTER_KERNEL(KernelDef("conv2d", "gpu").TypeConstraint("Input", kFloatTypes), Conv2DKernel);
-REGISTER_KERNEL(KernelDef("conv2d_grad", "gpu").TypeConstraint("Input", kFloatTypes),
-                Conv2DGradKernel);
+// conv2d(_grad)'s plan for Input and Filter of these metas; nullopt when
+// they make none (Compute then fails before it allocates).
+std::optional<ConvPlan> PlanFromMetas(const OpDesc& op, const ArgMetas& in, DataType* dtype) {
+  const TensorMeta* x = FirstMeta(in, "Input");
+  const TensorMeta* w = FirstMeta(in, "Filter");
+  absl::StatusOr<Conv2DParams> params = ReadConv2DParams(op);
+  if (x == nullptr || w == nullptr || !params.ok()) return std::nullopt;
+  absl::StatusOr<Conv2DGeometry> g = Conv2DShape(op.type, x->shape, w->shape, *params);
+  if (!g.ok()) return std::nullopt;
+  *dtype = x->dtype;
+  return ConvPlan(*g);
+}
+
+// A chunk's im2col columns (ColumnScratch).
+int64_t ColumnBytes(const ConvPlan& cp, DataType dtype) {
+  return cp.direct ? 0 : cp.chunk * cp.col_per_sample() * static_cast<int64_t>(SizeOf(dtype));
+}
+
+int64_t Conv2DScratch(const OpDesc& op, const ArgMetas& in, const ArgMetas&) {
+  DataType dtype = DataType::kFloat32;
+  const std::optional<ConvPlan> cp = PlanFromMetas(op, in, &dtype);
+  if (!cp.has_value() || cp->n * cp->m * cp->p == 0) return 0;
+  return ColumnBytes(*cp, dtype);
+}
+
+// InputGrad's columns, then FilterGrad's columns, products and chunk sum.
+int64_t Conv2DGradScratch(const OpDesc& op, const ArgMetas& in, const ArgMetas& out) {
+  DataType dtype = DataType::kFloat32;
+  const std::optional<ConvPlan> cp = PlanFromMetas(op, in, &dtype);
+  if (!cp.has_value()) return 0;
+  const int64_t size = static_cast<int64_t>(SizeOf(dtype));
+  const TensorMeta* dx = FirstMeta(out, "Input@GRAD");
+  const TensorMeta* dw = FirstMeta(out, "Filter@GRAD");
+  const int64_t input_grad =
+      dx != nullptr && dx->shape.num_elements() > 0 ? ColumnBytes(*cp, dtype) : 0;
+  const int64_t slice = cp->mg * cp->k;
+  const int64_t filter_grad = dw != nullptr && dw->shape.num_elements() > 0 && cp->n > 0
+                                  ? ColumnBytes(*cp, dtype) + cp->chunk * slice * size +
+                                        (cp->chunk < cp->n ? slice * size : 0)
+                                  : 0;
+  return std::max(input_grad, filter_grad);
+}
+
+REGISTER_KERNEL(
+    KernelDef("conv2d", "gpu").TypeConstraint("Input", kFloatTypes).Scratch(Conv2DScratch),
+    Conv2DKernel);
+REGISTER_KERNEL(
+    KernelDef("conv2d_grad", "gpu").TypeConstraint("Input", kFloatTypes).Scratch(Conv2DGradScratch),
+    Conv2DGradKernel);
 
 PoolWindows WindowsOf(const Pool2DGeometry& g) {
   PoolWindows w;
@@ -401,7 +448,20 @@ class LayerNormGradKernel : public OpKernel {
 };
 
 REGISTER_KERNEL(KernelDef("layer_norm", "gpu").TypeConstraint("X", kFloatTypes), LayerNormKernel);
-REGISTER_KERNEL(KernelDef("layer_norm_grad", "gpu").TypeConstraint("X", kFloatTypes),
+// The partial column sums of Scale@GRAD and Bias@GRAD, when either is bound.
+int64_t LayerNormGradScratch(const OpDesc& op, const ArgMetas& in, const ArgMetas& out) {
+  const TensorMeta* x = FirstMeta(in, "X");
+  prologue::NormAttrs attrs;
+  if (x == nullptr || !attrs.Read(op).ok()) return 0;
+  if (FirstMeta(out, "Scale@GRAD") == nullptr && FirstMeta(out, "Bias@GRAD") == nullptr) return 0;
+  absl::StatusOr<LayerNormDims> d = LayerNormShape(op.type, x->shape, attrs.begin_norm_axis);
+  if (!d.ok()) return 0;
+  return 2 * LayerNormRowChunks(d->rows) * d->cols * static_cast<int64_t>(sizeof(double));
+}
+
+REGISTER_KERNEL(KernelDef("layer_norm_grad", "gpu")
+                    .TypeConstraint("X", kFloatTypes)
+                    .Scratch(LayerNormGradScratch),
                 LayerNormGradKernel);
 
 }  // namespace

@@ -91,7 +91,15 @@ class MeanKernel : public OpKernel {
   Tensor blocks_done_;  // device memory of the last place used
 };
 
-REGISTER_KERNEL(KernelDef("mean", "gpu").TypeConstraint("X", kFloatTypes), MeanKernel);
+// The partial sums (the block counter is the kernel's own, kept).
+int64_t MeanScratch(const OpDesc&, const ArgMetas& in, const ArgMetas&) {
+  const TensorMeta* x = FirstMeta(in, "X");
+  if (x == nullptr) return 0;
+  return MeanPartCount(x->shape.num_elements()) * static_cast<int64_t>(sizeof(double));
+}
+
+REGISTER_KERNEL(KernelDef("mean", "gpu").TypeConstraint("X", kFloatTypes).Scratch(MeanScratch),
+                MeanKernel);
 
 class MeanGradKernel : public OpKernel {
  public:

@@ -1,6 +1,8 @@
 // gpu kernels of matmul, mul and their gradients on cuBLAS (gemm.h), with
 // the host kernels' registration lines and, through the shared prologues
 // (backends/common/math_prologues.h), their validation and messages.
+#include <algorithm>
+
 #include "backends/common/math_prologues.h"
 #include "backends/cuda/gemm.h"
 #include "backends/cuda/kernel_util.h"
@@ -47,50 +49,66 @@ REGISTER_KERNEL(KernelDef("matmul", "gpu").TypeConstraint("X", kFloatTypes), Mat
 //   X@GRAD = alpha * G op(Y)^T, or its transpose (k x m) when transpose_X;
 //   Y@GRAD = alpha * op(X)^T G, or its transpose (n x k) when transpose_Y;
 // summed over the batch for an input shared by every batch.
+// dX's product, over n, of G (m x n) and Y.
+Gemm XGradGemm(const MatmulDims& d, const MatmulAttrs& attrs, const void* dout, const void* y) {
+  const int64_t m = d.m, n = d.n, k = d.k;
+  const int64_t y_stride = d.y_batched ? k * n : 0;
+  Gemm g;
+  if (!attrs.tx) {  // dX = G op(Y)^T: m x k
+    g.m = m, g.n = k, g.k = n;
+    g.a = dout, g.stride_a = m * n, g.trans_a = false;
+    g.b = y, g.stride_b = y_stride, g.trans_b = !attrs.ty;
+  } else {  // dX = op(Y) G^T: k x m
+    g.m = k, g.n = m, g.k = n;
+    g.a = y, g.stride_a = y_stride, g.trans_a = attrs.ty;
+    g.b = dout, g.stride_b = m * n, g.trans_b = true;
+  }
+  g.batch = d.x_batched || d.y_batched ? d.batch : 1;
+  g.alpha = attrs.alpha;
+  g.sum_batches = !d.x_batched;
+  return g;
+}
+
+// dY's product, over m, of op(X) and G (m x n).
+Gemm YGradGemm(const MatmulDims& d, const MatmulAttrs& attrs, const void* x, const void* dout) {
+  const int64_t m = d.m, n = d.n, k = d.k;
+  const int64_t x_stride = d.x_batched ? m * k : 0;
+  Gemm g;
+  if (!attrs.ty) {  // dY = op(X)^T G: k x n
+    g.m = k, g.n = n, g.k = m;
+    g.a = x, g.stride_a = x_stride, g.trans_a = !attrs.tx;
+    g.b = dout, g.stride_b = m * n, g.trans_b = false;
+  } else {  // dY = G^T op(X): n x k
+    g.m = n, g.n = k, g.k = m;
+    g.a = dout, g.stride_a = m * n, g.trans_a = true;
+    g.b = x, g.stride_b = x_stride, g.trans_b = attrs.tx;
+  }
+  g.batch = d.x_batched || d.y_batched ? d.batch : 1;
+  g.alpha = attrs.alpha;
+  g.sum_batches = !d.y_batched;
+  return g;
+}
+
+// With Out = alpha * op(X) * op(Y) and G = Out@GRAD (per batch, m x n):
+//   X@GRAD = alpha * G op(Y)^T, or its transpose (k x m) when transpose_X;
+//   Y@GRAD = alpha * op(X)^T G, or its transpose (n x k) when transpose_Y;
+// summed over the batch for an input shared by every batch.
 class MatmulGradKernel : public OpKernel {
  public:
   absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const prologue::MatmulArgs a, prologue::GetMatmulArgs(*ctx, attrs_, true));
-    const bool tx = attrs_.tx, ty = attrs_.ty;
-    const int64_t m = a.d.m, n = a.d.n, k = a.d.k;
-    const int64_t x_stride = a.d.x_batched ? m * k : 0;
-    const int64_t y_stride = a.d.y_batched ? k * n : 0;
     return DispatchFloat(a.x->dtype(), [&](auto) -> absl::Status {
       if (ctx->OutputVar("X@GRAD") != nullptr) {
         ASSIGN_OR_RETURN(Tensor * dx, ctx->AllocateOutput("X@GRAD", a.x->dtype(), a.x->shape()));
-        Gemm g;     // a product over n of G (m x n) and Y
-        if (!tx) {  // dX = G op(Y)^T: m x k
-          g.m = m, g.n = k, g.k = n;
-          g.a = a.dout->raw_data(), g.stride_a = m * n, g.trans_a = false;
-          g.b = a.y->raw_data(), g.stride_b = y_stride, g.trans_b = !ty;
-        } else {  // dX = op(Y) G^T: k x m
-          g.m = k, g.n = m, g.k = n;
-          g.a = a.y->raw_data(), g.stride_a = y_stride, g.trans_a = ty;
-          g.b = a.dout->raw_data(), g.stride_b = m * n, g.trans_b = true;
-        }
-        g.batch = a.d.x_batched || a.d.y_batched ? a.d.batch : 1;
-        g.alpha = attrs_.alpha;
-        g.sum_batches = !a.d.x_batched;
-        RETURN_IF_ERROR(RunGemm(ctx, g, dx));
+        RETURN_IF_ERROR(
+            RunGemm(ctx, XGradGemm(a.d, attrs_, a.dout->raw_data(), a.y->raw_data()), dx));
       }
       if (ctx->OutputVar("Y@GRAD") != nullptr) {
         ASSIGN_OR_RETURN(Tensor * dy, ctx->AllocateOutput("Y@GRAD", a.y->dtype(), a.y->shape()));
-        Gemm g;     // a product over m of op(X) and G (m x n)
-        if (!ty) {  // dY = op(X)^T G: k x n
-          g.m = k, g.n = n, g.k = m;
-          g.a = a.x->raw_data(), g.stride_a = x_stride, g.trans_a = !tx;
-          g.b = a.dout->raw_data(), g.stride_b = m * n, g.trans_b = false;
-        } else {  // dY = G^T op(X): n x k
-          g.m = n, g.n = k, g.k = m;
-          g.a = a.dout->raw_data(), g.stride_a = m * n, g.trans_a = true;
-          g.b = a.x->raw_data(), g.stride_b = x_stride, g.trans_b = tx;
-        }
-        g.batch = a.d.x_batched || a.d.y_batched ? a.d.batch : 1;
-        g.alpha = attrs_.alpha;
-        g.sum_batches = !a.d.y_batched;
-        RETURN_IF_ERROR(RunGemm(ctx, g, dy));
+        RETURN_IF_ERROR(
+            RunGemm(ctx, YGradGemm(a.d, attrs_, a.x->raw_data(), a.dout->raw_data()), dy));
       }
       return absl::OkStatus();
     });
@@ -100,7 +118,26 @@ class MatmulGradKernel : public OpKernel {
   MatmulAttrs attrs_;
 };
 
-REGISTER_KERNEL(KernelDef("matmul_grad", "gpu").TypeConstraint("X", kFloatTypes), MatmulGradKernel);
+// The products of a sum over the batch (gemm.h), one gradient at a time.
+int64_t MatmulGradScratch(const OpDesc& op, const ArgMetas& in, const ArgMetas& out) {
+  const TensorMeta* x = FirstMeta(in, "X");
+  const TensorMeta* y = FirstMeta(in, "Y");
+  MatmulAttrs attrs;
+  if (x == nullptr || y == nullptr || !attrs.Read(op).ok()) return 0;
+  absl::StatusOr<MatmulDims> d = MatmulShape(op.type, x->shape, y->shape, attrs.tx, attrs.ty);
+  if (!d.ok()) return 0;
+  const int64_t dx = FirstMeta(out, "X@GRAD") == nullptr
+                         ? 0
+                         : RunGemmScratchBytes(XGradGemm(*d, attrs, nullptr, nullptr), x->dtype);
+  const int64_t dy = FirstMeta(out, "Y@GRAD") == nullptr
+                         ? 0
+                         : RunGemmScratchBytes(YGradGemm(*d, attrs, nullptr, nullptr), y->dtype);
+  return std::max(dx, dy);
+}
+
+REGISTER_KERNEL(
+    KernelDef("matmul_grad", "gpu").TypeConstraint("X", kFloatTypes).Scratch(MatmulGradScratch),
+    MatmulGradKernel);
 
 class MulKernel : public OpKernel {
  public:

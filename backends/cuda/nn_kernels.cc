@@ -157,9 +157,21 @@ class LookupTableGradKernel : public OpKernel {
   KernelStaging staging_;
 };
 
-REGISTER_KERNEL(
-    KernelDef("lookup_table_grad", "gpu").TypeConstraint("W", kFloatTypes).HostMemory("Ids"),
-    LookupTableGradKernel);
+// The ids uploaded for the dense gradient, or for a sparse one that a
+// padding id may hit (the ids are not known before the run: counted).
+int64_t LookupTableGradScratch(const OpDesc& op, const ArgMetas& in, const ArgMetas&) {
+  const TensorMeta* ids = FirstMeta(in, "Ids");
+  LookupAttrs attrs;
+  if (ids == nullptr || !attrs.Read(op).ok()) return 0;
+  if (attrs.is_sparse && attrs.padding_idx == -1) return 0;
+  return ids->shape.num_elements() * static_cast<int64_t>(sizeof(int64_t));
+}
+
+REGISTER_KERNEL(KernelDef("lookup_table_grad", "gpu")
+                    .TypeConstraint("W", kFloatTypes)
+                    .HostMemory("Ids")
+                    .Scratch(LookupTableGradScratch),
+                LookupTableGradKernel);
 
 struct L2Attrs {
   int64_t axis = -1;

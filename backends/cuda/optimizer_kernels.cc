@@ -116,9 +116,25 @@ class MomentumKernel : public OpKernel {
   MomentumAttrs attrs_;
 };
 
-REGISTER_KERNEL(
-    KernelDef("momentum", "gpu").TypeConstraint("Param", kFloatTypes).HostMemory("LearningRate"),
-    MomentumKernel);
+// UpdateRows' carry: one of Param's rows, when a sparse Grad has more rows
+// than one launch takes.
+int64_t SparseUpdateScratch(const OpDesc&, const ArgMetas& in, const ArgMetas&) {
+  const TensorMeta* param = FirstMeta(in, "Param");
+  const TensorMeta* grad = FirstMeta(in, "Grad");
+  if (param == nullptr || grad == nullptr || !grad->selected_rows || grad->shape.rank() == 0 ||
+      grad->shape.dim(0) <= kSgdEntriesPerLaunch || param->shape.rank() == 0 ||
+      param->shape.dim(0) == 0) {
+    return 0;
+  }
+  return param->shape.num_elements() / param->shape.dim(0) *
+         static_cast<int64_t>(SizeOf(param->dtype));
+}
+
+REGISTER_KERNEL(KernelDef("momentum", "gpu")
+                    .TypeConstraint("Param", kFloatTypes)
+                    .HostMemory("LearningRate")
+                    .Scratch(SparseUpdateScratch),
+                MomentumKernel);
 
 class AdamKernel : public OpKernel {
  public:
@@ -182,7 +198,8 @@ REGISTER_KERNEL(KernelDef("adam", "gpu")
                     .HostMemory("Beta1Pow")
                     .HostMemory("Beta2Pow")
                     .HostMemory("Beta1PowOut")
-                    .HostMemory("Beta2PowOut"),
+                    .HostMemory("Beta2PowOut")
+                    .Scratch(SparseUpdateScratch),
                 AdamKernel);
 
 }  // namespace

@@ -91,9 +91,18 @@ class SgdKernel : public OpKernel {
   KernelStaging staging_;
 };
 
-REGISTER_KERNEL(
-    KernelDef("sgd", "gpu").TypeConstraint("Param", kFloatTypes).HostMemory("LearningRate"),
-    SgdKernel);
+// UpdateSparse's row groups on the device: two words per row of a sparse Grad.
+int64_t SgdScratch(const OpDesc&, const ArgMetas& in, const ArgMetas&) {
+  const TensorMeta* grad = FirstMeta(in, "Grad");
+  if (grad == nullptr || !grad->selected_rows || grad->shape.rank() == 0) return 0;
+  return 2 * grad->shape.dim(0) * static_cast<int64_t>(sizeof(int64_t));
+}
+
+REGISTER_KERNEL(KernelDef("sgd", "gpu")
+                    .TypeConstraint("Param", kFloatTypes)
+                    .HostMemory("LearningRate")
+                    .Scratch(SgdScratch),
+                SgdKernel);
 
 }  // namespace
 }  // namespace cuda

@@ -166,9 +166,15 @@ class SoftmaxWithCrossEntropyKernel : public OpKernel {
   prologue::CrossEntropyAttrs attrs_;
 };
 
-REGISTER_KERNEL(
-    KernelDef("softmax_with_cross_entropy", "gpu").TypeConstraint("Logits", kFloatTypes),
-    SoftmaxWithCrossEntropyKernel);
+// LabelCheck's device flag (device_flag.h).
+int64_t LabelCheckScratch(const OpDesc&, const ArgMetas&, const ArgMetas&) {
+  return sizeof(int64_t);
+}
+
+REGISTER_KERNEL(KernelDef("softmax_with_cross_entropy", "gpu")
+                    .TypeConstraint("Logits", kFloatTypes)
+                    .Scratch(LabelCheckScratch),
+                SoftmaxWithCrossEntropyKernel);
 
 class SoftmaxWithCrossEntropyGradKernel : public OpKernel {
  public:
@@ -196,9 +202,10 @@ class SoftmaxWithCrossEntropyGradKernel : public OpKernel {
   prologue::CrossEntropyAttrs attrs_;
 };
 
-REGISTER_KERNEL(
-    KernelDef("softmax_with_cross_entropy_grad", "gpu").TypeConstraint("Softmax", kFloatTypes),
-    SoftmaxWithCrossEntropyGradKernel);
+REGISTER_KERNEL(KernelDef("softmax_with_cross_entropy_grad", "gpu")
+                    .TypeConstraint("Softmax", kFloatTypes)
+                    .Scratch(LabelCheckScratch),
+                SoftmaxWithCrossEntropyGradKernel);
 
 class AccuracyKernel : public OpKernel {
  public:
@@ -223,7 +230,9 @@ class AccuracyKernel : public OpKernel {
   prologue::AccuracyAttrs attrs_;
 };
 
-REGISTER_KERNEL(KernelDef("accuracy", "gpu").TypeConstraint("Out", kFloatTypes), AccuracyKernel);
+REGISTER_KERNEL(
+    KernelDef("accuracy", "gpu").TypeConstraint("Out", kFloatTypes).Scratch(LabelCheckScratch),
+    AccuracyKernel);
 
 }  // namespace
 }  // namespace cuda

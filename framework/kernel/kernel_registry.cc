@@ -6,8 +6,7 @@
 
 namespace tandem {
 
-KernelDef& KernelDef::TypeConstraint(std::string arg_or_attr,
-                                     std::vector<DataType> types) {
+KernelDef& KernelDef::TypeConstraint(std::string arg_or_attr, std::vector<DataType> types) {
   constraints_[std::move(arg_or_attr)].insert(types.begin(), types.end());
   return *this;
 }
@@ -17,9 +16,17 @@ KernelDef& KernelDef::HostMemory(std::string arg) {
   return *this;
 }
 
-DeviceType KernelDef::device_type() const {
-  return DeviceType::Register(device_type_name_, "");
+const TensorMeta* FirstMeta(const ArgMetas& args, absl::string_view arg) {
+  auto it = args.find(std::string(arg));
+  return it == args.end() || it->second.empty() ? nullptr : &it->second[0];
 }
+
+KernelDef& KernelDef::Scratch(ScratchFn bytes) {
+  scratch_ = std::move(bytes);
+  return *this;
+}
+
+DeviceType KernelDef::device_type() const { return DeviceType::Register(device_type_name_, ""); }
 
 std::string KernelDef::DebugString() const {
   std::string out = absl::StrCat(op_, " on ", device_type_name_);
@@ -31,6 +38,7 @@ std::string KernelDef::DebugString() const {
   for (const std::string& arg : host_args_) {
     absl::StrAppend(&out, " HostMemory(", arg, ")");
   }
+  if (scratch_) absl::StrAppend(&out, " Scratch");
   return out;
 }
 
@@ -57,16 +65,14 @@ KernelRegistry& KernelRegistry::Global() {
 
 void KernelRegistry::Register(KernelDef def, KernelFactory factory) {
   for (const auto& k : kernels_) {
-    if (k->def.op() == def.op() &&
-        k->def.device_type_name() == def.device_type_name()) {
-      CHECK(!Overlaps(k->def, def))
-          << "duplicate kernel registration: '" << def.DebugString()
-          << "' overlaps '" << k->def.DebugString() << "'";
+    if (k->def.op() == def.op() && k->def.device_type_name() == def.device_type_name()) {
+      CHECK(!Overlaps(k->def, def)) << "duplicate kernel registration: '" << def.DebugString()
+                                    << "' overlaps '" << k->def.DebugString() << "'";
     }
   }
   def.device_type();  // interns the device-type name
-  kernels_.push_back(std::make_unique<KernelRegistration>(
-      KernelRegistration{std::move(def), std::move(factory)}));
+  kernels_.push_back(
+      std::make_unique<KernelRegistration>(KernelRegistration{std::move(def), std::move(factory)}));
 }
 
 int KernelRegistry::WrapFactories(absl::string_view device_type,
@@ -80,8 +86,9 @@ int KernelRegistry::WrapFactories(absl::string_view device_type,
   return wrapped;
 }
 
-absl::StatusOr<const KernelRegistration*> KernelRegistry::Find(
-    absl::string_view op, DeviceType device, DTypeResolver dtype_of) const {
+absl::StatusOr<const KernelRegistration*> KernelRegistry::Find(absl::string_view op,
+                                                               DeviceType device,
+                                                               DTypeResolver dtype_of) const {
   std::vector<std::string> bound;
   bool bound_filled = false;
   for (const auto& k : kernels_) {
@@ -101,11 +108,11 @@ absl::StatusOr<const KernelRegistration*> KernelRegistry::Find(
   for (const auto& k : kernels_) {
     if (k->def.op() == op) registered.push_back(k->def.DebugString());
   }
-  return absl::NotFoundError(absl::StrCat(
-      "no kernel for op '", op, "' on ", device.name(),
-      bound.empty() ? "" : absl::StrCat(" with ", absl::StrJoin(bound, ", ")),
-      "; registered kernels for '", op, "': ",
-      registered.empty() ? "none" : absl::StrJoin(registered, "; ")));
+  return absl::NotFoundError(
+      absl::StrCat("no kernel for op '", op, "' on ", device.name(),
+                   bound.empty() ? "" : absl::StrCat(" with ", absl::StrJoin(bound, ", ")),
+                   "; registered kernels for '", op,
+                   "': ", registered.empty() ? "none" : absl::StrJoin(registered, "; ")));
 }
 
 absl::StatusOr<const KernelRegistration*> KernelRegistry::FindForOp(
@@ -132,8 +139,7 @@ bool KernelRegistry::HasKernel(absl::string_view op, DeviceType device) const {
   return false;
 }
 
-std::vector<const KernelRegistration*> KernelRegistry::KernelsFor(
-    absl::string_view op) const {
+std::vector<const KernelRegistration*> KernelRegistry::KernelsFor(absl::string_view op) const {
   std::vector<const KernelRegistration*> out;
   for (const auto& k : kernels_) {
     if (k->def.op() == op) out.push_back(k.get());

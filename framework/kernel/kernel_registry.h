@@ -11,6 +11,18 @@
 //       KernelRegistry::Global().Find("crop_tensor", DeviceType::GPU(),
 //                                     [&](absl::string_view arg) { ... dtype ... }));
 //
+// A kernel that allocates temporary device memory while it runs (beyond its
+// outputs: im2col columns, partial sums) declares how much, so that the
+// memory estimate (framework/runtime/memory_estimate.h) counts it:
+//
+//   REGISTER_KERNEL(KernelDef("mean", "gpu")
+//                       .TypeConstraint("X", kFloatTypes)
+//                       .Scratch([](const OpDesc&, const ArgMetas& in, const ArgMetas&) {
+//                         const TensorMeta* x = FirstMeta(in, "X");
+//                         return x == nullptr ? 0 : 8 * MeanPartCount(x->shape.num_elements());
+//                       }),
+//                   MeanKernel);
+//
 // A TypeConstraint names an input argument (its variable's dtype) or a dtype
 // attribute. Two registrations for the same op and device whose constraints
 // can match the same dtypes are a start-up crash. Registration happens during
@@ -30,15 +42,27 @@
 #include "absl/status/statusor.h"
 #include "framework/kernel/op_kernel.h"
 #include "framework/op/op_desc.h"
+#include "framework/op/op_schema.h"
 #include "framework/place/place.h"
 #include "framework/types/data_type.h"
 
 namespace tandem {
 
-inline const std::vector<DataType> kFloatTypes = {DataType::kFloat32,
-                                                  DataType::kFloat64};
-inline const std::vector<DataType> kNumericTypes = {
-    DataType::kFloat32, DataType::kFloat64, DataType::kInt32, DataType::kInt64};
+inline const std::vector<DataType> kFloatTypes = {DataType::kFloat32, DataType::kFloat64};
+inline const std::vector<DataType> kNumericTypes = {DataType::kFloat32, DataType::kFloat64,
+                                                    DataType::kInt32, DataType::kInt64};
+
+// An op's arguments as shape inference sees them, by argument name.
+using ArgMetas = std::map<std::string, std::vector<TensorMeta>>;
+// The most bytes of temporary memory on its device a kernel allocates
+// while it computes `op` with arguments of these metas (unknown dims as 1;
+// a SelectedRows argument's first dim: the rows it holds), beyond its
+// outputs; freed when Compute returns. Called at Prepare, from any thread:
+// a pure function.
+using ScratchFn =
+    std::function<int64_t(const OpDesc& op, const ArgMetas& inputs, const ArgMetas& outputs)>;
+// The meta of argument `arg`'s first variable; nullptr when it has none.
+const TensorMeta* FirstMeta(const ArgMetas& args, absl::string_view arg);
 
 class KernelDef {
  public:
@@ -48,17 +72,19 @@ class KernelDef {
 
   KernelDef& TypeConstraint(std::string arg_or_attr, std::vector<DataType> types);
   KernelDef& HostMemory(std::string arg);
+  KernelDef& Scratch(ScratchFn bytes);
 
   const std::string& op() const { return op_; }
   const std::string& device_type_name() const { return device_type_name_; }
   DeviceType device_type() const;
-  const std::map<std::string, std::set<DataType>>& type_constraints() const {
-    return constraints_;
-  }
+  const std::map<std::string, std::set<DataType>>& type_constraints() const { return constraints_; }
   const std::set<std::string>& host_memory_args() const { return host_args_; }
-  bool IsHostMemory(absl::string_view arg) const {
-    return host_args_.count(std::string(arg)) > 0;
+  bool IsHostMemory(absl::string_view arg) const { return host_args_.count(std::string(arg)) > 0; }
+  // What Scratch declared for `op` (0 when nothing was declared).
+  int64_t ScratchBytes(const OpDesc& op, const ArgMetas& inputs, const ArgMetas& outputs) const {
+    return scratch_ ? scratch_(op, inputs, outputs) : 0;
   }
+  bool declares_scratch() const { return static_cast<bool>(scratch_); }
   // "crop_tensor on gpu [X: float32] HostMemory(Shape)"
   std::string DebugString() const;
 
@@ -67,18 +93,16 @@ class KernelDef {
   std::string device_type_name_;
   std::map<std::string, std::set<DataType>> constraints_;
   std::set<std::string> host_args_;
+  ScratchFn scratch_;
 };
 
-using KernelFactory =
-    std::function<absl::StatusOr<std::unique_ptr<OpKernel>>(const OpDesc&)>;
+using KernelFactory = std::function<absl::StatusOr<std::unique_ptr<OpKernel>>(const OpDesc&)>;
 
 struct KernelRegistration {
   KernelDef def;
   KernelFactory factory;
   // Creates and initialises a kernel for `op`.
-  absl::StatusOr<std::unique_ptr<OpKernel>> Create(const OpDesc& op) const {
-    return factory(op);
-  }
+  absl::StatusOr<std::unique_ptr<OpKernel>> Create(const OpDesc& op) const { return factory(op); }
 };
 
 // Returns the dtype bound to an argument or attribute name, or nullopt when
@@ -102,8 +126,7 @@ class KernelRegistry {
 
   // The kernel for `op` on `device` whose constraints accept the dtypes;
   // NotFound listing the kernels registered for the op otherwise.
-  absl::StatusOr<const KernelRegistration*> Find(absl::string_view op,
-                                                 DeviceType device,
+  absl::StatusOr<const KernelRegistration*> Find(absl::string_view op, DeviceType device,
                                                  DTypeResolver dtype_of) const;
   // The dtype-resolving form for an op whose variables' dtypes are known.
   absl::StatusOr<const KernelRegistration*> FindForOp(
@@ -138,9 +161,8 @@ KernelFactory MakeKernelFactory() {
 #define TANDEM_KERNEL_CONCAT_(a, b) TANDEM_KERNEL_CONCAT_INNER_(a, b)
 // REGISTER_KERNEL(KernelDef(...)..., KernelClass): the class is
 // default-constructed and Init(op) is called for every op instance.
-#define REGISTER_KERNEL(def, ...)                                         \
-  static ::tandem::KernelRegistrar TANDEM_KERNEL_CONCAT_(                 \
-      tandem_kernel_registrar_, __COUNTER__)(                             \
+#define REGISTER_KERNEL(def, ...)                                                                \
+  static ::tandem::KernelRegistrar TANDEM_KERNEL_CONCAT_(tandem_kernel_registrar_, __COUNTER__)( \
       def, ::tandem::MakeKernelFactory<__VA_ARGS__>())
 
 }  // namespace tandem

@@ -17,28 +17,51 @@ class NoopKernel : public OpKernel {
   absl::Status Compute(KernelContext*) override { return absl::OkStatus(); }
 };
 
-REGISTER_KERNEL(KernelDef("kr_test_op", "cpu").TypeConstraint("X", kFloatTypes),
-                NoopKernel);
-REGISTER_KERNEL(KernelDef("kr_test_op", "cpu").TypeConstraint("X", {DataType::kInt64}),
-                NoopKernel);
-REGISTER_KERNEL(KernelDef("kr_test_op", "gpu")
-                    .TypeConstraint("X", {DataType::kFloat32})
-                    .HostMemory("Shape"),
-                NoopKernel);
+REGISTER_KERNEL(KernelDef("kr_test_op", "cpu").TypeConstraint("X", kFloatTypes), NoopKernel);
+REGISTER_KERNEL(KernelDef("kr_test_op", "cpu").TypeConstraint("X", {DataType::kInt64}), NoopKernel);
+REGISTER_KERNEL(
+    KernelDef("kr_test_op", "gpu").TypeConstraint("X", {DataType::kFloat32}).HostMemory("Shape"),
+    NoopKernel);
 
 TEST(KernelRegistry, FindsByDeviceAndDtype) {
   auto dtype = [](DataType t) {
     return [t](absl::string_view) -> std::optional<DataType> { return t; };
   };
-  ASSERT_OK_AND_ASSIGN(const KernelRegistration* k,
-                       KernelRegistry::Global().Find("kr_test_op", DeviceType::CPU(),
-                                                     dtype(DataType::kInt64)));
+  ASSERT_OK_AND_ASSIGN(
+      const KernelRegistration* k,
+      KernelRegistry::Global().Find("kr_test_op", DeviceType::CPU(), dtype(DataType::kInt64)));
   EXPECT_EQ(k->def.DebugString(), "kr_test_op on cpu [X: int64]");
-  ASSERT_OK_AND_ASSIGN(k, KernelRegistry::Global().Find("kr_test_op", DeviceType::GPU(),
-                                                        dtype(DataType::kFloat32)));
+  ASSERT_OK_AND_ASSIGN(
+      k, KernelRegistry::Global().Find("kr_test_op", DeviceType::GPU(), dtype(DataType::kFloat32)));
   EXPECT_TRUE(k->def.IsHostMemory("Shape"));
   EXPECT_FALSE(k->def.IsHostMemory("X"));
   EXPECT_OK(k->Create(OpDesc{}).status());
+}
+
+// Two bytes of scratch per element of X.
+REGISTER_KERNEL(KernelDef("kr_scratch_op", "cpu")
+                    .Scratch([](const OpDesc& op, const ArgMetas& in, const ArgMetas&) -> int64_t {
+                      const TensorMeta* x = FirstMeta(in, "X");
+                      return x == nullptr ? -1 : 2 * x->shape.num_elements();
+                    }),
+                NoopKernel);
+
+TEST(KernelRegistry, AKernelDeclaresItsScratch) {
+  auto none = [](absl::string_view) -> std::optional<DataType> { return std::nullopt; };
+  ASSERT_OK_AND_ASSIGN(const KernelRegistration* k,
+                       KernelRegistry::Global().Find("kr_scratch_op", DeviceType::CPU(), none));
+  EXPECT_TRUE(k->def.declares_scratch());
+  EXPECT_EQ(k->def.DebugString(), "kr_scratch_op on cpu Scratch");
+  const ArgMetas in = {{"X", {{DataType::kFloat32, Shape({3, 5})}}}};
+  EXPECT_EQ(k->def.ScratchBytes(OpDesc{}, in, {}), 30);
+  EXPECT_EQ(k->def.ScratchBytes(OpDesc{}, {}, {}), -1);  // FirstMeta: no X
+  EXPECT_EQ(FirstMeta(in, "X")->shape, Shape({3, 5}));
+  EXPECT_EQ(FirstMeta({{"X", {}}}, "X"), nullptr);
+  // Declared by none: no scratch.
+  auto int64 = [](absl::string_view) -> std::optional<DataType> { return DataType::kInt64; };
+  ASSERT_OK_AND_ASSIGN(k, KernelRegistry::Global().Find("kr_test_op", DeviceType::CPU(), int64));
+  EXPECT_FALSE(k->def.declares_scratch());
+  EXPECT_EQ(k->def.ScratchBytes(OpDesc{}, in, {}), 0);
 }
 
 // Wraps a kernel and fails: shows which factory made a kernel.

@@ -603,8 +603,20 @@ AutoPlanner::DevicePeak AutoPlanner::EstimateDevicePeak() {
   DevicePeak peak;
   if (slot < 0 || !walk.peak[slot].seen) return peak;
   peak.bytes = walk.peak[slot].bytes;
+  int op = walk.peak[slot].op, other_op = -2;  // -2: no second run
+  // Concurrent plans may pipeline (two runs in flight): their budget holds both.
+  if (!walk.pipelined.empty() && walk.pipelined[slot].bytes > peak.bytes) {
+    peak.bytes = walk.pipelined[slot].bytes;
+    op = walk.pipelined[slot].op;
+    other_op = walk.pipelined[slot].other_op;
+  }
   for (const MemoryWalkResult::Value& v : walk.values) {
-    if (v.place == slot && v.live_at(walk.peak[slot].op)) peak.live.emplace_back(v.var, v.bytes);
+    if (v.place != slot) continue;
+    if (v.live_at(op)) peak.live.emplace_back(v.var, v.bytes);
+    const bool shared = v.category == MemoryCategory::kParameter ||
+                        v.category == MemoryCategory::kState ||
+                        v.category == MemoryCategory::kConstant;
+    if (other_op >= -1 && !shared && v.live_at(other_op)) peak.live.emplace_back(v.var, v.bytes);
   }
   std::stable_sort(peak.live.begin(), peak.live.end(),
                    [](const auto& a, const auto& b) { return a.second > b.second; });

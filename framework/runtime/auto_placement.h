@@ -27,7 +27,8 @@
 //    budget, the units owning values live at the peak move to the CPU,
 //    cheapest time per byte saved first. Each round estimates the current
 //    places without placing the program (PlacementMemory: the same bytes
-//    as EstimateMemory of the placed program).
+//    as EstimateMemory of the placed program). In the concurrent mode the
+//    budget holds the pipelined peak (two runs in flight, RunAsync).
 // When even every unit on the CPU does not fit, ResourceExhausted names the
 // smallest budget that would fit and the largest persistables on the device.
 #ifndef TANDEM_FRAMEWORK_RUNTIME_AUTO_PLACEMENT_H_

@@ -53,6 +53,23 @@ std::vector<std::string> Vars(const std::map<std::string, std::vector<std::strin
   return out;
 }
 
+// A value of `bytes` as KernelDef::Scratch sees it: a SelectedRows value's
+// first dim is the rows it holds.
+TensorMeta ScratchMeta(TensorMeta m, int64_t bytes) {
+  if (!m.selected_rows || m.shape.rank() == 0) return m;
+  std::vector<int64_t> dims(m.shape.dims().begin(), m.shape.dims().end());
+  int64_t row = static_cast<int64_t>(SizeOf(m.dtype));
+  for (size_t k = 1; k < dims.size(); ++k) row *= std::max<int64_t>(dims[k], 1);
+  dims[0] = bytes / std::max<int64_t>(row, 1);
+  m.shape = Shape(dims);
+  return m;
+}
+
+// The name of op #`index`'s scratch in the estimate ("conv2d#12 scratch").
+std::string ScratchName(const std::string& type, int index) {
+  return absl::StrCat(type, "#", index, " scratch");
+}
+
 // Input-less fill_constant ops whose output nothing else writes and is not
 // persistable run once and are kept (the executor's FoldConstants).
 std::set<std::string> FoldedConstants(const Block& block) {
@@ -293,6 +310,8 @@ class MemoryProgramBuilder {
   // keeps a staging buffer for each (the executor's UploadSource).
   void StageUploads();
   void AddOp(int i);
+  // What the metas say now of these arguments (unknown dims as 1).
+  ArgMetas ArgMetasOf(const std::map<std::string, std::vector<std::string>>& args);
 
   const PlacedProgram& placed_;
   const Block& block_;
@@ -302,9 +321,10 @@ class MemoryProgramBuilder {
   std::map<std::string, int> ids_;
   std::vector<std::string> names_;
   std::set<std::string> folded_;
-  std::set<int> staged_;      // copies through a staging buffer
-  std::vector<bool> valued_;  // per variable: has a value when the op being added runs
-  std::vector<std::vector<int>> touched_;
+  std::set<int> staged_;        // copies through a staging buffer
+  std::vector<bool> valued_;    // per variable: has a value when the op being added runs
+  std::vector<int64_t> bytes_;  // per variable: its value's bytes then
+  std::vector<std::vector<int>> reads_, writes_;  // per op: variables
 };
 
 int MemoryProgramBuilder::Id(const std::string& var) {
@@ -314,6 +334,7 @@ int MemoryProgramBuilder::Id(const std::string& var) {
     const VarDesc* d = block_.FindVar(var);
     program_.vars.push_back({d != nullptr && d->persistable, false, folded_.count(var) > 0});
     valued_.push_back(false);
+    bytes_.push_back(0);
   }
   return it->second;
 }
@@ -348,8 +369,11 @@ void MemoryProgramBuilder::AddResidents() {
                                   metas_->OutputBytes(op, op.Output("Out")),
                                   MemoryCategory::kConstant, i, /*held=*/true});  // across runs
   }
-  for (const MemoryProgram::Resident& r : program_.residents)
-    valued_[r.var] = valued_[r.var] || r.bound;
+  for (const MemoryProgram::Resident& r : program_.residents) {
+    if (!r.bound) continue;
+    valued_[r.var] = true;
+    bytes_[r.var] = r.bytes;
+  }
 }
 
 void MemoryProgramBuilder::StageUploads() {
@@ -368,12 +392,26 @@ void MemoryProgramBuilder::StageUploads() {
   }
 }
 
+ArgMetas MemoryProgramBuilder::ArgMetasOf(
+    const std::map<std::string, std::vector<std::string>>& args) {
+  ArgMetas out;
+  for (const auto& [arg, vars] : args) {
+    for (const std::string& v : vars) {
+      const Meta m = metas_->Of(v);
+      out[arg].push_back(ScratchMeta({m.dtype, AtLeastOne(m.shape), m.selected_rows},
+                                     ids_.count(v) ? bytes_[ids_.at(v)] : 0));
+    }
+  }
+  return out;
+}
+
 void MemoryProgramBuilder::AddOp(int i) {
   const OpDesc& op = block_.ops()[i];
   MemoryProgram::Op& m = program_.ops.emplace_back();
-  std::vector<int>& touched = touched_.emplace_back();
-  for (const std::string& v : Vars(op.inputs)) touched.push_back(Id(v));
-  for (const std::string& v : Vars(op.outputs)) touched.push_back(Id(v));
+  std::vector<int>& reads = reads_.emplace_back();
+  std::vector<int>& writes = writes_.emplace_back();
+  for (const std::string& v : Vars(op.inputs)) reads.push_back(Id(v));
+  for (const std::string& v : Vars(op.outputs)) writes.push_back(Id(v));
   if (const std::optional<CopyStep>& c = placed_.table[i].copy; c.has_value()) {
     m.copy = true;
     m.copy_source = Id(c->source);
@@ -384,9 +422,14 @@ void MemoryProgramBuilder::AddOp(int i) {
     // snapshotted into the staging buffer).
     m.keep_source = c->to.is_host() ? !options_.in_order : !staged_.count(i);
     m.outputs.push_back({Id(c->output), Slot(c->to)});
-    valued_[m.outputs[0].var] = true;
+    const int out = m.outputs[0].var;
+    bytes_[out] = valued_[m.copy_source] ? bytes_[m.copy_source] : m.unbound_bytes;
+    valued_[out] = true;
     return;
   }
+  ArgMetas scratch_inputs;
+  const KernelDef& def = placed_.kernels[i]->def;
+  if (def.declares_scratch()) scratch_inputs = ArgMetasOf(op.inputs);
   metas_->InferOutputs(i);
   std::set<std::string> done;
   for (const auto& [arg, vars] : op.outputs) {
@@ -404,7 +447,15 @@ void MemoryProgramBuilder::AddOp(int i) {
       m.outputs.push_back({Id(v), Slot(where), metas_->OutputBytes(op, v)});
     }
   }
-  for (const MemoryProgram::Output& out : m.outputs) valued_[out.var] = true;
+  for (const MemoryProgram::Output& out : m.outputs) {
+    valued_[out.var] = true;
+    bytes_[out.var] = out.in_place >= 0 ? bytes_[out.in_place] : out.bytes;
+  }
+  if (def.declares_scratch()) {
+    m.scratch_bytes = def.ScratchBytes(op, scratch_inputs, ArgMetasOf(op.outputs));
+    m.scratch_var = Id(ScratchName(op.type, i));
+    m.scratch_place = Slot(placed_.places[i]);
+  }
 }
 
 MemoryProgram MemoryProgramBuilder::Build() {
@@ -415,7 +466,8 @@ MemoryProgram MemoryProgramBuilder::Build() {
     program_.fetches.push_back(Id(f));
     program_.vars[program_.fetches.back()].fetched = true;
   }
-  SetLastUses(touched_, &program_);
+  program_.pipelined = !options_.in_order;
+  SetUses(reads_, writes_, &program_);
   return std::move(program_);
 }
 
@@ -424,8 +476,8 @@ void Summarise(const MemoryWalkResult& walk, const std::vector<std::string>& nam
                PlaceMemory* p) {
   for (const MemoryWalkResult::Value& v : walk.values) {
     if (v.place != slot || !v.live_at(p->peak_op)) continue;
-    int64_t* buckets[] = {&p->parameters, &p->optimizer_state, &p->constants,
-                          &p->feeds,      &p->staging,         &p->intermediates};
+    int64_t* buckets[] = {&p->parameters, &p->optimizer_state, &p->constants, &p->feeds,
+                          &p->staging,    &p->intermediates,   &p->scratch};
     *buckets[static_cast<int>(v.category)] += v.bytes;
     p->largest.push_back({names[v.var], v.bytes});
   }
@@ -460,8 +512,13 @@ std::string MemoryEstimate::ToString() const {
                     " (parameters ", Bytes(p.parameters), ", optimizer state ",
                     Bytes(p.optimizer_state), ", constants ", Bytes(p.constants), ", feeds ",
                     Bytes(p.feeds), ", staging ", Bytes(p.staging), ", intermediates ",
-                    Bytes(p.intermediates), ")");
+                    Bytes(p.intermediates));
+    if (p.scratch > 0) absl::StrAppend(&out, ", scratch ", Bytes(p.scratch));
+    absl::StrAppend(&out, ")");
     absl::StrAppend(&out, " at ", p.peak_at);
+    if (p.pipelined_peak_bytes > p.peak_bytes) {
+      absl::StrAppend(&out, "; two runs in flight: ", Bytes(p.pipelined_peak_bytes));
+    }
     std::vector<std::string> largest;
     for (size_t k = 0; k < p.largest.size() && k < 3; ++k) {
       largest.push_back(absl::StrCat(p.largest[k].var, " ", Bytes(p.largest[k].bytes)));
@@ -508,6 +565,8 @@ absl::StatusOr<MemoryEstimate> EstimateMemory(const PlacedProgram& placed,
     p.live_after_alloc = walk.live_after_alloc[slot];
     const MemoryWalkResult::Peak& peak = walk.peak[slot];
     if (!peak.seen) continue;
+    p.pipelined_peak_bytes =
+        walk.pipelined.empty() ? peak.bytes : std::max(peak.bytes, walk.pipelined[slot].bytes);
     p.peak_bytes = peak.bytes;
     p.peak_op = peak.op;
     p.peak_at = p.peak_op < 0    ? "the start"
@@ -616,6 +675,26 @@ std::vector<OpArgMetas> ResolveArgMetas(const Program& program,
   return out;
 }
 
+namespace {
+
+// `args` (an op's inputs or outputs) of metas `metas` as KernelDef::Scratch
+// sees them, with the bytes of the op's values.
+ArgMetas ScratchMetas(const std::map<std::string, std::vector<std::string>>& args,
+                      const std::map<std::string, std::vector<TensorMeta>>& metas,
+                      const std::map<std::string, int64_t>& bytes) {
+  ArgMetas out;
+  for (const auto& [arg, vars] : args) {
+    auto m = metas.find(arg);
+    for (size_t k = 0; m != metas.end() && k < vars.size() && k < m->second.size(); ++k) {
+      auto b = bytes.find(vars[k]);
+      out[arg].push_back(ScratchMeta(m->second[k], b == bytes.end() ? 0 : b->second));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 // PlacementMemory: the placer's copies and the MemoryProgramBuilder's
 // program, made from per-op places and kernels with the metas resolved once.
 struct PlacementMemory::Impl {
@@ -636,11 +715,13 @@ struct PlacementMemory::Impl {
     int folded_out = -1;  // the folded constant it makes
     int64_t folded_bytes = 0;
   };
+  // A variable the placed program adds: a copy, or an op's scratch.
   struct CopyVar {
-    int base;  // the program variable copied
+    int base;  // the program variable copied; -1: op `consumer`'s scratch
     int slot;
     int ordinal;   // how many copies of `base` to `slot` came before
-    int consumer;  // -1: a write-back
+    int consumer;  // the program op that reads the copy (-1: a write-back)
+    int placed;    // a scratch's placed op index
   };
 
   Impl(const Program& program, const MemoryEstimateOptions& options,
@@ -666,6 +747,9 @@ struct PlacementMemory::Impl {
   std::vector<bool> persistable, parameter, folded, used;
   std::vector<OpInfo> ops;
   std::vector<int> feeds, fetches;
+  const std::vector<OpArgMetas>& metas;
+  // Per op: the kernel its scratch was last computed for, and the bytes.
+  std::vector<std::pair<const KernelRegistration*, int64_t>> scratch;
 
   // Per estimate.
   std::vector<Place> places;
@@ -677,22 +761,24 @@ struct PlacementMemory::Impl {
   std::vector<bool> valued, written;
   std::vector<MemoryProgram::Resident> staging, constants;
   std::vector<std::pair<int, int>> initial;  // (variable, slot) in name order
-  // program.ops[0, num_ops) and touched[0, num_ops) are this estimate's;
-  // the storage is kept across estimates.
+  // program.ops, reads and writes [0, num_ops) are this estimate's; the
+  // storage is kept across estimates.
   int num_ops = 0;
-  std::vector<std::vector<int>> touched;
+  std::vector<std::vector<int>> reads, writes;
   std::vector<int> renamed;
   MemoryProgram program;
   MemoryWalkResult walk;
 
-  // The next op of the program, cleared; `touched` its variables.
-  MemoryProgram::Op& NextOp(std::vector<int>** op_touched);
+  // The next op of the program, cleared; the variables it reads and writes go to
+  // reads[num_ops - 1] and writes[num_ops - 1].
+  MemoryProgram::Op& NextOp();
 };
 
 PlacementMemory::Impl::Impl(const Program& program, const MemoryEstimateOptions& options,
                             const std::vector<OpArgMetas>& metas)
-    : block(program.block()), options(options) {
+    : block(program.block()), options(options), metas(metas) {
   const std::set<std::string> folded_vars = FoldedConstants(block);
+  scratch.assign(block.ops().size(), {nullptr, 0});
   for (const VarDesc& v : block.vars()) Id(v.name);
   ops.resize(block.ops().size());
   for (int i = 0; i < static_cast<int>(block.ops().size()); ++i) {
@@ -792,24 +878,25 @@ void PlacementMemory::Impl::Reset(const std::vector<Place>& op_places,
   program.residents.clear();
 }
 
-MemoryProgram::Op& PlacementMemory::Impl::NextOp(std::vector<int>** op_touched) {
+MemoryProgram::Op& PlacementMemory::Impl::NextOp() {
   if (num_ops == static_cast<int>(program.ops.size())) program.ops.emplace_back();
-  if (num_ops == static_cast<int>(touched.size())) touched.emplace_back();
+  if (num_ops == static_cast<int>(reads.size())) reads.emplace_back(), writes.emplace_back();
   MemoryProgram::Op& op = program.ops[num_ops];
-  op.copy = op.keep_source = false;
-  op.copy_source = -1;
-  op.unbound_bytes = 0;
+  std::vector<MemoryProgram::Output> outputs = std::move(op.outputs);
+  std::vector<int> frees = std::move(op.frees);
+  op = MemoryProgram::Op();
+  op.outputs = std::move(outputs);
   op.outputs.clear();
-  op.frees.clear();
-  touched[num_ops].clear();
-  *op_touched = &touched[num_ops];
+  op.frees = std::move(frees);
+  reads[num_ops].clear();
+  writes[num_ops].clear();
   ++num_ops;
   return op;
 }
 
 int PlacementMemory::Impl::NewCopyVar(int base, int slot, int consumer) {
   const int ordinal = copies_made[{base, slot}]++;
-  copy_vars.push_back({base, slot, ordinal, consumer});
+  copy_vars.push_back({base, slot, ordinal, consumer, -1});
   program.vars.emplace_back();
   valued.push_back(false);
   written.push_back(false);
@@ -818,10 +905,9 @@ int PlacementMemory::Impl::NewCopyVar(int base, int slot, int consumer) {
 
 void PlacementMemory::Impl::AppendCopy(int source, int output, int slot) {
   const int index = num_ops;
-  std::vector<int>* t = nullptr;
-  MemoryProgram::Op& op = NextOp(&t);
-  t->push_back(source);
-  t->push_back(output);
+  MemoryProgram::Op& op = NextOp();
+  reads[index].push_back(source);
+  writes[index].push_back(output);
   op.copy = true;
   op.copy_source = source;
   const int base =
@@ -879,12 +965,26 @@ void PlacementMemory::Impl::AppendOp(int i, const Place& place, const KernelRegi
                          MemoryCategory::kConstant, num_ops, /*held=*/true});  // kept across runs
     valued[info.folded_out] = true;
   }
-  std::vector<int>* touched_by_op = nullptr;
-  MemoryProgram::Op& op = NextOp(&touched_by_op);
-  std::vector<int>& t = *touched_by_op;
-  t = renamed;
+  const int index = num_ops;
+  MemoryProgram::Op& op = NextOp();
+  reads[index] = renamed;
+  if (kernel != nullptr && kernel->def.declares_scratch()) {
+    if (scratch[i].first != kernel) {
+      const OpDesc& desc = block.ops()[i];
+      scratch[i] = {kernel, kernel->def.ScratchBytes(
+                                desc, ScratchMetas(desc.inputs, metas[i].inputs, metas[i].bytes),
+                                ScratchMetas(desc.outputs, metas[i].outputs, metas[i].bytes))};
+    }
+    op.scratch_bytes = scratch[i].second;
+    op.scratch_var = static_cast<int>(names.size() + copy_vars.size());
+    op.scratch_place = slot;
+    copy_vars.push_back({-1, slot, 0, i, index});
+    program.vars.emplace_back();
+    valued.push_back(false);
+    written.push_back(false);
+  }
   for (const Output& o : info.outputs) {
-    t.push_back(o.var);
+    writes[index].push_back(o.var);
     if (!o.allocated) continue;
     if (o.in_place_input >= 0 && valued[renamed[o.in_place_input]]) {
       op.outputs.push_back({o.var, 0, 0, renamed[o.in_place_input]});  // updated in place
@@ -914,7 +1014,8 @@ void PlacementMemory::Impl::WriteBack() {
 
 void PlacementMemory::Impl::Finish() {
   program.ops.resize(num_ops);
-  touched.resize(num_ops);
+  reads.resize(num_ops);
+  writes.resize(num_ops);
   std::vector<MemoryProgram::Resident>& r = program.residents;
   for (const auto& [v, slot] : initial) {
     if (!persistable[v] || !used[v]) continue;
@@ -927,7 +1028,8 @@ void PlacementMemory::Impl::Finish() {
   }
   r.insert(r.end(), staging.begin(), staging.end());
   r.insert(r.end(), constants.begin(), constants.end());
-  SetLastUses(touched, &program);
+  program.pipelined = !options.in_order;
+  SetUses(reads, writes, &program);
 }
 
 PlacementMemory::PlacementMemory(const Program& program, const MemoryEstimateOptions& options,
@@ -954,6 +1056,7 @@ std::string PlacementMemory::Name(int var) const {
   const Impl& m = *impl_;
   if (var < static_cast<int>(m.names.size())) return m.names[var];
   const Impl::CopyVar& c = m.copy_vars[var - m.names.size()];
+  if (c.base < 0) return ScratchName(m.block.ops()[c.consumer].type, c.placed);
   std::string name = absl::StrCat(m.names[c.base], "@", m.places[c.slot].ToString());
   if (c.ordinal > 0) absl::StrAppend(&name, "#", c.ordinal);
   return name;

@@ -26,10 +26,12 @@
 // with its own pinned allocator goes through a staging buffer the plan keeps.
 // A SelectedRows value holds one row per element of its producer's integer
 // input (the ids). Fetched device values are copied to the host at the end.
-// Kernels' temporaries are not modelled (cpu and sim kernels take them
-// outside the allocators). Dims the program leaves -1 take feed_shapes
+// A kernel's temporaries count while it runs, as its registration declares
+// them (KernelDef::Scratch: the CUDA kernels do; cpu and sim kernels take
+// theirs outside the allocators). Dims the program leaves -1 take feed_shapes
 // through shape inference; any still unknown count as 1 and are listed in
-// `unknown_vars`, so the estimate is then a lower bound.
+// `unknown_vars`, so the estimate is then a lower bound. The pipelined peak
+// adds what a second run in flight holds (PlaceMemory::pipelined_peak_bytes).
 // Pure functions; thread-safe.
 #ifndef TANDEM_FRAMEWORK_RUNTIME_MEMORY_ESTIMATE_H_
 #define TANDEM_FRAMEWORK_RUNTIME_MEMORY_ESTIMATE_H_
@@ -76,7 +78,13 @@ struct PlaceMemory {
   int64_t feeds = 0;            // fed host values
   int64_t staging = 0;          // staging buffers of host->device copies
   int64_t intermediates = 0;    // everything else live at the peak
+  int64_t scratch = 0;          // kernels' temporaries (KernelDef::Scratch)
   int64_t peak_bytes = 0;       // the sum of the above at the peak
+  // With two runs in flight (Executor::RunAsync, a pipelined training
+  // loop): the most the place holds, the second run's frame (its feeds,
+  // staging and the values of the ops it may run ahead) and the next run's
+  // feeds included (memory_walk.h); peak_bytes in order (no pipelining).
+  int64_t pipelined_peak_bytes = 0;
   // Placed index of the op at the peak: -1 at the start, the op count after
   // the last op (fetches copied to the host).
   int peak_op = -1;
@@ -141,8 +149,8 @@ std::vector<OpArgMetas> ResolveArgMetas(const Program& program,
 // and destination, device to device through the host, write-backs of
 // persistables updated away from where they start) and the same bytes. For
 // the auto placement, which estimates a placement per memory round; the
-// program's metas are resolved once. Not thread-safe; `program` must
-// outlive it.
+// program's metas are resolved once. Not thread-safe; `program` and
+// `metas` must outlive it.
 //
 //   PlacementMemory model(program, options, ResolveArgMetas(program, options.feed_shapes));
 //   const MemoryWalkResult& walk = model.Estimate(places, kernels, initial_places);
@@ -160,8 +168,10 @@ class PlacementMemory {
                                    const std::map<std::string, Place>& initial_places);
   // Of the last estimate: the index of `place` in the walk's per-place
   // vectors (-1: the plan does not use it), the name of a variable in the
-  // placed program ("x", a copy "x@sim:0"), and for a copy the program op
-  // whose read needs it (-1 for program variables and write-backs).
+  // placed program ("x", a copy "x@sim:0", a kernel's scratch "conv2d#12
+  // scratch"), and for a copy the program op whose read needs it, for a
+  // scratch the op whose kernel takes it (-1 for program variables and
+  // write-backs).
   int Slot(const Place& place) const;
   std::string Name(int var) const;
   int Consumer(int var) const;

@@ -10,27 +10,41 @@ class Walker {
   explicit Walker(const MemoryProgram& program) : program_(program) {
     bound_.assign(program.vars.size(), -1);
     live_.assign(program.places.size(), 0);
+    shared_.assign(program.places.size(), 0);
+    feeds_.assign(program.places.size(), 0);
     seen_.assign(program.places.size(), false);
     result_.peak.resize(program.places.size());
     result_.live_after_alloc.resize(program.places.size());
     for (std::vector<int64_t>& l : result_.live_after_alloc) l.reserve(program.ops.size());
     result_.values.reserve(program.residents.size() + 2 * program.ops.size());
     refs_.reserve(result_.values.capacity());
+    if (program.pipelined) {
+      live_at_.reserve((program.ops.size() + 2) * program.places.size());
+      run_at_.reserve(live_at_.capacity());
+    }
   }
 
   MemoryWalkResult Run();
 
  private:
+  // Persistables and folded constants: one copy whatever the runs in flight.
+  static bool Shared(MemoryCategory c) {
+    return c == MemoryCategory::kParameter || c == MemoryCategory::kState ||
+           c == MemoryCategory::kConstant;
+  }
   int NewValue(int var, int place, int64_t bytes, MemoryCategory category) {
     result_.values.push_back({var, place, bytes, category, op_});
     refs_.push_back(1);
     live_[place] += bytes;
+    if (Shared(category)) shared_[place] += bytes;
     seen_[place] = true;
     return static_cast<int>(result_.values.size()) - 1;
   }
   void Deref(int id) {
     if (--refs_[id] > 0) return;
-    live_[result_.values[id].place] -= result_.values[id].bytes;
+    const MemoryWalkResult::Value& v = result_.values[id];
+    live_[v.place] -= v.bytes;
+    if (Shared(v.category)) shared_[v.place] -= v.bytes;
     result_.values[id].died = op_;
   }
   void Bind(int var, int id) {
@@ -50,19 +64,33 @@ class Walker {
   void AllocateOutputs(const MemoryProgram::Op& op);
   void FinishOp(const MemoryProgram::Op& op);
   void FetchToHost();
+  // Pipelined: each place's bytes now, all and the run's own (not shared).
+  void NoteRunBytes() {
+    for (size_t p = 0; p < live_.size(); ++p) {
+      live_at_.push_back(live_[p]);
+      run_at_.push_back(live_[p] - shared_[p]);
+    }
+  }
+  void PipelinedPeaks();
 
   const MemoryProgram& program_;
   MemoryWalkResult result_;
   std::vector<int> refs_;   // per value
   std::vector<int> bound_;  // per variable: its value, -1 if none
-  std::vector<int64_t> live_;
+  std::vector<int64_t> live_, shared_;
   std::vector<bool> seen_;
+  // Per op position (start, each op, end) and place ([position * places +
+  // place]): all bytes live (`live_at_`) and the run's own (`run_at_`).
+  std::vector<int64_t> live_at_, run_at_;
+  std::vector<int64_t> feeds_;                 // per place: the fed values' bytes
   std::vector<std::pair<int, int>> bindings_;  // the current op's (var, value)
+  int scratch_ = -1;                           // the current op's scratch value
   int op_ = -1;
 };
 
 void Walker::StartResidents() {
   for (const MemoryProgram::Resident& r : program_.residents) {
+    if (r.category == MemoryCategory::kFeed) feeds_[r.place] += r.bytes;
     const int id = NewValue(r.var, r.place, r.bytes, r.category);
     if (r.held) ++refs_[id];
     if (r.bound) Bind(r.var, id);
@@ -71,6 +99,7 @@ void Walker::StartResidents() {
 
 void Walker::AllocateOutputs(const MemoryProgram::Op& op) {
   bindings_.clear();
+  scratch_ = -1;
   if (op.copy) {
     const int src = bound_[op.copy_source];
     const MemoryProgram::Output& out = op.outputs[0];
@@ -88,11 +117,16 @@ void Walker::AllocateOutputs(const MemoryProgram::Op& op) {
     bindings_.emplace_back(out.var,
                            NewValue(out.var, out.place, out.bytes, MemoryCategory::kIntermediate));
   }
+  if (op.scratch_bytes > 0) {
+    scratch_ =
+        NewValue(op.scratch_var, op.scratch_place, op.scratch_bytes, MemoryCategory::kScratch);
+  }
 }
 
 void Walker::FinishOp(const MemoryProgram::Op& op) {
   if (op.copy && op.keep_source && bound_[op.copy_source] >= 0) ++refs_[bound_[op.copy_source]];
   for (const auto& [var, id] : bindings_) Bind(var, id);
+  if (scratch_ >= 0) Deref(scratch_);
   for (int var : op.frees) {
     if (bound_[var] < 0) continue;
     Deref(bound_[var]);
@@ -114,11 +148,16 @@ MemoryWalkResult Walker::Run() {
   op_ = -1;
   StartResidents();
   NotePeaks();
+  auto note_run = [&] {
+    if (program_.pipelined) NoteRunBytes();
+  };
+  note_run();
   const int n = static_cast<int>(program_.ops.size());
   for (int i = 0; i < n; ++i) {
     op_ = i;
     AllocateOutputs(program_.ops[i]);
     NotePeaks();
+    note_run();
     for (size_t p = 0; p < live_.size(); ++p) {
       result_.live_after_alloc[p].push_back(live_[p]);
       seen_[p] = true;
@@ -129,19 +168,71 @@ MemoryWalkResult Walker::Run() {
   result_.fetch_values_begin = static_cast<int>(result_.values.size());
   FetchToHost();
   NotePeaks();
+  note_run();
+  if (program_.pipelined) PipelinedPeaks();
   return std::move(result_);
+}
+
+// Positions 0 .. n + 1 of live_at_ and run_at_: the start, after each op
+// allocated, the end. While the earlier run is at op i (running it), the
+// later one may have reached the last op of its longest prefix whose ops
+// wait for ops before i; its own bytes count at their most up to there.
+void Walker::PipelinedPeaks() {
+  const int n = static_cast<int>(program_.ops.size());
+  std::vector<int> reach(n + 1);  // [i + 1]: the later run's last op while the earlier is at i
+  int j = 0, waits = -1;
+  for (int i = -1; i < n; ++i) {
+    while (j < n && std::max(waits, program_.ops[j].waits_for) < i) {
+      waits = std::max(waits, program_.ops[j++].waits_for);
+    }
+    reach[i + 1] = j - 1;
+  }
+  result_.pipelined.assign(live_.size(), {});
+  const size_t places = live_.size();
+  for (size_t p = 0; p < live_.size(); ++p) {
+    MemoryWalkResult::PipelinedPeak& best = result_.pipelined[p];
+    int64_t later = 0;
+    int later_at = -1, covered = -1;
+    for (int i = -1; i <= n; ++i) {
+      // The earlier run over: the later may be anywhere, its end included.
+      const int last = i < n ? reach[i + 1] + 1 : n + 1;
+      while (covered < last) {
+        ++covered;
+        const int64_t own = run_at_[covered * places + p];
+        if (covered == 0 || own > later) later = own, later_at = covered;
+      }
+      // Once the earlier run is over, the caller makes the next run's feeds.
+      const int64_t earlier = live_at_[(i + 1) * places + p] + (i == n ? feeds_[p] : 0);
+      if (earlier + later > best.bytes) best = {earlier + later, i, later_at - 1};
+    }
+  }
 }
 
 }  // namespace
 
 MemoryWalkResult WalkMemory(const MemoryProgram& program) { return Walker(program).Run(); }
 
-void SetLastUses(const std::vector<std::vector<int>>& touched, MemoryProgram* program) {
-  std::vector<int> last(program->vars.size(), -1);
-  for (int i = 0; i < static_cast<int>(touched.size()); ++i) {
-    for (int v : touched[i]) last[v] = i;
+void SetUses(const std::vector<std::vector<int>>& reads,
+             const std::vector<std::vector<int>>& writes, MemoryProgram* program) {
+  const int n = static_cast<int>(program->ops.size());
+  std::vector<int> last(program->vars.size(), -1), last_writer(program->vars.size(), -1);
+  for (int i = 0; i < n; ++i) {
+    for (const auto* vars : {&reads[i], &writes[i]}) {
+      for (int v : *vars) last[v] = i;
+    }
+    for (int v : writes[i]) last_writer[v] = i;
   }
-  for (MemoryProgram::Op& op : program->ops) op.frees.clear();
+  for (int i = 0; i < n; ++i) {
+    MemoryProgram::Op& op = program->ops[i];
+    op.frees.clear();
+    op.waits_for = i;
+    for (int v : reads[i]) {
+      if (program->vars[v].persistable) op.waits_for = std::max(op.waits_for, last_writer[v]);
+    }
+    for (int v : writes[i]) {
+      if (program->vars[v].persistable) op.waits_for = n;
+    }
+  }
   for (int v = 0; v < static_cast<int>(last.size()); ++v) {
     const MemoryProgram::Var& var = program->vars[v];
     if (last[v] < 0 || var.persistable || var.fetched || var.folded) continue;

@@ -17,10 +17,22 @@
 // The rules (docs/design.md, "Memory estimate"): residents are live from the
 // start (a feed or folded constant also held by its owner, a staging buffer
 // unbound); each op allocates its outputs while its inputs are live (an
-// in-place output shares its input's value), then binds them, freeing the
-// values they replace, then frees the variables it uses last; a copy takes
+// in-place output shares its input's value) and its kernel's scratch, then
+// binds them, freeing the values they replace and the scratch, then frees
+// the variables it uses last; a copy takes
 // its source value's bytes and may keep its source until the run ends; at
 // the end the fetched device values get a host copy.
+//
+// Pipelined (MemoryProgram::pipelined, the executor's RunAsync): two runs in
+// flight share the persistables and folded constants and each has its own
+// other values (a frame). The later run's op j may start once op
+// `waits_for` of the earlier run is done (itself, the last writer of each
+// persistable it reads; all of the earlier run when it writes one), so
+// while the earlier run is at op i the later one is anywhere up to the last
+// op of its longest prefix allowed by then. The pipelined peak of a place
+// is the most the two hold over those pairs, and once the earlier run is
+// over, a third set of feeds: the next run's, which the caller makes while
+// both frames still hold theirs.
 // Pure function; thread-safe.
 #ifndef TANDEM_FRAMEWORK_RUNTIME_MEMORY_WALK_H_
 #define TANDEM_FRAMEWORK_RUNTIME_MEMORY_WALK_H_
@@ -33,7 +45,15 @@
 
 namespace tandem {
 
-enum class MemoryCategory { kParameter, kState, kConstant, kFeed, kStaging, kIntermediate };
+enum class MemoryCategory {
+  kParameter,
+  kState,
+  kConstant,
+  kFeed,
+  kStaging,
+  kIntermediate,
+  kScratch,
+};
 
 struct MemoryProgram {
   struct Var {
@@ -63,12 +83,22 @@ struct MemoryProgram {
     bool keep_source = false;     // a copy's source value is kept until the run ends
     std::vector<Output> outputs;  // distinct variables, folded constants left out
     std::vector<int> frees;       // variables whose last use this op is, freed after it
+    // The kernel's temporary memory (KernelDef::Scratch): allocated with
+    // the outputs, freed after the op. `scratch_var` names it (a variable
+    // no op reads).
+    int64_t scratch_bytes = 0;
+    int scratch_var = -1;
+    int scratch_place = 0;
+    // Pipelined: the op of the run before that this op waits for (>= its
+    // own index; ops.size(): the end of that run).
+    int waits_for = 0;
   };
   std::vector<Place> places;
   std::vector<Var> vars;
   std::vector<Resident> residents;  // in creation order
   std::vector<Op> ops;
   std::vector<int> fetches;  // in the caller's order (a repeated fetch is copied twice)
+  bool pipelined = false;    // also estimate two runs in flight
 };
 
 struct MemoryWalkResult {
@@ -91,14 +121,26 @@ struct MemoryWalkResult {
   std::vector<Peak> peak;  // per place
   // Per place, the bytes live after each op allocated its outputs.
   std::vector<std::vector<int64_t>> live_after_alloc;
+  // Pipelined: per place, the most two runs in flight hold, when the
+  // earlier run is at `op` (ops.size(): over) and the later at `other_op`
+  // (-1: before its first op). Empty unless MemoryProgram::pipelined.
+  struct PipelinedPeak {
+    int64_t bytes = 0;
+    int op = -1, other_op = -1;
+  };
+  std::vector<PipelinedPeak> pipelined;
 };
 
 MemoryWalkResult WalkMemory(const MemoryProgram& program);
 
-// Fills `program->ops[i].frees` from which variables each op reads or writes
-// (`touched[i]`): a variable is freed after the last op that touches it,
-// unless it is persistable, fetched or folded.
-void SetLastUses(const std::vector<std::vector<int>>& touched, MemoryProgram* program);
+// Fills each op's `frees` and `waits_for` from the variables it reads and
+// writes (`reads[i]`, `writes[i]`; a write-back copy writes its
+// persistable): a variable is freed after the last op that touches it
+// unless it is persistable, fetched or folded; an op waits for itself and
+// for the last writer of each persistable it reads, and for the whole run
+// before when it writes one.
+void SetUses(const std::vector<std::vector<int>>& reads,
+             const std::vector<std::vector<int>>& writes, MemoryProgram* program);
 
 }  // namespace tandem
 

@@ -1,7 +1,7 @@
 // The memory walk alone (memory_walk.h): allocations, frees after the last
-// use and on a rebind, in-place updates, kept copy sources, fetch copies and
-// where each place peaks. EstimateMemory's tests (tests/runtime) check it on
-// whole programs against the allocators.
+// use and on a rebind, in-place updates, kept copy sources, fetch copies,
+// kernels' scratch, where each place peaks, and two runs in flight. EstimateMemory's tests
+// (tests/runtime) check it on whole programs against the allocators.
 #include "framework/runtime/memory_walk.h"
 
 #include "gtest/gtest.h"
@@ -27,7 +27,7 @@ TEST(MemoryWalk, OutputsAreAllocatedWhileInputsLiveAndFreedAfterTheirLastUse) {
   m.ops.push_back({.outputs = {{1, kDev, 10}}});
   m.ops.push_back({.outputs = {{2, kDev, 20}}});
   m.ops.push_back({.outputs = {{3, kDev, 30}}});
-  SetLastUses({{0, 1}, {1, 2}, {2, 3}}, &m);
+  SetUses({{0}, {1}, {2}}, {{1}, {2}, {3}}, &m);
   EXPECT_EQ(m.ops[0].frees, std::vector<int>{});  // w is persistable
   EXPECT_EQ(m.ops[1].frees, std::vector<int>{1});
   EXPECT_EQ(m.ops[2].frees, (std::vector<int>{2, 3}));
@@ -51,7 +51,7 @@ TEST(MemoryWalk, ARebindFreesTheOldValueAndInPlaceUpdatesShareIt) {
   m.ops.push_back({.outputs = {{0, kDev, 40}}});
   m.ops.push_back({.outputs = {{0, kDev, 40}}});
   m.ops.push_back({.outputs = {{1, kDev, 64, /*in_place=*/1}}});
-  SetLastUses({{0}, {0}, {0, 1}}, &m);
+  SetUses({{}, {0}, {0, 1}}, {{0}, {0}, {1}}, &m);
   const MemoryWalkResult r = WalkMemory(m);
   EXPECT_EQ(r.live_after_alloc[kDev], (std::vector<int64_t>{104, 144, 104}));
   EXPECT_EQ(r.values.size(), 3u);  // the update made no value
@@ -67,7 +67,7 @@ TEST(MemoryWalk, KeptCopySourcesLiveToTheEndAndFetchesGetAHostCopy) {
   m.ops.push_back({.outputs = {{0, kDev, 50}}});
   m.ops.push_back({.copy = true, .copy_source = 0, .keep_source = true, .outputs = {{1, kHost}}});
   m.ops.push_back({.outputs = {{2, kDev, 8}}});
-  SetLastUses({{0}, {0, 1}, {1, 2}}, &m);
+  SetUses({{}, {0}, {1}}, {{0}, {1}, {2}}, &m);
   const MemoryWalkResult r = WalkMemory(m);
   EXPECT_EQ(r.values[1].bytes, 50);  // the copy takes its source's bytes
   EXPECT_EQ(r.live_after_alloc[kDev], (std::vector<int64_t>{50, 50, 58}));
@@ -87,13 +87,73 @@ TEST(MemoryWalk, HeldResidentsOutliveTheirLastUseAndUnboundCopiesTakeTheirOwnByt
   m.residents.push_back({0, kHost, 16, MemoryCategory::kFeed, -1, /*held=*/true});
   m.ops.push_back({.copy = true, .copy_source = 0, .outputs = {{1, kDev}}});
   m.ops.push_back({.copy = true, .copy_source = 2, .unbound_bytes = 12, .outputs = {{1, kDev}}});
-  SetLastUses({{0, 1}, {2, 1}}, &m);
+  SetUses({{0}, {2}}, {{1}, {1}}, &m);
   const MemoryWalkResult r = WalkMemory(m);
   EXPECT_EQ(r.values[0].died, std::numeric_limits<int>::max());
   EXPECT_EQ(r.values[1].bytes, 16);
   EXPECT_EQ(r.values[2].bytes, 12);
   EXPECT_EQ(r.live_after_alloc[kHost], (std::vector<int64_t>{16, 16}));
   EXPECT_EQ(r.live_after_alloc[kDev], (std::vector<int64_t>{16, 28}));
+}
+
+TEST(MemoryWalk, ScratchLivesWhileItsOpRuns) {
+  // a = f() (10) with 50 bytes of scratch; b = g(a) (20).
+  MemoryProgram m = TwoPlaces(3);
+  m.ops.push_back(
+      {.outputs = {{0, kDev, 10}}, .scratch_bytes = 50, .scratch_var = 2, .scratch_place = kDev});
+  m.ops.push_back({.outputs = {{1, kDev, 20}}});
+  SetUses({{}, {0}}, {{0}, {1}}, &m);
+  const MemoryWalkResult r = WalkMemory(m);
+  EXPECT_EQ(r.live_after_alloc[kDev], (std::vector<int64_t>{60, 30}));
+  ASSERT_EQ(r.values.size(), 3u);
+  EXPECT_EQ(r.values[1].category, MemoryCategory::kScratch);
+  EXPECT_EQ(r.values[1].var, 2);
+  EXPECT_EQ(r.values[1].died, 0);
+}
+
+// w (a parameter on the device, 100) and the fed x (host, 8): x@dev = copy(x);
+// a = f(x@dev) (10); b = g(a, w) (20); w updated in place from b.
+MemoryProgram TrainingStep() {
+  MemoryProgram m = TwoPlaces(5);
+  m.vars[0].persistable = true;
+  m.residents.push_back({0, kDev, 100, MemoryCategory::kParameter});
+  m.residents.push_back({1, kHost, 8, MemoryCategory::kFeed, -1, /*held=*/true});
+  m.ops.push_back({.copy = true, .copy_source = 1, .keep_source = true, .outputs = {{4, kDev}}});
+  m.ops.push_back({.outputs = {{2, kDev, 10}}});
+  m.ops.push_back({.outputs = {{3, kDev, 20}}});
+  m.ops.push_back({.outputs = {{0, kDev, 100, /*in_place=*/0}}});
+  m.pipelined = true;
+  SetUses({{1}, {4}, {2, 0}, {0, 3}}, {{4}, {2}, {3}, {0}}, &m);
+  return m;
+}
+
+TEST(MemoryWalk, OpsWaitForThemselvesTheWritersOfWhatTheyReadOrTheWholeRunBefore) {
+  const MemoryProgram m = TrainingStep();
+  EXPECT_EQ(m.ops[0].waits_for, 0);
+  EXPECT_EQ(m.ops[1].waits_for, 1);
+  EXPECT_EQ(m.ops[2].waits_for, 3);  // reads w, which op 3 writes
+  EXPECT_EQ(m.ops[3].waits_for, 4);  // writes w: after the whole run before
+}
+
+TEST(MemoryWalk, TwoRunsInFlightShareThePersistablesAndHoldTheirOwnValues) {
+  const MemoryWalkResult r = WalkMemory(TrainingStep());
+  EXPECT_EQ(r.live_after_alloc[kDev], (std::vector<int64_t>{108, 118, 130, 120}));
+  EXPECT_EQ(r.peak[kDev].bytes, 130);
+  ASSERT_EQ(r.pipelined.size(), 2u);
+  // While the earlier run is at b = g(a, w), the later one may have made
+  // x@dev and a (op 2 waits for the update): 130 + 8 + 10.
+  EXPECT_EQ(r.pipelined[kDev].bytes, 148);
+  EXPECT_EQ(r.pipelined[kDev].op, 2);
+  EXPECT_EQ(r.pipelined[kDev].other_op, 1);
+  // The host: the earlier run's feed, the later run's, and the next run's.
+  EXPECT_EQ(r.pipelined[kHost].bytes, 24);
+  EXPECT_EQ(r.pipelined[kHost].op, 4);
+}
+
+TEST(MemoryWalk, InOrderRunsAreNotPipelined) {
+  MemoryProgram m = TrainingStep();
+  m.pipelined = false;
+  EXPECT_TRUE(WalkMemory(m).pipelined.empty());
 }
 
 }  // namespace
