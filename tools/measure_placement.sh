@@ -99,7 +99,7 @@ field() { grep -m1 -oE "$2" "$out/$1.log" | head -1; }
     n=$(basename "$log" .log)
     [[ $n == planning ]] && continue
     oncpu=$(field "$n" '[0-9]+ of [0-9]+ unpinned ops on cpu')
-    mem=$(grep -m1 '^memory:' "$log")
+    mem=$(grep -m1 -E '^memory( \(two runs in flight\))?:' "$log")
     dev=$(echo "$mem" | grep -oE "${place%%:*}:[0-9]+ est\. peak [0-9]+ bytes \([^)]*\), measured [0-9]+ bytes \([^)]*\)" |
           sed -E 's/.*\(([^)]*)\), measured [0-9]+ bytes \(([^)]*)\)/\1 \/ \2/')
     host=$(echo "$mem" | grep -oE "cpu est\. peak [0-9]+ bytes \([^)]*\), measured [0-9]+ bytes \([^)]*\)" |

@@ -111,18 +111,45 @@ absl::StatusOr<Place> ChooseDefaultPlace(const std::string& flag) {
   return place;
 }
 
-std::string EstimatedVersusMeasured(const Plan& plan, const Place& place, double measured_step_us) {
+namespace {
+
+// The allocators whose peaks make `p`'s measured peak when the plan runs on
+// `place`: the device's own; for the host, the CPU's and the device's pinned
+// host allocator when it has its own (CUDA).
+std::vector<Allocator*> AllocatorsOf(const Place& p, const Place& place) {
+  std::vector<Allocator*> out;
+  absl::StatusOr<Device*> device = DeviceRegistry::Global().GetDevice(p);
+  if (!device.ok()) return out;
+  out.push_back((*device)->allocator());
+  if (p.is_host() && !place.is_host()) {
+    absl::StatusOr<Device*> accelerator = DeviceRegistry::Global().GetDevice(place);
+    if (accelerator.ok() && (*accelerator)->host_allocator() != out[0]) {
+      out.push_back((*accelerator)->host_allocator());
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string EstimatedVersusMeasured(const Plan& plan, const Place& place, double measured_step_us,
+                                    bool pipelined) {
   std::vector<std::string> parts;
   for (const Place& p : {place, CPUPlace()}) {
     if (p.is_host() && place.is_host() && !parts.empty()) break;
-    absl::StatusOr<Device*> device = DeviceRegistry::Global().GetDevice(p);
-    if (!device.ok()) continue;
-    const int64_t measured = (*device)->allocator()->GetStats().peak_bytes_in_use;
-    parts.push_back(absl::StrCat(p.ToString(), " est. peak ",
-                                 HumanBytes(plan.MemoryEstimate().PeakBytes(p)), ", measured ",
+    const std::vector<Allocator*> allocators = AllocatorsOf(p, place);
+    if (allocators.empty()) continue;
+    int64_t measured = 0;
+    for (Allocator* a : allocators) measured += a->GetStats().peak_bytes_in_use;
+    const PlaceMemory* m = plan.MemoryEstimate().Find(p);
+    const int64_t estimated = m == nullptr ? 0
+                              : pipelined  ? m->pipelined_peak_bytes
+                                           : m->peak_bytes;
+    parts.push_back(absl::StrCat(p.ToString(), " est. peak ", HumanBytes(estimated), ", measured ",
                                  HumanBytes(measured)));
   }
-  std::string out = absl::StrCat("memory: ", absl::StrJoin(parts, "; "));
+  std::string out = absl::StrCat("memory", pipelined ? " (two runs in flight)" : "", ": ",
+                                 absl::StrJoin(parts, "; "));
   if (plan.placed().auto_step_micros > 0 && measured_step_us > 0) {
     absl::StrAppendFormat(&out, "; step est. %.0f us, measured %.0f us",
                           plan.placed().auto_step_micros, measured_step_us);
@@ -132,8 +159,7 @@ std::string EstimatedVersusMeasured(const Plan& plan, const Place& place, double
 
 void ResetPeakMemory(const Place& place) {
   for (const Place& p : {place, CPUPlace()}) {
-    absl::StatusOr<Device*> device = DeviceRegistry::Global().GetDevice(p);
-    if (device.ok()) (*device)->allocator()->ResetPeak();
+    for (Allocator* a : AllocatorsOf(p, place)) a->ResetPeak();
   }
 }
 

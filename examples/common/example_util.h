@@ -54,9 +54,12 @@ absl::Status ReportPlacement(const Plan& plan);
 
 // "memory: sim:0 est. peak 1.2 MiB, measured 1.1 MiB; cpu est. ...; step est. 812 us,
 // measured 790 us" for the plan run on `place`: the estimate's peaks beside the allocators'
-// measured peaks (since the last ResetPeakMemory) and, under auto placement, the estimated
-// step time beside `measured_step_us` (0: not measured).
-std::string EstimatedVersusMeasured(const Plan& plan, const Place& place, double measured_step_us);
+// measured peaks (since the last ResetPeakMemory; the host's: the CPU's allocator and the
+// device's pinned one) and, under auto placement, the estimated step time beside
+// `measured_step_us` (0: not measured). `pipelined`: the runs overlapped (StepPipeline), so
+// the estimate is that of two runs in flight ("est. peak (two runs) ...").
+std::string EstimatedVersusMeasured(const Plan& plan, const Place& place, double measured_step_us,
+                                    bool pipelined = false);
 
 // "in-order" or "concurrent": the executor mode `options` select, as the
 // examples print it ("executor: concurrent").

@@ -303,7 +303,7 @@ absl::Status Train() {
   }
   std::printf("held-out AUC %.4f -> %.4f (best possible %.4f), logloss %.4f -> %.4f\n", first.auc,
               last.auc, oracle_auc, first.logloss, last.logloss);
-  std::printf("%s\n", EstimatedVersusMeasured(*plan, place, 0).c_str());
+  std::printf("%s\n", EstimatedVersusMeasured(*plan, place, 0, /*pipelined=*/true).c_str());
   // (A resumed run may start on the plateau: only a run from the start must improve.)
   if (first_step == 0 && !(last.auc > first.auc && last.logloss < first.logloss)) {
     return absl::InternalError("the held-out AUC and logloss did not improve");

@@ -172,7 +172,8 @@ absl::Status Main() {
   std::printf("loss %.6f -> %.6f over %d steps (%s)\n", first, last, FLAGS_steps,
               last < first ? "decreasing" : "NOT decreasing");
   std::printf("%s\n", EstimatedVersusMeasured(
-                          *plan, place, timed_steps > 0 ? clock.Seconds() * 1e6 / timed_steps : 0)
+                          *plan, place, timed_steps > 0 ? clock.Seconds() * 1e6 / timed_steps : 0,
+                          /*pipelined=*/true)
                           .c_str());
   if (FLAGS_steps > 1 && !(last < first)) return absl::InternalError("the loss did not decrease");
   return absl::OkStatus();
