@@ -62,6 +62,23 @@ void SetVariable(Variable* v, py::handle value, std::optional<Place> place,
 
 using OptionSetter = std::function<void(ExecutorOptions*, py::handle)>;
 
+// memory_budget_mb (a number of MiB; 0: what the device can hold) in bytes.
+int64_t BudgetBytes(py::handle v) {
+  if (py::isinstance<py::bool_>(v) ||
+      (!py::isinstance<py::int_>(v) && !py::isinstance<py::float_>(v))) {
+    throw py::cast_error();
+  }
+  const double mb = v.cast<double>();
+  constexpr double kMaxMb = double(int64_t{1} << 30);  // 1 PiB
+  if (!(mb >= 0) || mb > kMaxMb) {
+    throw StatusError(absl::InvalidArgumentError(
+        absl::StrCat("Executor: memory_budget_mb ", py::repr(v).cast<std::string>(), " is ",
+                     mb > kMaxMb ? "more than 1 PiB, not a device's memory" : "not a size",
+                     "; give 0 (what the device can hold) or a number of MiB")));
+  }
+  return static_cast<int64_t>(mb * (1 << 20));
+}
+
 // The executor's options by keyword: one line per ExecutorOptions field.
 const std::map<std::string, OptionSetter>& OptionSetters() {
   static const auto* setters = new std::map<std::string, OptionSetter>{
@@ -77,6 +94,22 @@ const std::map<std::string, OptionSetter>& OptionSetters() {
       {"check_numerics",
        [](ExecutorOptions* o, py::handle v) { o->check_numerics = v.cast<bool>(); }},
       {"host_workers", [](ExecutorOptions* o, py::handle v) { o->host_workers = v.cast<int>(); }},
+      {"feed_shapes",
+       [](ExecutorOptions* o, py::handle v) {
+         for (auto [name, dims] : v.cast<py::dict>()) {
+           o->feed_shapes[name.cast<std::string>()] = Shape(dims.cast<std::vector<int64_t>>());
+         }
+       }},
+      {"auto_placement",
+       [](ExecutorOptions* o, py::handle v) { o->auto_placement = v.cast<bool>(); }},
+      {"memory_budget_mb",
+       [](ExecutorOptions* o, py::handle v) { o->memory_budget_bytes = BudgetBytes(v); }},
+      {"auto_moves_persistables",
+       [](ExecutorOptions* o, py::handle v) { o->auto_moves_persistables = v.cast<bool>(); }},
+      {"cost_cache_dir",
+       [](ExecutorOptions* o, py::handle v) { o->cost_cache_dir = v.cast<std::string>(); }},
+      {"measure_costs",
+       [](ExecutorOptions* o, py::handle v) { o->measure_costs = v.cast<bool>(); }},
   };
   return *setters;
 }
@@ -290,10 +323,52 @@ void RegisterStats(py::module_& m) {
           "cause", [](const PlacementEntry& e) { return std::string(PlacementCauseName(e.cause)); },
           "the rule that placed it: guard, inherit, loss-grad, grad-sum, param, state, "
           "host-state, auto, default, fallback; copy, host-arg, write-back for copies")
-      .def_readonly("detail", &PlacementEntry::detail)
+      .def_readonly("detail", &PlacementEntry::detail,
+                    "why, in words and numbers (for cause auto: the estimated times on each "
+                    "place, and the value that did not fit the budget when memory decided)")
+      .def_readonly("copy", &PlacementEntry::copy, "for a copy op, its CopyStep; else None")
       .def("__repr__", [](const PlacementEntry& e) {
         return absl::StrCat("PlacementEntry(#", e.op_index, " ", e.op_type, " on ",
                             e.place.ToString(), ", ", PlacementCauseName(e.cause), ")");
+      });
+  py::class_<CopyStep>(m, "CopyStep", "What a copy op the placer inserted moves, and for whom.")
+      .def_readonly("var", &CopyStep::var, "the variable copied")
+      .def_readonly("source", &CopyStep::source, "the variable read")
+      .def_readonly("output", &CopyStep::output, "the variable written")
+      .def_readonly("from_place", &CopyStep::from)
+      .def_readonly("to_place", &CopyStep::to)
+      .def_readonly("consumer", &CopyStep::consumer,
+                    "placed index of the op whose read needs it; -1 for a write-back")
+      .def_readonly("consumer_type", &CopyStep::consumer_type)
+      .def_readonly("consumer_arg", &CopyStep::consumer_arg)
+      .def("__repr__", [](const CopyStep& c) {
+        return absl::StrCat("CopyStep(", c.var, " ", c.from.ToString(), "->", c.to.ToString(),
+                            " for ", c.consumer_type, ")");
+      });
+  py::class_<PlaceMemory>(m, "PlaceMemory", "The estimated peak memory of one place.")
+      .def_readonly("place", &PlaceMemory::place)
+      .def_readonly("peak_bytes", &PlaceMemory::peak_bytes, "one run")
+      .def_readonly("pipelined_peak_bytes", &PlaceMemory::pipelined_peak_bytes,
+                    "two runs in flight (a pipelined loop); peak_bytes in order")
+      .def_readonly("parameters", &PlaceMemory::parameters)
+      .def_readonly("optimizer_state", &PlaceMemory::optimizer_state)
+      .def_readonly("constants", &PlaceMemory::constants)
+      .def_readonly("feeds", &PlaceMemory::feeds)
+      .def_readonly("staging", &PlaceMemory::staging)
+      .def_readonly("intermediates", &PlaceMemory::intermediates)
+      .def_readonly("scratch", &PlaceMemory::scratch)
+      .def_readonly("peak_at", &PlaceMemory::peak_at)
+      .def_property_readonly(
+          "largest",
+          [](const PlaceMemory& p) {
+            std::vector<std::pair<std::string, int64_t>> out;
+            for (const LiveValue& v : p.largest) out.emplace_back(v.var, v.bytes);
+            return out;
+          },
+          "[(variable, bytes)] live at the peak, largest first")
+      .def("__repr__", [](const PlaceMemory& p) {
+        return absl::StrCat("PlaceMemory(", p.place.ToString(), " peak ", p.peak_bytes,
+                            " bytes at ", p.peak_at, ")");
       });
   py::class_<PlanHandle>(m, "Plan", "A prepared program (Executor.prepare).")
       .def_readonly("feed_names", &PlanHandle::feeds)
@@ -301,6 +376,12 @@ void RegisterStats(py::module_& m) {
       .def_property_readonly("placement_table",
                              [](const PlanHandle& p) { return p.plan->placed().table; })
       .def("placement_table_string", [](const PlanHandle& p) { return p.plan->PlacementTable(); })
+      .def_property_readonly("auto_summary",
+                             [](const PlanHandle& p) { return p.plan->placed().auto_summary; })
+      .def_property_readonly("estimated_step_us",
+                             [](const PlanHandle& p) { return p.plan->placed().auto_step_micros; })
+      .def_property_readonly("memory_estimate",
+                             [](const PlanHandle& p) { return p.plan->MemoryEstimate().places; })
       .def_property_readonly("num_copies",
                              [](const PlanHandle& p) { return p.plan->placed().num_copies; })
       .def("placed_program_string",

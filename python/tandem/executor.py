@@ -4,14 +4,27 @@
     exe.run(startup)                                   # once: initialises the parameters
     loss_value, = exe.run(main, feed={"ids": ids}, fetch_list=[loss])   # numpy arrays
     exe.last_run_stats.copies_h2d                      # what that run copied
-    for row in exe.last_plan.placement_table: ...      # op, place, cause, detail
+    for row in exe.last_plan.placement_table: ...      # op, place, cause, detail, copy
 
 ``Executor(place, **options)`` takes the executor's options as keywords
 (tandem.EXECUTOR_OPTIONS lists them): strict_placement, transfer_policy
 ("allow", "log", "disallow"), capture_graphs, in_order, check_numerics,
-host_workers. A run prepares its program once per (program version, feed
-names, fetch list, scope) and reuses that plan; changing the program makes
-the next run prepare it again.
+host_workers, feed_shapes ({name: shape}, for the memory estimate of
+programs with -1 dims), and automatic placement: auto_placement (place
+every op without device_guard on the cpu or ``place``: the smallest
+estimated step time with the device's estimated peak within the budget),
+memory_budget_mb (0: what the device can hold, less a margin),
+auto_moves_persistables, cost_cache_dir ("" keeps measured op times in
+memory) and measure_costs (False: analytical costs only). A run prepares
+its program once per (program version, feed names, fetch list, scope) and
+reuses that plan; changing the program makes the next run prepare it
+again.
+
+    exe = tandem.Executor(tandem.CUDAPlace(0), auto_placement=True, memory_budget_mb=4096)
+    plan = exe.prepare(main, ["ids"], [loss])
+    plan.auto_summary                 # "auto placement on gpu:0 (budget 4.0 GiB, est. peak ...)"
+    [(r.op_type, r.place, r.cause, r.detail) for r in plan.placement_table if r.cause == "auto"]
+    plan.memory_estimate[0].peak_bytes   # per place: peak, breakdown, largest values
 
 Feeds are host arrays of the variables' dtypes: numpy arrays (C-contiguous,
 aligned ones are used in place, without a copy), tandem.Tensor objects,
@@ -135,8 +148,28 @@ class Plan:
 
     @property
     def placement_table(self):
-        """[PlacementEntry(op_index, op_type, place, cause, detail)] per placed op."""
+        """[PlacementEntry(op_index, op_type, place, cause, detail, copy)] per placed op:
+        cause is the rule that placed it ("auto" for the auto pass, whose detail gives
+        the estimated times and, when the budget decided, the value that did not fit);
+        copy is a CopyStep for copy ops, else None."""
         return self._h.placement_table
+
+    @property
+    def auto_summary(self):
+        """The auto placement's summary line (budget, estimated peak and step time,
+        copies, ops on the cpu), or "" without auto_placement."""
+        return self._h.auto_summary
+
+    @property
+    def estimated_step_us(self):
+        """The auto placement's estimated step time in microseconds (0 without it)."""
+        return self._h.estimated_step_us
+
+    @property
+    def memory_estimate(self):
+        """[PlaceMemory] per place: peak_bytes (one run), pipelined_peak_bytes (two runs
+        in flight), its breakdown, peak_at and the largest values live then."""
+        return self._h.memory_estimate
 
     def placement_table_string(self):
         return self._h.placement_table_string()
