@@ -1,5 +1,6 @@
 #include "ops/nn/shape_fns.h"
 
+#include <limits>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -52,11 +53,23 @@ absl::Status ReadPair(const OpDesc& op, absl::string_view name, int64_t min, int
   return absl::OkStatus();
 }
 
-// (size + 2 * pad - window) / stride + 1, or -1 if size is unknown.
-int64_t OutputSize(int64_t size, int64_t pad, int64_t window, int64_t stride) {
-  if (size < 0) return -1;
-  const int64_t span = size + 2 * pad - window;
-  return span < 0 ? 0 : span / stride + 1;
+// (size + 2 * pad - dilation * (kernel - 1) - 1) / stride + 1, or -1 if size or kernel is unknown;
+// 0 when the window does not fit. Computed in 128 bits: attributes and dims come from
+// program files, and an output that does not fit in int64 is an error, not a wrap.
+absl::StatusOr<int64_t> OutputSize(absl::string_view op, absl::string_view axis, int64_t size,
+                                   int64_t pad, int64_t kernel, int64_t dilation, int64_t stride) {
+  if (size < 0 || kernel < 0) return -1;
+  const __int128 window = static_cast<__int128>(dilation) * (kernel - 1) + 1;
+  const __int128 span = static_cast<__int128>(size) + 2 * static_cast<__int128>(pad) - window;
+  if (span < 0) return 0;
+  const __int128 out = span / stride + 1;
+  if (out > std::numeric_limits<int64_t>::max()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("op '", op, "': the output ", axis, " of an input ", axis, " ", size,
+                     " with padding ", pad, ", window ", kernel, ", dilation ", dilation,
+                     " and stride ", stride, " does not fit in int64"));
+  }
+  return static_cast<int64_t>(out);
 }
 
 absl::Status CheckRank4(absl::string_view op, absl::string_view arg, const Shape& s,
@@ -102,7 +115,7 @@ absl::StatusOr<Conv2DGeometry> Conv2DShape(absl::string_view op, const Shape& in
   g.kw = filter.dim(3);
   const std::string shapes = absl::StrCat("Input ", input.ToString(), " and Filter ",
                                           filter.ToString(), " with groups ", p.groups);
-  if (g.c >= 0 && filter.dim(1) >= 0 && g.c != filter.dim(1) * p.groups) {
+  if (g.c >= 0 && filter.dim(1) >= 0 && g.c != static_cast<__int128>(filter.dim(1)) * p.groups) {
     return absl::InvalidArgumentError(absl::StrCat(
         "op '", op, "': ", shapes, ": Input's channels must equal Filter.dim(1) * groups"));
   }
@@ -114,8 +127,8 @@ absl::StatusOr<Conv2DGeometry> Conv2DShape(absl::string_view op, const Shape& in
     return absl::InvalidArgumentError(
         absl::StrCat("op '", op, "': ", shapes, ": Filter and Input's planes must not be empty"));
   }
-  g.oh = OutputSize(g.h, p.pad_h, p.dilation_h * (g.kh - 1) + 1, p.stride_h);
-  g.ow = OutputSize(g.w, p.pad_w, p.dilation_w * (g.kw - 1) + 1, p.stride_w);
+  ASSIGN_OR_RETURN(g.oh, OutputSize(op, "height", g.h, p.pad_h, g.kh, p.dilation_h, p.stride_h));
+  ASSIGN_OR_RETURN(g.ow, OutputSize(op, "width", g.w, p.pad_w, g.kw, p.dilation_w, p.stride_w));
   if ((g.kh >= 0 && g.oh == 0) || (g.kw >= 0 && g.ow == 0)) {
     return absl::InvalidArgumentError(
         absl::StrCat("op '", op, "': ", shapes, ", paddings [", p.pad_h, ", ", p.pad_w,
@@ -171,8 +184,8 @@ absl::StatusOr<Pool2DGeometry> Pool2DShape(absl::string_view op, const Shape& x,
     g.p.kw = g.w;
     g.oh = g.ow = 1;
   } else {
-    g.oh = OutputSize(g.h, p.pad_h, p.kh, p.stride_h);
-    g.ow = OutputSize(g.w, p.pad_w, p.kw, p.stride_w);
+    ASSIGN_OR_RETURN(g.oh, OutputSize(op, "height", g.h, p.pad_h, p.kh, 1, p.stride_h));
+    ASSIGN_OR_RETURN(g.ow, OutputSize(op, "width", g.w, p.pad_w, p.kw, 1, p.stride_w));
     if (g.oh == 0 || g.ow == 0) {
       return absl::InvalidArgumentError(absl::StrCat("op '", op, "': ksize [", p.kh, ", ", p.kw,
                                                      "] with paddings [", p.pad_h, ", ", p.pad_w,

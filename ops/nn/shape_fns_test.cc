@@ -195,6 +195,28 @@ TEST(Conv2DShape, BadShapesAndAttrsAreInvalidArgument) {
                        "op 'conv2d': attribute groups is 0, need >= 1"));
 }
 
+TEST(Conv2DShape, HugeAttributesAndDimsAreErrorsNotOverflow) {
+  ASSERT_OK_AND_ASSIGN(
+      Conv2DParams p,
+      ReadConv2DParams(ConvOp({{"dilations", std::vector<int64_t>{int64_t{1} << 62, 1}}})));
+  // The dilated window (2^62 * 2 + 1, past int64) is larger than the input: no output rows.
+  EXPECT_THAT(Conv2DShape("conv2d", Shape({1, 1, 5, 5}), Shape({1, 1, 3, 3}), p),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("the (dilated) filter is larger than the padded input")));
+  ASSERT_OK_AND_ASSIGN(
+      p, ReadConv2DParams(ConvOp({{"paddings", std::vector<int64_t>{int64_t{1} << 62, 0}}})));
+  // (5 + 2^63 - 1) / 1 + 1 does not fit in int64.
+  EXPECT_THAT(Conv2DShape("conv2d", Shape({1, 1, 5, 5}), Shape({1, 1, 1, 1}), p),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "op 'conv2d': the output height of an input height 5 with padding "
+                       "4611686018427387904, window 1, dilation 1 and stride 1 does not fit in "
+                       "int64"));
+  // An unknown filter height leaves the output height unknown whatever the attributes.
+  ASSERT_OK_AND_ASSIGN(Conv2DGeometry g,
+                       Conv2DShape("conv2d", Shape({1, 1, 5, 5}), Shape({1, 1, -1, 1}), p));
+  EXPECT_EQ(g.output, Shape({1, 1, -1, 5}));
+}
+
 // A validated pool2d op with `attrs` set.
 OpDesc PoolOp(AttrMap attrs) {
   OpDesc op = Op("pool2d", {{"X", {"x"}}}, {{"Out", {"y"}}});
