@@ -12,6 +12,11 @@ for flags in "" "--is_sparse --batch_size=8" "--no_guard" "--in_order --is_spars
   mode=concurrent; [[ "$flags" == *--in_order* ]] && mode=in-order
   grep -q "gradient, executor: $mode$" <<<"$out"
 done
+# A run that looks up fewer ids than the table has rows cannot show the loss
+# falling: it says the check was skipped and succeeds.
+out=$("$bin" --place=sim:0 --rows=100000 --steps=3 --is_sparse --batch_size=8)
+grep -q "over 3 steps (.*not checked: fewer ids looked up than the table has rows)" <<<"$out" ||
+  grep -q "over 3 steps (decreasing)" <<<"$out"
 # --profile_steps=3: steps 1-3 profiled (step 0 is warm-up), the run goes on
 # to its 8 steps; --trace_out writes the Chrome trace.
 out=$("$bin" --place=sim:0 --rows=1000 --steps=8 --lr=0.5 --profile_steps=3 \
