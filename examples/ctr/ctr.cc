@@ -255,13 +255,23 @@ absl::Status Train() {
                  data.Examples(CtrStream::kTrain, (step - 1) * FLAGS_batch_size, FLAGS_batch_size));
   };
   RETURN_IF_ERROR(steps.Start(feeds_for(first_step + 1)));
+  // The measured step time: training steps after the first, evaluations and
+  // checkpoints left out (the estimate is the training plan's step).
+  Stopwatch train_clock;
+  double untimed_s = 0;
+  int64_t timed_steps = 0;
   for (int64_t step = first_step + 1; step <= FLAGS_steps; ++step) {
     const bool observed = step == FLAGS_steps || step % FLAGS_eval_every == 0 ||
                           (!FLAGS_checkpoint_dir.empty() && step % FLAGS_checkpoint_every == 0) ||
                           (profiling && step - first_step == FLAGS_profile_steps + 1);
     if (!observed) RETURN_IF_ERROR(steps.Start(feeds_for(step + 1)));
     ASSIGN_OR_RETURN(std::vector<Tensor> out, steps.Next(&stats));
-    if (step == first_step + 1) ResetPeakMemory(place);  // measured peaks: steady steps
+    if (step == first_step + 1) {
+      ResetPeakMemory(place);  // measured peaks: steady steps
+      train_clock = Stopwatch();
+    } else {
+      ++timed_steps;
+    }
     loss_sum += out[0].data<float>()[0];
     ++loss_count;
     progress.Step(FLAGS_batch_size);
@@ -288,13 +298,17 @@ absl::Status Train() {
       loss_count = 0;
     }
     if (step % FLAGS_eval_every == 0 || step == FLAGS_steps) {
+      Stopwatch eval_clock;
       ASSIGN_OR_RETURN(last, Evaluate(model, held_out, &eval_exe, eval_plan.get(), &scope));
       RETURN_IF_ERROR(log_eval(step, last));
+      untimed_s += eval_clock.Seconds();
     }
     if (!FLAGS_checkpoint_dir.empty() &&
         (step % FLAGS_checkpoint_every == 0 || step == FLAGS_steps)) {
+      Stopwatch save_clock;
       RETURN_IF_ERROR(
           SaveTrainerCheckpoint(builder.main_program(), step, FLAGS_checkpoint_dir, &scope));
+      untimed_s += save_clock.Seconds();
       std::printf("saved %s (step %lld)\n", TrainerCheckpointPath(FLAGS_checkpoint_dir).c_str(),
                   static_cast<long long>(step));
     }
@@ -303,7 +317,9 @@ absl::Status Train() {
   }
   std::printf("held-out AUC %.4f -> %.4f (best possible %.4f), logloss %.4f -> %.4f\n", first.auc,
               last.auc, oracle_auc, first.logloss, last.logloss);
-  std::printf("%s\n", EstimatedVersusMeasured(*plan, place, 0, /*pipelined=*/true).c_str());
+  const double step_us =
+      timed_steps > 0 ? (train_clock.Seconds() - untimed_s) * 1e6 / timed_steps : 0;
+  std::printf("%s\n", EstimatedVersusMeasured(*plan, place, step_us, /*pipelined=*/true).c_str());
   // (A resumed run may start on the plateau: only a run from the start must improve.)
   if (first_step == 0 && !(last.auc > first.auc && last.logloss < first.logloss)) {
     return absl::InternalError("the held-out AUC and logloss did not improve");
