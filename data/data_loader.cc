@@ -1,5 +1,6 @@
 #include "data/data_loader.h"
 
+#include <algorithm>
 #include <set>
 #include <utility>
 
@@ -98,6 +99,33 @@ DataLoader::~DataLoader() {
 int64_t DataLoader::batches_per_epoch() const {
   const int64_t b = options_.batch_size;
   return options_.drop_last ? num_examples_ / b : (num_examples_ + b - 1) / b;
+}
+
+int64_t DataLoader::MaxBytesHeld() const {
+  if (!options_.prefetch) return 0;
+  int64_t example_bytes = 0;
+  for (const Column& c : columns_) {
+    int64_t item = 1;
+    for (size_t d = 1; d < c.data.dims.size(); ++d) item *= c.data.dims[d];
+    example_bytes += item * static_cast<int64_t>(SizeOf(c.dtype));
+  }
+  // The items repeat per epoch: its batches, then an end-of-epoch mark (no
+  // bytes). The most any `window` consecutive items hold:
+  const int64_t batches = batches_per_epoch();
+  const int64_t period = batches + 1;
+  auto item_bytes = [&](int64_t k) -> int64_t {
+    k %= period;
+    if (k == batches) return 0;
+    return std::min(options_.batch_size, num_examples_ - k * options_.batch_size) * example_bytes;
+  };
+  const int64_t window = options_.prefetch_batches + 1;
+  int64_t most = 0;
+  for (int64_t start = 0; start < period; ++start) {
+    int64_t sum = 0;
+    for (int64_t k = start; k < start + window; ++k) sum += item_bytes(k);
+    most = std::max(most, sum);
+  }
+  return most;
 }
 
 void DataLoader::Shuffle(int64_t epoch) {

@@ -90,6 +90,12 @@ class DataLoader {
 
   int64_t num_examples() const { return num_examples_; }
   int64_t batches_per_epoch() const;
+  // The most bytes of batches the loader itself holds at once, the ones
+  // Next() has handed out apart: with prefetch, `prefetch_batches` items
+  // queued and one made while it waits for room (an end-of-epoch mark is an
+  // item without bytes; the last batch of an epoch may be short); 0 without
+  // prefetch. For memory estimates.
+  int64_t MaxBytesHeld() const;
   // Where batches are allocated: pinned memory of gpu:0, or the host's.
   Allocator* allocator() const { return allocator_; }
 

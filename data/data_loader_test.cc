@@ -1,6 +1,8 @@
 #include "data/data_loader.h"
 
+#include <chrono>
 #include <set>
+#include <thread>
 
 #include "data/idx_testutil.h"
 #include "framework/memory/cpu_allocator.h"
@@ -166,6 +168,34 @@ TEST(FashionMnistColumns, ReadsGzippedIdxPairsAndChecksTheirDims) {
                              HasSubstr("t10k-labels-idx1-ubyte.gz' (type 0x8, dims [2])"))));
   EXPECT_THAT(FashionMnistColumns(dir + "/nowhere", true),
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("train-images-idx3-ubyte.gz")));
+}
+
+// The loader's own batches, the prefetch thread's queue full and one more
+// made, are what MaxBytesHeld says: 16 bytes per example (x float32 [2], y
+// int64); 10 examples in batches of 4: the first three batches (4 + 4 + 2
+// examples); 8 examples: two batches and an end-of-epoch mark; nothing
+// without prefetch.
+TEST(DataLoader, MaxBytesHeldIsWhatThePrefetchThreadHolds) {
+  struct Case {
+    int examples;
+    bool prefetch;
+    int64_t held;
+  };
+  for (const Case& c : {Case{10, true, 160}, Case{8, true, 128}, Case{10, false, 0}}) {
+    const int64_t before = CpuAllocator::Default()->GetStats().bytes_in_use;
+    DataLoaderOptions o;
+    o.batch_size = 4;
+    o.prefetch = c.prefetch;
+    ASSERT_OK_AND_ASSIGN(auto loader, DataLoader::Create(Examples(c.examples), o));
+    EXPECT_EQ(loader->MaxBytesHeld(), c.held) << c.examples << " examples";
+    // Wait (at most 10 s) for the thread to fill its queue, then for it to stay put.
+    auto held = [&] { return CpuAllocator::Default()->GetStats().bytes_in_use - before; };
+    for (int i = 0; i < 10000 && held() < c.held; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    EXPECT_EQ(held(), c.held) << c.examples << " examples";
+  }
 }
 
 }  // namespace

@@ -133,7 +133,7 @@ std::vector<Allocator*> AllocatorsOf(const Place& p, const Place& place) {
 }  // namespace
 
 std::string EstimatedVersusMeasured(const Plan& plan, const Place& place, double measured_step_us,
-                                    bool pipelined) {
+                                    bool pipelined, int64_t loader_bytes) {
   std::vector<std::string> parts;
   for (const Place& p : {place, CPUPlace()}) {
     if (p.is_host() && place.is_host() && !parts.empty()) break;
@@ -142,11 +142,17 @@ std::string EstimatedVersusMeasured(const Plan& plan, const Place& place, double
     int64_t measured = 0;
     for (Allocator* a : allocators) measured += a->GetStats().peak_bytes_in_use;
     const PlaceMemory* m = plan.MemoryEstimate().Find(p);
-    const int64_t estimated = m == nullptr ? 0
-                              : pipelined  ? m->pipelined_peak_bytes
-                                           : m->peak_bytes;
-    parts.push_back(absl::StrCat(p.ToString(), " est. peak ", HumanBytes(estimated), ", measured ",
-                                 HumanBytes(measured)));
+    const int64_t planned = m == nullptr ? 0
+                            : pipelined  ? m->pipelined_peak_bytes
+                                         : m->peak_bytes;
+    const int64_t loaders = p.is_host() ? loader_bytes : 0;
+    std::string estimated = HumanBytes(planned + loaders);
+    if (loaders > 0) {
+      absl::StrAppend(&estimated, " (plan ", HumanBytes(planned), ", data loaders ",
+                      HumanBytes(loaders), ")");
+    }
+    parts.push_back(
+        absl::StrCat(p.ToString(), " est. peak ", estimated, ", measured ", HumanBytes(measured)));
   }
   std::string out = absl::StrCat("memory", pipelined ? " (two runs in flight)" : "", ": ",
                                  absl::StrJoin(parts, "; "));

@@ -58,8 +58,11 @@ absl::Status ReportPlacement(const Plan& plan);
 // device's pinned one) and, under auto placement, the estimated step time beside
 // `measured_step_us` (0: not measured). `pipelined`: the runs overlapped (StepPipeline), so
 // the estimate is that of two runs in flight ("est. peak (two runs) ...").
+// `loader_bytes`: host memory the trainer's data loaders hold beside the plan
+// (DataLoader::MaxBytesHeld), added to the host's estimate ("est. peak 4.8 MiB
+// (plan 3.8 MiB, data loaders 1.0 MiB)").
 std::string EstimatedVersusMeasured(const Plan& plan, const Place& place, double measured_step_us,
-                                    bool pipelined = false);
+                                    bool pipelined = false, int64_t loader_bytes = 0);
 
 // "in-order" or "concurrent": the executor mode `options` select, as the
 // examples print it ("executor: concurrent").

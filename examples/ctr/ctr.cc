@@ -258,6 +258,7 @@ absl::Status Train() {
   // The measured step time: training steps after the first, evaluations and
   // checkpoints left out (the estimate is the training plan's step).
   Stopwatch train_clock;
+  std::string memory_line;  // estimated vs measured, of the training steps since the last evaluation
   double untimed_s = 0;
   int64_t timed_steps = 0;
   for (int64_t step = first_step + 1; step <= FLAGS_steps; ++step) {
@@ -297,6 +298,11 @@ absl::Status Train() {
       loss_sum = 0;
       loss_count = 0;
     }
+    if (step == FLAGS_steps) {  // the training steps' memory and time, the evaluations apart
+      const double step_us =
+          timed_steps > 0 ? (train_clock.Seconds() - untimed_s) * 1e6 / timed_steps : 0;
+      memory_line = EstimatedVersusMeasured(*plan, place, step_us, /*pipelined=*/true);
+    }
     if (step % FLAGS_eval_every == 0 || step == FLAGS_steps) {
       Stopwatch eval_clock;
       ASSIGN_OR_RETURN(last, Evaluate(model, held_out, &eval_exe, eval_plan.get(), &scope));
@@ -313,13 +319,13 @@ absl::Status Train() {
                   static_cast<long long>(step));
     }
     std::fflush(stdout);
+    // Measured peaks cover training steps: the evaluation plan's are not the estimate's.
+    if (observed) ResetPeakMemory(place);
     if (observed && step < FLAGS_steps) RETURN_IF_ERROR(steps.Start(feeds_for(step + 1)));
   }
   std::printf("held-out AUC %.4f -> %.4f (best possible %.4f), logloss %.4f -> %.4f\n", first.auc,
               last.auc, oracle_auc, first.logloss, last.logloss);
-  const double step_us =
-      timed_steps > 0 ? (train_clock.Seconds() - untimed_s) * 1e6 / timed_steps : 0;
-  std::printf("%s\n", EstimatedVersusMeasured(*plan, place, step_us, /*pipelined=*/true).c_str());
+  std::printf("%s\n", memory_line.c_str());
   // (A resumed run may start on the plateau: only a run from the start must improve.)
   if (first_step == 0 && !(last.auc > first.auc && last.logloss < first.logloss)) {
     return absl::InternalError("the held-out AUC and logloss did not improve");

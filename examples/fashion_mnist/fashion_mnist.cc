@@ -303,7 +303,8 @@ absl::Status Train() {
     const double train_seconds = epoch_clock.Seconds();
     const double examples_per_s = progress.ExamplesPerSecond();
     memory_line = EstimatedVersusMeasured(
-        *plan, place, examples_per_s > 0 ? FLAGS_batch_size / examples_per_s * 1e6 : 0);
+        *plan, place, examples_per_s > 0 ? FLAGS_batch_size / examples_per_s * 1e6 : 0,
+        /*pipelined=*/false, train->MaxBytesHeld() + test->MaxBytesHeld());
     Stopwatch test_clock;
     ASSIGN_OR_RETURN(accuracy, TestAccuracy(&eval_exe, eval_plan.get(), &scope, test.get()));
     ResetPeakMemory(place);  // the next epoch's training steps

@@ -42,8 +42,8 @@ int64_t MetaBytes(const TensorMeta& m) {
   return n * static_cast<int64_t>(SizeOf(m.dtype));
 }
 
-// Median wall time of `f` over kTimedRuns runs after one warm-up, or the
-// first error.
+// The fastest wall time of `f` over kTimedRuns runs after one warm-up (other
+// work on the machine only ever adds time), or the first error.
 absl::StatusOr<double> TimeMicros(const std::function<absl::Status()>& f) {
   if (absl::Status s = f(); !s.ok()) return s;
   std::vector<double> t;
@@ -52,8 +52,7 @@ absl::StatusOr<double> TimeMicros(const std::function<absl::Status()>& f) {
     if (absl::Status s = f(); !s.ok()) return s;
     t.push_back(Now() - start);
   }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  return *std::min_element(t.begin(), t.end());
 }
 
 // A zero-filled tensor of `m` on `place` (made on the host, copied there).
@@ -360,7 +359,7 @@ absl::StatusOr<double> CostModel::Extrapolate(
     }
   }
   const int64_t bytes = OpBytes(inputs, outputs);
-  const int64_t small = rows * (options_.max_measured_bytes / 4) / std::max<int64_t>(bytes, 1);
+  const int64_t small = rows * (options_.max_measured_bytes / 8) / std::max<int64_t>(bytes, 1);
   if (small < 16) return absl::UnimplementedError("too large to time even scaled down");
   // Every argument whose first dimension is `rows` gets `n` rows instead.
   auto scaled = [&](const std::map<std::string, std::vector<TensorMeta>>& args, int64_t n) {
@@ -376,8 +375,14 @@ absl::StatusOr<double> CostModel::Extrapolate(
     return out;
   };
   ASSIGN_OR_RETURN(double t1, Measure(op, place, scaled(inputs, small)));
-  ASSIGN_OR_RETURN(double t2, Measure(op, place, scaled(inputs, 2 * small)));
-  return std::max(t1, t1 + (t2 - t1) * (rows - small) / static_cast<double>(small));
+  ASSIGN_OR_RETURN(double t4, Measure(op, place, scaled(inputs, 4 * small)));
+  return ExtrapolateRows(small, t1, t4, rows);
+}
+
+double ExtrapolateRows(int64_t n, double t_n, double t_4n, int64_t rows) {
+  if (t_4n < 1.5 * t_n) return t_4n;
+  const double per_row = (t_4n - t_n) / (3.0 * n);
+  return t_4n + per_row * static_cast<double>(rows - 4 * n);
 }
 
 double CostModel::CopyMicros(const Place& device, CopyKind kind, int64_t bytes, bool sync) {

@@ -9,13 +9,13 @@
 //
 // An op's time is measured the first time it is asked for a (op type,
 // place, dtypes, shapes, attributes) key: its kernel runs on zero-filled
-// inputs of those shapes (RunOpEager, a warm-up then the median of a few
-// runs, minus the cost of an eager call of a trivial op, plus the
+// inputs of those shapes (RunOpEager, a warm-up then the fastest of a few
+// runs: noise only ever adds time; minus the cost of an eager call of a trivial op, plus the
 // executor's cost of a trivial op on that place), and the result is
 // kept in memory and, with Save, in a per-device file. An op larger than
 // max_measured_bytes is timed with its largest first dimension cut to two
-// sizes that fit and extrapolated linearly (a gather from a 10M-row table
-// stays cheap, its dense update does not). Ops that cannot be measured
+// sizes that fit, n and 4n, and extrapolated (ExtrapolateRows: a gather from
+// a 10M-row table stays cheap, its dense update does not). Ops that cannot be measured
 // (values that zeros make invalid, sparse inputs, no kernel) get the
 // analytical estimate instead: the device's
 // launch cost plus the bytes they read and write over its measured memory
@@ -110,8 +110,7 @@ class CostModel {
   absl::StatusOr<double> Measure(const OpDesc& op, const Place& place,
                                  const std::map<std::string, std::vector<TensorMeta>>& inputs);
   // An op too large to time: timed with its largest first dimension cut to
-  // two sizes that fit max_measured_bytes, then extrapolated linearly (a
-  // gather's time stays flat, an update's grows with the rows).
+  // two sizes that fit max_measured_bytes, then ExtrapolateRows.
   absl::StatusOr<double> Extrapolate(const OpDesc& op, const Place& place,
                                      const std::map<std::string, std::vector<TensorMeta>>& inputs,
                                      const std::map<std::string, std::vector<TensorMeta>>& outputs);
@@ -121,6 +120,13 @@ class CostModel {
   std::map<Place, DeviceCosts> devices_;
   int measurements_ = 0;
 };
+
+// The time of an op at `rows` rows from its times at n and 4n rows (t_n,
+// t_4n). Linear through the two when four times the rows cost at least 1.5
+// times as much; otherwise the rows do not drive the time (a gather reads
+// the rows it is given, not the table) and the time is t_4n, so timing
+// noise is not multiplied by rows / n.
+double ExtrapolateRows(int64_t n, double t_n, double t_4n, int64_t rows);
 
 // The key an op's measurement is cached under:
 // "scale|sim|X=float32[4, 8]|Out=float32[4, 8]|{bias=0, scale=2}".

@@ -517,7 +517,8 @@ std::string MemoryEstimate::ToString() const {
     absl::StrAppend(&out, ")");
     absl::StrAppend(&out, " at ", p.peak_at);
     if (p.pipelined_peak_bytes > p.peak_bytes) {
-      absl::StrAppend(&out, "; two runs in flight: ", Bytes(p.pipelined_peak_bytes));
+      absl::StrAppend(&out, "; two runs in flight: ", Bytes(p.pipelined_peak_bytes), " (",
+                      p.pipelined_peak_at, ")");
     }
     std::vector<std::string> largest;
     for (size_t k = 0; k < p.largest.size() && k < 3; ++k) {
@@ -569,10 +570,17 @@ absl::StatusOr<MemoryEstimate> EstimateMemory(const PlacedProgram& placed,
         walk.pipelined.empty() ? peak.bytes : std::max(peak.bytes, walk.pipelined[slot].bytes);
     p.peak_bytes = peak.bytes;
     p.peak_op = peak.op;
-    p.peak_at = p.peak_op < 0    ? "the start"
-                : p.peak_op >= n ? "the end (fetches)"
-                                 : absl::StrCat("#", p.peak_op, " '",
-                                                placed.program.block().ops()[p.peak_op].type, "'");
+    auto op_at = [&](int op) {
+      return op < 0    ? std::string("the start")
+             : op >= n ? std::string("the end (fetches)")
+                       : absl::StrCat("#", op, " '", placed.program.block().ops()[op].type, "'");
+    };
+    p.peak_at = op_at(p.peak_op);
+    if (p.pipelined_peak_bytes > p.peak_bytes) {
+      const MemoryWalkResult::PipelinedPeak& pp = walk.pipelined[slot];
+      p.pipelined_peak_at =
+          absl::StrCat(op_at(pp.op), " of one run beside ", op_at(pp.other_op), " of the next");
+    }
     Summarise(walk, names, slot, &p);
   }
   return estimate;

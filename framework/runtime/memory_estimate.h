@@ -85,6 +85,9 @@ struct PlaceMemory {
   // staging and the values of the ops it may run ahead) and the next run's
   // feeds included (memory_walk.h); peak_bytes in order (no pipelining).
   int64_t pipelined_peak_bytes = 0;
+  // Where: "#3 'sgd' of one run beside #1 'lookup_table' of the next" (empty
+  // when the pipelined peak is the in-order one).
+  std::string pipelined_peak_at;
   // Placed index of the op at the peak: -1 at the start, the op count after
   // the last op (fetches copied to the host).
   int peak_op = -1;

@@ -71,12 +71,16 @@ class Walker {
       run_at_.push_back(live_[p] - shared_[p]);
     }
   }
+  // Pipelined: per place, what a run leaves once it is over: what is live at
+  // its end but the copy sources it kept for its copies (released then).
+  std::vector<int64_t> LeftWhenOver() const;
   void PipelinedPeaks();
 
   const MemoryProgram& program_;
   MemoryWalkResult result_;
   std::vector<int> refs_;   // per value
   std::vector<int> bound_;  // per variable: its value, -1 if none
+  std::vector<int> kept_sources_;  // a value per reference a copy keeps to the run's end
   std::vector<int64_t> live_, shared_;
   std::vector<bool> seen_;
   // Per op position (start, each op, end) and place ([position * places +
@@ -124,7 +128,10 @@ void Walker::AllocateOutputs(const MemoryProgram::Op& op) {
 }
 
 void Walker::FinishOp(const MemoryProgram::Op& op) {
-  if (op.copy && op.keep_source && bound_[op.copy_source] >= 0) ++refs_[bound_[op.copy_source]];
+  if (op.copy && op.keep_source && bound_[op.copy_source] >= 0) {
+    ++refs_[bound_[op.copy_source]];
+    kept_sources_.push_back(bound_[op.copy_source]);
+  }
   for (const auto& [var, id] : bindings_) Bind(var, id);
   if (scratch_ >= 0) Deref(scratch_);
   for (int var : op.frees) {
@@ -177,6 +184,15 @@ MemoryWalkResult Walker::Run() {
 // allocated, the end. While the earlier run is at op i (running it), the
 // later one may have reached the last op of its longest prefix whose ops
 // wait for ops before i; its own bytes count at their most up to there.
+std::vector<int64_t> Walker::LeftWhenOver() const {
+  std::vector<int64_t> left = live_;
+  std::vector<int> refs = refs_;
+  for (int id : kept_sources_) {
+    if (--refs[id] == 0) left[result_.values[id].place] -= result_.values[id].bytes;
+  }
+  return left;
+}
+
 void Walker::PipelinedPeaks() {
   const int n = static_cast<int>(program_.ops.size());
   std::vector<int> reach(n + 1);  // [i + 1]: the later run's last op while the earlier is at i
@@ -189,6 +205,7 @@ void Walker::PipelinedPeaks() {
   }
   result_.pipelined.assign(live_.size(), {});
   const size_t places = live_.size();
+  const std::vector<int64_t> over = LeftWhenOver();
   for (size_t p = 0; p < live_.size(); ++p) {
     MemoryWalkResult::PipelinedPeak& best = result_.pipelined[p];
     int64_t later = 0;
@@ -201,8 +218,9 @@ void Walker::PipelinedPeaks() {
         const int64_t own = run_at_[covered * places + p];
         if (covered == 0 || own > later) later = own, later_at = covered;
       }
-      // Once the earlier run is over, the caller makes the next run's feeds.
-      const int64_t earlier = live_at_[(i + 1) * places + p] + (i == n ? feeds_[p] : 0);
+      // Once the earlier run is over (its kept copy sources released), the
+      // caller makes the next run's feeds.
+      const int64_t earlier = i < n ? live_at_[(i + 1) * places + p] : over[p] + feeds_[p];
       if (earlier + later > best.bytes) best = {earlier + later, i, later_at - 1};
     }
   }

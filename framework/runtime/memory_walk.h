@@ -31,8 +31,9 @@
 // while the earlier run is at op i the later one is anywhere up to the last
 // op of its longest prefix allowed by then. The pipelined peak of a place
 // is the most the two hold over those pairs, and once the earlier run is
-// over, a third set of feeds: the next run's, which the caller makes while
-// both frames still hold theirs.
+// over (the sources its copies kept released; its feeds and fetched values
+// still held), a third set of feeds: the next run's, which the caller makes
+// while both frames still hold theirs.
 // Pure function; thread-safe.
 #ifndef TANDEM_FRAMEWORK_RUNTIME_MEMORY_WALK_H_
 #define TANDEM_FRAMEWORK_RUNTIME_MEMORY_WALK_H_

@@ -150,6 +150,28 @@ TEST(MemoryWalk, TwoRunsInFlightShareThePersistablesAndHoldTheirOwnValues) {
   EXPECT_EQ(r.pipelined[kHost].op, 4);
 }
 
+// Workload 1's shape: every op of the later run waits for the earlier run's
+// update, so the runs meet only once the earlier is over, and by then the
+// device value its copy kept (y, 50) is released: the pipelined peak on the
+// device is the in-order one (y, its host copy's source kept, and g = 58).
+TEST(MemoryWalk, AnOverRunReleasesTheSourcesItsCopiesKept) {
+  MemoryProgram m = TwoPlaces(4);
+  m.vars[3].persistable = true;
+  m.residents.push_back({3, kDev, 0, MemoryCategory::kParameter});
+  m.ops.push_back({.outputs = {{0, kDev, 50}}});  // y = f(w)
+  m.ops.push_back({.copy = true, .copy_source = 0, .keep_source = true, .outputs = {{1, kHost}}});
+  m.ops.push_back({.outputs = {{2, kDev, 8}}});                   // g = h(y@host)
+  m.ops.push_back({.outputs = {{3, kDev, 0, /*in_place=*/3}}});  // w -= g
+  m.pipelined = true;
+  SetUses({{3}, {0}, {1}, {2, 3}}, {{0}, {1}, {2}, {3}}, &m);
+  const MemoryWalkResult r = WalkMemory(m);
+  EXPECT_EQ(r.peak[kDev].bytes, 58);
+  ASSERT_EQ(r.pipelined.size(), 2u);
+  EXPECT_EQ(r.pipelined[kDev].bytes, 58);  // not 108: once over, the earlier's y is gone
+  EXPECT_EQ(r.pipelined[kDev].op, 2);      // the earlier run at g, the later not started
+  EXPECT_EQ(r.pipelined[kDev].other_op, -1);
+}
+
 TEST(MemoryWalk, InOrderRunsAreNotPipelined) {
   MemoryProgram m = TrainingStep();
   m.pipelined = false;

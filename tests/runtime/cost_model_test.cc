@@ -95,6 +95,16 @@ TEST(CostModel, AnalyticalWhenNotMeasuringOrTooLarge) {
   EXPECT_DOUBLE_EQ(big.micros, m.launch_us + 2e6 / m.bytes_per_us);
 }
 
+// A gather's time does not grow with its table: 100 us at 1000 rows and 112
+// us (noise) at 4000 stay 112 us at 10M rows, not 40 ms; an update that
+// streams the rows (100 us, 400 us) grows linearly (1 us per 10 rows).
+TEST(CostModel, ExtrapolatesByRowsOnlyWhenTheRowsDriveTheTime) {
+  EXPECT_DOUBLE_EQ(ExtrapolateRows(1000, 100, 112, 10000000), 112);
+  EXPECT_DOUBLE_EQ(ExtrapolateRows(1000, 100, 90, 10000000), 90);
+  EXPECT_DOUBLE_EQ(ExtrapolateRows(1000, 100, 400, 10000000), 1000000);
+  EXPECT_DOUBLE_EQ(ExtrapolateRows(1000, 100, 400, 4000), 400);
+}
+
 TEST(CostModel, OpsThatCannotRunOnZerosAreAnalytical) {
   CostModel costs({.cache_dir = "", .measure = true});
   OpDesc op = Scale();

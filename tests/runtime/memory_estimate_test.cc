@@ -330,7 +330,9 @@ TEST(MemoryEstimate, PipelinedPeakBoundsTheMeasuredPeakOfTwoRunsInFlight) {
         const PlaceMemory* m = plan->MemoryEstimate().Find(mp.place);
         ASSERT_NE(m, nullptr);
         SCOPED_TRACE(mp.place.ToString());
-        EXPECT_LE(measured, m->pipelined_peak_bytes * 1.02);
+        // (Plus 64 bytes: crop's 16-byte host values outlive a run or not
+        // as the two runs' steps happen to interleave.)
+        EXPECT_LE(measured, m->pipelined_peak_bytes * 1.02 + 64);
         EXPECT_LE(m->pipelined_peak_bytes, measured * 1.25 + 1024);
         EXPECT_GE(m->pipelined_peak_bytes, m->peak_bytes);
         std::cout << w->name << " on " << place.ToString() << ", pipelined: " << mp.place.ToString()
