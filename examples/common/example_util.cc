@@ -146,13 +146,13 @@ std::string EstimatedVersusMeasured(const Plan& plan, const Place& place, double
                             : pipelined  ? m->pipelined_peak_bytes
                                          : m->peak_bytes;
     const int64_t loaders = p.is_host() ? loader_bytes : 0;
-    std::string estimated = HumanBytes(planned + loaders);
+    std::string part = absl::StrCat(p.ToString(), " est. peak ", HumanBytes(planned + loaders),
+                                    ", measured ", HumanBytes(measured));
     if (loaders > 0) {
-      absl::StrAppend(&estimated, " (plan ", HumanBytes(planned), ", data loaders ",
-                      HumanBytes(loaders), ")");
+      absl::StrAppend(&part, " [estimate: plan ", planned, " bytes + data loaders ", loaders,
+                      " bytes]");
     }
-    parts.push_back(
-        absl::StrCat(p.ToString(), " est. peak ", estimated, ", measured ", HumanBytes(measured)));
+    parts.push_back(std::move(part));
   }
   std::string out = absl::StrCat("memory", pipelined ? " (two runs in flight)" : "", ": ",
                                  absl::StrJoin(parts, "; "));

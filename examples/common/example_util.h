@@ -59,8 +59,8 @@ absl::Status ReportPlacement(const Plan& plan);
 // `measured_step_us` (0: not measured). `pipelined`: the runs overlapped (StepPipeline), so
 // the estimate is that of two runs in flight ("est. peak (two runs) ...").
 // `loader_bytes`: host memory the trainer's data loaders hold beside the plan
-// (DataLoader::MaxBytesHeld), added to the host's estimate ("est. peak 4.8 MiB
-// (plan 3.8 MiB, data loaders 1.0 MiB)").
+// (DataLoader::MaxBytesHeld), added to the host's estimate ("cpu est. peak ...,
+// measured ... [estimate: plan 4029148 bytes + data loaders 1006080 bytes]").
 std::string EstimatedVersusMeasured(const Plan& plan, const Place& place, double measured_step_us,
                                     bool pipelined = false, int64_t loader_bytes = 0);
 
