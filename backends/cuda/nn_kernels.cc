@@ -170,7 +170,8 @@ int64_t LookupTableGradScratch(const OpDesc& op, const ArgMetas& in, const ArgMe
 REGISTER_KERNEL(KernelDef("lookup_table_grad", "gpu")
                     .TypeConstraint("W", kFloatTypes)
                     .HostMemory("Ids")
-                    .Scratch(LookupTableGradScratch),
+                    .Scratch(LookupTableGradScratch)
+                    .HostStaging(LookupTableGradScratch),  // the ids, pinned, kept by the kernel
                 LookupTableGradKernel);
 
 struct L2Attrs {

@@ -101,7 +101,8 @@ int64_t SgdScratch(const OpDesc&, const ArgMetas& in, const ArgMetas&) {
 REGISTER_KERNEL(KernelDef("sgd", "gpu")
                     .TypeConstraint("Param", kFloatTypes)
                     .HostMemory("LearningRate")
-                    .Scratch(SgdScratch),
+                    .Scratch(SgdScratch)
+                    .HostStaging(SgdScratch),  // the same words, pinned, kept by the kernel
                 SgdKernel);
 
 }  // namespace

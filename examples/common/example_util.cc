@@ -133,7 +133,7 @@ std::vector<Allocator*> AllocatorsOf(const Place& p, const Place& place) {
 }  // namespace
 
 std::string EstimatedVersusMeasured(const Plan& plan, const Place& place, double measured_step_us,
-                                    bool pipelined, int64_t loader_bytes) {
+                                    bool pipelined, const HostExtras& host_extras) {
   std::vector<std::string> parts;
   for (const Place& p : {place, CPUPlace()}) {
     if (p.is_host() && place.is_host() && !parts.empty()) break;
@@ -142,16 +142,17 @@ std::string EstimatedVersusMeasured(const Plan& plan, const Place& place, double
     int64_t measured = 0;
     for (Allocator* a : allocators) measured += a->GetStats().peak_bytes_in_use;
     const PlaceMemory* m = plan.MemoryEstimate().Find(p);
-    const int64_t planned = m == nullptr ? 0
-                            : pipelined  ? m->pipelined_peak_bytes
-                                         : m->peak_bytes;
-    const int64_t loaders = p.is_host() ? loader_bytes : 0;
-    std::string part = absl::StrCat(p.ToString(), " est. peak ", HumanBytes(planned + loaders),
-                                    ", measured ", HumanBytes(measured));
-    if (loaders > 0) {
-      absl::StrAppend(&part, " [estimate: plan ", planned, " bytes + data loaders ", loaders,
-                      " bytes]");
+    const int64_t planned = m == nullptr ? 0 : pipelined ? m->pipelined_peak_bytes : m->peak_bytes;
+    int64_t estimated = planned;
+    std::string terms;
+    for (const auto& [what, bytes] : host_extras) {
+      if (!p.is_host() || bytes == 0) continue;
+      estimated += bytes;
+      absl::StrAppend(&terms, " + ", what, " ", bytes, " bytes");
     }
+    std::string part = absl::StrCat(p.ToString(), " est. peak ", HumanBytes(estimated),
+                                    ", measured ", HumanBytes(measured));
+    if (!terms.empty()) absl::StrAppend(&part, " [estimate: plan ", planned, " bytes", terms, "]");
     parts.push_back(std::move(part));
   }
   std::string out = absl::StrCat("memory", pipelined ? " (two runs in flight)" : "", ": ",
@@ -161,6 +162,11 @@ std::string EstimatedVersusMeasured(const Plan& plan, const Place& place, double
                           plan.placed().auto_step_micros, measured_step_us);
   }
   return out;
+}
+
+int64_t KeptHostStaging(const Plan& plan) {
+  const PlaceMemory* host = plan.MemoryEstimate().Find(CPUPlace());
+  return host == nullptr ? 0 : host->staging;
 }
 
 void ResetPeakMemory(const Place& place) {

@@ -58,11 +58,18 @@ absl::Status ReportPlacement(const Plan& plan);
 // device's pinned one) and, under auto placement, the estimated step time beside
 // `measured_step_us` (0: not measured). `pipelined`: the runs overlapped (StepPipeline), so
 // the estimate is that of two runs in flight ("est. peak (two runs) ...").
-// `loader_bytes`: host memory the trainer's data loaders hold beside the plan
-// (DataLoader::MaxBytesHeld), added to the host's estimate ("cpu est. peak ...,
-// measured ... [estimate: plan 4029148 bytes + data loaders 1006080 bytes]").
+// `host_extras`: host memory the trainer holds beside the plan, by what
+// holds it (its data loaders' batches, DataLoader::MaxBytesHeld; the staging
+// buffers its evaluation plan keeps), added to the host's estimate ("cpu est.
+// peak ..., measured ... [estimate: plan 4029148 bytes + data loaders 1006080
+// bytes]").
+using HostExtras = std::vector<std::pair<std::string, int64_t>>;
 std::string EstimatedVersusMeasured(const Plan& plan, const Place& place, double measured_step_us,
-                                    bool pipelined = false, int64_t loader_bytes = 0);
+                                    bool pipelined = false, const HostExtras& host_extras = {});
+
+// The host staging buffers `plan` keeps across its runs (estimated): memory
+// another plan's measured host peak sees (an evaluation plan's beside training).
+int64_t KeptHostStaging(const Plan& plan);
 
 // "in-order" or "concurrent": the executor mode `options` select, as the
 // examples print it ("executor: concurrent").

@@ -258,7 +258,8 @@ absl::Status Train() {
   // The measured step time: training steps after the first, evaluations and
   // checkpoints left out (the estimate is the training plan's step).
   Stopwatch train_clock;
-  std::string memory_line;  // estimated vs measured, of the training steps since the last evaluation
+  std::string
+      memory_line;  // estimated vs measured, of the training steps since the last evaluation
   double untimed_s = 0;
   int64_t timed_steps = 0;
   for (int64_t step = first_step + 1; step <= FLAGS_steps; ++step) {
@@ -301,7 +302,9 @@ absl::Status Train() {
     if (step == FLAGS_steps) {  // the training steps' memory and time, the evaluations apart
       const double step_us =
           timed_steps > 0 ? (train_clock.Seconds() - untimed_s) * 1e6 / timed_steps : 0;
-      memory_line = EstimatedVersusMeasured(*plan, place, step_us, /*pipelined=*/true);
+      memory_line =
+          EstimatedVersusMeasured(*plan, place, step_us, /*pipelined=*/true,
+                                  {{"evaluation plan's staging", KeptHostStaging(*eval_plan)}});
     }
     if (step % FLAGS_eval_every == 0 || step == FLAGS_steps) {
       Stopwatch eval_clock;

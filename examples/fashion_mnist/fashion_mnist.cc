@@ -304,7 +304,9 @@ absl::Status Train() {
     const double examples_per_s = progress.ExamplesPerSecond();
     memory_line = EstimatedVersusMeasured(
         *plan, place, examples_per_s > 0 ? FLAGS_batch_size / examples_per_s * 1e6 : 0,
-        /*pipelined=*/false, train->MaxBytesHeld() + test->MaxBytesHeld());
+        /*pipelined=*/false,
+        {{"data loaders", train->MaxBytesHeld() + test->MaxBytesHeld()},
+         {"evaluation plan's staging", KeptHostStaging(*eval_plan)}});
     Stopwatch test_clock;
     ASSIGN_OR_RETURN(accuracy, TestAccuracy(&eval_exe, eval_plan.get(), &scope, test.get()));
     ResetPeakMemory(place);  // the next epoch's training steps

@@ -26,6 +26,11 @@ KernelDef& KernelDef::Scratch(ScratchFn bytes) {
   return *this;
 }
 
+KernelDef& KernelDef::HostStaging(ScratchFn bytes) {
+  host_staging_ = std::move(bytes);
+  return *this;
+}
+
 DeviceType KernelDef::device_type() const { return DeviceType::Register(device_type_name_, ""); }
 
 std::string KernelDef::DebugString() const {

@@ -73,6 +73,11 @@ class KernelDef {
   KernelDef& TypeConstraint(std::string arg_or_attr, std::vector<DataType> types);
   KernelDef& HostMemory(std::string arg);
   KernelDef& Scratch(ScratchFn bytes);
+  // Pinned host memory the kernel object keeps across runs for data it
+  // stages itself (a CUDA kernel's KernelStaging), at most these bytes for
+  // `op`; same contract as Scratch. The memory estimate counts it on the
+  // host from the start, once whatever the runs in flight.
+  KernelDef& HostStaging(ScratchFn bytes);
 
   const std::string& op() const { return op_; }
   const std::string& device_type_name() const { return device_type_name_; }
@@ -85,6 +90,12 @@ class KernelDef {
     return scratch_ ? scratch_(op, inputs, outputs) : 0;
   }
   bool declares_scratch() const { return static_cast<bool>(scratch_); }
+  // What HostStaging declared for `op` (0 when nothing was declared).
+  int64_t HostStagingBytes(const OpDesc& op, const ArgMetas& inputs,
+                           const ArgMetas& outputs) const {
+    return host_staging_ ? host_staging_(op, inputs, outputs) : 0;
+  }
+  bool declares_host_staging() const { return static_cast<bool>(host_staging_); }
   // "crop_tensor on gpu [X: float32] HostMemory(Shape)"
   std::string DebugString() const;
 
@@ -94,6 +105,7 @@ class KernelDef {
   std::map<std::string, std::set<DataType>> constraints_;
   std::set<std::string> host_args_;
   ScratchFn scratch_;
+  ScratchFn host_staging_;
 };
 
 using KernelFactory = std::function<absl::StatusOr<std::unique_ptr<OpKernel>>(const OpDesc&)>;

@@ -615,7 +615,8 @@ AutoPlanner::DevicePeak AutoPlanner::EstimateDevicePeak() {
     if (v.live_at(op)) peak.live.emplace_back(v.var, v.bytes);
     const bool shared = v.category == MemoryCategory::kParameter ||
                         v.category == MemoryCategory::kState ||
-                        v.category == MemoryCategory::kConstant;
+                        v.category == MemoryCategory::kConstant ||
+                        v.category == MemoryCategory::kKernelStaging;
     if (other_op >= -1 && !shared && v.live_at(other_op)) peak.live.emplace_back(v.var, v.bytes);
   }
   std::stable_sort(peak.live.begin(), peak.live.end(),

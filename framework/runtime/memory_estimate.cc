@@ -429,7 +429,7 @@ void MemoryProgramBuilder::AddOp(int i) {
   }
   ArgMetas scratch_inputs;
   const KernelDef& def = placed_.kernels[i]->def;
-  if (def.declares_scratch()) scratch_inputs = ArgMetasOf(op.inputs);
+  if (def.declares_scratch() || def.declares_host_staging()) scratch_inputs = ArgMetasOf(op.inputs);
   metas_->InferOutputs(i);
   std::set<std::string> done;
   for (const auto& [arg, vars] : op.outputs) {
@@ -450,6 +450,14 @@ void MemoryProgramBuilder::AddOp(int i) {
   for (const MemoryProgram::Output& out : m.outputs) {
     valued_[out.var] = true;
     bytes_[out.var] = out.in_place >= 0 ? bytes_[out.in_place] : out.bytes;
+  }
+  if (def.declares_host_staging()) {
+    const int64_t bytes = def.HostStagingBytes(op, scratch_inputs, ArgMetasOf(op.outputs));
+    if (bytes > 0) {
+      program_.residents.push_back({Id(absl::StrCat(op.type, "#", i, " host staging")),
+                                    Slot(CPUPlace()), bytes, MemoryCategory::kKernelStaging, i,
+                                    /*held=*/true, /*bound=*/false});  // the kernel's, across runs
+    }
   }
   if (def.declares_scratch()) {
     m.scratch_bytes = def.ScratchBytes(op, scratch_inputs, ArgMetasOf(op.outputs));
@@ -476,8 +484,9 @@ void Summarise(const MemoryWalkResult& walk, const std::vector<std::string>& nam
                PlaceMemory* p) {
   for (const MemoryWalkResult::Value& v : walk.values) {
     if (v.place != slot || !v.live_at(p->peak_op)) continue;
-    int64_t* buckets[] = {&p->parameters, &p->optimizer_state, &p->constants, &p->feeds,
-                          &p->staging,    &p->intermediates,   &p->scratch};
+    int64_t* buckets[] = {&p->parameters, &p->optimizer_state, &p->constants,
+                          &p->feeds,      &p->staging,         &p->intermediates,
+                          &p->scratch,    &p->staging};  // kernels' staging is staging
     *buckets[static_cast<int>(v.category)] += v.bytes;
     p->largest.push_back({names[v.var], v.bytes});
   }
@@ -744,6 +753,8 @@ struct PlacementMemory::Impl {
   // The variable op `consumer` reads for `var` wanted on `want` (a copy).
   int Ensure(int var, int want, int consumer);
   void AppendOp(int i, const Place& place, const KernelRegistration* kernel);
+  // The pinned buffer op `i`'s kernel keeps (KernelDef::HostStaging), if any.
+  void AddKernelStaging(int i, int index, const KernelRegistration& kernel);
   void WriteBack();
   void Finish();
 
@@ -991,6 +1002,7 @@ void PlacementMemory::Impl::AppendOp(int i, const Place& place, const KernelRegi
     valued.push_back(false);
     written.push_back(false);
   }
+  if (kernel != nullptr && kernel->def.declares_host_staging()) AddKernelStaging(i, index, *kernel);
   for (const Output& o : info.outputs) {
     writes[index].push_back(o.var);
     if (!o.allocated) continue;
@@ -1005,6 +1017,22 @@ void PlacementMemory::Impl::AppendOp(int i, const Place& place, const KernelRegi
     valid[o.var].clear();
     valued[o.var] = written[o.var] = true;
   }
+}
+
+void PlacementMemory::Impl::AddKernelStaging(int i, int index, const KernelRegistration& kernel) {
+  const OpDesc& desc = block.ops()[i];
+  const int64_t bytes =
+      kernel.def.HostStagingBytes(desc, ScratchMetas(desc.inputs, metas[i].inputs, metas[i].bytes),
+                                  ScratchMetas(desc.outputs, metas[i].outputs, metas[i].bytes));
+  if (bytes <= 0) return;
+  const int host = SlotOf(CPUPlace());
+  const int var = static_cast<int>(names.size() + copy_vars.size());
+  copy_vars.push_back({-1, host, 0, i, index});
+  program.vars.emplace_back();
+  valued.push_back(false);
+  written.push_back(false);
+  constants.push_back({var, host, bytes, MemoryCategory::kKernelStaging, index, /*held=*/true,
+                       /*bound=*/false});  // the kernel's, across runs
 }
 
 void PlacementMemory::Impl::WriteBack() {

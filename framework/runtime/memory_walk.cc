@@ -30,7 +30,7 @@ class Walker {
   // Persistables and folded constants: one copy whatever the runs in flight.
   static bool Shared(MemoryCategory c) {
     return c == MemoryCategory::kParameter || c == MemoryCategory::kState ||
-           c == MemoryCategory::kConstant;
+           c == MemoryCategory::kConstant || c == MemoryCategory::kKernelStaging;
   }
   int NewValue(int var, int place, int64_t bytes, MemoryCategory category) {
     result_.values.push_back({var, place, bytes, category, op_});
@@ -78,8 +78,8 @@ class Walker {
 
   const MemoryProgram& program_;
   MemoryWalkResult result_;
-  std::vector<int> refs_;   // per value
-  std::vector<int> bound_;  // per variable: its value, -1 if none
+  std::vector<int> refs_;          // per value
+  std::vector<int> bound_;         // per variable: its value, -1 if none
   std::vector<int> kept_sources_;  // a value per reference a copy keeps to the run's end
   std::vector<int64_t> live_, shared_;
   std::vector<bool> seen_;

@@ -24,7 +24,8 @@
 // the end the fetched device values get a host copy.
 //
 // Pipelined (MemoryProgram::pipelined, the executor's RunAsync): two runs in
-// flight share the persistables and folded constants and each has its own
+// flight share the persistables, folded constants and kernels' own staging
+// buffers (one kernel object serves both) and each has its own
 // other values (a frame). The later run's op j may start once op
 // `waits_for` of the earlier run is done (itself, the last writer of each
 // persistable it reads; all of the earlier run when it writes one), so
@@ -54,6 +55,7 @@ enum class MemoryCategory {
   kStaging,
   kIntermediate,
   kScratch,
+  kKernelStaging,  // a kernel object's own pinned buffer (KernelDef::HostStaging)
 };
 
 struct MemoryProgram {

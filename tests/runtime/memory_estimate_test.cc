@@ -10,6 +10,7 @@
 #include <deque>
 #include <functional>
 #include <iostream>
+#include <optional>
 #include <random>
 
 #include "framework/backward/optimizer.h"
@@ -402,6 +403,74 @@ TEST(MemoryEstimate, KernelScratchCountsWhileTheKernelRuns) {
   ASSERT_OK_AND_ASSIGN(std::vector<Tensor> out, exe.Run(plan.get(), &scope, feeds));
   EXPECT_EQ(ToDoubles(out[0]), std::vector<double>(1024, 2.0));
   EXPECT_EQ(AllocatorOf(kSim0)->GetStats().peak_bytes_in_use, sim->peak_bytes);
+}
+
+// A kernel's own pinned buffer (KernelDef::HostStaging, a CUDA kernel's
+// KernelStaging): test_host_staging on sim keeps 8 bytes per element of X in
+// host memory from its first run on; the estimate counts it on the host from
+// the start, once with two runs in flight, and the host allocator agrees.
+REGISTER_OP("test_host_staging")
+    .Doc("Out = X, keeping 8 * elements(X) bytes of host memory in the kernel on sim.")
+    .Input("X")
+    .Output("Out")
+    .SetInferShape([](InferShapeContext* ctx) -> absl::Status {
+      ASSIGN_OR_RETURN(TensorMeta x, ctx->Input("X"));
+      ctx->SetOutput("Out", x);
+      return absl::OkStatus();
+    });
+
+class TestHostStagingKernel : public OpKernel {
+ public:
+  absl::Status Compute(KernelContext* ctx) override {
+    ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
+    if (!staging_.has_value()) {
+      ASSIGN_OR_RETURN(staging_, Tensor::Allocate(CpuAllocator::Default(), DataType::kInt64,
+                                                  Shape({x->NumElements()})));
+    }
+    ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", x->dtype(), x->shape()));
+    RETURN_IF_ERROR(ctx->device()->SynchronizeStream(ctx->stream()));
+    std::memcpy(out->raw_data(), x->raw_data(), x->NumBytes());
+    return absl::OkStatus();
+  }
+
+ private:
+  std::optional<Tensor> staging_;
+};
+
+REGISTER_KERNEL(KernelDef("test_host_staging", "sim")
+                    .HostStaging([](const OpDesc&, const ArgMetas& in, const ArgMetas&) -> int64_t {
+                      const TensorMeta* x = FirstMeta(in, "X");
+                      return x == nullptr ? 0 : 8 * x->shape.num_elements();
+                    }),
+                TestHostStagingKernel);
+
+TEST(MemoryEstimate, KernelHostStagingCountsOnTheHostOnce) {
+  ProgramBuilder b;
+  Var x = b.Data("x", DataType::kFloat32, Shape({64, 16}));  // 4 KiB fed
+  Var y = b.AppendOp("test_host_staging", {{"X", {x}}}, {}, {"Out"})["Out"][0];
+  Var z = b.Scale(y, 2.0);
+  ASSERT_OK(b.status());
+  Executor exe(kSim0);
+  Scope scope;
+  ASSERT_OK_AND_ASSIGN(auto plan, exe.Prepare(b.main_program(), scope, {"x"}, {z.name}));
+  const PlaceMemory* host = plan->MemoryEstimate().Find(CPUPlace());
+  ASSERT_NE(host, nullptr);
+  EXPECT_EQ(host->staging, 8 * 1024);
+  // The feed, the 8 KiB kept by the kernel and z's host copy (4 KiB).
+  EXPECT_EQ(host->peak_bytes, 4096 + 8192 + 4096);
+  // Two runs in flight: two feeds and two fetched copies, one kernel buffer.
+  EXPECT_EQ(host->pipelined_peak_bytes - host->peak_bytes, 4096 + 4096 + 4096);
+  const FeedMap feeds = {
+      {"x", MakeTensor(DataType::kFloat32, Shape({64, 16}), std::vector<double>(1024, 1.0))}};
+  ASSERT_OK(exe.Run(plan.get(), &scope, feeds).status());
+  const int64_t before = CpuAllocator::Default()->GetStats().bytes_in_use;
+  CpuAllocator::Default()->ResetPeak();
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> out, exe.Run(plan.get(), &scope, feeds));
+  EXPECT_EQ(ToDoubles(out[0]), std::vector<double>(1024, 2.0));
+  // Measured beside what was in use before the run: the feed (the caller's,
+  // in use already) and the kernel's buffer are `before`; z's copy is new.
+  EXPECT_EQ(CpuAllocator::Default()->GetStats().peak_bytes_in_use - before, 4096);
+  EXPECT_GE(before, 4096 + 8192);
 }
 
 // The CUDA kernels' declared scratch (KernelDef::Scratch, backends/cuda):
