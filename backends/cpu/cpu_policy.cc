@@ -89,12 +89,42 @@ int CpuMaxThreads() {
   return std::min(host, FLAGS_cpu_threads > 0 ? FLAGS_cpu_threads : openmp_default);
 }
 
+namespace {
+
+// Every signal but the synchronous ones (a fault must never be blocked).
+sigset_t AsynchronousSignals() {
+  sigset_t set;
+  sigfillset(&set);
+  for (int s : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGABRT}) sigdelset(&set, s);
+  return set;
+}
+
+// Blocks the asynchronous signals in the calling thread's OpenMP team of
+// `threads` (the threads past the calling one), once per size reached.
+void BlockSignalsInTeam(int threads, const sigset_t& signals) {
+  thread_local int masked = 1;  // the calling thread itself is masked by the guard
+  if (threads <= masked || omp_in_parallel()) return;
+#pragma omp parallel num_threads(threads)
+  {
+    if (omp_get_thread_num() != 0) pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  }
+  masked = threads;
+}
+
+}  // namespace
+
 ScopedDnnlThreads::ScopedDnnlThreads(int64_t work, int64_t min_work_per_thread)
     : previous_(omp_get_max_threads()) {
+  static const sigset_t signals = AsynchronousSignals();
+  pthread_sigmask(SIG_BLOCK, &signals, &previous_signals_);
+  BlockSignalsInTeam(CpuMaxThreads(), signals);
   omp_set_num_threads(ThreadsForWork(work, min_work_per_thread, CpuMaxThreads()));
 }
 
-ScopedDnnlThreads::~ScopedDnnlThreads() { omp_set_num_threads(previous_); }
+ScopedDnnlThreads::~ScopedDnnlThreads() {
+  omp_set_num_threads(previous_);
+  pthread_sigmask(SIG_SETMASK, &previous_signals_, nullptr);
+}
 
 void CpuPolicy::ParallelFor(int64_t n, int64_t grain,
                             absl::FunctionRef<void(int64_t, int64_t)> fn) {

@@ -20,6 +20,8 @@
 #ifndef TANDEM_BACKENDS_CPU_CPU_POLICY_H_
 #define TANDEM_BACKENDS_CPU_CPU_POLICY_H_
 
+#include <signal.h>
+
 #include <cstdint>
 
 #include "absl/functional/function_ref.h"
@@ -53,6 +55,18 @@ int CpuMaxThreads();
 // ThreadsForWork(work, min_work_per_thread, CpuMaxThreads()), and restores
 // the previous count when destroyed. Create it before a oneDNN primitive is
 // built: primitives fix their team then.
+//
+// It also keeps asynchronous signals (SIGINT, SIGTERM, SIGALRM, SIGPROF, ...)
+// away from oneDNN's code: blocked on the calling thread while it lives
+// (a signal that comes meanwhile waits, pending, until the destructor, or
+// goes to a thread that is not in oneDNN), and blocked for good in the
+// calling thread's OpenMP team (its worker threads, which run oneDNN's
+// kernels too, need no signals). oneDNN's generated f32 GEMM kernels
+// before 3.12 point the stack pointer into the heap, so a signal handled
+// inside one writes its frame over heap memory (oneDNN issue 4845; Debian
+// ships 2.6): Ctrl-C in the Python front end, a profiler's timer signals.
+// Synchronous signals (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGABRT)
+// stay unblocked.
 class ScopedDnnlThreads {
  public:
   ScopedDnnlThreads(int64_t work, int64_t min_work_per_thread);
@@ -62,6 +76,7 @@ class ScopedDnnlThreads {
 
  private:
   int previous_;
+  sigset_t previous_signals_;
 };
 
 struct CpuPolicy {

@@ -2,8 +2,11 @@
 
 #include <gflags/gflags.h>
 #include <omp.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <mutex>
 #include <set>
@@ -178,6 +181,54 @@ TEST(CpuPolicy, OneDnnSgemmMatchesBlockedGemmAndIgnoresCWhenBetaIsZero) {
   g.c = want.data();
   ASSERT_OK(SerialPolicy::Gemm(g));
   for (int64_t i = 0; i < m * n; ++i) ASSERT_NEAR(got[i], want[i], 1e-4) << i;
+}
+
+// oneDNN's generated f32 GEMM kernels (before 3.12) point the stack pointer
+// into the heap, so a signal handled inside one corrupts it (glibc then
+// aborts: "corrupted size vs. prev_size"). With the guard, the signals a
+// thread sends the process every 50 us while 256 x 256 products run wait
+// for the products to end: the handler still runs (the signals are not
+// lost), the heap stays whole and the products right; outside the guard
+// the thread's mask is as it was.
+std::atomic<int64_t> signals_handled{0};
+
+TEST(CpuPolicy, SignalsDuringOneDnnGemmWaitForItToEnd) {
+  struct sigaction action = {}, previous = {};
+  action.sa_handler = [](int) { signals_handled.fetch_add(1, std::memory_order_relaxed); };
+  sigemptyset(&action.sa_mask);
+  ASSERT_EQ(sigaction(SIGUSR1, &action, &previous), 0);
+  sigset_t before, after;
+  pthread_sigmask(SIG_SETMASK, nullptr, &before);
+  const int64_t n = 256;
+  std::vector<float> a(n * n, 0.01f), b(n * n, 0.02f), c(n * n);
+  GemmArgs<float> g;
+  g.m = g.n = g.k = n;
+  g.a = a.data();
+  g.lda = n;
+  g.b = b.data();
+  g.ldb = n;
+  g.c = c.data();
+  g.ldc = n;
+  std::atomic<bool> done{false};
+  std::thread sender([&] {
+    while (!done.load()) {
+      kill(getpid(), SIGUSR1);
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  });
+  for (int i = 0; i < 400; ++i) {
+    ASSERT_OK(CpuPolicy::Gemm(g));
+    ASSERT_NEAR(c[i % (n * n)], n * 0.01f * 0.02f, 1e-5) << i;
+  }
+  done = true;
+  sender.join();
+  pthread_sigmask(SIG_SETMASK, nullptr, &after);
+  EXPECT_EQ(sigismember(&after, SIGUSR1), sigismember(&before, SIGUSR1));
+  EXPECT_EQ(sigismember(&after, SIGINT), sigismember(&before, SIGINT));
+  // The last signals may still be on their way: let them land.
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_GT(signals_handled.load(), 0);
+  sigaction(SIGUSR1, &previous, nullptr);
 }
 
 TEST(CpuPolicy, OneDnnErrorsBecomeInternalWithTheCall) {
