@@ -28,9 +28,9 @@ TSAN_TARGETS=(//backends/sim/... //framework/runtime/... //tests/runtime/...)
 # benchmarks and tools, i.e. framework/, ops/, backends/common, backends/cpu
 # (linked by //backends:all), backends/sim, data/, profiler/ and tests/runtime
 # (the executor across places, fault injection). Its own output directory
-# (k8-dbg), so the normal build's outputs stay. Cold on 2 shared cores (fresh
-# --output_base, no disk cache) it had done 98 of 125+ actions in 11 min
-# when stopped: about 20 min expected in all; far less with the disk cache.
+# (k8-dbg), so the normal build's outputs stay. Cold on an idle 2-core
+# machine (fresh --output_base, no disk cache): 976 s without tests/runtime,
+# 180 s more with it (2026-12-02); far less with the disk cache.
 ASAN_TARGETS=(//framework/... //ops/... //backends/common/... //backends/sim/... //data/...
               //profiler/... //tests/runtime/...)
 
