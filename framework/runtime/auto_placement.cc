@@ -613,11 +613,8 @@ AutoPlanner::DevicePeak AutoPlanner::EstimateDevicePeak() {
   for (const MemoryWalkResult::Value& v : walk.values) {
     if (v.place != slot) continue;
     if (v.live_at(op)) peak.live.emplace_back(v.var, v.bytes);
-    const bool shared = v.category == MemoryCategory::kParameter ||
-                        v.category == MemoryCategory::kState ||
-                        v.category == MemoryCategory::kConstant ||
-                        v.category == MemoryCategory::kKernelStaging;
-    if (other_op >= -1 && !shared && v.live_at(other_op)) peak.live.emplace_back(v.var, v.bytes);
+    if (other_op >= -1 && !SharedAcrossRuns(v.category) && v.live_at(other_op))
+      peak.live.emplace_back(v.var, v.bytes);
   }
   std::stable_sort(peak.live.begin(), peak.live.end(),
                    [](const auto& a, const auto& b) { return a.second > b.second; });

@@ -451,8 +451,10 @@ void MemoryProgramBuilder::AddOp(int i) {
     valued_[out.var] = true;
     bytes_[out.var] = out.in_place >= 0 ? bytes_[out.in_place] : out.bytes;
   }
+  const ArgMetas scratch_outputs =
+      def.declares_scratch() || def.declares_host_staging() ? ArgMetasOf(op.outputs) : ArgMetas();
   if (def.declares_host_staging()) {
-    const int64_t bytes = def.HostStagingBytes(op, scratch_inputs, ArgMetasOf(op.outputs));
+    const int64_t bytes = def.HostStagingBytes(op, scratch_inputs, scratch_outputs);
     if (bytes > 0) {
       program_.residents.push_back({Id(absl::StrCat(op.type, "#", i, " host staging")),
                                     Slot(CPUPlace()), bytes, MemoryCategory::kKernelStaging, i,
@@ -460,7 +462,7 @@ void MemoryProgramBuilder::AddOp(int i) {
     }
   }
   if (def.declares_scratch()) {
-    m.scratch_bytes = def.ScratchBytes(op, scratch_inputs, ArgMetasOf(op.outputs));
+    m.scratch_bytes = def.ScratchBytes(op, scratch_inputs, scratch_outputs);
     m.scratch_var = Id(ScratchName(op.type, i));
     m.scratch_place = Slot(placed_.places[i]);
   }

@@ -27,16 +27,11 @@ class Walker {
   MemoryWalkResult Run();
 
  private:
-  // Persistables and folded constants: one copy whatever the runs in flight.
-  static bool Shared(MemoryCategory c) {
-    return c == MemoryCategory::kParameter || c == MemoryCategory::kState ||
-           c == MemoryCategory::kConstant || c == MemoryCategory::kKernelStaging;
-  }
   int NewValue(int var, int place, int64_t bytes, MemoryCategory category) {
     result_.values.push_back({var, place, bytes, category, op_});
     refs_.push_back(1);
     live_[place] += bytes;
-    if (Shared(category)) shared_[place] += bytes;
+    if (SharedAcrossRuns(category)) shared_[place] += bytes;
     seen_[place] = true;
     return static_cast<int>(result_.values.size()) - 1;
   }
@@ -44,7 +39,7 @@ class Walker {
     if (--refs_[id] > 0) return;
     const MemoryWalkResult::Value& v = result_.values[id];
     live_[v.place] -= v.bytes;
-    if (Shared(v.category)) shared_[v.place] -= v.bytes;
+    if (SharedAcrossRuns(v.category)) shared_[v.place] -= v.bytes;
     result_.values[id].died = op_;
   }
   void Bind(int var, int id) {

@@ -58,6 +58,13 @@ enum class MemoryCategory {
   kKernelStaging,  // a kernel object's own pinned buffer (KernelDef::HostStaging)
 };
 
+// Persistables, folded constants and kernels' own staging: one copy whatever
+// the runs in flight (the walk's and the auto placement's pipelined peaks).
+inline bool SharedAcrossRuns(MemoryCategory c) {
+  return c == MemoryCategory::kParameter || c == MemoryCategory::kState ||
+         c == MemoryCategory::kConstant || c == MemoryCategory::kKernelStaging;
+}
+
 struct MemoryProgram {
   struct Var {
     bool persistable = false;  // never freed by a last use
