@@ -24,7 +24,8 @@ def tandem_fuzzer(name, srcs, deps = [], visibility = None):
         name = name,
         testonly = True,
         deps = [":" + name + "_lib"],
-        tags = ["manual"],  # links only under --config=fuzz (libFuzzer's main)
+        linkopts = ["-fsanitize=fuzzer"],  # libFuzzer's main, in the fuzzer binaries only
+        tags = ["manual"],  # links only under --config=fuzz (clang)
         visibility = visibility,
     )
     corpus = native.glob([name + "_corpus/**", name + "_regressions/**"])

@@ -28,10 +28,7 @@ done
 if ((${#targets[@]} == 0)); then
   targets=(//framework/place:place_fuzzer //data:idx_fuzzer
            //framework/runtime:checkpoint_fuzzer //framework/runtime:safetensors_fuzzer
-           //tests/fuzz:infer_shape_fuzzer)
-  # //tests/fuzz:program_fuzzer does not build under clang yet: backends/cpu
-  # passes gcc's -fvect-cost-model=dynamic. Its seeds still run in the normal
-  # build (program_fuzzer_regression_test).
+           //tests/fuzz:infer_shape_fuzzer //tests/fuzz:program_fuzzer)
 fi
 
 if ! command -v clang >/dev/null || ! command -v clang++ >/dev/null ||

@@ -4,7 +4,9 @@
 #   tools/test.sh                      # bazel test //...
 #   tools/test.sh --config=asan        # extra bazel flags pass through
 #   tools/test.sh --with-asan          # then ASAN_TARGETS under AddressSanitizer
-#                                      # + UBSan, leak detection on
+#                                      # + UBSan, leak detection on (clang's
+#                                      # --config=fuzz build, gcc's
+#                                      # --config=asan without clang)
 #   tools/test.sh --with-tsan          # then the executor and sim tests under
 #                                      # ThreadSanitizer (TSAN_TARGETS), counted
 #                                      # in the same totals
@@ -23,14 +25,15 @@ tools/setup.sh || exit 1
 # (.bazelrc, build:tsan). About 6 minutes cold on 2 cores.
 TSAN_TARGETS=(//backends/sim/... //framework/runtime/... //tests/runtime/...)
 
-# ASan + UBSan (.bazelrc, build:asan; leaks fail the test, so does any UBSan
-# report), CPU-only: every package but the CUDA backend, the examples, the
-# benchmarks and tools, i.e. framework/, ops/, backends/common, backends/cpu
-# (linked by //backends:all), backends/sim, data/, profiler/ and tests/runtime
-# (the executor across places, fault injection). Its own output directory
-# (k8-dbg), so the normal build's outputs stay. Cold on an idle 2-core
-# machine (fresh --output_base, no disk cache): 976 s without tests/runtime,
-# 180 s more with it (2026-12-02); far less with the disk cache.
+# ASan + UBSan, leaks fail the test, so does any UBSan report; CPU-only:
+# every package but the CUDA backend, the examples, the benchmarks and tools,
+# i.e. framework/, ops/, backends/common, backends/cpu (linked by
+# //backends:all), backends/sim, data/, profiler/ and tests/runtime (the
+# executor across places, fault injection). Built by clang with .bazelrc's
+# config fuzz, the same objects the libFuzzer targets are made of, so with
+# --with-fuzz the sanitized tree is compiled once; without clang, gcc's
+# config asan (a separate k8-dbg tree). Either way the normal build's outputs
+# stay.
 ASAN_TARGETS=(//framework/... //ops/... //backends/common/... //backends/sim/... //data/...
               //profiler/... //tests/runtime/...)
 
@@ -88,9 +91,14 @@ else
 fi
 
 if ((with_asan)); then
-  echo "AddressSanitizer + UBSan pass: ${ASAN_TARGETS[*]}"
+  if command -v clang >/dev/null && command -v clang++ >/dev/null; then
+    asan_config=(--config=fuzz)
+  else
+    asan_config=(--config=asan --config=nocuda)
+  fi
+  echo "AddressSanitizer + UBSan pass (${asan_config[*]}): ${ASAN_TARGETS[*]}"
   start=$SECONDS
-  run_tests --config=asan --config=nocuda "${ASAN_TARGETS[@]}" "${args[@]}"
+  run_tests "${asan_config[@]}" "${ASAN_TARGETS[@]}" "${args[@]}"
   echo "AddressSanitizer + UBSan pass took $((SECONDS - start)) s"
 fi
 

@@ -129,7 +129,14 @@ ScopedDnnlThreads::~ScopedDnnlThreads() {
 void CpuPolicy::ParallelFor(int64_t n, int64_t grain,
                             absl::FunctionRef<void(int64_t, int64_t)> fn) {
   if (n <= 0) return;
+#ifdef _OPENMP
   const int64_t threads = omp_in_parallel() ? 1 : CpuMaxThreads();
+#else
+  // Built without OpenMP code generation (clang's sanitizer build,
+  // -fopenmp=libgomp): the loop below runs on this thread, so one task, as
+  // a nested call inside a parallel region would have.
+  const int64_t threads = 1;
+#endif
   // Every task gets at least `grain` items.
   const int64_t tasks = std::min(threads, std::max<int64_t>(1, n / std::max<int64_t>(1, grain)));
   if (tasks == 1) {
