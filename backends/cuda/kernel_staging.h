@@ -1,7 +1,7 @@
 // KernelStaging: host data that a gpu kernel itself needs on the device
-// (ids that it reads in host memory, a row grouping that it computed on
-// the host), sent with one asynchronous copy from pinned memory that the
-// kernel object owns: kernel-argument marshalling, like TensorFlow's
+// (ids that it reads in host memory, a sparse gradient's row ids), sent
+// with one asynchronous copy from pinned memory that the kernel object
+// owns: kernel-argument marshalling, like TensorFlow's
 // CudaDeviceArrayOnHost. It is not a transfer between places: no copy op,
 // and the placer and copy statistics do not see it.
 //

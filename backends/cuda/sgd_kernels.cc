@@ -4,17 +4,19 @@
 // LearningRate is a HostMemory argument: its value is read on the host and
 // passed to the kernel as an argument, so it is never copied. A sparse
 // Grad's row indices are host data (SelectedRows::rows()): they are checked
-// on the host and grouped by table row there (row_groups.h: a hash table,
-// O(n), positions of a row kept in order), and the grouping reaches the
-// device with one asynchronous copy from the kernel's pinned staging
-// (kernel_staging.h); one launch applies it. Each table element is updated
-// by one thread, in the gradient's order, so repeated rows accumulate
+// on the host (the prologue's range scan) and reach the device raw, with one
+// asynchronous copy from the kernel's pinned staging (kernel_staging.h);
+// there they are grouped by table row (a CUB radix sort and run-length
+// encoding, sgd_launchers.h) and one launch applies the groups, without the
+// host waiting. Each table element is updated by one thread, in the
+// gradient's order (the sort is stable), so repeated rows accumulate
 // deterministically and bit-identically to the host kernels.
 //
 // Validation and messages are the host kernels' (the shared prologue
 // backends/common/optimizer_prologues.h, GetSgdArgs).
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -26,7 +28,7 @@
 #include "backends/cuda/cuda_status.h"
 #include "backends/cuda/kernel_staging.h"
 #include "backends/cuda/kernel_util.h"
-#include "backends/cuda/row_groups.h"
+#include "backends/cuda/scratch.h"
 #include "backends/cuda/sgd_launchers.h"
 #include "framework/base/status_macros.h"
 #include "framework/kernel/kernel_context.h"
@@ -38,6 +40,12 @@
 namespace tandem {
 namespace cuda {
 namespace {
+
+// int64 words holding `bytes`.
+int64_t WorkspaceWords(int64_t bytes) {
+  return (bytes + static_cast<int64_t>(sizeof(int64_t)) - 1) /
+         static_cast<int64_t>(sizeof(int64_t));
+}
 
 class SgdKernel : public OpKernel {
  public:
@@ -57,9 +65,8 @@ class SgdKernel : public OpKernel {
   }
 
  private:
-  // Groups the rows into the staging buffer (2n words: the groups' table
-  // rows as int64, then head and next as int32), uploads it, and enqueues
-  // the one update kernel.
+  // Uploads the rows (n words of staging) and enqueues their grouping and
+  // the update in a workspace of device scratch (SgdSparseWorkspaceBytes).
   template <typename T>
   absl::Status UpdateSparse(KernelContext* ctx, const Tensor& param, const SelectedRows& grad,
                             float learning_rate) {
@@ -73,36 +80,57 @@ class SgdKernel : public OpKernel {
                                                std::numeric_limits<int32_t>::max()));
     }
     const int32_t n = static_cast<int32_t>(rows.size());
-    ASSIGN_OR_RETURN(int64_t * words, staging_.HostWords(ctx, 2 * int64_t{n}));
-    int32_t* head = reinterpret_cast<int32_t*>(words + n);
-    const int32_t groups = grouper_.Group(rows.data(), n, words, head, head + n);
-    ASSIGN_OR_RETURN(const Tensor grouped,
-                     staging_.Upload(ctx, 2 * int64_t{n}, "the gradient's row groups"));
-    const int64_t* device_words = grouped.data<int64_t>();
-    const int32_t* device_head = reinterpret_cast<const int32_t*>(device_words + n);
-    const SgdRowGroups on_device{groups, device_words, device_head, device_head + n};
-    CUDA_RETURN_IF_ERROR(LaunchSgdRowGroups<T>(param.data<T>(), grad.value().data<T>(), width,
-                                               learning_rate, on_device,
-                                               CudaStreamOf(ctx->stream())));
+    int64_t workspace_bytes = 0;
+    CUDA_RETURN_IF_ERROR(SgdSparseWorkspaceBytes(n, height, &workspace_bytes));
+    ASSIGN_OR_RETURN(int64_t * words, staging_.HostWords(ctx, n));
+    std::copy(rows.begin(), rows.end(), words);
+    ASSIGN_OR_RETURN(const Tensor device_rows,
+                     staging_.Upload(ctx, n, "the gradient's row indices"));
+    ASSIGN_OR_RETURN(Tensor workspace, AllocateScratch(ctx, DataType::kInt64,
+                                                       Shape({WorkspaceWords(workspace_bytes)}),
+                                                       "the grouping of the gradient's rows"));
+    CUDA_RETURN_IF_ERROR(LaunchSgdSparse<T>(
+        param.data<T>(), grad.value().data<T>(), width, learning_rate, device_rows.data<int64_t>(),
+        n, height, workspace.data<int64_t>(), workspace_bytes, CudaStreamOf(ctx->stream())));
     return absl::OkStatus();
   }
 
-  RowGrouper grouper_;
   KernelStaging staging_;
 };
 
-// UpdateSparse's row groups on the device: two words per row of a sparse Grad.
-int64_t SgdScratch(const OpDesc&, const ArgMetas& in, const ArgMetas&) {
+// The rows of a sparse Grad, pinned, kept by the kernel: one word each.
+int64_t SgdHostStaging(const OpDesc&, const ArgMetas& in, const ArgMetas&) {
   const TensorMeta* grad = FirstMeta(in, "Grad");
   if (grad == nullptr || !grad->selected_rows || grad->shape.rank() == 0) return 0;
-  return 2 * grad->shape.dim(0) * static_cast<int64_t>(sizeof(int64_t));
+  return grad->shape.dim(0) * static_cast<int64_t>(sizeof(int64_t));
+}
+
+// UpdateSparse's device scratch: the uploaded rows and the grouping's
+// workspace. Without a GPU to ask CUB on (no kernel of this registration can
+// run then) the workspace counts as empty.
+int64_t SgdScratch(const OpDesc& op, const ArgMetas& in, const ArgMetas& out) {
+  const TensorMeta* grad = FirstMeta(in, "Grad");
+  const TensorMeta* param = FirstMeta(in, "Param");
+  if (grad == nullptr || !grad->selected_rows || grad->shape.rank() == 0 || param == nullptr ||
+      param->shape.rank() == 0) {
+    return 0;
+  }
+  const int64_t n = grad->shape.dim(0), height = param->shape.dim(0);
+  if (n == 0 || height == 0 || param->shape.num_elements() == 0) return 0;
+  int64_t workspace_bytes = 0;
+  if (SgdSparseWorkspaceBytes(n, height, &workspace_bytes) != cudaSuccess) {
+    cudaGetLastError();  // clears the query's error
+    workspace_bytes = 0;
+  }
+  return SgdHostStaging(op, in, out) +
+         WorkspaceWords(workspace_bytes) * static_cast<int64_t>(sizeof(int64_t));
 }
 
 REGISTER_KERNEL(KernelDef("sgd", "gpu")
                     .TypeConstraint("Param", kFloatTypes)
                     .HostMemory("LearningRate")
                     .Scratch(SgdScratch)
-                    .HostStaging(SgdScratch),  // the same words, pinned, kept by the kernel
+                    .HostStaging(SgdHostStaging),
                 SgdKernel);
 
 }  // namespace

@@ -1,4 +1,10 @@
 // sgd kernels. See sgd_launchers.h.
+#include <algorithm>
+#include <cstdint>
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_run_length_encode.cuh>
+#include <cub/device/device_scan.cuh>
+
 #include "backends/cuda/device_reduce.h"
 #include "backends/cuda/sgd_launchers.h"
 
@@ -18,19 +24,90 @@ __global__ void SgdDenseKernel(T* param, const T* grad, int64_t n, T neg_lr) {
   TANDEM_GRID_LOOP(i, n) { param[i] = MulAdd(neg_lr, grad[i], param[i]); }
 }
 
+// Positions 0 .. n-1: the values sorted with the rows.
+__global__ void IotaKernel(int32_t* out, int32_t n) {
+  TANDEM_GRID_LOOP(i, n) { out[i] = static_cast<int32_t>(i); }
+}
+
+// One thread per (position k, column j): threads of a k below the number of
+// groups apply group k (its positions in increasing order, by the stable
+// sort); the rest have nothing to do.
 template <typename T>
-__global__ void SgdRowGroupsKernel(T* param, const T* value, int64_t width, T neg_lr,
-                                   SgdRowGroups groups) {
-  const int64_t total = groups.groups * width;
+__global__ void SgdGroupsKernel(T* param, const T* value, int64_t width, T neg_lr,
+                                const uint64_t* group_rows, const int32_t* counts,
+                                const int32_t* offsets, const int32_t* positions,
+                                const int32_t* num_groups) {
+  const int64_t groups = *num_groups;
+  const int64_t total = groups * width;
   TANDEM_GRID_LOOP(i, total) {
     const int64_t g = i / width, j = i - g * width;
-    T* p = param + groups.rows[g] * width + j;
+    T* p = param + static_cast<int64_t>(group_rows[g]) * width + j;
     T acc = *p;
-    for (int32_t q = groups.head[g]; q >= 0; q = groups.next[q]) {
-      acc = MulAdd(neg_lr, value[q * width + j], acc);
+    const int32_t end = offsets[g] + counts[g];
+    for (int32_t e = offsets[g]; e < end; ++e) {
+      acc = MulAdd(neg_lr, value[static_cast<int64_t>(positions[e]) * width + j], acc);
     }
     *p = acc;
   }
+}
+
+// Bits a row id below `height` can have set (at least one: CUB sorts
+// nothing in an empty bit range).
+int KeyBits(int64_t height) {
+  int bits = 1;
+  while (bits < 64 && (uint64_t{1} << bits) < static_cast<uint64_t>(height)) ++bits;
+  return bits;
+}
+
+// The workspace's arrays, at offsets aligned for CUB (256 bytes).
+struct Workspace {
+  uint64_t* sorted_rows;
+  int32_t* positions;
+  int32_t* sorted_positions;
+  uint64_t* group_rows;
+  int32_t* counts;
+  int32_t* offsets;
+  int32_t* num_groups;
+  void* temp;
+  size_t temp_bytes;
+  int64_t total_bytes;
+};
+
+constexpr int64_t Align(int64_t bytes) { return (bytes + 255) / 256 * 256; }
+
+// Lays out the workspace at `base` (nullptr: only sizes it).
+cudaError_t Layout(char* base, int64_t n, int64_t height, Workspace* w) {
+  const int n32 = static_cast<int>(n);
+  const int bits = KeyBits(height);
+  size_t sort_bytes = 0, encode_bytes = 0, scan_bytes = 0;
+  cudaError_t e = cub::DeviceRadixSort::SortPairs(
+      nullptr, sort_bytes, static_cast<const uint64_t*>(nullptr), static_cast<uint64_t*>(nullptr),
+      static_cast<const int32_t*>(nullptr), static_cast<int32_t*>(nullptr), n32, 0, bits);
+  if (e != cudaSuccess) return e;
+  e = cub::DeviceRunLengthEncode::Encode(
+      nullptr, encode_bytes, static_cast<const uint64_t*>(nullptr), static_cast<uint64_t*>(nullptr),
+      static_cast<int32_t*>(nullptr), static_cast<int32_t*>(nullptr), n32);
+  if (e != cudaSuccess) return e;
+  e = cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, static_cast<const int32_t*>(nullptr),
+                                    static_cast<int32_t*>(nullptr), n32);
+  if (e != cudaSuccess) return e;
+  int64_t at = 0;
+  auto take = [&](int64_t bytes) {
+    char* p = base == nullptr ? nullptr : base + at;
+    at += Align(bytes);
+    return p;
+  };
+  w->sorted_rows = reinterpret_cast<uint64_t*>(take(n * 8));
+  w->positions = reinterpret_cast<int32_t*>(take(n * 4));
+  w->sorted_positions = reinterpret_cast<int32_t*>(take(n * 4));
+  w->group_rows = reinterpret_cast<uint64_t*>(take(n * 8));
+  w->counts = reinterpret_cast<int32_t*>(take(n * 4));
+  w->offsets = reinterpret_cast<int32_t*>(take(n * 4));
+  w->num_groups = reinterpret_cast<int32_t*>(take(4));
+  w->temp_bytes = std::max(sort_bytes, std::max(encode_bytes, scan_bytes));
+  w->temp = take(static_cast<int64_t>(w->temp_bytes));
+  w->total_bytes = at;
+  return cudaSuccess;
 }
 
 }  // namespace
@@ -42,20 +119,53 @@ cudaError_t LaunchSgdDense(T* param, const T* grad, int64_t n, float lr, cudaStr
   return cudaGetLastError();
 }
 
+cudaError_t SgdSparseWorkspaceBytes(int64_t n, int64_t height, int64_t* bytes) {
+  Workspace w;
+  const cudaError_t e = Layout(nullptr, n, height, &w);
+  if (e == cudaSuccess) *bytes = w.total_bytes;
+  return e;
+}
+
 template <typename T>
-cudaError_t LaunchSgdRowGroups(T* param, const T* value, int64_t width, float lr,
-                               const SgdRowGroups& groups, cudaStream_t stream) {
-  const int64_t total = groups.groups * width;
-  if (total == 0) return cudaSuccess;
-  SgdRowGroupsKernel<T>
-      <<<Blocks(total), kThreads, 0, stream>>>(param, value, width, -static_cast<T>(lr), groups);
+cudaError_t LaunchSgdSparse(T* param, const T* value, int64_t width, float lr, const int64_t* rows,
+                            int32_t n, int64_t height, void* workspace, int64_t workspace_bytes,
+                            cudaStream_t stream) {
+  if (n == 0 || width == 0) return cudaSuccess;
+  Workspace w;
+  cudaError_t e = Layout(static_cast<char*>(workspace), n, height, &w);
+  if (e != cudaSuccess) return e;
+  if (w.total_bytes > workspace_bytes) return cudaErrorInvalidValue;
+  IotaKernel<<<Blocks(n), kThreads, 0, stream>>>(w.positions, n);
+  e = cudaGetLastError();
+  if (e != cudaSuccess) return e;
+  // Row ids are non-negative (checked), so their bits sort as unsigned.
+  size_t temp_bytes = w.temp_bytes;
+  e = cub::DeviceRadixSort::SortPairs(w.temp, temp_bytes, reinterpret_cast<const uint64_t*>(rows),
+                                      w.sorted_rows, w.positions, w.sorted_positions, n, 0,
+                                      KeyBits(height), stream);
+  if (e != cudaSuccess) return e;
+  // Counts past the groups' are zero, so the scan over all n is defined (the
+  // offsets past the groups' are never read).
+  e = cudaMemsetAsync(w.counts, 0, n * sizeof(int32_t), stream);
+  if (e != cudaSuccess) return e;
+  temp_bytes = w.temp_bytes;
+  e = cub::DeviceRunLengthEncode::Encode(w.temp, temp_bytes, w.sorted_rows, w.group_rows, w.counts,
+                                         w.num_groups, n, stream);
+  if (e != cudaSuccess) return e;
+  temp_bytes = w.temp_bytes;
+  e = cub::DeviceScan::ExclusiveSum(w.temp, temp_bytes, w.counts, w.offsets, n, stream);
+  if (e != cudaSuccess) return e;
+  const int64_t total = int64_t{n} * width;
+  SgdGroupsKernel<T><<<Blocks(total), kThreads, 0, stream>>>(
+      param, value, width, -static_cast<T>(lr), w.group_rows, w.counts, w.offsets,
+      w.sorted_positions, w.num_groups);
   return cudaGetLastError();
 }
 
-#define TANDEM_INSTANTIATE(T)                                                               \
-  template cudaError_t LaunchSgdDense<T>(T*, const T*, int64_t, float, cudaStream_t);       \
-  template cudaError_t LaunchSgdRowGroups<T>(T*, const T*, int64_t, float,                  \
-                                             const SgdRowGroups&, cudaStream_t);
+#define TANDEM_INSTANTIATE(T)                                                                    \
+  template cudaError_t LaunchSgdDense<T>(T*, const T*, int64_t, float, cudaStream_t);            \
+  template cudaError_t LaunchSgdSparse<T>(T*, const T*, int64_t, float, const int64_t*, int32_t, \
+                                          int64_t, void*, int64_t, cudaStream_t);
 TANDEM_INSTANTIATE(float)
 TANDEM_INSTANTIATE(double)
 #undef TANDEM_INSTANTIATE

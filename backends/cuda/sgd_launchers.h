@@ -3,13 +3,16 @@
 // sgd_kernels.cc.
 //
 //   CUDA_RETURN_IF_ERROR(LaunchSgdDense<float>(param, grad, n, lr, stream));
-//   SgdRowGroups groups = ...;  // a sparse gradient's rows grouped (row_groups.h), on the device
-//   CUDA_RETURN_IF_ERROR(LaunchSgdRowGroups<float>(param, value, width, lr, groups, stream));
+//   int64_t bytes;
+//   CUDA_RETURN_IF_ERROR(SgdSparseWorkspaceBytes(n, height, &bytes));
+//   ... workspace: `bytes` of device memory (scratch.h) ...
+//   CUDA_RETURN_IF_ERROR(LaunchSgdSparse<float>(param, value, width, lr, rows, n, height,
+//                                               workspace, bytes, stream));
 //
-// Each call enqueues one kernel on `stream` and returns at once (async) with
-// the launch status; nothing is launched when there is no element. Pointers
-// are device memory of the stream's GPU. Instantiated for float and double.
-// Thread-safe.
+// Each launcher enqueues its kernels on `stream` and returns at once (async)
+// with the launch status, never synchronising or reading device memory;
+// nothing is launched when there is no element. Pointers are device memory
+// of the stream's GPU. Instantiated for float and double. Thread-safe.
 //
 // Rounding matches the host kernels (backends/common/optimizer_kernels.h),
 // whose `p -= lr * g` the host compiler contracts into one fused
@@ -47,24 +50,27 @@ struct SgdRowChunk {
 };
 static_assert(sizeof(SgdRowChunk) <= 4096 - 64, "kernel arguments must stay within 4 KiB");
 
-// All of a sparse gradient's updates grouped by table row (RowGrouper,
-// row_groups.h), in device memory: group g < groups updates table row
-// rows[g] with the value rows head[g], next[head[g]], ... (increasing, -1
-// ends).
-struct SgdRowGroups {
-  int64_t groups = 0;
-  const int64_t* rows = nullptr;
-  const int32_t* head = nullptr;
-  const int32_t* next = nullptr;
-};
+// The device workspace LaunchSgdSparse needs for n (0 < n < 2^31) rows of a
+// table of `height` rows, in *bytes: the grouping's arrays and CUB's
+// temporary storage. Synchronous; makes no allocation (CUB's size queries
+// read the current device's properties, hence the status).
+cudaError_t SgdSparseWorkspaceBytes(int64_t n, int64_t height, int64_t* bytes);
 
-// One launch, one thread per (group, column j < width):
-//   p = param[rows[g] * width + j];
-//   for each position q of the group, in order: p = fma(-lr, value[q * width + j], p);
-// Rows and positions must be valid (checked on the host).
+// The sparse update of a SelectedRows gradient, its rows grouped on the
+// device: rows[0, n) (device int64, each in [0, height), checked by the
+// caller) are radix-sorted with their positions (CUB, stable, only the bits
+// that height needs), run-length encoded into groups, and one launch of
+// n * width threads applies them, reading the number of groups from device
+// memory (so the host never waits):
+//   for each table row r of the gradient, each column j < width:
+//     p = param[r * width + j];
+//     for each position q with rows[q] == r, increasing: p = fma(-lr, value[q * width + j], p);
+// `workspace` holds `workspace_bytes` (SgdSparseWorkspaceBytes) of device
+// memory, in use until the enqueued work has run.
 template <typename T>
-cudaError_t LaunchSgdRowGroups(T* param, const T* value, int64_t width, float lr,
-                               const SgdRowGroups& groups, cudaStream_t stream);
+cudaError_t LaunchSgdSparse(T* param, const T* value, int64_t width, float lr, const int64_t* rows,
+                            int32_t n, int64_t height, void* workspace, int64_t workspace_bytes,
+                            cudaStream_t stream);
 
 }  // namespace cuda
 }  // namespace tandem

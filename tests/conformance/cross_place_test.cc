@@ -10,11 +10,13 @@
 // tests/conformance/conformance_test.cc checks every kernel against float64;
 // this suite checks that the places agree with each other.
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <map>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -671,12 +673,62 @@ TEST_P(CrossPlace, SgdDenseAndSparseWithRepeatedRowsMatchCpuBitwise) {
   std::vector<int64_t> one_row(500, 4);
   CheckSgd<float>(Shape({5, 1000}), one_row);
   // The embedding-offload workload's shape: 4096 rows of 150 from a larger table, some repeated,
-  // and rows that collide in the host's hash table (multiples of 2^12).
+  // and rows that differ only in high key bits (multiples of 2^12).
   std::vector<int64_t> batch(4096);
   for (size_t i = 0; i < batch.size(); ++i) {
     batch[i] = i % 5 == 0 ? static_cast<int64_t>(i % 7) << 12 : (i * 7919) % 30011;
   }
   CheckSgd<float>(Shape({30011, 150}), batch);
+}
+
+// The sparse update alone (the gpu groups its rows on the device: sort, run
+// lengths, one launch), bit for bit against the cpu.
+template <typename T>
+void CheckSparseSgd(const Shape& param_shape, const std::vector<int64_t>& rows) {
+  std::vector<int64_t> value_dims = param_shape.ToVector();
+  value_dims[0] = static_cast<int64_t>(rows.size());
+  const Shape value_shape(value_dims);
+  ExpectMatchesCpu(
+      Op("sgd"),
+      [&] {
+        return EagerInputs{
+            {"Param", {Param<T>(param_shape)}},
+            {"Grad",
+             {Variable(SelectedRows(
+                 param_shape.dim(0), rows,
+                 Tensor::FromVector<T>(value_shape, Values<T>(value_shape.num_elements(), 8))))}},
+            {"LearningRate", {LearningRate(0.37f)}}};
+      },
+      0);
+}
+
+TEST_P(CrossPlace, SgdSparseRowSetsOfEveryBatchMatchCpuBitwise) {
+  const int64_t height = 70001;  // room for 65536 distinct rows; ids need 17 bits
+  const Shape param_shape({height, 3});
+  for (const int64_t batch : {1, 2, 7, 4096, 65536}) {
+    std::vector<int64_t> all_same(batch, 12345), distinct(batch), random(batch), padding(batch);
+    uint64_t state = 88172645463325252ull + static_cast<uint64_t>(batch);
+    for (int64_t i = 0; i < batch; ++i) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      distinct[i] = (i * 7919) % height;  // 7919 is prime to 70001: no repeats
+      random[i] = static_cast<int64_t>((state >> 33) % static_cast<uint64_t>(height));
+      // Every other id the padding row (the table's last: the highest key bit set).
+      padding[i] = i % 2 == 0 ? height - 1 : random[i];
+    }
+    const std::vector<std::pair<const char*, const std::vector<int64_t>*>> sets = {
+        {"all duplicates", &all_same},
+        {"no duplicates", &distinct},
+        {"random", &random},
+        {"padding row", &padding}};
+    for (const auto& [name, rows] : sets) {
+      SCOPED_TRACE(absl::StrCat("batch ", batch, ", ", name));
+      CheckSparseSgd<float>(param_shape, *rows);
+      CheckSparseSgd<double>(param_shape, *rows);
+    }
+  }
+  // A one-row table (a one-bit key) and rows longer than a block of threads.
+  CheckSparseSgd<float>(Shape({1, 5}), std::vector<int64_t>(300, 0));
+  CheckSparseSgd<double>(Shape({3, 700}), {2, 0, 2, 1, 2});
 }
 
 TEST_P(CrossPlace, SgdBadSparseGradientsAreInvalidArgument) {
@@ -695,6 +747,15 @@ TEST_P(CrossPlace, SgdBadSparseGradientsAreInvalidArgument) {
                   "'Param_0'");
   ExpectSameError(Op("sgd"), inputs({0, 1}, Shape({3, 2})), absl::StatusCode::kInvalidArgument,
                   "op 'sgd': Grad 'Grad_0' has 2 rows but a value of shape [3, 2]");
+  // Far in a long gradient, and negative.
+  std::vector<int64_t> many(5000, 3);
+  many[4321] = 17;
+  ExpectSameError(Op("sgd"), inputs(many, Shape({5000, 2})), absl::StatusCode::kInvalidArgument,
+                  "op 'sgd': row 17 at position 4321 of Grad 'Grad_0' is out of range [0, 4) of "
+                  "Param 'Param_0'");
+  ExpectSameError(Op("sgd"), inputs({2, -1}, Shape({2, 2})), absl::StatusCode::kInvalidArgument,
+                  "op 'sgd': row -1 at position 1 of Grad 'Grad_0' is out of range [0, 4) of "
+                  "Param 'Param_0'");
 }
 
 // Momentum and adam on dense and sparse gradients: the same updates as on the

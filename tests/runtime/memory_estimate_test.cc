@@ -524,8 +524,9 @@ TEST(MemoryEstimate, GpuKernelScratchIsInTheEstimate) {
                    },
                    {{"x", ramp(DataType::kFloat32, Shape({4, 3, 16, 16}), 17)}}});
   for (bool sparse : {true, false}) {
-    cases.push_back({sparse ? "sparse embedding, 256 ids (sgd's row groups)"
-                            : "dense embedding (the gradient's uploaded ids)",
+    cases.push_back({sparse
+                         ? "sparse embedding, 256 ids (sgd's uploaded rows and grouping workspace)"
+                         : "dense embedding (the gradient's uploaded ids)",
                      [sparse](ProgramBuilder* b) -> absl::StatusOr<Var> {
                        Var i = b->Data("ids", DataType::kInt64, Shape({256}));
                        return b->Mean(b->Embedding(i, {1000, 32}, sparse));
