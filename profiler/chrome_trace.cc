@@ -64,6 +64,13 @@ Json EventArgs(const Profile& profile, const ProfileEvent& e) {
         .Set("to", h2d ? e.place.ToString() : "cpu")
         .Set("sync", e.sync);
   }
+  if (e.collective != CollectiveKind::kNone) {
+    args.Set("collective", CollectiveKindName(e.collective))
+        .Set("ranks", e.ranks)
+        .Set("bytes", e.bytes)
+        .Set("algbw_GBps", e.AlgorithmGBps())
+        .Set("busbw_GBps", e.BusGBps());
+  }
   if (e.has_device_time) args.Set("device_ms", e.device_ms);
   if (e.run >= 0) args.Set("run", e.run);
   if (!profile.IsSteady(e)) args.Set("warmup", true);

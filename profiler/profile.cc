@@ -42,6 +42,11 @@ std::string CopyEventName(const ProfileEvent& copy) {
                       h2d ? device : "CPU");
 }
 
+double ProfileEvent::AlgorithmGBps() const {
+  const double ms = has_device_time ? device_ms : host_ms();
+  return ms > 0 ? static_cast<double>(bytes) / (ms * 1e6) : 0;
+}
+
 bool Profile::IsSteady(const ProfileEvent& event) const {
   if (event.run >= 0 && event.run < static_cast<int>(runs.size())) {
     return IsSteady(runs[event.run]);

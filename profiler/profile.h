@@ -34,6 +34,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "framework/device/device.h"
+#include "framework/kernel/kernel_registry.h"
 #include "framework/memory/allocator.h"
 #include "framework/place/place.h"
 #include "framework/runtime/executor.h"
@@ -80,12 +81,22 @@ struct ProfileEvent {
   bool has_device_time = false;
   double device_ms = 0;
   int64_t device_start_ns = 0;  // its start, estimated on the host clock
+  // Copies and collectives: bytes moved (a collective: its inputs').
+  int64_t bytes = 0;
+  // Collectives only (KernelDef::Collective): what it does, over how many ranks.
+  CollectiveKind collective = CollectiveKind::kNone;
+  int ranks = 0;
   // Copies only.
   CopyKind copy_kind = CopyKind::kHostToDevice;
   bool sync = true;
-  int64_t bytes = 0;
   std::string var;       // variable copied
   std::string consumer;  // type of the op that needed the copy
+
+  // A collective's algorithm bandwidth (bytes over its device time, else
+  // its host time) and bus bandwidth (CollectiveBusFactor times that), GB/s;
+  // 0 when it took no measurable time.
+  double AlgorithmGBps() const;
+  double BusGBps() const { return AlgorithmGBps() * CollectiveBusFactor(collective, ranks); }
 
   double host_ms() const { return static_cast<double>(end_ns - start_ns) * 1e-6; }
   // Host time less the nested copies and waits (child_ns).
@@ -110,7 +121,7 @@ struct ProfileRun {
 // A stream that events ran on: "gpu:0 compute", "sim:0 copy".
 struct StreamInfo {
   Place place;
-  std::string name;  // "compute", "copy" or "stream N"
+  std::string name;  // "compute", "copy", "collective" or "stream N"
 };
 
 // A host thread that events ran on.

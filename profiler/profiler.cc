@@ -362,6 +362,11 @@ class Collector final : public ExecutionObserver {
     e.end_ns = end - epoch_ns_;
     e.child_ns = span.child_ns;
     if (parent != nullptr && parent->kind == EventKind::kOp) e.parent_op_index = parent->index;
+    if (event.collective != CollectiveKind::kNone) {
+      e.collective = event.collective;
+      e.ranks = event.ranks;
+      e.bytes = event.bytes;
+    }
     if (event.is_copy) {
       e.copy_kind = event.copy_kind;
       e.sync = event.sync;
@@ -544,6 +549,8 @@ class Collector final : public ExecutionObserver {
       r.info.name = "compute";
     } else if (event.device != nullptr && event.stream == event.device->copy_stream()) {
       r.info.name = "copy";
+    } else if (event.collective != CollectiveKind::kNone) {
+      r.info.name = "collective";
     } else {
       r.info.name = absl::StrCat("stream ", streams_.size());
     }

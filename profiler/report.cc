@@ -159,6 +159,38 @@ void AppendMemcpySummary(const Profile& profile, double total_time, std::string*
   absl::StrAppend(out, "\n");
 }
 
+// One row per collective op type and place (only when the profile has
+// collectives): calls, time (device time where measured), bytes, and the
+// bandwidths of all its calls together.
+void AppendCollectives(const Profile& profile, std::string* out) {
+  struct Sum {
+    int calls = 0;
+    double ms = 0;
+    int64_t bytes = 0;
+    double bus_factor = 1;
+  };
+  std::map<std::pair<std::string, std::string>, Sum> sums;
+  for (const ProfileEvent& e : profile.events) {
+    if (e.collective == CollectiveKind::kNone || !profile.IsSteady(e)) continue;
+    Sum& s = sums[{e.name, e.place.ToString()}];
+    s.calls++;
+    s.ms += e.has_device_time ? e.device_ms : e.host_ms();
+    s.bytes += e.bytes;
+    s.bus_factor = CollectiveBusFactor(e.collective, e.ranks);
+  }
+  if (sums.empty()) return;
+  absl::StrAppend(out, Title("Collectives"));
+  for (const auto& [key, s] : sums) {
+    const double algbw = s.ms > 0 ? static_cast<double>(s.bytes) / (s.ms * 1e6) : 0;
+    absl::StrAppendFormat(out,
+                          "%-24s Place: %-8s Calls: %-8d Total: %-12s Bytes: %-14d "
+                          "AlgBw: %s GB/s  BusBw: %s GB/s\n",
+                          key.first, key.second, s.calls, G(s.ms), s.bytes, G(algbw),
+                          G(algbw * s.bus_factor));
+  }
+  absl::StrAppend(out, "\n");
+}
+
 // "  Host busy   Total: 0.045   Ratio: 45%": a figure and its share of the step.
 void ConcurrencyLine(const std::string& label, double ms, double step_ms, std::string* out) {
   absl::StrAppendFormat(out, "  %-34s Total: %-12s Ratio: %s\n", label, G(ms),
@@ -370,6 +402,7 @@ std::string FormatReport(const Profile& profile, SortKey sort_key) {
                         G(steps.empty() ? 0 : *std::max_element(steps.begin(), steps.end())));
   AppendOverhead(profile, total_time, &out);
   AppendMemcpySummary(profile, total_time, &out);
+  AppendCollectives(profile, &out);
   AppendConcurrency(profile, &out);
   AppendEventSummary(profile, sort_key, total_time, &out);
   AppendLedger(profile, &out);

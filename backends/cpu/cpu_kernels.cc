@@ -1,8 +1,10 @@
 // The cpu kernels: the shared kernels of backends/common (math, nn, loss,
 // metric, optimizer, array, random, layout and layer ops) run with
 // CpuPolicy (OpenMP threads, oneDNN sgemm for float32 matmul, mul and fc),
-// and oneDNN convolution and pooling for float32 (dnnl_nn_kernels.cc).
+// oneDNN convolution and pooling for float32 (dnnl_nn_kernels.cc), and the
+// host collectives (collective_kernels.h).
 #include "backends/common/array_kernels.h"
+#include "backends/common/collective_kernels.h"
 #include "backends/common/layout_kernels.h"
 #include "backends/common/loss_kernels.h"
 #include "backends/common/math_kernels.h"
@@ -27,6 +29,8 @@ const LayoutKernelsRegistrar<CpuPolicy> layout_kernels("cpu");
 // float32 conv2d(_grad) and pool2d(_grad) run on oneDNN (dnnl_nn_kernels.cc).
 const NnLayerKernelsRegistrar<CpuPolicy> nn_layer_kernels("cpu", {/*conv2d=*/{DataType::kFloat64},
                                                                   /*pool2d=*/{DataType::kFloat64}});
+// c_allreduce_sum, c_broadcast, c_allgather through the in-process group.
+const CollectiveKernelsRegistrar collective_kernels("cpu");
 
 }  // namespace
 }  // namespace tandem

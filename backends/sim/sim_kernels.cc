@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "backends/common/array_kernels.h"
+#include "backends/common/collective_kernels.h"
 #include "backends/common/layout_kernels.h"
 #include "backends/common/loss_kernels.h"
 #include "backends/common/math_kernels.h"
@@ -42,6 +43,7 @@ const RandomKernelsRegistrar<SerialPolicy> random_kernels("sim");
 const MetricKernelsRegistrar<SerialPolicy> metric_kernels("sim");
 const LayoutKernelsRegistrar<SerialPolicy> layout_kernels("sim");
 const NnLayerKernelsRegistrar<SerialPolicy> nn_layer_kernels("sim");
+const CollectiveKernelsRegistrar collective_kernels("sim");
 
 // A kernel that computes once the work queued on its stream has executed.
 // Thread-safety as the wrapped kernel's.

@@ -33,6 +33,40 @@ KernelDef& KernelDef::HostStaging(ScratchFn bytes) {
 
 DeviceType KernelDef::device_type() const { return DeviceType::Register(device_type_name_, ""); }
 
+KernelDef& KernelDef::Collective(CollectiveKind kind) {
+  collective_ = kind;
+  return *this;
+}
+
+const char* CollectiveKindName(CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::kAllReduce:
+      return "allreduce";
+    case CollectiveKind::kBroadcast:
+      return "broadcast";
+    case CollectiveKind::kAllGather:
+      return "allgather";
+    case CollectiveKind::kNone:
+      break;
+  }
+  return "none";
+}
+
+double CollectiveBusFactor(CollectiveKind kind, int ranks) {
+  if (ranks <= 1) return 1;
+  const double n = ranks;
+  switch (kind) {
+    case CollectiveKind::kAllReduce:
+      return 2 * (n - 1) / n;
+    case CollectiveKind::kAllGather:
+      return (n - 1) / n;
+    case CollectiveKind::kBroadcast:
+    case CollectiveKind::kNone:
+      break;
+  }
+  return 1;
+}
+
 std::string KernelDef::DebugString() const {
   std::string out = absl::StrCat(op_, " on ", device_type_name_);
   for (const auto& [name, types] : constraints_) {

@@ -23,6 +23,16 @@
 //                       }),
 //                   MeanKernel);
 //
+// A collective (an all-reduce across the replicas of a data-parallel
+// program, framework/parallel) says which one it is: the executor runs its
+// device work on a stream of its own, so that it overlaps the kernels, and
+// the profiler reports its bandwidth:
+//
+//   REGISTER_KERNEL(KernelDef("c_allreduce_sum", "gpu")
+//                       .TypeConstraint("X", kFloatTypes)
+//                       .Collective(CollectiveKind::kAllReduce),
+//                   NcclAllReduceKernel);
+//
 // A TypeConstraint names an input argument (its variable's dtype) or a dtype
 // attribute. Two registrations for the same op and device whose constraints
 // can match the same dtypes are a start-up crash. Registration happens during
@@ -52,6 +62,16 @@ inline const std::vector<DataType> kFloatTypes = {DataType::kFloat32, DataType::
 inline const std::vector<DataType> kNumericTypes = {DataType::kFloat32, DataType::kFloat64,
                                                     DataType::kInt32, DataType::kInt64};
 
+// What a collective kernel does across its group's ranks (none: not a
+// collective). Its bus bandwidth is its algorithm bandwidth (bytes / time)
+// times 2 (n - 1) / n for an all-reduce, (n - 1) / n for an all-gather and 1
+// for a broadcast (the convention of NCCL's tests).
+enum class CollectiveKind { kNone, kAllReduce, kBroadcast, kAllGather };
+// "allreduce", "broadcast", "allgather", "none".
+const char* CollectiveKindName(CollectiveKind kind);
+// The bus bandwidth factor above for `ranks` ranks (1 for one rank or fewer).
+double CollectiveBusFactor(CollectiveKind kind, int ranks);
+
 // An op's arguments as shape inference sees them, by argument name.
 using ArgMetas = std::map<std::string, std::vector<TensorMeta>>;
 // The most bytes of temporary memory on its device a kernel allocates
@@ -78,6 +98,12 @@ class KernelDef {
   // `op`; same contract as Scratch. The memory estimate counts it on the
   // host from the start, once whatever the runs in flight.
   KernelDef& HostStaging(ScratchFn bytes);
+  // The kernel is a collective of this kind over the ranks of its op's
+  // group (attributes ring_id, nranks, rank): on a device its work goes to
+  // the executor's collective stream (a stream of the plan's own, ordered
+  // with the compute stream by events), and the profiler reports its bytes
+  // (its inputs') and bandwidths.
+  KernelDef& Collective(CollectiveKind kind);
 
   const std::string& op() const { return op_; }
   const std::string& device_type_name() const { return device_type_name_; }
@@ -96,6 +122,7 @@ class KernelDef {
     return host_staging_ ? host_staging_(op, inputs, outputs) : 0;
   }
   bool declares_host_staging() const { return static_cast<bool>(host_staging_); }
+  CollectiveKind collective() const { return collective_; }
   // "crop_tensor on gpu [X: float32] HostMemory(Shape)"
   std::string DebugString() const;
 
@@ -106,6 +133,7 @@ class KernelDef {
   std::set<std::string> host_args_;
   ScratchFn scratch_;
   ScratchFn host_staging_;
+  CollectiveKind collective_ = CollectiveKind::kNone;
 };
 
 using KernelFactory = std::function<absl::StatusOr<std::unique_ptr<OpKernel>>(const OpDesc&)>;

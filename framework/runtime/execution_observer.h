@@ -33,6 +33,7 @@
 #include <string>
 
 #include "framework/device/device.h"
+#include "framework/kernel/kernel_registry.h"
 #include "framework/op/op_desc.h"
 #include "framework/place/place.h"
 
@@ -46,15 +47,20 @@ struct OpEvent {
   int index = 0;               // position in the placed program
   Place place;                 // where it runs (a copy: its device side)
   Device* device = nullptr;
-  Stream* stream = nullptr;    // the stream its device work is queued on
+  Stream* stream = nullptr;  // the stream its device work is queued on
   bool is_copy = false;
-  int worker = -1;             // host worker ordinal; -1: the dispatching thread
+  int worker = -1;  // host worker ordinal; -1: the dispatching thread
+  // Copies and collectives: the bytes moved (a collective: its inputs').
+  int64_t bytes = 0;
+  // Collectives only (KernelDef::Collective): what it does, over how many
+  // ranks (its op's nranks).
+  CollectiveKind collective = CollectiveKind::kNone;
+  int ranks = 0;
   // Copies only:
   CopyKind copy_kind = CopyKind::kHostToDevice;
   bool sync = true;
-  int64_t bytes = 0;
-  std::string var;             // variable copied
-  std::string consumer;        // type of the op that needed the copy
+  std::string var;       // variable copied
+  std::string consumer;  // type of the op that needed the copy
 };
 
 class ExecutionObserver {

@@ -300,6 +300,10 @@ absl::Status Executor::WaitForDevices(Plan* plan, int frame_index, bool end_even
     }
     RETURN_IF_ERROR(device->SynchronizeStream(device->compute_stream()));
     if (!options_.in_order) RETURN_IF_ERROR(device->SynchronizeStream(device->copy_stream()));
+    auto comm = plan->comm_streams_.find(device);
+    if (!options_.in_order && comm != plan->comm_streams_.end()) {
+      RETURN_IF_ERROR(device->SynchronizeStream(comm->second.get()));
+    }
   }
   if (observer != nullptr) observer->OnWaitEnd(wait);
   frame.keep_alive.Clear();

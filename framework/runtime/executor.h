@@ -350,6 +350,8 @@ class Plan {
   std::string pipeline_blocker_;  // why runs cannot overlap (empty: they can)
   // Per device: the stream fetched values are copied to the host on.
   std::map<Device*, std::unique_ptr<Stream>> fetch_streams_;
+  // Per device with collectives: the stream they run on (Lane::kComm).
+  std::map<Device*, std::unique_ptr<Stream>> comm_streams_;
   std::string graph_blocker_;          // see graph_fallback_reason()
   std::unique_ptr<GraphState> graph_;  // the captured step, if any
 };

@@ -34,6 +34,8 @@ enum class Lane {
   kCompute,  // a device kernel or host->device copy, on the device's compute
              // stream
   kCopy,     // a device->host copy, on the device's copy stream
+  kComm,     // a collective's device kernel, on the plan's collective stream
+             // of the device (Step::comm_stream)
 };
 
 // How a step waits for one of its predecessors in a concurrent run.
@@ -76,6 +78,9 @@ struct Plan::Step {
   std::vector<int> release_after;  // in-order mode: slots whose last use is this step
   bool is_copy = false;
   Place copy_to;
+  // A collective's device work (Lane::kComm): a stream of the plan's own per
+  // device, so that collectives overlap the compute stream's kernels.
+  Stream* comm_stream = nullptr;
   // Computed once and kept: an input-less, deterministic op whose output
   // nothing else writes (fill_constant).
   bool folded = false;
@@ -114,7 +119,9 @@ struct Plan::Step {
   bool is_host() const { return lane == Lane::kHost; }
   // The stream this step's device work goes to in the given mode.
   Stream* StreamFor(bool in_order) const {
-    return !in_order && lane == Lane::kCopy ? device->copy_stream() : device->compute_stream();
+    if (in_order) return device->compute_stream();
+    if (lane == Lane::kComm) return comm_stream;
+    return lane == Lane::kCopy ? device->copy_stream() : device->compute_stream();
   }
 };
 

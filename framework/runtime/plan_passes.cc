@@ -41,8 +41,21 @@ class PlanPasses {
  private:
   // Appends a slot for `name` (CreateSteps calls it once per name).
   static int Slot(Plan* plan, const std::string& name);
+  // The plan's collective stream of the step's device (made on first use).
+  static absl::Status AddCommStream(Plan* plan, Plan::Step* step);
   static std::vector<std::vector<int>> WritersPerSlot(const Plan& plan);
 };
+
+absl::Status PlanPasses::AddCommStream(Plan* plan, Plan::Step* step) {
+  std::unique_ptr<Stream>& stream = plan->comm_streams_[step->device];
+  if (stream == nullptr) {
+    absl::StatusOr<std::unique_ptr<Stream>> made = step->device->CreateStream();
+    if (!made.ok()) return AnnotateStepError(made.status(), *step);
+    stream = *std::move(made);
+  }
+  step->comm_stream = stream.get();
+  return absl::OkStatus();
+}
 
 int PlanPasses::Slot(Plan* plan, const std::string& name) {
   plan->slot_names_.push_back(name);
@@ -99,6 +112,14 @@ absl::Status PlanPasses::CreateSteps(Plan* plan, const std::vector<std::string>&
       absl::StatusOr<std::unique_ptr<OpKernel>> k = reg->Create(step->op);
       if (!k.ok()) return AnnotateStepError(k.status(), *step);
       step->kernel = *std::move(k);
+      if (reg->def.collective() != CollectiveKind::kNone) {
+        // Runs of the plan one at a time: a run's collectives meet the other
+        // ranks' of the same run, and a pipelined run's end events cover the
+        // compute and copy streams only.
+        plan->pipeline_blocker_ = absl::StrCat("collective '", step->op.type, "' (#", step->index,
+                                               ") meets other ranks once per run");
+        if (!step->place.is_host()) RETURN_IF_ERROR(AddCommStream(plan, step.get()));
+      }
     }
     plan->steps_.push_back(std::move(step));
   }
@@ -167,6 +188,7 @@ namespace {
 
 Lane LaneOf(const Plan::Step& step) {
   if (step.place.is_host()) return Lane::kHost;
+  if (step.comm_stream != nullptr) return Lane::kComm;
   return step.is_copy && step.copy_to.is_host() ? Lane::kCopy : Lane::kCompute;
 }
 
@@ -191,6 +213,31 @@ EdgeKind Classify(const Plan::Step& pred, const Plan::Step& succ) {
   return succ.lane == pred.lane ? EdgeKind::kStreamOrder : EdgeKind::kEventWait;
 }
 
+bool IsCollective(const Plan::Step& step) {
+  return step.def != nullptr && step.def->collective() != CollectiveKind::kNone;
+}
+
+// Each collective also waits for the collective before it: every rank runs
+// them in program order, as the ranks of one NCCL communicator must, and
+// ranks that block in a host collective never wait for each other in two
+// orders (collective_kernels.h).
+void OrderCollectives(const std::vector<std::unique_ptr<Plan::Step>>& steps,
+                      DependencyGraph* graph) {
+  int previous = -1;
+  for (size_t j = 0; j < steps.size(); ++j) {
+    if (!IsCollective(*steps[j])) continue;
+    std::vector<int>& preds = graph->preds[j];
+    auto at = std::lower_bound(preds.begin(), preds.end(), previous);
+    if (previous >= 0 && (at == preds.end() || *at != previous)) {
+      preds.insert(at, previous);
+      std::vector<int>& succs = graph->succs[previous];
+      succs.insert(std::lower_bound(succs.begin(), succs.end(), static_cast<int>(j)),
+                   static_cast<int>(j));
+    }
+    previous = static_cast<int>(j);
+  }
+}
+
 }  // namespace
 
 void PlanPasses::BuildSchedule(Plan* plan) {
@@ -211,7 +258,8 @@ void PlanPasses::BuildSchedule(Plan* plan) {
   }
   plan->host_only_ = std::all_of(plan->steps_.begin(), plan->steps_.end(),
                                  [](const auto& step) { return step->is_host(); });
-  const DependencyGraph graph = BuildDependencyGraph(access);
+  DependencyGraph graph = BuildDependencyGraph(access);
+  OrderCollectives(plan->steps_, &graph);
   for (size_t j = 0; j < plan->steps_.size(); ++j) {
     Plan::Step& succ = *plan->steps_[j];
     for (int i : graph.preds[j]) {

@@ -1,6 +1,7 @@
 // Running one step of a plan: a copy or a kernel, in either mode.
 #include <cmath>
 #include <cstring>
+#include <variant>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -58,6 +59,23 @@ OpEvent StepEvent(const Plan::Step& step, const StepRunContext& run) {
   event.stream = step.StreamFor(run.in_order);
   event.worker = run.worker;
   return event;
+}
+
+// A collective's kind, ranks (its op's nranks) and the bytes of its inputs.
+void DescribeCollective(const Plan::Step& step, const std::vector<Variable*>& slots,
+                        OpEvent* event) {
+  event->collective = step.def->collective();
+  auto ranks = step.op.attrs.find("nranks");
+  event->ranks = ranks != step.op.attrs.end() && std::holds_alternative<int64_t>(ranks->second)
+                     ? static_cast<int>(std::get<int64_t>(ranks->second))
+                     : 1;
+  for (const auto& [arg, ids] : step.inputs) {
+    for (int id : ids) {
+      const Variable* v = slots[id];
+      const Tensor* t = v->is_selected_rows() ? &v->selected_rows().value() : v->data_tensor();
+      if (t != nullptr && t->initialized()) event->bytes += static_cast<int64_t>(t->NumBytes());
+    }
+  }
 }
 
 void CountCopy(const Plan::Step& step, const PlacementEntry& placed, const Tensor& from, bool sync,
@@ -225,7 +243,7 @@ absl::Status PlanRunner::RunCopyStep(Plan* plan, Plan::Step* step, const StepRun
 
 absl::Status PlanRunner::RunKernelStep(Plan* plan, Plan::Step* step, const StepRunContext& run) {
   const std::vector<Variable*>& slots = run.frame->slots;
-  KernelContext ctx(step->op, *step->def, step->device, step->device->compute_stream(),
+  KernelContext ctx(step->op, *step->def, step->device, step->StreamFor(run.in_order),
                     run.in_args != nullptr ? *run.in_args : run.frame->in_args[step->index],
                     run.frame->out_args[step->index]);
   ctx.set_host_output_allocator(step->host_output_allocator);
@@ -243,9 +261,16 @@ absl::Status PlanRunner::RunKernelStep(Plan* plan, Plan::Step* step, const StepR
     Hold(step->inputs, slots, &run.graph->held);
     Hold(step->outputs, slots, &run.graph->held);  // e.g. g before g = g + partial
   }
+  const bool collective = step->def->collective() != CollectiveKind::kNone;
+  if (collective && step->lane == Lane::kComm && !run.in_order) {
+    std::vector<std::shared_ptr<Buffer>> read;
+    Hold(step->inputs, slots, &read);  // read on the collective stream until the run ends
+    for (auto& buffer : read) run.frame->keep_alive.Add(std::move(buffer));
+  }
   OpEvent event;
   if (run.observer != nullptr) {
     event = StepEvent(*step, run);
+    if (collective) DescribeCollective(*step, slots, &event);
     run.observer->OnOpBegin(event);
   }
   absl::Status computed;

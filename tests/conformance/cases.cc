@@ -569,6 +569,7 @@ std::vector<ConformanceCase> AllConformanceCases() {
   AddClassifierCases(&cases);
   AddTrainingCases(&cases);
   AddLayerCases(&cases);
+  AddCollectiveCases(&cases);
   return cases;
 }
 

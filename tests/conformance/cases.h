@@ -43,6 +43,10 @@ struct ConformanceCase {
 
 std::vector<ConformanceCase> AllConformanceCases();
 
+// Cases of c_allreduce_sum, c_broadcast and c_allgather on one rank
+// (cases_collective.cc).
+void AddCollectiveCases(std::vector<ConformanceCase>* cases);
+
 // Cases of the momentum, adam and gaussian_random kernels (cases_training.cc).
 void AddTrainingCases(std::vector<ConformanceCase>* cases);
 

@@ -1,0 +1,224 @@
+// The host implementation of the collective ops (ops/collective): every
+// rank's kernel hands its buffers to the in-process CollectiveGroup of its
+// op's ring_id (framework/parallel/collective_group.h), which sums in rank
+// order, so results are deterministic and the same on every rank. Used by
+// the cpu and sim backends, whose memory the host addresses:
+//
+//   const CollectiveKernelsRegistrar collective_kernels("sim");
+//
+// Synchronous: Compute first drains its stream (the event waits queued on
+// it), then returns once every rank's call was combined, or with the
+// group's error (a rank that failed or did not arrive within the group's
+// deadline), naming the op, the rank and the key. It blocks the calling
+// thread meanwhile: the ranks of a group run on threads of their own (one
+// executor per rank, framework/parallel/data_parallel.h), and the executor
+// runs a plan's collectives in program order, so no two ranks wait for each
+// other in different orders.
+//
+// ring_id -1 is the group of the op alone (nranks 1): the kernel makes one
+// for itself. Thread-safety: as any kernel (one Compute at a time per
+// instance).
+#ifndef TANDEM_BACKENDS_COMMON_COLLECTIVE_KERNELS_H_
+#define TANDEM_BACKENDS_COMMON_COLLECTIVE_KERNELS_H_
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "backends/common/type_dispatch.h"
+#include "framework/base/status_macros.h"
+#include "framework/kernel/kernel_context.h"
+#include "framework/kernel/kernel_registry.h"
+#include "framework/parallel/collective_group.h"
+#include "framework/tensor/selected_rows.h"
+
+namespace tandem {
+
+// The group attributes every collective op has, checked against its group.
+struct CollectiveAttrs {
+  int64_t ring_id = -1, nranks = 1, rank = 0;
+  double scale = 1;  // c_allreduce_sum, c_allgather
+  int64_t root = 0;  // c_broadcast
+
+  absl::Status Read(const OpDesc& op) {
+    ASSIGN_OR_RETURN(ring_id, GetAttr<int64_t>(op.attrs, "ring_id", op.type));
+    ASSIGN_OR_RETURN(nranks, GetAttr<int64_t>(op.attrs, "nranks", op.type));
+    ASSIGN_OR_RETURN(rank, GetAttr<int64_t>(op.attrs, "rank", op.type));
+    if (op.attrs.count("scale")) {
+      ASSIGN_OR_RETURN(scale, GetAttr<double>(op.attrs, "scale", op.type));
+    }
+    if (op.attrs.count("root")) {
+      ASSIGN_OR_RETURN(root, GetAttr<int64_t>(op.attrs, "root", op.type));
+    }
+    if (nranks < 1 || rank < 0 || rank >= nranks || (ring_id == -1 && nranks != 1)) {
+      return absl::InvalidArgumentError(absl::StrCat("op '", op.type, "': ring_id ", ring_id,
+                                                     ", nranks ", nranks, ", rank ", rank,
+                                                     " do not make a rank of a group"));
+    }
+    return absl::OkStatus();
+  }
+};
+
+// The group of ring_id (made for the op alone when -1); FailedPrecondition
+// when no live group has that id, InvalidArgument when its size is not nranks.
+inline absl::StatusOr<std::shared_ptr<CollectiveGroup>> GroupFor(const OpDesc& op,
+                                                                 const CollectiveAttrs& a) {
+  if (a.ring_id == -1) return CollectiveGroup::Create({CPUPlace()});
+  std::shared_ptr<CollectiveGroup> g = CollectiveGroup::Find(a.ring_id);
+  if (g == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "op '", op.type, "': no collective group ", a.ring_id,
+        " (groups are made by CollectiveGroup::Create, e.g. by DataParallel, and live as long "
+        "as it)"));
+  }
+  if (g->size() != a.nranks) {
+    return absl::InvalidArgumentError(absl::StrCat("op '", op.type, "': nranks ", a.nranks,
+                                                   " but group ", a.ring_id, " has ", g->size(),
+                                                   " ranks"));
+  }
+  return g;
+}
+
+// What the three kernels share: the attributes, the group and the call.
+class HostCollectiveKernel : public OpKernel {
+ public:
+  absl::Status Init(const OpDesc& op) override {
+    RETURN_IF_ERROR(attrs_.Read(op));
+    ASSIGN_OR_RETURN(group_, GroupFor(op, attrs_));
+    return absl::OkStatus();
+  }
+
+ protected:
+  // Drains the stream, then runs `call` as this rank's part.
+  absl::Status RunCall(KernelContext* ctx, CollectiveGroup::Call* call) {
+    RETURN_IF_ERROR(ctx->device()->SynchronizeStream(ctx->stream()));
+    call->op = ctx->op().type;
+    call->key = ctx->OutputName("Out");
+    call->scale = attrs_.scale;
+    call->root = static_cast<int>(attrs_.root);
+    return group_->Run(static_cast<int>(attrs_.rank), *call);
+  }
+
+  // Out[i]: X[i]'s tensor when the op binds the same variable (in place),
+  // else a new tensor of X[i]'s dtype and shape. Adds the part to `call`.
+  absl::Status AddSameShapePart(KernelContext* ctx, int i, CollectiveGroup::Call* call) {
+    ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X", i));
+    void* out = nullptr;
+    if (ctx->OutputVar("Out", i) == ctx->InputVar("X", i)) {
+      RETURN_IF_ERROR(ctx->SetOutput("Out", *x, i));
+      out = x->raw_data();
+    } else {
+      ASSIGN_OR_RETURN(Tensor * t, ctx->AllocateOutput("Out", x->dtype(), x->shape(), i));
+      out = t->raw_data();
+    }
+    call->tensors.push_back({x->dtype(), x->raw_data(), out, x->NumElements()});
+    return absl::OkStatus();
+  }
+
+  absl::Status CheckCounts(KernelContext* ctx) const {
+    if (ctx->InputCount("X") == ctx->OutputCount("Out")) return absl::OkStatus();
+    return ctx->InvalidArgument(absl::StrCat("X holds ", ctx->InputCount("X"),
+                                             " variables but Out ", ctx->OutputCount("Out")));
+  }
+
+  CollectiveAttrs attrs_;
+  std::shared_ptr<CollectiveGroup> group_;
+};
+
+// c_allreduce_sum: Out[i] = scale * the ranks' X[i] summed in rank order.
+class HostAllReduceKernel final : public HostCollectiveKernel {
+ public:
+  using Types = NumericTypes;
+  absl::Status Compute(KernelContext* ctx) override {
+    RETURN_IF_ERROR(CheckCounts(ctx));
+    CollectiveGroup::Call call;
+    call.kind = CollectiveKind::kAllReduce;
+    for (int i = 0; i < ctx->InputCount("X"); ++i) RETURN_IF_ERROR(AddSameShapePart(ctx, i, &call));
+    return RunCall(ctx, &call);
+  }
+};
+
+// c_broadcast: Out[i] = X[i] of rank root.
+class HostBroadcastKernel final : public HostCollectiveKernel {
+ public:
+  using Types = NumericTypes;
+  absl::Status Compute(KernelContext* ctx) override {
+    RETURN_IF_ERROR(CheckCounts(ctx));
+    CollectiveGroup::Call call;
+    call.kind = CollectiveKind::kBroadcast;
+    for (int i = 0; i < ctx->InputCount("X"); ++i) RETURN_IF_ERROR(AddSameShapePart(ctx, i, &call));
+    return RunCall(ctx, &call);
+  }
+};
+
+// c_allgather: the ranks' X along axis 0 in rank order, times scale; a
+// SelectedRows X gives the SelectedRows of every rank's rows and values.
+class HostAllGatherKernel final : public HostCollectiveKernel {
+ public:
+  using Types = NumericTypes;
+  absl::Status Compute(KernelContext* ctx) override {
+    const Variable* in = ctx->InputVar("X");
+    Variable* out = ctx->OutputVar("Out");
+    if (in == nullptr || out == nullptr) return ctx->InvalidArgument("X and Out must be bound");
+    const bool sparse = in->is_selected_rows();
+    const Tensor* x = nullptr;
+    if (sparse) {
+      x = &in->selected_rows().value();
+    } else {
+      ASSIGN_OR_RETURN(x, ctx->InputTensor("X"));
+    }
+    if (x->shape().rank() == 0) return ctx->InvalidArgument("X must have at least one dimension");
+    auto dims = x->shape().dims();
+    dims[0] *= attrs_.nranks;
+    ASSIGN_OR_RETURN(Tensor * value, ctx->AllocateOutput("Out", x->dtype(), Shape(dims)));
+    CollectiveGroup::Call call;
+    call.kind = CollectiveKind::kAllGather;
+    call.tensors.push_back({x->dtype(), x->raw_data(), value->raw_data(), x->NumElements()});
+    std::vector<int64_t> rows;
+    if (sparse) {
+      const std::vector<int64_t>& mine = in->selected_rows().rows();
+      rows.resize(mine.size() * attrs_.nranks);
+      call.tensors.push_back(
+          {DataType::kInt64, mine.data(), rows.data(), static_cast<int64_t>(mine.size())});
+    }
+    RETURN_IF_ERROR(RunCall(ctx, &call));
+    if (attrs_.scale != 1) {
+      RETURN_IF_ERROR(DispatchType(FloatTypes(), value->dtype(), *ctx, "X", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        T* v = value->data<T>();
+        const T s = static_cast<T>(attrs_.scale);
+        for (int64_t i = 0; i < value->NumElements(); ++i) v[i] *= s;
+        return absl::OkStatus();
+      }));
+    }
+    if (sparse) {
+      Tensor gathered = *value;
+      out->set(SelectedRows(in->selected_rows().height(), std::move(rows), std::move(gathered)));
+    }
+    return absl::OkStatus();
+  }
+};
+
+// Registers the three kernels for `device_type` (all numeric dtypes).
+struct CollectiveKernelsRegistrar {
+  explicit CollectiveKernelsRegistrar(const std::string& device_type) {
+    auto def = [&](const char* op, CollectiveKind kind) {
+      return KernelDef(op, device_type)
+          .TypeConstraint("X", NumericTypes::DataTypes())
+          .Collective(kind);
+    };
+    KernelRegistry::Global().Register(def("c_allreduce_sum", CollectiveKind::kAllReduce),
+                                      MakeKernelFactory<HostAllReduceKernel>());
+    KernelRegistry::Global().Register(def("c_broadcast", CollectiveKind::kBroadcast),
+                                      MakeKernelFactory<HostBroadcastKernel>());
+    KernelRegistry::Global().Register(def("c_allgather", CollectiveKind::kAllGather),
+                                      MakeKernelFactory<HostAllGatherKernel>());
+  }
+};
+
+}  // namespace tandem
+
+#endif  // TANDEM_BACKENDS_COMMON_COLLECTIVE_KERNELS_H_
