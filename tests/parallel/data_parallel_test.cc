@@ -1,0 +1,352 @@
+// DataParallel on 2 and 4 sim replicas against the one-device run on sim:0
+// with the same global batches: the Fashion-MNIST MLP and CNN (SGD) and the
+// CTR model with its tables shared on the host (Adam, sparse updates).
+// Losses of 20 steps and every parameter and optimizer state after them
+// match within float32 reassociation (the gradients of a batch's halves are
+// summed in another order than the whole batch's); the replicas' parameters
+// are bitwise identical to each other (the all-reduce sums in rank order
+// into one result). Also: a bad input on one rank fails every rank, naming
+// the rank and the op, well within the deadline, and the next step works;
+// a checkpoint of 2 replicas resumes on 4 and on one device; collectives
+// are profiled with bytes and bandwidths.
+#include "framework/parallel/data_parallel.h"
+
+#include <gflags/gflags.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "backends/sim/sim_device.h"
+#include "framework/backward/optimizer.h"
+#include "framework/runtime/checkpoint.h"
+#include "framework/runtime/executor.h"
+#include "framework/testing/status_matchers.h"
+#include "framework/testing/tensor_testutil.h"
+#include "gtest/gtest.h"
+#include "models/ctr/ctr_model.h"
+#include "models/fashion_mnist/fashion_mnist_model.h"
+#include "profiler/profiler.h"
+#include "profiler/report.h"
+
+DECLARE_int32(sim_devices);
+
+namespace tandem {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr int kSteps = 20;
+
+// Four sim devices, set before any is made (the count is read once).
+class FourSimDevices : public ::testing::Environment {
+ public:
+  void SetUp() override { FLAGS_sim_devices = 4; }
+};
+const auto* const kEnvironment = ::testing::AddGlobalTestEnvironment(new FourSimDevices);
+
+enum class Kind { kMlp, kCnn, kCtr };
+
+const std::vector<int64_t> kVocab = {50, 80, 30};
+
+struct Model {
+  ProgramBuilder b;
+  std::vector<std::string> feeds;
+  std::string loss;
+};
+
+void Build(Kind kind, Model* m) {
+  if (kind == Kind::kCtr) {
+    CtrModelConfig c;
+    c.vocab_sizes = kVocab;
+    c.embedding_dim = 8;
+    c.hidden = {16, 8};
+    Adam adam(0.01);
+    absl::StatusOr<CtrModel> ctr = BuildCtrModel(c, &adam, &m->b);
+    ASSERT_OK(ctr.status());
+    for (const Var& ids : ctr->ids) m->feeds.push_back(ids.name);
+    m->feeds.push_back(ctr->label.name);
+    m->loss = ctr->loss.name;
+    return;
+  }
+  FashionMnistConfig c;
+  c.arch = kind == Kind::kCnn ? FashionMnistArch::kCnn : FashionMnistArch::kMlp;
+  c.hidden = {32, 16};
+  SGD sgd(0.1);
+  absl::StatusOr<FashionMnistModel> fm = BuildFashionMnistModel(c, &sgd, &m->b);
+  ASSERT_OK(fm.status());
+  m->feeds = {fm->image.name, fm->label.name};
+  m->loss = fm->loss.name;
+}
+
+// The global batch of `step`, deterministic. `bad_row` >= 0 puts an id out
+// of range there (CTR).
+FeedMap Feeds(Kind kind, int step, int64_t batch, int64_t bad_row = -1) {
+  FeedMap f;
+  std::vector<double> label(batch);
+  if (kind == Kind::kCtr) {
+    for (size_t t = 0; t < kVocab.size(); ++t) {
+      std::vector<double> ids(batch);
+      for (int64_t i = 0; i < batch; ++i) ids[i] = (step * 13 + i * 7 + t * 3) % kVocab[t];
+      if (t == 0 && bad_row >= 0) ids[bad_row] = kVocab[0] + 5;
+      f["ids_" + std::to_string(t)] = MakeTensor(DataType::kInt64, Shape({batch}), ids);
+    }
+    for (int64_t i = 0; i < batch; ++i) label[i] = (step + i) % 3 == 0 ? 1 : 0;
+    f["label"] = MakeTensor(DataType::kInt64, Shape({batch}), label);
+    return f;
+  }
+  // Each class its own pattern, so that the models can learn it.
+  std::vector<double> image;
+  for (int64_t i = 0; i < batch; ++i) {
+    label[i] = (i * 3 + step) % 10;
+    for (int64_t p = 0; p < 28 * 28; ++p) {
+      image.push_back(((p * 31 + static_cast<int64_t>(label[i]) * 97 + step) % 256) / 255.0);
+    }
+  }
+  f["image"] = MakeTensor(DataType::kFloat32, Shape({batch, 28, 28}), image);
+  f["label"] = MakeTensor(DataType::kInt64, Shape({batch}), label);
+  return f;
+}
+
+int64_t BatchOf(Kind kind) { return kind == Kind::kCnn ? 8 : 16; }
+
+struct Trajectory {
+  std::vector<double> losses;                        // per step
+  std::map<std::string, std::vector<double>> state;  // persistables after the last step
+};
+
+std::map<std::string, std::vector<double>> Snapshot(const Program& main, const Scope& scope) {
+  std::map<std::string, std::vector<double>> out;
+  for (const std::string& name : PersistableVars(main)) {
+    out[name] = ToDoubles(scope.Find(name)->tensor());
+  }
+  return out;
+}
+
+Trajectory OneDevice(Kind kind, int steps) {
+  Model m;
+  Build(kind, &m);
+  Executor exe(SimPlace(0));
+  Scope scope;
+  Trajectory t;
+  EXPECT_OK(exe.Run(m.b.startup_program(), &scope).status());
+  absl::StatusOr<std::unique_ptr<Plan>> plan =
+      exe.Prepare(m.b.main_program(), scope, m.feeds, {m.loss});
+  EXPECT_OK(plan.status());
+  if (!plan.ok()) return t;
+  for (int s = 0; s < steps; ++s) {
+    absl::StatusOr<std::vector<Tensor>> out =
+        exe.Run(plan->get(), &scope, Feeds(kind, s, BatchOf(kind)));
+    EXPECT_OK(out.status());
+    if (!out.ok()) return t;
+    t.losses.push_back(ToDoubles((*out)[0])[0]);
+  }
+  t.state = Snapshot(m.b.main_program(), scope);
+  return t;
+}
+
+std::vector<Place> SimPlaces(int n) {
+  std::vector<Place> places;
+  for (int i = 0; i < n; ++i) places.push_back(SimPlace(i));
+  return places;
+}
+
+std::unique_ptr<DataParallel> MakeDataParallel(Kind kind, int n, Model* m,
+                                               absl::Duration deadline = absl::Seconds(60)) {
+  Build(kind, m);
+  DataParallelOptions o;
+  o.places = SimPlaces(n);
+  o.bucket_bytes = 1024;  // several buckets per step
+  o.deadline = deadline;
+  absl::StatusOr<std::unique_ptr<DataParallel>> dp =
+      DataParallel::Create(m->b.main_program(), m->b.startup_program(), m->feeds, {m->loss}, o);
+  EXPECT_OK(dp.status());
+  if (!dp.ok()) return nullptr;
+  EXPECT_OK((*dp)->Initialize());
+  return *std::move(dp);
+}
+
+// Steps [first, last) of `dp`, appending the mean of the ranks' losses.
+void Train(Kind kind, DataParallel* dp, int first, int last, Trajectory* t) {
+  for (int s = first; s < last; ++s) {
+    absl::StatusOr<std::vector<std::vector<Tensor>>> out = dp->Step(Feeds(kind, s, BatchOf(kind)));
+    ASSERT_OK(out.status());
+    double sum = 0;
+    for (const std::vector<Tensor>& rank : *out) sum += ToDoubles(rank[0])[0];
+    t->losses.push_back(sum / dp->size());
+  }
+}
+
+void ExpectClose(const std::vector<double>& want, const std::vector<double>& got,
+                 const std::string& what) {
+  ASSERT_EQ(want.size(), got.size()) << what;
+  for (size_t i = 0; i < want.size(); ++i) {
+    ASSERT_NEAR(got[i], want[i], 2e-5 + 2e-4 * std::abs(want[i])) << what << " [" << i << "]";
+  }
+}
+
+// The replicas match the one-device run, and each other bit for bit.
+void ExpectMatches(const Trajectory& one, const Trajectory& dp_losses, DataParallel* dp) {
+  ExpectClose(one.losses, dp_losses.losses, "loss per step");
+  const auto rank0 = Snapshot(dp->programs().main[0], *dp->scope(0));
+  for (const auto& [name, values] : one.state) {
+    ASSERT_TRUE(rank0.count(name)) << name;
+    ExpectClose(values, rank0.at(name), name);
+  }
+  for (int r = 1; r < dp->size(); ++r) {
+    for (const auto& [name, values] : Snapshot(dp->programs().main[r], *dp->scope(r))) {
+      EXPECT_EQ(values, rank0.at(name)) << name << " on rank " << r;
+    }
+  }
+}
+
+class DataParallelModels : public ::testing::TestWithParam<std::tuple<Kind, int>> {};
+
+TEST_P(DataParallelModels, MatchesOneDeviceForTwentySteps) {
+  const auto [kind, n] = GetParam();
+  const Trajectory one = OneDevice(kind, kSteps);
+  ASSERT_EQ(one.losses.size(), kSteps);
+  Model m;
+  std::unique_ptr<DataParallel> dp = MakeDataParallel(kind, n, &m);
+  ASSERT_NE(dp, nullptr);
+  if (kind != Kind::kCtr) {
+    EXPECT_GT(dp->programs().buckets.size(), 1u);
+    EXPECT_TRUE(dp->programs().shared.empty());
+  } else {
+    // The tables and their Adam state exist once; the dense layers per rank.
+    EXPECT_EQ(dp->programs().shared.size(), 3u * 5u);
+    const Tensor& t0 = dp->scope(0)->Find("table_0")->tensor();
+    for (int r = 1; r < n; ++r) {
+      EXPECT_EQ(dp->scope(r)->Find("table_0")->tensor().buffer(), t0.buffer());
+    }
+  }
+  Trajectory t;
+  Train(kind, dp.get(), 0, kSteps, &t);
+  ExpectMatches(one, t, dp.get());
+  EXPECT_LT(t.losses.back(), t.losses.front());  // it trains
+}
+
+std::string Name(const ::testing::TestParamInfo<std::tuple<Kind, int>>& info) {
+  const char* kinds[] = {"Mlp", "Cnn", "Ctr"};
+  return std::string(kinds[static_cast<int>(std::get<0>(info.param))]) + "On" +
+         std::to_string(std::get<1>(info.param));
+}
+
+INSTANTIATE_TEST_SUITE_P(SimReplicas, DataParallelModels,
+                         ::testing::Combine(::testing::Values(Kind::kMlp, Kind::kCnn, Kind::kCtr),
+                                            ::testing::Values(2, 4)),
+                         Name);
+
+TEST(DataParallel, BadInputOnOneRankFailsEveryRankNamingIt) {
+  Model m;
+  std::unique_ptr<DataParallel> dp = MakeDataParallel(Kind::kCtr, 4, &m, absl::Seconds(20));
+  ASSERT_NE(dp, nullptr);
+  Trajectory t;
+  Train(Kind::kCtr, dp.get(), 0, 2, &t);
+  const auto before = Snapshot(dp->programs().main[0], *dp->scope(0));
+  const auto start = std::chrono::steady_clock::now();
+  // Row 9 of 16 is rank 2's (rows 8..11).
+  absl::StatusOr<std::vector<std::vector<Tensor>>> out = dp->Step(Feeds(Kind::kCtr, 2, 16, 9));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  EXPECT_THAT(out.status(), StatusIs(absl::StatusCode::kInvalidArgument,
+                                     HasSubstr("data parallel step 2: rank 2 (sim:2) failed")));
+  EXPECT_THAT(out.status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("op 'lookup_table'")));
+  for (int r = 0; r < 4; ++r) {
+    const absl::Status& s = dp->step_statuses()[r];
+    EXPECT_FALSE(s.ok()) << "rank " << r;
+    EXPECT_THAT(s.message(), HasSubstr("lookup_table")) << "rank " << r;
+    if (r != 2) EXPECT_THAT(s.message(), HasSubstr("rank 2")) << "rank " << r;
+  }
+  // Every rank stopped before its updates; the next step runs.
+  EXPECT_EQ(Snapshot(dp->programs().main[0], *dp->scope(0)), before);
+  Train(Kind::kCtr, dp.get(), 2, 3, &t);
+  EXPECT_EQ(t.losses.size(), 3u);
+}
+
+TEST(DataParallel, UnevenBatchIsRefusedNamingTheFeed) {
+  Model m;
+  std::unique_ptr<DataParallel> dp = MakeDataParallel(Kind::kMlp, 4, &m);
+  ASSERT_NE(dp, nullptr);
+  EXPECT_THAT(dp->Step(Feeds(Kind::kMlp, 0, 6)).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("feed 'image' float32[6, 28, 28] on cpu does not split into 4")));
+}
+
+TEST(DataParallel, CheckpointOfTwoReplicasResumesOnFourAndOnOneDevice) {
+  const Trajectory one = OneDevice(Kind::kCtr, kSteps);
+  const std::string path = ::testing::TempDir() + "/dp.ckpt";
+  Trajectory t;
+  {
+    Model m;
+    std::unique_ptr<DataParallel> two = MakeDataParallel(Kind::kCtr, 2, &m);
+    ASSERT_NE(two, nullptr);
+    Train(Kind::kCtr, two.get(), 0, kSteps / 2, &t);
+    ASSERT_OK(two->Save(path));
+  }
+  Model m4;
+  std::unique_ptr<DataParallel> four = MakeDataParallel(Kind::kCtr, 4, &m4);
+  ASSERT_NE(four, nullptr);
+  ASSERT_OK(four->Load(path));
+  Train(Kind::kCtr, four.get(), kSteps / 2, kSteps, &t);
+  ExpectMatches(one, t, four.get());
+
+  // The same file is a one-device checkpoint.
+  Model m1;
+  Build(Kind::kCtr, &m1);
+  Executor exe(SimPlace(1));
+  Scope scope;
+  ASSERT_OK(exe.Run(m1.b.startup_program(), &scope).status());
+  std::map<std::string, Place> places;
+  for (const std::string& name : PersistableVars(m1.b.main_program())) {
+    places[name] = scope.Find(name)->tensor().place();
+  }
+  ASSERT_OK(LoadCheckpoint(path, &scope, places));
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Plan> plan,
+                       exe.Prepare(m1.b.main_program(), scope, m1.feeds, {m1.loss}));
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> loss,
+                       exe.Run(plan.get(), &scope, Feeds(Kind::kCtr, kSteps / 2, 16)));
+  ExpectClose({one.losses[kSteps / 2]}, ToDoubles(loss[0]), "resumed one-device loss");
+}
+
+TEST(DataParallel, CollectivesAreProfiledWithBytesAndBandwidth) {
+  Model m;
+  std::unique_ptr<DataParallel> dp = MakeDataParallel(Kind::kMlp, 2, &m);
+  ASSERT_NE(dp, nullptr);
+  ASSERT_OK(profiler::StartProfiler("All", /*warmup_runs=*/0));
+  Trajectory t;
+  Train(Kind::kMlp, dp.get(), 0, 3, &t);
+  ASSERT_OK_AND_ASSIGN(profiler::Profile p, profiler::CollectProfile());
+  // The bytes of the first bucket's gradients (those of their parameters).
+  int64_t bucket0 = 0;
+  for (const std::string& g : dp->programs().buckets[0]) {
+    const std::string param = g.substr(0, g.size() - std::string(kGradSuffix).size());
+    bucket0 += static_cast<int64_t>(dp->scope(0)->Find(param)->tensor().NumBytes());
+  }
+  int allreduces = 0;
+  for (const profiler::ProfileEvent& e : p.events) {
+    if (e.collective != CollectiveKind::kAllReduce) continue;
+    ++allreduces;
+    EXPECT_EQ(e.name, "c_allreduce_sum");
+    EXPECT_EQ(e.ranks, 2);
+    EXPECT_GT(e.bytes, 0);
+    EXPECT_DOUBLE_EQ(e.BusGBps(), e.AlgorithmGBps());  // 2 (n - 1) / n = 1 for 2 ranks
+    EXPECT_EQ(p.streams[e.stream].name, "collective");
+  }
+  // Every bucket, on both ranks, in every step.
+  EXPECT_EQ(allreduces, static_cast<int>(dp->programs().buckets.size()) * 2 * 3);
+  int64_t first_bytes = -1;
+  for (const profiler::ProfileEvent& e : p.events) {
+    if (e.collective == CollectiveKind::kAllReduce && first_bytes < 0) first_bytes = e.bytes;
+  }
+  EXPECT_EQ(first_bytes, bucket0);
+  EXPECT_THAT(profiler::FormatReport(p, profiler::SortKey::kDefault),
+              HasSubstr("c_allreduce_sum          Place: sim:0"));
+}
+
+}  // namespace
+}  // namespace tandem
