@@ -9,8 +9,9 @@
 #   tools/gpu_run.sh -- examples_linear_regression --steps=300   # also a binary
 #   tools/measure_concurrency.sh        # issue 10: concurrent vs --in_order runs
 #
-# Libraries the GPU machine has (glibc, libstdc++, the CUDA runtime and
-# cuBLAS) are not packed; everything else ldd lists is, and Debian's
+# Libraries the GPU machine has (glibc, libstdc++, the CUDA runtime, cuBLAS
+# and NCCL: the toolkit's or PyTorch's wheel's, see gpu_env.sh; libnccl is
+# about 200 MB, past the device tool's limit) are not packed; everything else ldd lists is, and Debian's
 # Fashion-MNIST files when they are installed here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,7 +37,7 @@ done
 
 # ldd runs on the bazel-bin originals: their rpath finds Bazel's own
 # shared libraries (_solib_*), which are packed too.
-skip='^(linux-vdso|ld-linux|libc\.so|libm\.so|libdl\.so|librt\.so|libpthread\.so|libstdc\+\+|libgcc_s|libcudart|libcublas|libcuda\.so)'
+skip='^(linux-vdso|ld-linux|libc\.so|libm\.so|libdl\.so|librt\.so|libpthread\.so|libstdc\+\+|libgcc_s|libcudart|libcublas|libcuda\.so|libnccl)'
 for t in $targets; do
   pkg=${t#//}; pkg=${pkg%%:*}; name=${t##*:}
   f="bazel-bin/$pkg/$name"

@@ -1,6 +1,7 @@
 # Sourced on the GPU machine: unpacks the bundle made by tools/gpu_bundle.sh
 # into /tmp/tandem (once per machine) and sets LD_LIBRARY_PATH so its
-# binaries find the packed libraries and the machine's CUDA runtime/cuBLAS.
+# binaries find the packed libraries and the machine's CUDA runtime, cuBLAS
+# and NCCL (the toolkit's lib64, else PyTorch's wheel: nvidia/nccl/lib).
 #
 #   source tools/gpu_env.sh && /tmp/tandem/bin/benchmarks_tandem_benchmark
 #
@@ -17,5 +18,6 @@ if [[ -d /tmp/tandem/fashion-mnist && ! -e /usr/share/datasets/fashion-mnist ]];
 fi
 _pip_cublas=$(python3 -c 'import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], "lib"))' 2>/dev/null || true)
 _pip_cudart=$(python3 -c 'import nvidia.cuda_runtime, os; print(os.path.join(list(nvidia.cuda_runtime.__path__)[0], "lib"))' 2>/dev/null || true)
-export LD_LIBRARY_PATH="/tmp/tandem/lib:/usr/local/cuda/lib64:${_pip_cublas}:${_pip_cudart}:${LD_LIBRARY_PATH:-}"
+_pip_nccl=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null || true)
+export LD_LIBRARY_PATH="/tmp/tandem/lib:/usr/local/cuda/lib64:${_pip_cublas}:${_pip_cudart}:${_pip_nccl}:${LD_LIBRARY_PATH:-}"
 export GLOG_logtostderr=1

@@ -6,7 +6,10 @@ Chosen at repository-fetch time:
   * otherwise the toolkit is used when `$CUDA_PATH/bin/nvcc` (default
     /usr/local/cuda) exists.
 The generated repository has `defs.bzl` with CUDA_ENABLED and CUDA_PATH, and
-targets :cuda_headers, :cudart, :cublas (empty when CUDA is disabled).
+targets :cuda_headers, :cudart, :cublas, :nccl (empty when CUDA is disabled).
+:nccl links the toolkit's libnccl ($CUDA_PATH/lib64/libnccl.so, rpath there);
+a machine whose toolkit lacks it finds the one PyTorch's wheel ships
+(site-packages/nvidia/nccl/lib) through LD_LIBRARY_PATH (tools/gpu_env.sh).
 """
 
 def _cuda_configure_impl(ctx):
@@ -43,6 +46,12 @@ cc_library(
     deps = [":cudart"],
 )
 
+cc_library(
+    name = "nccl",
+    linkopts = ["-L{p}/lib64", "-Wl,-rpath,{p}/lib64", "-lnccl"],
+    deps = [":cudart"],
+)
+
 filegroup(
     name = "nvcc",
     srcs = ["bin/nvcc"],
@@ -55,6 +64,7 @@ package(default_visibility = ["//visibility:public"])
 cc_library(name = "cuda_headers")
 cc_library(name = "cudart")
 cc_library(name = "cublas")
+cc_library(name = "nccl")
 filegroup(name = "nvcc")
 """)
 

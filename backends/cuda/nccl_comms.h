@@ -1,0 +1,63 @@
+// NCCL communicators of this process, created once per device set and kept
+// until the process exits (like the devices themselves), and NCCL's errors
+// as absl::Status.
+//
+//   ASSIGN_OR_RETURN(const NcclDeviceSet* set, NcclDeviceSet::For({0, 1}));
+//   ncclComm_t comm = set->comm(rank);          // rank r drives GPU set->ordinals()[r]
+//   NCCL_RETURN_IF_ERROR(ncclAllReduce(in, out, n, ncclFloat32, ncclSum, comm, stream));
+//
+// A device set is the list of GPU ordinals of a group's ranks, in rank
+// order (one rank per GPU: NCCL takes no GPU twice in one communicator);
+// ncclCommInitAll makes its communicators the first time the set is asked
+// for. Thread-safe. Collectives on the communicators of one set must be
+// issued in the same order on every rank (the executor runs a plan's
+// collectives in program order; framework/runtime plan_passes.cc).
+#ifndef TANDEM_BACKENDS_CUDA_NCCL_COMMS_H_
+#define TANDEM_BACKENDS_CUDA_NCCL_COMMS_H_
+
+#include <nccl.h>
+
+#include <vector>
+
+#include "absl/base/optimization.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace tandem {
+namespace cuda {
+
+// OK for ncclSuccess; ncclSystemError and ncclRemoteError are Unavailable,
+// ncclInvalidArgument and ncclInvalidUsage InvalidArgument, the others
+// Internal; the message holds file:line, the expression, NCCL's error
+// string and its last error message.
+absl::Status NcclStatus(ncclResult_t result, const char* expr, const char* file, int line);
+
+class NcclDeviceSet {
+ public:
+  // The communicators of GPUs `ordinals` (rank r on ordinals[r]), made once.
+  // InvalidArgument for an empty list or a GPU listed twice; NCCL's error
+  // (e.g. Unavailable without a usable NCCL) naming the set otherwise.
+  static absl::StatusOr<const NcclDeviceSet*> For(const std::vector<int>& ordinals);
+
+  const std::vector<int>& ordinals() const { return ordinals_; }
+  ncclComm_t comm(int rank) const { return comms_[rank]; }
+
+ private:
+  NcclDeviceSet(std::vector<int> ordinals, std::vector<ncclComm_t> comms)
+      : ordinals_(std::move(ordinals)), comms_(std::move(comms)) {}
+  std::vector<int> ordinals_;
+  std::vector<ncclComm_t> comms_;
+};
+
+}  // namespace cuda
+}  // namespace tandem
+
+#define NCCL_RETURN_IF_ERROR(...)                                                               \
+  do {                                                                                          \
+    const ncclResult_t tandem_nccl_result_ = (__VA_ARGS__);                                     \
+    if (ABSL_PREDICT_FALSE(tandem_nccl_result_ != ncclSuccess)) {                               \
+      return ::tandem::cuda::NcclStatus(tandem_nccl_result_, #__VA_ARGS__, __FILE__, __LINE__); \
+    }                                                                                           \
+  } while (0)
+
+#endif  // TANDEM_BACKENDS_CUDA_NCCL_COMMS_H_

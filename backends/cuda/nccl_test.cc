@@ -1,0 +1,80 @@
+// NCCL on one H200 (skipped without a GPU): the collectives of one rank
+// (ring_id -1) through the op kernels, and the communicator cache. The
+// multi-rank cases run in tests/parallel (two GPUs) and through the
+// conformance suite on every gpu place.
+#include <vector>
+
+#include "backends/cuda/gpu_test.h"
+#include "backends/cuda/nccl_comms.h"
+#include "framework/runtime/eager.h"
+#include "framework/testing/tensor_testutil.h"
+
+namespace tandem {
+namespace cuda {
+namespace {
+
+using ::testing::HasSubstr;
+
+OpDesc Collective(const char* type, int n_outputs) {
+  OpDesc op;
+  op.type = type;
+  for (int i = 0; i < n_outputs; ++i) op.outputs["Out"].push_back("out" + std::to_string(i));
+  return op;
+}
+
+TEST(NcclDeviceSet, MadeOncePerSetAndRefusesBadSets) {
+  if (GpuCount() == 0) GTEST_SKIP() << "no GPU";
+  ASSERT_OK_AND_ASSIGN(const NcclDeviceSet* a, NcclDeviceSet::For({0}));
+  ASSERT_OK_AND_ASSIGN(const NcclDeviceSet* b, NcclDeviceSet::For({0}));
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a->comm(0), nullptr);
+  EXPECT_THAT(NcclDeviceSet::For({0, 0}).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("one rank per GPU")));
+  if (GpuCount() >= 2) {
+    ASSERT_OK_AND_ASSIGN(const NcclDeviceSet* two, NcclDeviceSet::For({0, 1}));
+    EXPECT_EQ(two->ordinals(), (std::vector<int>{0, 1}));
+  }
+}
+
+TEST_F(GpuTest, OneRankAllReduceScalesEveryTensorOfItsList) {
+  std::vector<double> v(1027);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>(i) - 500.5;
+  const Tensor x = MakeTensor(DataType::kFloat32, Shape({1027}), v);
+  ASSERT_OK_AND_ASSIGN(Tensor on_gpu, CopyTensorTo(x, GPUPlace(0)));
+  OpDesc op = Collective("c_allreduce_sum", 2);
+  op.attrs["scale"] = 0.5;
+  ASSERT_OK_AND_ASSIGN(EagerOutputs out,
+                       RunOpEager(op, GPUPlace(0), {{"X", {Variable(on_gpu), Variable(on_gpu)}}}));
+  ASSERT_EQ(out["Out"].size(), 2u);
+  for (const Variable& o : out["Out"]) {
+    EXPECT_EQ(o.tensor().place(), GPUPlace(0));
+    std::vector<double> got = ToDoubles(o.tensor());
+    for (size_t i = 0; i < v.size(); ++i) ASSERT_EQ(got[i], v[i] * 0.5) << i;
+  }
+}
+
+TEST_F(GpuTest, OneRankBroadcastAndAllGather) {
+  const Tensor x = MakeTensor(DataType::kInt64, Shape({3, 2}), {1, 2, 3, 4, 5, 6});
+  ASSERT_OK_AND_ASSIGN(Tensor on_gpu, CopyTensorTo(x, GPUPlace(0)));
+  for (const char* type : {"c_broadcast", "c_allgather"}) {
+    ASSERT_OK_AND_ASSIGN(EagerOutputs out,
+                         RunOpEager(Collective(type, 1), GPUPlace(0), {{"X", {Variable(on_gpu)}}}));
+    EXPECT_EQ(out["Out"][0].tensor().shape(), Shape({3, 2})) << type;
+    EXPECT_EQ(ToDoubles(out["Out"][0].tensor()), (std::vector<double>{1, 2, 3, 4, 5, 6})) << type;
+  }
+}
+
+TEST_F(GpuTest, RingWithoutGroupIsAnError) {
+  const Tensor x = MakeTensor(DataType::kFloat32, Shape({2}), {1, 2});
+  ASSERT_OK_AND_ASSIGN(Tensor on_gpu, CopyTensorTo(x, GPUPlace(0)));
+  OpDesc op = Collective("c_allreduce_sum", 1);
+  op.attrs["ring_id"] = int64_t{987654};
+  op.attrs["nranks"] = int64_t{2};
+  EXPECT_THAT(
+      RunOpEager(op, GPUPlace(0), {{"X", {Variable(on_gpu)}}}).status(),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("no collective group 987654")));
+}
+
+}  // namespace
+}  // namespace cuda
+}  // namespace tandem
