@@ -7,6 +7,16 @@
 //   bazel run //examples/fashion_mnist -- --first_layer_on_cpu      # mixed CPU + GPU
 //   bazel run //examples/fashion_mnist -- --checkpoint_dir=/tmp/fm  # then add --resume
 //   bazel run //examples/fashion_mnist -- --first_layer_on_cpu --profile_steps=200
+//   bazel run //examples/fashion_mnist -- --data_parallel=2         # gpu:0 and gpu:1
+//   bazel run //examples/fashion_mnist -- --place=sim:0 --sim_devices=4 --data_parallel=4
+//
+// With --data_parallel=N the program is replicated over N devices of
+// --place's type (framework/parallel/data_parallel.h): each replica trains
+// on its 1/N of every batch, the gradients are averaged by all-reduces in
+// buckets of --bucket_mb issued during the backward pass (NCCL on gpu), a
+// first layer under --first_layer_on_cpu exists once on the host, and
+// checkpoints are the one-device ones (a run on N devices saves one that any
+// other number of devices, or one device, resumes).
 //
 // The learning rate starts at --lr and is multiplied by --lr_decay after
 // every epoch (written into the host learning-rate variable between steps).
@@ -17,6 +27,8 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -27,7 +39,9 @@
 #include "examples/common/progress.h"
 #include "examples/common/trainer_checkpoint.h"
 #include "framework/base/status_macros.h"
+#include "framework/device/device_registry.h"
 #include "framework/memory/cpu_allocator.h"
+#include "framework/parallel/data_parallel.h"
 #include "framework/runtime/auto_placement.h"
 #include "framework/runtime/executor.h"
 #include "gflags/gflags.h"
@@ -62,6 +76,10 @@ DEFINE_int32(profile_steps, 0,
              "profile this many training steps (after one warm-up step) and print the "
              "profiler's report, then train on");
 DEFINE_string(trace_out, "", "with --profile_steps: also write a Chrome trace to this file");
+DEFINE_int32(data_parallel, 1,
+             "replicas: N devices of --place's type (sim:0..N-1, gpu:0..N-1; N host "
+             "replicas with --place=cpu), each trains on 1/N of every batch; 1: no replicas");
+DEFINE_int64(bucket_mb, 25, "with --data_parallel: MiB of gradients per all-reduce");
 DEFINE_string(metrics_out, "",
               "write one JSON line per progress line and per test evaluation to this file "
               "(loss, examples/s, copies per step, test accuracy); tools/plot_metrics.py "
@@ -160,9 +178,107 @@ absl::StatusOr<double> TestAccuracy(Executor* exe, Plan* plan, Scope* scope, Dat
   return total > 0 ? static_cast<double>(correct) / total : 0.0;
 }
 
+// Places 0..n-1 of `first`'s type (the host n times for cpu).
+absl::StatusOr<std::vector<Place>> ReplicaPlaces(const Place& first, int n) {
+  std::vector<Place> places;
+  const int have = first.is_host() ? n : DeviceRegistry::Global().DeviceCount(first.type());
+  if (n > have) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--data_parallel=", n, " needs ", n, " ", first.type().name(), " devices, there are ", have,
+        first.type().name() == std::string("sim") ? " (raise --sim_devices)" : ""));
+  }
+  for (int i = 0; i < n; ++i) places.push_back(first.is_host() ? first : Place(first.type(), i));
+  return places;
+}
+
+// Training with --data_parallel: the loop of Train over DataParallel::Step;
+// evaluation and checkpoints use rank 0's scope, which holds every
+// parameter of the one-device program.
+absl::Status TrainDataParallel(const Place& place, ProgramBuilder& builder,
+                               const FashionMnistModel& model, const Optimizer& optimizer,
+                               DataLoader* train, DataLoader* test) {
+  if (FLAGS_resume || FLAGS_profile_steps > 0 || AutoPlaceRequested()) {
+    return absl::InvalidArgumentError(
+        "--data_parallel does not take --resume, --profile_steps or --auto_place");
+  }
+  DataParallelOptions o;
+  ASSIGN_OR_RETURN(o.places, ReplicaPlaces(place, FLAGS_data_parallel));
+  o.bucket_bytes = FLAGS_bucket_mb << 20;
+  o.executor = ExampleExecutorOptions();
+  ASSIGN_OR_RETURN(std::unique_ptr<DataParallel> dp,
+                   DataParallel::Create(builder.main_program(), builder.startup_program(),
+                                        {"image", "label"}, {model.loss.name}, o));
+  RETURN_IF_ERROR(dp->Initialize());
+  std::vector<std::string> names;
+  for (const Place& p : o.places) names.push_back(p.ToString());
+  std::printf(
+      "data parallel: %d replicas on %s, %zu all-reduces of <= %lld MiB per step, %zu "
+      "shared variables\n",
+      dp->size(), absl::StrJoin(names, ", ").c_str(), dp->programs().buckets.size(),
+      static_cast<long long>(FLAGS_bucket_mb), dp->programs().shared.size());
+  ExecutorOptions eval_options = ExampleExecutorOptions();
+  eval_options.auto_moves_persistables = false;
+  Executor eval_exe(o.places[0], eval_options);
+  ASSIGN_OR_RETURN(std::unique_ptr<Plan> eval_plan,
+                   eval_exe.Prepare(model.eval, *dp->scope(0), {"image", "label"},
+                                    {model.correct.name, model.total.name}));
+  const int64_t per_epoch = train->batches_per_epoch();
+  int64_t last_step = FLAGS_epochs * per_epoch;
+  if (FLAGS_max_steps > 0) last_step = std::min(last_step, FLAGS_max_steps);
+  TrainingProgress progress(last_step);
+  double loss_sum = 0, accuracy = -1;
+  int64_t loss_count = 0;
+  for (int64_t step = 0; step < last_step;) {
+    const int64_t epoch = step / per_epoch + 1;
+    if (step % per_epoch == 0) {
+      for (int r = 0; r < dp->size(); ++r) {
+        RETURN_IF_ERROR(SetLearningRate(optimizer.learning_rate_var(),
+                                        FLAGS_lr * std::pow(FLAGS_lr_decay, epoch - 1),
+                                        dp->scope(r)));
+      }
+    }
+    ASSIGN_OR_RETURN(Batch batch, NextBatch(train));
+    ASSIGN_OR_RETURN(
+        std::vector<std::vector<Tensor>> out,
+        dp->Step({{"image", batch.tensors.at("image")}, {"label", batch.tensors.at("label")}}));
+    for (const std::vector<Tensor>& rank : out) loss_sum += rank[0].data<float>()[0] / dp->size();
+    ++loss_count;
+    progress.Step(batch.size);
+    ++step;
+    const int64_t in_epoch = (step - 1) % per_epoch + 1;
+    if (step % FLAGS_log_every == 0) {
+      std::printf("epoch %lld/%d  step %lld/%lld  loss %.4f  %s\n", static_cast<long long>(epoch),
+                  FLAGS_epochs, static_cast<long long>(in_epoch), static_cast<long long>(per_epoch),
+                  loss_sum / loss_count, progress.Summary().c_str());
+      std::fflush(stdout);
+      loss_sum = 0;
+      loss_count = 0;
+    }
+    if (in_epoch < per_epoch && step < last_step) continue;
+    ASSIGN_OR_RETURN(accuracy, TestAccuracy(&eval_exe, eval_plan.get(), dp->scope(0), test));
+    std::printf("epoch %lld/%d  test accuracy %.4f\n", static_cast<long long>(epoch), FLAGS_epochs,
+                accuracy);
+    if (!FLAGS_checkpoint_dir.empty()) {
+      RETURN_IF_ERROR(
+          SaveTrainerCheckpoint(builder.main_program(), step, FLAGS_checkpoint_dir, dp->scope(0)));
+      std::printf("saved %s (step %lld)\n", CheckpointPath().c_str(), static_cast<long long>(step));
+    }
+  }
+  std::printf("final test accuracy %.4f after %lld steps\n", accuracy,
+              static_cast<long long>(last_step));
+  return absl::OkStatus();
+}
+
 absl::Status Train() {
   ASSIGN_OR_RETURN(Place place, ChooseDefaultPlace(FLAGS_place));
   RETURN_IF_ERROR(CheckPlacementFlags());
+  if (FLAGS_data_parallel < 1 || FLAGS_bucket_mb < 1 ||
+      FLAGS_batch_size % FLAGS_data_parallel != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--data_parallel and --bucket_mb must be >= 1 and --batch_size a multiple of "
+                     "--data_parallel, got ",
+                     FLAGS_data_parallel, ", ", FLAGS_bucket_mb, ", ", FLAGS_batch_size));
+  }
   if (FLAGS_epochs < 1 || FLAGS_batch_size < 1 || FLAGS_log_every < 1 || FLAGS_max_steps < 0 ||
       FLAGS_profile_steps < 0 || !(FLAGS_lr_decay > 0 && FLAGS_lr_decay <= 1)) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -188,6 +304,7 @@ absl::Status Train() {
   DataLoaderOptions train_options;
   train_options.batch_size = FLAGS_batch_size;
   train_options.seed = static_cast<uint64_t>(FLAGS_seed);
+  train_options.drop_last = FLAGS_data_parallel > 1;
   ASSIGN_OR_RETURN(std::unique_ptr<DataLoader> train,
                    DataLoader::Create(std::move(train_columns), train_options));
   DataLoaderOptions test_options;
@@ -204,6 +321,10 @@ absl::Status Train() {
       static_cast<long long>(FLAGS_batch_size), static_cast<long long>(train->num_examples()),
       static_cast<long long>(test->num_examples()), ExecutorMode(ExampleExecutorOptions()).c_str());
 
+  if (FLAGS_data_parallel > 1) {
+    // Every batch splits evenly over the replicas: the last one of an epoch is dropped.
+    return TrainDataParallel(place, builder, model, *optimizer, train.get(), test.get());
+  }
   ExecutorOptions options = ExampleExecutorOptions();
   options.feed_shapes = {{"image", Shape({FLAGS_batch_size, 28, 28})},
                          {"label", Shape({FLAGS_batch_size})}};
@@ -348,7 +469,8 @@ int main(int argc, char** argv) {
       "  and the test accuracy after every epoch\n"
       "usage: fashion_mnist [--model=mlp|cnn] [--epochs=15] [--batch_size=64]\n"
       "  [--place=gpu:0|cpu|sim:0] [--first_layer_on_cpu] [--checkpoint_dir=DIR [--resume]]\n"
-      "  [--profile_steps=N [--trace_out=FILE.json]] [--metrics_out=FILE.jsonl] ...\n"
+      "  [--profile_steps=N [--trace_out=FILE.json]] [--metrics_out=FILE.jsonl]\n"
+      "  [--data_parallel=N [--bucket_mb=25]] ...\n"
       "--helpmatch=fashion_mnist lists this program's flags, --helpfull every flag (the\n"
       "  executor's and backends' too: --cuda_graph, --in_order, --cpu_threads, memory limits)");
   gflags::ParseCommandLineFlags(&argc, &argv, true);

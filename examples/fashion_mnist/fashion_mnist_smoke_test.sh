@@ -3,7 +3,7 @@
 # MLP learns (loss falls, test accuracy far above the 0.1 of chance) on cpu,
 # on sim:0 and with the first layer on the cpu (concurrent and --in_order),
 # to the same accuracy; a resumed checkpoint gives the uninterrupted run's
-# numbers; the CNN learns.
+# numbers; the CNN learns; --data_parallel replicas learn what one device does.
 # Skips (passes) when Debian's dataset-fashion-mnist is not installed.
 set -euo pipefail
 bin="$(dirname "$0")/fashion_mnist"
@@ -48,6 +48,19 @@ check "first layer on cpu agrees" 'a - b < 0.005 && b - a < 0.005' "${acc[cpu]}"
     "${acc[sim:0 --first_layer_on_cpu]}"
 check "in-order agrees" 'a - b < 0.002 && b - a < 0.002' "${acc[sim:0 --first_layer_on_cpu]}" \
     "${acc[sim:0 --first_layer_on_cpu --in_order]}"
+
+# --data_parallel: 2 and 4 sim replicas (and 2 with the first layer shared on
+# the host) learn what one device learns from the same batches.
+for dp in "--data_parallel=2" "--data_parallel=4 --sim_devices=4" \
+          "--data_parallel=2 --first_layer_on_cpu --bucket_mb=1"; do
+  out=$("$bin" --place=sim:0 $dp --max_steps=300 $subset)
+  grep -q "^data parallel: ${dp:16:1} replicas on sim:0, sim:1" <<<"$out" ||
+    { echo "FAILED: no replicas with $dp"; echo "$out"; exit 1; }
+  check "data parallel $dp agrees with sim:0" 'a - b < 0.005 && b - a < 0.005' "${acc[sim:0]}" \
+      "$(accuracy "$out")"
+done
+if "$bin" --place=sim:0 --data_parallel=3 2>"$TEST_TMPDIR/err"; then exit 1; fi
+grep -q "batch_size a multiple of --data_parallel, got 3, 25, 64" "$TEST_TMPDIR/err"
 
 # Resume: 25 steps, checkpoint, resume to 60 == 60 steps straight (same shuffles,
 # same Adam state, same numbers).
