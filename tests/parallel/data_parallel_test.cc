@@ -23,6 +23,7 @@
 
 #include "backends/sim/sim_device.h"
 #include "framework/backward/optimizer.h"
+#include "framework/device/device_registry.h"
 #include "framework/runtime/checkpoint.h"
 #include "framework/runtime/executor.h"
 #include "framework/testing/status_matchers.h"
@@ -127,10 +128,10 @@ std::map<std::string, std::vector<double>> Snapshot(const Program& main, const S
   return out;
 }
 
-Trajectory OneDevice(Kind kind, int steps) {
+Trajectory OneDevice(Kind kind, int steps, const Place& place = SimPlace(0)) {
   Model m;
   Build(kind, &m);
-  Executor exe(SimPlace(0));
+  Executor exe(place);
   Scope scope;
   Trajectory t;
   EXPECT_OK(exe.Run(m.b.startup_program(), &scope).status());
@@ -155,11 +156,11 @@ std::vector<Place> SimPlaces(int n) {
   return places;
 }
 
-std::unique_ptr<DataParallel> MakeDataParallel(Kind kind, int n, Model* m,
-                                               absl::Duration deadline = absl::Seconds(60)) {
+std::unique_ptr<DataParallel> MakeDataParallelOn(Kind kind, std::vector<Place> places, Model* m,
+                                                 absl::Duration deadline = absl::Seconds(60)) {
   Build(kind, m);
   DataParallelOptions o;
-  o.places = SimPlaces(n);
+  o.places = std::move(places);
   o.bucket_bytes = 1024;  // several buckets per step
   o.deadline = deadline;
   absl::StatusOr<std::unique_ptr<DataParallel>> dp =
@@ -168,6 +169,11 @@ std::unique_ptr<DataParallel> MakeDataParallel(Kind kind, int n, Model* m,
   if (!dp.ok()) return nullptr;
   EXPECT_OK((*dp)->Initialize());
   return *std::move(dp);
+}
+
+std::unique_ptr<DataParallel> MakeDataParallel(Kind kind, int n, Model* m,
+                                               absl::Duration deadline = absl::Seconds(60)) {
+  return MakeDataParallelOn(kind, SimPlaces(n), m, deadline);
 }
 
 // Steps [first, last) of `dp`, appending the mean of the ranks' losses.
@@ -240,6 +246,28 @@ INSTANTIATE_TEST_SUITE_P(SimReplicas, DataParallelModels,
                          ::testing::Combine(::testing::Values(Kind::kMlp, Kind::kCnn, Kind::kCtr),
                                             ::testing::Values(2, 4)),
                          Name);
+
+// NCCL through the executor: 1 replica on gpu:0 (single-rank communicator,
+// the collective stream), 2 on gpu:0 and gpu:1; skipped without the GPUs.
+TEST(DataParallel, OnGpusMatchesOneGpu) {
+  const int gpus = DeviceRegistry::Global().DeviceCount(DeviceType::GPU());
+  if (gpus == 0) GTEST_SKIP() << "no GPU";
+  for (int n : {1, 2}) {
+    if (n > gpus) continue;
+    SCOPED_TRACE(n);
+    for (Kind kind : {Kind::kMlp, Kind::kCtr}) {
+      const Trajectory one = OneDevice(kind, kSteps, GPUPlace(0));
+      std::vector<Place> places;
+      for (int i = 0; i < n; ++i) places.push_back(GPUPlace(i));
+      Model m;
+      std::unique_ptr<DataParallel> dp = MakeDataParallelOn(kind, places, &m);
+      ASSERT_NE(dp, nullptr);
+      Trajectory t;
+      Train(kind, dp.get(), 0, kSteps, &t);
+      ExpectMatches(one, t, dp.get());
+    }
+  }
+}
 
 TEST(DataParallel, BadInputOnOneRankFailsEveryRankNamingIt) {
   Model m;
