@@ -32,11 +32,18 @@ absl::Status CheckGroupAttrs(InferShapeContext* ctx) {
   return absl::OkStatus();
 }
 
-// Out[i] has X[i]'s meta, dense numbers only (a collective moves values).
+// Out[i] has X[i]'s meta, dense numbers only (a collective moves values);
+// Out holds as many variables as X.
 absl::Status SameAsInputs(InferShapeContext* ctx, bool floating_only) {
   RETURN_IF_ERROR(CheckGroupAttrs(ctx));
   const int n = ctx->InputCount("X");
   if (n == 0) return ctx->Error("X holds no variable");
+  auto out = ctx->op().outputs.find("Out");
+  const int outs = out == ctx->op().outputs.end() ? 0 : static_cast<int>(out->second.size());
+  if (outs != n) {
+    return ctx->Error(absl::StrCat("Out holds ", outs, " variable(s) for X's ", n,
+                                   ": each X[i] needs its Out[i]"));
+  }
   for (int i = 0; i < n; ++i) {
     ASSIGN_OR_RETURN(TensorMeta x, ctx->Input("X", i));
     const bool floating = x.dtype == DataType::kFloat32 || x.dtype == DataType::kFloat64;
