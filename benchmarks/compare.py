@@ -25,6 +25,8 @@ GOALS = {
     "sgemm/4096x1024x1024_tflops": ("TFLOP/s", "reference for the mlp goal"),
     "embedding_cpu/sparse_lookup_sgd_150d": ("rows/s", ">= 40 M rows/s"),
     "copy/gpu_H2D_pinned_overlap_sgemm": ("GB/s", ">= 50 GB/s, overlapped with compute"),
+    "collective/gpu_allreduce_1MiB": ("us", "adds <= 10 us to a copy (added_us)"),
+    "collective/gpu_allreduce_25MiB": ("us", "adds <= 10 us to a copy (added_us)"),
 }
 
 

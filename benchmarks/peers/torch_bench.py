@@ -209,6 +209,38 @@ def embedding_cpu(rows, iters):
     metric("embedding_cpu/full_step_150d", batch / t * 1e6, "rows/s")
 
 
+def collectives(iters):
+    """One all-reduce bucket of a single-rank NCCL group (torch.distributed,
+    world size 1), synchronised per call as Tandem's Run is, against a
+    device copy of the same size: tandem_benchmark's collective/ rows."""
+    import torch.distributed as dist
+    try:
+        if not dist.is_initialized():
+            dist.init_process_group("nccl", init_method="tcp://127.0.0.1:29531",
+                                    world_size=1, rank=0)
+    except Exception as e:  # no NCCL in this torch build, port taken, ...
+        print(f"# collectives skipped: {e}", flush=True)
+        return
+    for mib in (1, 25):
+        x = torch.ones(mib * (1 << 20) // 4, device="cuda")
+        y = torch.empty_like(x)
+
+        def reduce():
+            dist.all_reduce(x)
+            torch.cuda.synchronize()
+
+        def copy():
+            y.copy_(x)
+            torch.cuda.synchronize()
+
+        reduce_us = timeit(reduce, iters)
+        copy_us = timeit(copy, iters)
+        metric(f"collective/gpu_allreduce_{mib}MiB", reduce_us, "us")
+        print(f"# collective/gpu_allreduce_{mib}MiB: copy {copy_us:.4g} us, "
+              f"added {reduce_us - copy_us:.4g} us", flush=True)
+    dist.destroy_process_group()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--rows", type=int, default=10_000_000)
@@ -224,6 +256,7 @@ def main():
     mlp(max(it // 4, 5))
     sgemm(it)
     embedding_cpu(min(args.rows, 1_000_000), max(it // 20, 3))
+    collectives(it)
 
 
 if __name__ == "__main__":
