@@ -32,7 +32,7 @@ TSAN_TARGETS=(//backends/sim/...
               //framework/runtime:host_worker_pool_test
               //tests/runtime:concurrency_test //tests/runtime:fault_injection_test
               //tests/runtime:graph_capture_test
-              //framework/parallel:collective_group_test //tests/parallel:data_parallel_test)
+              //framework/parallel:collective_group_test //tests/parallel:data_parallel_tsan_test)
 
 # ASan + UBSan, leaks fail the test, so does any UBSan report; CPU-only:
 # every package but the CUDA backend, the examples, the benchmarks and tools,

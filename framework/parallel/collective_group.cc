@@ -1,6 +1,7 @@
 #include "framework/parallel/collective_group.h"
 
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <utility>
 
@@ -25,7 +26,7 @@ Registry& GlobalRegistry() {
 
 template <typename T>
 void SumInRankOrder(const std::vector<const void*>& ins, int64_t n, double scale, T* acc) {
-  std::memcpy(acc, ins[0], n * sizeof(T));
+  if (acc != ins[0]) std::memmove(acc, ins[0], n * sizeof(T));
   for (size_t r = 1; r < ins.size(); ++r) {
     const T* in = static_cast<const T*>(ins[r]);
     for (int64_t i = 0; i < n; ++i) acc[i] += in[i];
@@ -42,13 +43,24 @@ absl::Status AllReducePart(const std::vector<const CollectiveGroup::Call*>& call
   std::vector<const void*> ins;
   for (const CollectiveGroup::Call* c : calls) ins.push_back(c->tensors[part].in);
   const size_t bytes = static_cast<size_t>(p0.count) * SizeOf(p0.dtype);
-  std::vector<char> acc(bytes);
+  // Summed straight into rank 0's output (which may be its input: each
+  // element is read before it is written) unless that output overlaps
+  // another rank's input; the other ranks' outputs are copies of it.
+  char* out0 = static_cast<char*>(p0.out);
+  bool overlaps = false;
+  for (size_t r = 1; r < ins.size(); ++r) {
+    const auto in = reinterpret_cast<uintptr_t>(ins[r]);
+    const auto out = reinterpret_cast<uintptr_t>(out0);
+    overlaps |= in < out + bytes && out < in + bytes;
+  }
+  std::vector<char> scratch(overlaps ? bytes : 0);
+  char* acc = overlaps ? scratch.data() : out0;
   switch (p0.dtype) {
     case DataType::kFloat32:
-      SumInRankOrder(ins, p0.count, scale, reinterpret_cast<float*>(acc.data()));
+      SumInRankOrder(ins, p0.count, scale, reinterpret_cast<float*>(acc));
       break;
     case DataType::kFloat64:
-      SumInRankOrder(ins, p0.count, scale, reinterpret_cast<double*>(acc.data()));
+      SumInRankOrder(ins, p0.count, scale, reinterpret_cast<double*>(acc));
       break;
     case DataType::kInt32:
     case DataType::kInt64:
@@ -57,9 +69,9 @@ absl::Status AllReducePart(const std::vector<const CollectiveGroup::Call*>& call
             "scale ", scale, " needs a floating-point dtype, got ", DataTypeName(p0.dtype)));
       }
       if (p0.dtype == DataType::kInt32) {
-        SumInRankOrder(ins, p0.count, 1, reinterpret_cast<int32_t*>(acc.data()));
+        SumInRankOrder(ins, p0.count, 1, reinterpret_cast<int32_t*>(acc));
       } else {
-        SumInRankOrder(ins, p0.count, 1, reinterpret_cast<int64_t*>(acc.data()));
+        SumInRankOrder(ins, p0.count, 1, reinterpret_cast<int64_t*>(acc));
       }
       break;
     default:
@@ -67,7 +79,7 @@ absl::Status AllReducePart(const std::vector<const CollectiveGroup::Call*>& call
           absl::StrCat("cannot sum ", DataTypeName(p0.dtype), " values"));
   }
   for (const CollectiveGroup::Call* c : calls) {
-    if (bytes > 0) std::memcpy(c->tensors[part].out, acc.data(), bytes);
+    if (bytes > 0 && c->tensors[part].out != acc) std::memcpy(c->tensors[part].out, acc, bytes);
   }
   return absl::OkStatus();
 }

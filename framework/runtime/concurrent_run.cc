@@ -382,7 +382,9 @@ absl::Status RunScheduler::RecordRunEnd(ConcurrentRun* run) {
   for (size_t d = 0; d < plan_->devices_.size(); ++d) {
     Device* device = plan_->devices_[d];
     RETURN_IF_ERROR(device->RecordEvent(frame->compute_end[d].get(), device->compute_stream()));
-    RETURN_IF_ERROR(device->RecordEvent(frame->copy_end[d].get(), device->copy_stream()));
+    if (plan_->copy_lane_devices_.count(device) > 0) {
+      RETURN_IF_ERROR(device->RecordEvent(frame->copy_end[d].get(), device->copy_stream()));
+    }
   }
   frame->ends_recorded = true;
   return absl::OkStatus();

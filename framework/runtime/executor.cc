@@ -295,11 +295,15 @@ absl::Status Executor::WaitForDevices(Plan* plan, int frame_index, bool end_even
     Device* device = plan->devices_[d];
     if (end_events && frame.ends_recorded) {  // the run's own work, not the next run's
       RETURN_IF_ERROR(device->SynchronizeEvent(frame.compute_end[d].get()));
-      RETURN_IF_ERROR(device->SynchronizeEvent(frame.copy_end[d].get()));
+      if (plan->copy_lane_devices_.count(device) > 0) {
+        RETURN_IF_ERROR(device->SynchronizeEvent(frame.copy_end[d].get()));
+      }
       continue;
     }
     RETURN_IF_ERROR(device->SynchronizeStream(device->compute_stream()));
-    if (!options_.in_order) RETURN_IF_ERROR(device->SynchronizeStream(device->copy_stream()));
+    if (!options_.in_order && plan->copy_lane_devices_.count(device) > 0) {
+      RETURN_IF_ERROR(device->SynchronizeStream(device->copy_stream()));
+    }
     auto comm = plan->comm_streams_.find(device);
     if (!options_.in_order && comm != plan->comm_streams_.end()) {
       RETURN_IF_ERROR(device->SynchronizeStream(comm->second.get()));

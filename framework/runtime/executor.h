@@ -100,6 +100,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -342,6 +343,9 @@ class Plan {
   std::vector<int> feed_slots_, fetch_slots_;
   std::vector<std::string> feed_names_, fetch_names_;
   std::vector<Device*> devices_;  // every device the plan uses
+  // Devices on whose copy stream the plan queues steps: a run waits for that
+  // stream at its end only there (work others queue on it is theirs).
+  std::set<Device*> copy_lane_devices_;
   bool host_only_ = false;        // every step runs on the host
   bool constants_ready_ = false;  // folded steps have run
   // Pipelined runs in flight (oldest first) and who runs their steps.

@@ -22,11 +22,13 @@ TEST(HostWorkerPoolTest, RunsEveryTaskOnceAndDestructorWaits) {
 }
 
 TEST(HostWorkerPoolTest, TasksRunConcurrentlyOnDistinctWorkers) {
-  HostWorkerPool pool(2);
   std::mutex mu;
   std::condition_variable cv;
   int arrived = 0;
   std::set<int> workers;
+  // Declared last, destroyed first: its workers are joined before the
+  // state their tasks still touch (a woken task re-locks `mu`) goes away.
+  HostWorkerPool pool(2);
   for (int t = 0; t < 2; ++t) {
     pool.Submit([&](int worker) {
       std::unique_lock<std::mutex> lock(mu);

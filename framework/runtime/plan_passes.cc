@@ -241,10 +241,12 @@ void OrderCollectives(const std::vector<std::unique_ptr<Plan::Step>>& steps,
 }  // namespace
 
 void PlanPasses::BuildSchedule(Plan* plan) {
+  plan->copy_lane_devices_.clear();
   std::vector<StepAccess> access;
   for (auto& owned : plan->steps_) {
     Plan::Step& step = *owned;
     step.lane = LaneOf(step);
+    if (step.lane == Lane::kCopy) plan->copy_lane_devices_.insert(step.device);
     StepAccess a;
     for (const auto& [arg, ids] : step.inputs)
       a.reads.insert(a.reads.end(), ids.begin(), ids.end());
