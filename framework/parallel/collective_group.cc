@@ -47,10 +47,10 @@ absl::Status AllReducePart(const std::vector<const CollectiveGroup::Call*>& call
   // element is read before it is written) unless that output overlaps
   // another rank's input; the other ranks' outputs are copies of it.
   char* out0 = static_cast<char*>(p0.out);
+  const auto out = reinterpret_cast<uintptr_t>(out0);
   bool overlaps = false;
   for (size_t r = 1; r < ins.size(); ++r) {
     const auto in = reinterpret_cast<uintptr_t>(ins[r]);
-    const auto out = reinterpret_cast<uintptr_t>(out0);
     overlaps |= in < out + bytes && out < in + bytes;
   }
   std::vector<char> scratch(overlaps ? bytes : 0);
