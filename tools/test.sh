@@ -35,16 +35,15 @@ TSAN_TARGETS=(//backends/sim/...
               //framework/parallel:collective_group_test //tests/parallel:data_parallel_tsan_test)
 
 # ASan + UBSan, leaks fail the test, so does any UBSan report; CPU-only:
-# every package but the CUDA backend, the examples, the benchmarks and tools,
-# i.e. framework/, ops/, backends/common, backends/cpu (linked by
-# //backends:all), backends/sim, data/, profiler/ and tests/runtime (the
-# executor across places, fault injection). Built by clang with .bazelrc's
-# config fuzz, the same objects the libFuzzer targets are made of, so with
-# --with-fuzz the sanitized tree is compiled once; without clang, gcc's
-# config asan (a separate k8-dbg tree). Either way the normal build's outputs
-# stay.
+# framework/, ops/, backends/common, backends/sim, data/ and profiler/ (their
+# tests link backends/cpu through //backends:all, so its kernels run
+# sanitized too), and fault injection (a failed allocation at every point of
+# a training step leaks nothing). Built by clang with .bazelrc's config fuzz,
+# the same objects the libFuzzer targets are made of, so with --with-fuzz the
+# sanitized tree is compiled once; without clang, gcc's config asan (a
+# separate k8-dbg tree). Either way the normal build's outputs stay.
 ASAN_TARGETS=(//framework/... //ops/... //backends/common/... //backends/sim/... //data/...
-              //profiler/... //tests/runtime/...)
+              //profiler/... //tests/runtime:fault_injection_test)
 
 with_tsan=0
 with_fuzz=0
