@@ -25,6 +25,8 @@ PACKAGES=(
   python3-numpy         # numpy, which the Python tests and examples use
   pybind11-dev          # pybind11 2.10 (header-only), the binding library of //python
   libdlpack-dev         # dlpack.h, the tensor exchange format of __dlpack__ / from_dlpack
+  libopenmpi-dev        # Open MPI 4.1: one process per GPU under mpirun (distributed/mpi)
+  openmpi-bin           # mpirun, which launches those jobs and the multi-process tests
 )
 
 missing=()

@@ -28,6 +28,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "backends/common/collective_prologues.h"
 #include "backends/common/type_dispatch.h"
 #include "framework/base/status_macros.h"
 #include "framework/kernel/kernel_context.h"
@@ -36,31 +37,6 @@
 #include "framework/tensor/selected_rows.h"
 
 namespace tandem {
-
-// The group attributes every collective op has, checked against its group.
-struct CollectiveAttrs {
-  int64_t ring_id = -1, nranks = 1, rank = 0;
-  double scale = 1;  // c_allreduce_sum, c_allgather
-  int64_t root = 0;  // c_broadcast
-
-  absl::Status Read(const OpDesc& op) {
-    ASSIGN_OR_RETURN(ring_id, GetAttr<int64_t>(op.attrs, "ring_id", op.type));
-    ASSIGN_OR_RETURN(nranks, GetAttr<int64_t>(op.attrs, "nranks", op.type));
-    ASSIGN_OR_RETURN(rank, GetAttr<int64_t>(op.attrs, "rank", op.type));
-    if (op.attrs.count("scale")) {
-      ASSIGN_OR_RETURN(scale, GetAttr<double>(op.attrs, "scale", op.type));
-    }
-    if (op.attrs.count("root")) {
-      ASSIGN_OR_RETURN(root, GetAttr<int64_t>(op.attrs, "root", op.type));
-    }
-    if (nranks < 1 || rank < 0 || rank >= nranks || (ring_id == -1 && nranks != 1)) {
-      return absl::InvalidArgumentError(absl::StrCat("op '", op.type, "': ring_id ", ring_id,
-                                                     ", nranks ", nranks, ", rank ", rank,
-                                                     " do not make a rank of a group"));
-    }
-    return absl::OkStatus();
-  }
-};
 
 // The group of ring_id (made for the op alone when -1); FailedPrecondition
 // when no live group has that id, InvalidArgument when its size is not nranks.
@@ -160,26 +136,16 @@ class HostAllGatherKernel final : public HostCollectiveKernel {
  public:
   using Types = NumericTypes;
   absl::Status Compute(KernelContext* ctx) override {
-    const Variable* in = ctx->InputVar("X");
-    Variable* out = ctx->OutputVar("Out");
-    if (in == nullptr || out == nullptr) return ctx->InvalidArgument("X and Out must be bound");
-    const bool sparse = in->is_selected_rows();
-    const Tensor* x = nullptr;
-    if (sparse) {
-      x = &in->selected_rows().value();
-    } else {
-      ASSIGN_OR_RETURN(x, ctx->InputTensor("X"));
-    }
-    if (x->shape().rank() == 0) return ctx->InvalidArgument("X must have at least one dimension");
-    auto dims = x->shape().dims();
-    dims[0] *= attrs_.nranks;
-    ASSIGN_OR_RETURN(Tensor * value, ctx->AllocateOutput("Out", x->dtype(), Shape(dims)));
+    ASSIGN_OR_RETURN(const prologue::AllGatherArgs a,
+                     prologue::GetAllGatherArgs(ctx, attrs_.nranks));
+    const Tensor* x = a.x;
+    Tensor* value = a.value;
     CollectiveGroup::Call call;
     call.kind = CollectiveKind::kAllGather;
     call.tensors.push_back({x->dtype(), x->raw_data(), value->raw_data(), x->NumElements()});
     std::vector<int64_t> rows;
-    if (sparse) {
-      const std::vector<int64_t>& mine = in->selected_rows().rows();
+    if (a.sparse) {
+      const std::vector<int64_t>& mine = a.in->selected_rows().rows();
       rows.resize(mine.size() * attrs_.nranks);
       call.tensors.push_back(
           {DataType::kInt64, mine.data(), rows.data(), static_cast<int64_t>(mine.size())});
@@ -194,9 +160,10 @@ class HostAllGatherKernel final : public HostCollectiveKernel {
         return absl::OkStatus();
       }));
     }
-    if (sparse) {
+    if (a.sparse) {
       Tensor gathered = *value;
-      out->set(SelectedRows(in->selected_rows().height(), std::move(rows), std::move(gathered)));
+      a.out->set(
+          SelectedRows(a.in->selected_rows().height(), std::move(rows), std::move(gathered)));
     }
     return absl::OkStatus();
   }

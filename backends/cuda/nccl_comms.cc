@@ -1,10 +1,12 @@
 #include "backends/cuda/nccl_comms.h"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <set>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -62,6 +64,41 @@ absl::StatusOr<const NcclDeviceSet*> NcclDeviceSet::For(const std::vector<int>& 
   const NcclDeviceSet* result = set.get();
   sets->emplace(ordinals, std::move(set));
   return result;
+}
+
+absl::StatusOr<ncclComm_t> NcclCommAcrossProcesses(int64_t key, ProcessGroup* processes,
+                                                   int ordinal, absl::Duration deadline) {
+  static std::mutex* mu = new std::mutex();
+  static auto* comms = new std::map<int64_t, ncclComm_t>();  // live until the process exits
+  std::lock_guard<std::mutex> lock(*mu);
+  auto it = comms->find(key);
+  if (it != comms->end()) return it->second;
+  ncclUniqueId id;
+  std::memset(&id, 0, sizeof id);
+  if (processes->rank() == 0) {
+    const absl::Status made =
+        NcclStatus(ncclGetUniqueId(&id), "ncclGetUniqueId", __FILE__, __LINE__);
+    if (!made.ok()) {
+      processes->Abort(made);  // the others would wait for the id
+      return made;
+    }
+  }
+  const std::string what = absl::StrCat("NCCL unique id of the ", processes->name(), " job's ",
+                                        processes->size(), " ranks (group ", key, ")");
+  absl::Status s = processes->Broadcast(&id, sizeof id, 0, deadline, what);
+  ncclComm_t comm = nullptr;
+  if (s.ok()) {
+    const CudaDeviceGuard on(ordinal);
+    s = NcclStatus(ncclCommInitRank(&comm, processes->size(), id, processes->rank()),
+                   "ncclCommInitRank", __FILE__, __LINE__);
+  }
+  if (!s.ok()) {
+    return absl::Status(s.code(),
+                        absl::StrCat("NCCL communicator of rank ", processes->rank(), " of ",
+                                     processes->size(), " on gpu:", ordinal, ": ", s.message()));
+  }
+  comms->emplace(key, comm);
+  return comm;
 }
 
 }  // namespace cuda

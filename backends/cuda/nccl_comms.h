@@ -9,7 +9,10 @@
 // A device set is the list of GPU ordinals of a group's ranks, in rank
 // order (one rank per GPU: NCCL takes no GPU twice in one communicator);
 // ncclCommInitAll makes its communicators the first time the set is asked
-// for. Thread-safe. Collectives on the communicators of one set must be
+// for. Across processes (one GPU each, e.g. under mpirun),
+// NcclCommAcrossProcesses makes this process's communicator: rank 0 makes
+// NCCL's unique id and the job's ProcessGroup carries it to the others.
+// Thread-safe. Collectives on the communicators of one set must be
 // issued in the same order on every rank (the executor runs a plan's
 // collectives in program order; framework/runtime plan_passes.cc).
 #ifndef TANDEM_BACKENDS_CUDA_NCCL_COMMS_H_
@@ -22,6 +25,8 @@
 #include "absl/base/optimization.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "framework/parallel/process_group.h"
 
 namespace tandem {
 namespace cuda {
@@ -48,6 +53,14 @@ class NcclDeviceSet {
   std::vector<int> ordinals_;
   std::vector<ncclComm_t> comms_;
 };
+
+// This process's communicator in the job of `processes` (rank
+// processes->rank() on GPU `ordinal`), made once per `key` (the collective
+// group's id) with ncclCommInitRank after the unique id went from rank 0 to
+// every process within `deadline`. The ProcessGroup's error, or NCCL's
+// naming the rank and GPU.
+absl::StatusOr<ncclComm_t> NcclCommAcrossProcesses(int64_t key, ProcessGroup* processes,
+                                                   int ordinal, absl::Duration deadline);
 
 }  // namespace cuda
 }  // namespace tandem

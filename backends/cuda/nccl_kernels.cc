@@ -6,12 +6,12 @@
 //
 // The communicators are those of the group's device set (nccl_comms.h):
 // the GPUs of the ranks of CollectiveGroup `ring_id`, or the op's own GPU
-// alone for ring_id -1. Asynchronous: the work is queued on ctx->stream()
-// (the executor's collective stream; the compute stream in order) and the
-// executor orders it with the compute stream by events. An output allocated
-// here (not in place) may be memory the compute stream used a moment ago
-// (the caching allocator hands it back as soon as that work is queued), so
-// the collective stream first waits for the compute stream.
+// alone for ring_id -1; for a group across processes, this process's
+// communicator in the job (bootstrapped through the group's ProcessGroup). Asynchronous: the work
+// is queued on ctx->stream() (the executor's collective stream; the compute stream in order) and
+// the executor orders it with the compute stream by events. An output allocated here (not in place)
+// may be memory the compute stream used a moment ago (the caching allocator hands it back as soon
+// as that work is queued), so the collective stream first waits for the compute stream.
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
@@ -19,7 +19,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "backends/common/collective_kernels.h"
+#include "backends/common/collective_prologues.h"
+#include "backends/common/type_dispatch.h"
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_status.h"
 #include "backends/cuda/elementwise_launchers.h"
@@ -27,6 +28,7 @@
 #include "framework/base/status_macros.h"
 #include "framework/kernel/kernel_context.h"
 #include "framework/kernel/kernel_registry.h"
+#include "framework/parallel/collective_group.h"
 
 namespace tandem {
 namespace cuda {
@@ -64,6 +66,13 @@ class NcclKernel : public OpKernel {
       if (group == nullptr || group->size() != attrs_.nranks) {
         return ctx->InvalidArgument(
             absl::StrCat("no collective group ", attrs_.ring_id, " of ", attrs_.nranks, " ranks"));
+      }
+      if (group->processes() != nullptr) {  // one GPU per process
+        absl::StatusOr<ncclComm_t> comm = NcclCommAcrossProcesses(
+            group->id(), group->processes(), ctx->place().index(), group->deadline());
+        if (!comm.ok()) return ctx->InvalidArgument(comm.status().message());
+        comm_ = *comm;
+        return comm_;
       }
       for (const Place& p : group->places()) {
         if (p.type() != DeviceType::GPU()) {
@@ -188,20 +197,10 @@ class NcclAllGatherKernel final : public NcclKernel {
  public:
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(ncclComm_t comm, Comm(ctx));
-    const Variable* in = ctx->InputVar("X");
-    Variable* out_var = ctx->OutputVar("Out");
-    if (in == nullptr || out_var == nullptr) return ctx->InvalidArgument("X and Out must be bound");
-    const bool sparse = in->is_selected_rows();
-    const Tensor* x = nullptr;
-    if (sparse) {
-      x = &in->selected_rows().value();
-    } else {
-      ASSIGN_OR_RETURN(x, ctx->InputTensor("X"));
-    }
-    if (x->shape().rank() == 0) return ctx->InvalidArgument("X must have at least one dimension");
-    auto dims = x->shape().dims();
-    dims[0] *= attrs_.nranks;
-    ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", x->dtype(), Shape(dims)));
+    ASSIGN_OR_RETURN(const prologue::AllGatherArgs a,
+                     prologue::GetAllGatherArgs(ctx, attrs_.nranks));
+    const Tensor* x = a.x;
+    Tensor* out = a.value;
     RETURN_IF_ERROR(AfterCompute(ctx));
     ASSIGN_OR_RETURN(ncclDataType_t type, NcclType(x->dtype()));
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
@@ -215,8 +214,8 @@ class NcclAllGatherKernel final : public NcclKernel {
         return absl::OkStatus();
       }));
     }
-    if (!sparse) return absl::OkStatus();
-    std::vector<int64_t> rows = in->selected_rows().rows();
+    if (!a.sparse) return absl::OkStatus();
+    std::vector<int64_t> rows = a.in->selected_rows().rows();
     if (attrs_.ring_id != -1) {
       const std::vector<int64_t> mine = std::move(rows);
       rows.assign(mine.size() * attrs_.nranks, 0);
@@ -231,7 +230,7 @@ class NcclAllGatherKernel final : public NcclKernel {
       RETURN_IF_ERROR(group->Run(static_cast<int>(attrs_.rank), call));
     }
     Tensor values = *out;
-    out_var->set(SelectedRows(in->selected_rows().height(), std::move(rows), std::move(values)));
+    a.out->set(SelectedRows(a.in->selected_rows().height(), std::move(rows), std::move(values)));
     return absl::OkStatus();
   }
 };

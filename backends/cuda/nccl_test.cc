@@ -1,11 +1,17 @@
 // NCCL on one H200 (skipped without a GPU): the collectives of one rank
-// (ring_id -1) through the op kernels, and the communicator cache. The
+// (ring_id -1) through the op kernels, the communicator cache, and the
+// communicator of a job across processes bootstrapped through its
+// ProcessGroup (a job of one process here; mpirun jobs need a GPU each). The
 // multi-rank cases run in tests/parallel (two GPUs) and through the
 // conformance suite on every gpu place.
+#include <cstring>
+#include <memory>
 #include <vector>
 
 #include "backends/cuda/gpu_test.h"
 #include "backends/cuda/nccl_comms.h"
+#include "framework/parallel/collective_group.h"
+#include "framework/parallel/process_group.h"
 #include "framework/runtime/eager.h"
 #include "framework/testing/tensor_testutil.h"
 
@@ -62,6 +68,52 @@ TEST_F(GpuTest, OneRankBroadcastAndAllGather) {
     EXPECT_EQ(out["Out"][0].tensor().shape(), Shape({3, 2})) << type;
     EXPECT_EQ(ToDoubles(out["Out"][0].tensor()), (std::vector<double>{1, 2, 3, 4, 5, 6})) << type;
   }
+}
+
+// A job of one process: what the others would send is this one's own.
+class OneProcess final : public ProcessGroup {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  int local_rank() const override { return 0; }
+  std::string name() const override { return "one-process"; }
+  absl::Status AllGather(const void* in, int64_t bytes, void* out, absl::Duration,
+                         const std::string&) override {
+    if (bytes > 0 && in != out) std::memmove(out, in, bytes);
+    return absl::OkStatus();
+  }
+  absl::Status Broadcast(void*, int64_t, int, absl::Duration, const std::string&) override {
+    ++broadcasts;
+    return absl::OkStatus();
+  }
+  void Abort(const absl::Status&) override {}
+  absl::Status failure() const override { return absl::OkStatus(); }
+  int broadcasts = 0;
+};
+
+TEST_F(GpuTest, CommunicatorAcrossProcessesIsBootstrappedOnceThroughTheProcessGroup) {
+  auto processes = std::make_shared<OneProcess>();
+  std::shared_ptr<CollectiveGroup> group =
+      CollectiveGroup::CreateAcrossProcesses(GPUPlace(0), processes);
+  ASSERT_OK_AND_ASSIGN(ncclComm_t a,
+                       NcclCommAcrossProcesses(group->id(), processes.get(), 0, absl::Seconds(10)));
+  ASSERT_OK_AND_ASSIGN(ncclComm_t b,
+                       NcclCommAcrossProcesses(group->id(), processes.get(), 0, absl::Seconds(10)));
+  EXPECT_NE(a, nullptr);
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(processes->broadcasts, 1);  // the unique id, once
+
+  // The op's kernel takes that communicator for the group's ring.
+  const Tensor x = MakeTensor(DataType::kFloat32, Shape({4}), {2, 4, 6, 8});
+  ASSERT_OK_AND_ASSIGN(Tensor on_gpu, CopyTensorTo(x, GPUPlace(0)));
+  OpDesc op = Collective("c_allreduce_sum", 1);
+  op.attrs["ring_id"] = group->id();
+  op.attrs["nranks"] = int64_t{1};
+  op.attrs["rank"] = int64_t{0};
+  op.attrs["scale"] = 0.5;
+  ASSERT_OK_AND_ASSIGN(EagerOutputs out, RunOpEager(op, GPUPlace(0), {{"X", {Variable(on_gpu)}}}));
+  EXPECT_EQ(ToDoubles(out["Out"][0].tensor()), (std::vector<double>{1, 2, 3, 4}));
+  EXPECT_EQ(processes->broadcasts, 1);
 }
 
 TEST_F(GpuTest, RingWithoutGroupIsAnError) {

@@ -9,6 +9,7 @@
 //   bazel run //examples/fashion_mnist -- --first_layer_on_cpu --profile_steps=200
 //   bazel run //examples/fashion_mnist -- --data_parallel=2         # gpu:0 and gpu:1
 //   bazel run //examples/fashion_mnist -- --place=sim:0 --sim_devices=4 --data_parallel=4
+//   mpirun -np 2 bazel-bin/examples/fashion_mnist/fashion_mnist --mpi   # a process per GPU
 //
 // With --data_parallel=N the program is replicated over N devices of
 // --place's type (framework/parallel/data_parallel.h): each replica trains
@@ -16,7 +17,10 @@
 // buckets of --bucket_mb issued during the backward pass (NCCL on gpu), a
 // first layer under --first_layer_on_cpu exists once on the host, and
 // checkpoints are the one-device ones (a run on N devices saves one that any
-// other number of devices, or one device, resumes).
+// other number of devices, or one device, resumes). With --mpi, under
+// mpirun, each process is one replica (on gpu:<its rank on the host> for
+// a gpu --place, on --place otherwise); rank 0 prints, evaluates and saves
+// (distributed/mpi).
 //
 // The learning rate starts at --lr and is multiplied by --lr_decay after
 // every epoch (written into the host learning-rate variable between steps).
@@ -34,6 +38,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "data/data_loader.h"
+#include "distributed/mpi/mpi_process_group.h"
 #include "examples/common/example_util.h"
 #include "examples/common/metrics_log.h"
 #include "examples/common/progress.h"
@@ -80,6 +85,9 @@ DEFINE_int32(data_parallel, 1,
              "replicas: N devices of --place's type (sim:0..N-1, gpu:0..N-1; N host "
              "replicas with --place=cpu), each trains on 1/N of every batch; 1: no replicas");
 DEFINE_int64(bucket_mb, 25, "with --data_parallel: MiB of gradients per all-reduce");
+DEFINE_bool(mpi, false,
+            "one replica per process of an mpirun job (mpirun -np N fashion_mnist --mpi): "
+            "the processes' ranks replace --data_parallel");
 DEFINE_string(metrics_out, "",
               "write one JSON line per progress line and per test evaluation to this file "
               "(loss, examples/s, copies per step, test accuracy); tools/plot_metrics.py "
@@ -89,6 +97,18 @@ namespace tandem {
 namespace {
 
 constexpr int64_t kTestBatch = 1000;  // test examples per evaluation step
+
+// This process's rank in the mpirun job (with --mpi; made by main).
+std::shared_ptr<MpiProcessGroup>& Mpi() {
+  static auto* mpi = new std::shared_ptr<MpiProcessGroup>();
+  return *mpi;
+}
+
+// Replicas in all: the mpirun job's processes, or --data_parallel's devices.
+int Replicas() { return Mpi() != nullptr ? Mpi()->size() : FLAGS_data_parallel; }
+
+// Whether this process prints, evaluates and saves (rank 0 of an mpirun job).
+bool IsMainProcess() { return Mpi() == nullptr || Mpi()->rank() == 0; }
 
 absl::StatusOr<FashionMnistConfig> ConfigFromFlags() {
   FashionMnistConfig config;
@@ -202,7 +222,12 @@ absl::Status TrainDataParallel(const Place& place, ProgramBuilder& builder,
         "--data_parallel does not take --resume, --profile_steps or --auto_place");
   }
   DataParallelOptions o;
-  ASSIGN_OR_RETURN(o.places, ReplicaPlaces(place, FLAGS_data_parallel));
+  if (Mpi() != nullptr) {
+    o.processes = Mpi();
+    o.places = {place.type() == DeviceType::GPU() ? GPUPlace(Mpi()->local_rank()) : place};
+  } else {
+    ASSIGN_OR_RETURN(o.places, ReplicaPlaces(place, FLAGS_data_parallel));
+  }
   o.bucket_bytes = FLAGS_bucket_mb << 20;
   o.executor = ExampleExecutorOptions();
   ASSIGN_OR_RETURN(std::unique_ptr<DataParallel> dp,
@@ -211,10 +236,12 @@ absl::Status TrainDataParallel(const Place& place, ProgramBuilder& builder,
   RETURN_IF_ERROR(dp->Initialize());
   std::vector<std::string> names;
   for (const Place& p : o.places) names.push_back(p.ToString());
+  const std::string rank =
+      Mpi() != nullptr ? absl::StrCat(" (rank ", dp->first_rank(), " of the mpi job)") : "";
   std::printf(
-      "data parallel: %d replicas on %s, %zu all-reduces of <= %lld MiB per step, %zu "
+      "data parallel: %d replicas on %s%s, %zu all-reduces of <= %lld MiB per step, %zu "
       "shared variables\n",
-      dp->size(), absl::StrJoin(names, ", ").c_str(), dp->programs().buckets.size(),
+      dp->size(), absl::StrJoin(names, ", ").c_str(), rank.c_str(), dp->programs().buckets.size(),
       static_cast<long long>(FLAGS_bucket_mb), dp->programs().shared.size());
   ExecutorOptions eval_options = ExampleExecutorOptions();
   eval_options.auto_moves_persistables = false;
@@ -231,7 +258,7 @@ absl::Status TrainDataParallel(const Place& place, ProgramBuilder& builder,
   for (int64_t step = 0; step < last_step;) {
     const int64_t epoch = step / per_epoch + 1;
     if (step % per_epoch == 0) {
-      for (int r = 0; r < dp->size(); ++r) {
+      for (int r = 0; r < dp->local_ranks(); ++r) {
         RETURN_IF_ERROR(SetLearningRate(optimizer.learning_rate_var(),
                                         FLAGS_lr * std::pow(FLAGS_lr_decay, epoch - 1),
                                         dp->scope(r)));
@@ -241,20 +268,23 @@ absl::Status TrainDataParallel(const Place& place, ProgramBuilder& builder,
     ASSIGN_OR_RETURN(
         std::vector<std::vector<Tensor>> out,
         dp->Step({{"image", batch.tensors.at("image")}, {"label", batch.tensors.at("label")}}));
-    for (const std::vector<Tensor>& rank : out) loss_sum += rank[0].data<float>()[0] / dp->size();
+    // The mean loss of this process's replicas' slices.
+    for (const std::vector<Tensor>& rank : out) loss_sum += rank[0].data<float>()[0] / out.size();
     ++loss_count;
     progress.Step(batch.size);
     ++step;
     const int64_t in_epoch = (step - 1) % per_epoch + 1;
-    if (step % FLAGS_log_every == 0) {
+    if (step % FLAGS_log_every == 0 && IsMainProcess()) {
       std::printf("epoch %lld/%d  step %lld/%lld  loss %.4f  %s\n", static_cast<long long>(epoch),
                   FLAGS_epochs, static_cast<long long>(in_epoch), static_cast<long long>(per_epoch),
                   loss_sum / loss_count, progress.Summary().c_str());
       std::fflush(stdout);
+    }
+    if (step % FLAGS_log_every == 0) {
       loss_sum = 0;
       loss_count = 0;
     }
-    if (in_epoch < per_epoch && step < last_step) continue;
+    if ((in_epoch < per_epoch && step < last_step) || !IsMainProcess()) continue;
     ASSIGN_OR_RETURN(accuracy, TestAccuracy(&eval_exe, eval_plan.get(), dp->scope(0), test));
     std::printf("epoch %lld/%d  test accuracy %.4f\n", static_cast<long long>(epoch), FLAGS_epochs,
                 accuracy);
@@ -264,20 +294,26 @@ absl::Status TrainDataParallel(const Place& place, ProgramBuilder& builder,
       std::printf("saved %s (step %lld)\n", CheckpointPath().c_str(), static_cast<long long>(step));
     }
   }
-  std::printf("final test accuracy %.4f after %lld steps\n", accuracy,
-              static_cast<long long>(last_step));
+  if (IsMainProcess()) {
+    std::printf("final test accuracy %.4f after %lld steps\n", accuracy,
+                static_cast<long long>(last_step));
+  }
   return absl::OkStatus();
 }
 
 absl::Status Train() {
   ASSIGN_OR_RETURN(Place place, ChooseDefaultPlace(FLAGS_place));
   RETURN_IF_ERROR(CheckPlacementFlags());
-  if (FLAGS_data_parallel < 1 || FLAGS_bucket_mb < 1 ||
-      FLAGS_batch_size % FLAGS_data_parallel != 0) {
+  if (FLAGS_data_parallel < 1 || FLAGS_bucket_mb < 1 || FLAGS_batch_size % Replicas() != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--data_parallel and --bucket_mb must be >= 1 and --batch_size a multiple of the "
+        "replicas (--data_parallel, or the processes with --mpi), got ",
+        FLAGS_data_parallel, ", ", FLAGS_bucket_mb, ", ", FLAGS_batch_size, " for ", Replicas(),
+        " replicas"));
+  }
+  if (Mpi() != nullptr && FLAGS_data_parallel != 1) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--data_parallel and --bucket_mb must be >= 1 and --batch_size a multiple of "
-                     "--data_parallel, got ",
-                     FLAGS_data_parallel, ", ", FLAGS_bucket_mb, ", ", FLAGS_batch_size));
+        "--mpi makes each process one replica: leave --data_parallel out (mpirun -np N sets N)");
   }
   if (FLAGS_epochs < 1 || FLAGS_batch_size < 1 || FLAGS_log_every < 1 || FLAGS_max_steps < 0 ||
       FLAGS_profile_steps < 0 || !(FLAGS_lr_decay > 0 && FLAGS_lr_decay <= 1)) {
@@ -304,7 +340,7 @@ absl::Status Train() {
   DataLoaderOptions train_options;
   train_options.batch_size = FLAGS_batch_size;
   train_options.seed = static_cast<uint64_t>(FLAGS_seed);
-  train_options.drop_last = FLAGS_data_parallel > 1;
+  train_options.drop_last = Replicas() > 1;
   ASSIGN_OR_RETURN(std::unique_ptr<DataLoader> train,
                    DataLoader::Create(std::move(train_columns), train_options));
   DataLoaderOptions test_options;
@@ -313,15 +349,17 @@ absl::Status Train() {
   ASSIGN_OR_RETURN(std::unique_ptr<DataLoader> test,
                    DataLoader::Create(std::move(test_columns), test_options));
 
-  std::printf(
-      "fashion_mnist: %s [%s] on %s%s, %s lr %g, batch %lld, %lld train / %lld test "
-      "examples, executor: %s\n",
-      FLAGS_model.c_str(), absl::StrJoin(config.hidden, ", ").c_str(), place.ToString().c_str(),
-      FLAGS_first_layer_on_cpu ? " (first layer on cpu)" : "", FLAGS_optimizer.c_str(), FLAGS_lr,
-      static_cast<long long>(FLAGS_batch_size), static_cast<long long>(train->num_examples()),
-      static_cast<long long>(test->num_examples()), ExecutorMode(ExampleExecutorOptions()).c_str());
+  if (IsMainProcess())
+    std::printf(
+        "fashion_mnist: %s [%s] on %s%s, %s lr %g, batch %lld, %lld train / %lld test "
+        "examples, executor: %s\n",
+        FLAGS_model.c_str(), absl::StrJoin(config.hidden, ", ").c_str(), place.ToString().c_str(),
+        FLAGS_first_layer_on_cpu ? " (first layer on cpu)" : "", FLAGS_optimizer.c_str(), FLAGS_lr,
+        static_cast<long long>(FLAGS_batch_size), static_cast<long long>(train->num_examples()),
+        static_cast<long long>(test->num_examples()),
+        ExecutorMode(ExampleExecutorOptions()).c_str());
 
-  if (FLAGS_data_parallel > 1) {
+  if (Replicas() > 1 || Mpi() != nullptr) {
     // Every batch splits evenly over the replicas: the last one of an epoch is dropped.
     return TrainDataParallel(place, builder, model, *optimizer, train.get(), test.get());
   }
@@ -471,11 +509,23 @@ int main(int argc, char** argv) {
       "  [--place=gpu:0|cpu|sim:0] [--first_layer_on_cpu] [--checkpoint_dir=DIR [--resume]]\n"
       "  [--profile_steps=N [--trace_out=FILE.json]] [--metrics_out=FILE.jsonl]\n"
       "  [--data_parallel=N [--bucket_mb=25]] ...\n"
+      "  under mpirun: mpirun -np N fashion_mnist --mpi (one replica per process)\n"
       "--helpmatch=fashion_mnist lists this program's flags, --helpfull every flag (the\n"
       "  executor's and backends' too: --cuda_graph, --in_order, --cpu_threads, memory limits)");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   google::InitGoogleLogging(argv[0]);
+  if (FLAGS_mpi) {
+    absl::StatusOr<std::shared_ptr<tandem::MpiProcessGroup>> mpi =
+        tandem::MpiProcessGroup::Init(&argc, &argv);
+    if (!mpi.ok()) {
+      std::fprintf(stderr, "error: --mpi: %s\n", mpi.status().ToString().c_str());
+      return 1;
+    }
+    tandem::Mpi() = *std::move(mpi);
+  }
   absl::Status s = tandem::Train();
+  if (!s.ok() && tandem::Mpi() != nullptr) tandem::Mpi()->Abort(s);  // the others stop too
+  tandem::Mpi().reset();                                             // finalises MPI
   if (!s.ok()) {
     std::fprintf(stderr, "error: %s\n", s.ToString().c_str());
     return 1;

@@ -3,7 +3,8 @@
 # MLP learns (loss falls, test accuracy far above the 0.1 of chance) on cpu,
 # on sim:0 and with the first layer on the cpu (concurrent and --in_order),
 # to the same accuracy; a resumed checkpoint gives the uninterrupted run's
-# numbers; the CNN learns; --data_parallel replicas learn what one device does.
+# numbers; the CNN learns; --data_parallel replicas, and the processes of an
+# mpirun job with --mpi, learn what one device does.
 # Skips (passes) when Debian's dataset-fashion-mnist is not installed.
 set -euo pipefail
 bin="$(dirname "$0")/fashion_mnist"
@@ -60,7 +61,21 @@ for dp in "--data_parallel=2" "--data_parallel=4 --sim_devices=4" \
       "$(accuracy "$out")"
 done
 if "$bin" --place=sim:0 --data_parallel=3 2>"$TEST_TMPDIR/err"; then exit 1; fi
-grep -q "batch_size a multiple of --data_parallel, got 3, 25, 64" "$TEST_TMPDIR/err"
+grep -q "batch_size a multiple of the replicas (--data_parallel, or the processes with --mpi), got 3, 25, 64 for 3 replicas" "$TEST_TMPDIR/err"
+
+# --mpi under mpirun: 2 processes of one replica each learn what one device
+# learns (rank 0 prints).
+if command -v mpirun >/dev/null; then
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+  out=$(timeout 300 mpirun --bind-to none -np 2 "$bin" --mpi --place=sim:0 --max_steps=300 $subset)
+  echo "$out"
+  grep -q "^data parallel: 2 replicas on sim:0 (rank 0 of the mpi job)" <<<"$out" ||
+    { echo "FAILED: no mpi replicas"; exit 1; }
+  check "mpirun -np 2 --mpi agrees with sim:0" 'a - b < 0.005 && b - a < 0.005' "${acc[sim:0]}" \
+      "$(accuracy "$out")"
+else
+  echo "SKIPPED: the --mpi run (no mpirun; tools/setup.sh installs openmpi-bin)"
+fi
 
 # Resume: 25 steps, checkpoint, resume to 60 == 60 steps straight (same shuffles,
 # same Adam state, same numbers).

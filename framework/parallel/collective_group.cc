@@ -5,6 +5,7 @@
 #include <cstring>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "framework/base/status_macros.h"
@@ -79,20 +80,48 @@ absl::Status AllReducePart(const std::vector<const CollectiveGroup::Call*>& call
           absl::StrCat("cannot sum ", DataTypeName(p0.dtype), " values"));
   }
   for (const CollectiveGroup::Call* c : calls) {
-    if (bytes > 0 && c->tensors[part].out != acc) std::memcpy(c->tensors[part].out, acc, bytes);
+    void* out_r = c->tensors[part].out;  // null: a rank of another process
+    if (bytes > 0 && out_r != nullptr && out_r != acc) std::memcpy(out_r, acc, bytes);
   }
   return absl::OkStatus();
 }
+
+// What a call does, which the ranks' calls must agree on:
+// "all_reduce of float32[10], int64[4] scale 0.5 root 0".
+std::string Signature(const CollectiveGroup::Call& c) {
+  std::vector<std::string> parts;
+  for (const CollectiveGroup::Part& p : c.tensors) {
+    parts.push_back(absl::StrCat(DataTypeName(p.dtype), "[", p.count, "]"));
+  }
+  return absl::StrCat(CollectiveKindName(c.kind), " of ", absl::StrJoin(parts, ", "), " scale ",
+                      c.scale, " root ", c.root);
+}
+
+// Bytes of a call's signature as the processes exchange it (longer ones are cut).
+constexpr size_t kSignatureBytes = 256;
 
 }  // namespace
 
 std::shared_ptr<CollectiveGroup> CollectiveGroup::Create(std::vector<Place> places,
                                                          CollectiveGroupOptions options) {
   CHECK(!places.empty()) << "a collective group needs at least one rank";
+  return Register(std::move(places), nullptr, options);
+}
+
+std::shared_ptr<CollectiveGroup> CollectiveGroup::CreateAcrossProcesses(
+    Place local, std::shared_ptr<ProcessGroup> processes, CollectiveGroupOptions options) {
+  CHECK(processes != nullptr) << "a group across processes needs its ProcessGroup";
+  return Register({local}, std::move(processes), options);
+}
+
+std::shared_ptr<CollectiveGroup> CollectiveGroup::Register(std::vector<Place> places,
+                                                           std::shared_ptr<ProcessGroup> processes,
+                                                           CollectiveGroupOptions options) {
   Registry& reg = GlobalRegistry();
   std::lock_guard<std::mutex> lock(reg.mu);
   const int64_t id = reg.next_id++;
-  std::shared_ptr<CollectiveGroup> group(new CollectiveGroup(id, std::move(places), options));
+  std::shared_ptr<CollectiveGroup> group(
+      new CollectiveGroup(id, std::move(places), std::move(processes), options));
   reg.groups[id] = group;
   return group;
 }
@@ -105,8 +134,9 @@ std::shared_ptr<CollectiveGroup> CollectiveGroup::Find(int64_t id) {
 }
 
 CollectiveGroup::CollectiveGroup(int64_t id, std::vector<Place> places,
+                                 std::shared_ptr<ProcessGroup> processes,
                                  CollectiveGroupOptions options)
-    : id_(id), places_(std::move(places)), options_(options) {}
+    : id_(id), places_(std::move(places)), processes_(std::move(processes)), options_(options) {}
 
 CollectiveGroup::~CollectiveGroup() {
   Registry& reg = GlobalRegistry();
@@ -120,16 +150,9 @@ std::string CollectiveGroup::Describe(const Call& call, int rank) const {
 }
 
 absl::Status CollectiveGroup::CheckMatch(const std::vector<const Call*>& calls) const {
-  auto signature = [](const Call& c) {
-    std::vector<std::string> parts;
-    for (const Part& p : c.tensors)
-      parts.push_back(absl::StrCat(DataTypeName(p.dtype), "[", p.count, "]"));
-    return absl::StrCat(CollectiveKindName(c.kind), " of ", absl::StrJoin(parts, ", "), " scale ",
-                        c.scale, " root ", c.root);
-  };
-  const std::string first = signature(*calls[0]);
+  const std::string first = Signature(*calls[0]);
   for (size_t r = 1; r < calls.size(); ++r) {
-    const std::string other = signature(*calls[r]);
+    const std::string other = Signature(*calls[r]);
     if (other != first) {
       return absl::InvalidArgumentError(absl::StrCat("the ranks' calls do not match: rank 0 makes ",
                                                      first, ", rank ", r, " makes ", other));
@@ -207,6 +230,7 @@ absl::Status CollectiveGroup::Run(int rank, const Call& call) {
                                                    " is not in 0..", size() - 1, " (group ", id_,
                                                    ")"));
   }
+  if (processes_ != nullptr) return RunAcrossProcesses(rank, call);
   std::unique_lock<std::mutex> lock(mu_);
   if (!aborted_.ok()) {
     return absl::AbortedError(absl::StrCat(Describe(call, rank), " gave up: ", aborted_.message()));
@@ -237,9 +261,75 @@ absl::Status CollectiveGroup::Run(int rank, const Call& call) {
 }
 
 void CollectiveGroup::Abort(const absl::Status& why) {
+  const absl::Status status = why.ok() ? absl::AbortedError("aborted") : why;
+  if (processes_ != nullptr) processes_->Abort(status);
   std::lock_guard<std::mutex> lock(mu_);
-  if (aborted_.ok()) aborted_ = why.ok() ? absl::AbortedError("aborted") : why;
+  if (aborted_.ok()) aborted_ = status;
   cv_.notify_all();
+}
+
+absl::Status CollectiveGroup::RunAcrossProcesses(int rank, const Call& call) {
+  if (rank != processes_->rank()) {
+    return absl::InvalidArgumentError(absl::StrCat(Describe(call, rank),
+                                                   ": this process holds rank ", processes_->rank(),
+                                                   " of the ", processes_->name(), " job"));
+  }
+  // One collective at a time: the processes match calls by their order.
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::string what = Describe(call, rank);
+  if (!aborted_.ok())
+    return absl::AbortedError(absl::StrCat(what, " gave up: ", aborted_.message()));
+  std::string mine = absl::StrCat(call.key, ": ", Signature(call));
+  mine.resize(kSignatureBytes, '\0');
+  std::string all(kSignatureBytes * size(), '\0');
+  absl::Status s =
+      processes_->AllGather(mine.data(), kSignatureBytes, all.data(), options_.deadline, what);
+  if (s.ok()) {
+    for (int r = 0; r < size() && s.ok(); ++r) {
+      const std::string theirs = all.substr(r * kSignatureBytes, kSignatureBytes);
+      if (theirs == mine) continue;
+      s = absl::InvalidArgumentError(absl::StrCat("the ranks' calls do not match: rank ", rank,
+                                                  " makes ", mine.c_str(), ", rank ", r, " makes ",
+                                                  theirs.c_str()));
+    }
+    if (s.ok()) s = ExchangeAcrossProcesses(call, what);
+  }
+  if (s.ok() || absl::StartsWith(s.message(), what)) return s;
+  return absl::Status(s.code(), absl::StrCat(what, ": ", s.message()));
+}
+
+absl::Status CollectiveGroup::ExchangeAcrossProcesses(const Call& call, const std::string& what) {
+  for (const Part& p : call.tensors) {
+    const int64_t bytes = p.count * static_cast<int64_t>(SizeOf(p.dtype));
+    switch (call.kind) {
+      case CollectiveKind::kAllReduce: {
+        // Every rank's part, then the sum in rank order: the one-process result.
+        std::vector<char> gathered(static_cast<size_t>(bytes) * size());
+        RETURN_IF_ERROR(
+            processes_->AllGather(p.in, bytes, gathered.data(), options_.deadline, what));
+        std::vector<Call> ranks(size());
+        std::vector<const Call*> calls;
+        for (int r = 0; r < size(); ++r) {
+          ranks[r].scale = call.scale;
+          ranks[r].tensors.push_back({p.dtype, gathered.data() + r * bytes, nullptr, p.count});
+          calls.push_back(&ranks[r]);
+        }
+        ranks[0].tensors[0].out = p.out;
+        RETURN_IF_ERROR(AllReducePart(calls, 0));
+        break;
+      }
+      case CollectiveKind::kBroadcast:
+        if (p.out != p.in && bytes > 0) std::memcpy(p.out, p.in, bytes);
+        RETURN_IF_ERROR(processes_->Broadcast(p.out, bytes, call.root, options_.deadline, what));
+        break;
+      case CollectiveKind::kAllGather:
+        RETURN_IF_ERROR(processes_->AllGather(p.in, bytes, p.out, options_.deadline, what));
+        break;
+      case CollectiveKind::kNone:
+        return absl::InvalidArgumentError("not a collective");
+    }
+  }
+  return absl::OkStatus();
 }
 
 void CollectiveGroup::Reset() {

@@ -31,6 +31,17 @@
 // group aborted until Reset(), which the caller makes once no rank is inside
 // Run. Nothing ever waits past the deadline.
 //
+// Across processes: CreateAcrossProcesses makes the group of a job of one
+// rank per process (mpirun; process_group.h): this process holds rank
+// processes->rank() on `local`, and Run exchanges the ranks' parts through
+// the ProcessGroup, in the order the calls are made (the executor issues a
+// plan's collectives in program order). The ranks first exchange what
+// their calls are, so calls that do not match are InvalidArgument on every
+// rank before any data moves. Results are the same as in one process
+// (sums in rank order, bitwise the same on every rank). A failure there
+// (a missing rank, Abort on any process) ends the group for good: Reset
+// does not revive it.
+//
 // Thread-safety: Run, Abort and Reset may be called from any thread. The
 // buffers of a call are read and written by whichever rank's thread
 // combines them, while the calling ranks wait in Run; they must be host
@@ -50,6 +61,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "framework/kernel/kernel_registry.h"
+#include "framework/parallel/process_group.h"
 #include "framework/place/place.h"
 #include "framework/types/data_type.h"
 
@@ -87,6 +99,10 @@ class CollectiveGroup {
   // empty list (a caller's bug).
   static std::shared_ptr<CollectiveGroup> Create(std::vector<Place> places,
                                                  CollectiveGroupOptions options = {});
+  // The group of a job of one rank per process: this process's rank is
+  // processes->rank(), on `local`. CHECK-fails on a null ProcessGroup.
+  static std::shared_ptr<CollectiveGroup> CreateAcrossProcesses(
+      Place local, std::shared_ptr<ProcessGroup> processes, CollectiveGroupOptions options = {});
   // The live group registered as `id`; nullptr if none.
   static std::shared_ptr<CollectiveGroup> Find(int64_t id);
 
@@ -95,8 +111,14 @@ class CollectiveGroup {
   ~CollectiveGroup();
 
   int64_t id() const { return id_; }
-  int size() const { return static_cast<int>(places_.size()); }
+  int size() const {
+    return processes_ != nullptr ? processes_->size() : static_cast<int>(places_.size());
+  }
+  // The places of this process's ranks, in rank order (across processes:
+  // the one of rank processes()->rank()).
   const std::vector<Place>& places() const { return places_; }
+  // The processes the group spans; nullptr for a group of one process.
+  ProcessGroup* processes() const { return processes_.get(); }
   absl::Duration deadline() const { return options_.deadline; }
 
   // Rank `rank`'s part of a collective; returns once every rank's matching
@@ -110,7 +132,11 @@ class CollectiveGroup {
   void Reset();
 
  private:
-  CollectiveGroup(int64_t id, std::vector<Place> places, CollectiveGroupOptions options);
+  CollectiveGroup(int64_t id, std::vector<Place> places, std::shared_ptr<ProcessGroup> processes,
+                  CollectiveGroupOptions options);
+  static std::shared_ptr<CollectiveGroup> Register(std::vector<Place> places,
+                                                   std::shared_ptr<ProcessGroup> processes,
+                                                   CollectiveGroupOptions options);
 
   struct Meeting {
     std::vector<const Call*> calls;  // per rank; null until it arrived
@@ -125,12 +151,17 @@ class CollectiveGroup {
   absl::Status CheckMatch(const std::vector<const Call*>& calls) const;
   // Computes every rank's outputs (the calls match).
   absl::Status Combine(const std::vector<const Call*>& calls) const;
+  // Run for a group across processes: this process's rank's part.
+  absl::Status RunAcrossProcesses(int rank, const Call& call);
+  // The parts' exchange of RunAcrossProcesses, after the calls matched.
+  absl::Status ExchangeAcrossProcesses(const Call& call, const std::string& what);
   // Waits for the meeting to be done (or the group aborted); the error on timeout.
   absl::Status AwaitLocked(std::unique_lock<std::mutex>& lock, Meeting& m, const Call& call,
                            int rank);
 
   const int64_t id_;
   const std::vector<Place> places_;
+  const std::shared_ptr<ProcessGroup> processes_;
   const CollectiveGroupOptions options_;
   std::mutex mu_;
   std::condition_variable cv_;

@@ -21,19 +21,27 @@ absl::StatusOr<std::unique_ptr<DataParallel>> DataParallel::Create(
   if (options.places.empty()) {
     return absl::InvalidArgumentError("data parallel: no place to run a replica on");
   }
+  if (options.processes != nullptr && options.places.size() != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "data parallel across processes: each process runs one rank on one place, got ",
+        options.places.size(), " places"));
+  }
   std::unique_ptr<DataParallel> dp(new DataParallel(std::move(options), feeds, fetches));
-  dp->group_ = CollectiveGroup::Create(dp->options_.places, {dp->options_.deadline});
+  const DataParallelOptions& o = dp->options_;
+  dp->group_ = o.processes != nullptr
+                   ? CollectiveGroup::CreateAcrossProcesses(o.places[0], o.processes, {o.deadline})
+                   : CollectiveGroup::Create(o.places, {o.deadline});
   ReplicateOptions r;
   r.nranks = dp->size();
   r.ring_id = dp->group_->id();
-  r.bucket_bytes = dp->options_.bucket_bytes;
+  r.bucket_bytes = o.bucket_bytes;
+  r.tables_per_process = o.processes != nullptr;
   ASSIGN_OR_RETURN(dp->programs_, ReplicateForDataParallel(main, startup, r));
-  for (int rank = 0; rank < dp->size(); ++rank) {
-    dp->executors_.push_back(
-        std::make_unique<Executor>(dp->options_.places[rank], dp->options_.executor));
+  for (const Place& place : o.places) {
+    dp->executors_.push_back(std::make_unique<Executor>(place, o.executor));
     dp->scopes_.push_back(std::make_unique<Scope>());
   }
-  dp->plans_.resize(dp->size());
+  dp->plans_.resize(dp->local_ranks());
   return dp;
 }
 
@@ -44,37 +52,44 @@ DataParallel::DataParallel(DataParallelOptions options, std::vector<std::string>
 // Plans before executors: a plan is released while its executor lives.
 DataParallel::~DataParallel() { plans_.clear(); }
 
+int DataParallel::size() const { return group_->size(); }
+
+int DataParallel::first_rank() const {
+  return options_.processes != nullptr ? options_.processes->rank() : 0;
+}
+
 absl::Status DataParallel::OnEveryRank(const std::string& what,
                                        const std::function<absl::Status(int)>& fn) {
-  statuses_.assign(size(), absl::OkStatus());
+  statuses_.assign(local_ranks(), absl::OkStatus());
   std::mutex mu;
-  int failed = -1;  // the first rank to fail, by time
+  int failed = -1;  // the first of this process's ranks to fail, by time
+  auto name = [&](int i) {
+    return absl::StrCat("rank ", first_rank() + i, " (", options_.places[i].ToString(), ")");
+  };
   std::vector<std::thread> threads;
-  for (int r = 0; r < size(); ++r) {
-    threads.emplace_back([&, r] {
-      absl::Status s = fn(r);
+  for (int i = 0; i < local_ranks(); ++i) {
+    threads.emplace_back([&, i] {
+      absl::Status s = fn(i);
       if (s.ok()) return;
       std::lock_guard<std::mutex> lock(mu);
-      statuses_[r] = s;
+      statuses_[i] = s;
       if (failed >= 0) return;
-      failed = r;
-      group_->Abort(
-          absl::Status(s.code(), absl::StrCat("rank ", r, " (", options_.places[r].ToString(),
-                                              ") failed: ", s.message())));
+      failed = i;
+      group_->Abort(absl::Status(s.code(), absl::StrCat(name(i), " failed: ", s.message())));
     });
   }
   for (std::thread& t : threads) t.join();
   group_->Reset();  // every rank is out of its collectives
   if (failed < 0) return absl::OkStatus();
   const absl::Status& first = statuses_[failed];
-  for (int r = 0; r < size(); ++r) {
-    if (!statuses_[r].ok()) continue;
-    statuses_[r] = absl::AbortedError(absl::StrCat(what, ": rank ", r, " finished, but rank ",
-                                                   failed, " failed: ", first.message()));
+  for (int i = 0; i < local_ranks(); ++i) {
+    if (!statuses_[i].ok()) continue;
+    statuses_[i] =
+        absl::AbortedError(absl::StrCat(what, ": rank ", first_rank() + i, " finished, but ",
+                                        name(failed), " failed: ", first.message()));
   }
-  return absl::Status(
-      first.code(), absl::StrCat(what, ": rank ", failed, " (", options_.places[failed].ToString(),
-                                 ") failed: ", first.message()));
+  return absl::Status(first.code(),
+                      absl::StrCat(what, ": ", name(failed), " failed: ", first.message()));
 }
 
 absl::Status DataParallel::ShareWithRanks() {
@@ -85,24 +100,25 @@ absl::Status DataParallel::ShareWithRanks() {
       return absl::FailedPreconditionError(absl::StrCat("data parallel: shared variable '", name,
                                                         "' is not initialised in rank 0's scope"));
     }
-    for (int r = 1; r < size(); ++r) scopes_[r]->Var(name)->set(v->tensor());
+    for (int i = 1; i < local_ranks(); ++i) scopes_[i]->Var(name)->set(v->tensor());
   }
   return absl::OkStatus();
 }
 
 absl::Status DataParallel::Initialize() {
-  RETURN_IF_ERROR(OnEveryRank("data parallel startup", [&](int r) -> absl::Status {
-    return executors_[r]->Run(programs_.startup[r], scopes_[r].get()).status();
+  RETURN_IF_ERROR(OnEveryRank("data parallel startup", [&](int i) -> absl::Status {
+    return executors_[i]->Run(programs_.startup[first_rank() + i], scopes_[i].get()).status();
   }));
   RETURN_IF_ERROR(ShareWithRanks());
-  for (int r = 0; r < size(); ++r) {
+  for (int i = 0; i < local_ranks(); ++i) {
+    const int rank = first_rank() + i;
     absl::StatusOr<std::unique_ptr<Plan>> plan =
-        executors_[r]->Prepare(programs_.main[r], *scopes_[r], feeds_, fetches_);
+        executors_[i]->Prepare(programs_.main[rank], *scopes_[i], feeds_, fetches_);
     if (!plan.ok()) {
-      return absl::Status(plan.status().code(), absl::StrCat("data parallel: preparing rank ", r,
+      return absl::Status(plan.status().code(), absl::StrCat("data parallel: preparing rank ", rank,
                                                              ": ", plan.status().message()));
     }
-    plans_[r] = *std::move(plan);
+    plans_[i] = *std::move(plan);
   }
   return absl::OkStatus();
 }
@@ -135,14 +151,14 @@ absl::StatusOr<std::vector<std::vector<Tensor>>> DataParallel::Step(const FeedMa
     if (p == nullptr) return absl::FailedPreconditionError("data parallel: Step before Initialize");
   }
   std::vector<FeedMap> slices;
-  for (int r = 0; r < size(); ++r) {
-    ASSIGN_OR_RETURN(FeedMap s, Slice(feeds, r));
+  for (int i = 0; i < local_ranks(); ++i) {
+    ASSIGN_OR_RETURN(FeedMap s, Slice(feeds, first_rank() + i));
     slices.push_back(std::move(s));
   }
-  std::vector<std::vector<Tensor>> out(size());
+  std::vector<std::vector<Tensor>> out(local_ranks());
   RETURN_IF_ERROR(
-      OnEveryRank(absl::StrCat("data parallel step ", steps_), [&](int r) -> absl::Status {
-        ASSIGN_OR_RETURN(out[r], executors_[r]->Run(plans_[r].get(), scopes_[r].get(), slices[r]));
+      OnEveryRank(absl::StrCat("data parallel step ", steps_), [&](int i) -> absl::Status {
+        ASSIGN_OR_RETURN(out[i], executors_[i]->Run(plans_[i].get(), scopes_[i].get(), slices[i]));
         return absl::OkStatus();
       }));
   ++steps_;
@@ -150,7 +166,20 @@ absl::StatusOr<std::vector<std::vector<Tensor>>> DataParallel::Step(const FeedMa
 }
 
 absl::Status DataParallel::Save(const std::string& path) const {
-  return SaveCheckpoint(programs_.main[0], *scopes_[0], path);
+  if (options_.processes == nullptr) return SaveCheckpoint(programs_.main[0], *scopes_[0], path);
+  // Rank 0 writes; every process learns how that went.
+  constexpr int64_t kMessageBytes = 1024;
+  std::string message(kMessageBytes, '\0');
+  if (first_rank() == 0) {
+    const absl::Status saved = SaveCheckpoint(programs_.main[0], *scopes_[0], path);
+    if (!saved.ok()) message = std::string(saved.ToString()).substr(0, kMessageBytes - 1);
+    message.resize(kMessageBytes, '\0');
+  }
+  RETURN_IF_ERROR(options_.processes->Broadcast(message.data(), kMessageBytes, 0, options_.deadline,
+                                                "data parallel save"));
+  if (message[0] == '\0') return absl::OkStatus();
+  return absl::AbortedError(
+      absl::StrCat("data parallel save: rank 0 could not save '", path, "': ", message.c_str()));
 }
 
 absl::Status DataParallel::Load(const std::string& path) {
@@ -165,8 +194,8 @@ absl::Status DataParallel::Load(const std::string& path) {
   }
   RETURN_IF_ERROR(LoadCheckpoint(path, scopes_[0].get(), places));
   const std::set<std::string> shared(programs_.shared.begin(), programs_.shared.end());
-  for (int r = 1; r < size(); ++r) {
-    for (const std::string& name : PersistableVars(programs_.main[r])) {
+  for (int r = 1; r < local_ranks(); ++r) {
+    for (const std::string& name : PersistableVars(programs_.main[first_rank() + r])) {
       if (shared.count(name)) continue;
       const Variable* from = scopes_[0]->Find(name);
       Variable* to = scopes_[r]->Find(name);

@@ -39,6 +39,17 @@
 // other: rank 0 reads the file, the other ranks copy its replicated values
 // to their places and share its shared ones.
 //
+// Across processes (options.processes, e.g. an MpiProcessGroup under
+// mpirun): the job's ranks are its processes, this one holding rank
+// processes->rank() on its one place (options.places). Every process calls
+// Step with the same global batch and runs its rank's slice; the
+// collectives go through the ProcessGroup; host-pinned parameters exist in
+// every process, kept identical (ReplicateOptions::tables_per_process).
+// Save writes on rank 0 only and returns rank 0's result on every process;
+// Load reads the file on every process. A failed step there ends the job's
+// group: every process returns the error naming the failed rank, and later
+// steps fail (restart the job).
+//
 // Thread-safety: one thread drives a DataParallel (Initialize, Step, Save,
 // Load); it runs the ranks on threads of its own.
 #ifndef TANDEM_FRAMEWORK_PARALLEL_DATA_PARALLEL_H_
@@ -53,6 +64,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "framework/parallel/collective_group.h"
+#include "framework/parallel/process_group.h"
 #include "framework/parallel/replicate.h"
 #include "framework/place/place.h"
 #include "framework/program/program.h"
@@ -62,7 +74,10 @@
 namespace tandem {
 
 struct DataParallelOptions {
-  std::vector<Place> places;  // rank r runs on places[r]
+  // Rank first_rank() + i runs on places[i]: every rank of the job in one
+  // process, or this process's one rank when `processes` is set.
+  std::vector<Place> places;
+  std::shared_ptr<ProcessGroup> processes;  // null: every rank in this process
   int64_t bucket_bytes = int64_t{25} << 20;
   // How long a rank waits for the others in one collective.
   absl::Duration deadline = absl::Seconds(60);
@@ -77,22 +92,27 @@ class DataParallel {
       const std::vector<std::string>& fetches, DataParallelOptions options);
   ~DataParallel();
 
-  int size() const { return static_cast<int>(options_.places.size()); }
+  // The ranks of the job; those of this process; the first of them.
+  int size() const;
+  int local_ranks() const { return static_cast<int>(options_.places.size()); }
+  int first_rank() const;
   const ReplicatedPrograms& programs() const { return programs_; }
   CollectiveGroup* group() const { return group_.get(); }
-  Scope* scope(int rank) { return scopes_[rank].get(); }
-  // Rank r's prepared plan (after Initialize).
-  Plan* plan(int rank) { return plans_[rank].get(); }
+  // Of rank first_rank() + i.
+  Scope* scope(int i) { return scopes_[i].get(); }
+  // The prepared plan of rank first_rank() + i (after Initialize).
+  Plan* plan(int i) { return plans_[i].get(); }
 
   // Runs every rank's startup program (parameters broadcast from rank 0),
   // shares rank 0's shared persistables and prepares the training plans.
   absl::Status Initialize();
   // One training step on the global batch `feeds`: every fed tensor is
   // split along its first dim into size() equal slices (InvalidArgument
-  // naming the feed when it does not split evenly). Returns each rank's
-  // fetches; on failure see the header comment.
+  // naming the feed when it does not split evenly). Returns the fetches of
+  // this process's ranks (rank first_rank() + i at i); on failure see the
+  // header comment.
   absl::StatusOr<std::vector<std::vector<Tensor>>> Step(const FeedMap& feeds);
-  // Every rank's status of the last step (or Initialize).
+  // The status of this process's ranks in the last step (or Initialize).
   const std::vector<absl::Status>& step_statuses() const { return statuses_; }
 
   // The one-device checkpoint of rank 0's persistables (checkpoint.h).
@@ -104,8 +124,9 @@ class DataParallel {
  private:
   DataParallel(DataParallelOptions options, std::vector<std::string> feeds,
                std::vector<std::string> fetches);
-  // Runs fn(rank) for every rank on a thread each; the first failure aborts
-  // the group. Returns the first failure (by time), annotated with its rank.
+  // Runs fn(i) for this process's rank first_rank() + i, on a thread each;
+  // the first failure aborts the group. Returns the first failure (by
+  // time), annotated with its rank.
   absl::Status OnEveryRank(const std::string& what, const std::function<absl::Status(int)>& fn);
   // Rank `rank`'s slice of every feed.
   absl::StatusOr<FeedMap> Slice(const FeedMap& feeds, int rank) const;

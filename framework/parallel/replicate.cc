@@ -188,7 +188,7 @@ Program RankMain(const Program& main, const std::vector<Update>& updates,
   }
   Program out = main;
   for (const Update& u : updates) {
-    if (u.shared && rank != 0) dropped.insert(u.op);
+    if (u.shared && rank != 0 && !o.tables_per_process) dropped.insert(u.op);
     if (!u.sparse) continue;
     const std::string gathered = u.grad + kGatheredSuffix;
     VarDesc v = *main.block().FindVar(u.grad);
@@ -207,7 +207,7 @@ Program RankStartup(const Program& startup, const std::vector<Update>& updates,
                     const std::set<std::string>& shared, const ReplicateOptions& o, int rank) {
   std::set<int> dropped;
   const std::vector<OpDesc>& ops = startup.block().ops();
-  for (int i = 0; rank != 0 && i < static_cast<int>(ops.size()); ++i) {
+  for (int i = 0; rank != 0 && !o.tables_per_process && i < static_cast<int>(ops.size()); ++i) {
     bool only_shared = !ops[i].outputs.empty();
     for (const auto& [arg, vars] : ops[i].outputs) {
       for (const std::string& v : vars) only_shared &= shared.count(v) > 0;
@@ -217,9 +217,10 @@ Program RankStartup(const Program& startup, const std::vector<Update>& updates,
   std::multimap<int, OpDesc> inserted;
   const int last = static_cast<int>(ops.size()) - 1;
   for (const Update& u : updates) {
-    if (u.shared) continue;
+    if (u.shared && !o.tables_per_process) continue;
     OpDesc op = Collective("c_broadcast", {u.param}, {u.param}, o, rank);
     op.attrs["root"] = int64_t{0};
+    if (u.shared) op.op_device = "cpu";
     op.origin = {OpOrigin::Kind::kStateOf, -1, u.param};
     op.role = OpRole::kForward;
     inserted.emplace(last, std::move(op));
@@ -251,7 +252,7 @@ absl::StatusOr<ReplicatedPrograms> ReplicateForDataParallel(const Program& main,
   ReplicatedPrograms r;
   std::set<std::string> shared;
   for (const Update& u : updates) {
-    if (u.shared) shared.insert(u.state.begin(), u.state.end());
+    if (u.shared && !options.tables_per_process) shared.insert(u.state.begin(), u.state.end());
   }
   r.shared.assign(shared.begin(), shared.end());
   const std::vector<Bucket> buckets = MakeBuckets(updates, options.bucket_bytes);

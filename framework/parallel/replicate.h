@@ -26,6 +26,12 @@
 //     the same rows). The other ranks' startup programs do not initialise it.
 //   * Startup: after the initialisers, every replicated (not shared)
 //     parameter is broadcast from rank 0 (c_broadcast, in place).
+//   * tables_per_process (one rank per process, mpirun): the host-pinned
+//     parameters cannot be shared across processes, so every rank keeps
+//     its own copy and its update op; the all-gathered sparse gradient is
+//     the same on every rank, so every copy makes the same update. Their
+//     startup initialises them on every rank, then broadcasts rank 0's
+//     values on the host, so the copies start equal. `shared` is empty.
 // Each rank's loss is the mean over its slice of the global batch, so the
 // averaged gradients are those of the global batch's mean. Collectives are
 // matched across ranks by their first output's name, the same on every rank.
@@ -47,6 +53,7 @@ struct ReplicateOptions {
   int nranks = 1;
   int64_t ring_id = -1;                      // the CollectiveGroup of the ranks
   int64_t bucket_bytes = int64_t{25} << 20;  // gradient bytes per all-reduce
+  bool tables_per_process = false;           // see the header comment
 };
 
 struct ReplicatedPrograms {
