@@ -279,6 +279,8 @@ absl::Status CollectiveGroup::RunAcrossProcesses(int rank, const Call& call) {
   const std::string what = Describe(call, rank);
   if (!aborted_.ok())
     return absl::AbortedError(absl::StrCat(what, " gave up: ", aborted_.message()));
+  const absl::Status failed = processes_->failure();  // for good: see the header comment
+  if (!failed.ok()) return absl::AbortedError(absl::StrCat(what, " gave up: ", failed.message()));
   std::string mine = absl::StrCat(call.key, ": ", Signature(call));
   mine.resize(kSignatureBytes, '\0');
   std::string all(kSignatureBytes * size(), '\0');
