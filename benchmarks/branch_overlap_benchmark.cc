@@ -1,5 +1,5 @@
 // overlap/cpu_<device>_branches[_in_order]: does the executor run a CPU
-// branch and a device branch of one step at the same time? (Issue 10: host
+// branch and a device branch of one step at the same time? (The goal: host
 // steps on host workers while device steps run on their streams.)
 //
 // One program, two independent branches of about equal cost: under

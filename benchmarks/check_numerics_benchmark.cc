@@ -1,6 +1,6 @@
-// The cost of ExecutorOptions::check_numerics (issue 12): one MLP training
-// step with the NaN/Inf check off and on, on cpu and on gpu:0 when there is
-// one (other places are skipped).
+// The cost of ExecutorOptions::check_numerics: one MLP training step with
+// the NaN/Inf check off and on, on cpu and on gpu:0 when there is one (other
+// places are skipped).
 //
 //   tandem_benchmark --benchmark_filter=check_numerics
 //   TANDEM_BENCH_PLACES=cpu tandem_benchmark --benchmark_filter=check_numerics_cpu

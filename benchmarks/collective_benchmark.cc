@@ -6,7 +6,7 @@
 // a run of its own one-op plan, so both pay the same executor cost per run.
 // The row's time is the all-reduce run's; counters: copy_us (the copy run),
 // added_us (all-reduce minus copy: what the collective adds per bucket;
-// issue 16's target is <= 10 us on the H200) and bytes.
+// the target is <= 10 us on the H200) and bytes.
 #include <chrono>
 #include <string>
 #include <vector>

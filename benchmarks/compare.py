@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Pairs tandem_benchmark's JSON with the peers' METRIC lines and prints a
 markdown table: metric, Tandem, each peer, ratio (Tandem / peer) and the
-goal from issue 6.
+row's performance goal.
 
   compare.py --ours ours.json --peer torch=torch.txt --peer jax=jax.txt
 """

@@ -1,5 +1,5 @@
-// The CPU sparse-embedding rows of tandem_benchmark (issue 6: "CPU sparse
-// embedding lookup + SGD, 150-d, 16 cores >= 40 M rows/s"), both on a
+// The CPU sparse-embedding rows of tandem_benchmark (the goal: CPU sparse
+// embedding lookup + SGD, 150-d, 16 cores >= 40 M rows/s), both on a
 // [TANDEM_BENCH_ROWS (default 1000000), 150] float32 table on the CPU with
 // 65536 random ids per iteration, reported as rows_per_s (ids per second):
 //

@@ -1,6 +1,6 @@
-// The MLP training-step and SGEMM rows of tandem_benchmark (issue 6: "the
-// 4 x Linear(1024) MLP training step at batch 4096: >= 95% of cuBLAS SGEMM
-// throughput, and at least PyTorch's").
+// The MLP training-step and SGEMM rows of tandem_benchmark (the goal: the
+// 4 x Linear(1024) MLP training step at batch 4096 at >= 95% of cuBLAS SGEMM
+// throughput, and at least PyTorch's).
 //
 //   TANDEM_BENCH_PLACES=gpu:0 tandem_benchmark --benchmark_filter='mlp|sgemm'
 //   TANDEM_BENCH_MLP_BATCH=64 TANDEM_BENCH_PLACES=cpu tandem_benchmark --benchmark_filter=mlp_cpu

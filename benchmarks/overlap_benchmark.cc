@@ -1,7 +1,7 @@
 // copy/<place>_H2D_pinned_overlap_sgemm: does a large pinned host->device
 // copy on the device's copy stream overlap with compute on its compute
-// stream? (Issue 6: "pinned copies >= 50 GB/s, overlapped with compute on
-// another stream".)
+// stream? (The goal: pinned copies >= 50 GB/s, overlapped with compute on
+// another stream.)
 //
 // Per iteration: a 256 MiB copy is queued on copy_stream(), then K runs of
 // a prepared [4096, 1024] x [1024, 1024] float32 `mul` plan execute on the
@@ -93,8 +93,7 @@ void BM_CopyOverlapsCompute(benchmark::State& state, Place place) {
     if (!s.ok()) return Fail(state, s);
   }
   const double both_s = Seconds(start) / static_cast<double>(state.iterations());
-  state.counters["overlap_pct"] =
-      100 * (copy_s + compute_s - both_s) / std::min(copy_s, compute_s);
+  state.counters["overlap_pct"] = 100 * (copy_s + compute_s - both_s) / std::min(copy_s, compute_s);
   state.counters["copy_us"] = copy_s * 1e6;
   state.counters["compute_us"] = compute_s * 1e6;
   state.counters["compute_runs"] = runs;

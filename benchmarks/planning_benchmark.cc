@@ -2,7 +2,7 @@
 // deep MLP: fc + relu per layer, backward, SGD) placed by the rules, by the
 // auto pass with the analytical cost model and with a warm (measured) cache,
 // with a budget that holds every parameter and with one that forces half of
-// them onto the CPU; and the memory estimate alone. Issue 11 asks for
+// them onto the CPU; and the memory estimate alone. The goal is
 // planning within 1 s at 10,000 ops.
 //
 //   bazel run -c opt //benchmarks:planning_benchmark

@@ -1,4 +1,4 @@
-// Tandem's benchmarks, one per row of the performance table (issue 6), on
+// Tandem's benchmarks, one per row of the performance table (RESULTS.md), on
 // every available place. Names are the metric names the peer scripts print
 // (benchmarks/peers/*.py), so benchmarks/compare.py can put them side by
 // side. This file has the two canonical workloads (docs/design.md: workload 1,
@@ -105,7 +105,7 @@ void BM_Copy(benchmark::State& state, Place place, CopyKind kind, bool pinned, b
 
 // workload2/slice_<where>: shape -> slice -> crop_tensor per iteration;
 // workload2/auto_<place>: no device_guard, the automatic placement decides
-// (issue 11: no copy, and no slower than device_guard("cpu")).
+// (the goal: no copy, and no slower than device_guard("cpu")).
 void BM_Workload2(benchmark::State& state, Place place, bool slice_on_cpu, bool auto_place) {
   ExecutorOptions options;
   options.auto_placement = auto_place;
@@ -167,7 +167,7 @@ void BM_Workload1(benchmark::State& state, Place place, int64_t batch, bool tabl
   ReportCopies(state, stats);
 }
 
-// The seed-workload, dispatch and copy rows.
+// The canonical-workload, dispatch and copy rows.
 void RegisterCoreBenchmarks() {
   for (const Place& place : bench::BenchPlaces()) {
     const std::string p = place.is_host() ? "cpu" : place.type().name();

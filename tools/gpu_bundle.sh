@@ -7,7 +7,7 @@
 #   # then, on the GPU machine (device tool: carry [".bundle"]):
 #   tools/gpu_run.sh                    # runs every test, writes $OUT/tests.log
 #   tools/gpu_run.sh -- examples_linear_regression --steps=300   # also a binary
-#   tools/measure_concurrency.sh        # issue 10: concurrent vs --in_order runs
+#   tools/measure_concurrency.sh        # concurrent vs --in_order runs
 #
 # Libraries the GPU machine has (glibc, libstdc++, the CUDA runtime, cuBLAS
 # and NCCL: the toolkit's or PyTorch's wheel's, see gpu_env.sh; libnccl is

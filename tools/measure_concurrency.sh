@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Issue 10's measurements in one call: every run both with the concurrent
-# executor (the default) and with --in_order, then a compact summary.
+# The concurrent executor's measurements in one call: every run both with
+# the concurrent executor (the default) and with --in_order, then a compact
+# summary.
 #
 #   (a) ctr, 3000 steps of 512: examples/s all on the device (--no_guard)
 #       and mixed (tables under device_guard("cpu"), the default);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 11's measurements in one call: automatic placement under memory
+# The automatic placement's measurements in one call: placement under memory
 # budgets on the GPU (or sim:0 here), each run with --print_placement, then a
 # summary table (budget, ops the auto pass put on the cpu, estimated vs
 # measured peak of the device and of the host, estimated vs measured step

@@ -69,7 +69,7 @@ def dispatch(iters):
 
 def dispatch_static(iters):
     """The chain as a static program, run by an Executor with its program
-    cache (the reference system's way; Tandem's Plan is the same idea)."""
+    cache (PaddlePaddle's way; Tandem's Plan is the same idea)."""
     paddle.enable_static()
     try:
         main, startup = paddle.static.Program(), paddle.static.Program()

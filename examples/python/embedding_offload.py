@@ -1,7 +1,8 @@
 """Workload 1 from Python: a large embedding table kept on the CPU under
 device_guard("cpu") while l2_normalize, the loss and SGD run on the default
-place (the GPU when there is one). The seed tutorial's program, nearly line
-for line; --no_guard puts the table on the default place too.
+place (the GPU when there is one). The program reads nearly line for line
+as it does in PaddlePaddle; --no_guard puts the table on the default place
+too.
 
     bazel run //examples/python:embedding_offload -- --rows=10000000 --steps=200
     bazel run //examples/python:embedding_offload -- --place=sim:0 --rows=100000   # CI size
