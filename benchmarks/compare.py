@@ -27,6 +27,9 @@ GOALS = {
     "copy/gpu_H2D_pinned_overlap_sgemm": ("GB/s", ">= 50 GB/s, overlapped with compute"),
     "collective/gpu_allreduce_1MiB": ("us", "adds <= 10 us to a copy (added_us)"),
     "collective/gpu_allreduce_25MiB": ("us", "adds <= 10 us to a copy (added_us)"),
+    "collective/gpu2_allreduce_64MiB": ("us", "bus bandwidth >= 90% of PyTorch+NCCL's"),
+    "collective/gpu2_allreduce_256MiB": ("us", "bus bandwidth >= 90% of PyTorch+NCCL's"),
+    "data_parallel/mlp_gpux2/4x1024_b4096_per_replica": ("us", "2-GPU scaling >= 1.9x"),
 }
 
 

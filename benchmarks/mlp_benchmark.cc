@@ -10,6 +10,13 @@
 // default 4096):
 //   mlp[_<place>]/4x1024_b<B>_step     us per training step, counter tflops
 //   sgemm[_<place>]/<B>x1024x1024      us per `mul` op, counter tflops
+//   data_parallel/mlp_<type>x<N>/4x1024_b<B>_per_replica
+//                                      us per DataParallel step of N replicas
+//                                      on <type>:0..N-1 (N = 1, and 2 where
+//                                      the type has 2 devices), each on its
+//                                      own B rows; counter examples_per_s.
+//                                      2-GPU scaling = its examples_per_s at
+//                                      N = 2 over N = 1 (the goal: >= 1.9x)
 // Both use real time (Google Benchmark appends "/real_time" to the names;
 // compare.py drops it) and compare.py turns each tflops counter into a
 // "<name minus _step>_tflops" row. The model is torch_bench.py's mlp(): 4
@@ -20,7 +27,9 @@
 // constant on both sides). As in the peer, x and y are random tensors
 // already on the device (uploaded once before timing): a step copies
 // nothing.
+#include <algorithm>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -32,6 +41,7 @@
 #include "framework/base/status_macros.h"
 #include "framework/device/device_registry.h"
 #include "framework/memory/cpu_allocator.h"
+#include "framework/parallel/data_parallel.h"
 
 namespace tandem {
 namespace {
@@ -120,6 +130,43 @@ void BM_Sgemm(benchmark::State& state, Place place, int64_t batch) {
   RunSteps(state, &p, {"sgemm_x", "sgemm_w"}, 2.0 * batch * kWidth * kWidth);
 }
 
+// data_parallel/mlp_<type>x<N>/...: the MLP step of BM_MlpStep replicated
+// over `places` (DataParallel, gradients averaged in 25 MiB buckets), x and
+// y persistable on every replica as in the one-device row: no feeds.
+void BM_DataParallelMlpStep(benchmark::State& state, std::vector<Place> places, int64_t batch) {
+  ProgramBuilder b;
+  Var h = b.CreatePersistableConstant("mlp_x", DataType::kFloat32, Shape({batch, kWidth}), 0);
+  Var y = b.CreatePersistableConstant("mlp_y", DataType::kFloat32, Shape({batch, kWidth}), 0);
+  for (int layer = 0; layer < kLayers; ++layer) {
+    h = b.Fc(h, kWidth, /*in_num_col_dims=*/1, /*with_bias=*/true, absl::StrCat("mlp_fc", layer));
+    if (layer + 1 < kLayers) h = b.Relu(h);
+  }
+  Var loss = b.Mean(b.SquareErrorCost(h, y));
+  SGD sgd(/*learning_rate=*/0.01);
+  if (absl::Status s = sgd.Minimize(&b, loss); !s.ok()) return Fail(state, s);
+  DataParallelOptions o;
+  o.places = places;
+  o.executor = bench::WithFlags({});
+  absl::StatusOr<std::unique_ptr<DataParallel>> dp =
+      DataParallel::Create(b.main_program(), b.startup_program(), {}, {}, o);
+  if (!dp.ok()) return Fail(state, dp.status());
+  if (absl::Status s = (*dp)->Initialize(); !s.ok()) return Fail(state, s);
+  for (int r = 0; r < (*dp)->local_ranks(); ++r) {
+    for (uint64_t seed : {1, 2}) {
+      const std::string name = seed == 1 ? "mlp_x" : "mlp_y";
+      if (absl::Status s = FillRandom(name, seed + 2 * r, (*dp)->scope(r)); !s.ok()) {
+        return Fail(state, s);
+      }
+    }
+  }
+  for (auto _ : state) {
+    absl::StatusOr<std::vector<std::vector<Tensor>>> out = (*dp)->Step({});
+    if (!out.ok()) return Fail(state, out.status());
+  }
+  state.counters["examples_per_s"] = benchmark::Counter(
+      static_cast<double>(batch * places.size()), benchmark::Counter::kIsIterationInvariantRate);
+}
+
 void RegisterMlpBenchmarks() {
   const int64_t batch = MlpBatch();
   for (const Place& place : bench::BenchPlaces()) {
@@ -133,6 +180,17 @@ void RegisterMlpBenchmarks() {
                                  BM_Sgemm, place, batch)
         ->Unit(benchmark::kMicrosecond)
         ->UseRealTime();
+    if (place.is_host()) continue;
+    const int devices = DeviceRegistry::Global().DeviceCount(place.type());
+    for (int n = 1; n <= std::min(devices, 2); ++n) {
+      std::vector<Place> places;
+      for (int i = 0; i < n; ++i) places.push_back(Place(place.type(), i));
+      benchmark::RegisterBenchmark(
+          absl::StrCat("data_parallel/mlp_", p, "x", n, "/4x1024_b", batch, "_per_replica").c_str(),
+          BM_DataParallelMlpStep, places, batch)
+          ->Unit(benchmark::kMicrosecond)
+          ->UseRealTime();
+    }
   }
 }
 TANDEM_BENCHMARK_REGISTRAR(RegisterMlpBenchmarks);

@@ -241,6 +241,59 @@ def collectives(iters):
     dist.destroy_process_group()
 
 
+def _two_gpu_rank(rank, iters, port):
+    """Rank `rank` of a two-process NCCL job (torch.multiprocessing): the
+    all-reduce bus bandwidth rows and the DDP MLP rows of 2 GPUs; rank 0
+    prints them."""
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    torch.cuda.set_device(rank)
+    dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", world_size=2, rank=rank)
+    for mib in (64, 256):
+        x = torch.ones(mib * (1 << 20) // 4, device="cuda")
+
+        def reduce():
+            dist.all_reduce(x)
+            torch.cuda.synchronize()
+
+        t = timeit(reduce, max(iters // 10, 5))
+        if rank == 0:
+            # Bus bandwidth as NCCL's tests define it: algbw * 2 (n - 1) / n.
+            metric(f"collective/gpu2_allreduce_{mib}MiB", t, "us")
+            print(f"# collective/gpu2_allreduce_{mib}MiB: busbw {x.numel() * 4 / t / 1e3:.4g} GB/s",
+                  flush=True)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    layers = []
+    for _ in range(4):
+        layers += [torch.nn.Linear(1024, 1024), torch.nn.ReLU()]
+    model = DDP(torch.nn.Sequential(*layers[:-1]).cuda(), device_ids=[rank])
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x = torch.randn(4096, 1024, device="cuda")
+    y = torch.randn(4096, 1024, device="cuda")
+
+    def step():
+        loss = ((model(x) - y) ** 2).mean()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+
+    t = timeit(step, max(iters // 4, 5), warmup=5)
+    if rank == 0:
+        metric("data_parallel/mlp_gpux2/4x1024_b4096_per_replica", t, "us")
+        print(f"# data_parallel/mlp_gpux2: {2 * 4096 / t * 1e6:.4g} examples/s", flush=True)
+    dist.destroy_process_group()
+
+
+def two_gpus(iters):
+    """The 2-GPU rows (torch.distributed + NCCL, one process per GPU) and
+    the 1-GPU DDP baseline they scale from; skipped with fewer GPUs."""
+    if torch.cuda.device_count() < 2:
+        print("# two-GPU rows skipped: fewer than 2 GPUs", flush=True)
+        return
+    import torch.multiprocessing as mp
+    mp.spawn(_two_gpu_rank, args=(iters, 29533), nprocs=2, join=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--rows", type=int, default=10_000_000)
@@ -257,6 +310,7 @@ def main():
     sgemm(it)
     embedding_cpu(min(args.rows, 1_000_000), max(it // 20, 3))
     collectives(it)
+    two_gpus(it)
 
 
 if __name__ == "__main__":
