@@ -38,10 +38,10 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "data/data_loader.h"
-#include "distributed/mpi/mpi_process_group.h"
 #include "examples/common/example_util.h"
 #include "examples/common/metrics_log.h"
 #include "examples/common/progress.h"
+#include "examples/common/replicas.h"
 #include "examples/common/trainer_checkpoint.h"
 #include "framework/base/status_macros.h"
 #include "framework/device/device_registry.h"
@@ -97,18 +97,6 @@ namespace tandem {
 namespace {
 
 constexpr int64_t kTestBatch = 1000;  // test examples per evaluation step
-
-// This process's rank in the mpirun job (with --mpi; made by main).
-std::shared_ptr<MpiProcessGroup>& Mpi() {
-  static auto* mpi = new std::shared_ptr<MpiProcessGroup>();
-  return *mpi;
-}
-
-// Replicas in all: the mpirun job's processes, or --data_parallel's devices.
-int Replicas() { return Mpi() != nullptr ? Mpi()->size() : FLAGS_data_parallel; }
-
-// Whether this process prints, evaluates and saves (rank 0 of an mpirun job).
-bool IsMainProcess() { return Mpi() == nullptr || Mpi()->rank() == 0; }
 
 absl::StatusOr<FashionMnistConfig> ConfigFromFlags() {
   FashionMnistConfig config;
@@ -198,19 +186,6 @@ absl::StatusOr<double> TestAccuracy(Executor* exe, Plan* plan, Scope* scope, Dat
   return total > 0 ? static_cast<double>(correct) / total : 0.0;
 }
 
-// Places 0..n-1 of `first`'s type (the host n times for cpu).
-absl::StatusOr<std::vector<Place>> ReplicaPlaces(const Place& first, int n) {
-  std::vector<Place> places;
-  const int have = first.is_host() ? n : DeviceRegistry::Global().DeviceCount(first.type());
-  if (n > have) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--data_parallel=", n, " needs ", n, " ", first.type().name(), " devices, there are ", have,
-        first.type().name() == std::string("sim") ? " (raise --sim_devices)" : ""));
-  }
-  for (int i = 0; i < n; ++i) places.push_back(first.is_host() ? first : Place(first.type(), i));
-  return places;
-}
-
 // Training with --data_parallel: the loop of Train over DataParallel::Step;
 // evaluation and checkpoints use rank 0's scope, which holds every
 // parameter of the one-device program.
@@ -222,12 +197,8 @@ absl::Status TrainDataParallel(const Place& place, ProgramBuilder& builder,
         "--data_parallel does not take --resume, --profile_steps or --auto_place");
   }
   DataParallelOptions o;
-  if (Mpi() != nullptr) {
-    o.processes = Mpi();
-    o.places = {place.type() == DeviceType::GPU() ? GPUPlace(Mpi()->local_rank()) : place};
-  } else {
-    ASSIGN_OR_RETURN(o.places, ReplicaPlaces(place, FLAGS_data_parallel));
-  }
+  o.processes = ExampleMpi();
+  ASSIGN_OR_RETURN(o.places, ReplicaPlaces(place, FLAGS_data_parallel));
   o.bucket_bytes = FLAGS_bucket_mb << 20;
   o.executor = ExampleExecutorOptions();
   ASSIGN_OR_RETURN(std::unique_ptr<DataParallel> dp,
@@ -237,7 +208,7 @@ absl::Status TrainDataParallel(const Place& place, ProgramBuilder& builder,
   std::vector<std::string> names;
   for (const Place& p : o.places) names.push_back(p.ToString());
   const std::string rank =
-      Mpi() != nullptr ? absl::StrCat(" (rank ", dp->first_rank(), " of the mpi job)") : "";
+      ExampleMpi() != nullptr ? absl::StrCat(" (rank ", dp->first_rank(), " of the mpi job)") : "";
   std::printf(
       "data parallel: %d replicas on %s%s, %zu all-reduces of <= %lld MiB per step, %zu "
       "shared variables\n",
@@ -304,14 +275,15 @@ absl::Status TrainDataParallel(const Place& place, ProgramBuilder& builder,
 absl::Status Train() {
   ASSIGN_OR_RETURN(Place place, ChooseDefaultPlace(FLAGS_place));
   RETURN_IF_ERROR(CheckPlacementFlags());
-  if (FLAGS_data_parallel < 1 || FLAGS_bucket_mb < 1 || FLAGS_batch_size % Replicas() != 0) {
+  if (FLAGS_data_parallel < 1 || FLAGS_bucket_mb < 1 ||
+      FLAGS_batch_size % Replicas(FLAGS_data_parallel) != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--data_parallel and --bucket_mb must be >= 1 and --batch_size a multiple of the "
         "replicas (--data_parallel, or the processes with --mpi), got ",
-        FLAGS_data_parallel, ", ", FLAGS_bucket_mb, ", ", FLAGS_batch_size, " for ", Replicas(),
-        " replicas"));
+        FLAGS_data_parallel, ", ", FLAGS_bucket_mb, ", ", FLAGS_batch_size, " for ",
+        Replicas(FLAGS_data_parallel), " replicas"));
   }
-  if (Mpi() != nullptr && FLAGS_data_parallel != 1) {
+  if (ExampleMpi() != nullptr && FLAGS_data_parallel != 1) {
     return absl::InvalidArgumentError(
         "--mpi makes each process one replica: leave --data_parallel out (mpirun -np N sets N)");
   }
@@ -340,7 +312,7 @@ absl::Status Train() {
   DataLoaderOptions train_options;
   train_options.batch_size = FLAGS_batch_size;
   train_options.seed = static_cast<uint64_t>(FLAGS_seed);
-  train_options.drop_last = Replicas() > 1;
+  train_options.drop_last = Replicas(FLAGS_data_parallel) > 1;
   ASSIGN_OR_RETURN(std::unique_ptr<DataLoader> train,
                    DataLoader::Create(std::move(train_columns), train_options));
   DataLoaderOptions test_options;
@@ -359,7 +331,7 @@ absl::Status Train() {
         static_cast<long long>(test->num_examples()),
         ExecutorMode(ExampleExecutorOptions()).c_str());
 
-  if (Replicas() > 1 || Mpi() != nullptr) {
+  if (Replicas(FLAGS_data_parallel) > 1 || ExampleMpi() != nullptr) {
     // Every batch splits evenly over the replicas: the last one of an epoch is dropped.
     return TrainDataParallel(place, builder, model, *optimizer, train.get(), test.get());
   }
@@ -514,18 +486,9 @@ int main(int argc, char** argv) {
       "  executor's and backends' too: --cuda_graph, --in_order, --cpu_threads, memory limits)");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   google::InitGoogleLogging(argv[0]);
-  if (FLAGS_mpi) {
-    absl::StatusOr<std::shared_ptr<tandem::MpiProcessGroup>> mpi =
-        tandem::MpiProcessGroup::Init(&argc, &argv);
-    if (!mpi.ok()) {
-      std::fprintf(stderr, "error: --mpi: %s\n", mpi.status().ToString().c_str());
-      return 1;
-    }
-    tandem::Mpi() = *std::move(mpi);
-  }
-  absl::Status s = tandem::Train();
-  if (!s.ok() && tandem::Mpi() != nullptr) tandem::Mpi()->Abort(s);  // the others stop too
-  tandem::Mpi().reset();                                             // finalises MPI
+  absl::Status s = FLAGS_mpi ? tandem::InitExampleMpi(&argc, &argv) : absl::OkStatus();
+  if (s.ok()) s = tandem::Train();
+  tandem::FinishExampleMpi(s);  // a failure stops the job's other processes too
   if (!s.ok()) {
     std::fprintf(stderr, "error: %s\n", s.ToString().c_str());
     return 1;
