@@ -11,6 +11,16 @@
 //   bazel run //examples/ctr -- --no_guard        # the tables on the default place too
 //   bazel run //examples/ctr -- --checkpoint_dir=/tmp/ctr --steps=4000   # then --resume
 //   bazel run //examples/ctr -- --profile_steps=100 --trace_out=/tmp/ctr.json
+//   bazel run //examples/ctr -- --data_parallel=2   # the MLP on gpu:0 and gpu:1, tables shared
+//   mpirun -np 2 bazel-bin/examples/ctr/ctr --mpi   # a process per GPU, tables per process
+//
+// With --data_parallel=N (framework/parallel/data_parallel.h) the MLP is
+// replicated over N devices of --place's type, each replica taking 1/N of
+// every batch, its gradients averaged by all-reduces; the tables exist
+// once on the host, their sparse gradients gathered from every replica and
+// applied in one update. With --mpi each process of an mpirun job is one
+// replica and keeps its own copy of the tables, which stay identical (every
+// process applies the same gathered update); rank 0 prints and evaluates.
 //
 // Checkpoints (examples/common/trainer_checkpoint.h) hold the tables, the
 // MLP, Adam's state and the step; one is written every --checkpoint_every
@@ -25,11 +35,13 @@
 #include "examples/common/example_util.h"
 #include "examples/common/metrics_log.h"
 #include "examples/common/progress.h"
+#include "examples/common/replicas.h"
 #include "examples/common/step_pipeline.h"
 #include "examples/common/trainer_checkpoint.h"
 #include "examples/ctr/ctr_data.h"
 #include "examples/ctr/metrics.h"
 #include "framework/base/status_macros.h"
+#include "framework/parallel/data_parallel.h"
 #include "framework/runtime/auto_placement.h"
 #include "framework/runtime/executor.h"
 #include "gflags/gflags.h"
@@ -47,7 +59,9 @@ DEFINE_double(lr, 0.002, "Adam learning rate");
 DEFINE_string(place, "",
               "default place: gpu:N, sim:N or cpu (default: gpu:0 if present, else cpu)");
 DEFINE_bool(no_guard, false, "no device_guard: the tables also live on the default place");
-DEFINE_bool(dense_gradients, false, "dense table gradients (is_sparse=false): slow for big tables");
+DEFINE_bool(is_sparse, true,
+            "sparse (SelectedRows) table gradients: update only looked-up rows; "
+            "--is_sparse=false: dense gradients, slow for big tables");
 DEFINE_int64(eval_examples, 20000, "held-out examples for logloss and AUC");
 DEFINE_int64(eval_every, 1000, "evaluate on the held-out set every N steps");
 DEFINE_int32(log_every, 500, "print the training loss every N steps");
@@ -62,6 +76,13 @@ DEFINE_int32(profile_steps, 0,
              "profile this many training steps (after one warm-up step) and print the "
              "profiler's report, then train on");
 DEFINE_string(trace_out, "", "with --profile_steps: also write a Chrome trace to this file");
+DEFINE_int32(data_parallel, 1,
+             "replicas of the MLP: N devices of --place's type (gpu:0..N-1, sim:0..N-1), each "
+             "on 1/N of every batch, the tables shared on the host; 1: no replicas");
+DEFINE_int64(bucket_mb, 25, "with --data_parallel or --mpi: MiB of gradients per all-reduce");
+DEFINE_bool(mpi, false,
+            "one replica per process of an mpirun job (mpirun -np N ctr --mpi), the tables kept "
+            "in every process; replaces --data_parallel");
 DEFINE_string(metrics_out, "",
               "write one JSON line per progress line and per held-out evaluation to this file "
               "(loss, examples/s, copies per step, logloss, AUC); tools/plot_metrics.py draws it");
@@ -121,6 +142,87 @@ absl::StatusOr<HeldOutMetrics> Evaluate(const CtrModel& model, const CtrExamples
   return m;
 }
 
+// Training with --data_parallel or --mpi: DataParallel::Step on every
+// global batch; rank 0's scope, which holds every parameter of the
+// one-device program, is the one evaluated (by the main process).
+absl::Status TrainDataParallel(const Place& place, ProgramBuilder& builder, const CtrModel& model,
+                               const CtrDataset& data) {
+  if (FLAGS_resume || !FLAGS_checkpoint_dir.empty() || FLAGS_profile_steps > 0 ||
+      !FLAGS_metrics_out.empty() || AutoPlaceRequested()) {
+    return absl::InvalidArgumentError(
+        "--data_parallel and --mpi do not take --checkpoint_dir, --resume, --profile_steps, "
+        "--metrics_out or --auto_place");
+  }
+  DataParallelOptions o;
+  o.processes = ExampleMpi();
+  ASSIGN_OR_RETURN(o.places, ReplicaPlaces(place, FLAGS_data_parallel));
+  o.bucket_bytes = FLAGS_bucket_mb << 20;
+  o.executor = ExampleExecutorOptions();
+  std::vector<std::string> feeds;
+  for (const Var& ids : model.ids) feeds.push_back(ids.name);
+  feeds.push_back(model.label.name);
+  Stopwatch init;
+  ASSIGN_OR_RETURN(std::unique_ptr<DataParallel> dp,
+                   DataParallel::Create(builder.main_program(), builder.startup_program(), feeds,
+                                        {model.loss.name}, o));
+  RETURN_IF_ERROR(dp->Initialize());
+  std::vector<std::string> names;
+  for (const Place& p : o.places) names.push_back(p.ToString());
+  std::printf(
+      "data parallel: %d replicas on %s%s, %zu all-reduces per step, %zu shared variables\n",
+      dp->size(), absl::StrJoin(names, ", ").c_str(),
+      o.processes != nullptr ? absl::StrCat(" (rank ", dp->first_rank(), " of the mpi job)").c_str()
+                             : "",
+      dp->programs().buckets.size(), dp->programs().shared.size());
+  ExecutorOptions eval_options = ExampleExecutorOptions();
+  eval_options.auto_moves_persistables = false;
+  Executor eval_exe(o.places[0], eval_options);
+  ASSIGN_OR_RETURN(std::unique_ptr<Plan> eval_plan,
+                   eval_exe.Prepare(model.eval, *dp->scope(0), feeds, {model.probabilities.name}));
+  const CtrExamples held_out = data.Examples(CtrStream::kHeldOut, 0, FLAGS_eval_examples);
+  ASSIGN_OR_RETURN(double oracle_auc, Auc(held_out.oracle_logits, held_out.labels));
+  HeldOutMetrics first, last;
+  if (IsMainProcess()) {
+    ASSIGN_OR_RETURN(first, Evaluate(model, held_out, &eval_exe, eval_plan.get(), dp->scope(0)));
+    std::printf("initialised in %.2f s; AUC of the hidden weights (best possible) %.4f\n",
+                init.Seconds(), oracle_auc);
+    std::printf("step %6d  held-out logloss %.4f  AUC %.4f\n", 0, first.logloss, first.auc);
+  }
+  last = first;
+  TrainingProgress progress(FLAGS_steps);
+  double loss_sum = 0;
+  int64_t loss_count = 0;
+  for (int64_t step = 1; step <= FLAGS_steps; ++step) {
+    ASSIGN_OR_RETURN(
+        std::vector<std::vector<Tensor>> out,
+        dp->Step(Feeds(model, data.Examples(CtrStream::kTrain, (step - 1) * FLAGS_batch_size,
+                                            FLAGS_batch_size))));
+    for (const std::vector<Tensor>& rank : out) loss_sum += rank[0].data<float>()[0] / out.size();
+    ++loss_count;
+    progress.Step(FLAGS_batch_size);
+    if (!IsMainProcess()) continue;
+    if (step % FLAGS_log_every == 0 || step == FLAGS_steps) {
+      std::printf("step %6lld  loss %.4f  %s\n", static_cast<long long>(step),
+                  loss_sum / loss_count, progress.Summary().c_str());
+      loss_sum = 0;
+      loss_count = 0;
+    }
+    if (step % FLAGS_eval_every == 0 || step == FLAGS_steps) {
+      ASSIGN_OR_RETURN(last, Evaluate(model, held_out, &eval_exe, eval_plan.get(), dp->scope(0)));
+      std::printf("step %6lld  held-out logloss %.4f  AUC %.4f\n", static_cast<long long>(step),
+                  last.logloss, last.auc);
+    }
+    std::fflush(stdout);
+  }
+  if (!IsMainProcess()) return absl::OkStatus();
+  std::printf("held-out AUC %.4f -> %.4f (best possible %.4f), logloss %.4f -> %.4f\n", first.auc,
+              last.auc, oracle_auc, first.logloss, last.logloss);
+  if (!(last.auc > first.auc && last.logloss < first.logloss)) {
+    return absl::InternalError("the held-out AUC and logloss did not improve");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Train() {
   ASSIGN_OR_RETURN(Place place, ChooseDefaultPlace(FLAGS_place));
   RETURN_IF_ERROR(CheckPlacementFlags());
@@ -143,6 +245,15 @@ absl::Status Train() {
   if (FLAGS_resume && FLAGS_checkpoint_dir.empty()) {
     return absl::InvalidArgumentError("--resume needs --checkpoint_dir");
   }
+  const int replicas = Replicas(FLAGS_data_parallel);
+  if (FLAGS_data_parallel < 1 || FLAGS_bucket_mb < 1 || FLAGS_batch_size % replicas != 0 ||
+      (ExampleMpi() != nullptr && FLAGS_data_parallel != 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--data_parallel and --bucket_mb must be >= 1, --batch_size a multiple of the replicas "
+        "and --mpi without --data_parallel (mpirun -np N sets N), got ",
+        FLAGS_data_parallel, ", ", FLAGS_bucket_mb, ", ", FLAGS_batch_size, " for ", replicas,
+        " replicas"));
+  }
   CtrDataConfig data_config;
   ASSIGN_OR_RETURN(data_config.vocab_sizes, ParseSizes("vocab_sizes", FLAGS_vocab_sizes));
   data_config.weight_std = FLAGS_weight_std;
@@ -155,7 +266,7 @@ absl::Status Train() {
   config.embedding_dim = FLAGS_embedding_dim;
   ASSIGN_OR_RETURN(config.hidden, ParseSizes("hidden", FLAGS_hidden));
   config.tables_on_cpu = !FLAGS_no_guard && !AutoPlaceRequested();  // --auto_place decides itself
-  config.is_sparse = !FLAGS_dense_gradients;
+  config.is_sparse = FLAGS_is_sparse;
   config.seed = FLAGS_seed;
   Adam adam(FLAGS_lr);
   ProgramBuilder builder;
@@ -163,17 +274,21 @@ absl::Status Train() {
 
   int64_t table_rows = 0;
   for (int64_t v : config.vocab_sizes) table_rows += v;
-  std::printf(
-      "ctr: %zu fields [%s] x dim %lld (%.1f MiB of tables, %s gradients) on %s, MLP "
-      "[%s] on %s, batch %lld, Adam lr %g, executor: %s\n",
-      config.vocab_sizes.size(), absl::StrJoin(config.vocab_sizes, ", ").c_str(),
-      static_cast<long long>(config.embedding_dim),
-      table_rows * config.embedding_dim * 4.0 / (1 << 20), config.is_sparse ? "sparse" : "dense",
-      config.tables_on_cpu ? "cpu" : place.ToString().c_str(),
-      absl::StrJoin(config.hidden, ", ").c_str(), place.ToString().c_str(),
-      static_cast<long long>(FLAGS_batch_size), FLAGS_lr,
-      ExecutorMode(ExampleExecutorOptions()).c_str());
+  if (IsMainProcess())
+    std::printf(
+        "ctr: %zu fields [%s] x dim %lld (%.1f MiB of tables, %s gradients) on %s, MLP "
+        "[%s] on %s, batch %lld, Adam lr %g, executor: %s\n",
+        config.vocab_sizes.size(), absl::StrJoin(config.vocab_sizes, ", ").c_str(),
+        static_cast<long long>(config.embedding_dim),
+        table_rows * config.embedding_dim * 4.0 / (1 << 20), config.is_sparse ? "sparse" : "dense",
+        config.tables_on_cpu ? "cpu" : place.ToString().c_str(),
+        absl::StrJoin(config.hidden, ", ").c_str(), place.ToString().c_str(),
+        static_cast<long long>(FLAGS_batch_size), FLAGS_lr,
+        ExecutorMode(ExampleExecutorOptions()).c_str());
   std::fflush(stdout);
+  if (replicas > 1 || ExampleMpi() != nullptr) {
+    return TrainDataParallel(place, builder, model, data);
+  }
 
   ExecutorOptions options = ExampleExecutorOptions();
   for (const Var& ids : model.ids) options.feed_shapes[ids.name] = Shape({FLAGS_batch_size});
@@ -345,13 +460,17 @@ int main(int argc, char** argv) {
       "  embedding table each, kept in host memory with sparse updates; the MLP on the GPU,\n"
       "  or --place) and prints the training loss and the held-out logloss and AUC\n"
       "usage: ctr [--steps=10000] [--batch_size=512] [--embedding_dim=16] [--vocab_sizes=...]\n"
-      "  [--place=gpu:0|cpu|sim:0] [--no_guard] [--checkpoint_dir=DIR [--resume]]\n"
-      "  [--profile_steps=N [--trace_out=FILE.json]] [--metrics_out=FILE.jsonl] ...\n"
+      "  [--place=gpu:0|cpu|sim:0] [--no_guard] [--is_sparse=false]\n"
+      "  [--checkpoint_dir=DIR [--resume]] [--profile_steps=N [--trace_out=FILE.json]]\n"
+      "  [--metrics_out=FILE.jsonl] [--data_parallel=N [--bucket_mb=25]] ...\n"
+      "  under mpirun: mpirun -np N ctr --mpi (one replica per process)\n"
       "--helpmatch=ctr lists this program's flags, --helpfull every flag (the executor's and\n"
       "  backends' too)");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   google::InitGoogleLogging(argv[0]);
-  absl::Status s = tandem::Train();
+  absl::Status s = FLAGS_mpi ? tandem::InitExampleMpi(&argc, &argv) : absl::OkStatus();
+  if (s.ok()) s = tandem::Train();
+  tandem::FinishExampleMpi(s);  // a failure stops the job's other processes too
   if (!s.ok()) {
     std::fprintf(stderr, "error: %s\n", s.ToString().c_str());
     return 1;

@@ -3,8 +3,10 @@
 # (0.5) on the sim place with the tables on the cpu; the copies per step are
 # the ones that placement needs (ids and label in, embedding gradients
 # out), none without the guard's split or on the cpu alone. The header says
-# which executor mode runs (--in_order: one step at a time). A resumed run
-# gives the uninterrupted run's numbers; profiling and traces work.
+# which executor mode runs (--in_order: one step at a time) and whether the
+# table gradients are sparse (the default) or dense. A resumed run
+# gives the uninterrupted run's numbers; profiling and traces work; replicas
+# in one process (--data_parallel) and across processes (--mpi) learn.
 set -euo pipefail
 bin="$(dirname "$0")/ctr"
 small="--vocab_sizes=1000,2000,5000,10000 --batch_size=256 --eval_every=100 --eval_examples=5000"
@@ -18,14 +20,39 @@ out=$("$bin" --place=sim:0 --steps=300 $small)
 echo "$out"
 check_auc "on sim:0" "$out"
 grep -q "on cpu, MLP \[64, 32\] on sim:0" <<<"$out"
+grep -q "of tables, sparse gradients) on cpu" <<<"$out"   # --is_sparse is the default
 grep -q "executor: concurrent$" <<<"$out"
 # 4 ids + label in, 4 sparse embedding gradients out.
 grep -q "copies/step: H2D 5 (.*), D2H 4 " <<<"$out"
+
+# --is_sparse=false: dense table gradients, the same model otherwise.
+out=$("$bin" --place=sim:0 --is_sparse=false --steps=100 $small)
+echo "$out"
+grep -q "of tables, dense gradients) on cpu, MLP \[64, 32\] on sim:0" <<<"$out"
 
 out=$("$bin" --place=sim:0 --no_guard --in_order --steps=100 $small)
 echo "$out"
 grep -q "executor: in-order$" <<<"$out"
 grep -q "copies/step: H2D 5 (.*), D2H 0 " <<<"$out"
+
+# --data_parallel=2: two sim replicas of the MLP, the tables shared on the
+# host; --mpi under mpirun: two processes, a copy of the tables each. Both
+# learn as one device does.
+out=$("$bin" --place=sim:0 --data_parallel=2 --steps=300 $small)
+echo "$out"
+grep -q "^data parallel: 2 replicas on sim:0, sim:1, .* 20 shared variables" <<<"$out" ||
+  { echo "FAILED: the tables are not shared by the replicas"; exit 1; }
+check_auc "with --data_parallel=2" "$out"
+if command -v mpirun >/dev/null; then
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+  out=$(timeout 300 mpirun --bind-to none -np 2 "$bin" --mpi --place=sim:0 --steps=300 $small)
+  echo "$out"
+  grep -q "^data parallel: 2 replicas on sim:0 (rank 0 of the mpi job), .* 0 shared variables" \
+    <<<"$out" || { echo "FAILED: no mpi replicas"; exit 1; }
+  check_auc "with mpirun -np 2 --mpi" "$out"
+else
+  echo "SKIPPED: the --mpi run (no mpirun; tools/setup.sh installs openmpi-bin)"
+fi
 
 out=$("$bin" --place=cpu --steps=200 $small --metrics_out="$TEST_TMPDIR/m.jsonl")
 echo "$out"
