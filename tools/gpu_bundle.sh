@@ -26,6 +26,9 @@ for t in $targets; do
   pkg=${t#//}; pkg=${pkg%%:*}; name=${t##*:}
   bin="bazel-bin/$pkg/$name"
   [[ -x "$bin" ]] || continue
+  # mpirun starts this one (tests/parallel:mpi_data_parallel_test), and the
+  # GPU machine has no Open MPI: it would only take space.
+  [[ "$name" == mpi_data_parallel_worker ]] && continue
   flat="${pkg//\//_}_$name"
   cp "$bin" ".bundle/tandem/bin/$flat"
   # The fuzzers' regression tests read corpora that only Bazel passes them

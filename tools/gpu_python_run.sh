@@ -57,7 +57,7 @@ run() {
 run embedding_offload.py --place=gpu:0 --rows="$rows" --steps=200 --log_every=50 --is_sparse
 run embedding_offload.py --place=gpu:0 --rows=1000000 --steps=50 --log_every=10
 run embedding_offload.py --place=gpu:0 --rows="$rows" --steps=200 --log_every=50 --is_sparse --no_guard
-run crop_profile.py --place=gpu:0 --iterations=1000 --advise
+run crop_profile.py --place=gpu:0 --steps=1000 --advise
 run fashion_mnist.py --place=gpu:0
 run fashion_mnist.py --place=gpu:0 --first_layer_on_cpu --epochs=3
 exit $((failed > 0))

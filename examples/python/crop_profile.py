@@ -1,11 +1,11 @@
 """Workload 2 from Python: shape -> slice -> crop_tensor profiled with the slice
 on the default place (the GPU when there is one), then under
-device_guard("cpu"), as the seed tutorial does. Prints the profiler's report
-for both and the copies per iteration before -> after (2 -> 0 on an
-accelerator).
+device_guard("cpu"), as PaddlePaddle's device_guard documentation does.
+Prints the profiler's report for both and the copies per iteration before ->
+after (2 -> 0 on an accelerator).
 
-    bazel run //examples/python:crop_profile -- --iterations=1000
-    bazel run //examples/python:crop_profile -- --place=sim:0 --iterations=50 --advise
+    bazel run //examples/python:crop_profile -- --steps=1000
+    bazel run //examples/python:crop_profile -- --place=sim:0 --steps=50 --advise
 """
 
 import argparse
@@ -36,7 +36,7 @@ def profile(place, slice_on_cpu, args):
     print("\n=== Profile: slice on %s ===" % where, flush=True)
     with tandem.profiler.profiler(args.profile_state, args.sort_key,
                                   warmup_runs=args.warmup) as prof:
-        for _ in range(args.warmup + args.iterations):
+        for _ in range(args.warmup + args.steps):
             result, = exe.run(main_program, fetch_list=[out])
     if result.shape != (1, 3, 5, 5):
         raise RuntimeError("crop_tensor produced %s" % (result.shape,))
@@ -45,7 +45,7 @@ def profile(place, slice_on_cpu, args):
     print("slice on %-6s: %d H2D + %d D2H copies per iteration (%d sync), median %.4f ms per "
           "iteration over %d iterations" % (where, stats.copies_h2d, stats.copies_d2h,
                                             stats.sync_copies, steps[len(steps) // 2],
-                                            args.iterations))
+                                            args.steps))
     if args.advise:
         print("=== Advice: slice on %s ===\n%s" % (where, prof.profile.advice()))
     return stats.sync_copies, steps[len(steps) // 2]
@@ -53,7 +53,7 @@ def profile(place, slice_on_cpu, args):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--iterations", type=int, default=1000, help="profiled iterations per placement")
+    p.add_argument("--steps", type=int, default=1000, help="profiled iterations per placement")
     p.add_argument("--warmup", type=int, default=10, help="untimed iterations first")
     p.add_argument("--place", default="", help="gpu:N, sim:N or cpu (default: gpu:0 if present)")
     p.add_argument("--profile_state", default="All", help="CPU, GPU or All")
@@ -61,8 +61,8 @@ def main(argv=None):
     p.add_argument("--print_placement", action="store_true", help="print each placement table")
     p.add_argument("--advise", action="store_true", help="print the copy advisor's verdict")
     args = p.parse_args(argv)
-    if args.iterations <= 0 or args.warmup < 0:
-        p.error("--iterations must be > 0 and --warmup >= 0")
+    if args.steps <= 0 or args.warmup < 0:
+        p.error("--steps must be > 0 and --warmup >= 0")
     place = parse_place(args.place)
     print("workload 2 (shape -> slice -> crop_tensor) on %s" % place)
     before, before_ms = profile(place, False, args)

@@ -58,7 +58,7 @@ class ExamplesTest(unittest.TestCase):
 
     def test_crop_profile_before_and_after_the_guard(self):
         out = run([sys.executable, os.path.join(HERE, "crop_profile.py"), "--place=sim:0",
-                   "--iterations=20", "--warmup=2", "--advise"])
+                   "--steps=20", "--warmup=2", "--advise"])
         self.assertEqual(out.count("Profiling Report"), 2)
         self.assertIn("slice on sim:0 : 1 H2D + 1 D2H copies per iteration (1 sync)", out)
         self.assertIn("slice on cpu   : 0 H2D + 0 D2H copies per iteration (0 sync)", out)
