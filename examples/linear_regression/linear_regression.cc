@@ -18,7 +18,8 @@
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 
-DEFINE_string(place, "", "where to train: cpu, gpu, gpu:N, sim:N (default: gpu:0 if present, else cpu)");
+DEFINE_string(place, "",
+              "where to train: cpu, gpu, gpu:N, sim:N (default: gpu:0 if present, else cpu)");
 DEFINE_int32(steps, 200, "gradient-descent steps");
 DEFINE_int32(samples, 4096, "training examples");
 DEFINE_int32(features, 16, "input features");
@@ -32,8 +33,8 @@ namespace {
 // Runs `type` on `place` with the given inputs and attributes; returns the
 // tensor bound to output `out`.
 absl::StatusOr<Tensor> Run(const std::string& type, const Place& place,
-                           std::vector<std::pair<std::string, Tensor>> inputs,
-                           AttrMap attrs = {}, const std::string& out = "Out") {
+                           std::vector<std::pair<std::string, Tensor>> inputs, AttrMap attrs = {},
+                           const std::string& out = "Out") {
   OpDesc op;
   op.type = type;
   op.attrs = std::move(attrs);
@@ -92,7 +93,8 @@ absl::Status Train() {
       ASSIGN_OR_RETURN(Tensor host, CopyTensorTo(l, CPUPlace()));
       loss = host.data<float>()[0];
       if (first_loss < 0) first_loss = loss;
-      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const double secs =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       std::printf("step %4d  loss %.6f  (%.1f steps/s)\n", step, loss,
                   step > 0 ? step / secs : 0.0);
       std::fflush(stdout);
@@ -100,15 +102,15 @@ absl::Status Train() {
     if (step == FLAGS_steps) break;
     // Backward through the gradient ops, then SGD.
     ASSIGN_OR_RETURN(Tensor g_diff, Run("scale", place, {{"X", diff}}, {{"scale", 2.0 / n}}));
-    ASSIGN_OR_RETURN(Tensor g_pred, Run("elementwise_add_grad", place,
-                                        {{"X", pred}, {"Y", neg_y}, {"Out@GRAD", g_diff}},
-                                        {}, "X@GRAD"));
+    ASSIGN_OR_RETURN(Tensor g_pred,
+                     Run("elementwise_add_grad", place,
+                         {{"X", pred}, {"Y", neg_y}, {"Out@GRAD", g_diff}}, {}, "X@GRAD"));
     ASSIGN_OR_RETURN(Tensor g_z, Run("elementwise_add_grad", place,
                                      {{"X", z}, {"Y", b}, {"Out@GRAD", g_pred}}, {}, "X@GRAD"));
     ASSIGN_OR_RETURN(Tensor g_b, Run("elementwise_add_grad", place,
                                      {{"X", z}, {"Y", b}, {"Out@GRAD", g_pred}}, {}, "Y@GRAD"));
-    ASSIGN_OR_RETURN(Tensor g_w, Run("matmul_grad", place,
-                                     {{"X", X}, {"Y", W}, {"Out@GRAD", g_z}}, {}, "Y@GRAD"));
+    ASSIGN_OR_RETURN(Tensor g_w, Run("matmul_grad", place, {{"X", X}, {"Y", W}, {"Out@GRAD", g_z}},
+                                     {}, "Y@GRAD"));
     ASSIGN_OR_RETURN(Tensor dw, Run("scale", place, {{"X", g_w}}, {{"scale", -FLAGS_lr}}));
     ASSIGN_OR_RETURN(Tensor db, Run("scale", place, {{"X", g_b}}, {{"scale", -FLAGS_lr}}));
     ASSIGN_OR_RETURN(W, Run("elementwise_add", place, {{"X", W}, {"Y", dw}}));
@@ -127,7 +129,9 @@ absl::Status Train() {
 int main(int argc, char** argv) {
   gflags::SetUsageMessage(
       "trains a linear model with Tandem's kernels on the GPU (or CPU / sim)\n"
-      "usage: linear_regression [--place=gpu:0] [--steps=200] [--lr=0.1] ...");
+      "usage: linear_regression [--place=gpu:0] [--steps=200] [--lr=0.1] ...\n"
+      "--helpmatch=linear_regression lists this program's flags, --helpfull every flag (the\n"
+      "  executor's and backends' too)");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   google::InitGoogleLogging(argv[0]);
   absl::Status s = tandem::Train();
