@@ -44,7 +44,7 @@ namespace tandem {
 namespace profiler {
 
 // What is timed: kCPU host spans only; kGPU and kAll host spans and device
-// time (kAll is the reference system's name for it and prints "Place: All").
+// time (kAll is PaddlePaddle's name for it and prints "Place: All").
 enum class ProfilerState { kCPU, kGPU, kAll };
 
 // "CPU", "GPU", "All" (case-insensitive); InvalidArgument listing them

@@ -1,4 +1,4 @@
-// The profiling report, in the reference system's layout plus what it
+// The profiling report, in PaddlePaddle's layout plus what it
 // lacks (bytes, per-copy ledger, placement table, memory, step times).
 //
 //   ASSIGN_OR_RETURN(profiler::SortKey key, profiler::ParseSortKey("total"));

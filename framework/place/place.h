@@ -2,7 +2,7 @@
 //
 //   ASSIGN_OR_RETURN(Place p, ParsePlace("gpu:1"));   // {gpu, 1}
 //   p.ToString();      // "gpu:1"
-//   p.LogName();       // "CUDAPlace(1)", the reference system's spelling
+//   p.LogName();       // "CUDAPlace(1)", PaddlePaddle's spelling
 //   if (p.is_host()) ...
 //
 // Device types are interned names. "cpu" and "gpu" always exist; a backend

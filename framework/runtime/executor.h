@@ -90,7 +90,7 @@
 // (the CUDA device holds them from its allocator's cache).
 //
 // Logging: --vmodule=executor=3 prints one line per op and per copy in the
-// reference system's format; --vmodule=executor=1 says when a plan is
+// PaddlePaddle's format; --vmodule=executor=1 says when a plan is
 // captured again and why.
 #ifndef TANDEM_FRAMEWORK_RUNTIME_EXECUTOR_H_
 #define TANDEM_FRAMEWORK_RUNTIME_EXECUTOR_H_
@@ -126,7 +126,7 @@ struct ExecutorOptions {
   // host workers and device steps on their streams, concurrently.
   bool in_order = false;
   // Stop at the first op whose output holds a NaN or an infinity (the
-  // reference system's FLAGS_check_nan_inf): the run returns
+  // PaddlePaddle's FLAGS_check_nan_inf): the run returns
   // InvalidArgument naming the op, its position and place, the output
   // variable, the first bad index and value. Checks every floating-point
   // output after its op, copying device outputs to the host, so it runs

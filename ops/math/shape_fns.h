@@ -19,7 +19,7 @@
 
 namespace tandem {
 
-// Aligns Y with X as the reference system does: axis == -1 aligns trailing
+// Aligns Y with X as PaddlePaddle does: axis == -1 aligns trailing
 // dims (numpy); axis >= 0 places Y's dims at X's dims [axis, axis+rank(Y)).
 // Returns Y's shape padded with 1s to rank(X), or InvalidArgument.
 absl::StatusOr<Shape> AlignForBroadcast(absl::string_view op, const Shape& x,
