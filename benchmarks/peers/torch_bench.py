@@ -4,7 +4,7 @@
 timing). Prints one line per metric: `METRIC <name> <value> <unit>`, with the
 names tandem_benchmark uses, so tools/compare.py can pair them.
 
-  python3 torch_bench.py [--rows 10000000] [--quick]
+  python3 torch_bench.py [--rows 10000000] [--quick] [--only mlp,collectives]
 """
 import argparse
 import os
@@ -298,19 +298,31 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--rows", type=int, default=10_000_000)
     ap.add_argument("--quick", action="store_true", help="few iterations (smoke run)")
+    ap.add_argument("--only", default="",
+                    help="comma-separated sections to run (workload2, dispatch, workload1, "
+                         "copies, mlp, sgemm, embedding_cpu, collectives, two_gpus); "
+                         "default: all")
     args = ap.parse_args()
     it = 20 if args.quick else 200
+    only = set(filter(None, args.only.split(",")))
+    sections = [
+        ("workload2", lambda: workload2(it * 5)),
+        ("dispatch", lambda: dispatch(it)),
+        ("workload1", lambda: (workload1(args.rows, 1, it), workload1(args.rows, 4096, it))),
+        ("copies", lambda: copies(args.quick)),
+        ("mlp", lambda: mlp(max(it // 4, 5))),
+        ("sgemm", lambda: sgemm(it)),
+        ("embedding_cpu", lambda: embedding_cpu(min(args.rows, 1_000_000), max(it // 20, 3))),
+        ("collectives", lambda: collectives(it)),
+        ("two_gpus", lambda: two_gpus(it)),
+    ]
+    unknown = only - {name for name, _ in sections}
+    if unknown:
+        ap.error(f"unknown sections: {', '.join(sorted(unknown))}")
     print(f"# torch {torch.__version__}, {torch.cuda.get_device_name(0)}", flush=True)
-    workload2(it * 5)
-    dispatch(it)
-    workload1(args.rows, 1, it)
-    workload1(args.rows, 4096, it)
-    copies(args.quick)
-    mlp(max(it // 4, 5))
-    sgemm(it)
-    embedding_cpu(min(args.rows, 1_000_000), max(it // 20, 3))
-    collectives(it)
-    two_gpus(it)
+    for name, run in sections:
+        if not only or name in only:
+            run()
 
 
 if __name__ == "__main__":
