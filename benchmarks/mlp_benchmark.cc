@@ -105,19 +105,27 @@ void RunSteps(benchmark::State& state, Prepared* p, const std::vector<std::strin
   ReportCopies(state, stats);
 }
 
+// The MLP of the file comment on input x and target y, with its SGD step.
+absl::Status BuildMlpStep(Var x, Var y, ProgramBuilder* b) {
+  Var h = x;
+  for (int layer = 0; layer < kLayers; ++layer) {
+    h = b->Fc(h, kWidth, /*in_num_col_dims=*/1, /*with_bias=*/true, absl::StrCat("mlp_fc", layer));
+    if (layer + 1 < kLayers) h = b->Relu(h);
+  }
+  Var loss = b->Mean(b->SquareErrorCost(h, y));
+  SGD sgd(/*learning_rate=*/0.01);
+  return sgd.Minimize(b, loss);
+}
+
 // mlp[_<place>]/4x1024_b<B>_step: one training step (see the file comment).
 void BM_MlpStep(benchmark::State& state, Place place, int64_t batch) {
   Prepared p(place);
   ProgramBuilder& b = p.builder;
-  Var h = RandomInput("mlp_x", batch, &p);
-  Var y = RandomInput("mlp_y", batch, &p);
-  for (int layer = 0; layer < kLayers; ++layer) {
-    h = b.Fc(h, kWidth, /*in_num_col_dims=*/1, /*with_bias=*/true, absl::StrCat("mlp_fc", layer));
-    if (layer + 1 < kLayers) h = b.Relu(h);
+  if (absl::Status s =
+          BuildMlpStep(RandomInput("mlp_x", batch, &p), RandomInput("mlp_y", batch, &p), &b);
+      !s.ok()) {
+    return Fail(state, s);
   }
-  Var loss = b.Mean(b.SquareErrorCost(h, y));
-  SGD sgd(/*learning_rate=*/0.01);
-  if (absl::Status s = sgd.Minimize(&b, loss); !s.ok()) return Fail(state, s);
   RunSteps(state, &p, {"mlp_x", "mlp_y"}, 3.0 * 2 * batch * kWidth * kWidth * kLayers);
 }
 
@@ -135,15 +143,13 @@ void BM_Sgemm(benchmark::State& state, Place place, int64_t batch) {
 // y persistable on every replica as in the one-device row: no feeds.
 void BM_DataParallelMlpStep(benchmark::State& state, std::vector<Place> places, int64_t batch) {
   ProgramBuilder b;
-  Var h = b.CreatePersistableConstant("mlp_x", DataType::kFloat32, Shape({batch, kWidth}), 0);
-  Var y = b.CreatePersistableConstant("mlp_y", DataType::kFloat32, Shape({batch, kWidth}), 0);
-  for (int layer = 0; layer < kLayers; ++layer) {
-    h = b.Fc(h, kWidth, /*in_num_col_dims=*/1, /*with_bias=*/true, absl::StrCat("mlp_fc", layer));
-    if (layer + 1 < kLayers) h = b.Relu(h);
+  const Shape shape({batch, kWidth});
+  if (absl::Status s =
+          BuildMlpStep(b.CreatePersistableConstant("mlp_x", DataType::kFloat32, shape, 0),
+                       b.CreatePersistableConstant("mlp_y", DataType::kFloat32, shape, 0), &b);
+      !s.ok()) {
+    return Fail(state, s);
   }
-  Var loss = b.Mean(b.SquareErrorCost(h, y));
-  SGD sgd(/*learning_rate=*/0.01);
-  if (absl::Status s = sgd.Minimize(&b, loss); !s.ok()) return Fail(state, s);
   DataParallelOptions o;
   o.places = places;
   o.executor = bench::WithFlags({});

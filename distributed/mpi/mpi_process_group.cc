@@ -205,6 +205,14 @@ absl::Status MpiProcessGroup::Await(Transfers& t, absl::Duration deadline,
   }
 }
 
+absl::Status MpiProcessGroup::PostingFailed(Transfers& t, int peer, int code,
+                                            const std::string& what) {
+  t.Abandon();
+  Fail(absl::UnavailableError(
+      absl::StrCat(what, ": posting MPI transfers with rank ", peer, " failed: ", MpiError(code))));
+  return failure();
+}
+
 absl::Status MpiProcessGroup::AllGather(const void* in, int64_t bytes, void* out,
                                         absl::Duration deadline, const std::string& what) {
   std::lock_guard<std::mutex> lock(call_mu_);
@@ -217,12 +225,7 @@ absl::Status MpiProcessGroup::AllGather(const void* in, int64_t bytes, void* out
     if (r == rank_) continue;
     int rc = t.Post(/*receive=*/true, r, all + r * bytes, bytes, comms_->data);
     if (rc == MPI_SUCCESS) rc = t.Post(/*receive=*/false, r, mine, bytes, comms_->data);
-    if (rc != MPI_SUCCESS) {
-      t.Abandon();
-      Fail(absl::UnavailableError(
-          absl::StrCat(what, ": posting MPI transfers with rank ", r, " failed: ", MpiError(rc))));
-      return failure();
-    }
+    if (rc != MPI_SUCCESS) return PostingFailed(t, r, rc, what);
   }
   return Await(t, deadline, what);
 }
@@ -240,12 +243,7 @@ absl::Status MpiProcessGroup::Broadcast(void* buf, int64_t bytes, int root, absl
     if (r == rank_ || (rank_ != root && r != root)) continue;
     const int rc =
         t.Post(/*receive=*/rank_ != root, r, static_cast<char*>(buf), bytes, comms_->data);
-    if (rc != MPI_SUCCESS) {
-      t.Abandon();
-      Fail(absl::UnavailableError(
-          absl::StrCat(what, ": posting MPI transfers with rank ", r, " failed: ", MpiError(rc))));
-      return failure();
-    }
+    if (rc != MPI_SUCCESS) return PostingFailed(t, r, rc, what);
   }
   return Await(t, deadline, what);
 }

@@ -72,6 +72,8 @@ class MpiProcessGroup final : public ProcessGroup {
   // An Abort's message from another process, if one came.
   void ReceiveAbort();
   void Fail(const absl::Status& why);
+  // Gives up the call whose transfer with `peer` could not be posted.
+  absl::Status PostingFailed(Transfers& t, int peer, int code, const std::string& what);
 
   std::unique_ptr<Comms> comms_;
   int rank_ = 0, size_ = 1, local_rank_ = 0;

@@ -54,4 +54,15 @@ absl::StatusOr<std::vector<Place>> ReplicaPlaces(const Place& first, int n) {
   return places;
 }
 
+absl::StatusOr<DataParallelOptions> ExampleDataParallelOptions(const Place& first, int n,
+                                                               int64_t bucket_mb,
+                                                               ExecutorOptions executor) {
+  DataParallelOptions o;
+  ASSIGN_OR_RETURN(o.places, ReplicaPlaces(first, n));
+  o.processes = ExampleMpi();
+  o.bucket_bytes = bucket_mb << 20;
+  o.executor = std::move(executor);
+  return o;
+}
+
 }  // namespace tandem

@@ -5,10 +5,9 @@
 //   // main(): after gflags
 //   if (FLAGS_mpi) RETURN_IF_ERROR(InitExampleMpi(&argc, &argv));
 //   // Train():
-//   DataParallelOptions o;
-//   ASSIGN_OR_RETURN(o.places, ReplicaPlaces(place, FLAGS_data_parallel));  // or, with --mpi,
-//   o.processes = ExampleMpi();                                              // this process's one
-//   if (IsMainProcess()) std::printf(...);                                   // rank 0 prints
+//   ASSIGN_OR_RETURN(DataParallelOptions o,                 // N devices, or with --mpi
+//                    ExampleDataParallelOptions(place, FLAGS_data_parallel, 25, {}));  // one
+//   if (IsMainProcess()) std::printf(...);                   // rank 0 prints
 //   // main(): on the way out
 //   FinishExampleMpi(status);
 //
@@ -22,6 +21,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "distributed/mpi/mpi_process_group.h"
+#include "framework/parallel/data_parallel.h"
 #include "framework/place/place.h"
 
 namespace tandem {
@@ -45,6 +45,12 @@ int Replicas(int data_parallel);
 // `first`'s type (the host n times for cpu). InvalidArgument naming
 // --data_parallel when the type has fewer than n devices.
 absl::StatusOr<std::vector<Place>> ReplicaPlaces(const Place& first, int n);
+
+// The options of an example's DataParallel: ReplicaPlaces(first, n), the
+// job's processes under mpirun, buckets of `bucket_mb` MiB, `executor`.
+absl::StatusOr<DataParallelOptions> ExampleDataParallelOptions(const Place& first, int n,
+                                                               int64_t bucket_mb,
+                                                               ExecutorOptions executor);
 
 }  // namespace tandem
 

@@ -153,11 +153,9 @@ absl::Status TrainDataParallel(const Place& place, ProgramBuilder& builder, cons
         "--data_parallel and --mpi do not take --checkpoint_dir, --resume, --profile_steps, "
         "--metrics_out or --auto_place");
   }
-  DataParallelOptions o;
-  o.processes = ExampleMpi();
-  ASSIGN_OR_RETURN(o.places, ReplicaPlaces(place, FLAGS_data_parallel));
-  o.bucket_bytes = FLAGS_bucket_mb << 20;
-  o.executor = ExampleExecutorOptions();
+  ASSIGN_OR_RETURN(DataParallelOptions o,
+                   ExampleDataParallelOptions(place, FLAGS_data_parallel, FLAGS_bucket_mb,
+                                              ExampleExecutorOptions()));
   std::vector<std::string> feeds;
   for (const Var& ids : model.ids) feeds.push_back(ids.name);
   feeds.push_back(model.label.name);

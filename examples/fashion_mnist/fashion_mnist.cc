@@ -196,11 +196,9 @@ absl::Status TrainDataParallel(const Place& place, ProgramBuilder& builder,
     return absl::InvalidArgumentError(
         "--data_parallel does not take --resume, --profile_steps or --auto_place");
   }
-  DataParallelOptions o;
-  o.processes = ExampleMpi();
-  ASSIGN_OR_RETURN(o.places, ReplicaPlaces(place, FLAGS_data_parallel));
-  o.bucket_bytes = FLAGS_bucket_mb << 20;
-  o.executor = ExampleExecutorOptions();
+  ASSIGN_OR_RETURN(DataParallelOptions o,
+                   ExampleDataParallelOptions(place, FLAGS_data_parallel, FLAGS_bucket_mb,
+                                              ExampleExecutorOptions()));
   ASSIGN_OR_RETURN(std::unique_ptr<DataParallel> dp,
                    DataParallel::Create(builder.main_program(), builder.startup_program(),
                                         {"image", "label"}, {model.loss.name}, o));

@@ -59,17 +59,10 @@ std::vector<Place> SimPlaces(int n) {
 
 std::unique_ptr<DataParallel> MakeDataParallelOn(Kind kind, std::vector<Place> places, Model* m,
                                                  absl::Duration deadline = absl::Seconds(60)) {
-  Build(kind, m);
   DataParallelOptions o;
   o.places = std::move(places);
-  o.bucket_bytes = 1024;  // several buckets per step
   o.deadline = deadline;
-  absl::StatusOr<std::unique_ptr<DataParallel>> dp =
-      DataParallel::Create(m->b.main_program(), m->b.startup_program(), m->feeds, {m->loss}, o);
-  EXPECT_OK(dp.status());
-  if (!dp.ok()) return nullptr;
-  EXPECT_OK((*dp)->Initialize());
-  return *std::move(dp);
+  return tandem::MakeDataParallel(kind, o, m);
 }
 
 std::unique_ptr<DataParallel> MakeDataParallel(Kind kind, int n, Model* m,

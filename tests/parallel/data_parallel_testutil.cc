@@ -98,6 +98,17 @@ Trajectory OneDevice(Kind kind, int steps, const Place& place) {
   return t;
 }
 
+std::unique_ptr<DataParallel> MakeDataParallel(Kind kind, DataParallelOptions o, Model* m) {
+  Build(kind, m);
+  o.bucket_bytes = 1024;
+  absl::StatusOr<std::unique_ptr<DataParallel>> dp =
+      DataParallel::Create(m->b.main_program(), m->b.startup_program(), m->feeds, {m->loss}, o);
+  EXPECT_OK(dp.status());
+  if (!dp.ok()) return nullptr;
+  EXPECT_OK((*dp)->Initialize());
+  return *std::move(dp);
+}
+
 void ExpectClose(const std::vector<double>& want, const std::vector<double>& got,
                  const std::string& what) {
   ASSERT_EQ(want.size(), got.size()) << what;

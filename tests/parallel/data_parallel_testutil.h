@@ -13,10 +13,12 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "backends/sim/sim_device.h"
+#include "framework/parallel/data_parallel.h"
 #include "framework/place/place.h"
 #include "framework/program/program.h"
 #include "framework/program/program_builder.h"
@@ -52,6 +54,9 @@ struct Trajectory {
 std::map<std::string, std::vector<double>> Snapshot(const Program& main, const Scope& scope);
 // `steps` steps of `kind` on one device.
 Trajectory OneDevice(Kind kind, int steps, const Place& place = SimPlace(0));
+// DataParallel of `kind` (built into m) with `o` (its bucket_bytes set to
+// 1 KiB: several buckets per step), initialised; null after a gtest failure.
+std::unique_ptr<DataParallel> MakeDataParallel(Kind kind, DataParallelOptions o, Model* m);
 // Equal within float32 reassociation (the halves of a batch are summed in
 // another order than the whole).
 void ExpectClose(const std::vector<double>& want, const std::vector<double>& got,

@@ -44,18 +44,11 @@ std::shared_ptr<MpiProcessGroup>& Mpi() {
 Place RankPlace() { return FLAGS_place == "sim" ? SimPlace(0) : CPUPlace(); }
 
 std::unique_ptr<DataParallel> AcrossProcesses(Kind kind, Model* m, absl::Duration deadline) {
-  Build(kind, m);
   DataParallelOptions o;
   o.places = {RankPlace()};
   o.processes = Mpi();
-  o.bucket_bytes = 1024;  // several buckets per step
   o.deadline = deadline;
-  absl::StatusOr<std::unique_ptr<DataParallel>> dp =
-      DataParallel::Create(m->b.main_program(), m->b.startup_program(), m->feeds, {m->loss}, o);
-  EXPECT_OK(dp.status());
-  if (!dp.ok()) return nullptr;
-  EXPECT_OK((*dp)->Initialize());
-  return *std::move(dp);
+  return tandem::MakeDataParallel(kind, o, m);
 }
 
 // The mean of the ranks' values (each process's own value, exchanged).
