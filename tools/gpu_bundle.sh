@@ -26,8 +26,8 @@ for t in $targets; do
   pkg=${t#//}; pkg=${pkg%%:*}; name=${t##*:}
   bin="bazel-bin/$pkg/$name"
   [[ -x "$bin" ]] || continue
-  # mpirun starts this one (tests/parallel:mpi_data_parallel_test), and the
-  # GPU machine has no Open MPI: it would only take space.
+  # The mpirun worker of tests/parallel:mpi_data_parallel_test runs cpu and
+  # sim ranks (CI runs it); on the GPU machine it would only take space.
   [[ "$name" == mpi_data_parallel_worker ]] && continue
   flat="${pkg//\//_}_$name"
   cp "$bin" ".bundle/tandem/bin/$flat"
