@@ -170,14 +170,15 @@ absl::Status DataParallel::Save(const std::string& path) const {
   // Rank 0 writes; every process learns how that went.
   constexpr int64_t kMessageBytes = 1024;
   std::string message(kMessageBytes, '\0');
+  absl::Status saved;
   if (first_rank() == 0) {
-    const absl::Status saved = SaveCheckpoint(programs_.main[0], *scopes_[0], path);
+    saved = SaveCheckpoint(programs_.main[0], *scopes_[0], path);
     if (!saved.ok()) message = std::string(saved.ToString()).substr(0, kMessageBytes - 1);
     message.resize(kMessageBytes, '\0');
   }
   RETURN_IF_ERROR(options_.processes->Broadcast(message.data(), kMessageBytes, 0, options_.deadline,
                                                 "data parallel save"));
-  if (message[0] == '\0') return absl::OkStatus();
+  if (first_rank() == 0 || message[0] == '\0') return saved;  // rank 0: its own error
   return absl::AbortedError(
       absl::StrCat("data parallel save: rank 0 could not save '", path, "': ", message.c_str()));
 }
