@@ -143,14 +143,15 @@ RunScheduler::RunScheduler(Plan* plan, HostWorkerPool* pool)
 
 RunScheduler::~RunScheduler() = default;
 
-ConcurrentRun* RunScheduler::Start(Plan::Frame* frame, RunStats* stats,
-                                   ExecutionObserver* observer) {
+ConcurrentRun* RunScheduler::Start(Plan::Frame* frame, RunStats* stats, ExecutionObserver* observer,
+                                   bool caller_waits) {
   Lock lock(mu_);
   runs_.push_back(std::make_unique<ConcurrentRun>(plan_, frame, stats, observer));
   ConcurrentRun* run = runs_.back().get();
   ConcurrentRun* prev = runs_.size() > 1 ? runs_[runs_.size() - 2].get() : nullptr;
   run->prev = prev;
   if (prev != nullptr) prev->next = run;
+  run->context.solo = frame->solo = caller_waits && prev == nullptr;
   const int n = run->size;
   run->uses_left.assign(plan_->slot_names_.size(), 0);
   frame->ends_recorded = false;
@@ -191,7 +192,8 @@ ConcurrentRun* RunScheduler::Start(Plan::Frame* frame, RunStats* stats,
   }
   for (int i : ready) MakeReady(run, i);
   if (run->uncommitted == 0) Commit(run);
-  Drain(lock, /*worker=*/-1, /*run_host=*/false);
+  // A solo run's caller drains in Wait(), where it may also wait for devices.
+  if (!run->context.solo) Drain(lock, /*worker=*/-1, /*run_host=*/false);
   return run;
 }
 
@@ -295,6 +297,33 @@ bool RunScheduler::WriterIdsReady(const ConcurrentRun* run, const RowRefinement&
 }
 
 void RunScheduler::Drain(Lock& lock, int worker, bool run_host, const ConcurrentRun* until) {
+  do {
+    DrainQueues(lock, worker, run_host, until);
+  } while (HandleWatches(lock, worker, until));
+}
+
+bool RunScheduler::HandleWatches(Lock& lock, int worker, const ConcurrentRun* until) {
+  if (watches_.empty()) return false;
+  const Task t = watches_.front();
+  // Only this wait is left: no step is ready or running anywhere else.
+  const bool alone = t.run->context.solo && watches_.size() == 1 && tasks_in_flight_ == 1 &&
+                     ready_device_.empty() && ready_host_.empty() &&
+                     (worker >= 0 || until != nullptr);
+  if (!alone) {
+    for (const Task& w : watches_) Watch(w);
+    watches_.clear();
+    return false;
+  }
+  watches_.clear();
+  lock.unlock();
+  const absl::Status s =
+      step(t.step).device->SynchronizeEvent(t.run->frame->done_events[t.step].get());
+  lock.lock();
+  AfterWatch(t, s);
+  return true;
+}
+
+void RunScheduler::DrainQueues(Lock& lock, int worker, bool run_host, const ConcurrentRun* until) {
   while (true) {
     if (!ready_device_.empty()) {
       const Task t = ready_device_.front();
@@ -342,12 +371,14 @@ void RunScheduler::Drain(Lock& lock, int worker, bool run_host, const Concurrent
 void RunScheduler::Dispatch(const Task& t, int worker) {
   ConcurrentRun* run = t.run;
   Plan::Step& s = step(t.step);
-  Stream* stream = s.StreamFor(/*in_order=*/false);
+  const bool solo = run->context.solo;
+  Stream* stream = s.StreamFor(/*in_order=*/false, solo);
   StepRunContext context = run->context;
   context.worker = worker;
   absl::Status status;
   for (const auto& [pred, kind] : s.preds) {
-    if (kind == EdgeKind::kEventWait && status.ok()) {
+    if (kind == EdgeKind::kEventWait && status.ok() &&
+        step(pred).StreamFor(/*in_order=*/false, solo) != stream) {
       status = s.device->StreamWaitEvent(stream, run->frame->done_events[pred].get());
     }
   }
@@ -363,14 +394,16 @@ void RunScheduler::Dispatch(const Task& t, int worker) {
     status = s.is_copy ? PlanRunner::RunCopyStep(plan_, &s, context, run->stats)
                        : PlanRunner::RunKernelStep(plan_, &s, context);
   }
-  Event* done = run->frame->done_events[t.step].get();
+  Event* done = solo && !s.solo_needs_event ? nullptr : run->frame->done_events[t.step].get();
   if (status.ok() && done != nullptr) status = s.device->RecordEvent(done, stream);
   if (status.ok() && --run->device_steps_left == 0) status = RecordRunEnd(run);
   if (!status.ok()) return Fail(run, AnnotateStepError(status, s));
   ReleaseSlots(run, t.step);
   Satisfy(run, t.step, /*completed=*/false);
   if (s.watched) {
-    Watch(t);
+    run->in_flight++;
+    tasks_in_flight_++;
+    watches_.push_back(t);  // HandleWatches, before this thread's Drain returns
   } else {
     Finish(run, t.step);
   }
@@ -382,7 +415,7 @@ absl::Status RunScheduler::RecordRunEnd(ConcurrentRun* run) {
   for (size_t d = 0; d < plan_->devices_.size(); ++d) {
     Device* device = plan_->devices_[d];
     RETURN_IF_ERROR(device->RecordEvent(frame->compute_end[d].get(), device->compute_stream()));
-    if (plan_->copy_lane_devices_.count(device) > 0) {
+    if (plan_->UsesCopyStream(device, run->context.solo)) {
       RETURN_IF_ERROR(device->RecordEvent(frame->copy_end[d].get(), device->copy_stream()));
     }
   }
@@ -406,23 +439,25 @@ void RunScheduler::HandOut(const Task& t) {
 }
 
 void RunScheduler::Watch(const Task& t) {
-  t.run->in_flight++;
-  tasks_in_flight_++;
   pool_->Submit([this, t](int worker) {
     const absl::Status s =
         step(t.step).device->SynchronizeEvent(t.run->frame->done_events[t.step].get());
     Lock lock(mu_);
-    if (s.ok()) {
-      Finish(t.run, t.step);
-      Satisfy(t.run, t.step, /*completed=*/true);
-    } else {
-      Fail(t.run, AnnotateStepError(s, step(t.step)));
-    }
-    t.run->in_flight--;
-    tasks_in_flight_--;
+    AfterWatch(t, s);
     Drain(lock, worker, /*run_host=*/true);
     NotifyCaller();
   });
+}
+
+void RunScheduler::AfterWatch(const Task& t, const absl::Status& s) {
+  if (s.ok()) {
+    Finish(t.run, t.step);
+    Satisfy(t.run, t.step, /*completed=*/true);
+  } else {
+    Fail(t.run, AnnotateStepError(s, step(t.step)));
+  }
+  t.run->in_flight--;
+  tasks_in_flight_--;
 }
 
 void RunScheduler::AfterHostTask(const Task& t, bool early, const absl::Status& s) {

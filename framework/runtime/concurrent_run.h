@@ -40,8 +40,13 @@ class RunScheduler {
   // Starts a run over `frame` (bound and fed) after the runs in flight (at
   // most kPipelineFrames - 1): enqueues the device steps ready now, hands
   // host steps to workers when there are several, and returns. `stats`
-  // and `observer` must outlive Wait().
-  ConcurrentRun* Start(Plan::Frame* frame, RunStats* stats, ExecutionObserver* observer);
+  // and `observer` must outlive Wait(). `caller_waits`: the caller calls
+  // Wait(run) next and starts no other run before; with no run in flight
+  // the run is then solo (Step::solo_on_compute), and a thread with nothing
+  // else to do waits for a device step's completion itself instead of
+  // handing the wait to a worker.
+  ConcurrentRun* Start(Plan::Frame* frame, RunStats* stats, ExecutionObserver* observer,
+                       bool caller_waits);
   // Handles ready steps on the calling thread until `run` is over: OK once
   // all of its steps finished (device work possibly still queued); its
   // error, or Cancelled when the run before it failed, once none of its
@@ -61,9 +66,18 @@ class RunScheduler {
   // Handles ready steps (host steps only if `run_host`) until none is
   // left, or until `until` is over.
   void Drain(Lock& lock, int worker, bool run_host, const ConcurrentRun* until = nullptr);
+  // Handles the ready queues until they are empty (Drain's first part).
+  void DrainQueues(Lock& lock, int worker, bool run_host, const ConcurrentRun* until);
   void Dispatch(const Task& t, int worker);
   void HandOut(const Task& t);
-  void Watch(const Task& t);
+  // The waits for dispatched watched steps (Step::watched): the calling
+  // thread waits itself when the wait is all that is left to do in a solo
+  // run and it may block (a worker, or the caller in Wait); otherwise each
+  // goes to a worker. True when it waited (new steps may be ready).
+  bool HandleWatches(Lock& lock, int worker, const ConcurrentRun* until);
+  void Watch(const Task& t);  // on a worker
+  // Back under mu_ after a watched step's completion event was waited for.
+  void AfterWatch(const Task& t, const absl::Status& s);
   // Records the frame's end events on every stream of the plan's devices.
   absl::Status RecordRunEnd(ConcurrentRun* run);
   // Runs host task `t` (first waiting for its device predecessors); without mu_.
@@ -97,7 +111,8 @@ class RunScheduler {
   std::mutex mu_;
   std::condition_variable caller_;  // CallerNeeded() may have become true
   std::deque<Task> ready_device_, ready_host_;
-  int tasks_in_flight_ = 0;                           // of every run
+  std::vector<Task> watches_;  // dispatched watched steps not yet waited for (counted in flight)
+  int tasks_in_flight_ = 0;    // of every run
   std::vector<std::unique_ptr<ConcurrentRun>> runs_;  // in flight, oldest first
 };
 

@@ -188,13 +188,14 @@ absl::Status Executor::RunEagerly(Plan* plan, RunStats* stats, ExecutionObserver
     return PlanRunner::RunInOrder(plan, stats, run);
   }
   if (plan->scheduler_ == nullptr) plan->scheduler_ = std::make_unique<RunScheduler>(plan, Pool());
-  ConcurrentRun* run = plan->scheduler_->Start(plan->frames_[0].get(), stats, observer);
+  ConcurrentRun* run =
+      plan->scheduler_->Start(plan->frames_[0].get(), stats, observer, /*caller_waits=*/true);
   return plan->scheduler_->Wait(run);
 }
 
 absl::StatusOr<std::vector<Tensor>> Executor::Run(Plan* plan, Scope* scope, const FeedMap& feeds,
                                                   RunStats* stats) {
-  ASSIGN_OR_RETURN(RunHandle handle, RunAsync(plan, scope, feeds));
+  ASSIGN_OR_RETURN(RunHandle handle, StartRun(plan, scope, feeds, /*caller_waits=*/true));
   return handle.Wait(stats);
 }
 
@@ -205,6 +206,11 @@ bool Executor::CanPipeline(const Plan& plan) {
 }
 
 absl::StatusOr<RunHandle> Executor::RunAsync(Plan* plan, Scope* scope, const FeedMap& feeds) {
+  return StartRun(plan, scope, feeds, /*caller_waits=*/false);
+}
+
+absl::StatusOr<RunHandle> Executor::StartRun(Plan* plan, Scope* scope, const FeedMap& feeds,
+                                             bool caller_waits) {
   const uint64_t cancel_requests = cancel_requests_.load(std::memory_order_relaxed);
   RETURN_IF_ERROR(MovePersistablesHome(plan->placed_, scope));  // auto placement's homes
   auto pending = std::make_shared<PendingRun>();
@@ -240,8 +246,8 @@ absl::StatusOr<RunHandle> Executor::RunAsync(Plan* plan, Scope* scope, const Fee
     pending->observed = true;
   }
   if (plan->scheduler_ == nullptr) plan->scheduler_ = std::make_unique<RunScheduler>(plan, Pool());
-  pending->run =
-      plan->scheduler_->Start(plan->frames_[pending->frame].get(), &pending->stats, observer);
+  pending->run = plan->scheduler_->Start(plan->frames_[pending->frame].get(), &pending->stats,
+                                         observer, caller_waits);
   plan->in_flight_.push_back(pending);
   return RunHandle(this, plan, std::move(pending));
 }
@@ -295,13 +301,13 @@ absl::Status Executor::WaitForDevices(Plan* plan, int frame_index, bool end_even
     Device* device = plan->devices_[d];
     if (end_events && frame.ends_recorded) {  // the run's own work, not the next run's
       RETURN_IF_ERROR(device->SynchronizeEvent(frame.compute_end[d].get()));
-      if (plan->copy_lane_devices_.count(device) > 0) {
+      if (plan->UsesCopyStream(device, frame.solo)) {
         RETURN_IF_ERROR(device->SynchronizeEvent(frame.copy_end[d].get()));
       }
       continue;
     }
     RETURN_IF_ERROR(device->SynchronizeStream(device->compute_stream()));
-    if (!options_.in_order && plan->copy_lane_devices_.count(device) > 0) {
+    if (!options_.in_order && plan->UsesCopyStream(device, frame.solo)) {
       RETURN_IF_ERROR(device->SynchronizeStream(device->copy_stream()));
     }
     auto comm = plan->comm_streams_.find(device);

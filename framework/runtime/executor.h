@@ -272,6 +272,10 @@ class Executor {
   // `cancel_requests` is Cancel()'s count when the run was asked for.
   absl::StatusOr<std::vector<Tensor>> RunNow(Plan* plan, Scope* scope, const FeedMap& feeds,
                                              uint64_t cancel_requests, RunStats* stats);
+  // RunAsync; with `caller_waits` (Run) the caller waits for the run at
+  // once, so a run that starts with none in flight is solo.
+  absl::StatusOr<RunHandle> StartRun(Plan* plan, Scope* scope, const FeedMap& feeds,
+                                     bool caller_waits);
   // Whether a run of `plan` can overlap the run before it.
   bool CanPipeline(const Plan& plan);
   // Finishes the oldest run of `plan` in flight (its results go to its
@@ -346,6 +350,14 @@ class Plan {
   // Devices on whose copy stream the plan queues steps: a run waits for that
   // stream at its end only there (work others queue on it is theirs).
   std::set<Device*> copy_lane_devices_;
+  // Of those, the devices whose copies a solo run puts on the compute
+  // stream (all of them: Step::solo_on_compute).
+  std::set<Device*> solo_compute_copy_devices_;
+  // Whether a run (solo or not) queues work on `device`'s copy stream.
+  bool UsesCopyStream(Device* device, bool solo) const {
+    return copy_lane_devices_.count(device) > 0 &&
+           !(solo && solo_compute_copy_devices_.count(device) > 0);
+  }
   bool host_only_ = false;        // every step runs on the host
   bool constants_ready_ = false;  // folded steps have run
   // Pipelined runs in flight (oldest first) and who runs their steps.

@@ -113,13 +113,21 @@ struct Plan::Step {
   // is recorded after it (pipelined: a successor in the next run does).
   bool needs_event = false, needs_event_pipelined = false;
   // A successor needs the step's device work completed (kCompletion): a
-  // host worker waits for the done event and reports it.
+  // host worker (or, in a solo run, the thread with nothing else to do)
+  // waits for the done event and reports it.
   bool watched = false;
+  // Solo runs (Executor::Run: no other run overlaps them, the caller waits
+  // for them at once). A device->host copy goes on the compute stream when
+  // every compute step of its device comes before or after it: the copy
+  // stream would only add event waits (PlanPasses::ChooseSoloCopyStreams).
+  bool solo_on_compute = false;
+  // needs_event, less the waits that a solo run's single stream makes moot.
+  bool solo_needs_event = false;
 
   bool is_host() const { return lane == Lane::kHost; }
   // The stream this step's device work goes to in the given mode.
-  Stream* StreamFor(bool in_order) const {
-    if (in_order) return device->compute_stream();
+  Stream* StreamFor(bool in_order, bool solo) const {
+    if (in_order || (solo && solo_on_compute)) return device->compute_stream();
     if (lane == Lane::kComm) return comm_stream;
     return lane == Lane::kCopy ? device->copy_stream() : device->compute_stream();
   }
@@ -161,6 +169,7 @@ struct Plan::Frame {
   // enqueued, so that waiting for the run does not wait for the next one.
   std::vector<std::unique_ptr<Event>> compute_end, copy_end;
   bool ends_recorded = false;
+  bool solo = false;  // the run bound to it is solo (StepRunContext::solo)
   KeepAlive keep_alive;
   // Per fetch: the host tensor a device value is copied into, allocated
   // before the run's updates (empty: allocated when fetched).
@@ -222,7 +231,8 @@ struct Plan::GraphState {
 struct StepRunContext {
   Plan::Frame* frame = nullptr;  // the run's bindings
   bool in_order = true;
-  int worker = -1;  // OpEvent::worker
+  bool solo = false;  // a concurrent run nothing overlaps (Step::solo_on_compute)
+  int worker = -1;    // OpEvent::worker
   ExecutionObserver* observer = nullptr;
   Plan::GraphState* graph = nullptr;  // set while capturing
   bool check_numerics = false;        // in-order runs only

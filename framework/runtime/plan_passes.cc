@@ -30,6 +30,10 @@ class PlanPasses {
   static void LinkConsecutiveRuns(Plan* plan);
   // Lookups that wait for the previous run's sparse update only by rows.
   static void RefineRowConflicts(Plan* plan);
+  // Per device, whether solo runs put its device->host copies on the
+  // compute stream (Step::solo_on_compute), and which done events solo
+  // runs still need (Step::solo_needs_event).
+  static void ChooseSoloCopyStreams(Plan* plan);
   // Frame 0 (see Plan::Frame); later frames by MakeFrame.
   static absl::Status AddFrame(Plan* plan);
   // The events `frame` records (with `pipelined`, also those of steps and
@@ -41,6 +45,10 @@ class PlanPasses {
  private:
   // Appends a slot for `name` (CreateSteps calls it once per name).
   static int Slot(Plan* plan, const std::string& name);
+  // How many compute-lane steps of the device of step `copy` are its
+  // ancestors or descendants. `seen` (one entry per step) is marked with
+  // `stamp`, which must differ from every earlier call's.
+  static int ComputeStepsOrderedWith(const Plan& plan, int copy, int stamp, std::vector<int>* seen);
   // The plan's collective stream of the step's device (made on first use).
   static absl::Status AddCommStream(Plan* plan, Plan::Step* step);
   static std::vector<std::vector<int>> WritersPerSlot(const Plan& plan);
@@ -404,6 +412,63 @@ void PlanPasses::RefineRowConflicts(Plan* plan) {
   }
 }
 
+int PlanPasses::ComputeStepsOrderedWith(const Plan& plan, int copy, int stamp,
+                                        std::vector<int>* seen) {
+  const Device* device = plan.steps_[copy]->device;
+  int ordered = 0;
+  std::vector<int> stack;
+  for (const bool forward : {false, true}) {  // a DAG: no step is both
+    stack.assign(1, copy);
+    while (!stack.empty()) {
+      const Plan::Step& at = *plan.steps_[stack.back()];
+      stack.pop_back();
+      for (const auto& [next, kind] : forward ? at.succs : at.preds) {
+        if ((*seen)[next] == stamp) continue;
+        (*seen)[next] = stamp;
+        const Plan::Step& s = *plan.steps_[next];
+        ordered += s.lane == Lane::kCompute && s.device == device && !s.folded;
+        stack.push_back(next);
+      }
+    }
+  }
+  return ordered;
+}
+
+void PlanPasses::ChooseSoloCopyStreams(Plan* plan) {
+  // Past this many step visits the search would slow planning: copies stay.
+  constexpr int64_t kMaxVisits = int64_t{50} << 20;
+  const int n = static_cast<int>(plan->steps_.size());
+  std::map<Device*, int> compute_steps;
+  std::map<Device*, std::vector<int>> copies;
+  for (int i = 0; i < n; ++i) {
+    const Plan::Step& s = *plan->steps_[i];
+    if (s.lane == Lane::kCompute && !s.folded) compute_steps[s.device]++;
+    if (s.lane == Lane::kCopy) copies[s.device].push_back(i);
+  }
+  plan->solo_compute_copy_devices_.clear();
+  std::vector<int> seen(n, 0);
+  int stamp = 0;
+  for (const auto& [device, list] : copies) {
+    bool all = static_cast<int64_t>(list.size()) * n <= kMaxVisits;
+    for (size_t c = 0; all && c < list.size(); ++c) {
+      all = ComputeStepsOrderedWith(*plan, list[c], ++stamp, &seen) == compute_steps[device];
+    }
+    if (!all) continue;
+    plan->solo_compute_copy_devices_.insert(device);
+    for (int c : list) plan->steps_[c]->solo_on_compute = true;
+  }
+  for (auto& owned : plan->steps_) {
+    Plan::Step& pred = *owned;
+    for (const auto& [succ, kind] : pred.succs) {
+      const Plan::Step& s = *plan->steps_[succ];
+      pred.solo_needs_event |=
+          kind == EdgeKind::kHostWait || kind == EdgeKind::kCompletion ||
+          (kind == EdgeKind::kEventWait && pred.StreamFor(false, true) != s.StreamFor(false, true));
+    }
+    pred.solo_needs_event &= pred.needs_event;
+  }
+}
+
 absl::Status PlanPasses::AddFrame(Plan* plan) {
   auto frame = std::make_unique<Plan::Frame>();
   const size_t slots = plan->slot_names_.size(), steps = plan->steps_.size();
@@ -470,6 +535,7 @@ absl::Status BuildPlan(Plan* plan, const std::vector<std::string>& feeds,
   PlanPasses::BuildSchedule(plan);
   PlanPasses::LinkConsecutiveRuns(plan);
   PlanPasses::RefineRowConflicts(plan);
+  PlanPasses::ChooseSoloCopyStreams(plan);
   return PlanPasses::AddFrame(plan);
 }
 

@@ -7,17 +7,20 @@
 #include <condition_variable>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <random>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/time/time.h"
 #include "backends/sim/sim_device.h"
 #include "framework/backward/optimizer.h"
 #include "framework/device/device.h"
+#include "framework/device/device_registry.h"
 #include "framework/memory/cpu_allocator.h"
 #include "framework/program/program_builder.h"
 #include "framework/runtime/execution_observer.h"
@@ -25,6 +28,7 @@
 #include "framework/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "models/crop/crop_model.h"
 #include "models/ctr/ctr_model.h"
 #include "models/embedding/embedding_model.h"
 #include "models/fashion_mnist/fashion_mnist_model.h"
@@ -405,6 +409,95 @@ TEST(Concurrency, BadIdInAConcurrentRunNamesTheOpAndTheNextRunWorks) {
     ASSERT_OK_AND_ASSIGN(std::vector<Tensor> out, exe.Run(plan.get(), &scope, feeds(6)));
     EXPECT_TRUE(std::isfinite(out[0].data<float>()[0]));
   }
+}
+
+// Records the stream of every device->host copy and the thread that
+// dispatched each device kernel.
+class CopyStreams : public ExecutionObserver {
+ public:
+  void OnOpBegin(const OpEvent& e) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (e.is_copy && e.copy_kind == CopyKind::kDeviceToHost) d2h_streams_.push_back(e.stream);
+    if (!e.is_copy && !e.place.is_host()) kernel_workers_[e.op->type] = e.worker;
+  }
+  std::vector<Stream*> d2h_streams() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return std::exchange(d2h_streams_, {});
+  }
+  int kernel_worker(const std::string& type) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return kernel_workers_.at(type);
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<Stream*> d2h_streams_;
+  std::map<std::string, int> kernel_workers_;
+};
+
+// Workload 2 with the slice on sim:0 is one chain (shape -> copy -> slice
+// -> copy back -> crop_tensor reading the shape on the host): a run that
+// nothing overlaps keeps the copy back on the compute stream and the
+// calling thread waits for it itself (crop_tensor is dispatched by it, not
+// a worker); pipelined runs use the copy stream. Same output either way.
+TEST(Concurrency, SoloRunOfAChainKeepsItsCopyOnTheComputeStream) {
+  ProgramBuilder b;
+  ASSERT_OK_AND_ASSIGN(Var out, BuildCropModel(/*slice_on_cpu=*/false, &b));
+  ExecutorOptions options;
+  options.host_workers = 2;
+  Executor exe(kSim0, options);
+  Scope scope;
+  ASSERT_OK(exe.Run(b.startup_program(), &scope).status());
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Plan> plan,
+                       exe.Prepare(b.main_program(), scope, {}, {out.name}));
+  ASSERT_OK_AND_ASSIGN(Device * sim, DeviceRegistry::Global().GetDevice(kSim0));
+  CopyStreams observer;
+  SetExecutionObserver(&observer);
+  absl::StatusOr<std::vector<Tensor>> solo = exe.Run(plan.get(), &scope);
+  const std::vector<Stream*> solo_streams = observer.d2h_streams();
+  const int crop_worker = observer.kernel_worker("crop_tensor");
+  ASSERT_OK_AND_ASSIGN(RunHandle first, exe.RunAsync(plan.get(), &scope));
+  ASSERT_OK_AND_ASSIGN(RunHandle second, exe.RunAsync(plan.get(), &scope));
+  absl::StatusOr<std::vector<Tensor>> pipelined = second.Wait();
+  ASSERT_OK(first.Wait().status());
+  SetExecutionObserver(nullptr);
+  ASSERT_OK(solo.status());
+  ASSERT_OK(pipelined.status());
+  EXPECT_EQ(solo_streams, (std::vector<Stream*>{sim->compute_stream()}));
+  EXPECT_EQ(crop_worker, -1);
+  EXPECT_EQ(observer.d2h_streams(),
+            (std::vector<Stream*>{sim->copy_stream(), sim->copy_stream()}));
+  EXPECT_EQ(solo->at(0).shape(), Shape({1, 3, 5, 5}));
+  EXPECT_EQ(HostBytes(solo->at(0)), HostBytes(pipelined->at(0)));
+}
+
+// A device step that neither feeds nor follows the copy could run during
+// it: even a solo run keeps the copy on the copy stream.
+TEST(Concurrency, SoloRunKeepsACopyStreamWhenComputeCanOverlapIt) {
+  ProgramBuilder b;
+  Var x = b.Data("x", DataType::kFloat32, Shape({2, 2}));
+  Var a = b.Scale(x, 2.0);
+  Var host;
+  {
+    auto g = b.device_guard("cpu");
+    host = b.Tanh(a);
+  }
+  Var other = b.Relu(x);
+  Executor exe(kSim0);
+  Scope scope;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Plan> plan,
+                       exe.Prepare(b.main_program(), scope, {"x"}, {host.name, other.name}));
+  ASSERT_OK_AND_ASSIGN(Device * sim, DeviceRegistry::Global().GetDevice(kSim0));
+  Tensor xv = *Tensor::Allocate(CpuAllocator::Default(), DataType::kFloat32, Shape({2, 2}));
+  for (int i = 0; i < 4; ++i) xv.data<float>()[i] = i - 1.5f;
+  CopyStreams observer;
+  SetExecutionObserver(&observer);
+  absl::StatusOr<std::vector<Tensor>> out = exe.Run(plan.get(), &scope, {{"x", xv}});
+  SetExecutionObserver(nullptr);
+  ASSERT_OK(out.status());
+  EXPECT_EQ(observer.d2h_streams(), (std::vector<Stream*>{sim->copy_stream()}));
+  EXPECT_FLOAT_EQ(out->at(0).data<float>()[0], std::tanh(-3.0f));
+  EXPECT_FLOAT_EQ(out->at(1).data<float>()[3], 1.5f);
 }
 
 // Records the type of every host op in the order they begin.
