@@ -305,10 +305,10 @@ void RunScheduler::Drain(Lock& lock, int worker, bool run_host, const Concurrent
 bool RunScheduler::HandleWatches(Lock& lock, int worker, const ConcurrentRun* until) {
   if (watches_.empty()) return false;
   const Task t = watches_.front();
-  // Only this wait is left: no step is ready or running anywhere else.
-  const bool alone = t.run->context.solo && watches_.size() == 1 && tasks_in_flight_ == 1 &&
-                     ready_device_.empty() && ready_host_.empty() &&
-                     (worker >= 0 || until != nullptr);
+  // Only this wait is left: no step is ready or running anywhere else, and
+  // no run can start meanwhile (a worker, or the caller blocked in Wait).
+  const bool alone = watches_.size() == 1 && tasks_in_flight_ == 1 && ready_device_.empty() &&
+                     ready_host_.empty() && (worker >= 0 || until != nullptr);
   if (!alone) {
     for (const Task& w : watches_) Watch(w);
     watches_.clear();

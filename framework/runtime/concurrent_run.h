@@ -42,9 +42,8 @@ class RunScheduler {
   // host steps to workers when there are several, and returns. `stats`
   // and `observer` must outlive Wait(). `caller_waits`: the caller calls
   // Wait(run) next and starts no other run before; with no run in flight
-  // the run is then solo (Step::solo_on_compute), and a thread with nothing
-  // else to do waits for a device step's completion itself instead of
-  // handing the wait to a worker.
+  // the run is then solo (Step::solo_on_compute) and its steps wait for
+  // Wait() to start.
   ConcurrentRun* Start(Plan::Frame* frame, RunStats* stats, ExecutionObserver* observer,
                        bool caller_waits);
   // Handles ready steps on the calling thread until `run` is over: OK once
@@ -71,9 +70,9 @@ class RunScheduler {
   void Dispatch(const Task& t, int worker);
   void HandOut(const Task& t);
   // The waits for dispatched watched steps (Step::watched): the calling
-  // thread waits itself when the wait is all that is left to do in a solo
-  // run and it may block (a worker, or the caller in Wait); otherwise each
-  // goes to a worker. True when it waited (new steps may be ready).
+  // thread waits itself when the wait is all that is left to do and it may
+  // block (a worker, or the caller in Wait); otherwise each goes to a
+  // worker. True when it waited (new steps may be ready).
   bool HandleWatches(Lock& lock, int worker, const ConcurrentRun* until);
   void Watch(const Task& t);  // on a worker
   // Back under mu_ after a watched step's completion event was waited for.

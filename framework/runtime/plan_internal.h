@@ -113,7 +113,7 @@ struct Plan::Step {
   // is recorded after it (pipelined: a successor in the next run does).
   bool needs_event = false, needs_event_pipelined = false;
   // A successor needs the step's device work completed (kCompletion): a
-  // host worker (or, in a solo run, the thread with nothing else to do)
+  // host worker (or the thread with nothing else to do: HandleWatches)
   // waits for the done event and reports it.
   bool watched = false;
   // Solo runs (Executor::Run: no other run overlaps them, the caller waits
