@@ -53,56 +53,57 @@ using prologue::UpdateArgs;
 
 // Calls update(row, merged) once per distinct row of `g` (a SelectedRows of
 // T with rows `width` wide): `merged` points at the row's gradient, the sum
-// of its value rows in order of position. Parallel over ranges of table
-// rows, about one per kMinElementsPerTask elements of updates, with no
-// global sort: each task lists the positions of its rows, groups them by
-// row and merges each group, so every row is visited by one task. The
-// rows of `tables` (each [height, width]: the parameter and its state) and
-// of the values are prefetched kPrefetchRowsAhead groups ahead (the rows
-// are random, so each update is otherwise a chain of cache misses).
+// of its value rows in order of position. Parallel over equal shares of
+// the updates, each a run of whole row buckets (rows_internal::RowBuckets:
+// exact counts, no global sort): each task lists the positions of its rows
+// in order, groups them by row and merges each group, so every row is
+// visited by one task. The rows of `tables` (each [height, width]: the
+// parameter and its state) and of the values are prefetched
+// kPrefetchRowsAhead groups ahead (the rows are random, so each update is
+// otherwise a chain of cache misses).
 template <typename T, typename Policy, typename Update>
 void ForEachMergedRow(const SelectedRows& g, int64_t width, const std::vector<T*>& tables,
                       Update&& update) {
   const int64_t n = static_cast<int64_t>(g.rows().size());
   if (n == 0 || width == 0) return;
-  const int64_t height = g.height();
   const int64_t* rows = g.rows().data();
   const T* values = g.value().data<T>();
-  const int64_t ranges = std::clamp<int64_t>(n * width / kMinElementsPerTask, 1, height);
-  auto first_row = [&](int64_t b) {
-    return static_cast<int64_t>(static_cast<__int128>(height) * b / ranges);
-  };
-  Policy::ParallelFor(ranges, 1, [&](int64_t begin, int64_t end) {
-    const int64_t lo = first_row(begin), hi = first_row(end);
-    std::vector<int64_t> mine;
-    for (int64_t i = 0; i < n; ++i) {
-      if (rows[i] >= lo && rows[i] < hi) mine.push_back(i);
-    }
-    const RowGroups groups = GroupPositions(rows, std::move(mine));
-    const int64_t row_bytes = width * static_cast<int64_t>(sizeof(T));
-    std::vector<T> sum;
-    for (int64_t k = 0; k < groups.size(); ++k) {
-      if (k + rows_internal::kPrefetchRowsAhead < groups.size()) {
-        const int64_t ahead = groups.order[groups.starts[k + rows_internal::kPrefetchRowsAhead]];
-        for (T* table : tables) {
-          rows_internal::PrefetchRow</*kWrite=*/true>(table + rows[ahead] * width, row_bytes);
-        }
-        rows_internal::PrefetchRow(values + ahead * width, row_bytes);
-      }
-      const int64_t* pos = groups.order.data() + groups.starts[k];
-      const int64_t count = groups.starts[k + 1] - groups.starts[k];
-      const T* merged = values + pos[0] * width;
-      if (count > 1) {
-        sum.assign(merged, merged + width);
-        for (int64_t c = 1; c < count; ++c) {
-          const T* v = values + pos[c] * width;
-          for (int64_t j = 0; j < width; ++j) sum[j] += v[j];
-        }
-        merged = sum.data();
-      }
-      update(rows[pos[0]], merged);
-    }
-  });
+  const auto buckets = rows_internal::RowBuckets::Build<Policy>(rows, n, g.height());
+  const int64_t row_bytes = width * static_cast<int64_t>(sizeof(T));
+  Policy::ParallelFor(
+      n, std::max<int64_t>(1, kMinElementsPerTask / width), [&](int64_t begin, int64_t end) {
+        std::vector<int64_t> mine;
+        std::vector<T> sum;
+        auto whole = [&](int64_t b0, int64_t b1) {
+          buckets.Positions(b0, b1, &mine);
+          const RowGroups groups = GroupPositions(rows, std::move(mine));
+          for (int64_t k = 0; k < groups.size(); ++k) {
+            if (k + rows_internal::kPrefetchRowsAhead < groups.size()) {
+              const int64_t ahead =
+                  groups.order[groups.starts[k + rows_internal::kPrefetchRowsAhead]];
+              for (T* table : tables) {
+                rows_internal::PrefetchRow</*kWrite=*/true>(table + rows[ahead] * width, row_bytes);
+              }
+              rows_internal::PrefetchRow(values + ahead * width, row_bytes);
+            }
+            const int64_t* pos = groups.order.data() + groups.starts[k];
+            const int64_t count = groups.starts[k + 1] - groups.starts[k];
+            const T* merged = values + pos[0] * width;
+            if (count > 1) {
+              sum.assign(merged, merged + width);
+              for (int64_t c = 1; c < count; ++c) {
+                const T* v = values + pos[c] * width;
+                for (int64_t j = 0; j < width; ++j) sum[j] += v[j];
+              }
+              merged = sum.data();
+            }
+            update(rows[pos[0]], merged);
+          }
+        };
+        // Rows are never split (a merged row is updated whole): no bucket
+        // reaches a split load of n + 1.
+        buckets.ForEachShare(begin, end, n + 1, whole, [](int64_t, int64_t, int64_t, int64_t) {});
+      });
 }
 
 // Runs step(offset, g, len) over Param's elements: for a dense Grad on

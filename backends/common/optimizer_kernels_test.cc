@@ -51,8 +51,10 @@ TEST(ForEachMergedRow, SumsDuplicatesOnceEachWhateverTheSplit) {
 }
 
 TEST(ForEachMergedRow, ManyRowRangesMergeInPositionOrder) {
-  // 70000 one-wide updates: two row ranges, each its own task under
-  // ChunkingPolicy<1>; sums whose rounding depends on the order.
+  // 70000 one-wide updates of 1000 rows in 500 buckets and 16 chunks of
+  // positions; under ChunkingPolicy<1> each bucket is merged by the
+  // one-update task holding its first update. Sums whose rounding depends
+  // on the order.
   const int64_t height = 1000, n = 70000;
   std::vector<int64_t> rows(n);
   std::vector<double> values(n);

@@ -14,8 +14,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <tuple>
-#include <utility>
 #include <vector>
 
 #include "backends/common/elementwise.h"
@@ -30,22 +28,21 @@ inline void AddScaledRow(const T* v, T scale, int64_t width, T* dst) {
   for (int64_t j = 0; j < width; ++j) dst[j] += scale * v[j];
 }
 
-// Columns [begin, end) of block `block` of `blocks` of a row of `width`
-// elements starting at `row`: interior boundaries fall on 64-byte cache
-// line boundaries, so blocks of one row never share a cache line.
+// The column at fraction x / of (0 <= x <= of, of > 0) of a row of `width`
+// elements starting at `row`, rounded down to a 64-byte cache line boundary
+// of the row's memory: 0 for x == 0, width for x == of. Columns between
+// consecutive boundaries never share a cache line with other such ranges.
 template <typename T>
-std::pair<int64_t, int64_t> ColumnBlock(const T* row, int64_t width, int64_t block,
-                                        int64_t blocks) {
+int64_t ColumnBoundary(const T* row, int64_t width, int64_t x, int64_t of) {
+  if (x <= 0) return 0;
+  if (x >= of) return width;
   constexpr int64_t kLine = std::max<int64_t>(1, 64 / sizeof(T));
   const int64_t misalign =
       static_cast<int64_t>(reinterpret_cast<uintptr_t>(row) % 64) / static_cast<int64_t>(sizeof(T));
   const int64_t first_aligned = std::min(width, (kLine - misalign) % kLine);
   const int64_t lines = (width - first_aligned + kLine - 1) / kLine;
-  const int64_t step = (lines + blocks - 1) / blocks * kLine;
-  auto boundary = [&](int64_t k) {
-    return k == 0 ? 0 : k == blocks ? width : std::min(width, first_aligned + k * step);
-  };
-  return {boundary(block), boundary(block + 1)};
+  const int64_t line = static_cast<int64_t>(static_cast<__int128>(lines) * x / of);
+  return std::min(width, first_aligned + line * kLine);
 }
 
 // How many rows ahead the row loops ask the memory system for: enough
@@ -66,9 +63,20 @@ inline void PrefetchRow(const void* p, int64_t bytes) {
 }  // namespace rows_internal
 
 // The position of the first of ids[0..n) outside [0, height), or -1.
+// Checks blocks of ids without branches (the loop vectorizes), then finds
+// the position within the first bad block.
 inline int64_t FirstOutOfRange(const int64_t* ids, int64_t n, int64_t height) {
-  for (int64_t i = 0; i < n; ++i) {
-    if (ids[i] < 0 || ids[i] >= height) return i;
+  constexpr int64_t kBlock = 512;
+  for (int64_t begin = 0; begin < n; begin += kBlock) {
+    const int64_t end = std::min(n, begin + kBlock);
+    uint64_t bad = 0;  // negative ids become huge unsigned ones
+    for (int64_t i = begin; i < end; ++i) {
+      bad |= static_cast<uint64_t>(static_cast<uint64_t>(ids[i]) >= static_cast<uint64_t>(height));
+    }
+    if (bad == 0) continue;
+    for (int64_t i = begin; i < end; ++i) {
+      if (ids[i] < 0 || ids[i] >= height) return i;
+    }
   }
   return -1;
 }
@@ -98,113 +106,159 @@ void CopyRows(int64_t n, int64_t width, Source&& source, T* out) {
                       });
 }
 
+namespace rows_internal {
+
+// The updates of `n` row indices `rows` (each in [0, height)) counted by
+// bucket, a range of 2^shift table rows (at most kMaxBuckets buckets), in
+// each chunk of positions, for tasks that own disjoint rows. Build counts
+// in parallel over the chunks; cum() places each bucket in the update
+// order, so a task taking updates [begin, end) of that order gets an exact,
+// balanced share of the buckets (ForEachShare), and Positions lists a
+// task's positions in ascending order (so value rows are read in order),
+// scanning only the chunks that hold some. Immutable once built;
+// concurrent reads are safe.
+class RowBuckets {
+ public:
+  static constexpr int64_t kMaxBuckets = 512;
+  static constexpr int64_t kMaxChunks = 16;
+  static constexpr int64_t kMinChunkPositions = 4096;
+
+  template <typename Policy>
+  static RowBuckets Build(const int64_t* rows, int64_t n, int64_t height) {
+    RowBuckets b;
+    b.rows_ = rows;
+    b.n_ = n;
+    b.height_ = height;
+    while (((height - 1) >> b.shift_) >= kMaxBuckets) ++b.shift_;
+    b.buckets_ = ((height - 1) >> b.shift_) + 1;
+    b.chunks_ = std::clamp<int64_t>(n / kMinChunkPositions, 1, kMaxChunks);
+    b.starts_.assign(b.chunks_ * (b.buckets_ + 1), 0);
+    Policy::ParallelFor(b.chunks_, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t c = begin; c < end; ++c) {
+        int64_t* starts = b.starts_.data() + c * (b.buckets_ + 1);
+        const int64_t hi = b.ChunkBegin(c + 1);
+        for (int64_t i = b.ChunkBegin(c); i < hi; ++i) ++starts[(rows[i] >> b.shift_) + 1];
+        for (int64_t k = 0; k < b.buckets_; ++k) starts[k + 1] += starts[k];
+      }
+    });
+    b.cum_.assign(b.buckets_ + 1, 0);
+    for (int64_t c = 0; c < b.chunks_; ++c) {
+      const int64_t* starts = b.starts_.data() + c * (b.buckets_ + 1);
+      for (int64_t k = 1; k <= b.buckets_; ++k) b.cum_[k] += starts[k];
+    }
+    return b;
+  }
+
+  // Replaces *out with the positions of the updates to buckets [b0, b1),
+  // ascending.
+  void Positions(int64_t b0, int64_t b1, std::vector<int64_t>* out) const {
+    const int64_t lo = b0 << shift_;
+    const uint64_t span = static_cast<uint64_t>(std::min(height_, b1 << shift_) - lo);
+    out->resize(cum_[b1] - cum_[b0] + 1);  // + 1: the compaction below writes one past
+    int64_t* w = out->data();
+    int64_t k = 0;
+    for (int64_t c = 0; c < chunks_; ++c) {
+      const int64_t* starts = starts_.data() + c * (buckets_ + 1);
+      if (starts[b1] == starts[b0]) continue;
+      const int64_t hi = ChunkBegin(c + 1);
+      for (int64_t i = ChunkBegin(c); i < hi; ++i) {  // without branches: the test is random
+        w[k] = i;
+        k += static_cast<int64_t>(static_cast<uint64_t>(rows_[i] - lo) < span);
+      }
+    }
+    out->resize(k);
+  }
+
+  // The buckets of the task owning updates [begin, end) of the update order
+  // (bucket by bucket; tasks whose ranges partition [0, n) own every update
+  // once). A bucket of fewer than `split_load` updates belongs whole to the
+  // task whose range holds its first update: whole(b0, b1) per run of such
+  // buckets. A larger one is shared: each task whose range meets it gets
+  // part(b, x0, x1, load) for its updates [x0, x1) of the bucket's `load`,
+  // to apply to its columns of every row (ColumnBoundary at x0 and x1), so
+  // that a hot row is split by columns. Calls come in bucket order.
+  template <typename Whole, typename Part>
+  void ForEachShare(int64_t begin, int64_t end, int64_t split_load, Whole&& whole,
+                    Part&& part) const {
+    // The bucket holding update `begin`: the last one starting at or before it.
+    int64_t b = std::upper_bound(cum_.begin(), cum_.end(), begin) - cum_.begin() - 1;
+    int64_t run = -1;  // first bucket of the current run of whole buckets
+    for (; b < buckets_ && cum_[b] < end; ++b) {
+      const int64_t load = cum_[b + 1] - cum_[b];
+      if (load == 0) continue;
+      if (load < split_load) {
+        if (cum_[b] >= begin && run < 0) run = b;
+        continue;
+      }
+      if (run >= 0) whole(run, b);
+      run = -1;
+      part(b, std::max(begin, cum_[b]) - cum_[b], std::min(end, cum_[b + 1]) - cum_[b], load);
+    }
+    if (run >= 0) whole(run, b);
+  }
+
+ private:
+  int64_t ChunkBegin(int64_t c) const {
+    return static_cast<int64_t>(static_cast<__int128>(n_) * c / chunks_);
+  }
+
+  const int64_t* rows_ = nullptr;  // not owned
+  int64_t n_ = 0, height_ = 0;
+  int shift_ = 0;
+  int64_t buckets_ = 0, chunks_ = 0;
+  // [chunks_, buckets_ + 1]: per chunk, the updates to the buckets before each.
+  std::vector<int64_t> starts_;
+  std::vector<int64_t> cum_;  // [buckets_ + 1]: the same over all chunks
+};
+
+}  // namespace rows_internal
+
 // table[rows[i], :] += scale * values[i, :] for i < n, in order of i, where
 // `table` is [height, width] and every row index is in [0, height);
-// duplicate rows accumulate. Race-free, and fast whatever the duplicates:
-// the table is cut into ranges of rows, about one per kMinElementsPerTask
-// elements of updates. A sample of the updates estimates each range's
-// load: a range with many more updates (a hot row, e.g. every id equal) is
-// cut into column blocks split on cache lines, up to one per line of a
-// row and at most one per max(kMinElementsPerTask, n) elements of its
-// load, and consecutive ranges the sample misses are merged. Each (rows,
-// columns) cell is one task applying, in order of i, its rows' updates to
-// its columns: every element is updated in order of i by one task, so the
-// result equals the serial one whatever the cells. A task of whole rows
-// first lists the positions of its rows, then applies them in order,
+// duplicate rows accumulate. Race-free, balanced and fast whatever the
+// duplicates: the updates are counted by ranges of rows
+// (rows_internal::RowBuckets), and each task of the policy takes an equal
+// share of them, as whole buckets or, for a bucket of at least twice the
+// fewest updates a task gets (a hot row, e.g. every id equal), a share of
+// its columns split on cache lines. Each element is updated by one task, in
+// order of i, so the result equals the serial one whatever the tasks. A
+// task lists the positions of its buckets, then applies them in order,
 // asking for the table and value rows kPrefetchRowsAhead positions ahead
 // (random rows of a large table are memory-latency bound).
 template <typename T, typename Policy>
 void ScatterAddRows(const int64_t* rows, int64_t n, const T* values, int64_t width, T scale,
                     T* table, int64_t height) {
   if (n == 0 || width == 0) return;
-  // Four ranges per kMinElementsPerTask elements of updates, so that tasks
-  // taking whole numbers of ranges are balanced.
-  const int64_t ranges = std::clamp<int64_t>(4 * n * width / kMinElementsPerTask, 1, height);
-  std::vector<int64_t> first_row(ranges + 1);  // range b is [first_row[b], first_row[b + 1])
-  for (int64_t b = 0; b <= ranges; ++b) {
-    first_row[b] = static_cast<int64_t>(static_cast<__int128>(height) * b / ranges);
-  }
-  // Updates per range, estimated from up to 256 updates spread over i.
-  const int64_t samples = std::min<int64_t>(n, 256);
-  std::vector<int64_t> sampled(ranges, 0);
-  const double ranges_per_row = static_cast<double>(ranges) / static_cast<double>(height);
-  for (int64_t k = 0; k < samples; ++k) {
-    const int64_t r = rows[k * n / samples];
-    int64_t b = std::min(ranges - 1, static_cast<int64_t>(static_cast<double>(r) * ranges_per_row));
-    while (r < first_row[b]) --b;
-    while (r >= first_row[b + 1]) ++b;
-    ++sampled[b];
-  }
-  struct Cell {
-    int64_t lo, hi;  // rows
-    int64_t block, blocks;
-  };
-  std::vector<Cell> cells;
-  const int64_t max_blocks = (width * static_cast<int64_t>(sizeof(T)) + 63) / 64;
-  int64_t quiet = -1;  // first row of a run of ranges the sample missed
-  for (int64_t b = 0; b <= ranges; ++b) {
-    if (b < ranges && sampled[b] == 0) {
-      if (quiet < 0) quiet = first_row[b];
-      continue;
-    }
-    if (quiet >= 0) cells.push_back({quiet, first_row[b], 0, 1});
-    quiet = -1;
-    if (b == ranges) break;
-    // A column block scans all n updates, so it needs at least n elements
-    // of work besides kMinElementsPerTask: sampling noise (one sample
-    // stands for n / samples updates) never splits a range.
-    const int64_t load = sampled[b] * n / samples * width;
-    const int64_t blocks =
-        std::clamp<int64_t>(load / std::max(kMinElementsPerTask, n), 1, max_blocks);
-    for (int64_t k = 0; k < blocks; ++k) {
-      cells.push_back({first_row[b], first_row[b + 1], k, blocks});
-    }
-  }
-  // Applies the updates of rows [lo, hi) to columns `block` of `blocks`.
-  auto apply = [&](int64_t lo, int64_t hi, int64_t block, int64_t blocks) {
-    if (blocks > 1) {  // a hot range: its few rows stay cached
-      int64_t last = -1, begin = 0, end = width;  // columns of the last row
-      for (int64_t i = 0; i < n; ++i) {
-        const int64_t r = rows[i];
-        if (r < lo || r >= hi) continue;
-        T* dst = table + r * width;
-        if (r != last) {
-          std::tie(begin, end) = rows_internal::ColumnBlock(dst, width, block, blocks);
-          last = r;
+  const auto buckets = rows_internal::RowBuckets::Build<Policy>(rows, n, height);
+  // Updates per task at least: kMinElementsPerTask elements.
+  const int64_t grain = std::max<int64_t>(1, kMinElementsPerTask / width);
+  const int64_t row_bytes = width * static_cast<int64_t>(sizeof(T));
+  Policy::ParallelFor(n, grain, [&](int64_t begin, int64_t end) {
+    std::vector<int64_t> mine;
+    auto whole = [&](int64_t b0, int64_t b1) {
+      buckets.Positions(b0, b1, &mine);
+      const int64_t count = static_cast<int64_t>(mine.size());
+      for (int64_t k = 0; k < count; ++k) {
+        if (k + rows_internal::kPrefetchRowsAhead < count) {
+          const int64_t ahead = mine[k + rows_internal::kPrefetchRowsAhead];
+          rows_internal::PrefetchRow</*kWrite=*/true>(table + rows[ahead] * width, row_bytes);
+          rows_internal::PrefetchRow(values + ahead * width, row_bytes);
         }
-        rows_internal::AddScaledRow(values + i * width + begin, scale, end - begin, dst + begin);
+        const int64_t i = mine[k];
+        rows_internal::AddScaledRow(values + i * width, scale, width, table + rows[i] * width);
       }
-      return;
-    }
-    std::vector<int64_t> mine;  // positions of rows in [lo, hi), ascending
-    for (int64_t i = 0; i < n; ++i) {
-      if (rows[i] >= lo && rows[i] < hi) mine.push_back(i);
-    }
-    const int64_t count = static_cast<int64_t>(mine.size());
-    const int64_t row_bytes = width * static_cast<int64_t>(sizeof(T));
-    for (int64_t k = 0; k < count; ++k) {
-      if (k + rows_internal::kPrefetchRowsAhead < count) {
-        const int64_t ahead = mine[k + rows_internal::kPrefetchRowsAhead];
-        rows_internal::PrefetchRow</*kWrite=*/true>(table + rows[ahead] * width, row_bytes);
-        rows_internal::PrefetchRow(values + ahead * width, row_bytes);
+    };
+    // A shared bucket: its rows are few or cached, so no prefetch.
+    auto part = [&](int64_t b, int64_t x0, int64_t x1, int64_t load) {
+      buckets.Positions(b, b + 1, &mine);
+      for (const int64_t i : mine) {
+        T* dst = table + rows[i] * width;
+        const int64_t lo = rows_internal::ColumnBoundary(dst, width, x0, load);
+        const int64_t hi = rows_internal::ColumnBoundary(dst, width, x1, load);
+        if (lo < hi) rows_internal::AddScaledRow(values + i * width + lo, scale, hi - lo, dst + lo);
       }
-      const int64_t i = mine[k];
-      rows_internal::AddScaledRow(values + i * width, scale, width, table + rows[i] * width);
-    }
-  };
-  Policy::ParallelFor(static_cast<int64_t>(cells.size()), 1, [&](int64_t begin, int64_t end) {
-    for (int64_t c = begin; c < end;) {
-      if (cells[c].blocks > 1) {
-        apply(cells[c].lo, cells[c].hi, cells[c].block, cells[c].blocks);
-        ++c;
-        continue;
-      }
-      // Consecutive whole-row cells cover adjacent rows: one pass.
-      int64_t e = c + 1;
-      while (e < end && cells[e].blocks == 1) ++e;
-      apply(cells[c].lo, cells[e - 1].hi, 0, 1);
-      c = e;
-    }
+    };
+    buckets.ForEachShare(begin, end, 2 * grain, whole, part);
   });
 }
 

@@ -98,8 +98,8 @@ TEST(ScatterAddRows, ManyRowsMatchTheSerialOrderBitwise) {
   std::vector<double> serial = start, ones = start, sevens = start;
   ScatterAddRows<double, SerialPolicy>(rows.data(), n, values.data(), width, -0.3, serial.data(),
                                        height);
-  ScatterAddRows<double, ChunkingPolicy<1>>(rows.data(), n, values.data(), width, -0.3,
-                                            ones.data(), height);
+  ScatterAddRows<double, ChunkingPolicy<1>>(rows.data(), n, values.data(), width, -0.3, ones.data(),
+                                            height);
   ScatterAddRows<double, ChunkingPolicy<7>>(rows.data(), n, values.data(), width, -0.3,
                                             sevens.data(), height);
   EXPECT_EQ(serial, want);
@@ -127,24 +127,89 @@ TEST(ScatterAddRows, HotRowsAreSplitIntoColumnBlocks) {
   EXPECT_EQ(chunked, want);
 }
 
-TEST(ColumnBlock, BlocksCoverTheRowAndSplitOnCacheLines) {
+TEST(ColumnBoundary, SharesCoverTheRowAndSplitOnCacheLines) {
   alignas(64) float row[64 + 150];
   for (int64_t offset : {0, 1, 5, 15, 16}) {
-    for (int64_t blocks : {1, 2, 3, 9, 12}) {
-      SCOPED_TRACE(testing::Message() << "offset " << offset << " blocks " << blocks);
-      int64_t expected_begin = 0;
-      for (int64_t k = 0; k < blocks; ++k) {
-        const auto [lo, hi] = rows_internal::ColumnBlock(row + offset, 150, k, blocks);
-        EXPECT_EQ(lo, expected_begin);
-        EXPECT_LE(lo, hi);
-        if (k > 0 && lo < 150) {
-          EXPECT_EQ((offset + lo) % 16, 0) << "block " << k;
-        }
-        expected_begin = hi;
+    for (int64_t of : {1, 2, 3, 9, 12, 1000}) {
+      SCOPED_TRACE(testing::Message() << "offset " << offset << " of " << of);
+      EXPECT_EQ(rows_internal::ColumnBoundary(row + offset, 150, 0, of), 0);
+      EXPECT_EQ(rows_internal::ColumnBoundary(row + offset, 150, of, of), 150);
+      int64_t previous = 0;
+      for (int64_t x = 1; x < of; ++x) {
+        const int64_t b = rows_internal::ColumnBoundary(row + offset, 150, x, of);
+        EXPECT_GE(b, previous) << "x " << x;
+        EXPECT_EQ((offset + b) % 16, 0) << "x " << x;
+        previous = b;
       }
-      EXPECT_EQ(expected_begin, 150);
     }
   }
+  // Halves of a row starting on a line: 150 floats touch 10 lines, so the
+  // middle boundary is line 5 (column 80); thirds at lines 3 and 6.
+  EXPECT_EQ(rows_internal::ColumnBoundary(row, 150, 1, 2), 80);
+  EXPECT_EQ(rows_internal::ColumnBoundary(row, 150, 1, 3), 48);
+  EXPECT_EQ(rows_internal::ColumnBoundary(row, 150, 2, 3), 96);
+}
+
+TEST(FirstOutOfRange, FindsTheFirstBadIdPastManyBlocks) {
+  std::vector<int64_t> ids(5000, 3);
+  EXPECT_EQ(FirstOutOfRange(ids.data(), 5000, 4), -1);
+  ids[4321] = 4;
+  ids[4999] = -7;
+  EXPECT_EQ(FirstOutOfRange(ids.data(), 5000, 4), 4321);
+  EXPECT_EQ(FirstOutOfRange(ids.data(), 4321, 4), -1);
+  EXPECT_EQ(FirstOutOfRange(ids.data() + 4322, 678, 4), 677);
+}
+
+// Runs ScatterAddRows with `Policy` on a copy of `start`.
+template <typename Policy>
+std::vector<double> Scattered(const std::vector<int64_t>& rows, const std::vector<double>& values,
+                              int64_t width, double scale, std::vector<double> table) {
+  ScatterAddRows<double, Policy>(rows.data(), rows.size(), values.data(), width, scale,
+                                 table.data(), static_cast<int64_t>(table.size()) / width);
+  return table;
+}
+
+// Values whose sums round differently by order (1 / (i + 3)).
+std::vector<double> OrderSensitiveValues(int64_t n) {
+  std::vector<double> values(n);
+  for (int64_t i = 0; i < n; ++i) values[i] = 1.0 / static_cast<double>(i + 3);
+  return values;
+}
+
+TEST(ScatterAddRows, EveryIdEqualMatchesTheSerialOrderBitwise) {
+  // 5000 updates of one row: more than two tasks' worth (218 updates of
+  // 150 elements), so the row is shared by columns among the tasks (chunks
+  // of 100 and 3000 updates), each applying every update to its columns in
+  // order.
+  const int64_t height = 1000, width = 150, n = 5000;
+  const std::vector<int64_t> rows(n, 777);
+  const std::vector<double> values = OrderSensitiveValues(n * width);
+  const std::vector<double> start(height * width, 0.5);
+  const std::vector<double> want = Naive(rows, values, width, -0.01, start);
+  EXPECT_EQ(Scattered<SerialPolicy>(rows, values, width, -0.01, start), want);
+  EXPECT_EQ(Scattered<ChunkingPolicy<100>>(rows, values, width, -0.01, start), want);
+  EXPECT_EQ(Scattered<ChunkingPolicy<3000>>(rows, values, width, -0.01, start), want);
+}
+
+TEST(ScatterAddRows, DistinctRowsAcrossManyBucketsAndChunks) {
+  // 40000 updates of a 100000-row table (9 chunks of positions, 391
+  // buckets), mostly distinct rows, every 50th to the last row: whatever
+  // the task split, each element gets its updates in order.
+  const int64_t height = 100000, width = 3, n = 40000;
+  std::vector<int64_t> rows(n);
+  for (int64_t i = 0; i < n; ++i) rows[i] = i % 50 == 0 ? height - 1 : (i * 2654435761) % height;
+  const std::vector<double> values = OrderSensitiveValues(n * width);
+  const std::vector<double> start(height * width, 0.25);
+  const std::vector<double> want = Naive(rows, values, width, 0.7, start);
+  EXPECT_EQ(Scattered<SerialPolicy>(rows, values, width, 0.7, start), want);
+  EXPECT_EQ(Scattered<ChunkingPolicy<1>>(rows, values, width, 0.7, start), want);
+  EXPECT_EQ(Scattered<ChunkingPolicy<777>>(rows, values, width, 0.7, start), want);
+}
+
+TEST(ScatterAddRows, OneUpdate) {
+  const std::vector<double> start = {1, 2, 3, 4, 5, 6};  // [3, 2]
+  EXPECT_EQ(Scattered<ChunkingPolicy<1>>({2}, {10, 20}, 2, 0.5, start),
+            std::vector<double>({1, 2, 3, 4, 10, 16}));
 }
 
 TEST(ScatterAddRows, NothingToDo) {
