@@ -1,5 +1,6 @@
 // Row loops over [rows, width] tables, shared by the embedding and sparse
-// update kernels (lookup_table, lookup_table_grad, sgd):
+// update kernels (lookup_table, lookup_table_grad, sgd; momentum and adam
+// share their rows by rows_internal::RowBuckets):
 //
 //   int64_t bad = FirstOutOfRange(ids, n, rows);           // -1: all valid
 //   CopyRows<float, Policy>(n, width, [&](int64_t i) { return table + ids[i] * width; }, out);
@@ -109,14 +110,17 @@ void CopyRows(int64_t n, int64_t width, Source&& source, T* out) {
 namespace rows_internal {
 
 // The updates of `n` row indices `rows` (each in [0, height)) counted by
-// bucket, a range of 2^shift table rows (at most kMaxBuckets buckets), in
+// bucket, a range of 2^shift table rows (at most kMaxBuckets buckets, and
+// about one per 8 updates), in
 // each chunk of positions, for tasks that own disjoint rows. Build counts
-// in parallel over the chunks; cum() places each bucket in the update
-// order, so a task taking updates [begin, end) of that order gets an exact,
-// balanced share of the buckets (ForEachShare), and Positions lists a
-// task's positions in ascending order (so value rows are read in order),
-// scanning only the chunks that hold some. Immutable once built;
-// concurrent reads are safe.
+// in parallel over the chunks (one parallel loop, run on the calling
+// thread below 2 * kMinChunkPositions updates); the running totals place
+// each bucket in the update order, so a task taking updates [begin, end)
+// of that order gets an exact share of the buckets, balanced to within one
+// bucket (ForEachShare), and Positions lists a task's positions in
+// ascending order (value rows are then read in order) without branches,
+// scanning only the chunks that hold some. Keeps `rows`, which must
+// outlive it. Immutable once built; concurrent reads are safe.
 class RowBuckets {
  public:
   static constexpr int64_t kMaxBuckets = 512;
@@ -129,7 +133,9 @@ class RowBuckets {
     b.rows_ = rows;
     b.n_ = n;
     b.height_ = height;
-    while (((height - 1) >> b.shift_) >= kMaxBuckets) ++b.shift_;
+    // About 8 updates per bucket, for few updates (fewer buckets to total).
+    const int64_t max_buckets = std::clamp<int64_t>(n / 8, 1, kMaxBuckets);
+    while (((height - 1) >> b.shift_) >= max_buckets) ++b.shift_;
     b.buckets_ = ((height - 1) >> b.shift_) + 1;
     b.chunks_ = std::clamp<int64_t>(n / kMinChunkPositions, 1, kMaxChunks);
     b.starts_.assign(b.chunks_ * (b.buckets_ + 1), 0);
