@@ -26,19 +26,11 @@
 // table: it gathers at once every row that the update does not write
 // (found with a bitmap of the update's hashed ids; a false hit only costs
 // a row copied twice), with those positions pointed at a row it gathers
-// anyway, and copies the rows the update writes once it finished. When a
-// host->device copy is its output's only reader, that copy starts after
-// the first part (the update still running) and uploads the copied rows
-// again after the second; the copy's readers start after that.
-//
-// A completion wait that is all there is left to do (nothing ready,
-// nothing running) is done by the thread that would otherwise hand it to
-// a worker and sleep: a worker, or the caller in Wait().
+// anyway, and copies the rows the update writes once it finished.
 #include "framework/runtime/concurrent_run.h"
 
 #include <algorithm>
 #include <cstring>
-#include <map>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
@@ -58,8 +50,6 @@ class ConcurrentRun {
     completed.assign(size, 0);
     rows_pending.assign(size, 0);
     patch_waiting.assign(size, 0);
-    upload_early.assign(size, 0);
-    bulk_only.assign(size, 0);
   }
 
   bool all_finished() const { return finished == size; }
@@ -75,12 +65,6 @@ class ConcurrentRun {
   // Per refined lookup: the previous run's update has not finished; the
   // lookup ran its first part and waits for it.
   std::vector<uint8_t> rows_pending, patch_waiting;
-  // Per refined lookup: its upload started after the first part
-  // (RowRefinement::upload). Per such upload: its dispatch is the bulk
-  // copy, which satisfies no successor yet.
-  std::vector<uint8_t> upload_early, bulk_only;
-  // Per upload started early: the rows to upload again, and their size.
-  std::map<int, std::pair<std::vector<int64_t>, size_t>> patch_rows;
   std::vector<int> gated;  // persistable writers waiting for the run before to finish
   int finished = 0;
   int uncommitted = 0;        // steps not held for the commit, still to finish
@@ -94,9 +78,8 @@ class ConcurrentRun {
 
 namespace {
 
-// Bit of a table row in a RowRefinement bitmap (2^22 bits: at 4096 update
-// ids, about 0.1% of the next ids collide without sharing a row).
-constexpr int kRowBitmapBits = 22;
+// Bit of a table row in a RowRefinement bitmap (2^20 bits).
+constexpr int kRowBitmapBits = 20;
 inline uint64_t RowBit(int64_t row) {
   return (static_cast<uint64_t>(row) * 0x9E3779B97F4A7C15ull) >> (64 - kRowBitmapBits);
 }
@@ -221,9 +204,8 @@ void RunScheduler::MakeReady(ConcurrentRun* run, int i) {
 void RunScheduler::Satisfy(ConcurrentRun* run, int i, bool completed) {
   (completed ? run->completed : run->dispatched)[i] = 1;
   const Plan::Step& s = step(i);
-  const int released = run->upload_early[i] ? s.rows->upload : -1;  // pending already
   for (const auto& [succ, kind] : s.succs) {
-    if ((kind == EdgeKind::kCompletion) != completed || succ == released) continue;
+    if ((kind == EdgeKind::kCompletion) != completed) continue;
     if (--run->pending[succ] == 0) MakeReady(run, succ);
   }
   ConcurrentRun* next = run->next;
@@ -286,22 +268,6 @@ void RunScheduler::Complete(ConcurrentRun* run, int i) {
   ReleaseSlots(run, i);
   Finish(run, i);
   Satisfy(run, i, /*completed=*/true);
-  if (!run->upload_early[i]) return;
-  run->upload_early[i] = 0;
-  const RowRefinement& rows = *step(i).rows;
-  const Tensor* table = run->frame->slots[rows.table_slot]->data_tensor();
-  const int64_t height = table->shape().dim(0);
-  run->patch_rows[rows.upload] = {rows.conflicts, height == 0 ? 0 : table->NumBytes() / height};
-  ready_device_.push_back({run, rows.upload, /*patch=*/true});
-}
-
-void RunScheduler::StartUploadEarly(ConcurrentRun* run, int lookup) {
-  const int upload = step(lookup).rows->upload;
-  if (upload < 0 || run->pending[upload] != 1) return;  // it waits for more than the lookup
-  run->upload_early[lookup] = 1;
-  run->bulk_only[upload] = 1;
-  run->pending[upload] = 0;
-  MakeReady(run, upload);
 }
 
 void RunScheduler::Fail(ConcurrentRun* run, const absl::Status& s) {
@@ -424,21 +390,13 @@ void RunScheduler::Dispatch(const Task& t, int worker) {
     }
   }
   if (status.ok()) status = CancelledBefore(s, *run->frame);
-  if (status.ok() && t.patch) {
-    const auto& [rows, row_bytes] = run->patch_rows[t.step];
-    status = PlanRunner::RunRowPatch(plan_, &s, context, rows, row_bytes);
-  } else if (status.ok()) {
+  if (status.ok()) {
     status = s.is_copy ? PlanRunner::RunCopyStep(plan_, &s, context, run->stats)
                        : PlanRunner::RunKernelStep(plan_, &s, context);
   }
   Event* done = solo && !s.solo_needs_event ? nullptr : run->frame->done_events[t.step].get();
   if (status.ok() && done != nullptr) status = s.device->RecordEvent(done, stream);
-  if (!status.ok()) return Fail(run, AnnotateStepError(status, s));
-  if (run->bulk_only[t.step]) {  // the rows patch follows (StartUploadEarly)
-    run->bulk_only[t.step] = 0;
-    return;
-  }
-  if (--run->device_steps_left == 0) status = RecordRunEnd(run);
+  if (status.ok() && --run->device_steps_left == 0) status = RecordRunEnd(run);
   if (!status.ok()) return Fail(run, AnnotateStepError(status, s));
   ReleaseSlots(run, t.step);
   Satisfy(run, t.step, /*completed=*/false);
@@ -506,7 +464,6 @@ void RunScheduler::AfterHostTask(const Task& t, bool early, const absl::Status& 
   if (!s.ok()) return Fail(t.run, s);
   const RowRefinement* rows = step(t.step).rows.get();
   if (!early || rows->rest == RowRefinement::Rest::kNothing) return Complete(t.run, t.step);
-  if (rows->rest == RowRefinement::Rest::kCopyRows) StartUploadEarly(t.run, t.step);
   if (t.run->rows_pending[t.step]) {
     t.run->patch_waiting[t.step] = 1;
   } else {
@@ -561,11 +518,6 @@ absl::Status RunScheduler::RunHostTask(const Task& t, int worker, Plan::Frame* p
     return PlanRunner::RunKernelStep(plan_, &s, context);
   }
   if (t.patch) {
-    if (t.run->upload_early[t.step]) {  // its bulk copy may still read Out
-      const Plan::Step& upload = step(rows->upload);
-      RETURN_IF_ERROR(AnnotateStepError(
-          upload.device->SynchronizeEvent(t.run->frame->done_events[rows->upload].get()), upload));
-    }
     CopyConflictRows(*slots[rows->ids_slot]->data_tensor(), *slots[rows->table_slot]->data_tensor(),
                      slots[rows->out_slot]->mutable_tensor(), *rows);
     return absl::OkStatus();

@@ -85,9 +85,6 @@ class RunScheduler {
   // Back under mu_ after RunHostTask.
   void AfterHostTask(const Task& t, bool early, const absl::Status& s);
   void Complete(ConcurrentRun* run, int i);
-  // After the first part of refined lookup `lookup` left rows to copy: its
-  // upload starts now when it waits for nothing else (RowRefinement::upload).
-  void StartUploadEarly(ConcurrentRun* run, int lookup);
   void Finish(ConcurrentRun* run, int i);
   // Every step not held for the commit finished: allocates the fetches'
   // host buffers, then releases the held steps (Step::held_for_commit).

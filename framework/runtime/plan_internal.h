@@ -58,11 +58,6 @@ struct RowRefinement {
   int writer_ids_slot = -1;      // the Ids of its lookup_table_grad: the rows it writes
   int writer_ids_producer = -1;  // the step writing them; -1: fed or persistable
   int ids_slot = -1, table_slot = -1, out_slot = -1;  // this lookup's
-  // The host->device copy that is Out's only reader, or -1. When the first
-  // part leaves rows to copy and the copy waits for nothing else, the copy
-  // starts at once on the rows gathered so far; after the second part it
-  // uploads the copied rows again, and only then do its readers start.
-  int upload = -1;
   // Scratch of the step (one run at a time: a step waits for itself in
   // the run before): a bitmap of hashed update rows, the positions of this
   // run's ids that may be among them, and what remains to do once the
@@ -255,12 +250,6 @@ class PlanRunner {
                                   RunStats* stats);
   // Runs one kernel step (device kernels: enqueues their work).
   static absl::Status RunKernelStep(Plan* plan, Plan::Step* step, const StepRunContext& run);
-  // Enqueues the host->device copy of rows `rows` (of `row_bytes` each) of
-  // copy step `step`'s source into its destination, which an earlier
-  // RunCopyStep of the run allocated (RowRefinement::upload); the whole
-  // tensor again when that is cheaper.
-  static absl::Status RunRowPatch(Plan* plan, Plan::Step* step, const StepRunContext& run,
-                                  const std::vector<int64_t>& rows, size_t row_bytes);
   // Runs every step in program order on the calling thread (in-order mode
   // and graph capture, see executor.h).
   static absl::Status RunInOrder(Plan* plan, RunStats* stats, const StepRunContext& run);

@@ -52,9 +52,6 @@ class PlanPasses {
   // The plan's collective stream of the step's device (made on first use).
   static absl::Status AddCommStream(Plan* plan, Plan::Step* step);
   static std::vector<std::vector<int>> WritersPerSlot(const Plan& plan);
-  // The host->device copy that is the only reader of slot `out` of
-  // `lookup` (not fetched), or -1 (RowRefinement::upload).
-  static int SoleUpload(const Plan& plan, const Plan::Step& lookup, int out);
 };
 
 absl::Status PlanPasses::AddCommStream(Plan* plan, Plan::Step* step) {
@@ -412,27 +409,7 @@ void PlanPasses::RefineRowConflicts(Plan* plan) {
     lookup.rows->table_slot = table;
     lookup.rows->out_slot = out;
     plan->slot_releasable_[grad_ids] = false;  // read by the next run's lookup
-    lookup.rows->upload = SoleUpload(*plan, lookup, out);
-    if (lookup.rows->upload >= 0) {
-      Plan::Step& upload = *plan->steps_[lookup.rows->upload];
-      upload.needs_event = upload.needs_event_pipelined = true;  // the second part waits for it
-    }
   }
-}
-
-int PlanPasses::SoleUpload(const Plan& plan, const Plan::Step& lookup, int out) {
-  if (std::find(plan.fetch_slots_.begin(), plan.fetch_slots_.end(), out) !=
-      plan.fetch_slots_.end()) {
-    return -1;
-  }
-  int upload = -1;
-  for (const auto& [succ, kind] : lookup.succs) {
-    const Plan::Step& s = *plan.steps_[succ];
-    if (!Reads(s, out)) continue;
-    if (upload >= 0 || !s.is_copy || s.copy_to.is_host() || s.lane != Lane::kCompute) return -1;
-    upload = succ;
-  }
-  return upload;
 }
 
 int PlanPasses::ComputeStepsOrderedWith(const Plan& plan, int copy, int stamp,

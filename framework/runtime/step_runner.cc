@@ -241,43 +241,6 @@ absl::Status PlanRunner::RunCopyStep(Plan* plan, Plan::Step* step, const StepRun
   return absl::OkStatus();
 }
 
-absl::Status PlanRunner::RunRowPatch(Plan* plan, Plan::Step* step, const StepRunContext& run,
-                                     const std::vector<int64_t>& rows, size_t row_bytes) {
-  const std::vector<Variable*>& slots = run.frame->slots;
-  const Tensor* from = slots[step->inputs[0].second[0]]->data_tensor();
-  Tensor* to = slots[step->outputs[0].second[0]]->mutable_tensor();
-  if (from == nullptr || to == nullptr || from->NumBytes() != to->NumBytes()) {
-    return AnnotateStepError(absl::InternalError("executor: row patch of an upload without it"),
-                             *step);
-  }
-  Stream* stream = step->StreamFor(run.in_order, run.solo);
-  const bool whole = rows.size() * row_bytes * 4 > from->NumBytes();  // one copy is cheaper
-  OpEvent event;
-  if (run.observer != nullptr) {
-    event = StepEvent(*step, run);
-    event.is_copy = true;
-    event.copy_kind = CopyKind::kHostToDevice;
-    event.sync = false;
-    event.bytes = static_cast<int64_t>(whole ? from->NumBytes() : rows.size() * row_bytes);
-    event.var = step->op.inputs.at("X")[0];
-    event.consumer = plan->placed_.table[step->index].copy->consumer_type;
-    run.observer->OnOpBegin(event);
-  }
-  const char* src = static_cast<const char*>(from->raw_data());
-  char* dst = static_cast<char*>(to->raw_data());
-  absl::Status s;
-  if (whole) {
-    s = step->device->CopyAsync(CopyKind::kHostToDevice, dst, src, from->NumBytes(), stream);
-  }
-  for (size_t i = 0; !whole && s.ok() && i < rows.size(); ++i) {
-    const size_t at = rows[i] * row_bytes;
-    s = step->device->CopyAsync(CopyKind::kHostToDevice, dst + at, src + at, row_bytes, stream);
-  }
-  run.frame->keep_alive.Add(from->buffer());  // read on the stream
-  if (run.observer != nullptr) run.observer->OnOpEnd(event);
-  return AnnotateStepError(s, *step);
-}
-
 absl::Status PlanRunner::RunKernelStep(Plan* plan, Plan::Step* step, const StepRunContext& run) {
   const std::vector<Variable*>& slots = run.frame->slots;
   KernelContext ctx(step->op, *step->def, step->device, step->StreamFor(run.in_order, run.solo),
