@@ -174,7 +174,9 @@ TEST(DataParallel, BadInputOnOneRankFailsEveryRankNamingIt) {
     const absl::Status& s = dp->step_statuses()[r];
     EXPECT_FALSE(s.ok()) << "rank " << r;
     EXPECT_THAT(s.message(), HasSubstr("lookup_table")) << "rank " << r;
-    if (r != 2) EXPECT_THAT(s.message(), HasSubstr("rank 2")) << "rank " << r;
+    if (r != 2) {
+      EXPECT_THAT(s.message(), HasSubstr("rank 2")) << "rank " << r;
+    }
   }
   // Every rank stopped before its updates; the next step runs.
   EXPECT_EQ(Snapshot(dp->programs().main[0], *dp->scope(0)), before);
