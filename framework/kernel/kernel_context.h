@@ -10,8 +10,9 @@
 // Or let the op's shape inference size every output:
 //     RETURN_IF_ERROR(ctx->AllocateInferredOutputs());
 //
-// The context does not own the variables; the runner (executor or eager
-// runner) keeps them alive. Outputs are allocated where the kernel's
+// The context does not own the variables nor the argument lists it is
+// given; the runner (executor or eager runner) keeps both alive while the
+// context lives. Outputs are allocated where the kernel's
 // registration says: host memory for HostMemory arguments, the device's
 // memory otherwise. Not thread-safe; one context per Compute call.
 #ifndef TANDEM_FRAMEWORK_KERNEL_KERNEL_CONTEXT_H_
@@ -36,10 +37,11 @@ using ArgVars = std::vector<std::pair<std::string, std::vector<Variable*>>>;
 
 class KernelContext {
  public:
-  KernelContext(const OpDesc& op, const KernelDef& def, Device* device,
-                Stream* stream, ArgVars inputs, ArgVars outputs)
-      : op_(op), def_(def), device_(device), stream_(stream),
-        inputs_(std::move(inputs)), outputs_(std::move(outputs)) {}
+  // `inputs` and `outputs` are referenced, not copied (no allocation per
+  // kernel call): they must outlive the context.
+  KernelContext(const OpDesc& op, const KernelDef& def, Device* device, Stream* stream,
+                const ArgVars& inputs, const ArgVars& outputs)
+      : op_(op), def_(def), device_(device), stream_(stream), inputs_(inputs), outputs_(outputs) {}
 
   const OpDesc& op() const { return op_; }
   const KernelDef& def() const { return def_; }
@@ -69,8 +71,8 @@ class KernelContext {
   // Allocates the output tensor (see header comment for where). On
   // ResourceExhausted the message names op, variable, dtype, shape and
   // suggests device_guard("cpu").
-  absl::StatusOr<Tensor*> AllocateOutput(absl::string_view arg, DataType dtype,
-                                         const Shape& shape, int index = 0);
+  absl::StatusOr<Tensor*> AllocateOutput(absl::string_view arg, DataType dtype, const Shape& shape,
+                                         int index = 0);
   // Binds an existing tensor (e.g. an input updated in place) to an output.
   absl::Status SetOutput(absl::string_view arg, Tensor tensor, int index = 0);
   // Runs the op's shape inference on the actual inputs and allocates every
@@ -101,8 +103,8 @@ class KernelContext {
   const KernelDef& def_;
   Device* device_;
   Stream* stream_;
-  ArgVars inputs_;
-  ArgVars outputs_;
+  const ArgVars& inputs_;
+  const ArgVars& outputs_;
   Allocator* host_output_allocator_ = nullptr;
   // The tensors InputTensor returned (list nodes never move).
   mutable std::forward_list<Tensor> held_inputs_;

@@ -11,8 +11,7 @@ namespace tandem {
 namespace {
 
 // Moves `v`'s data to `want`, counting the copy.
-absl::StatusOr<Variable> PlaceVariable(const Variable& v, const Place& want,
-                                       EagerStats* stats) {
+absl::StatusOr<Variable> PlaceVariable(const Variable& v, const Place& want, EagerStats* stats) {
   const Tensor* t = v.data_tensor();
   if (t == nullptr || !t->initialized() || t->place() == want) return v;
   ASSIGN_OR_RETURN(Tensor moved, CopyTensorTo(*t, want));
@@ -28,8 +27,7 @@ absl::StatusOr<Variable> PlaceVariable(const Variable& v, const Place& want,
 
 }  // namespace
 
-absl::StatusOr<EagerOutputs> RunOpEager(OpDesc op, const Place& place,
-                                        const EagerInputs& inputs,
+absl::StatusOr<EagerOutputs> RunOpEager(OpDesc op, const Place& place, const EagerInputs& inputs,
                                         EagerStats* stats) {
   ASSIGN_OR_RETURN(const OpSchema* schema, OpRegistry::Global().Find(op.type));
   std::map<std::string, DataType> var_dtypes;
@@ -49,7 +47,7 @@ absl::StatusOr<EagerOutputs> RunOpEager(OpDesc op, const Place& place,
   }
   RETURN_IF_ERROR(schema->Validate(&op));
 
-  ASSIGN_OR_RETURN(Device* device, DeviceRegistry::Global().GetDevice(place));
+  ASSIGN_OR_RETURN(Device * device, DeviceRegistry::Global().GetDevice(place));
   ASSIGN_OR_RETURN(const KernelRegistration* reg,
                    KernelRegistry::Global().FindForOp(
                        op, place.type(), [&](const std::string& var) -> std::optional<DataType> {
@@ -81,8 +79,7 @@ absl::StatusOr<EagerOutputs> RunOpEager(OpDesc op, const Place& place,
     for (Variable& v : vars) ptrs.push_back(&v);
     out_args.emplace_back(arg, std::move(ptrs));
   }
-  KernelContext ctx(op, reg->def, device, device->compute_stream(),
-                    std::move(in_args), std::move(out_args));
+  KernelContext ctx(op, reg->def, device, device->compute_stream(), in_args, out_args);
   RETURN_IF_ERROR(ctx.CheckInputPlaces());
   {
     DeviceGuard guard(place);
