@@ -151,7 +151,7 @@ ConcurrentRun* RunScheduler::Start(Plan::Frame* frame, RunStats* stats, Executio
   ConcurrentRun* prev = runs_.size() > 1 ? runs_[runs_.size() - 2].get() : nullptr;
   run->prev = prev;
   if (prev != nullptr) prev->next = run;
-  run->context.solo = frame->solo = caller_waits && prev == nullptr;
+  frame->solo = caller_waits && prev == nullptr;
   const int n = run->size;
   run->uses_left.assign(plan_->slot_names_.size(), 0);
   frame->ends_recorded = false;
@@ -193,7 +193,7 @@ ConcurrentRun* RunScheduler::Start(Plan::Frame* frame, RunStats* stats, Executio
   for (int i : ready) MakeReady(run, i);
   if (run->uncommitted == 0) Commit(run);
   // A solo run's caller drains in Wait(), where it may also wait for devices.
-  if (!run->context.solo) Drain(lock, /*worker=*/-1, /*run_host=*/false);
+  if (!frame->solo) Drain(lock, /*worker=*/-1, /*run_host=*/false);
   return run;
 }
 
@@ -371,7 +371,7 @@ void RunScheduler::DrainQueues(Lock& lock, int worker, bool run_host, const Conc
 void RunScheduler::Dispatch(const Task& t, int worker) {
   ConcurrentRun* run = t.run;
   Plan::Step& s = step(t.step);
-  const bool solo = run->context.solo;
+  const bool solo = run->frame->solo;
   Stream* stream = s.StreamFor(/*in_order=*/false, solo);
   StepRunContext context = run->context;
   context.worker = worker;
@@ -415,7 +415,7 @@ absl::Status RunScheduler::RecordRunEnd(ConcurrentRun* run) {
   for (size_t d = 0; d < plan_->devices_.size(); ++d) {
     Device* device = plan_->devices_[d];
     RETURN_IF_ERROR(device->RecordEvent(frame->compute_end[d].get(), device->compute_stream()));
-    if (plan_->UsesCopyStream(device, run->context.solo)) {
+    if (plan_->UsesCopyStream(device, frame->solo)) {
       RETURN_IF_ERROR(device->RecordEvent(frame->copy_end[d].get(), device->copy_stream()));
     }
   }

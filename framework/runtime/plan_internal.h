@@ -169,7 +169,9 @@ struct Plan::Frame {
   // enqueued, so that waiting for the run does not wait for the next one.
   std::vector<std::unique_ptr<Event>> compute_end, copy_end;
   bool ends_recorded = false;
-  bool solo = false;  // the run bound to it is solo (StepRunContext::solo)
+  // The concurrent run bound to it is solo (Step::solo_on_compute); only
+  // read where `in_order` is false (in-order runs use the compute stream).
+  bool solo = false;
   KeepAlive keep_alive;
   // Per fetch: the host tensor a device value is copied into, allocated
   // before the run's updates (empty: allocated when fetched).
@@ -231,8 +233,7 @@ struct Plan::GraphState {
 struct StepRunContext {
   Plan::Frame* frame = nullptr;  // the run's bindings
   bool in_order = true;
-  bool solo = false;  // a concurrent run nothing overlaps (Step::solo_on_compute)
-  int worker = -1;    // OpEvent::worker
+  int worker = -1;  // OpEvent::worker
   ExecutionObserver* observer = nullptr;
   Plan::GraphState* graph = nullptr;  // set while capturing
   bool check_numerics = false;        // in-order runs only

@@ -56,7 +56,7 @@ OpEvent StepEvent(const Plan::Step& step, const StepRunContext& run) {
   event.index = step.index;
   event.place = step.place;
   event.device = step.device;
-  event.stream = step.StreamFor(run.in_order, run.solo);
+  event.stream = step.StreamFor(run.in_order, run.frame->solo);
   event.worker = run.worker;
   return event;
 }
@@ -189,7 +189,7 @@ absl::Status PlanRunner::RunCopyStep(Plan* plan, Plan::Step* step, const StepRun
   absl::StatusOr<Tensor> to = Tensor::Allocate(alloc, from->dtype(), from->shape());
   if (!to.ok()) return AnnotateStepError(to.status(), *step);
   const size_t bytes = from->NumBytes();
-  Stream* stream = step->StreamFor(run.in_order, run.solo);
+  Stream* stream = step->StreamFor(run.in_order, run.frame->solo);
   OpEvent event;
   if (run.observer != nullptr) {
     event = StepEvent(*step, run);
@@ -243,7 +243,8 @@ absl::Status PlanRunner::RunCopyStep(Plan* plan, Plan::Step* step, const StepRun
 
 absl::Status PlanRunner::RunKernelStep(Plan* plan, Plan::Step* step, const StepRunContext& run) {
   const std::vector<Variable*>& slots = run.frame->slots;
-  KernelContext ctx(step->op, *step->def, step->device, step->StreamFor(run.in_order, run.solo),
+  KernelContext ctx(step->op, *step->def, step->device,
+                    step->StreamFor(run.in_order, run.frame->solo),
                     run.in_args != nullptr ? *run.in_args : run.frame->in_args[step->index],
                     run.frame->out_args[step->index]);
   ctx.set_host_output_allocator(step->host_output_allocator);
