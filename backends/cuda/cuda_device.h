@@ -114,6 +114,10 @@ class CudaDevice final : public Device {
   absl::Status SynchronizeEvent(Event* event) override;
   // Wait, then resolve the deferred checks of `stream` (of every stream).
   absl::Status SynchronizeStream(Stream* stream) override;
+  // The deferred checks of run `run_id` (DeferredChecks::ResolveRun).
+  absl::Status TakeRunErrors(uint64_t run_id) override {
+    return deferred_checks_.ResolveRun(run_id);
+  }
   absl::Status Synchronize() override;
 
   // Checks that kernels on this GPU defer to the next synchronisation.

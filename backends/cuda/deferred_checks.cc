@@ -79,7 +79,8 @@ absl::StatusOr<DeferredChecks::Slot> DeferredChecks::NewSlot() {
   return slot;
 }
 
-absl::StatusOr<CheckSlot> DeferredChecks::Arm(cudaStream_t stream, Describe describe) {
+absl::StatusOr<CheckSlot> DeferredChecks::Arm(cudaStream_t stream, uint64_t run_id,
+                                              Describe describe) {
   // A graph replay would write the report again but nothing would read it.
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   CUDA_RETURN_IF_ERROR(cudaStreamIsCapturing(stream, &capture));
@@ -94,17 +95,18 @@ absl::StatusOr<CheckSlot> DeferredChecks::Arm(cudaStream_t stream, Describe desc
     if (!free_.empty()) {
       slot = free_.back();
       free_.pop_back();
-      pending_.push_back({slot, stream, std::move(describe)});
+      pending_.push_back({slot, stream, run_id, std::move(describe)});
       return slot.device;
     }
   }
   ASSIGN_OR_RETURN(slot, NewSlot());
   std::lock_guard<std::mutex> lock(mu_);
-  pending_.push_back({slot, stream, std::move(describe)});
+  pending_.push_back({slot, stream, run_id, std::move(describe)});
   return slot.device;
 }
 
-absl::Status DeferredChecks::Resolve(cudaStream_t stream) {
+template <typename Done>
+absl::Status DeferredChecks::ResolveWhere(Done is_done) {
   absl::Status first_error;
   std::vector<Pending> done;
   {
@@ -112,16 +114,12 @@ absl::Status DeferredChecks::Resolve(cudaStream_t stream) {
     if (pending_.empty()) return absl::OkStatus();
     std::vector<Pending> still_pending;
     for (Pending& p : pending_) {
-      if (stream == nullptr || p.stream == stream) {
-        done.push_back(std::move(p));
-      } else {
-        still_pending.push_back(std::move(p));
-      }
+      (is_done(p) ? done : still_pending).push_back(std::move(p));
     }
     pending_ = std::move(still_pending);
   }
-  // The stream is synchronised: the kernels that wrote these reports have
-  // finished, and no other launch uses their slots until they are freed.
+  // The kernels that wrote these reports have finished (the caller
+  // synchronised), and no other launch uses their slots until they are freed.
   for (Pending& p : done) {
     BadInputReport& report = *p.slot.report;  // written by the device, read here
     if (report.position != kNoBadInput) {
@@ -134,6 +132,20 @@ absl::Status DeferredChecks::Resolve(cudaStream_t stream) {
   std::lock_guard<std::mutex> lock(mu_);
   for (const Pending& p : done) free_.push_back(p.slot);
   return first_error;
+}
+
+absl::Status DeferredChecks::Resolve(cudaStream_t stream) {
+  return ResolveWhere(
+      [stream](const Pending& p) { return stream == nullptr || p.stream == stream; });
+}
+
+absl::Status DeferredChecks::ResolveRun(uint64_t run_id) {
+  return ResolveWhere([run_id](const Pending& p) { return p.run_id == run_id; });
+}
+
+size_t DeferredChecks::slot_count() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return all_.size();
 }
 
 }  // namespace cuda

@@ -14,12 +14,17 @@
 //   // Later, device->SynchronizeStream(stream) returns that error, once.
 //
 // Arm hands out a slot (check_slot.h) and records it as pending on
-// `stream`; Resolve, called once the stream has been synchronised, reads
-// the pending slots' pinned reports (no copy: the device wrote them),
-// returns the error of the first one armed that found bad input, and frees
-// them all. A run that fails before synchronising leaves its checks pending
-// until the next synchronisation of their stream. Slots are reused; their
-// memory is the device's for its lifetime. Thread-safe (one mutex).
+// `stream`, tagged with the executor run of the launch
+// (KernelContext::run_id); Resolve, called once the stream has been
+// synchronised, reads the pending slots' pinned reports (no copy: the
+// device wrote them), returns the error of the first one armed that found
+// bad input, and frees them all. ResolveRun does the same for one run's
+// checks, once that run's device work completed: a pipelined run ends on
+// events, not by synchronising its streams, and the next run's checks may
+// still be pending (CudaDevice::TakeRunErrors). A run that fails before
+// synchronising leaves its checks pending until the next synchronisation of
+// their stream. Slots are reused; their memory is the device's for its
+// lifetime. Thread-safe (one mutex).
 #ifndef TANDEM_BACKENDS_CUDA_DEFERRED_CHECKS_H_
 #define TANDEM_BACKENDS_CUDA_DEFERRED_CHECKS_H_
 
@@ -52,12 +57,20 @@ class DeferredChecks {
   // first need: device memory and pinned host memory, set up synchronously).
   // FailedPrecondition while `stream` is being captured into a graph
   // (cuda_graph.h): replays would skip the check, so the step runs eagerly.
-  absl::StatusOr<CheckSlot> Arm(cudaStream_t stream, Describe describe);
+  // `run_id`: KernelContext::run_id of the launch (0 outside a pipelined
+  // run).
+  absl::StatusOr<CheckSlot> Arm(cudaStream_t stream, uint64_t run_id, Describe describe);
 
   // After `stream` (nullptr: every stream of the device) has been
   // synchronised: OK, or the error of the first armed check that found bad
   // input. Either way the stream's pending checks are done.
   absl::Status Resolve(cudaStream_t stream);
+  // After the device work of run `run_id` (nonzero) completed: as Resolve,
+  // for the checks armed with that run id, on any stream.
+  absl::Status ResolveRun(uint64_t run_id);
+
+  // Slots allocated (pending or free), for tests.
+  size_t slot_count();
 
   // Frees the slots no check is pending on (allocated again when needed).
   // The first CUDA error, after freeing every such slot.
@@ -71,9 +84,13 @@ class DeferredChecks {
   struct Pending {
     Slot slot;
     cudaStream_t stream;
+    uint64_t run_id;
     Describe describe;
   };
   absl::StatusOr<Slot> NewSlot();
+  // Resolves the pending checks `done` says are complete.
+  template <typename Done>
+  absl::Status ResolveWhere(Done done);
 
   const int device_;
   std::mutex mu_;

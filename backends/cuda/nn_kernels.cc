@@ -60,10 +60,11 @@ class LookupTableKernel : public OpKernel {
     ASSIGN_OR_RETURN(const CheckSlot check,
                      CudaDeviceOf(ctx->device())
                          ->deferred_checks()
-                         ->Arm(stream, [op = ctx->op().type, table = ctx->InputName("W"),
-                                        rows = l.rows](int64_t id, int64_t position) {
-                           return BadIdError(op, table, id, position, rows);
-                         }));
+                         ->Arm(stream, ctx->run_id(),
+                               [op = ctx->op().type, table = ctx->InputName("W"), rows = l.rows](
+                                   int64_t id, int64_t position) {
+                                 return BadIdError(op, table, id, position, rows);
+                               }));
     if (l.dim == 0) {
       CUDA_RETURN_IF_ERROR(LaunchCheckIds(ids, l.n, l.rows, check, stream));
       return absl::OkStatus();

@@ -19,6 +19,7 @@
 #define TANDEM_FRAMEWORK_DEVICE_DEVICE_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -124,6 +125,14 @@ class Device {
   virtual absl::Status SynchronizeStream(Stream* stream) = 0;
   // Waits for all work on every stream of this device.
   virtual absl::Status Synchronize() = 0;
+  // For a device that reports some kernel errors asynchronously (CUDA's
+  // deferred input checks report at SynchronizeStream and Synchronize): the
+  // first such error of the kernels that ran with KernelContext::run_id ==
+  // `run_id`, each error reported once. Call it once that run's device work
+  // has completed (the executor: after its end events), since a pipelined
+  // run ends without synchronising streams the next run already uses.
+  // Default: OK (no asynchronous errors).
+  virtual absl::Status TakeRunErrors(uint64_t run_id) { return absl::OkStatus(); }
 };
 
 // Copies `src` into a new tensor on `dst_place`, synchronously. Either side

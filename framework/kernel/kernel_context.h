@@ -18,6 +18,7 @@
 #ifndef TANDEM_FRAMEWORK_KERNEL_KERNEL_CONTEXT_H_
 #define TANDEM_FRAMEWORK_KERNEL_KERNEL_CONTEXT_H_
 
+#include <cstdint>
 #include <forward_list>
 #include <string>
 #include <utility>
@@ -85,6 +86,12 @@ class KernelContext {
   // next, so the copy can be asynchronous. Default: CpuAllocator::Default().
   void set_host_output_allocator(Allocator* allocator) { host_output_allocator_ = allocator; }
 
+  // The executor run this call belongs to (unique per run; 0 outside the
+  // executor). A backend that reports errors after Compute returns (at a
+  // later synchronisation) tags them with it: Device::TakeRunErrors.
+  void set_run_id(uint64_t id) { run_id_ = id; }
+  uint64_t run_id() const { return run_id_; }
+
   // Internal error if an input is not where the kernel's registration
   // expects it (host for HostMemory arguments, the device otherwise):
   // a copy the placer should have inserted is missing.
@@ -106,6 +113,7 @@ class KernelContext {
   const ArgVars& inputs_;
   const ArgVars& outputs_;
   Allocator* host_output_allocator_ = nullptr;
+  uint64_t run_id_ = 0;
   // The tensors InputTensor returned (list nodes never move).
   mutable std::forward_list<Tensor> held_inputs_;
 };

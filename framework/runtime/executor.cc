@@ -117,6 +117,8 @@ absl::StatusOr<std::unique_ptr<Plan>> Executor::Prepare(const Program& program, 
 absl::Status Executor::BindAndFeed(Plan* plan, int frame_index, Scope* scope, const FeedMap& feeds,
                                    uint64_t cancel_requests) {
   Plan::Frame& frame = *plan->frames_[frame_index];
+  static std::atomic<uint64_t> runs_bound{0};
+  frame.run_id = runs_bound.fetch_add(1, std::memory_order_relaxed) + 1;
   frame.cancel_requests = &cancel_requests_;
   frame.cancel_requests_seen = cancel_requests;
   if (frame.bound_scope != scope) {
@@ -289,6 +291,12 @@ absl::StatusOr<std::vector<Tensor>> Executor::WaitFor(Plan* plan, PendingRun* ru
 
 absl::StatusOr<std::vector<Tensor>> Executor::FinishPipelinedRun(Plan* plan, PendingRun* run) {
   RETURN_IF_ERROR(WaitForDevices(plan, run->frame, /*end_events=*/true));
+  // Its streams were not synchronised (the next run uses them): its
+  // devices' asynchronous errors are taken by run.
+  absl::Status checks;
+  for (Device* d : plan->devices_)
+    checks.Update(d->TakeRunErrors(plan->frames_[run->frame]->run_id));
+  RETURN_IF_ERROR(checks);
   return CollectFetches(plan, run->frame, &run->stats);
 }
 

@@ -172,6 +172,10 @@ struct Plan::Frame {
   // The concurrent run bound to it is solo (Step::solo_on_compute); only
   // read where `in_order` is false (in-order runs use the compute stream).
   bool solo = false;
+  // The run bound to it (unique per run, KernelContext::run_id): the
+  // executor takes the devices' asynchronous errors of a pipelined run by
+  // it (Device::TakeRunErrors).
+  uint64_t run_id = 0;
   KeepAlive keep_alive;
   // Per fetch: the host tensor a device value is copied into, allocated
   // before the run's updates (empty: allocated when fetched).

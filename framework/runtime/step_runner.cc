@@ -248,6 +248,7 @@ absl::Status PlanRunner::RunKernelStep(Plan* plan, Plan::Step* step, const StepR
                     run.in_args != nullptr ? *run.in_args : run.frame->in_args[step->index],
                     run.frame->out_args[step->index]);
   ctx.set_host_output_allocator(step->host_output_allocator);
+  ctx.set_run_id(run.frame->run_id);
   RETURN_IF_ERROR(AnnotateStepError(ctx.CheckInputPlaces(), *step));
   if (run.graph != nullptr) {
     for (const auto& [arg, ids] : step->inputs) {

@@ -140,5 +140,43 @@ TEST_F(EmbeddingGpuTest, LookupAloneReportsBadIdsAtTheEndOfItsRun) {
             std::vector<double>(rows.begin() + 8, rows.end()));  // id 9 twice
 }
 
+// Pipelined runs end on events, not by synchronising the stream the next
+// run already uses: each run still reports its own bad id, and only its own
+// (the runs before and after it succeed), over many runs.
+TEST_F(EmbeddingGpuTest, PipelinedLookupsReportEachRunsBadIdsAtItsEnd) {
+  ProgramBuilder b;
+  Var ids = b.Data("ids", DataType::kInt64, Shape({3}));
+  Var emb = b.Embedding(ids, {10, 4});
+  ASSERT_OK(b.status());
+  Executor exe(GPUPlace(0));
+  Scope scope;
+  ASSERT_OK(exe.Run(b.startup_program(), &scope).status());
+  ASSERT_OK_AND_ASSIGN(auto plan, exe.Prepare(b.main_program(), scope, {"ids"}, {emb.name}));
+  auto feeds = [](int64_t id) {
+    return FeedMap{{"ids", MakeTensor(DataType::kInt64, {3}, {0, id, 9})}};
+  };
+  ASSERT_OK(exe.Run(plan.get(), &scope, feeds(1)).status());
+  for (int round = 0; round < 50; ++round) {
+    SCOPED_TRACE(round);
+    const bool with_bad = round % 10 == 3;
+    ASSERT_OK_AND_ASSIGN(RunHandle before, exe.RunAsync(plan.get(), &scope, feeds(2)));
+    ASSERT_OK_AND_ASSIGN(RunHandle middle,
+                         exe.RunAsync(plan.get(), &scope, feeds(with_bad ? 10 : 3)));
+    ASSERT_OK_AND_ASSIGN(RunHandle after, exe.RunAsync(plan.get(), &scope, feeds(4)));
+    EXPECT_OK(before.Wait().status());
+    absl::StatusOr<std::vector<Tensor>> out = middle.Wait();
+    if (with_bad) {
+      EXPECT_THAT(out.status(), StatusIs(absl::StatusCode::kInvalidArgument,
+                                         HasSubstr("op 'lookup_table': id 10 at position 1 is out "
+                                                   "of range [0, 10)")));
+    } else {
+      EXPECT_OK(out.status());
+    }
+    ASSERT_OK_AND_ASSIGN(std::vector<Tensor> last, after.Wait());
+    const std::vector<double> rows = ToDoubles(last[0]);
+    ASSERT_EQ(rows.size(), 12u);
+  }
+}
+
 }  // namespace
 }  // namespace tandem
