@@ -34,6 +34,7 @@
 #include "absl/strings/str_split.h"
 #include "examples/common/example_util.h"
 #include "examples/common/metrics_log.h"
+#include "examples/common/prefetcher.h"
 #include "examples/common/progress.h"
 #include "examples/common/replicas.h"
 #include "examples/common/step_pipeline.h"
@@ -363,10 +364,13 @@ absl::Status Train() {
   // Step n + 1 runs while the trainer reads step n's loss, except after
   // steps whose end the trainer observes (evaluation, checkpoint, profile).
   StepPipeline steps(&exe, plan.get(), &scope);
-  auto feeds_for = [&](int64_t step) {
+  // Each step's batch is drawn on a thread of its own, two steps ahead, so
+  // that the thread dispatching the steps does not draw them.
+  Prefetcher<FeedMap> batches(first_step + 1, FLAGS_steps, /*depth=*/2, [&](int64_t step) {
     return Feeds(model,
                  data.Examples(CtrStream::kTrain, (step - 1) * FLAGS_batch_size, FLAGS_batch_size));
-  };
+  });
+  auto feeds_for = [&](int64_t step) { return batches.Take(step); };
   RETURN_IF_ERROR(steps.Start(feeds_for(first_step + 1)));
   // The measured step time: training steps after the first, evaluations and
   // checkpoints left out (the estimate is the training plan's step).
