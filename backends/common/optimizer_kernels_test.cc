@@ -2,6 +2,7 @@
 // in order, every row visited once, whatever the policy's split.
 #include "backends/common/optimizer_kernels.h"
 
+#include <algorithm>
 #include <map>
 #include <vector>
 
@@ -75,6 +76,32 @@ TEST(GroupPositions, GroupsOnlyTheGivenPositions) {
   const RowGroups g = GroupPositions(rows.data(), {0, 1, 2, 5});
   EXPECT_EQ(g.order, (std::vector<int64_t>{1, 0, 2, 5}));
   EXPECT_EQ(g.starts, (std::vector<int64_t>{0, 1, 4}));
+}
+
+// Both ways of sorting (packed keys; pairs, for negative or huge rows) give
+// a stable grouping: rows ascending, positions ascending within a row.
+TEST(GroupPositions, MatchesAStableSortByRowForAnyRows) {
+  for (const int64_t scale : {int64_t{1}, int64_t{1} << 40, int64_t{1} << 56, int64_t{-3}}) {
+    SCOPED_TRACE(scale);
+    std::vector<int64_t> rows(3000);
+    for (size_t i = 0; i < rows.size(); ++i)
+      rows[i] = static_cast<int64_t>((i * 7919) % 97) * scale;
+    std::vector<int64_t> positions;
+    for (int64_t p = 0; p < 3000; p += 1 + p % 3) positions.push_back(p);
+    std::vector<int64_t> want = positions;
+    std::stable_sort(want.begin(), want.end(),
+                     [&](int64_t a, int64_t b) { return rows[a] < rows[b]; });
+    const RowGroups g = GroupPositions(rows.data(), positions);
+    EXPECT_EQ(g.order, want);
+    ASSERT_EQ(g.starts.front(), 0);
+    ASSERT_EQ(g.starts.back(), static_cast<int64_t>(want.size()));
+    EXPECT_EQ(g.size(), 97);
+    for (int64_t k = 0; k < g.size(); ++k) {
+      for (int64_t e = g.starts[k]; e < g.starts[k + 1]; ++e) {
+        EXPECT_EQ(rows[g.order[e]], rows[g.order[g.starts[k]]]);
+      }
+    }
+  }
 }
 
 }  // namespace
