@@ -98,9 +98,12 @@ struct Clocks {
   }
 };
 
-// The step-time simulation of EstimateStepMicros, with each op's time
-// (micros) and each copy's bytes given per placed op.
-double SimulateStep(const PlacedProgram& placed, const std::vector<double>& micros,
+// The step-time simulation of EstimateStepMicros, with each op's cost and
+// each copy's bytes given per placed op. A device op first takes its host
+// part on the host (OpCost::host_micros: the launch and the kernel's host
+// work), then the rest on its stream, after the stream's earlier work: the
+// host goes on to the next op meanwhile (in order, it waits for the op).
+double SimulateStep(const PlacedProgram& placed, const std::vector<OpCost>& op_costs,
                     const std::vector<int64_t>& copy_bytes, CostModel* costs, bool in_order) {
   Clocks c;
   const std::vector<OpDesc>& ops = placed.program.block().ops();
@@ -118,11 +121,12 @@ double SimulateStep(const PlacedProgram& placed, const std::vector<double>& micr
       stream = end;
       if (in_order && to_host) c.host = end;
     } else if (place.is_host()) {
-      end = c.host = std::max(c.host, ready) + micros[i];
+      end = c.host = std::max(c.host, ready) + op_costs[i].micros;
     } else {
+      const double host = std::min(op_costs[i].host_micros, op_costs[i].micros);
       double& stream = c.compute[place];
-      end = stream = std::max({stream, ready, c.host}) + micros[i];
-      c.host = in_order ? end : c.host + costs->Constants(place).launch_us;
+      end = stream = std::max({stream, ready, c.host + host}) + op_costs[i].micros - host;
+      c.host = in_order ? end : c.host + host;
     }
     for (const std::string& v : Vars(op.outputs)) c.ready[v] = end;
   }
@@ -233,7 +237,7 @@ class AutoPlanner {
   std::vector<OpArgMetas> metas_;
   std::vector<Place> place_;                 // per op, now
   std::vector<int> unit_of_;                 // per op: its unit, -1 fixed
-  std::vector<std::array<double, 2>> cost_;  // per op: on cpu, on the device
+  std::vector<std::array<OpCost, 2>> cost_;  // per op: on cpu, on the device
   std::vector<bool> device_kernel_;          // per op: has a kernel on the device
   std::map<std::pair<int, DeviceType>, const KernelRegistration*> kernels_;
   // Kernel(op, cpu) and Kernel(op, device), looked up once.
@@ -336,8 +340,9 @@ absl::Status AutoPlanner::ComputeOpCosts() {
       const double bw_timed = costs_->Constants(timed == 0 ? CPUPlace() : device_).bytes_per_us;
       const double bw_other = costs_->Constants(timed == 0 ? device_ : CPUPlace()).bytes_per_us;
       c[1 - timed].micros = c[timed].micros * bw_timed / bw_other;
+      c[1 - timed].host_micros = timed == 0 ? costs_->Constants(device_).launch_us : c[0].micros;
     }
-    cost_[i] = {c[0].micros, c[1].micros};
+    cost_[i] = c;
   }
   return absl::OkStatus();
 }
@@ -517,7 +522,7 @@ double AutoPlanner::WriteBackCost(int p, int* copies) {
 
 double AutoPlanner::UnitCost(const Unit& unit, int* copies) {
   double micros = 0;
-  for (int i : unit.ops) micros += cost_[i][place_[i].is_host() ? 0 : 1];
+  for (int i : unit.ops) micros += cost_[i][place_[i].is_host() ? 0 : 1].micros;
   for (int v : unit.versions) micros += VersionCost(v, copies);
   for (int p : unit.persistables) micros += WriteBackCost(p, copies);
   return micros;
@@ -689,7 +694,7 @@ absl::Status AutoPlanner::NoFit() {
 
 double AutoPlanner::StepMicros(const PlacedProgram& placed) {
   const std::vector<OpDesc>& ops = placed.program.block().ops();
-  std::vector<double> micros(ops.size(), 0);
+  std::vector<OpCost> op_costs(ops.size());
   std::vector<int64_t> copy_bytes(ops.size(), 0);
   for (size_t i = 0; i < ops.size(); ++i) {
     const std::optional<CopyStep>& copy = placed.table[i].copy;
@@ -704,14 +709,14 @@ double AutoPlanner::StepMicros(const PlacedProgram& placed) {
       continue;
     }
     if (unit_of_[src] >= 0) {
-      micros[i] = cost_[src][placed.places[i].is_host() ? 0 : 1];
+      op_costs[i] = cost_[src][placed.places[i].is_host() ? 0 : 1];
       continue;
     }
     const OpArgMetas m = CostMetas(ops[i], metas_[src]);
     absl::StatusOr<OpCost> cost = costs_->OpTime(ops[i], placed.places[i], m.inputs, m.outputs);
-    micros[i] = cost.ok() ? cost->micros : 0;
+    if (cost.ok()) op_costs[i] = *cost;
   }
-  return SimulateStep(placed, micros, copy_bytes, costs_, options_.in_order);
+  return SimulateStep(placed, op_costs, copy_bytes, costs_, options_.in_order);
 }
 
 std::string AutoPlanner::Reason(Unit* unit) {
@@ -889,7 +894,7 @@ absl::Status MovePersistablesHome(const PlacedProgram& placed, Scope* scope) {
 double EstimateStepMicros(const PlacedProgram& placed, const std::vector<OpArgMetas>& metas,
                           CostModel* costs, bool in_order) {
   const std::vector<OpDesc>& ops = placed.program.block().ops();
-  std::vector<double> micros(ops.size(), 0);
+  std::vector<OpCost> op_costs(ops.size());
   std::vector<int64_t> copy_bytes(ops.size(), 0);
   for (size_t i = 0; i < ops.size(); ++i) {
     if (placed.table[i].copy.has_value()) {
@@ -899,9 +904,9 @@ double EstimateStepMicros(const PlacedProgram& placed, const std::vector<OpArgMe
     }
     const OpArgMetas m = CostMetas(ops[i], metas[i]);
     absl::StatusOr<OpCost> cost = costs->OpTime(ops[i], placed.places[i], m.inputs, m.outputs);
-    micros[i] = cost.ok() ? cost->micros : 0;
+    if (cost.ok()) op_costs[i] = *cost;
   }
-  return SimulateStep(placed, micros, copy_bytes, costs, in_order);
+  return SimulateStep(placed, op_costs, copy_bytes, costs, in_order);
 }
 
 }  // namespace tandem

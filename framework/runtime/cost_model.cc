@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "absl/strings/numbers.h"
@@ -63,14 +64,44 @@ absl::StatusOr<Tensor> Zeros(const TensorMeta& m, const Place& place) {
   return CopyTensorTo(host, place);
 }
 
-// An eager run of `scale` on `n` zero floats already on `place`.
-absl::StatusOr<double> TimeScale(const Place& place, int64_t n) {
+// A sparse value of `m` (SelectedRows of `height` rows: m.shape's first
+// dimension of distinct rows, zeros) on `place`.
+absl::StatusOr<Variable> SparseZeros(const TensorMeta& m, int64_t height, const Place& place) {
+  const int64_t n = m.shape.rank() == 0 ? 0 : m.shape.dim(0);
+  if (height <= 0) height = std::max<int64_t>(n, 1);
+  std::vector<int64_t> rows(n);
+  for (int64_t k = 0; k < n; ++k) rows[k] = k % height;
+  ASSIGN_OR_RETURN(Tensor value, Zeros({m.dtype, m.shape, false}, place));
+  return Variable(SelectedRows(height, std::move(rows), std::move(value)));
+}
+
+// The fastest of kTimedRuns eager runs (after a warm-up): wall time to the
+// end of the op's device work, and of its kernel's Compute call alone.
+struct EagerTimes {
+  double total = 0, compute = 0;
+};
+absl::StatusOr<EagerTimes> TimeEager(const OpDesc& op, const Place& place,
+                                     const EagerInputs& inputs) {
+  RETURN_IF_ERROR(RunOpEager(op, place, inputs).status());
+  EagerTimes best{std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity()};
+  for (int i = 0; i < kTimedRuns; ++i) {
+    EagerStats stats;
+    const double start = Now();
+    RETURN_IF_ERROR(RunOpEager(op, place, inputs, &stats).status());
+    best.total = std::min(best.total, Now() - start);
+    best.compute = std::min(best.compute, stats.compute_us);
+  }
+  return best;
+}
+
+// Eager runs of `scale` on `n` zero floats already on `place`.
+absl::StatusOr<EagerTimes> TimeScale(const Place& place, int64_t n) {
   OpDesc op;
   op.type = "scale";
   op.attrs["scale"] = 2.0;
   ASSIGN_OR_RETURN(Tensor x, Zeros({DataType::kFloat32, Shape({n})}, place));
   const EagerInputs inputs = {{"X", {Variable(x)}}};
-  return TimeMicros([&]() { return RunOpEager(op, place, inputs).status(); });
+  return TimeEager(op, place, inputs);
 }
 
 // Latency (us) and bandwidth (bytes/us) of copies of `kind` as the executor
@@ -137,6 +168,15 @@ std::string Sanitize(std::string s) {
 
 // Exactly (reads back to the same double).
 std::string Exact(double v) { return absl::StrFormat("%.17g", v); }
+
+// "micros<TAB>host_micros" of a cache line, 0 <= host_micros <= micros.
+template <typename Timed>
+bool ParseTimed(absl::string_view text, Timed* t) {
+  std::pair<std::string, std::string> parts = absl::StrSplit(text, absl::MaxSplits('\t', 1));
+  return absl::SimpleAtod(parts.first, &t->micros) &&
+         absl::SimpleAtod(parts.second, &t->host_micros) && t->host_micros >= 0 &&
+         t->micros >= t->host_micros;
+}
 
 // "launch_us=5;bytes_per_us=10000;..." and back.
 std::string ConstantsString(const DeviceConstants& c) {
@@ -227,7 +267,6 @@ void CostModel::Load(const Place& place, DeviceCosts* costs) const {
   int bad = 0;
   while (std::getline(in, line)) {
     std::pair<std::string, std::string> kv = absl::StrSplit(line, absl::MaxSplits('\t', 1));
-    double micros = 0;
     if (kv.first == "@constants") {
       DeviceConstants c;
       if (ParseConstants(kv.second, &c)) {
@@ -236,8 +275,8 @@ void CostModel::Load(const Place& place, DeviceCosts* costs) const {
       } else {
         ++bad;
       }
-    } else if (absl::SimpleAtod(kv.second, &micros) && micros >= 0 && !kv.first.empty()) {
-      costs->ops[kv.first] = micros;
+    } else if (DeviceCosts::Timed t; ParseTimed(kv.second, &t) && !kv.first.empty()) {
+      costs->ops[kv.first] = t;
     } else {
       ++bad;
     }
@@ -267,12 +306,12 @@ DeviceConstants CostModel::MeasureConstants(const Place& place) {
   absl::StatusOr<Device*> device = DeviceRegistry::Global().GetDevice(place);
   if (!device.ok()) return c;
   constexpr int64_t kElements = int64_t{1} << 20;
-  absl::StatusOr<double> small = TimeScale(place, 1);
-  absl::StatusOr<double> large = TimeScale(place, kElements);
+  absl::StatusOr<EagerTimes> small = TimeScale(place, 1);
+  absl::StatusOr<EagerTimes> large = TimeScale(place, kElements);
   absl::StatusOr<std::pair<double, double>> dispatch = TimeDispatch(place);
   if (!small.ok() || !large.ok() || !dispatch.ok()) return c;  // no scale kernel: the defaults
   std::tie(c.launch_us, c.run_us) = *dispatch;
-  c.bytes_per_us = 2.0 * kElements * sizeof(float) / std::max(*large - *small, 1e-3);
+  c.bytes_per_us = 2.0 * kElements * sizeof(float) / std::max(large->total - small->total, 1e-3);
   if (!place.is_host()) {
     absl::StatusOr<std::pair<double, double>> h2d = TimeCopies(*device, CopyKind::kHostToDevice);
     absl::StatusOr<std::pair<double, double>> d2h = TimeCopies(*device, CopyKind::kDeviceToHost);
@@ -289,7 +328,7 @@ DeviceConstants CostModel::MeasureConstants(const Place& place) {
   return c;
 }
 
-absl::StatusOr<double> CostModel::Measure(
+absl::StatusOr<CostModel::DeviceCosts::Timed> CostModel::Measure(
     const OpDesc& op, const Place& place,
     const std::map<std::string, std::vector<TensorMeta>>& inputs) {
   auto dtype_of = [&](const std::string& var) -> std::optional<DataType> {
@@ -304,21 +343,38 @@ absl::StatusOr<double> CostModel::Measure(
   };
   ASSIGN_OR_RETURN(const KernelRegistration* kernel,
                    KernelRegistry::Global().FindForOp(op, place.type(), dtype_of));
+  // A sparse input's rows index the first dimension of Param (an update's
+  // table), else its own.
+  auto param = inputs.find("Param");
+  const int64_t height =
+      param != inputs.end() && !param->second.empty() && param->second[0].shape.rank() > 0
+          ? param->second[0].shape.dim(0)
+          : 0;
   EagerInputs eager;
   for (const auto& [arg, metas] : inputs) {
+    const Place where = kernel->def.IsHostMemory(arg) ? CPUPlace() : place;
     for (const TensorMeta& m : metas) {
-      if (m.selected_rows) return absl::UnimplementedError("sparse inputs are not timed");
-      ASSIGN_OR_RETURN(Tensor t, Zeros(m, kernel->def.IsHostMemory(arg) ? CPUPlace() : place));
+      if (m.selected_rows) {
+        ASSIGN_OR_RETURN(Variable v, SparseZeros(m, height, where));
+        eager[arg].push_back(std::move(v));
+        continue;
+      }
+      ASSIGN_OR_RETURN(Tensor t, Zeros(m, where));
       eager[arg].push_back(Variable(std::move(t)));
     }
   }
   OpDesc trial = op;
   trial.outputs.clear();  // every output the schema declares
   ++measurements_;
-  ASSIGN_OR_RETURN(double micros,
-                   TimeMicros([&]() { return RunOpEager(trial, place, eager).status(); }));
-  ASSIGN_OR_RETURN(double trivial, TimeScale(place, 1));
-  return std::max(micros - trivial, 0.0) + Constants(place).launch_us;
+  ASSIGN_OR_RETURN(const EagerTimes t, TimeEager(trial, place, eager));
+  ASSIGN_OR_RETURN(const EagerTimes trivial, TimeScale(place, 1));
+  const double launch = Constants(place).launch_us;
+  DeviceCosts::Timed timed;
+  timed.micros = std::max(t.total - trivial.total, 0.0) + launch;
+  timed.host_micros =
+      place.is_host() ? timed.micros
+                      : std::min(timed.micros, launch + std::max(t.compute - trivial.compute, 0.0));
+  return timed;
 }
 
 absl::StatusOr<OpCost> CostModel::OpTime(
@@ -328,25 +384,28 @@ absl::StatusOr<OpCost> CostModel::OpTime(
   DeviceCosts& costs = For(place);
   const std::string key = OpCostKey(op, place, inputs, outputs);
   auto cached = costs.ops.find(key);
-  if (cached != costs.ops.end()) return OpCost{cached->second, true};
+  if (cached != costs.ops.end()) {
+    return OpCost{cached->second.micros, cached->second.host_micros, true};
+  }
   const int64_t bytes = OpBytes(inputs, outputs);
   if (options_.measure) {
-    absl::StatusOr<double> measured = bytes <= options_.max_measured_bytes
-                                          ? Measure(op, place, inputs)
-                                          : Extrapolate(op, place, inputs, outputs);
+    absl::StatusOr<DeviceCosts::Timed> measured = bytes <= options_.max_measured_bytes
+                                                      ? Measure(op, place, inputs)
+                                                      : Extrapolate(op, place, inputs, outputs);
     if (measured.ok()) {
       costs.ops[key] = *measured;
       costs.dirty = true;
-      return OpCost{*measured, true};
+      return OpCost{measured->micros, measured->host_micros, true};
     }
     VLOG(1) << "cost model: " << key << " not timed (" << measured.status().message()
             << "); analytical estimate";
   }
   const DeviceConstants& c = costs.constants;
-  return OpCost{c.launch_us + bytes / c.bytes_per_us, false};
+  const double micros = c.launch_us + bytes / c.bytes_per_us;
+  return OpCost{micros, place.is_host() ? micros : c.launch_us, false};
 }
 
-absl::StatusOr<double> CostModel::Extrapolate(
+absl::StatusOr<CostModel::DeviceCosts::Timed> CostModel::Extrapolate(
     const OpDesc& op, const Place& place,
     const std::map<std::string, std::vector<TensorMeta>>& inputs,
     const std::map<std::string, std::vector<TensorMeta>>& outputs) {
@@ -374,9 +433,13 @@ absl::StatusOr<double> CostModel::Extrapolate(
     }
     return out;
   };
-  ASSIGN_OR_RETURN(double t1, Measure(op, place, scaled(inputs, small)));
-  ASSIGN_OR_RETURN(double t4, Measure(op, place, scaled(inputs, 4 * small)));
-  return ExtrapolateRows(small, t1, t4, rows);
+  ASSIGN_OR_RETURN(const DeviceCosts::Timed t1, Measure(op, place, scaled(inputs, small)));
+  ASSIGN_OR_RETURN(const DeviceCosts::Timed t4, Measure(op, place, scaled(inputs, 4 * small)));
+  DeviceCosts::Timed timed;
+  timed.micros = ExtrapolateRows(small, t1.micros, t4.micros, rows);
+  timed.host_micros =
+      std::min(timed.micros, ExtrapolateRows(small, t1.host_micros, t4.host_micros, rows));
+  return timed;
 }
 
 double ExtrapolateRows(int64_t n, double t_n, double t_4n, int64_t rows) {
@@ -401,8 +464,8 @@ absl::Status CostModel::Save() const {
     if (costs.constants.measured) {
       absl::StrAppend(&text, "@constants\t", ConstantsString(costs.constants), "\n");
     }
-    for (const auto& [key, micros] : costs.ops) {
-      absl::StrAppend(&text, key, "\t", Exact(micros), "\n");
+    for (const auto& [key, t] : costs.ops) {
+      absl::StrAppend(&text, key, "\t", Exact(t.micros), "\t", Exact(t.host_micros), "\n");
     }
     AtomicFileWriter out(CachePath(place), "cost cache");
     RETURN_IF_ERROR(out.Open());

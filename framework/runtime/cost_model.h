@@ -9,16 +9,19 @@
 //
 // An op's time is measured the first time it is asked for a (op type,
 // place, dtypes, shapes, attributes) key: its kernel runs on zero-filled
-// inputs of those shapes (RunOpEager, a warm-up then the fastest of a few
-// runs: noise only ever adds time; minus the cost of an eager call of a trivial op, plus the
-// executor's cost of a trivial op on that place), and the result is
-// kept in memory and, with Save, in a per-device file. An op larger than
+// inputs of those shapes (a sparse input: that many distinct rows of
+// Param's height), by RunOpEager, a warm-up then the fastest of a few runs
+// (noise only ever adds time). Its time is the eager call's minus that of a
+// trivial op, plus the executor's cost of a trivial op on that place; its
+// host part (OpCost::host_micros) is the executor's cost plus how much
+// longer its Compute call takes than the trivial op's. Both are kept in
+// memory and, with Save, in a per-device file. An op larger than
 // max_measured_bytes is timed with its largest first dimension cut to two
 // sizes that fit, n and 4n, and extrapolated (ExtrapolateRows: a gather from
-// a 10M-row table stays cheap, its dense update does not). Ops that cannot be measured
-// (values that zeros make invalid, sparse inputs, no kernel) get the
-// analytical estimate instead: the device's
-// launch cost plus the bytes they read and write over its measured memory
+// a 10M-row table stays cheap, its dense update does not). Ops that cannot
+// be measured (values that zeros make invalid, no kernel) get the
+// analytical estimate instead: the device's launch cost (all of it the
+// host's) plus the bytes they read and write over its measured memory
 // bandwidth. Each device's constants (the executor's cost of one trivial op
 // and of a run, from runs of chains of 1 and 21 ops; kernels' memory
 // bandwidth; copy latency and bandwidth per direction, copies enqueued then
@@ -73,6 +76,12 @@ std::string DefaultCostCacheDir();
 
 struct OpCost {
   double micros = 0;
+  // Of `micros`, the time of the thread that runs the op: all of it on the
+  // host; on a device, the executor's cost of an op plus the kernel's own
+  // host work (what its Compute does before returning, as cuBLAS's setup or
+  // a sparse update's grouping of ids). The rest is the device's, which
+  // overlaps the host's work on the next ops.
+  double host_micros = 0;
   bool measured = false;  // false: the analytical estimate
 };
 
@@ -100,20 +109,26 @@ class CostModel {
  private:
   struct DeviceCosts {
     DeviceConstants constants;
-    std::map<std::string, double> ops;  // key -> measured micros
+    struct Timed {
+      double micros = 0, host_micros = 0;
+    };
+    std::map<std::string, Timed> ops;  // key -> measured times
     bool loaded = false;
     bool dirty = false;
   };
   DeviceCosts& For(const Place& place);
   std::string CachePath(const Place& place) const;
   void Load(const Place& place, DeviceCosts* costs) const;
-  absl::StatusOr<double> Measure(const OpDesc& op, const Place& place,
-                                 const std::map<std::string, std::vector<TensorMeta>>& inputs);
+  absl::StatusOr<DeviceCosts::Timed> Measure(
+      const OpDesc& op, const Place& place,
+      const std::map<std::string, std::vector<TensorMeta>>& inputs);
   // An op too large to time: timed with its largest first dimension cut to
-  // two sizes that fit max_measured_bytes, then ExtrapolateRows.
-  absl::StatusOr<double> Extrapolate(const OpDesc& op, const Place& place,
-                                     const std::map<std::string, std::vector<TensorMeta>>& inputs,
-                                     const std::map<std::string, std::vector<TensorMeta>>& outputs);
+  // two sizes that fit max_measured_bytes, then ExtrapolateRows (the host
+  // part likewise).
+  absl::StatusOr<DeviceCosts::Timed> Extrapolate(
+      const OpDesc& op, const Place& place,
+      const std::map<std::string, std::vector<TensorMeta>>& inputs,
+      const std::map<std::string, std::vector<TensorMeta>>& outputs);
   DeviceConstants MeasureConstants(const Place& place);
 
   CostModelOptions options_;

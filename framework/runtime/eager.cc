@@ -1,5 +1,7 @@
 #include "framework/runtime/eager.h"
 
+#include <chrono>
+
 #include "absl/strings/str_cat.h"
 #include "framework/base/status_macros.h"
 #include "framework/device/device_registry.h"
@@ -83,7 +85,13 @@ absl::StatusOr<EagerOutputs> RunOpEager(OpDesc op, const Place& place, const Eag
   RETURN_IF_ERROR(ctx.CheckInputPlaces());
   {
     DeviceGuard guard(place);
+    const auto start = std::chrono::steady_clock::now();
     RETURN_IF_ERROR(kernel->Compute(&ctx));
+    if (stats != nullptr) {
+      stats->compute_us =
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+              .count();
+    }
     RETURN_IF_ERROR(device->SynchronizeStream(device->compute_stream()));
   }
   return outputs;

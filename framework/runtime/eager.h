@@ -31,13 +31,15 @@ using EagerOutputs = std::map<std::string, std::vector<Variable>>;
 struct EagerStats {
   int copies_h2d = 0;
   int copies_d2h = 0;
+  // Wall time of the kernel's Compute call (its host work and enqueueing;
+  // the device's part of its work is not waited for there).
+  double compute_us = 0;
 };
 
 // If `op.outputs` is empty every output the schema declares is bound
 // (optional ones too); otherwise exactly the ones it names. Input variable
 // names default to "<arg>_<i>" (used in messages).
-absl::StatusOr<EagerOutputs> RunOpEager(OpDesc op, const Place& place,
-                                        const EagerInputs& inputs,
+absl::StatusOr<EagerOutputs> RunOpEager(OpDesc op, const Place& place, const EagerInputs& inputs,
                                         EagerStats* stats = nullptr);
 
 }  // namespace tandem

@@ -49,7 +49,7 @@ TEST(CostModel, MeasuresOnceThenReadsTheCacheFile) {
   const std::string dir = FreshDir("costs_measure") + "/nested";
   const auto x = Args("X", Shape({64, 64}));
   const auto y = Args("Out", Shape({64, 64}));
-  double first = 0;
+  double first = 0, first_host = 0;
   {
     CostModel costs({.cache_dir = dir, .measure = true});
     ASSERT_OK_AND_ASSIGN(OpCost c, costs.OpTime(Scale(), kSim0, x, y));
@@ -62,6 +62,7 @@ TEST(CostModel, MeasuresOnceThenReadsTheCacheFile) {
     EXPECT_TRUE(costs.Constants(kSim0).measured);
     ASSERT_OK(costs.Save());
     first = c.micros;
+    first_host = c.host_micros;
   }
   const std::vector<std::string> files = Files(dir);
   ASSERT_EQ(files.size(), 1u);
@@ -74,7 +75,35 @@ TEST(CostModel, MeasuresOnceThenReadsTheCacheFile) {
   ASSERT_OK_AND_ASSIGN(OpCost cached, reread.OpTime(Scale(), kSim0, x, y));
   EXPECT_TRUE(cached.measured);
   EXPECT_DOUBLE_EQ(cached.micros, first);
+  EXPECT_DOUBLE_EQ(cached.host_micros, first_host);
   EXPECT_EQ(reread.measurements(), 0);
+}
+
+// A sparse update is timed too (its Grad: distinct rows of Param's height).
+// On the host all of an op's time is the host's; on a device the host part
+// is at least the executor's cost of an op and at most the whole.
+TEST(CostModel, TimesSparseInputsAndSplitsOffTheHostPart) {
+  OpDesc sgd;
+  sgd.type = "sgd";
+  sgd.inputs = {{"Param", {"w"}}, {"Grad", {"w@GRAD"}}, {"LearningRate", {"lr"}}};
+  sgd.outputs = {{"ParamOut", {"w"}}};
+  const std::map<std::string, std::vector<TensorMeta>> in = {
+      {"Param", {TensorMeta{DataType::kFloat32, Shape({1000, 8})}}},
+      {"Grad", {TensorMeta{DataType::kFloat32, Shape({64, 8}), true}}},
+      {"LearningRate", {TensorMeta{DataType::kFloat32, Shape({1})}}}};
+  const auto out = Args("ParamOut", Shape({1000, 8}));
+  CostModel costs({.cache_dir = "", .measure = true});
+  ASSERT_OK_AND_ASSIGN(OpCost cpu, costs.OpTime(sgd, CPUPlace(), in, out));
+  EXPECT_TRUE(cpu.measured);
+  EXPECT_DOUBLE_EQ(cpu.host_micros, cpu.micros);
+  ASSERT_OK_AND_ASSIGN(OpCost sim, costs.OpTime(sgd, kSim0, in, out));
+  EXPECT_TRUE(sim.measured);
+  EXPECT_GE(sim.host_micros, costs.Constants(kSim0).launch_us);
+  EXPECT_LE(sim.host_micros, sim.micros);
+  CostModel analytical({.cache_dir = "", .measure = false});
+  ASSERT_OK_AND_ASSIGN(OpCost est, analytical.OpTime(Scale(), kSim0, Args("X", Shape({8})),
+                                                     Args("Out", Shape({8}))));
+  EXPECT_DOUBLE_EQ(est.host_micros, analytical.Constants(kSim0).launch_us);
 }
 
 TEST(CostModel, AnalyticalWhenNotMeasuringOrTooLarge) {
@@ -145,7 +174,9 @@ TEST(CostModel, MalformedCacheLinesAreIgnored) {
     std::ofstream out(path, std::ios::app);
     out << "no tab here\n"
         << "key\tnot-a-number\n"
-        << "neg\t-5\n"
+        << "neg\t-5\t0\n"
+        << "host_over_total\t5\t7\n"
+        << "one_number_of_an_older_cache\t12\n"
         << "@constants\tlaunch_us=x\n";
   }
   CostModel reread({.cache_dir = dir, .measure = true});
