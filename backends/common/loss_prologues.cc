@@ -77,9 +77,14 @@ absl::StatusOr<ClassBatch> GetClassBatch(const KernelContext& ctx, absl::string_
 
 absl::Status BadLabelError(const KernelContext& ctx, int64_t label, int64_t position,
                            int64_t classes, std::optional<int64_t> ignore_index) {
-  return ctx.InvalidArgument(absl::StrCat(
-      "label ", label, " at position ", position, " is out of range [0, ", classes, ")",
-      ignore_index.has_value() ? absl::StrCat(" (ignore_index ", *ignore_index, ")") : ""));
+  return BadLabelError(ctx.op().type, label, position, classes, ignore_index);
+}
+
+absl::Status BadLabelError(absl::string_view op, int64_t label, int64_t position, int64_t classes,
+                           std::optional<int64_t> ignore_index) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      "op '", op, "': label ", label, " at position ", position, " is out of range [0, ", classes,
+      ")", ignore_index.has_value() ? absl::StrCat(" (ignore_index ", *ignore_index, ")") : ""));
 }
 
 absl::StatusOr<CrossEntropyOutputs> AllocateCrossEntropyOutputs(KernelContext* ctx,

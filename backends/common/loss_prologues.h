@@ -90,6 +90,9 @@ absl::StatusOr<ClassBatch> GetClassBatch(const KernelContext& ctx, absl::string_
 // parenthesis is left out.
 absl::Status BadLabelError(const KernelContext& ctx, int64_t label, int64_t position,
                            int64_t classes, std::optional<int64_t> ignore_index);
+// The same, for op type `op` (a check that reports after its kernel ran).
+absl::Status BadLabelError(absl::string_view op, int64_t label, int64_t position, int64_t classes,
+                           std::optional<int64_t> ignore_index);
 
 // softmax_with_cross_entropy's Softmax (the scores' shape) and Loss
 // ([..., 1]), allocated.

@@ -3,14 +3,13 @@
 // lines and, through the shared prologues (backends/common/
 // loss_prologues.h), their validation and messages.
 //
-// Labels live in device memory: a check kernel records the first bad
-// label's position in a device flag (device_flag.h, no trap), which the
-// OpKernel reads back (one stream synchronisation per call) to return the
-// host kernels' InvalidArgument, e.g. "op 'softmax_with_cross_entropy':
-// label 7 at position 2 is out of range [0, 5) (ignore_index -100)". The
-// forward ops check and compute in one go (rows with bad labels are
-// computed as ignored) and read the flag last; the gradient checks first,
-// as the host kernel does before looking at Loss@GRAD.
+// Labels live in device memory: a check kernel reports the first bad label
+// and its position in a deferred check (deferred_checks.h), which returns
+// the host kernels' InvalidArgument, e.g. "op 'softmax_with_cross_entropy':
+// label 7 at position 2 is out of range [0, 5) (ignore_index -100)", at the
+// run's end (the stream's next synchronisation, or the pipelined run's end):
+// the host never waits for the device in the middle of a step. Rows with
+// bad labels are computed as ignored meanwhile.
 #include <cuda_runtime_api.h>
 
 #include <optional>
@@ -21,8 +20,6 @@
 #include "backends/common/math_prologues.h"
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_status.h"
-#include "backends/cuda/device_flag.h"
-#include "backends/cuda/host_read.h"
 #include "backends/cuda/kernel_util.h"
 #include "backends/cuda/softmax_launchers.h"
 #include "framework/base/status_macros.h"
@@ -98,40 +95,28 @@ REGISTER_KERNEL(KernelDef("softmax_grad", "gpu").TypeConstraint("Out", kFloatTyp
 using prologue::ClassBatch;
 using prologue::GetClassBatch;
 
-// A label check in flight: Finish waits for it and returns the host
-// kernels' InvalidArgument for the first bad label, if any.
-class LabelCheck {
- public:
-  // Enqueues the check of b's labels (ignore_index: none for accuracy).
-  static absl::StatusOr<LabelCheck> Start(KernelContext* ctx, const ClassBatch& b,
-                                          std::optional<int64_t> ignore_index) {
-    ASSIGN_OR_RETURN(FirstBadPosition flag, FirstBadPosition::Create(ctx));
-    CUDA_RETURN_IF_ERROR(LaunchCheckLabels(b.label->data<int64_t>(), b.rows.rows, b.rows.classes,
-                                           ignore_index.has_value(), ignore_index.value_or(0),
-                                           flag.get(), CudaStreamOf(ctx->stream())));
-    return LabelCheck(std::move(flag), b, ignore_index);
-  }
-
-  absl::Status Finish(KernelContext* ctx) const {
-    ASSIGN_OR_RETURN(const std::optional<int64_t> bad, flag_.Read(ctx));
-    if (!bad.has_value()) return absl::OkStatus();
-    int64_t label = 0;
-    RETURN_IF_ERROR(ReadToHost(ctx, &label, labels_ + *bad, sizeof(label)));
-    return prologue::BadLabelError(*ctx, label, *bad, classes_, ignore_index_);
-  }
-
- private:
-  LabelCheck(FirstBadPosition flag, const ClassBatch& b, std::optional<int64_t> ignore_index)
-      : flag_(std::move(flag)),
-        labels_(b.label->data<int64_t>()),
-        classes_(b.rows.classes),
-        ignore_index_(ignore_index) {}
-
-  FirstBadPosition flag_;
-  const int64_t* labels_;
-  int64_t classes_;
-  std::optional<int64_t> ignore_index_;
-};
+// Enqueues the check of b's labels (ignore_index: none for accuracy) as a
+// deferred check (deferred_checks.h): the host kernels' InvalidArgument for
+// the first bad label surfaces at the run's end, so the host does not wait
+// for the device in the middle of the step. A bad label's row counts as
+// ignored meanwhile (zero loss and gradient, counted wrong by accuracy).
+absl::Status CheckLabels(KernelContext* ctx, const ClassBatch& b,
+                         std::optional<int64_t> ignore_index) {
+  const cudaStream_t stream = CudaStreamOf(ctx->stream());
+  ASSIGN_OR_RETURN(const CheckSlot check,
+                   CudaDeviceOf(ctx->device())
+                       ->deferred_checks()
+                       ->Arm(stream, ctx->run_id(),
+                             [op = ctx->op().type, classes = b.rows.classes, ignore_index](
+                                 int64_t label, int64_t position) {
+                               return prologue::BadLabelError(op, label, position, classes,
+                                                              ignore_index);
+                             }));
+  CUDA_RETURN_IF_ERROR(LaunchCheckLabels(b.label->data<int64_t>(), b.rows.rows, b.rows.classes,
+                                         ignore_index.has_value(), ignore_index.value_or(0), check,
+                                         stream));
+  return absl::OkStatus();
+}
 
 class SoftmaxWithCrossEntropyKernel : public OpKernel {
  public:
@@ -139,7 +124,7 @@ class SoftmaxWithCrossEntropyKernel : public OpKernel {
 
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const ClassBatch b, GetClassBatch(*ctx, "Logits"));
-    ASSIGN_OR_RETURN(const LabelCheck check, LabelCheck::Start(ctx, b, attrs_.ignore_index));
+    RETURN_IF_ERROR(CheckLabels(ctx, b, attrs_.ignore_index));
     const DataType dtype = b.scores->dtype();
     ASSIGN_OR_RETURN(const prologue::CrossEntropyOutputs o,
                      prologue::AllocateCrossEntropyOutputs(ctx, b));
@@ -159,22 +144,16 @@ class SoftmaxWithCrossEntropyKernel : public OpKernel {
         return absl::OkStatus();
       }));
     }
-    return check.Finish(ctx);
+    return absl::OkStatus();
   }
 
  private:
   prologue::CrossEntropyAttrs attrs_;
 };
 
-// LabelCheck's device flag (device_flag.h).
-int64_t LabelCheckScratch(const OpDesc&, const ArgMetas&, const ArgMetas&) {
-  return sizeof(int64_t);
-}
-
-REGISTER_KERNEL(KernelDef("softmax_with_cross_entropy", "gpu")
-                    .TypeConstraint("Logits", kFloatTypes)
-                    .Scratch(LabelCheckScratch),
-                SoftmaxWithCrossEntropyKernel);
+REGISTER_KERNEL(
+    KernelDef("softmax_with_cross_entropy", "gpu").TypeConstraint("Logits", kFloatTypes),
+    SoftmaxWithCrossEntropyKernel);
 
 class SoftmaxWithCrossEntropyGradKernel : public OpKernel {
  public:
@@ -182,10 +161,7 @@ class SoftmaxWithCrossEntropyGradKernel : public OpKernel {
 
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const ClassBatch b, GetClassBatch(*ctx, "Softmax"));
-    {
-      ASSIGN_OR_RETURN(const LabelCheck check, LabelCheck::Start(ctx, b, attrs_.ignore_index));
-      RETURN_IF_ERROR(check.Finish(ctx));
-    }
+    RETURN_IF_ERROR(CheckLabels(ctx, b, attrs_.ignore_index));
     ASSIGN_OR_RETURN(const prologue::CrossEntropyGradArgs g,
                      prologue::GetCrossEntropyGradArgs(ctx, b));
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
@@ -202,10 +178,9 @@ class SoftmaxWithCrossEntropyGradKernel : public OpKernel {
   prologue::CrossEntropyAttrs attrs_;
 };
 
-REGISTER_KERNEL(KernelDef("softmax_with_cross_entropy_grad", "gpu")
-                    .TypeConstraint("Softmax", kFloatTypes)
-                    .Scratch(LabelCheckScratch),
-                SoftmaxWithCrossEntropyGradKernel);
+REGISTER_KERNEL(
+    KernelDef("softmax_with_cross_entropy_grad", "gpu").TypeConstraint("Softmax", kFloatTypes),
+    SoftmaxWithCrossEntropyGradKernel);
 
 class AccuracyKernel : public OpKernel {
  public:
@@ -213,7 +188,7 @@ class AccuracyKernel : public OpKernel {
 
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const ClassBatch b, GetClassBatch(*ctx, "Out"));
-    ASSIGN_OR_RETURN(const LabelCheck check, LabelCheck::Start(ctx, b, std::nullopt));
+    RETURN_IF_ERROR(CheckLabels(ctx, b, std::nullopt));
     ASSIGN_OR_RETURN(const prologue::AccuracyOutputs o, prologue::AllocateAccuracyOutputs(ctx));
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
     RETURN_IF_ERROR(DispatchFloat(b.scores->dtype(), [&](auto tag) -> absl::Status {
@@ -223,16 +198,14 @@ class AccuracyKernel : public OpKernel {
           o.correct->data<int64_t>(), o.total->data<int64_t>(), o.accuracy->data<float>(), stream));
       return absl::OkStatus();
     }));
-    return check.Finish(ctx);
+    return absl::OkStatus();
   }
 
  private:
   prologue::AccuracyAttrs attrs_;
 };
 
-REGISTER_KERNEL(
-    KernelDef("accuracy", "gpu").TypeConstraint("Out", kFloatTypes).Scratch(LabelCheckScratch),
-    AccuracyKernel);
+REGISTER_KERNEL(KernelDef("accuracy", "gpu").TypeConstraint("Out", kFloatTypes), AccuracyKernel);
 
 }  // namespace
 }  // namespace cuda

@@ -1,5 +1,6 @@
 // softmax, softmax_with_cross_entropy and accuracy kernels. See
 // softmax_launchers.h.
+#include "backends/cuda/device_check.h"
 #include "backends/cuda/device_lines.h"
 #include "backends/cuda/device_reduce.h"
 #include "backends/cuda/softmax_launchers.h"
@@ -13,8 +14,6 @@ using device::kThreads;
 using device::LaunchLines;
 using device::LineStart;
 using device::MaxOp;
-
-using Flag = unsigned long long;  // NOLINT(runtime/int): atomicMin's type
 
 // Writes exp(x - max) (rounded to T, as the host stores it) over the line
 // and returns {max, sum of the unrounded exps}, both group-wide.
@@ -134,13 +133,14 @@ struct AccuracyLine {
 };
 
 __global__ void CheckLabelsKernel(const int64_t* labels, int64_t rows, int64_t classes,
-                                  bool has_ignore, int64_t ignore_index, Flag* first_bad) {
+                                  bool has_ignore, int64_t ignore_index, CheckSlot check) {
   TANDEM_GRID_LOOP(r, rows) {
     const int64_t label = labels[r];
     if ((label < 0 || label >= classes) && !(has_ignore && label == ignore_index)) {
-      atomicMin(first_bad, static_cast<Flag>(r));
+      device::NoteBadInput(check, r);
     }
   }
+  device::PublishBadInput(check, labels);
 }
 
 template <typename T>
@@ -179,10 +179,10 @@ cudaError_t LaunchSoftmaxGrad(const T* out, const T* dout, T* dx, const AxisGeom
 }
 
 cudaError_t LaunchCheckLabels(const int64_t* labels, int64_t rows, int64_t classes, bool has_ignore,
-                              int64_t ignore_index, Flag* first_bad, cudaStream_t stream) {
+                              int64_t ignore_index, const CheckSlot& check, cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
   CheckLabelsKernel<<<Blocks(rows), kThreads, 0, stream>>>(labels, rows, classes, has_ignore,
-                                                           ignore_index, first_bad);
+                                                           ignore_index, check);
   return cudaGetLastError();
 }
 

@@ -3,7 +3,7 @@
 // by that .cu file and by the OpKernels.
 //
 //   CUDA_RETURN_IF_ERROR(LaunchSoftmax<float>(x, out, AxisGeometry{outer, n, inner}, stream));
-//   CUDA_RETURN_IF_ERROR(LaunchCheckLabels(labels, rows, classes, true, -100, flag, stream));
+//   CUDA_RETURN_IF_ERROR(LaunchCheckLabels(labels, rows, classes, true, -100, slot, stream));
 //   CUDA_RETURN_IF_ERROR(LaunchSoftmaxCrossEntropy<float>(logits, labels, rows, classes, -100,
 //                                                         softmax, loss, stream));
 //
@@ -25,6 +25,7 @@
 
 #include <cstdint>
 
+#include "backends/cuda/check_slot.h"
 #include "backends/cuda/nn_launchers.h"
 
 namespace tandem {
@@ -39,12 +40,11 @@ template <typename T>
 cudaError_t LaunchSoftmaxGrad(const T* out, const T* dout, T* dx, const AxisGeometry& g,
                               cudaStream_t stream);
 
-// Lowers *first_bad (atomicMin) to every row r < rows whose label is
-// outside [0, classes) and (with has_ignore) not ignore_index.
+// Reports in `check` (a deferred check, deferred_checks.h) the first row
+// r < rows whose label is outside [0, classes) and (with has_ignore) not
+// ignore_index, and that label.
 cudaError_t LaunchCheckLabels(const int64_t* labels, int64_t rows, int64_t classes, bool has_ignore,
-                              int64_t ignore_index,
-                              unsigned long long* first_bad,  // NOLINT(runtime/int)
-                              cudaStream_t stream);
+                              int64_t ignore_index, const CheckSlot& check, cudaStream_t stream);
 
 // Per row of `classes` > 0 logits: softmax, and loss = log(sum(exp(x -
 // max))) + max - x[label], or 0 where the label is ignore_index or out of
