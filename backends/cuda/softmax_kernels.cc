@@ -162,8 +162,14 @@ class SoftmaxWithCrossEntropyGradKernel : public OpKernel {
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const ClassBatch b, GetClassBatch(*ctx, "Softmax"));
     RETURN_IF_ERROR(CheckLabels(ctx, b, attrs_.ignore_index));
-    ASSIGN_OR_RETURN(const prologue::CrossEntropyGradArgs g,
-                     prologue::GetCrossEntropyGradArgs(ctx, b));
+    absl::StatusOr<prologue::CrossEntropyGradArgs> args = prologue::GetCrossEntropyGradArgs(ctx, b);
+    if (!args.ok()) {
+      // The host kernel checks the labels first: a bad label (resolved by
+      // this synchronisation) is the error to report, not left pending.
+      RETURN_IF_ERROR(ctx->device()->SynchronizeStream(ctx->stream()));
+      return args.status();
+    }
+    const prologue::CrossEntropyGradArgs& g = *args;
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
     return DispatchFloat(b.scores->dtype(), [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
