@@ -3,6 +3,7 @@
 // slots and staging buffers reused from step to step) copying only the fed
 // ids, and a bad id fails its run with lookup_table's error while the next
 // run goes on.
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -116,24 +117,36 @@ TEST_F(EmbeddingGpuTest, BadIdFailsItsRunWithLookupTablesErrorAndTheNextRunTrain
   }
 }
 
+// A program of one lookup_table (ids [3] into a 10 x 4 table), prepared on
+// gpu:0.
+class LookupAloneTest : public EmbeddingGpuTest {
+ protected:
+  void SetUp() override {
+    EmbeddingGpuTest::SetUp();
+    if (IsSkipped()) return;
+    Var ids = b_.Data("ids", DataType::kInt64, Shape({3}));
+    Var emb = b_.Embedding(ids, {10, 4});
+    ASSERT_OK(b_.status());
+    ASSERT_OK(exe_.Run(b_.startup_program(), &scope_).status());
+    ASSERT_OK_AND_ASSIGN(plan_, exe_.Prepare(b_.main_program(), scope_, {"ids"}, {emb.name}));
+  }
+
+  ProgramBuilder b_;
+  Executor exe_{GPUPlace(0)};
+  Scope scope_;
+  std::unique_ptr<Plan> plan_;
+};
+
 // Without a gradient, the bad id surfaces at the run's closing
 // synchronisation: the run fails, the next one does not.
-TEST_F(EmbeddingGpuTest, LookupAloneReportsBadIdsAtTheEndOfItsRun) {
-  ProgramBuilder b;
-  Var ids = b.Data("ids", DataType::kInt64, Shape({3}));
-  Var emb = b.Embedding(ids, {10, 4});
-  ASSERT_OK(b.status());
-  Executor exe(GPUPlace(0));
-  Scope scope;
-  ASSERT_OK(exe.Run(b.startup_program(), &scope).status());
-  ASSERT_OK_AND_ASSIGN(auto plan, exe.Prepare(b.main_program(), scope, {"ids"}, {emb.name}));
+TEST_F(LookupAloneTest, ReportsBadIdsAtTheEndOfItsRun) {
   EXPECT_THAT(
-      exe.Run(plan.get(), &scope, {{"ids", MakeTensor(DataType::kInt64, {3}, {0, 10, 9})}}),
+      exe_.Run(plan_.get(), &scope_, {{"ids", MakeTensor(DataType::kInt64, {3}, {0, 10, 9})}}),
       StatusIs(absl::StatusCode::kInvalidArgument,
                HasSubstr("op 'lookup_table': id 10 at position 1 is out of range [0, 10)")));
   ASSERT_OK_AND_ASSIGN(
       std::vector<Tensor> out,
-      exe.Run(plan.get(), &scope, {{"ids", MakeTensor(DataType::kInt64, {3}, {0, 9, 9})}}));
+      exe_.Run(plan_.get(), &scope_, {{"ids", MakeTensor(DataType::kInt64, {3}, {0, 9, 9})}}));
   const std::vector<double> rows = ToDoubles(out[0]);
   ASSERT_EQ(rows.size(), 12u);
   EXPECT_EQ(std::vector<double>(rows.begin() + 4, rows.begin() + 8),
@@ -143,26 +156,18 @@ TEST_F(EmbeddingGpuTest, LookupAloneReportsBadIdsAtTheEndOfItsRun) {
 // Pipelined runs end on events, not by synchronising the stream the next
 // run already uses: each run still reports its own bad id, and only its own
 // (the runs before and after it succeed), over many runs.
-TEST_F(EmbeddingGpuTest, PipelinedLookupsReportEachRunsBadIdsAtItsEnd) {
-  ProgramBuilder b;
-  Var ids = b.Data("ids", DataType::kInt64, Shape({3}));
-  Var emb = b.Embedding(ids, {10, 4});
-  ASSERT_OK(b.status());
-  Executor exe(GPUPlace(0));
-  Scope scope;
-  ASSERT_OK(exe.Run(b.startup_program(), &scope).status());
-  ASSERT_OK_AND_ASSIGN(auto plan, exe.Prepare(b.main_program(), scope, {"ids"}, {emb.name}));
+TEST_F(LookupAloneTest, PipelinedRunsReportEachRunsBadIdsAtItsEnd) {
   auto feeds = [](int64_t id) {
     return FeedMap{{"ids", MakeTensor(DataType::kInt64, {3}, {0, id, 9})}};
   };
-  ASSERT_OK(exe.Run(plan.get(), &scope, feeds(1)).status());
+  ASSERT_OK(exe_.Run(plan_.get(), &scope_, feeds(1)).status());
   for (int round = 0; round < 50; ++round) {
     SCOPED_TRACE(round);
     const bool with_bad = round % 10 == 3;
-    ASSERT_OK_AND_ASSIGN(RunHandle before, exe.RunAsync(plan.get(), &scope, feeds(2)));
+    ASSERT_OK_AND_ASSIGN(RunHandle before, exe_.RunAsync(plan_.get(), &scope_, feeds(2)));
     ASSERT_OK_AND_ASSIGN(RunHandle middle,
-                         exe.RunAsync(plan.get(), &scope, feeds(with_bad ? 10 : 3)));
-    ASSERT_OK_AND_ASSIGN(RunHandle after, exe.RunAsync(plan.get(), &scope, feeds(4)));
+                         exe_.RunAsync(plan_.get(), &scope_, feeds(with_bad ? 10 : 3)));
+    ASSERT_OK_AND_ASSIGN(RunHandle after, exe_.RunAsync(plan_.get(), &scope_, feeds(4)));
     EXPECT_OK(before.Wait().status());
     absl::StatusOr<std::vector<Tensor>> out = middle.Wait();
     if (with_bad) {
