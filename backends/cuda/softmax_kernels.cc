@@ -102,6 +102,7 @@ using prologue::GetClassBatch;
 // ignored meanwhile (zero loss and gradient, counted wrong by accuracy).
 absl::Status CheckLabels(KernelContext* ctx, const ClassBatch& b,
                          std::optional<int64_t> ignore_index) {
+  if (b.rows.rows == 0) return absl::OkStatus();  // no label: no slot to arm
   const cudaStream_t stream = CudaStreamOf(ctx->stream());
   ASSIGN_OR_RETURN(const CheckSlot check,
                    CudaDeviceOf(ctx->device())

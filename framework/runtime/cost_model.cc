@@ -75,22 +75,20 @@ absl::StatusOr<Variable> SparseZeros(const TensorMeta& m, int64_t height, const 
   return Variable(SelectedRows(height, std::move(rows), std::move(value)));
 }
 
-// The fastest of kTimedRuns eager runs (after a warm-up): wall time to the
-// end of the op's device work, and of its kernel's Compute call alone.
+// The fastest of TimeMicros' eager runs: wall time to the end of the op's
+// device work, and (its own fastest) of its kernel's Compute call alone.
 struct EagerTimes {
   double total = 0, compute = 0;
 };
 absl::StatusOr<EagerTimes> TimeEager(const OpDesc& op, const Place& place,
                                      const EagerInputs& inputs) {
-  RETURN_IF_ERROR(RunOpEager(op, place, inputs).status());
-  EagerTimes best{std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity()};
-  for (int i = 0; i < kTimedRuns; ++i) {
-    EagerStats stats;
-    const double start = Now();
-    RETURN_IF_ERROR(RunOpEager(op, place, inputs, &stats).status());
-    best.total = std::min(best.total, Now() - start);
-    best.compute = std::min(best.compute, stats.compute_us);
-  }
+  EagerTimes best{0, std::numeric_limits<double>::infinity()};
+  ASSIGN_OR_RETURN(best.total, TimeMicros([&]() {
+                     EagerStats stats;
+                     absl::Status s = RunOpEager(op, place, inputs, &stats).status();
+                     best.compute = std::min(best.compute, stats.compute_us);
+                     return s;
+                   }));
   return best;
 }
 
@@ -170,12 +168,12 @@ std::string Sanitize(std::string s) {
 std::string Exact(double v) { return absl::StrFormat("%.17g", v); }
 
 // "micros<TAB>host_micros" of a cache line, 0 <= host_micros <= micros.
-template <typename Timed>
-bool ParseTimed(absl::string_view text, Timed* t) {
+bool ParseOpCost(absl::string_view text, OpCost* c) {
   std::pair<std::string, std::string> parts = absl::StrSplit(text, absl::MaxSplits('\t', 1));
-  return absl::SimpleAtod(parts.first, &t->micros) &&
-         absl::SimpleAtod(parts.second, &t->host_micros) && t->host_micros >= 0 &&
-         t->micros >= t->host_micros;
+  c->measured = true;
+  return absl::SimpleAtod(parts.first, &c->micros) &&
+         absl::SimpleAtod(parts.second, &c->host_micros) && c->host_micros >= 0 &&
+         c->micros >= c->host_micros;
 }
 
 // "launch_us=5;bytes_per_us=10000;..." and back.
@@ -275,8 +273,8 @@ void CostModel::Load(const Place& place, DeviceCosts* costs) const {
       } else {
         ++bad;
       }
-    } else if (DeviceCosts::Timed t; ParseTimed(kv.second, &t) && !kv.first.empty()) {
-      costs->ops[kv.first] = t;
+    } else if (OpCost c; ParseOpCost(kv.second, &c) && !kv.first.empty()) {
+      costs->ops[kv.first] = c;
     } else {
       ++bad;
     }
@@ -328,7 +326,7 @@ DeviceConstants CostModel::MeasureConstants(const Place& place) {
   return c;
 }
 
-absl::StatusOr<CostModel::DeviceCosts::Timed> CostModel::Measure(
+absl::StatusOr<OpCost> CostModel::Measure(
     const OpDesc& op, const Place& place,
     const std::map<std::string, std::vector<TensorMeta>>& inputs) {
   auto dtype_of = [&](const std::string& var) -> std::optional<DataType> {
@@ -369,7 +367,8 @@ absl::StatusOr<CostModel::DeviceCosts::Timed> CostModel::Measure(
   ASSIGN_OR_RETURN(const EagerTimes t, TimeEager(trial, place, eager));
   ASSIGN_OR_RETURN(const EagerTimes trivial, TimeScale(place, 1));
   const double launch = Constants(place).launch_us;
-  DeviceCosts::Timed timed;
+  OpCost timed;
+  timed.measured = true;
   timed.micros = std::max(t.total - trivial.total, 0.0) + launch;
   timed.host_micros =
       place.is_host() ? timed.micros
@@ -384,18 +383,16 @@ absl::StatusOr<OpCost> CostModel::OpTime(
   DeviceCosts& costs = For(place);
   const std::string key = OpCostKey(op, place, inputs, outputs);
   auto cached = costs.ops.find(key);
-  if (cached != costs.ops.end()) {
-    return OpCost{cached->second.micros, cached->second.host_micros, true};
-  }
+  if (cached != costs.ops.end()) return cached->second;
   const int64_t bytes = OpBytes(inputs, outputs);
   if (options_.measure) {
-    absl::StatusOr<DeviceCosts::Timed> measured = bytes <= options_.max_measured_bytes
-                                                      ? Measure(op, place, inputs)
-                                                      : Extrapolate(op, place, inputs, outputs);
+    absl::StatusOr<OpCost> measured = bytes <= options_.max_measured_bytes
+                                          ? Measure(op, place, inputs)
+                                          : Extrapolate(op, place, inputs, outputs);
     if (measured.ok()) {
       costs.ops[key] = *measured;
       costs.dirty = true;
-      return OpCost{measured->micros, measured->host_micros, true};
+      return *measured;
     }
     VLOG(1) << "cost model: " << key << " not timed (" << measured.status().message()
             << "); analytical estimate";
@@ -405,7 +402,7 @@ absl::StatusOr<OpCost> CostModel::OpTime(
   return OpCost{micros, place.is_host() ? micros : c.launch_us, false};
 }
 
-absl::StatusOr<CostModel::DeviceCosts::Timed> CostModel::Extrapolate(
+absl::StatusOr<OpCost> CostModel::Extrapolate(
     const OpDesc& op, const Place& place,
     const std::map<std::string, std::vector<TensorMeta>>& inputs,
     const std::map<std::string, std::vector<TensorMeta>>& outputs) {
@@ -433,9 +430,10 @@ absl::StatusOr<CostModel::DeviceCosts::Timed> CostModel::Extrapolate(
     }
     return out;
   };
-  ASSIGN_OR_RETURN(const DeviceCosts::Timed t1, Measure(op, place, scaled(inputs, small)));
-  ASSIGN_OR_RETURN(const DeviceCosts::Timed t4, Measure(op, place, scaled(inputs, 4 * small)));
-  DeviceCosts::Timed timed;
+  ASSIGN_OR_RETURN(const OpCost t1, Measure(op, place, scaled(inputs, small)));
+  ASSIGN_OR_RETURN(const OpCost t4, Measure(op, place, scaled(inputs, 4 * small)));
+  OpCost timed;
+  timed.measured = true;
   timed.micros = ExtrapolateRows(small, t1.micros, t4.micros, rows);
   timed.host_micros =
       std::min(timed.micros, ExtrapolateRows(small, t1.host_micros, t4.host_micros, rows));
@@ -464,8 +462,8 @@ absl::Status CostModel::Save() const {
     if (costs.constants.measured) {
       absl::StrAppend(&text, "@constants\t", ConstantsString(costs.constants), "\n");
     }
-    for (const auto& [key, t] : costs.ops) {
-      absl::StrAppend(&text, key, "\t", Exact(t.micros), "\t", Exact(t.host_micros), "\n");
+    for (const auto& [key, c] : costs.ops) {
+      absl::StrAppend(&text, key, "\t", Exact(c.micros), "\t", Exact(c.host_micros), "\n");
     }
     AtomicFileWriter out(CachePath(place), "cost cache");
     RETURN_IF_ERROR(out.Open());

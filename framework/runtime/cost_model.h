@@ -109,26 +109,21 @@ class CostModel {
  private:
   struct DeviceCosts {
     DeviceConstants constants;
-    struct Timed {
-      double micros = 0, host_micros = 0;
-    };
-    std::map<std::string, Timed> ops;  // key -> measured times
+    std::map<std::string, OpCost> ops;  // key -> measured cost
     bool loaded = false;
     bool dirty = false;
   };
   DeviceCosts& For(const Place& place);
   std::string CachePath(const Place& place) const;
   void Load(const Place& place, DeviceCosts* costs) const;
-  absl::StatusOr<DeviceCosts::Timed> Measure(
-      const OpDesc& op, const Place& place,
-      const std::map<std::string, std::vector<TensorMeta>>& inputs);
+  absl::StatusOr<OpCost> Measure(const OpDesc& op, const Place& place,
+                                 const std::map<std::string, std::vector<TensorMeta>>& inputs);
   // An op too large to time: timed with its largest first dimension cut to
   // two sizes that fit max_measured_bytes, then ExtrapolateRows (the host
   // part likewise).
-  absl::StatusOr<DeviceCosts::Timed> Extrapolate(
-      const OpDesc& op, const Place& place,
-      const std::map<std::string, std::vector<TensorMeta>>& inputs,
-      const std::map<std::string, std::vector<TensorMeta>>& outputs);
+  absl::StatusOr<OpCost> Extrapolate(const OpDesc& op, const Place& place,
+                                     const std::map<std::string, std::vector<TensorMeta>>& inputs,
+                                     const std::map<std::string, std::vector<TensorMeta>>& outputs);
   DeviceConstants MeasureConstants(const Place& place);
 
   CostModelOptions options_;
