@@ -7,6 +7,7 @@
 #include <mutex>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "backends/cuda/cuda_allocator.h"
 #include "backends/cuda/cuda_device_guard.h"
@@ -38,10 +39,28 @@ cudaMemcpyKind ToCuda(CopyKind kind) {
   return cudaMemcpyDefault;
 }
 
-cudaEvent_t CudaEventOf(Event* event) {
+// The CUDA event behind `event`; InvalidArgument (naming the device and
+// the call) for a null event or another backend's, which a caller can
+// pass: no CHECK is reachable from a program.
+absl::StatusOr<cudaEvent_t> CudaEventArg(Event* event, int device, absl::string_view what) {
   auto* e = dynamic_cast<CudaEvent*>(event);
-  CHECK(e != nullptr) << "not an event of the CUDA backend";
+  if (e == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("gpu:", device, " ", what, ": ",
+                                                   event == nullptr ? "no event (null)"
+                                                                    : "not a CUDA event"));
+  }
   return e->get();
+}
+
+// Likewise for a stream argument of the Device interface.
+absl::StatusOr<cudaStream_t> CudaStreamArg(Stream* stream, int device, absl::string_view what) {
+  auto* s = dynamic_cast<CudaStream*>(stream);
+  if (s == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("gpu:", device, " ", what, ": ",
+                                                   stream == nullptr ? "no stream (null)"
+                                                                     : "not a CUDA stream"));
+  }
+  return s->get();
 }
 
 int64_t LimitBytesFromFlag() {
@@ -192,10 +211,12 @@ absl::StatusOr<std::unique_ptr<Event>> CudaDevice::CreateTimingEvent() {
 }
 
 absl::StatusOr<double> CudaDevice::EventElapsedMs(Event* start, Event* end) {
+  ASSIGN_OR_RETURN(cudaEvent_t start_event, CudaEventArg(start, index_, "EventElapsedMs"));
+  ASSIGN_OR_RETURN(cudaEvent_t end_event, CudaEventArg(end, index_, "EventElapsedMs"));
   CudaDeviceGuard guard(index_);
-  CUDA_RETURN_IF_ERROR(cudaEventSynchronize(CudaEventOf(end)));
+  CUDA_RETURN_IF_ERROR(cudaEventSynchronize(end_event));
   float ms = 0;
-  CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, CudaEventOf(start), CudaEventOf(end)));
+  CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, start_event, end_event));
   return static_cast<double>(ms);
 }
 
@@ -213,42 +234,50 @@ absl::Status CudaDevice::Copy(CopyKind kind, void* dst, const void* src, size_t 
 absl::Status CudaDevice::CopyAsync(CopyKind kind, void* dst, const void* src, size_t bytes,
                                    Stream* stream) {
   if (bytes == 0) return absl::OkStatus();
+  ASSIGN_OR_RETURN(cudaStream_t s, CudaStreamArg(stream, index_, "CopyAsync"));
   CudaDeviceGuard guard(index_);
-  CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, src, bytes, ToCuda(kind), CudaStreamOf(stream)));
+  CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, src, bytes, ToCuda(kind), s));
   return absl::OkStatus();
 }
 
 absl::Status CudaDevice::BeginCapture(Stream* stream) {
-  return BeginCudaCapture(index_, CudaStreamOf(stream), allocator_.get());
+  ASSIGN_OR_RETURN(cudaStream_t s, CudaStreamArg(stream, index_, "BeginCapture"));
+  return BeginCudaCapture(index_, s, allocator_.get());
 }
 
 absl::StatusOr<std::unique_ptr<DeviceGraph>> CudaDevice::EndCapture(Stream* stream) {
+  ASSIGN_OR_RETURN(cudaStream_t s, CudaStreamArg(stream, index_, "EndCapture"));
   ASSIGN_OR_RETURN(std::unique_ptr<CudaGraph> graph,
-                   CudaGraph::EndCapture(index_, CudaStreamOf(stream), allocator_.get()));
+                   CudaGraph::EndCapture(index_, s, allocator_.get()));
   return std::unique_ptr<DeviceGraph>(std::move(graph));
 }
 
 absl::Status CudaDevice::RecordEvent(Event* event, Stream* stream) {
+  ASSIGN_OR_RETURN(cudaEvent_t e, CudaEventArg(event, index_, "RecordEvent"));
+  ASSIGN_OR_RETURN(cudaStream_t s, CudaStreamArg(stream, index_, "RecordEvent"));
   CudaDeviceGuard guard(index_);
-  CUDA_RETURN_IF_ERROR(cudaEventRecord(CudaEventOf(event), CudaStreamOf(stream)));
+  CUDA_RETURN_IF_ERROR(cudaEventRecord(e, s));
   return absl::OkStatus();
 }
 
 absl::Status CudaDevice::StreamWaitEvent(Stream* stream, Event* event) {
+  ASSIGN_OR_RETURN(cudaEvent_t e, CudaEventArg(event, index_, "StreamWaitEvent"));
+  ASSIGN_OR_RETURN(cudaStream_t s, CudaStreamArg(stream, index_, "StreamWaitEvent"));
   CudaDeviceGuard guard(index_);
-  CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(CudaStreamOf(stream), CudaEventOf(event), 0));
+  CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(s, e, 0));
   return absl::OkStatus();
 }
 
 absl::Status CudaDevice::SynchronizeEvent(Event* event) {
+  ASSIGN_OR_RETURN(cudaEvent_t e, CudaEventArg(event, index_, "SynchronizeEvent"));
   CudaDeviceGuard guard(index_);
-  CUDA_RETURN_IF_ERROR(cudaEventSynchronize(CudaEventOf(event)));
+  CUDA_RETURN_IF_ERROR(cudaEventSynchronize(e));
   return absl::OkStatus();
 }
 
 absl::Status CudaDevice::SynchronizeStream(Stream* stream) {
+  ASSIGN_OR_RETURN(cudaStream_t s, CudaStreamArg(stream, index_, "SynchronizeStream"));
   CudaDeviceGuard guard(index_);
-  const cudaStream_t s = CudaStreamOf(stream);
   CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(s));
   return deferred_checks_.Resolve(s);
 }

@@ -35,6 +35,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "framework/base/status_macros.h"
+#include "glog/logging.h"
 
 namespace tandem {
 
@@ -138,8 +139,8 @@ void CopyConflictRows(const Tensor& ids, const Tensor& table, Tensor* out,
 
 }  // namespace
 
-RunScheduler::RunScheduler(Plan* plan, HostWorkerPool* pool)
-    : plan_(plan), pool_(pool), caller_runs_host_(pool->size() == 1) {}
+RunScheduler::RunScheduler(Plan* plan, std::shared_ptr<HostWorkerPool> pool)
+    : plan_(plan), pool_(std::move(pool)), caller_runs_host_(pool_->size() == 1) {}
 
 RunScheduler::~RunScheduler() = default;
 
@@ -152,6 +153,9 @@ ConcurrentRun* RunScheduler::Start(Plan::Frame* frame, RunStats* stats, Executio
   run->prev = prev;
   if (prev != nullptr) prev->next = run;
   frame->solo = caller_waits && prev == nullptr;
+  // A run that a later one may overlap has the pipelined events (design.md,
+  // "Invariants between runs").
+  DCHECK(frame->solo || !frame->compute_end.empty()) << "a pipelined run on a solo frame";
   const int n = run->size;
   run->uses_left.assign(plan_->slot_names_.size(), 0);
   frame->ends_recorded = false;
@@ -350,13 +354,9 @@ void RunScheduler::DrainQueues(Lock& lock, int worker, bool run_host, const Conc
       if (!Poisoned(ready_host_.front().run)) HandOut(ready_host_.front());
       ready_host_.pop_front();
     }
-    const bool early = !t.patch && t.run->rows_pending[t.step];
+    bool early = false;
+    if (!BeginHostTask(t, &early)) continue;
     Plan::Frame* prev_frame = t.run->prev != nullptr ? t.run->prev->frame : nullptr;
-    if (early && !WriterIdsReady(t.run, *step(t.step).rows)) {
-      step(t.step).rows->rest = RowRefinement::Rest::kWholeKernel;  // after the update
-      t.run->patch_waiting[t.step] = 1;
-      continue;
-    }
     t.run->in_flight++;
     tasks_in_flight_++;
     lock.unlock();
@@ -379,12 +379,14 @@ void RunScheduler::Dispatch(const Task& t, int worker) {
   for (const auto& [pred, kind] : s.preds) {
     if (kind == EdgeKind::kEventWait && status.ok() &&
         step(pred).StreamFor(/*in_order=*/false, solo) != stream) {
+      DCHECK(run->frame->done_events[pred] != nullptr) << "step " << pred << " has no event";
       status = s.device->StreamWaitEvent(stream, run->frame->done_events[pred].get());
     }
   }
   if (run->prev != nullptr) {
     for (const auto& [pred, kind] : s.prev_preds) {
       if (kind == EdgeKind::kEventWait && status.ok()) {
+        DCHECK(run->prev->frame->done_events[pred] != nullptr) << "step " << pred << " (run before)";
         status = s.device->StreamWaitEvent(stream, run->prev->frame->done_events[pred].get());
       }
     }
@@ -395,12 +397,13 @@ void RunScheduler::Dispatch(const Task& t, int worker) {
                        : PlanRunner::RunKernelStep(plan_, &s, context);
   }
   Event* done = solo && !s.solo_needs_event ? nullptr : run->frame->done_events[t.step].get();
+  DCHECK(done != nullptr || !s.WatchedIn(solo)) << "watched step " << t.step << " without an event";
   if (status.ok() && done != nullptr) status = s.device->RecordEvent(done, stream);
   if (status.ok() && --run->device_steps_left == 0) status = RecordRunEnd(run);
   if (!status.ok()) return Fail(run, AnnotateStepError(status, s));
   ReleaseSlots(run, t.step);
   Satisfy(run, t.step, /*completed=*/false);
-  if (s.watched) {
+  if (s.WatchedIn(solo)) {
     run->in_flight++;
     tasks_in_flight_++;
     watches_.push_back(t);  // HandleWatches, before this thread's Drain returns
@@ -423,14 +426,27 @@ absl::Status RunScheduler::RecordRunEnd(ConcurrentRun* run) {
   return absl::OkStatus();
 }
 
+bool RunScheduler::BeginHostTask(const Task& t, bool* early) {
+  *early = !t.patch && t.run->rows_pending[t.step];
+  DCHECK(!*early || step(t.step).rows != nullptr);
+  if (*early && !WriterIdsReady(t.run, *step(t.step).rows)) {
+    step(t.step).rows->rest = RowRefinement::Rest::kWholeKernel;  // after the update
+    t.run->patch_waiting[t.step] = 1;
+    return false;
+  }
+  return true;
+}
+
 void RunScheduler::HandOut(const Task& t) {
+  bool early = false;
+  if (!BeginHostTask(t, &early)) return;
   t.run->in_flight++;
   tasks_in_flight_++;
   Plan::Frame* prev_frame = t.run->prev != nullptr ? t.run->prev->frame : nullptr;
-  pool_->Submit([this, t, prev_frame](int worker) {
-    const absl::Status s = RunHostTask(t, worker, prev_frame, /*early=*/false);
+  pool_->Submit([this, t, prev_frame, early](int worker) {
+    const absl::Status s = RunHostTask(t, worker, prev_frame, early);
     Lock lock(mu_);
-    AfterHostTask(t, /*early=*/false, s);
+    AfterHostTask(t, early, s);
     t.run->in_flight--;
     tasks_in_flight_--;
     Drain(lock, worker, /*run_host=*/true);
@@ -518,6 +534,7 @@ absl::Status RunScheduler::RunHostTask(const Task& t, int worker, Plan::Frame* p
     return PlanRunner::RunKernelStep(plan_, &s, context);
   }
   if (t.patch) {
+    DCHECK(!t.run->rows_pending[t.step]) << "rows copied before the update completed";
     CopyConflictRows(*slots[rows->ids_slot]->data_tensor(), *slots[rows->table_slot]->data_tensor(),
                      slots[rows->out_slot]->mutable_tensor(), *rows);
     return absl::OkStatus();

@@ -32,7 +32,9 @@ class ConcurrentRun;
 
 class RunScheduler {
  public:
-  RunScheduler(Plan* plan, HostWorkerPool* pool);
+  RunScheduler(Plan* plan, std::shared_ptr<HostWorkerPool> pool);
+  // The pool this scheduler's host steps run on.
+  const HostWorkerPool* pool() const { return pool_.get(); }
   ~RunScheduler();
   RunScheduler(const RunScheduler&) = delete;
   RunScheduler& operator=(const RunScheduler&) = delete;
@@ -68,6 +70,14 @@ class RunScheduler {
   // Handles the ready queues until they are empty (Drain's first part).
   void DrainQueues(Lock& lock, int worker, bool run_host, const ConcurrentRun* until);
   void Dispatch(const Task& t, int worker);
+  // Whether host task `t` runs now (on this thread or a worker), and
+  // whether it runs as a refined lookup's first part (`early`: the
+  // previous run's update of its table is not over). False when it waits
+  // for that update instead (the update's ids are not final yet): it then
+  // runs whole once the update finished. Every host task goes through it,
+  // whichever thread runs it.
+  bool BeginHostTask(const Task& t, bool* early);
+  // Runs `t` on an idle worker (after BeginHostTask).
   void HandOut(const Task& t);
   // The waits for dispatched watched steps (Step::watched): the calling
   // thread waits itself when the wait is all that is left to do and it may
@@ -102,7 +112,9 @@ class RunScheduler {
   bool WriterIdsReady(const ConcurrentRun* run, const RowRefinement& rows) const;
 
   Plan* plan_;
-  HostWorkerPool* pool_;
+  // Shared with the executor that made it: a plan may outlive that
+  // executor (its runs still need the workers).
+  std::shared_ptr<HostWorkerPool> pool_;
   // With one host worker, the thread in Wait() runs every host step itself
   // (the worker only waits for events), so CPU kernels keep one thread and
   // its CPU library's thread team, as in-order runs do.

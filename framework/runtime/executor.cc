@@ -1,6 +1,7 @@
 #include "framework/runtime/executor.h"
 
 #include <atomic>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "framework/base/status_macros.h"
@@ -47,15 +48,15 @@ RunHandle::RunHandle() = default;
 RunHandle::~RunHandle() = default;
 RunHandle::RunHandle(RunHandle&&) noexcept = default;
 RunHandle& RunHandle::operator=(RunHandle&&) noexcept = default;
-RunHandle::RunHandle(Executor* executor, Plan* plan, std::shared_ptr<PendingRun> run)
-    : executor_(executor), plan_(plan), run_(std::move(run)) {}
+RunHandle::RunHandle(Plan* plan, std::shared_ptr<PendingRun> run)
+    : plan_(plan), run_(std::move(run)) {}
 
 absl::StatusOr<std::vector<Tensor>> RunHandle::Wait(RunStats* stats) {
   if (run_ == nullptr || run_->waited) {
     return absl::FailedPreconditionError(
         "RunHandle::Wait: no run to wait for (a default handle, or Wait was called already)");
   }
-  return executor_->WaitFor(plan_, run_.get(), stats);
+  return Executor::WaitFor(plan_, run_.get(), stats);
 }
 
 std::string RunStats::DebugString() const {
@@ -66,7 +67,9 @@ std::string RunStats::DebugString() const {
 }
 
 Executor::Executor(Place default_place, ExecutorOptions options)
-    : default_place_(default_place), options_(options) {}
+    : default_place_(default_place),
+      options_(options),
+      cancel_requests_(std::make_shared<std::atomic<uint64_t>>(0)) {}
 Executor::~Executor() = default;
 
 absl::StatusOr<std::unique_ptr<Plan>> Executor::Prepare(const Program& program, const Scope& scope,
@@ -114,45 +117,18 @@ absl::StatusOr<std::unique_ptr<Plan>> Executor::Prepare(const Program& program, 
   return plan;
 }
 
-absl::Status Executor::BindAndFeed(Plan* plan, int frame_index, Scope* scope, const FeedMap& feeds,
-                                   uint64_t cancel_requests) {
-  Plan::Frame& frame = *plan->frames_[frame_index];
-  static std::atomic<uint64_t> runs_bound{0};
-  frame.run_id = runs_bound.fetch_add(1, std::memory_order_relaxed) + 1;
-  frame.cancel_requests = &cancel_requests_;
-  frame.cancel_requests_seen = cancel_requests;
-  if (frame.bound_scope != scope) {
-    for (size_t id = 0; id < frame.slots.size(); ++id) {
-      Variable* local = plan->slot_folded_[id] ? &plan->frames_[0]->locals[id] : &frame.locals[id];
-      frame.slots[id] = plan->slot_persistable_[id] ? scope->Var(plan->slot_names_[id]) : local;
-    }
-    for (size_t i = 0; i < plan->steps_.size(); ++i) {
-      const Plan::Step& step = *plan->steps_[i];
-      frame.in_args[i].clear();
-      frame.out_args[i].clear();
-      for (const auto& [arg, ids] : step.inputs) {
-        std::vector<Variable*> vars;
-        for (int id : ids) vars.push_back(frame.slots[id]);
-        frame.in_args[i].emplace_back(arg, std::move(vars));
-      }
-      for (const auto& [arg, ids] : step.outputs) {
-        std::vector<Variable*> vars;
-        for (int id : ids) vars.push_back(frame.slots[id]);
-        frame.out_args[i].emplace_back(arg, std::move(vars));
-      }
-    }
-    frame.bound_scope = scope;
-    if (frame_index == 0) plan->graph_.reset();  // it holds the other scope's buffers
-  }
-  const Block& block = plan->placed_.program.block();
-  for (size_t i = 0; i < plan->feed_names_.size(); ++i) {
-    const std::string& name = plan->feed_names_[i];
+absl::Status Executor::ValidateFeeds(const Plan& plan, const FeedMap& feeds) {
+  const Block& block = plan.placed_.program.block();
+  for (const std::string& name : plan.feed_names_) {
     auto it = feeds.find(name);
     if (it == feeds.end()) {
       return absl::InvalidArgumentError(absl::StrCat("feed '", name, "' was not given"));
     }
     const Tensor& t = it->second;
     const VarDesc* d = block.FindVar(name);
+    if (!t.initialized()) {
+      return absl::InvalidArgumentError(absl::StrCat("feed '", name, "' is an empty tensor"));
+    }
     if (!t.place().is_host()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "feed '", name, "' is on ", t.place().ToString(), "; feeds are host tensors"));
@@ -166,17 +142,91 @@ absl::Status Executor::BindAndFeed(Plan* plan, int frame_index, Scope* scope, co
           absl::StrCat("feed '", name, "' is ", DataTypeName(t.dtype()), t.shape().ToString(),
                        ", the program declares ", DataTypeName(d->dtype), d->shape.ToString()));
     }
-    frame.slots[plan->feed_slots_[i]]->set(t);
   }
   return absl::OkStatus();
 }
 
-HostWorkerPool* Executor::Pool() {
+namespace {
+
+// A copy of `t` in memory of its own: a run in flight must not see the
+// caller refill the tensor it fed.
+absl::StatusOr<Tensor> CopyFeed(const std::string& name, const Tensor& t) {
+  absl::StatusOr<Tensor> copy = Tensor::Allocate(CpuAllocator::Default(), t.dtype(), t.shape());
+  if (!copy.ok()) {
+    return absl::Status(copy.status().code(), absl::StrCat("copying feed '", name,
+                                                           "': ", copy.status().message()));
+  }
+  if (t.NumBytes() > 0) std::memcpy(copy->raw_data(), t.raw_data(), t.NumBytes());
+  return copy;
+}
+
+}  // namespace
+
+void Executor::BindFrame(Plan* plan, int frame_index, Scope* scope, uint64_t cancel_requests) {
+  Plan::Frame& frame = *plan->frames_[frame_index];
+  static std::atomic<uint64_t> runs_bound{0};
+  frame.run_id = runs_bound.fetch_add(1, std::memory_order_relaxed) + 1;
+  frame.cancel_requests = cancel_requests_;
+  frame.cancel_requests_seen = cancel_requests;
+  if (frame.bound_scope == scope) return;
+  for (size_t id = 0; id < frame.slots.size(); ++id) {
+    Variable* local = plan->slot_folded_[id] ? &plan->frames_[0]->locals[id] : &frame.locals[id];
+    frame.slots[id] = plan->slot_persistable_[id] ? scope->Var(plan->slot_names_[id]) : local;
+  }
+  for (size_t i = 0; i < plan->steps_.size(); ++i) {
+    const Plan::Step& step = *plan->steps_[i];
+    frame.in_args[i].clear();
+    frame.out_args[i].clear();
+    for (const auto& [arg, ids] : step.inputs) {
+      std::vector<Variable*> vars;
+      for (int id : ids) vars.push_back(frame.slots[id]);
+      frame.in_args[i].emplace_back(arg, std::move(vars));
+    }
+    for (const auto& [arg, ids] : step.outputs) {
+      std::vector<Variable*> vars;
+      for (int id : ids) vars.push_back(frame.slots[id]);
+      frame.out_args[i].emplace_back(arg, std::move(vars));
+    }
+  }
+  frame.bound_scope = scope;
+  if (frame_index == 0) plan->graph_.reset();  // it holds the other scope's buffers
+}
+
+absl::Status Executor::BindAndFeed(Plan* plan, int frame_index, Scope* scope, const FeedMap& feeds,
+                                   uint64_t cancel_requests, bool copy_feeds) {
+  RETURN_IF_ERROR(ValidateFeeds(*plan, feeds));
+  BindFrame(plan, frame_index, scope, cancel_requests);
+  Plan::Frame& frame = *plan->frames_[frame_index];
+  for (size_t i = 0; i < plan->feed_names_.size(); ++i) {
+    const std::string& name = plan->feed_names_[i];
+    const Tensor& t = feeds.at(name);
+    if (!copy_feeds) {
+      frame.slots[plan->feed_slots_[i]]->set(t);
+      continue;
+    }
+    // The frame's previous copy goes first (its run is over): two runs in
+    // flight hold two sets of feeds, as the memory estimate counts.
+    Variable* slot = frame.slots[plan->feed_slots_[i]];
+    slot->clear();
+    ASSIGN_OR_RETURN(Tensor copy, CopyFeed(name, t));
+    slot->set(std::move(copy));
+  }
+  return absl::OkStatus();
+}
+
+const std::shared_ptr<HostWorkerPool>& Executor::Pool() {
   if (pool_ == nullptr) {
-    pool_ = std::make_unique<HostWorkerPool>(
+    pool_ = std::make_shared<HostWorkerPool>(
         options_.host_workers > 0 ? options_.host_workers : HostWorkerPool::DefaultSize());
   }
-  return pool_.get();
+  return pool_;
+}
+
+void Executor::AdoptPlan(Plan* plan) {
+  if (plan->scheduler_ != nullptr && plan->scheduler_->pool() == Pool().get()) return;
+  while (FinishOldest(plan)) {  // the runs of another executor's scheduler
+  }
+  plan->scheduler_ = std::make_unique<RunScheduler>(plan, Pool());
 }
 
 absl::Status Executor::RunEagerly(Plan* plan, RunStats* stats, ExecutionObserver* observer) {
@@ -189,7 +239,7 @@ absl::Status Executor::RunEagerly(Plan* plan, RunStats* stats, ExecutionObserver
     run.check_numerics = options_.check_numerics;
     return PlanRunner::RunInOrder(plan, stats, run);
   }
-  if (plan->scheduler_ == nullptr) plan->scheduler_ = std::make_unique<RunScheduler>(plan, Pool());
+  AdoptPlan(plan);
   ConcurrentRun* run =
       plan->scheduler_->Start(plan->frames_[0].get(), stats, observer, /*caller_waits=*/true);
   return plan->scheduler_->Wait(run);
@@ -213,7 +263,11 @@ absl::StatusOr<RunHandle> Executor::RunAsync(Plan* plan, Scope* scope, const Fee
 
 absl::StatusOr<RunHandle> Executor::StartRun(Plan* plan, Scope* scope, const FeedMap& feeds,
                                              bool caller_waits) {
-  const uint64_t cancel_requests = cancel_requests_.load(std::memory_order_relaxed);
+  const uint64_t cancel_requests = cancel_requests_->load(std::memory_order_relaxed);
+  if (plan == nullptr || scope == nullptr) {
+    return absl::InvalidArgumentError("Executor::RunAsync: the plan and the scope must be given");
+  }
+  RETURN_IF_ERROR(ValidateFeeds(*plan, feeds));  // at once, whichever way the run goes
   RETURN_IF_ERROR(MovePersistablesHome(plan->placed_, scope));  // auto placement's homes
   auto pending = std::make_shared<PendingRun>();
   auto run_now = [&]() {  // after the runs in flight, to the end
@@ -221,9 +275,10 @@ absl::StatusOr<RunHandle> Executor::StartRun(Plan* plan, Scope* scope, const Fee
     }
     pending->result = RunNow(plan, scope, feeds, cancel_requests, &pending->stats);
     pending->over = true;
-    return RunHandle(this, plan, std::move(pending));
+    return RunHandle(plan, std::move(pending));
   };
   if (!CanPipeline(*plan)) return run_now();
+  AdoptPlan(plan);
   while (plan->in_flight_.size() >= kPipelineFrames ||
          (!plan->in_flight_.empty() &&
           plan->frames_[plan->in_flight_.back()->frame]->bound_scope != scope)) {
@@ -241,17 +296,18 @@ absl::StatusOr<RunHandle> Executor::StartRun(Plan* plan, Scope* scope, const Fee
       return run_now();
     }
   }
-  RETURN_IF_ERROR(BindAndFeed(plan, pending->frame, scope, feeds, cancel_requests));
+  // The caller may refill its feed tensors while this run is in flight.
+  RETURN_IF_ERROR(BindAndFeed(plan, pending->frame, scope, feeds, cancel_requests,
+                              /*copy_feeds=*/!caller_waits));
   ExecutionObserver* observer = GetExecutionObserver();
   if (observer != nullptr && plan->in_flight_.empty()) {
     observer->OnRunBegin();
     pending->observed = true;
   }
-  if (plan->scheduler_ == nullptr) plan->scheduler_ = std::make_unique<RunScheduler>(plan, Pool());
   pending->run = plan->scheduler_->Start(plan->frames_[pending->frame].get(), &pending->stats,
                                          observer, caller_waits);
   plan->in_flight_.push_back(pending);
-  return RunHandle(this, plan, std::move(pending));
+  return RunHandle(plan, std::move(pending));
 }
 
 bool Executor::FinishOldest(Plan* plan) {
@@ -290,7 +346,7 @@ absl::StatusOr<std::vector<Tensor>> Executor::WaitFor(Plan* plan, PendingRun* ru
 }
 
 absl::StatusOr<std::vector<Tensor>> Executor::FinishPipelinedRun(Plan* plan, PendingRun* run) {
-  RETURN_IF_ERROR(WaitForDevices(plan, run->frame, /*end_events=*/true));
+  RETURN_IF_ERROR(WaitForDevices(plan, run->frame, /*end_events=*/true, /*in_order=*/false));
   // Its streams were not synchronised (the next run uses them): its
   // devices' asynchronous errors are taken by run.
   absl::Status checks;
@@ -300,7 +356,8 @@ absl::StatusOr<std::vector<Tensor>> Executor::FinishPipelinedRun(Plan* plan, Pen
   return CollectFetches(plan, run->frame, &run->stats);
 }
 
-absl::Status Executor::WaitForDevices(Plan* plan, int frame_index, bool end_events) {
+absl::Status Executor::WaitForDevices(Plan* plan, int frame_index, bool end_events,
+                                      bool in_order) {
   Plan::Frame& frame = *plan->frames_[frame_index];
   ExecutionObserver* observer = GetExecutionObserver();
   OpEvent wait;
@@ -315,11 +372,11 @@ absl::Status Executor::WaitForDevices(Plan* plan, int frame_index, bool end_even
       continue;
     }
     RETURN_IF_ERROR(device->SynchronizeStream(device->compute_stream()));
-    if (!options_.in_order && plan->UsesCopyStream(device, frame.solo)) {
+    if (!in_order && plan->UsesCopyStream(device, frame.solo)) {
       RETURN_IF_ERROR(device->SynchronizeStream(device->copy_stream()));
     }
     auto comm = plan->comm_streams_.find(device);
-    if (!options_.in_order && comm != plan->comm_streams_.end()) {
+    if (!in_order && comm != plan->comm_streams_.end()) {
       RETURN_IF_ERROR(device->SynchronizeStream(comm->second.get()));
     }
   }
@@ -333,7 +390,7 @@ absl::StatusOr<std::vector<Tensor>> Executor::RunNow(Plan* plan, Scope* scope, c
   *stats = RunStats();
   ExecutionObserver* observer = GetExecutionObserver();
   if (observer != nullptr) observer->OnRunBegin();
-  RETURN_IF_ERROR(BindAndFeed(plan, 0, scope, feeds, cancel_requests));
+  RETURN_IF_ERROR(BindAndFeed(plan, 0, scope, feeds, cancel_requests, /*copy_feeds=*/false));
   Plan::Frame& frame = *plan->frames_[0];
   absl::Status ran;
   if (plan->graph_ != nullptr) {
@@ -364,7 +421,7 @@ absl::StatusOr<std::vector<Tensor>> Executor::RunNow(Plan* plan, Scope* scope, c
 }
 
 absl::StatusOr<std::vector<Tensor>> Executor::FinishRun(Plan* plan, RunStats* stats) {
-  RETURN_IF_ERROR(WaitForDevices(plan, 0, /*end_events=*/false));
+  RETURN_IF_ERROR(WaitForDevices(plan, 0, /*end_events=*/false, options_.in_order));
   plan->constants_ready_ = true;
   ExecutionObserver* observer = GetExecutionObserver();
   absl::StatusOr<std::vector<Tensor>> fetched = CollectFetches(plan, 0, stats);

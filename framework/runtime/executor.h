@@ -193,7 +193,10 @@ class Executor;
 struct PendingRun;
 class RunScheduler;
 
-// A run started by Executor::RunAsync. Movable; Wait() once.
+// A run started by Executor::RunAsync. Movable; Wait() once. It needs its
+// plan (not the executor): Wait() before the plan is destroyed; a handle
+// dropped without Wait() leaves its run to finish with the plan's next run
+// (or the plan's destructor), its results unread.
 class RunHandle {
  public:
   RunHandle();
@@ -210,8 +213,7 @@ class RunHandle {
 
  private:
   friend class Executor;
-  RunHandle(Executor* executor, Plan* plan, std::shared_ptr<PendingRun> run);
-  Executor* executor_ = nullptr;
+  RunHandle(Plan* plan, std::shared_ptr<PendingRun> run);
   Plan* plan_ = nullptr;
   std::shared_ptr<PendingRun> run_;
 };
@@ -226,6 +228,14 @@ class Executor {
   // Places and prepares `program` for repeated runs. Variables already in
   // `scope` keep their places; feeds arrive on the host. `fetches` are
   // returned by every run, on the host.
+  //
+  // Lifetimes: the plan is the caller's and may outlive this executor; any
+  // executor may run it (one at a time: runs of another executor still in
+  // flight are finished first; a plan's host steps run on the workers of
+  // the executor running it, which the plan keeps while it needs them). A
+  // plan may run over different scopes in turn (runs in flight over the
+  // previous scope are finished first). Destroying a plan waits for its
+  // runs in flight.
   absl::StatusOr<std::unique_ptr<Plan>> Prepare(const Program& program, const Scope& scope,
                                                 const std::vector<std::string>& feeds,
                                                 const std::vector<std::string>& fetches);
@@ -242,8 +252,11 @@ class Executor {
   // its handle). Falls back to a complete, synchronous run (the handle
   // holds its results) in in-order mode, with check_numerics, graph
   // capture, for a plan's first run and for host-only plans with one host
-  // worker. Errors in `feeds` are returned at once. The plan and the scope
-  // must outlive the handle's Wait().
+  // worker. Errors in `feeds` (a feed missing, empty, not on the host, of
+  // another dtype or shape than the program declares) are returned at
+  // once, before anything runs. The feeds are copied in: the caller may
+  // refill or free its tensors as soon as RunAsync returns. The plan and
+  // the scope must outlive the handle's Wait().
   absl::StatusOr<RunHandle> RunAsync(Plan* plan, Scope* scope, const FeedMap& feeds = {});
   // Asks every run of this executor that started before the call to stop
   // before its next step: each returns Cancelled naming that step, with
@@ -252,7 +265,7 @@ class Executor {
   // enqueued finishes first). Runs started afterwards are not affected.
   // Thread-safe and async-signal-safe (one atomic increment), so a SIGINT
   // handler may call it; returns at once.
-  void Cancel() { cancel_requests_.fetch_add(1, std::memory_order_relaxed); }
+  void Cancel() { cancel_requests_->fetch_add(1, std::memory_order_relaxed); }
   // Prepares and runs once (e.g. a startup program).
   absl::StatusOr<std::vector<Tensor>> Run(const Program& program, Scope* scope,
                                           const FeedMap& feeds = {},
@@ -268,6 +281,8 @@ class Executor {
   absl::Status RunEagerly(Plan* plan, RunStats* stats, ExecutionObserver* observer);
   // Waits for every stream the run used; the fetches, on the host.
   absl::StatusOr<std::vector<Tensor>> FinishRun(Plan* plan, RunStats* stats);
+  // Checks `feeds` against the plan's feeds (see RunAsync).
+  static absl::Status ValidateFeeds(const Plan& plan, const FeedMap& feeds);
   // A complete run on frame 0 (after the runs in flight finished).
   // `cancel_requests` is Cancel()'s count when the run was asked for.
   absl::StatusOr<std::vector<Tensor>> RunNow(Plan* plan, Scope* scope, const FeedMap& feeds,
@@ -279,33 +294,46 @@ class Executor {
   // Whether a run of `plan` can overlap the run before it.
   bool CanPipeline(const Plan& plan);
   // Finishes the oldest run of `plan` in flight (its results go to its
-  // handle); false when none is.
-  bool FinishOldest(Plan* plan);
+  // handle); false when none is. Static, like the rest of a pipelined
+  // run's end: a handle's Wait() needs no executor.
+  static bool FinishOldest(Plan* plan);
   // The results of `run`, finishing the runs before it first.
-  absl::StatusOr<std::vector<Tensor>> WaitFor(Plan* plan, PendingRun* run, RunStats* stats);
-  // Frame `frame` of `plan` bound to `scope`, feeds copied in, cancelled by
-  // a Cancel() count above `cancel_requests`.
+  static absl::StatusOr<std::vector<Tensor>> WaitFor(Plan* plan, PendingRun* run,
+                                                     RunStats* stats);
+  // Frame `frame` of `plan` bound to `scope` (variables and kernel
+  // arguments, when the scope changed), cancelled by a Cancel() count above
+  // `cancel_requests`.
+  void BindFrame(Plan* plan, int frame, Scope* scope, uint64_t cancel_requests);
+  // BindFrame, then the feeds checked and set (copied with `copy_feeds`).
   absl::Status BindAndFeed(Plan* plan, int frame, Scope* scope, const FeedMap& feeds,
-                           uint64_t cancel_requests);
+                           uint64_t cancel_requests, bool copy_feeds);
   // Waits for the device work of the run on frame `frame` (with
   // `end_events`, the events recorded after its last device step where it
-  // recorded them, else every stream it used), as one observer wait, then
-  // releases the buffers its asynchronous copies read.
-  absl::Status WaitForDevices(Plan* plan, int frame, bool end_events);
+  // recorded them, else every stream it used; in-order runs use only the
+  // compute streams), as one observer wait, then releases the buffers its
+  // asynchronous copies read.
+  static absl::Status WaitForDevices(Plan* plan, int frame, bool end_events, bool in_order);
   // After the steps of a pipelined run finished: its device work, then
   // its fetches.
-  absl::StatusOr<std::vector<Tensor>> FinishPipelinedRun(Plan* plan, PendingRun* run);
+  static absl::StatusOr<std::vector<Tensor>> FinishPipelinedRun(Plan* plan, PendingRun* run);
   // The fetches of frame `frame`, on the host (device values copied on
   // the device's copy stream).
-  absl::StatusOr<std::vector<Tensor>> CollectFetches(Plan* plan, int frame, RunStats* stats);
-  HostWorkerPool* Pool();
+  static absl::StatusOr<std::vector<Tensor>> CollectFetches(Plan* plan, int frame,
+                                                            RunStats* stats);
+  const std::shared_ptr<HostWorkerPool>& Pool();
+  // Makes `plan` run its host steps on this executor's workers (a plan
+  // prepared or last run by another executor: its runs in flight finish
+  // first).
+  void AdoptPlan(Plan* plan);
   // The stream on which fetched values of `device` are copied to the host.
   static absl::StatusOr<Stream*> FetchStream(Plan* plan, Device* device);
 
   Place default_place_;
   ExecutorOptions options_;
-  std::unique_ptr<HostWorkerPool> pool_;      // made by the first concurrent run
-  std::atomic<uint64_t> cancel_requests_{0};  // Cancel() calls so far
+  // Made by the first concurrent run; shared with the plans it runs.
+  std::shared_ptr<HostWorkerPool> pool_;
+  // Cancel() calls so far; shared with the frames of runs in flight.
+  std::shared_ptr<std::atomic<uint64_t>> cancel_requests_;
 };
 
 // A placed, validated program ready to run; made by Executor::Prepare.

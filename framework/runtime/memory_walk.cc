@@ -214,8 +214,9 @@ void Walker::PipelinedPeaks() {
         if (covered == 0 || own > later) later = own, later_at = covered;
       }
       // Once the earlier run is over (its kept copy sources released), the
-      // caller makes the next run's feeds.
-      const int64_t earlier = i < n ? live_at_[(i + 1) * places + p] : over[p] + feeds_[p];
+      // caller makes the next run's feeds and RunAsync copies them in
+      // (Executor::BindAndFeed): both sets are live at once.
+      const int64_t earlier = i < n ? live_at_[(i + 1) * places + p] : over[p] + 2 * feeds_[p];
       if (earlier + later > best.bytes) best = {earlier + later, i, later_at - 1};
     }
   }

@@ -33,8 +33,8 @@
 // op of its longest prefix allowed by then. The pipelined peak of a place
 // is the most the two hold over those pairs, and once the earlier run is
 // over (the sources its copies kept released; its feeds and fetched values
-// still held), a third set of feeds: the next run's, which the caller makes
-// while both frames still hold theirs.
+// still held), two more sets of feeds: the next run's, which the caller
+// makes while both frames still hold theirs, and RunAsync's copy of them.
 // Pure function; thread-safe.
 #ifndef TANDEM_FRAMEWORK_RUNTIME_MEMORY_WALK_H_
 #define TANDEM_FRAMEWORK_RUNTIME_MEMORY_WALK_H_

@@ -112,10 +112,15 @@ struct Plan::Step {
   // A successor waits for the step's device work: the frame's done event
   // is recorded after it (pipelined: a successor in the next run does).
   bool needs_event = false, needs_event_pipelined = false;
-  // A successor needs the step's device work completed (kCompletion): a
-  // host worker (or the thread with nothing else to do: HandleWatches)
-  // waits for the done event and reports it.
+  // A successor in the same run needs the step's device work completed
+  // (kCompletion): a host worker (or the thread with nothing else to do:
+  // HandleWatches) waits for the done event and reports it.
   bool watched = false;
+  // A successor in the next run does (LinkConsecutiveRuns): watched only in
+  // runs that a later run may overlap (not solo), whose frames have the
+  // pipelined done events (AddEvents). A solo run has no next run.
+  bool watched_pipelined = false;
+  bool WatchedIn(bool solo) const { return watched || (watched_pipelined && !solo); }
   // Solo runs (Executor::Run: no other run overlaps them, the caller waits
   // for them at once). A device->host copy goes on the compute stream when
   // every compute step of its device comes before or after it: the copy
@@ -182,8 +187,9 @@ struct Plan::Frame {
   std::vector<Tensor> fetch_host;
   const Scope* bound_scope = nullptr;  // the scope `slots` point into
   // The executor's cancel requests (Executor::Cancel) and their count when
-  // this frame's run started: a later count cancels the run.
-  const std::atomic<uint64_t>* cancel_requests = nullptr;
+  // this frame's run started: a later count cancels the run. Shared, so a
+  // run in flight outlives its executor.
+  std::shared_ptr<const std::atomic<uint64_t>> cancel_requests;
   uint64_t cancel_requests_seen = 0;
   bool CancelRequested() const {
     return cancel_requests != nullptr &&

@@ -334,7 +334,7 @@ void PlanPasses::LinkConsecutiveRuns(Plan* plan) {
       pred.next_succs.emplace_back(j, kind);
       if (pred.is_host() || kind == EdgeKind::kStreamOrder) continue;
       pred.needs_event_pipelined = true;
-      pred.watched |= kind == EdgeKind::kCompletion;
+      pred.watched_pipelined |= kind == EdgeKind::kCompletion;
     }
     for (const auto& [arg, ids] : succ.outputs) {
       for (int id : ids) succ.writes_persistable |= plan->slot_persistable_[id];
