@@ -72,6 +72,10 @@ class ConcurrentRun {
   std::vector<int> held;      // held_for_commit steps, until then
   int device_steps_left = 0;  // to enqueue
   int in_flight = 0;          // tasks of this run running
+  // Host tasks of the next run running that may read this run's frame (its
+  // done events, a refined lookup's update ids): the run is not over, and
+  // its frame not bound again, before they finished.
+  int next_readers = 0;
   absl::Status error;
   ConcurrentRun* prev = nullptr;
   ConcurrentRun* next = nullptr;
@@ -283,7 +287,7 @@ bool RunScheduler::Poisoned(const ConcurrentRun* run) const {
 }
 
 bool RunScheduler::Over(const ConcurrentRun* run) const {
-  if (run->in_flight > 0) return false;
+  if (run->in_flight > 0 || run->next_readers > 0) return false;
   if (!Poisoned(run)) return run->all_finished();
   return run->next == nullptr || run->next->in_flight == 0;
 }
@@ -354,15 +358,14 @@ void RunScheduler::DrainQueues(Lock& lock, int worker, bool run_host, const Conc
       if (!Poisoned(ready_host_.front().run)) HandOut(ready_host_.front());
       ready_host_.pop_front();
     }
-    bool early = false;
-    if (!BeginHostTask(t, &early)) continue;
-    Plan::Frame* prev_frame = t.run->prev != nullptr ? t.run->prev->frame : nullptr;
+    HostTaskStart start;
+    if (!BeginHostTask(t, &start)) continue;
     t.run->in_flight++;
     tasks_in_flight_++;
     lock.unlock();
-    const absl::Status s = RunHostTask(t, worker, prev_frame, early);
+    const absl::Status s = RunHostTask(t, worker, start.prev_frame, start.early);
     lock.lock();
-    AfterHostTask(t, early, s);
+    AfterHostTask(t, start, s);
     t.run->in_flight--;
     tasks_in_flight_--;
   }
@@ -386,7 +389,8 @@ void RunScheduler::Dispatch(const Task& t, int worker) {
   if (run->prev != nullptr) {
     for (const auto& [pred, kind] : s.prev_preds) {
       if (kind == EdgeKind::kEventWait && status.ok()) {
-        DCHECK(run->prev->frame->done_events[pred] != nullptr) << "step " << pred << " (run before)";
+        DCHECK(run->prev->frame->done_events[pred] != nullptr)
+            << "step " << pred << " (run before)";
         status = s.device->StreamWaitEvent(stream, run->prev->frame->done_events[pred].get());
       }
     }
@@ -426,27 +430,34 @@ absl::Status RunScheduler::RecordRunEnd(ConcurrentRun* run) {
   return absl::OkStatus();
 }
 
-bool RunScheduler::BeginHostTask(const Task& t, bool* early) {
-  *early = !t.patch && t.run->rows_pending[t.step];
-  DCHECK(!*early || step(t.step).rows != nullptr);
-  if (*early && !WriterIdsReady(t.run, *step(t.step).rows)) {
+bool RunScheduler::BeginHostTask(const Task& t, HostTaskStart* start) {
+  start->early = !t.patch && t.run->rows_pending[t.step];
+  DCHECK(!start->early || step(t.step).rows != nullptr);
+  if (start->early && !WriterIdsReady(t.run, *step(t.step).rows)) {
     step(t.step).rows->rest = RowRefinement::Rest::kWholeKernel;  // after the update
     t.run->patch_waiting[t.step] = 1;
     return false;
+  }
+  // The task may read the run before's frame (its events, the update's
+  // ids): that run is not over, so its frame is not bound again, until
+  // AfterHostTask.
+  start->prev_frame = nullptr;
+  if (t.run->prev != nullptr) {
+    start->prev_frame = t.run->prev->frame;
+    t.run->prev->next_readers++;
   }
   return true;
 }
 
 void RunScheduler::HandOut(const Task& t) {
-  bool early = false;
-  if (!BeginHostTask(t, &early)) return;
+  HostTaskStart start;
+  if (!BeginHostTask(t, &start)) return;
   t.run->in_flight++;
   tasks_in_flight_++;
-  Plan::Frame* prev_frame = t.run->prev != nullptr ? t.run->prev->frame : nullptr;
-  pool_->Submit([this, t, prev_frame, early](int worker) {
-    const absl::Status s = RunHostTask(t, worker, prev_frame, early);
+  pool_->Submit([this, t, start](int worker) {
+    const absl::Status s = RunHostTask(t, worker, start.prev_frame, start.early);
     Lock lock(mu_);
-    AfterHostTask(t, early, s);
+    AfterHostTask(t, start, s);
     t.run->in_flight--;
     tasks_in_flight_--;
     Drain(lock, worker, /*run_host=*/true);
@@ -476,9 +487,11 @@ void RunScheduler::AfterWatch(const Task& t, const absl::Status& s) {
   tasks_in_flight_--;
 }
 
-void RunScheduler::AfterHostTask(const Task& t, bool early, const absl::Status& s) {
+void RunScheduler::AfterHostTask(const Task& t, const HostTaskStart& start, const absl::Status& s) {
+  if (start.prev_frame != nullptr) t.run->prev->next_readers--;
   if (!s.ok()) return Fail(t.run, s);
   const RowRefinement* rows = step(t.step).rows.get();
+  const bool early = start.early;
   if (!early || rows->rest == RowRefinement::Rest::kNothing) return Complete(t.run, t.step);
   if (t.run->rows_pending[t.step]) {
     t.run->patch_waiting[t.step] = 1;
@@ -579,11 +592,9 @@ absl::Status RunScheduler::Wait(ConcurrentRun* run) {
     status = absl::InternalError(absl::StrCat("executor: ", run->size - run->finished,
                                               " steps can never start (a dependency cycle)"));
   }
-  if (run->next != nullptr) {
-    if (!status.ok())
-      Fail(run->next, absl::CancelledError(absl::StrCat(
-                          "not run: the pipelined run before it failed: ", status.message())));
-    run->next->prev = nullptr;
+  if (run->next != nullptr && !status.ok()) {
+    Fail(run->next, absl::CancelledError(absl::StrCat(
+                        "not run: the pipelined run before it failed: ", status.message())));
   }
   // A failed run leaves steps it never started in the queues.
   for (std::deque<Task>* queue : {&ready_device_, &ready_host_}) {
@@ -591,13 +602,20 @@ absl::Status RunScheduler::Wait(ConcurrentRun* run) {
         std::remove_if(queue->begin(), queue->end(), [run](const Task& t) { return t.run == run; }),
         queue->end());
   }
+  return status;
+}
+
+void RunScheduler::Forget(ConcurrentRun* run) {
+  Lock lock(mu_);
+  // Host tasks of the next run that may still read this run's frame.
+  caller_.wait(lock, [&] { return run->next_readers == 0; });
+  if (run->next != nullptr) run->next->prev = nullptr;
   for (auto it = runs_.begin(); it != runs_.end(); ++it) {
     if (it->get() == run) {
       runs_.erase(it);
       break;
     }
   }
-  return status;
 }
 
 }  // namespace tandem

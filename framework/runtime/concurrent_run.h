@@ -51,8 +51,14 @@ class RunScheduler {
   // Handles ready steps on the calling thread until `run` is over: OK once
   // all of its steps finished (device work possibly still queued); its
   // error, or Cancelled when the run before it failed, once none of its
-  // steps is running. Forgets `run`; a failed run's successor fails too.
+  // steps is running (nor a task of the next run reading its frame). A
+  // failed run's successor fails too.
   absl::Status Wait(ConcurrentRun* run);
+  // Drops `run` after Wait(run) and once its device work is complete (the
+  // caller synchronised it): the next run's host steps stop waiting for its
+  // events, so its frame may be bound again. Waits for the next run's host
+  // tasks that began while `run` was not forgotten.
+  void Forget(ConcurrentRun* run);
 
  private:
   struct Task {
@@ -70,13 +76,21 @@ class RunScheduler {
   // Handles the ready queues until they are empty (Drain's first part).
   void DrainQueues(Lock& lock, int worker, bool run_host, const ConcurrentRun* until);
   void Dispatch(const Task& t, int worker);
-  // Whether host task `t` runs now (on this thread or a worker), and
-  // whether it runs as a refined lookup's first part (`early`: the
-  // previous run's update of its table is not over). False when it waits
-  // for that update instead (the update's ids are not final yet): it then
-  // runs whole once the update finished. Every host task goes through it,
-  // whichever thread runs it.
-  bool BeginHostTask(const Task& t, bool* early);
+  // How a host task started (BeginHostTask).
+  struct HostTaskStart {
+    // A refined lookup's first part: the previous run's update of its
+    // table is not over.
+    bool early = false;
+    // The run before's frame, which the task may read; while it runs, that
+    // run counts it (ConcurrentRun::next_readers) and is not over.
+    Plan::Frame* prev_frame = nullptr;
+  };
+  // Whether host task `t` runs now (on this thread or a worker), and how.
+  // False when a refined lookup waits for the previous run's update instead
+  // (the update's ids are not final yet): it then runs whole once the
+  // update finished. Every host task goes through it, whichever thread
+  // runs it; AfterHostTask ends what it began.
+  bool BeginHostTask(const Task& t, HostTaskStart* start);
   // Runs `t` on an idle worker (after BeginHostTask).
   void HandOut(const Task& t);
   // The waits for dispatched watched steps (Step::watched): the calling
@@ -93,7 +107,7 @@ class RunScheduler {
   absl::Status RunHostTask(const Task& t, int worker, Plan::Frame* prev_frame, bool early);
   absl::Status WaitForDevicePreds(const Task& t, int worker, Plan::Frame* prev_frame);
   // Back under mu_ after RunHostTask.
-  void AfterHostTask(const Task& t, bool early, const absl::Status& s);
+  void AfterHostTask(const Task& t, const HostTaskStart& start, const absl::Status& s);
   void Complete(ConcurrentRun* run, int i);
   void Finish(ConcurrentRun* run, int i);
   // Every step not held for the commit finished: allocates the fetches'

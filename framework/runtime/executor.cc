@@ -34,14 +34,10 @@ Plan::Plan() = default;
 
 Plan::~Plan() {
   // Runs still in flight (their handles were dropped) read this plan.
-  bool waited = false;
-  for (const std::shared_ptr<PendingRun>& p : in_flight_) {
-    scheduler_->Wait(p->run).IgnoreError();
-    waited = true;
-  }
-  if (waited) {
-    for (Device* d : devices_) d->Synchronize().IgnoreError();
-  }
+  for (const std::shared_ptr<PendingRun>& p : in_flight_) scheduler_->Wait(p->run).IgnoreError();
+  if (in_flight_.empty()) return;
+  for (Device* d : devices_) d->Synchronize().IgnoreError();
+  for (const std::shared_ptr<PendingRun>& p : in_flight_) scheduler_->Forget(p->run);
 }
 
 RunHandle::RunHandle() = default;
@@ -148,13 +144,14 @@ absl::Status Executor::ValidateFeeds(const Plan& plan, const FeedMap& feeds) {
 
 namespace {
 
-// A copy of `t` in memory of its own: a run in flight must not see the
-// caller refill the tensor it fed.
-absl::StatusOr<Tensor> CopyFeed(const std::string& name, const Tensor& t) {
+// A copy of host tensor `t` (variable `name`) in memory of its own: a run
+// in flight must not see the caller refill a tensor it fed, nor a caller
+// see later runs update a persistable it fetched.
+absl::StatusOr<Tensor> CopyHostTensor(const std::string& name, const Tensor& t) {
   absl::StatusOr<Tensor> copy = Tensor::Allocate(CpuAllocator::Default(), t.dtype(), t.shape());
   if (!copy.ok()) {
-    return absl::Status(copy.status().code(), absl::StrCat("copying feed '", name,
-                                                           "': ", copy.status().message()));
+    return absl::Status(copy.status().code(),
+                        absl::StrCat("copying '", name, "': ", copy.status().message()));
   }
   if (t.NumBytes() > 0) std::memcpy(copy->raw_data(), t.raw_data(), t.NumBytes());
   return copy;
@@ -208,7 +205,7 @@ absl::Status Executor::BindAndFeed(Plan* plan, int frame_index, Scope* scope, co
     // flight hold two sets of feeds, as the memory estimate counts.
     Variable* slot = frame.slots[plan->feed_slots_[i]];
     slot->clear();
-    ASSIGN_OR_RETURN(Tensor copy, CopyFeed(name, t));
+    ASSIGN_OR_RETURN(Tensor copy, CopyHostTensor(name, t));
     slot->set(std::move(copy));
   }
   return absl::OkStatus();
@@ -242,7 +239,9 @@ absl::Status Executor::RunEagerly(Plan* plan, RunStats* stats, ExecutionObserver
   AdoptPlan(plan);
   ConcurrentRun* run =
       plan->scheduler_->Start(plan->frames_[0].get(), stats, observer, /*caller_waits=*/true);
-  return plan->scheduler_->Wait(run);
+  const absl::Status ran = plan->scheduler_->Wait(run);
+  plan->scheduler_->Forget(run);  // solo: no run after it
+  return ran;
 }
 
 absl::StatusOr<std::vector<Tensor>> Executor::Run(Plan* plan, Scope* scope, const FeedMap& feeds,
@@ -277,7 +276,13 @@ absl::StatusOr<RunHandle> Executor::StartRun(Plan* plan, Scope* scope, const Fee
     pending->over = true;
     return RunHandle(plan, std::move(pending));
   };
-  if (!CanPipeline(*plan)) return run_now();
+  if (!CanPipeline(*plan)) {
+    if (!caller_waits && !plan->pipeline_blocker_.empty() && !plan->pipeline_blocker_reported_) {
+      LOG(WARNING) << "executor: runs of this plan cannot overlap: " << plan->pipeline_blocker_;
+      plan->pipeline_blocker_reported_ = true;
+    }
+    return run_now();
+  }
   AdoptPlan(plan);
   while (plan->in_flight_.size() >= kPipelineFrames ||
          (!plan->in_flight_.empty() &&
@@ -315,15 +320,20 @@ bool Executor::FinishOldest(Plan* plan) {
   std::shared_ptr<PendingRun> p = plan->in_flight_.front();
   plan->in_flight_.pop_front();
   const absl::Status ran = plan->scheduler_->Wait(p->run);
-  p->run = nullptr;
   if (ran.ok()) {
     p->result = FinishPipelinedRun(plan, p.get());
   } else {
+    p->result = ran;
+  }
+  if (!p->result.ok()) {
     // Leave nothing running: the next run starts from quiet devices.
     for (Device* d : plan->devices_) d->Synchronize().IgnoreError();
     plan->frames_[p->frame]->keep_alive.Clear();
-    p->result = ran;
   }
+  // Only now, its device work complete, do the next run's host steps stop
+  // waiting for its events (and its frame may be bound again).
+  plan->scheduler_->Forget(p->run);
+  p->run = nullptr;
   p->over = true;
   ExecutionObserver* observer = GetExecutionObserver();
   if (observer != nullptr && p->observed) {
@@ -356,8 +366,7 @@ absl::StatusOr<std::vector<Tensor>> Executor::FinishPipelinedRun(Plan* plan, Pen
   return CollectFetches(plan, run->frame, &run->stats);
 }
 
-absl::Status Executor::WaitForDevices(Plan* plan, int frame_index, bool end_events,
-                                      bool in_order) {
+absl::Status Executor::WaitForDevices(Plan* plan, int frame_index, bool end_events, bool in_order) {
   Plan::Frame& frame = *plan->frames_[frame_index];
   ExecutionObserver* observer = GetExecutionObserver();
   OpEvent wait;
@@ -449,8 +458,14 @@ absl::StatusOr<std::vector<Tensor>> Executor::CollectFetches(Plan* plan, int fra
       return absl::FailedPreconditionError(
           absl::StrCat("fetch '", plan->fetch_names_[i], "' was not computed by the program"));
     }
-    if (t->place().is_host()) {
-      fetched.push_back(*t);
+    if (t->place().is_host() && !plan->slot_persistable_[plan->fetch_slots_[i]]) {
+      fetched.push_back(*t);  // this run's own value: the next run makes a new one
+      continue;
+    }
+    if (t->place().is_host()) {  // a copy: later runs update the variable in place
+      ASSIGN_OR_RETURN(Tensor copy, CopyHostTensor(plan->fetch_names_[i], *t));
+      fetched.push_back(std::move(copy));
+      stats->fetch_bytes += static_cast<int64_t>(t->NumBytes());
       continue;
     }
     ASSIGN_OR_RETURN(Device * device, DeviceRegistry::Global().GetDevice(t->place()));

@@ -227,7 +227,8 @@ class Executor {
 
   // Places and prepares `program` for repeated runs. Variables already in
   // `scope` keep their places; feeds arrive on the host. `fetches` are
-  // returned by every run, on the host.
+  // returned by every run, on the host, as values of their own (a fetched
+  // persistable is copied: later runs do not change what a run returned).
   //
   // Lifetimes: the plan is the caller's and may outlive this executor; any
   // executor may run it (one at a time: runs of another executor still in
@@ -251,8 +252,10 @@ class Executor {
   // (a third RunAsync first finishes the oldest, keeping its results for
   // its handle). Falls back to a complete, synchronous run (the handle
   // holds its results) in in-order mode, with check_numerics, graph
-  // capture, for a plan's first run and for host-only plans with one host
-  // worker. Errors in `feeds` (a feed missing, empty, not on the host, of
+  // capture, for a plan's first run, for host-only plans with one host
+  // worker, for plans with collectives and for plans that fetch a
+  // persistable they update (the next run would change it before the fetch;
+  // logged once). Errors in `feeds` (a feed missing, empty, not on the host, of
   // another dtype or shape than the program declares) are returned at
   // once, before anything runs. The feeds are copied in: the caller may
   // refill or free its tensors as soon as RunAsync returns. The plan and
@@ -298,8 +301,7 @@ class Executor {
   // run's end: a handle's Wait() needs no executor.
   static bool FinishOldest(Plan* plan);
   // The results of `run`, finishing the runs before it first.
-  static absl::StatusOr<std::vector<Tensor>> WaitFor(Plan* plan, PendingRun* run,
-                                                     RunStats* stats);
+  static absl::StatusOr<std::vector<Tensor>> WaitFor(Plan* plan, PendingRun* run, RunStats* stats);
   // Frame `frame` of `plan` bound to `scope` (variables and kernel
   // arguments, when the scope changed), cancelled by a Cancel() count above
   // `cancel_requests`.
@@ -318,8 +320,7 @@ class Executor {
   static absl::StatusOr<std::vector<Tensor>> FinishPipelinedRun(Plan* plan, PendingRun* run);
   // The fetches of frame `frame`, on the host (device values copied on
   // the device's copy stream).
-  static absl::StatusOr<std::vector<Tensor>> CollectFetches(Plan* plan, int frame,
-                                                            RunStats* stats);
+  static absl::StatusOr<std::vector<Tensor>> CollectFetches(Plan* plan, int frame, RunStats* stats);
   const std::shared_ptr<HostWorkerPool>& Pool();
   // Makes `plan` run its host steps on this executor's workers (a plan
   // prepared or last run by another executor: its runs in flight finish
@@ -391,7 +392,8 @@ class Plan {
   // Pipelined runs in flight (oldest first) and who runs their steps.
   std::deque<std::shared_ptr<PendingRun>> in_flight_;
   std::unique_ptr<RunScheduler> scheduler_;
-  std::string pipeline_blocker_;  // why runs cannot overlap (empty: they can)
+  std::string pipeline_blocker_;            // why runs cannot overlap (empty: they can)
+  bool pipeline_blocker_reported_ = false;  // logged at the first RunAsync
   // Per device: the stream fetched values are copied to the host on.
   std::map<Device*, std::unique_ptr<Stream>> fetch_streams_;
   // Per device with collectives: the stream they run on (Lane::kComm).

@@ -19,6 +19,9 @@ class PlanPasses {
                                   const std::vector<std::string>& fetches);
   // Input-less fill_constant ops whose outputs nothing else writes run once.
   static void FoldConstants(Plan* plan);
+  // A fetched persistable that the plan writes keeps runs from overlapping:
+  // the next run would update it before this run's fetch reads it.
+  static void BlockPipelineOnFetchedUpdates(Plan* plan);
   // Host kernels whose output is copied to a device next write it in that
   // device's pinned memory, so the copy is asynchronous.
   static void PinCopySources(Plan* plan);
@@ -151,6 +154,18 @@ void PlanPasses::FoldConstants(Plan* plan) {
     for (const auto& [arg, ids] : step.outputs) {
       for (int id : ids) plan->slot_folded_[id] = true;
     }
+  }
+}
+
+void PlanPasses::BlockPipelineOnFetchedUpdates(Plan* plan) {
+  const std::vector<std::vector<int>> writers = WritersPerSlot(*plan);
+  for (size_t f = 0; f < plan->fetch_slots_.size() && plan->pipeline_blocker_.empty(); ++f) {
+    const int id = plan->fetch_slots_[f];
+    if (!plan->slot_persistable_[id] || writers[id].empty()) continue;
+    const Plan::Step& writer = *plan->steps_[writers[id].back()];
+    plan->pipeline_blocker_ = absl::StrCat(
+        "fetch '", plan->fetch_names_[f], "' is a persistable that op '", writer.op.type, "' (#",
+        writer.index, ") updates: the next run would change it before this run's fetch reads it");
   }
 }
 
@@ -530,6 +545,7 @@ absl::Status BuildPlan(Plan* plan, const std::vector<std::string>& feeds,
                        const std::vector<std::string>& fetches) {
   RETURN_IF_ERROR(PlanPasses::CreateSteps(plan, feeds, fetches));
   PlanPasses::FoldConstants(plan);
+  PlanPasses::BlockPipelineOnFetchedUpdates(plan);
   PlanPasses::PinCopySources(plan);
   PlanPasses::PlanReleases(plan);
   PlanPasses::BuildSchedule(plan);

@@ -416,8 +416,43 @@ TEST_P(RunSequences, OnePlanAlternatingTwoScopesKeepsEachTrajectory) {
   EXPECT_TRUE(ScopeBytes(b) == expected.scope);
 }
 
+// A fetched persistable is a value of its own, in every mode: what run n
+// returned is run n's table, even once later runs (pipelined: already in
+// flight) updated it, and a plan fetching it keeps its runs from
+// overlapping instead of returning the next run's value.
+TEST_P(RunSequences, AFetchedPersistableIsTheRunsOwnValue) {
+  Workload w;
+  BuildSparseTableOnCpu(64, true, &w);
+  std::string table_name;
+  for (const VarDesc &v : w.builder.main_program().block().vars()) {
+    if (v.persistable && v.shape.rank() == 2 && v.shape.dim(0) == 64) table_name = v.name;
+  }
+  ASSERT_FALSE(table_name.empty());
+  w.fetches.push_back(table_name);
+  const Outcome expected = Train(w, GetParam(), InOrder(), false, 4);
+  ASSERT_EQ(expected.fetched.size(), 8u);
+  EXPECT_NE(expected.fetched[1], expected.fetched[3]);  // the table changes every step
+  for (int workers : {1, 2}) {
+    for (bool pipelined : {false, true}) {
+      SCOPED_TRACE(testing::Message() << workers << " workers, pipelined " << pipelined);
+      ExpectSame(expected, Train(w, GetParam(), Workers(workers), pipelined, 4));
+    }
+  }
+  // Kept past later runs: the first fetch is still the first run's table.
+  Executor exe(GetParam());
+  Scope scope;
+  ASSERT_OK(exe.Run(w.builder.startup_program(), &scope).status());
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Plan> plan,
+                       exe.Prepare(w.builder.main_program(), scope, w.feed_names, w.fetches));
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> first, exe.Run(plan.get(), &scope, w.feeds(0)));
+  for (int step = 1; step < 3; ++step) {
+    ASSERT_OK(exe.Run(plan.get(), &scope, w.feeds(step)).status());
+  }
+  EXPECT_EQ(HostBytes(first[1]), expected.fetched[1]);
+}
+
 INSTANTIATE_TEST_SUITE_P(Devices, RunSequences, ::testing::ValuesIn(DevicePlaces()),
-                         [](const ::testing::TestParamInfo<Place>& info) {
+                         [](const ::testing::TestParamInfo<Place> &info) {
                            std::string name = info.param.ToString();  // "sim:0" -> "sim0"
                            name.erase(std::remove(name.begin(), name.end(), ':'), name.end());
                            return name;
