@@ -52,7 +52,10 @@ void BM_AllReduceBucket(benchmark::State& state, Place place, int64_t mib) {
     return bench::Fail(state, s);
   }
   Program allreduce;
-  allreduce.block().AddVar(*p.builder.main_program().block().FindVar(x.name));
+  if (absl::Status s = allreduce.block().AddVar(*p.builder.main_program().block().FindVar(x.name));
+      !s.ok()) {
+    return bench::Fail(state, s);
+  }
   OpDesc op;
   op.type = "c_allreduce_sum";
   op.inputs["X"] = {x.name};
@@ -99,7 +102,7 @@ absl::Status PrepareRank(const CollectiveGroup& group, int rank, int64_t n, Rank
   RETURN_IF_ERROR(b.status());
   RETURN_IF_ERROR(r->exe.Run(b.startup_program(), &r->scope).status());
   Program allreduce;
-  allreduce.block().AddVar(*b.main_program().block().FindVar(x.name));
+  RETURN_IF_ERROR(allreduce.block().AddVar(*b.main_program().block().FindVar(x.name)));
   OpDesc op;
   op.type = "c_allreduce_sum";
   op.inputs["X"] = {x.name};

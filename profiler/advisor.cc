@@ -52,7 +52,7 @@ Program Unplace(const PlacedProgram& placed, int to_cpu) {
     out.block().AppendOp(std::move(copy));
   }
   for (const VarDesc& v : block.vars()) {
-    if (original.count(v.name) == 0) out.block().AddVar(v);
+    if (original.count(v.name) == 0) out.block().SetVar(v);
   }
   return out;
 }

@@ -45,7 +45,7 @@ py::dict OpInfo(const OpDesc& op) {
 // backward, loss-gradient and optimizer ops dropped, is_test set where an op has it.
 Program ForTest(const Program& program) {
   Program out;
-  for (const VarDesc& v : program.block().vars()) out.block().AddVar(v);
+  for (const VarDesc& v : program.block().vars()) out.block().SetVar(v);
   for (const OpDesc& op : program.block().ops()) {
     if (op.role != OpRole::kForward) continue;
     OpDesc copy = op;

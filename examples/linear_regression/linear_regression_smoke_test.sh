@@ -13,4 +13,11 @@ for place in cpu sim:0; do
     echo "loss did not fall tenfold on $place: $first -> $last"; exit 1; }
 done
 if "$bin" --place=tpu:0 --steps=1 2>"$TEST_TMPDIR/err.txt"; then echo "bad place accepted"; exit 1; fi
-grep -q "invalid place 'tpu:0'" "$TEST_TMPDIR/err.txt"
+grep -q 'place "tpu:0" is not valid' "$TEST_TMPDIR/err.txt"
+# Place strings are exact: no other case, no whitespace, no leading zeros.
+for bad in GPU Gpu:0 " cpu" "cpu " sim:01; do
+  if "$bin" --place="$bad" --steps=1 2>"$TEST_TMPDIR/err.txt"; then
+    echo "bad place '$bad' accepted"; exit 1
+  fi
+  grep -qF "place \"$bad\" is not valid" "$TEST_TMPDIR/err.txt"
+done

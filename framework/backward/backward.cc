@@ -40,7 +40,11 @@ absl::Status DeclareOutputs(Block* block, const OpDesc& op) {
         v.shape = it->second[i].shape;
         v.kind = it->second[i].selected_rows ? VarKind::kSelectedRows : VarKind::kDense;
       }
-      block->AddVar(v);
+      absl::Status declared = block->AddVar(v);
+      if (!declared.ok()) {
+        return absl::Status(declared.code(), absl::StrCat("backward: op '", op.type, "' output '",
+                                                          arg, "': ", declared.message()));
+      }
     }
   }
   return absl::OkStatus();
@@ -104,7 +108,7 @@ absl::StatusOr<GradMap> AppendBackward(ProgramBuilder* builder, Var loss) {
   fill.role = OpRole::kLoss;
   fill.origin = {OpOrigin::Kind::kLossGradOf, loss_producer, ""};
   VarDesc loss_grad{GradVarName(loss.name), loss_desc->dtype, loss_desc->shape};
-  block.AddVar(loss_grad);
+  RETURN_IF_ERROR(block.AddVar(loss_grad));
   block.AppendOp(fill);
 
   std::set<std::string> has_grad = {loss.name};

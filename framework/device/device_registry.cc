@@ -57,7 +57,7 @@ absl::StatusOr<Device*> DeviceRegistry::GetDevice(const Place& place) {
   if (it != devices_.end()) return it->second.get();
   const int count = factory->DeviceCount();
   if (place.index() < 0 || place.index() >= count) {
-    // Named with its index: a host place prints as "cpu" whatever its index.
+    // Named with its index, "cpu:1" too (a host place of index 0 is "cpu").
     return absl::InvalidArgumentError(
         absl::StrCat("place ", place.type().name(), ":", place.index(), " does not exist: ", count,
                      " ", place.type().name(), " device(s) available",

@@ -193,7 +193,7 @@ Program RankMain(const Program& main, const std::vector<Update>& updates,
     const std::string gathered = u.grad + kGatheredSuffix;
     VarDesc v = *main.block().FindVar(u.grad);
     v.name = gathered;
-    out.block().AddVar(v);
+    out.block().SetVar(v);
     OpDesc op = Collective("c_allgather", {u.grad}, {gathered}, o, rank);
     op.attrs["scale"] = scale;
     op.op_device = "cpu";

@@ -33,14 +33,15 @@ Programs Make() {
   Block& b = p.main.block();
   for (auto [name, shape] : std::vector<std::pair<std::string, Shape>>{
            {"table", Shape({50, 4})}, {"w1", Shape({4, 100})}, {"w2", Shape({100, 2})}}) {
-    b.AddVar({name, DataType::kFloat32, shape, /*persistable=*/true, /*is_parameter=*/true});
+    EXPECT_OK(
+        b.AddVar({name, DataType::kFloat32, shape, /*persistable=*/true, /*is_parameter=*/true}));
     VarDesc g{name + "@GRAD", DataType::kFloat32, shape};
     if (name == "table") g.kind = VarKind::kSelectedRows;
-    b.AddVar(g);
-    p.startup.block().AddVar({name, DataType::kFloat32, shape, true, true});
+    EXPECT_OK(b.AddVar(g));
+    EXPECT_OK(p.startup.block().AddVar({name, DataType::kFloat32, shape, true, true}));
     p.startup.block().AppendOp(Op("uniform_random", {}, {{"Out", {name}}}));
   }
-  b.AddVar({"lr", DataType::kFloat32, Shape({1}), true});
+  EXPECT_OK(b.AddVar({"lr", DataType::kFloat32, Shape({1}), true}));
   OpDesc lookup = Op("lookup_table", {{"W", {"table"}}, {"Ids", {"ids"}}}, {{"Out", {"emb"}}});
   lookup.op_device = "cpu";
   b.AppendOp(lookup);                                                            // 0

@@ -4,10 +4,10 @@
 #include <mutex>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
 #include "glog/logging.h"
 
 namespace tandem {
@@ -79,7 +79,9 @@ const std::string& DeviceType::log_prefix() const {
 }
 
 std::string Place::ToString() const {
-  if (is_host()) return "cpu";
+  // The host place is "cpu"; a host place with another index (which no
+  // device backs) keeps its index, so that messages about it say which.
+  if (is_host() && index_ == 0) return "cpu";
   return absl::StrCat(type_.name(), ":", index_);
 }
 
@@ -94,31 +96,49 @@ std::ostream& operator<<(std::ostream& os, const Place& p) {
 }
 
 absl::StatusOr<Place> ParsePlace(absl::string_view text) {
-  const std::string lowered = absl::AsciiStrToLower(absl::StripAsciiWhitespace(text));
-  std::vector<absl::string_view> parts = absl::StrSplit(lowered, ':');
   auto reject = [&](absl::string_view why) {
-    std::vector<std::string> forms = {"cpu"};
+    std::vector<std::string> types = {"cpu"};
     for (const std::string& name : DeviceType::RegisteredNames()) {
-      if (name == "cpu") continue;
-      forms.push_back(name);
-      forms.push_back(name + ":N");
+      if (name != "cpu") types.push_back(name);
     }
     return absl::InvalidArgumentError(absl::StrCat(
-        "invalid place '", text, "': ", why, "; accepted forms: ",
-        absl::StrJoin(forms, ", "), " (N a device index >= 0)"));
+        "place \"", absl::CHexEscape(text), "\" is not valid: ", why,
+        "; expected \"cpu\", \"<type>\" or \"<type>:<index>\" with a lower-case registered type (",
+        absl::StrJoin(types, ", "), ") and a non-negative index without sign or leading zeros"));
   };
-  if (parts.size() > 2 || parts[0].empty()) return reject("malformed");
-  absl::StatusOr<DeviceType> type = DeviceType::FromName(parts[0]);
-  if (!type.ok()) return reject(absl::StrCat("unknown device type '", parts[0], "'"));
+  if (text.empty()) return reject("it is empty");
+  if (absl::ascii_isspace(static_cast<unsigned char>(text.front())) ||
+      absl::ascii_isspace(static_cast<unsigned char>(text.back()))) {
+    return reject("it has leading or trailing whitespace");
+  }
+  const size_t colon = text.find(':');
+  const absl::string_view type_name = text.substr(0, colon);
+  if (type_name.empty()) return reject("the device type is empty");
+  absl::StatusOr<DeviceType> type = DeviceType::FromName(type_name);
+  if (!type.ok()) {
+    const std::string lowered = absl::AsciiStrToLower(type_name);
+    if (lowered != type_name && DeviceType::FromName(lowered).ok()) {
+      return reject(absl::StrCat("device type '", absl::CHexEscape(type_name),
+                                 "' is not lower-case (write '", lowered, "')"));
+    }
+    return reject(absl::StrCat("unknown device type '", absl::CHexEscape(type_name), "'"));
+  }
+  if (colon == absl::string_view::npos) return Place(*type, 0);
+  const absl::string_view digits = text.substr(colon + 1);
   int index = 0;
-  if (parts.size() == 2) {
-    if (!absl::SimpleAtoi(parts[1], &index) || index < 0 ||
-        parts[1].find_first_not_of("0123456789") != absl::string_view::npos) {
-      return reject(absl::StrCat("bad device index '", parts[1], "'"));
-    }
-    if (*type == DeviceType::CPU() && index != 0) {
-      return reject("the host has a single cpu place");
-    }
+  if (digits.empty()) return reject("the device index after ':' is empty");
+  if (digits.find_first_not_of("0123456789") != absl::string_view::npos) {
+    return reject(absl::StrCat("bad device index '", absl::CHexEscape(digits),
+                               "': only decimal digits are allowed"));
+  }
+  if (digits.size() > 1 && digits[0] == '0') {
+    return reject(absl::StrCat("bad device index '", digits, "': leading zero"));
+  }
+  if (!absl::SimpleAtoi(digits, &index)) {
+    return reject(absl::StrCat("bad device index '", digits, "': too large"));
+  }
+  if (*type == DeviceType::CPU() && index != 0) {
+    return reject("the host has a single cpu place (\"cpu\" or \"cpu:0\")");
   }
   return Place(*type, index);
 }

@@ -9,6 +9,19 @@
 // adds its own ("sim") with a static DeviceTypeRegistrar in its .cc file, so a
 // new backend needs no framework change. Thread-safe: registration happens
 // during static initialisation; lookups afterwards only read.
+//
+// Place strings (ParsePlace; --place flags, device_guard, tandem.Place) are
+// exactly
+//
+//   place := type | type ":" index
+//   type  := a registered device type, as registered: lower-case ("cpu", "gpu", "sim")
+//   index := "0" | [1-9][0-9]*   (decimal, at most INT_MAX: no sign, no leading zero)
+//
+// A type alone means index 0 (in a device_guard, the executor's place when it
+// has that type), and the host has one place: "cpu" (or "cpu:0"). Nothing else
+// is accepted: not "GPU", "Gpu:0", " cpu", "cpu ", "gpu:01", "gpu:+1", "gpu:"
+// or "cpu:1". ToString() gives the canonical spelling ("cpu", "gpu:0"), which
+// parses back to the same place.
 #ifndef TANDEM_FRAMEWORK_PLACE_PLACE_H_
 #define TANDEM_FRAMEWORK_PLACE_PLACE_H_
 
@@ -74,7 +87,8 @@ class Place {
   // True for the host CPU: memory a plain pointer dereference can read.
   bool is_host() const { return type_ == DeviceType::CPU(); }
 
-  // "cpu", "gpu:0", "sim:1".
+  // "cpu", "gpu:0", "sim:1" (a host place of another index, which no device
+  // backs, prints with it: "cpu:1").
   std::string ToString() const;
   // Reference-system spelling for logs: "CPUPlace", "CUDAPlace(0)".
   std::string LogName() const;
@@ -101,9 +115,13 @@ inline Place GPUPlace(int index) { return Place(DeviceType::GPU(), index); }
 
 std::ostream& operator<<(std::ostream& os, const Place& p);
 
-// Parses "cpu", "<type>" (index 0) or "<type>:<N>" for any registered type.
-// Anything else is InvalidArgument listing the accepted forms. Whether the
-// device exists is checked later, by the DeviceRegistry.
+// Parses a place string of the grammar above: "cpu", "<type>" (index 0) or
+// "<type>:<index>" for any registered type. Anything else is InvalidArgument
+// naming the string, what is wrong with it and the accepted form:
+//   place "Gpu:0" is not valid: device type 'Gpu' is not lower-case (write 'gpu');
+//   expected "cpu", "<type>" or "<type>:<index>" with a lower-case registered type
+//   (cpu, gpu, sim) and a non-negative index without sign or leading zeros
+// Whether the device exists is checked later, by the DeviceRegistry.
 absl::StatusOr<Place> ParsePlace(absl::string_view text);
 
 }  // namespace tandem

@@ -5,7 +5,28 @@
 
 namespace tandem {
 
-VarDesc& Block::AddVar(VarDesc var) {
+std::string VarDeclString(const VarDesc& v) {
+  return absl::StrCat(DataTypeName(v.dtype), v.shape.ToString(),
+                      v.kind == VarKind::kSelectedRows ? " selected_rows" : "",
+                      v.persistable ? " persistable" : "", v.is_parameter ? " parameter" : "",
+                      v.stop_gradient ? " stop_gradient" : "");
+}
+
+absl::Status Block::AddVar(VarDesc var) {
+  auto it = var_index_.find(var.name);
+  if (it == var_index_.end()) {
+    var_index_.emplace(var.name, vars_.size());
+    vars_.push_back(std::move(var));
+    return absl::OkStatus();
+  }
+  const VarDesc& declared = vars_[it->second];
+  if (declared == var) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("variable '", var.name, "' is declared twice, as ",
+                                                 VarDeclString(declared), " and as ",
+                                                 VarDeclString(var)));
+}
+
+VarDesc& Block::SetVar(VarDesc var) {
   auto it = var_index_.find(var.name);
   if (it != var_index_.end()) {
     vars_[it->second] = std::move(var);

@@ -2,7 +2,7 @@
 //
 //   Program prog;
 //   Block& b = prog.block();
-//   b.AddVar(VarDesc{"x", DataType::kFloat32, Shape({-1, 16})});
+//   RETURN_IF_ERROR(b.AddVar(VarDesc{"x", DataType::kFloat32, Shape({-1, 16})}));
 //   b.AppendOp(op_desc);
 //   std::cout << prog.DebugString();     // one line per op, with its place
 //
@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "framework/op/op_desc.h"
 #include "framework/types/data_type.h"
@@ -41,10 +42,24 @@ struct VarDesc {
   }
 };
 
+// A declaration as messages show it: dtype and shape, then the flags set,
+// e.g. "float32[2, 3] persistable parameter", "float32[-1, 4] selected_rows".
+std::string VarDeclString(const VarDesc& v);
+
 class Block {
  public:
-  // Adds or replaces the variable `var.name`.
-  VarDesc& AddVar(VarDesc var);
+  // Declares the variable `var.name`. Declaring an existing variable again
+  // is accepted only when the declaration is identical, and then changes
+  // nothing (a startup program shared by several main programs gets their
+  // parameters declared by each); a different declaration is InvalidArgument
+  // naming the variable and both declarations, and leaves the block as it was:
+  //   variable 'w' is declared twice, as float32[2, 3] persistable parameter
+  //   and as float32[3, 2] persistable parameter
+  absl::Status AddVar(VarDesc var);
+  // Adds `var`, or replaces the declaration of `var.name` whatever it was: for
+  // passes that copy or rewrite a program's variables (the placer, the
+  // data-parallel replication), not for declaring them.
+  VarDesc& SetVar(VarDesc var);
   // nullptr if absent.
   const VarDesc* FindVar(absl::string_view name) const;
   VarDesc* FindVar(absl::string_view name);

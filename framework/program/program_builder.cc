@@ -4,7 +4,6 @@
 #include <cmath>
 #include <utility>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "framework/op/op_schema.h"
 #include "framework/place/place.h"
@@ -31,16 +30,15 @@ ProgramBuilder::DeviceGuardScope::~DeviceGuardScope() {
 
 ProgramBuilder::DeviceGuardScope ProgramBuilder::device_guard(absl::string_view device) {
   std::string previous = device_;
-  std::string normalized = absl::AsciiStrToLower(absl::StripAsciiWhitespace(device));
-  if (!normalized.empty()) {
-    absl::StatusOr<Place> place = ParsePlace(normalized);
+  if (!device.empty()) {
+    absl::StatusOr<Place> place = ParsePlace(device);
     if (!place.ok()) {
       RecordError(absl::InvalidArgumentError(
           absl::StrCat("device_guard: ", place.status().message())));
       return DeviceGuardScope(this, previous);
     }
   }
-  device_ = normalized;
+  device_ = std::string(device);
   return DeviceGuardScope(this, previous);
 }
 
@@ -79,7 +77,11 @@ Var ProgramBuilder::Data(const std::string& name, DataType dtype, const Shape& s
   }
   VarDesc v{name, dtype, shape};
   v.stop_gradient = true;
-  main_.block().AddVar(v);
+  absl::Status declared = main_.block().AddVar(v);
+  if (!declared.ok()) {
+    RecordError(declared);
+    return {};
+  }
   return {name};
 }
 
@@ -152,20 +154,42 @@ Var ProgramBuilder::CreateParameter(const std::string& name, DataType dtype,
   VarDesc v{name, dtype, shape};
   v.persistable = true;
   v.is_parameter = true;
-  main_.block().AddVar(v);
-  startup_.block().AddVar(v);
+  if (!DeclarePersistable(v, "parameter")) return {};
   AppendInitOp(name, dtype, shape, init);
   return {name};
+}
+
+bool ProgramBuilder::DeclarePersistable(const VarDesc& v, absl::string_view what) {
+  // The startup program first: several main programs may share it (Python's
+  // program_guard), so it may declare `v` already. The same declaration is
+  // fine; a different one is refused before either program changes.
+  absl::Status declared = startup_.block().AddVar(v);
+  if (!declared.ok()) {
+    RecordError(absl::Status(
+        declared.code(),
+        absl::StrCat(what, " '", v.name, "' in the startup program: ", declared.message())));
+    return false;
+  }
+  declared = main_.block().AddVar(v);  // the callers checked that main lacks it
+  if (!declared.ok()) {
+    RecordError(declared);
+    return false;
+  }
+  return true;
 }
 
 Var ProgramBuilder::CreatePersistableConstant(const std::string& name, DataType dtype,
                                               const Shape& shape, double value) {
   if (!status_.ok()) return {};
+  if (main_.block().HasVar(name)) {
+    RecordError(absl::InvalidArgumentError(
+        absl::StrCat("persistable constant '", name, "' already exists")));
+    return {};
+  }
   VarDesc v{name, dtype, shape};
   v.persistable = true;
   v.stop_gradient = true;
-  main_.block().AddVar(v);
-  startup_.block().AddVar(v);
+  if (!DeclarePersistable(v, "persistable constant")) return {};
   AppendInitOp(name, dtype, shape, Initializer::Constant(value));
   return {name};
 }
@@ -217,19 +241,41 @@ std::map<std::string, std::vector<Var>> ProgramBuilder::AppendOp(
   if (s.ok() && (*schema)->infer_shape()) {
     InferShapeContext ctx(op, metas);
     s = (*schema)->infer_shape()(&ctx);
-    if (s.ok()) {
-      for (const auto& [arg, names] : op.outputs) {
-        auto it = ctx.outputs().find(arg);
-        for (size_t i = 0; i < names.size(); ++i) {
-          VarDesc v{names[i]};
-          if (it != ctx.outputs().end() && i < it->second.size()) {
-            v.dtype = it->second[i].dtype;
-            v.shape = it->second[i].shape;
-          }
-          main_.block().AddVar(v);
-          result[arg].push_back({names[i]});
+    // Every output is checked before any is declared, so that a refused op
+    // leaves the program as it was.
+    std::vector<VarDesc> declared;  // in the order the outputs come
+    for (const auto& [arg, names] : op.outputs) {
+      auto it = ctx.outputs().find(arg);
+      for (size_t i = 0; s.ok() && i < names.size(); ++i) {
+        VarDesc v{names[i]};
+        if (it != ctx.outputs().end() && i < it->second.size()) {
+          v.dtype = it->second[i].dtype;
+          v.shape = it->second[i].shape;
         }
+        // An output naming an existing variable writes it in place: the
+        // variable keeps its flags, and its dtype and shape must stay.
+        const VarDesc* existing = main_.block().FindVar(v.name);
+        for (const VarDesc& earlier : declared) {
+          if (earlier.name == v.name) existing = &earlier;
+        }
+        if (existing != nullptr) {
+          v.persistable = existing->persistable;
+          v.is_parameter = existing->is_parameter;
+          v.stop_gradient = existing->stop_gradient;
+          v.kind = existing->kind;
+          if (!(v == *existing)) {
+            s = absl::InvalidArgumentError(
+                absl::StrCat("op '", type, "': output '", arg, "': variable '", v.name,
+                             "' is declared twice, as ", VarDeclString(*existing), " and as ",
+                             VarDeclString(v), " (what the op gives)"));
+          }
+        }
+        declared.push_back(v);
+        result[arg].push_back({names[i]});
       }
+    }
+    for (VarDesc& v : declared) {
+      if (s.ok()) s = main_.block().AddVar(std::move(v));  // new, or identical
     }
   }
   if (!s.ok()) {

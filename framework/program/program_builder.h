@@ -101,9 +101,10 @@ class ProgramBuilder {
     ProgramBuilder* builder_;
     std::string previous_;
   };
-  // `device`: "cpu", "gpu", "gpu:N", "<backend>:N", or "" for the
-  // executor's default place. Invalid strings make status() InvalidArgument
-  // listing the accepted forms.
+  // `device`: a place string as place.h states it ("cpu", "gpu", "gpu:N",
+  // "<backend>:N": lower-case, no whitespace, no leading zeros), or "" for
+  // the executor's default place. Anything else ("GPU", " cpu") makes status()
+  // InvalidArgument naming the string and the accepted form.
   DeviceGuardScope device_guard(absl::string_view device);
   const std::string& current_device() const { return device_; }
 
@@ -130,7 +131,8 @@ class ProgramBuilder {
   Var CreateParameter(const std::string& name, DataType dtype, const Shape& shape,
                       Initializer init = Initializer::Uniform(-0.05, 0.05));
   // A persistable, non-trainable variable holding `value` (set by the
-  // startup program), e.g. a learning rate.
+  // startup program), e.g. a learning rate. InvalidArgument if the main
+  // program has a variable `name` already.
   Var CreatePersistableConstant(const std::string& name, DataType dtype,
                                 const Shape& shape, double value);
 
@@ -241,6 +243,10 @@ class ProgramBuilder {
                    AttrMap attrs, const std::string& output = "Out");
   void AppendInitOp(const std::string& var, DataType dtype, const Shape& shape,
                     const Initializer& init);
+  // Declares the persistable `v` in the startup and the main program; false
+  // (the error recorded, naming `what` and both declarations) if the startup
+  // program declares it differently.
+  bool DeclarePersistable(const VarDesc& v, absl::string_view what);
 
   Program main_;
   Program startup_;

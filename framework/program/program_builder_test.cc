@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "framework/base/status_macros.h"
 #include "framework/op/op_schema.h"
 #include "framework/testing/status_matchers.h"
@@ -17,6 +18,7 @@
 namespace tandem {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::ElementsAre;
 
 // Out = X with its last dim multiplied by `repeat`, as int64 when `as_int`.
@@ -102,7 +104,7 @@ TEST(ProgramBuilder, DeviceGuardsNestAndRestore) {
   };
   widen();
   {
-    auto outer = b.device_guard(" CPU ");
+    auto outer = b.device_guard("cpu");
     widen();
     {
       auto inner = b.device_guard("gpu:1");
@@ -162,9 +164,109 @@ TEST(ProgramBuilder, SchemaAndShapeErrorsAreRecorded) {
     ProgramBuilder b;
     auto guard = b.device_guard("gpu:x");
     EXPECT_THAT(b.status(), StatusIs(absl::StatusCode::kInvalidArgument,
-                                     HasSubstr("device_guard: invalid place 'gpu:x': bad device "
-                                               "index 'x'")));
+                                     HasSubstr("device_guard: place \"gpu:x\" is not valid: bad "
+                                               "device index 'x'")));
     EXPECT_EQ(b.current_device(), "");  // unchanged
+  }
+}
+
+TEST(ProgramBuilder, DeviceGuardTakesOnlyExactPlaceStrings) {
+  for (const char* bad : {"GPU", "Gpu:0", "CPU", " cpu", "cpu ", "gpu:01", " "}) {
+    ProgramBuilder b;
+    auto guard = b.device_guard(bad);
+    EXPECT_THAT(
+        b.status(),
+        StatusIs(absl::StatusCode::kInvalidArgument,
+                 AllOf(HasSubstr(absl::StrCat("device_guard: place \"", bad, "\" is not valid: ")),
+                       HasSubstr("expected \"cpu\", \"<type>\" or \"<type>:<index>\""))))
+        << "'" << bad << "'";
+    EXPECT_EQ(b.current_device(), "");
+  }
+  for (const char* good : {"cpu", "cpu:0", "gpu", "gpu:1", ""}) {
+    ProgramBuilder b;
+    auto guard = b.device_guard(good);
+    EXPECT_OK(b.status()) << good;
+    EXPECT_EQ(b.current_device(), good);
+  }
+}
+
+TEST(Block, AVariableIsDeclaredOnceOrAgainIdentically) {
+  Block block;
+  VarDesc w{"w", DataType::kFloat32, Shape({2, 3})};
+  w.persistable = true;
+  w.is_parameter = true;
+  ASSERT_OK(block.AddVar(w));
+  EXPECT_OK(block.AddVar(w));  // the same declaration: nothing changes
+  VarDesc other = w;
+  other.shape = Shape({3, 2});
+  EXPECT_THAT(block.AddVar(other),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "variable 'w' is declared twice, as float32[2, 3] persistable parameter "
+                       "and as float32[3, 2] persistable parameter"));
+  other = w;
+  other.dtype = DataType::kInt64;
+  other.kind = VarKind::kSelectedRows;
+  other.is_parameter = false;
+  other.stop_gradient = true;
+  EXPECT_THAT(block.AddVar(other),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("as float32[2, 3] persistable parameter and as int64[2, 3] "
+                                 "selected_rows persistable stop_gradient")));
+  ASSERT_EQ(block.vars().size(), 1u);
+  EXPECT_EQ(block.vars()[0], w);  // the first declaration stands
+  // SetVar, for passes that rewrite a program, replaces it.
+  block.SetVar(other);
+  EXPECT_EQ(*block.FindVar("w"), other);
+  EXPECT_EQ(block.vars().size(), 1u);
+}
+
+TEST(ProgramBuilder, ConflictingDeclarationsAreRefused) {
+  {
+    // Two main programs sharing one startup program (Python's program_guard):
+    // the same parameter in both is fine, a different one is not.
+    ProgramBuilder first;
+    first.CreateParameter("w", DataType::kFloat32, Shape({2, 3}), Initializer::Constant(1));
+    ProgramBuilder second;
+    second.startup_program() = first.startup_program();
+    second.CreateParameter("w", DataType::kFloat32, Shape({2, 3}), Initializer::Constant(1));
+    EXPECT_OK(second.status());
+    ProgramBuilder third;
+    third.startup_program() = first.startup_program();
+    EXPECT_FALSE(third.CreateParameter("w", DataType::kFloat32, Shape({3, 3})).valid());
+    EXPECT_THAT(third.status(),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         "parameter 'w' in the startup program: variable 'w' is declared twice, "
+                         "as float32[2, 3] persistable parameter and as float32[3, 3] "
+                         "persistable parameter"));
+    EXPECT_FALSE(third.main_program().block().HasVar("w"));  // neither program changed
+    EXPECT_EQ(third.startup_program().block().FindVar("w")->shape, Shape({2, 3}));
+  }
+  {
+    ProgramBuilder b;
+    b.CreatePersistableConstant("lr", DataType::kFloat32, Shape({1}), 0.5);
+    EXPECT_FALSE(b.CreatePersistableConstant("lr", DataType::kFloat32, Shape({1}), 0.25).valid());
+    EXPECT_THAT(b.status(), StatusIs(absl::StatusCode::kInvalidArgument,
+                                     "persistable constant 'lr' already exists"));
+    EXPECT_EQ(b.startup_program().block().ops().size(), 1u);  // one initialiser
+  }
+  {
+    // An output naming an existing variable writes it in place: it keeps its
+    // declaration, and must keep its dtype and shape.
+    ProgramBuilder b;
+    Var x = b.Data("x", DataType::kFloat32, Shape({2, 2}));
+    Var w = b.CreateParameter("w", DataType::kFloat32, Shape({2, 4}));
+    b.AppendOp("pb_widen", {{"X", {x}}}, {}, {"Out"}, {{"Out", "w"}});
+    ASSERT_OK(b.status());
+    EXPECT_TRUE(b.main_program().block().FindVar("w")->is_parameter);
+    EXPECT_TRUE(
+        b.AppendOp("pb_widen", {{"X", {x}}}, {{"repeat", int64_t{3}}}, {"Out"}, {{"Out", w.name}})
+            .empty());
+    EXPECT_THAT(b.status(),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         "op 'pb_widen': output 'Out': variable 'w' is declared twice, as "
+                         "float32[2, 4] persistable parameter and as float32[2, 6] persistable "
+                         "parameter (what the op gives)"));
+    EXPECT_EQ(b.main_program().block().ops().size(), 1u);
   }
 }
 

@@ -269,7 +269,8 @@ absl::StatusOr<Program> Program::FromJson(absl::string_view text) {
     v.stop_gradient = j.GetBool("stop_gradient").value_or(false);
     v.kind = j.GetString("kind").value_or("dense") == "selected_rows" ? VarKind::kSelectedRows
                                                                       : VarKind::kDense;
-    prog.block().AddVar(std::move(v));
+    absl::Status declared = prog.block().AddVar(std::move(v));
+    if (!declared.ok()) return Err(where, declared);
   }
   absl::StatusOr<const Json::Elements*> ops = root.GetArray("ops");
   if (!ops.ok()) return Err("ops", ops.status());

@@ -35,6 +35,8 @@ AtomicFileWriter::~AtomicFileWriter() {
 
 absl::Status AtomicFileWriter::Open() {
   CHECK_LT(fd_, 0) << "AtomicFileWriter::Open called twice for " << path_;
+  // "" would write ".tmp" in the working directory, then fail to rename it.
+  if (path_.empty()) return absl::InvalidArgumentError(absl::StrCat(what_, " path is empty"));
   fd_ = open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) return ErrnoError(errno, absl::StrCat("cannot create ", what_), tmp_);
   created_ = true;

@@ -43,7 +43,8 @@ class AtomicFileWriter {
   AtomicFileWriter(const AtomicFileWriter&) = delete;
   AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
 
-  // Creates (truncates) the temporary file.
+  // Creates (truncates) the temporary file. An empty `path` is
+  // InvalidArgument ("<what> path is empty"), and nothing is created.
   absl::Status Open();
   // Appends n bytes; Open() must have succeeded (CHECKed).
   absl::Status Write(const void* data, size_t n);

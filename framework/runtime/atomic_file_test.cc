@@ -60,5 +60,19 @@ TEST(AtomicFileWriter, ErrorsNameTheFileAndKeepTheErrnoCode) {
   EXPECT_FALSE(Exists(dir + ".tmp"));
 }
 
+TEST(AtomicFileWriter, AnEmptyPathIsInvalidAndCreatesNothing) {
+  char cwd[4096];
+  ASSERT_NE(getcwd(cwd, sizeof(cwd)), nullptr);
+  ASSERT_EQ(chdir(::testing::TempDir().c_str()), 0);  // where "" would put ".tmp"
+  {
+    AtomicFileWriter out("", "test file");
+    EXPECT_THAT(out.Open(),
+                StatusIs(absl::StatusCode::kInvalidArgument, "test file path is empty"));
+    EXPECT_FALSE(Exists(".tmp"));
+  }
+  EXPECT_FALSE(Exists(".tmp"));
+  ASSERT_EQ(chdir(cwd), 0);
+}
+
 }  // namespace
 }  // namespace tandem

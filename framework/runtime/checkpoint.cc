@@ -284,6 +284,7 @@ absl::Status SaveCheckpoint(const Program& program, const Scope& scope, const st
 
 absl::Status SaveCheckpoint(const Scope& scope, const std::vector<std::string>& names,
                             const std::string& path) {
+  if (path.empty()) return absl::InvalidArgumentError("SaveCheckpoint: checkpoint path is empty");
   std::set<std::string> seen;
   std::vector<const Tensor*> tensors;
   for (const std::string& name : names) {

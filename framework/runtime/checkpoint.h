@@ -44,10 +44,12 @@
 
 namespace tandem {
 
-// Saves the dense tensors `names` of `scope` to `path`. NotFound for a name
-// the scope lacks; InvalidArgument for a duplicate, empty or non-UTF-8 name
-// or a variable that does not hold an initialised dense tensor; the errno's code (e.g.
-// NotFound, PermissionDenied) naming the file when writing fails.
+// Saves the dense tensors `names` of `scope` to `path`. InvalidArgument for
+// an empty `path` ("checkpoint path is empty", before anything is written);
+// NotFound for a name the scope lacks; InvalidArgument for a duplicate, empty
+// or non-UTF-8 name or a variable that does not hold an initialised dense
+// tensor; the errno's code (e.g. NotFound, PermissionDenied) naming the file
+// when writing fails.
 absl::Status SaveCheckpoint(const Scope& scope, const std::vector<std::string>& names,
                             const std::string& path);
 

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "absl/strings/str_format.h"
+#include "framework/runtime/atomic_file.h"
 #include "framework/testing/file_testutil.h"
 #include "framework/testing/status_matchers.h"
 #include "framework/testing/tensor_testutil.h"
@@ -99,9 +100,10 @@ TEST(Checkpoint, ReadsAFileWrittenByAnEarlierBuild) {
 
 TEST(Checkpoint, SavesThePersistablesOfAProgram) {
   Program program;
-  program.block().AddVar(VarDesc{"w", DataType::kFloat32, Shape({2, 3}), /*persistable=*/true});
-  program.block().AddVar(VarDesc{"b", DataType::kInt64, Shape({4}), true});
-  program.block().AddVar(VarDesc{"tmp", DataType::kFloat32, Shape({2})});
+  ASSERT_OK(program.block().AddVar(
+      VarDesc{"w", DataType::kFloat32, Shape({2, 3}), /*persistable=*/true}));
+  ASSERT_OK(program.block().AddVar(VarDesc{"b", DataType::kInt64, Shape({4}), true}));
+  ASSERT_OK(program.block().AddVar(VarDesc{"tmp", DataType::kFloat32, Shape({2})}));
   EXPECT_EQ(PersistableVars(program), (std::vector<std::string>{"b", "w"}));
   Scope scope = MakeScope();
   EXPECT_THAT(
@@ -361,6 +363,30 @@ TEST(Checkpoint, AFailedSaveLeavesNoTemporaryFile) {
   ASSERT_EQ(chdir(::testing::TempDir().c_str()), 0);
   EXPECT_FALSE(SaveCheckpoint(scope, kNames, "").ok());
   EXPECT_NE(access(".tmp", F_OK), 0);
+}
+
+TEST(Checkpoint, AnEmptyPathIsRefusedBeforeAnythingIsWritten) {
+  Scope scope = MakeScope();
+  int writes = 0;
+  const AtomicFileWriteHook count = [&](const std::string&, int64_t, size_t*) {
+    ++writes;
+    return 0;
+  };
+  // The temporary would be ".tmp" in the working directory: use a scratch one.
+  char cwd[4096];
+  ASSERT_NE(getcwd(cwd, sizeof(cwd)), nullptr);
+  ASSERT_EQ(chdir(::testing::TempDir().c_str()), 0);
+  SetAtomicFileWriteHookForTesting(&count);
+  EXPECT_THAT(
+      SaveCheckpoint(scope, kNames, ""),
+      StatusIs(absl::StatusCode::kInvalidArgument, "SaveCheckpoint: checkpoint path is empty"));
+  // Even with names that are themselves wrong: the path is checked first.
+  EXPECT_THAT(SaveCheckpoint(scope, {"no_such_variable"}, ""),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("checkpoint path is empty")));
+  SetAtomicFileWriteHookForTesting(nullptr);
+  EXPECT_EQ(writes, 0);
+  EXPECT_NE(access(".tmp", F_OK), 0);
+  ASSERT_EQ(chdir(cwd), 0);
 }
 
 TEST(Checkpoint, AMissingDeviceIsFailedPreconditionUnlessMapped) {

@@ -223,7 +223,7 @@ TEST(Executor, PersistableUpdatedOnTheDeviceIsBackInTheScopeAfterEachRun) {
     Var x = b.Data("x", DataType::kFloat32, Shape({3}));
     VarDesc w{"w", DataType::kFloat32, Shape({3})};
     w.persistable = true;
-    b.main_program().block().AddVar(w);
+    ASSERT_OK(b.main_program().block().AddVar(w));
     OpDesc update;  // in place, as the optimizers append their updates
     update.type = "ex_accumulate";
     update.inputs = {{"Param", {"w"}}, {"X", {x.name}}};
@@ -291,7 +291,7 @@ TEST(Executor, BadFeedsFetchesAndOpsAreRefused) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("feed 'x' was not given")));
 
   Program unknown;
-  unknown.block().AddVar(VarDesc{"a", DataType::kFloat32, Shape({1})});
+  ASSERT_OK(unknown.block().AddVar(VarDesc{"a", DataType::kFloat32, Shape({1})}));
   OpDesc op;
   op.type = "ex_no_schema";
   op.outputs["Out"] = {"a"};

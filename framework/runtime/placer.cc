@@ -59,7 +59,7 @@ void Placer::AppendCopy(CopyStep copy, PlacementCause cause, const std::string& 
   dst.name = copy.output;
   dst.persistable = false;
   dst.is_parameter = false;
-  if (copy.output != copy.var) out_.program.block().AddVar(dst);
+  if (copy.output != copy.var) out_.program.block().SetVar(dst);  // a fresh name
   const int index = static_cast<int>(out_.program.block().ops().size());
   const std::string type = op.type;
   out_.program.block().AppendOp(std::move(op));
@@ -165,7 +165,7 @@ absl::Status Placer::WriteBackPersistables() {
 
 absl::StatusOr<PlacedProgram> Placer::Run() {
   const Block& block = in_.block();
-  for (const VarDesc& v : block.vars()) out_.program.block().AddVar(v);
+  for (const VarDesc& v : block.vars()) out_.program.block().SetVar(v);
   loc_ = options_.initial_places;
   out_.initial_places = options_.initial_places;
   out_.homes = options_.homes;

@@ -55,7 +55,7 @@ Program MakeProgram(std::vector<OpDesc> ops, const std::vector<std::string>& per
     for (const auto* args : {&op.inputs, &op.outputs}) {
       for (const auto& [arg, vars] : *args) {
         for (const std::string& v : vars)
-          p.block().AddVar(VarDesc{v, DataType::kFloat32, Shape({4})});
+          EXPECT_OK(p.block().AddVar(VarDesc{v, DataType::kFloat32, Shape({4})}));
       }
     }
   }
@@ -264,6 +264,21 @@ TEST(PlaceProgram, GuardOnADeviceThatDoesNotExistIsRefused) {
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("op 'pl_make' (#0) placed by device_guard(\"testdev:5\"): place "
                                  "testdev:5 does not exist: 2 testdev device(s) available")));
+}
+
+TEST(PlaceProgram, ADefaultPlaceThatDoesNotExistIsNamedWithItsIndex) {
+  Program p = MakeProgram({Op("pl_make", {}, {{"Out", {"a"}}})});
+  PlacerOptions options;
+  options.default_place = Place(DeviceType::CPU(), 1);  // an executor for "cpu:1"
+  EXPECT_THAT(PlaceProgram(p, options).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("op 'pl_make' (#0) placed by rule 'default' on cpu:1: place "
+                                 "cpu:1 does not exist")));
+  options.default_place = Place(kDev0.type(), 5);
+  EXPECT_THAT(PlaceProgram(p, options).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("op 'pl_make' (#0) placed by rule 'default' on testdev:5: place "
+                                 "testdev:5 does not exist")));
 }
 
 TEST(PlaceProgram, TableListsEveryOpThenTheCounts) {

@@ -443,6 +443,9 @@ absl::StatusOr<SafetensorsContents> ReadSafetensors(const std::string& path) {
 absl::Status WriteSafetensors(const std::vector<std::pair<std::string, Tensor>>& tensors,
                               const std::string& path,
                               const std::map<std::string, std::string>& metadata) {
+  if (path.empty()) {
+    return absl::InvalidArgumentError("WriteSafetensors: safetensors path is empty");
+  }
   std::set<std::string> seen;
   for (const auto& [name, tensor] : tensors) {
     if (!seen.insert(name).second) {
@@ -522,6 +525,9 @@ absl::Status WriteSafetensors(const std::vector<std::pair<std::string, Tensor>>&
 absl::Status SaveSafetensors(const Scope& scope, const std::vector<std::string>& names,
                              const std::string& path,
                              const std::map<std::string, std::string>& metadata) {
+  if (path.empty()) {
+    return absl::InvalidArgumentError("SaveSafetensors: safetensors path is empty");
+  }
   std::vector<std::pair<std::string, Tensor>> tensors;
   for (const std::string& name : names) {
     const Variable* v = scope.Find(name);

@@ -83,9 +83,10 @@ struct SafetensorsContents {
 absl::StatusOr<SafetensorsContents> ReadSafetensors(const std::string& path);
 
 // Writes `tensors` (initialised dense tensors on any place) and `metadata`
-// to `path`. InvalidArgument for a repeated or reserved ("__metadata__")
-// name, a name, key or value that is not valid UTF-8, or an uninitialised
-// tensor; the errno's code naming the file when writing fails.
+// to `path`. InvalidArgument for an empty `path` (before anything is
+// written), a repeated or reserved ("__metadata__") name, a name, key or
+// value that is not valid UTF-8, or an uninitialised tensor; the errno's
+// code naming the file when writing fails.
 absl::Status WriteSafetensors(const std::vector<std::pair<std::string, Tensor>>& tensors,
                               const std::string& path,
                               const std::map<std::string, std::string>& metadata = {});

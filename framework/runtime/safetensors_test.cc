@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "framework/runtime/atomic_file.h"
 #include "framework/runtime/safetensors_testdata.h"
 #include "framework/testing/file_testutil.h"
 #include "framework/testing/status_matchers.h"
@@ -110,9 +111,10 @@ TEST(Safetensors, WritesTheFormatExactly) {
 
 TEST(Safetensors, SavesThePersistablesOfAProgram) {
   Program program;
-  program.block().AddVar(VarDesc{"w", DataType::kFloat32, Shape({2, 3}), /*persistable=*/true});
-  program.block().AddVar(VarDesc{"steps", DataType::kInt64, Shape({3}), true});
-  program.block().AddVar(VarDesc{"tmp", DataType::kFloat32, Shape({2})});
+  ASSERT_OK(program.block().AddVar(
+      VarDesc{"w", DataType::kFloat32, Shape({2, 3}), /*persistable=*/true}));
+  ASSERT_OK(program.block().AddVar(VarDesc{"steps", DataType::kInt64, Shape({3}), true}));
+  ASSERT_OK(program.block().AddVar(VarDesc{"tmp", DataType::kFloat32, Shape({2})}));
   Scope scope = MakeScope();
   const std::string path = TempPath("program.safetensors");
   ASSERT_OK(SaveSafetensors(program, scope, path));
@@ -323,6 +325,32 @@ TEST(Safetensors, BadWriteArguments) {
   ASSERT_OK_AND_ASSIGN(SafetensorsContents c, ReadSafetensors(path));
   EXPECT_EQ(c.tensors[0].name, "größe");
   EXPECT_EQ(c.metadata.at("ключ"), "値");
+}
+
+TEST(Safetensors, AnEmptyPathIsRefusedBeforeAnythingIsWritten) {
+  Scope scope = MakeScope();
+  int writes = 0;
+  const AtomicFileWriteHook count = [&](const std::string&, int64_t, size_t*) {
+    ++writes;
+    return 0;
+  };
+  // The temporary would be ".tmp" in the working directory: use a scratch one.
+  char cwd[4096];
+  ASSERT_NE(getcwd(cwd, sizeof(cwd)), nullptr);
+  ASSERT_EQ(chdir(::testing::TempDir().c_str()), 0);
+  SetAtomicFileWriteHookForTesting(&count);
+  EXPECT_THAT(
+      SaveSafetensors(scope, {"w"}, ""),
+      StatusIs(absl::StatusCode::kInvalidArgument, "SaveSafetensors: safetensors path is empty"));
+  EXPECT_THAT(SaveSafetensors(scope, {"no_such_variable"}, ""),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("safetensors path is empty")));
+  EXPECT_THAT(
+      WriteSafetensors({{"one", Tensor::Scalar<float>(1)}}, ""),
+      StatusIs(absl::StatusCode::kInvalidArgument, "WriteSafetensors: safetensors path is empty"));
+  SetAtomicFileWriteHookForTesting(nullptr);
+  EXPECT_EQ(writes, 0);
+  EXPECT_NE(access(".tmp", F_OK), 0);
+  ASSERT_EQ(chdir(cwd), 0);
 }
 
 TEST(Safetensors, MissingFileAndDirectory) {

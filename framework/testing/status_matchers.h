@@ -3,7 +3,7 @@
 //   EXPECT_OK(DoThing());
 //   ASSERT_OK_AND_ASSIGN(Tensor t, MakeTensor());
 //   EXPECT_THAT(Parse("tpu"), StatusIs(absl::StatusCode::kInvalidArgument,
-//                                      HasSubstr("accepted forms")));
+//                                      HasSubstr("is not valid")));
 //   EXPECT_THAT(Half(4), IsOkAndHolds(2));
 #ifndef TANDEM_FRAMEWORK_TESTING_STATUS_MATCHERS_H_
 #define TANDEM_FRAMEWORK_TESTING_STATUS_MATCHERS_H_

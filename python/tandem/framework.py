@@ -234,8 +234,10 @@ def program_guard(main_program, startup_program=None):
 @contextlib.contextmanager
 def device_guard(device=None):
     """Ops built inside run on ``device``: "cpu", "gpu" (the executor's GPU),
-    "gpu:N", "sim:N", or None / "" for the executor's default place. Their
-    backward and optimizer ops follow them (docs/design.md, placement rules)."""
+    "gpu:N", "sim:N", or None / "" for the executor's default place. Place
+    strings are exact (lower case, no whitespace, no leading zeros: README.md,
+    "Place strings"); "GPU" or " cpu" raise ValueError. Their backward and
+    optimizer ops follow them (docs/design.md, placement rules)."""
     device = "" if device is None else str(device)
     _C.layers.check_device(device)
     _state.devices.append(device)

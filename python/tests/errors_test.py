@@ -52,6 +52,20 @@ class RealErrorsTest(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "unknown device type 'tpu'"):
             tandem.Place("tpu:0")
 
+    def test_place_strings_are_exact(self):
+        self.assertEqual(str(tandem.Place("cpu")), "cpu")
+        self.assertEqual(str(tandem.Place("sim:0")), "sim:0")
+        self.assertEqual(tandem.CUDAPlace(3), tandem.Place("gpu:3"))
+        for bad in ("GPU", "Gpu:0", "CPU", " cpu", "cpu ", "gpu:01"):
+            with self.assertRaisesRegex(ValueError, 'place "%s" is not valid: .*expected "cpu", '
+                                        '"<type>" or "<type>:<index>"' % bad):
+                tandem.Place(bad)
+            with self.assertRaisesRegex(ValueError, 'device_guard: place "%s" is not valid' % bad):
+                with tandem.device_guard(bad):
+                    pass
+        with self.assertRaisesRegex(ValueError, 'place "gpu:-1" is not valid'):
+            tandem.CUDAPlace(-1)
+
     def test_missing_device_is_value_error(self):
         with self.assertRaisesRegex(ValueError, "sim:7 does not exist"):
             tandem.Executor(tandem.SimPlace(7))

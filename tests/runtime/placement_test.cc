@@ -164,6 +164,19 @@ TEST(Placement, NonexistentPlaceIsRejected) {
                              HasSubstr("place sim:7 does not exist"))));
 }
 
+TEST(Placement, AnExecutorForAHostPlaceThatDoesNotExistNamesItWithItsIndex) {
+  ProgramBuilder b;
+  Var x = b.Data("x", DataType::kFloat32, Shape({2, 2}));
+  b.Scale(x, 2.0);
+  ASSERT_OK(b.status());
+  Executor exe(Place(DeviceType::CPU(), 1));
+  Scope scope;
+  EXPECT_THAT(exe.Prepare(b.main_program(), scope, {"x"}, {}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("op 'scale' (#0) placed by rule 'default' on cpu:1: place cpu:1 "
+                                 "does not exist")));
+}
+
 TEST(Placement, PersistablesStayWhereTheyLive) {
   ProgramBuilder b;
   Var w = b.CreateParameter("w", DataType::kFloat32, Shape({2, 2}), Initializer::Constant(1.5));

@@ -51,8 +51,9 @@ TEST(ProgramBuilder, InvalidDeviceAndBadOpsAreStickyErrors) {
     EXPECT_FALSE(b.Scale(x, 1.0).valid());
   }
   EXPECT_THAT(b.status(), StatusIs(absl::StatusCode::kInvalidArgument,
-                                   AllOf(HasSubstr("device_guard: invalid place 'tpu:0'"),
-                                         HasSubstr("accepted forms: cpu, gpu, gpu:N"))));
+                                   AllOf(HasSubstr("device_guard: place \"tpu:0\" is not valid: "
+                                                   "unknown device type 'tpu'"),
+                                         HasSubstr("lower-case registered type (cpu, gpu"))));
   ProgramBuilder c;
   Var p = c.Data("p", DataType::kFloat32, Shape({2, 3}));
   Var q = c.Data("q", DataType::kFloat32, Shape({4}));
@@ -215,6 +216,30 @@ TEST(ProgramJson, MalformedInputIsInvalidArgument) {
                        AllOf(HasSubstr("vars[0]"), HasSubstr("float16"))));
   EXPECT_THAT(Program::FromJson("{"),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("line 1")));
+}
+
+TEST(ProgramJson, AVariableDeclaredTwiceDifferentlyIsRefused) {
+  const std::string json = R"({"format": "tandem.program", "version": 1, "vars": [
+      {"name": "w", "dtype": "float32", "shape": [2, 3], "persistable": true},
+      {"name": "x", "dtype": "float32", "shape": [3]},
+      {"name": "w", "dtype": "int64", "shape": [3, 2], "persistable": true}], "ops": []})";
+  EXPECT_THAT(Program::FromJson(json),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "program json: vars[2]: variable 'w' is declared twice, as float32[2, 3] "
+                       "persistable and as int64[3, 2] persistable"));
+  // Only the flags differ: still two declarations.
+  EXPECT_THAT(Program::FromJson(R"({"format": "tandem.program", "version": 1, "vars": [
+                  {"name": "x", "dtype": "float32", "shape": [3]},
+                  {"name": "x", "dtype": "float32", "shape": [3], "persistable": true}],
+                  "ops": []})"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("variable 'x' is declared twice, as float32[3] and as float32[3] "
+                                 "persistable")));
+  // The same declaration twice is one variable.
+  ASSERT_OK_AND_ASSIGN(Program p, Program::FromJson(R"({"format": "tandem.program",
+      "version": 1, "vars": [{"name": "x", "dtype": "float32", "shape": [3]},
+                             {"name": "x", "dtype": "float32", "shape": [3]}], "ops": []})"));
+  EXPECT_EQ(p.block().vars().size(), 1u);
 }
 
 }  // namespace
