@@ -31,7 +31,7 @@ TSAN_TARGETS=(//backends/sim/...
               //framework/runtime:executor_test //framework/runtime:dependency_graph_test
               //framework/runtime:host_worker_pool_test
               //tests/runtime:concurrency_test //tests/runtime:fault_injection_test
-              //tests/runtime:run_sequences_test
+              //tests/runtime:run_sequences_test //tests/runtime:differential_tsan_test
               //tests/runtime:graph_capture_test
               //framework/parallel:collective_group_test //tests/parallel:data_parallel_tsan_test)
 
