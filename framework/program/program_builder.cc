@@ -467,7 +467,11 @@ Var ProgramBuilder::Accuracy(Var scores, Var label, int64_t k, Var* correct, Var
 }
 
 Var ProgramBuilder::ShapeOf(Var x) {
-  return AppendSingle("shape", {{"Input", {x}}}, {});
+  Var out = AppendSingle("shape", {{"Input", {x}}}, {});
+  // A shape has no gradient: a trainable value's shape feeding crop_tensor
+  // must not ask backward for one.
+  if (VarDesc* v = main_.block().FindVar(out.name)) v->stop_gradient = true;
+  return out;
 }
 
 Var ProgramBuilder::Slice(Var x, const std::vector<int64_t>& axes,

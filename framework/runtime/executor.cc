@@ -71,6 +71,14 @@ Executor::~Executor() = default;
 absl::StatusOr<std::unique_ptr<Plan>> Executor::Prepare(const Program& program, const Scope& scope,
                                                         const std::vector<std::string>& feeds,
                                                         const std::vector<std::string>& fetches) {
+  return PrepareFor(program, scope, feeds, fetches, /*runs_once=*/false);
+}
+
+absl::StatusOr<std::unique_ptr<Plan>> Executor::PrepareFor(const Program& program,
+                                                           const Scope& scope,
+                                                           const std::vector<std::string>& feeds,
+                                                           const std::vector<std::string>& fetches,
+                                                           bool runs_once) {
   PlacerOptions popts;
   popts.default_place = default_place_;
   popts.strict = options_.strict_placement;
@@ -92,7 +100,8 @@ absl::StatusOr<std::unique_ptr<Plan>> Executor::Prepare(const Program& program, 
     RETURN_IF_ERROR(ApplyAutoPlacement(
         program,
         {options_.memory_budget_bytes, feeds, fetches, options_.feed_shapes,
-         options_.in_order || options_.check_numerics, options_.auto_moves_persistables},
+         options_.in_order || options_.check_numerics || runs_once,
+         options_.auto_moves_persistables},
         {options_.cost_cache_dir, options_.measure_costs}, &popts));
   }
   ASSIGN_OR_RETURN(plan->placed_, PlaceProgram(program, popts));
@@ -510,7 +519,11 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(const Program& program, Scope*
                                                   RunStats* stats) {
   std::vector<std::string> feed_names;
   for (const auto& [name, t] : feeds) feed_names.push_back(name);
-  ASSIGN_OR_RETURN(std::unique_ptr<Plan> plan, Prepare(program, *scope, feed_names, fetches));
+  // Runs once: no second run can overlap it, so the automatic placement
+  // budgets its one-run peak (a startup program writes each initialiser's
+  // output once).
+  ASSIGN_OR_RETURN(std::unique_ptr<Plan> plan,
+                   PrepareFor(program, *scope, feed_names, fetches, /*runs_once=*/true));
   return Run(plan.get(), scope, feeds, stats);
 }
 

@@ -269,7 +269,8 @@ class Executor {
   // Thread-safe and async-signal-safe (one atomic increment), so a SIGINT
   // handler may call it; returns at once.
   void Cancel() { cancel_requests_->fetch_add(1, std::memory_order_relaxed); }
-  // Prepares and runs once (e.g. a startup program).
+  // Prepares and runs once (e.g. a startup program). With auto placement,
+  // the plan's budget holds its one-run peak: no run overlaps this one.
   absl::StatusOr<std::vector<Tensor>> Run(const Program& program, Scope* scope,
                                           const FeedMap& feeds = {},
                                           const std::vector<std::string>& fetches = {},
@@ -284,6 +285,12 @@ class Executor {
   absl::Status RunEagerly(Plan* plan, RunStats* stats, ExecutionObserver* observer);
   // Waits for every stream the run used; the fetches, on the host.
   absl::StatusOr<std::vector<Tensor>> FinishRun(Plan* plan, RunStats* stats);
+  // Prepare; `runs_once`: the plan is run once (Run(program)), so the
+  // automatic placement budgets the one-run peak, not two runs in flight.
+  absl::StatusOr<std::unique_ptr<Plan>> PrepareFor(const Program& program, const Scope& scope,
+                                                   const std::vector<std::string>& feeds,
+                                                   const std::vector<std::string>& fetches,
+                                                   bool runs_once);
   // Checks `feeds` against the plan's feeds (see RunAsync).
   static absl::Status ValidateFeeds(const Plan& plan, const FeedMap& feeds);
   // A complete run on frame 0 (after the runs in flight finished).

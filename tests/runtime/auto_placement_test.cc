@@ -5,6 +5,8 @@
 // never moved, bad budgets are refused with the values named.
 #include "framework/runtime/auto_placement.h"
 
+#include <cmath>
+
 #include "framework/backward/optimizer.h"
 #include "framework/device/device_registry.h"
 #include "framework/memory/cpu_allocator.h"
@@ -297,6 +299,42 @@ TEST(PlacementDot, OpsColouredByPlaceAndCopiesLabelledWithBytes) {
                               "label=\"slice_0.tmp_0\\nsim:0->cpu\\n16 bytes\"]")));
   EXPECT_EQ(dot.back(), '\n');
   EXPECT_EQ(dot.substr(dot.size() - 2), "}\n");
+}
+
+// A table pinned to the device: its startup program runs once, so it is
+// budgeted at its one-run peak (the table once), and it runs under the
+// budget its main program fits; before, the startup was checked against
+// two runs in flight, counting the table twice ("emb0 3.1 MiB, emb0 3.1
+// MiB", suggesting 7 MiB).
+TEST(AutoPlacement, APinnedTablesStartupRunsUnderTheBudgetItsMainProgramFits) {
+  ProgramBuilder b;
+  Var ids = b.Data("ids", DataType::kInt64, Shape({8, 1}));
+  Var emb;
+  {
+    auto g = b.device_guard("sim:0");
+    emb = b.Embedding(ids, {50000, 16}, /*is_sparse=*/true);
+  }
+  Var loss = b.Mean(emb);
+  SGD sgd(0.1);
+  ASSERT_OK(sgd.Minimize(&b, loss));
+  ASSERT_OK(b.status());
+  const int64_t table_bytes = 50000 * 16 * 4;  // 3.2 MB
+  const int64_t budget = 4 << 20;
+  ASSERT_LT(table_bytes, budget);
+  ASSERT_GT(2 * table_bytes, budget);
+  ExecutorOptions options = Auto(budget);
+  options.feed_shapes["ids"] = Shape({8, 1});
+  Executor exe(kSim0, options);
+  Scope scope;
+  ASSERT_OK(exe.Run(b.startup_program(), &scope).status());
+  ASSERT_OK_AND_ASSIGN(auto plan, exe.Prepare(b.main_program(), scope, {"ids"}, {loss.name}));
+  Tensor id_values = *Tensor::Allocate(CpuAllocator::Default(), DataType::kInt64, Shape({8, 1}));
+  for (int i = 0; i < 8; ++i) id_values.data<int64_t>()[i] = 1000 * i;
+  for (int step = 0; step < 2; ++step) {
+    ASSERT_OK_AND_ASSIGN(std::vector<Tensor> out, exe.Run(plan.get(), &scope, {{"ids", id_values}}));
+    EXPECT_TRUE(std::isfinite(out[0].data<float>()[0]));
+  }
+  EXPECT_LE(plan->MemoryEstimate().Find(kSim0)->pipelined_peak_bytes, budget);
 }
 
 }  // namespace

@@ -55,8 +55,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "gtest/gtest.h"
 #include "framework/place/place.h"
+#include "gtest/gtest.h"
 #include "tests/runtime/random_program.h"
 
 namespace tandem {

@@ -214,5 +214,26 @@ TEST(Layers, BuilderNamesParametersAndReportsBadLayers) {
                        HasSubstr("cannot reshape X [2, 3] (6 elements) to [4, -1]")));
 }
 
+// A trainable value's shape read by crop_tensor (workload 2's chain, on a
+// value that depends on a parameter): the shape has no gradient, and
+// backward asks for none.
+TEST(Layers, ShapeOfATrainableValueNeedsNoGradient) {
+  ProgramBuilder b;
+  Var x = b.Data("x", DataType::kFloat32, Shape({2, 3}));
+  Var w = b.CreateParameter("w", DataType::kFloat32, Shape({2, 3}));
+  Var y = b.Tanh(b.ElementwiseMul(x, w));
+  Var shape = b.ShapeOf(y);
+  const VarDesc* shape_var = b.main_program().block().FindVar(shape.name);
+  ASSERT_NE(shape_var, nullptr) << b.status();
+  EXPECT_TRUE(shape_var->stop_gradient);
+  Var loss = b.Mean(b.CropTensor(y, shape));
+  SGD sgd(0.1);
+  ASSERT_OK(sgd.Minimize(&b, loss));
+  ASSERT_OK(b.status());
+  int sgd_ops = 0;
+  for (const OpDesc& op : b.main_program().block().ops()) sgd_ops += op.type == "sgd";
+  EXPECT_EQ(sgd_ops, 1);
+}
+
 }  // namespace
 }  // namespace tandem
