@@ -19,8 +19,18 @@
     print(exe.last_run_stats)                       # copies and bytes per direction
 
 Modules: layers, optimizer, initializer, profiler, io (checkpoints, IDX files,
-DataLoader). Errors are tandem.Error subclasses that are also the matching
-built-in exceptions (tandem.errors). docs/design.md describes the C++ core.
+DataLoader), compiler (Paddle's CompiledProgram, a pass-through).
+
+Programs written for Paddle 1.8's static graph run with ``import tandem as
+fluid`` (and ``import tandem.compiler as compiler``, ``import tandem.profiler
+as profiler``): fluid.embedding (= layers.embedding, Paddle's signature),
+fluid.layers.*, default_main_program() / default_startup_program(),
+device_guard, Executor.run(program=, feed=, fetch_list=) and
+profiler.profiler(state, sorted_key) read as in Paddle
+(python/tests/paddle_tutorial_test.py runs Paddle's device_guard tutorial).
+
+Errors are tandem.Error subclasses that are also the matching built-in
+exceptions (tandem.errors). docs/design.md describes the C++ core.
 """
 
 from tandem import _C
@@ -33,13 +43,14 @@ from tandem.executor import (EXECUTOR_OPTIONS, CPUPlace, CUDAPlace, Executor, Pl
                              from_dlpack, get_flags, global_scope, is_compiled_with_cuda,
                              scope_guard, set_flags, to_tensor)
 from tandem.param_attr import ParamAttr
-from tandem import initializer, io, layers, optimizer, profiler  # noqa: E402
+from tandem import compiler, initializer, io, layers, optimizer, profiler  # noqa: E402
+from tandem.layers import embedding  # noqa: E402  (Paddle 1.8's fluid.embedding)
 
 __all__ = [
     "Program", "Variable", "data", "default_main_program", "default_startup_program",
     "device_guard", "program_guard", "transfer_policy", "EXECUTOR_OPTIONS", "CPUPlace",
     "CUDAPlace", "SimPlace", "Executor", "Place", "Plan", "Scope", "Tensor", "available_places",
     "device_count", "from_dlpack", "get_flags", "global_scope", "is_compiled_with_cuda",
-    "scope_guard", "set_flags", "to_tensor", "ParamAttr", "initializer", "io", "layers",
-    "optimizer", "profiler",
+    "scope_guard", "set_flags", "to_tensor", "ParamAttr", "compiler", "embedding", "initializer",
+    "io", "layers", "optimizer", "profiler",
 ] + errors.__all__  # noqa: F405

@@ -43,6 +43,7 @@ first. The executor stays usable.
 import contextlib
 
 from tandem import _C
+from tandem.compiler import CompiledProgram
 from tandem.framework import Program, Variable, default_main_program
 
 __all__ = [
@@ -211,6 +212,8 @@ class Executor:
 
     def prepare(self, program=None, feed_names=(), fetch_list=(), scope=None):
         """The plan of ``program`` for these feeds and fetches (cached like run's)."""
+        if isinstance(program, CompiledProgram):
+            program = program.program
         program = program or default_main_program()
         handle = self._exe.prepare(program._h, sorted(feed_names),
                                    [_fetch_name(f) for f in fetch_list or []],
@@ -219,10 +222,14 @@ class Executor:
 
     def run(self, program=None, feed=None, fetch_list=None, feed_var_name="feed",
             fetch_var_name="fetch", scope=None, return_numpy=True, use_program_cache=True):
-        """Runs ``program`` (default: the default main program; or a Plan) once and
-        returns the values of ``fetch_list`` (Variables or names) as numpy arrays
-        (tandem.Tensor objects when return_numpy is False)."""
+        """Runs ``program`` (default: the default main program; or a Plan, or a
+        tandem.compiler.CompiledProgram, which runs its program) once and returns the
+        values of ``fetch_list`` (Variables or names) as numpy arrays (tandem.Tensor
+        objects when return_numpy is False). feed_var_name and fetch_var_name are
+        Paddle's and not used."""
         scope = scope or global_scope()
+        if isinstance(program, CompiledProgram):
+            program = program.program
         feed = dict(feed or {})
         if isinstance(program, Plan):
             if fetch_list is not None and [_fetch_name(f) for f in fetch_list] != program.fetch_names:
@@ -233,7 +240,8 @@ class Executor:
                                       return_numpy)
         program = program or default_main_program()
         if not isinstance(program, Program):
-            raise TypeError("run: program must be a tandem.Program or Plan, got %r" % (program,))
+            raise TypeError("run: program must be a tandem.Program, CompiledProgram or Plan, "
+                            "got %r" % (program,))
         self._last_program = program
         fetches = [_fetch_name(f) for f in (fetch_list or [])]
         return self._exe.run(program._h, feed, fetches, scope, bool(return_numpy),

@@ -105,15 +105,24 @@ def record_event(name):
     return _P.RecordEvent(name)
 
 
+_TRACER_OPTIONS = ("Default", "OpDetail", "AllOpDetail")
+
+
 class _Session:
     profile = None
 
 
 @contextlib.contextmanager
-def profiler(state="All", sorted_key=None, profile_path=None, warmup_runs=1, file=None):
+def profiler(state="All", sorted_key=None, profile_path=None, tracer_option="Default",
+             warmup_runs=1, file=None):
     """Profiles the runs inside; at the end prints the report and keeps the data in
-    ``.profile``. When the block raises, the session stops without a report."""
+    ``.profile``. When the block raises, the session stops without a report.
+    The first four parameters are Paddle 1.8's; ``tracer_option`` ("Default",
+    "OpDetail", "AllOpDetail") is checked and does not change Tandem's report."""
     _P.check_sort_key(sorted_key or "default")  # before anything starts
+    if tracer_option not in _TRACER_OPTIONS:
+        raise ValueError("profiler: tracer_option must be one of %s, got %r" %
+                         (", ".join(_TRACER_OPTIONS), tracer_option))
     start_profiler(state, warmup_runs)
     session = _Session()
     try:
