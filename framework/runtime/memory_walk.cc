@@ -179,6 +179,10 @@ MemoryWalkResult Walker::Run() {
 // allocated, the end. While the earlier run is at op i (running it), the
 // later one may have reached the last op of its longest prefix whose ops
 // wait for ops before i; its own bytes count at their most up to there.
+// Once the earlier run's ops are done (i == n) the later may be anywhere,
+// beside the earlier's end (its kept copy sources held until the caller's
+// Wait) or, after that Wait, beside what it leaves (LeftWhenOver) and two
+// more sets of feeds.
 std::vector<int64_t> Walker::LeftWhenOver() const {
   std::vector<int64_t> left = live_;
   std::vector<int> refs = refs_;
@@ -213,10 +217,15 @@ void Walker::PipelinedPeaks() {
         const int64_t own = run_at_[covered * places + p];
         if (covered == 0 || own > later) later = own, later_at = covered;
       }
-      // Once the earlier run is over (its kept copy sources released), the
-      // caller makes the next run's feeds and RunAsync copies them in
+      // Once the earlier run's ops are done, its frame keeps the sources
+      // its copies kept (Frame::keep_alive) until the caller's Wait
+      // synchronises the run (Executor::FinishPipelinedRun), while the
+      // later run goes on. Then they are released, the caller makes the
+      // next run's feeds and RunAsync copies them in
       // (Executor::BindAndFeed): both sets are live at once.
-      const int64_t earlier = i < n ? live_at_[(i + 1) * places + p] : over[p] + 2 * feeds_[p];
+      const int64_t earlier = i < n ? live_at_[(i + 1) * places + p]
+                                    : std::max(live_at_[(n + 1) * places + p],
+                                               over[p] + 2 * feeds_[p]);
       if (earlier + later > best.bytes) best = {earlier + later, i, later_at - 1};
     }
   }

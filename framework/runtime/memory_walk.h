@@ -31,10 +31,13 @@
 // persistable it reads; all of the earlier run when it writes one), so
 // while the earlier run is at op i the later one is anywhere up to the last
 // op of its longest prefix allowed by then. The pipelined peak of a place
-// is the most the two hold over those pairs, and once the earlier run is
-// over (the sources its copies kept released; its feeds and fetched values
-// still held), two more sets of feeds: the next run's, which the caller
-// makes while both frames still hold theirs, and RunAsync's copy of them.
+// is the most the two hold over those pairs; once the earlier run's ops
+// are done the later may be anywhere, beside the earlier's end (the sources
+// its copies kept are held by its frame until the caller's Wait
+// synchronises it) or, after that Wait, beside what it leaves (its feeds
+// and fetched values) and two more sets of feeds: the next run's, which the
+// caller makes while both frames still hold theirs, and RunAsync's copy of
+// them.
 // Pure function; thread-safe.
 #ifndef TANDEM_FRAMEWORK_RUNTIME_MEMORY_WALK_H_
 #define TANDEM_FRAMEWORK_RUNTIME_MEMORY_WALK_H_

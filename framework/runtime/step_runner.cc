@@ -118,6 +118,28 @@ int64_t FirstNonFinite(const T* v, int64_t n) {
   return -1;
 }
 
+// A device out of memory in a plan the auto placement made: the kernel's
+// hint (device_guard("cpu")) is advice for a hand-placed op; an op the
+// auto pass placed is moved by a smaller budget.
+absl::Status AutoPlacedHint(const Plan& plan, const Plan::Step& step, absl::Status s) {
+  static constexpr absl::string_view kKernelHint =
+      "Hint: run this op under device_guard(\"cpu\") or raise the memory limit";
+  if (s.code() != absl::StatusCode::kResourceExhausted || plan.placed().auto_summary.empty() ||
+      plan.placed().table[step.index].cause == PlacementCause::kGuard) {
+    return s;
+  }
+  const absl::string_view message = s.message();
+  const size_t at = message.find(kKernelHint);
+  if (at == absl::string_view::npos) return s;
+  return absl::Status(
+      s.code(),
+      absl::StrCat(message.substr(0, at),
+                   "Hint: the auto placement placed this op within the memory budget "
+                   "(ExecutorOptions::memory_budget_bytes); give it a smaller budget, or "
+                   "raise the memory limit",
+                   message.substr(at + kKernelHint.size())));
+}
+
 }  // namespace
 
 absl::Status CheckStepNumerics(const Plan::Step& step, const std::vector<Variable*>& slots,
@@ -280,6 +302,7 @@ absl::Status PlanRunner::RunKernelStep(Plan* plan, Plan::Step* step, const StepR
     const DeviceGuard on_step_device(step->place);  // this thread only; a no-op when current
     computed = step->kernel->Compute(&ctx);
   }
+  if (!computed.ok()) computed = AutoPlacedHint(*plan, *step, std::move(computed));
   RETURN_IF_ERROR(AnnotateStepError(computed, *step));
   if (run.observer != nullptr) run.observer->OnOpEnd(event);
   if (ExecutorVlogIsOn(3)) {
