@@ -5,8 +5,10 @@
 // first RunAsync, handles dropped or waited in reverse order, one plan over
 // two scopes in turn. Each works exactly or fails with a clear error.
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <functional>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <optional>
@@ -20,6 +22,7 @@
 #include "framework/device/device_registry.h"
 #include "framework/memory/cpu_allocator.h"
 #include "framework/program/program_builder.h"
+#include "framework/runtime/execution_observer.h"
 #include "framework/runtime/executor.h"
 #include "framework/testing/status_matchers.h"
 #include "gmock/gmock.h"
@@ -449,6 +452,86 @@ TEST_P(RunSequences, AFetchedPersistableIsTheRunsOwnValue) {
     ASSERT_OK(exe.Run(plan.get(), &scope, w.feeds(step)).status());
   }
   EXPECT_EQ(HostBytes(first[1]), expected.fetched[1]);
+}
+
+// Calls Executor::Cancel when the `at`-th op (or copy) of any run begins,
+// from the thread that runs it, as a signal handler could.
+class CancelAtOp : public ExecutionObserver {
+ public:
+  CancelAtOp(Executor *exe, int at) : exe_(exe), at_(at) { SetExecutionObserver(this); }
+  ~CancelAtOp() override { SetExecutionObserver(nullptr); }
+  void OnOpBegin(const OpEvent &) override {
+    if (++begun_ == at_) exe_->Cancel();
+  }
+  int begun() const { return begun_.load(); }
+
+ private:
+  Executor *const exe_;
+  const int at_;
+  std::atomic<int> begun_{0};
+};
+
+// Two runs in flight and Cancel() at every op of either, with one and two
+// host workers: each run completes or is Cancelled (a cancelled run cancels
+// the one after it), the scope holds exactly the completed steps, and the
+// next run is an ordinary one.
+TEST_P(RunSequences, CancelAtEveryOpOfTwoRunsInFlightKeepsTheScopeExact) {
+  Workload w;
+  BuildSparseTableOnCpu(128, true, &w);
+  std::vector<std::map<std::string, std::string>> after;  // after k steps, in order
+  {
+    Executor exe(GetParam(), InOrder());
+    Scope scope;
+    ASSERT_OK(exe.Run(w.builder.startup_program(), &scope).status());
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<Plan> plan,
+                         exe.Prepare(w.builder.main_program(), scope, w.feed_names, w.fetches));
+    after.push_back(ScopeBytes(scope));
+    for (int step = 0; step < 4; ++step) {
+      ASSERT_OK(exe.Run(plan.get(), &scope, w.feeds(step)).status());
+      after.push_back(ScopeBytes(scope));
+    }
+  }
+  for (int workers : {1, 2}) {
+    int ops = 0;
+    std::vector<int> completed_counts(4, 0);
+    for (int at = 0; at == 0 || at <= ops; ++at) {  // at 0: counts the ops of two runs
+      SCOPED_TRACE(testing::Message() << workers << " workers, cancelled at op " << at);
+      Executor exe(GetParam(), Workers(workers));
+      Scope scope;
+      ASSERT_OK(exe.Run(w.builder.startup_program(), &scope).status());
+      ASSERT_OK_AND_ASSIGN(std::unique_ptr<Plan> plan,
+                           exe.Prepare(w.builder.main_program(), scope, w.feed_names, w.fetches));
+      ASSERT_OK(exe.Run(plan.get(), &scope, w.feeds(0)).status());  // later runs pipeline
+      absl::Status first_status, second_status;
+      {
+        CancelAtOp cancel(&exe, at == 0 ? -1 : at);
+        ASSERT_OK_AND_ASSIGN(RunHandle first, exe.RunAsync(plan.get(), &scope, w.feeds(1)));
+        ASSERT_OK_AND_ASSIGN(RunHandle second, exe.RunAsync(plan.get(), &scope, w.feeds(2)));
+        first_status = first.Wait().status();
+        second_status = second.Wait().status();
+        if (at == 0) ops = cancel.begun();
+      }
+      for (const absl::Status &s : {first_status, second_status}) {
+        if (!s.ok()) EXPECT_EQ(s.code(), absl::StatusCode::kCancelled) << s;
+      }
+      if (!first_status.ok()) EXPECT_FALSE(second_status.ok()) << "a run after a cancelled one ran";
+      const int completed = 1 + first_status.ok() + second_status.ok();
+      completed_counts[completed]++;
+      EXPECT_TRUE(ScopeBytes(scope) == after[completed])
+          << completed << " steps completed; " << first_status << "; " << second_status;
+      ASSERT_OK(exe.Run(plan.get(), &scope, w.feeds(completed)).status());
+      EXPECT_TRUE(ScopeBytes(scope) == after[completed + 1]) << "the run after the cancelled ones";
+    }
+    EXPECT_GT(ops, 10);
+    // Cancels landed in the first run and in the second (a cancel after a
+    // run's commit began, or at its last ops, lets it complete).
+    EXPECT_GT(completed_counts[1], 0);
+    EXPECT_GT(completed_counts[2], 0);
+    std::cout << GetParam().ToString() << ", " << workers << " workers: " << ops
+              << " ops in two runs; both cancelled " << completed_counts[1]
+              << ", the second only " << completed_counts[2] << ", neither "
+              << completed_counts[3] << "\n";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, RunSequences, ::testing::ValuesIn(DevicePlaces()),
