@@ -1,7 +1,6 @@
 #include "framework/runtime/executor.h"
 
 #include <atomic>
-#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "framework/base/status_macros.h"
@@ -157,12 +156,11 @@ namespace {
 // in flight must not see the caller refill a tensor it fed, nor a caller
 // see later runs update a persistable it fetched.
 absl::StatusOr<Tensor> CopyHostTensor(const std::string& name, const Tensor& t) {
-  absl::StatusOr<Tensor> copy = Tensor::Allocate(CpuAllocator::Default(), t.dtype(), t.shape());
+  absl::StatusOr<Tensor> copy = CopyTensorTo(t, CPUPlace());
   if (!copy.ok()) {
     return absl::Status(copy.status().code(),
                         absl::StrCat("copying '", name, "': ", copy.status().message()));
   }
-  if (t.NumBytes() > 0) std::memcpy(copy->raw_data(), t.raw_data(), t.NumBytes());
   return copy;
 }
 
@@ -200,7 +198,6 @@ void Executor::BindFrame(Plan* plan, int frame_index, Scope* scope, uint64_t can
 
 absl::Status Executor::BindAndFeed(Plan* plan, int frame_index, Scope* scope, const FeedMap& feeds,
                                    uint64_t cancel_requests, bool copy_feeds) {
-  RETURN_IF_ERROR(ValidateFeeds(*plan, feeds));
   BindFrame(plan, frame_index, scope, cancel_requests);
   Plan::Frame& frame = *plan->frames_[frame_index];
   for (size_t i = 0; i < plan->feed_names_.size(); ++i) {

@@ -313,7 +313,8 @@ class Executor {
   // arguments, when the scope changed), cancelled by a Cancel() count above
   // `cancel_requests`.
   void BindFrame(Plan* plan, int frame, Scope* scope, uint64_t cancel_requests);
-  // BindFrame, then the feeds checked and set (copied with `copy_feeds`).
+  // BindFrame, then the feeds set (copied with `copy_feeds`); StartRun
+  // checked them (ValidateFeeds) before anything else.
   absl::Status BindAndFeed(Plan* plan, int frame, Scope* scope, const FeedMap& feeds,
                            uint64_t cancel_requests, bool copy_feeds);
   // Waits for the device work of the run on frame `frame` (with
