@@ -23,7 +23,7 @@
 #include "benchmark/benchmark.h"
 #include "framework/program/program_builder.h"
 #include "framework/runtime/executor.h"
-#include "framework/runtime/scope.h"
+#include "framework/tensor/scope.h"
 #include "models/embedding/embedding_model.h"
 
 namespace tandem {

@@ -8,9 +8,11 @@
 //   bazel run -c opt //benchmarks:planning_benchmark
 //   TANDEM_BENCH_PLANNING_LAYERS=100 planning_benchmark   (a smaller program)
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 #include "benchmark/benchmark.h"
+#include "framework/autoplace/auto_placement.h"
 #include "framework/backward/optimizer.h"
 #include "framework/device/device_registry.h"
 #include "framework/runtime/executor.h"
@@ -47,9 +49,15 @@ struct DeepMlp {
   }
 };
 
-void Plan(benchmark::State& state, ExecutorOptions options, int64_t budget_percent) {
+// Prepares the MLP's plan per iteration; `auto_placer` null: the rules alone.
+void Plan(benchmark::State& state, std::optional<AutoPlacerOptions> auto_placer,
+          int64_t budget_percent) {
   DeepMlp mlp(Layers());
-  if (budget_percent > 0) options.memory_budget_bytes = mlp.parameter_bytes * budget_percent / 100;
+  ExecutorOptions options;
+  if (auto_placer.has_value()) {
+    if (budget_percent > 0) auto_placer->budget_bytes = mlp.parameter_bytes * budget_percent / 100;
+    options.placement_planner = MakeAutoPlacer(*auto_placer);
+  }
   Executor exe(Sim0(), options);
   Scope scope;
   if (absl::Status s = exe.Run(mlp.builder.startup_program(), &scope).status(); !s.ok()) {
@@ -77,15 +85,14 @@ void Plan(benchmark::State& state, ExecutorOptions options, int64_t budget_perce
   state.counters["ops_on_cpu"] = on_cpu;
 }
 
-ExecutorOptions Auto(bool measure) {
-  ExecutorOptions o;
-  o.auto_placement = true;
+AutoPlacerOptions Auto(bool measure) {
+  AutoPlacerOptions o;
   o.measure_costs = measure;
   o.cost_cache_dir = "";  // measured costs stay in the process (warm after the first plan)
   return o;
 }
 
-void BM_PlaceByRules(benchmark::State& state) { Plan(state, {}, 0); }
+void BM_PlaceByRules(benchmark::State& state) { Plan(state, std::nullopt, 0); }
 void BM_AutoAnalytical(benchmark::State& state) { Plan(state, Auto(false), 0); }
 void BM_AutoMeasuredWarm(benchmark::State& state) { Plan(state, Auto(true), 0); }
 void BM_AutoAnalyticalHalfBudget(benchmark::State& state) { Plan(state, Auto(false), 50); }

@@ -29,6 +29,7 @@
 #include "absl/strings/str_cat.h"
 #include "benchmark/benchmark.h"
 #include "benchmarks/bench_util.h"
+#include "framework/autoplace/auto_placement.h"
 #include "framework/device/device_registry.h"
 #include "framework/memory/cpu_allocator.h"
 #include "framework/runtime/executor.h"
@@ -108,7 +109,7 @@ void BM_Copy(benchmark::State& state, Place place, CopyKind kind, bool pinned, b
 // (the goal: no copy, and no slower than device_guard("cpu")).
 void BM_Workload2(benchmark::State& state, Place place, bool slice_on_cpu, bool auto_place) {
   ExecutorOptions options;
-  options.auto_placement = auto_place;
+  if (auto_place) options.placement_planner = MakeAutoPlacer();
   Prepared p(place, options);
   absl::StatusOr<Var> out = BuildCropModel(slice_on_cpu, &p.builder);
   if (!out.ok()) return Fail(state, out.status());

@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "framework/place/place.h"
-#include "framework/runtime/placer.h"
+#include "framework/placement/placer.h"
 #include "profiler/profile.h"
 
 namespace tandem {

@@ -37,8 +37,8 @@
 #include "framework/kernel/kernel_registry.h"
 #include "framework/memory/allocator.h"
 #include "framework/place/place.h"
+#include "framework/placement/placer.h"
 #include "framework/runtime/executor.h"
-#include "framework/runtime/placer.h"
 
 namespace tandem {
 namespace profiler {

@@ -12,8 +12,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "framework/autoplace/auto_placement.h"
 #include "framework/device/device_registry.h"
-#include "framework/runtime/checkpoint.h"
+#include "framework/persistence/checkpoint.h"
 #include "framework/runtime/executor.h"
 #include "gflags/gflags.h"
 #include "profiler/profiler.h"
@@ -60,7 +61,15 @@ void SetVariable(Variable* v, py::handle value, std::optional<Place> place,
   v->set(ValueOrThrow(CopyTo(t, target)));
 }
 
-using OptionSetter = std::function<void(ExecutorOptions*, py::handle)>;
+// The Executor's keyword options: the executor's own and the automatic
+// placement's (auto_placement=True makes MakeAutoPlacer the planner).
+struct ExecutorSettings {
+  ExecutorOptions executor;
+  bool auto_placement = false;
+  AutoPlacerOptions auto_placer;
+};
+
+using OptionSetter = std::function<void(ExecutorSettings*, py::handle)>;
 
 // memory_budget_mb (a number of MiB; 0: what the device can hold) in bytes.
 int64_t BudgetBytes(py::handle v) {
@@ -79,43 +88,50 @@ int64_t BudgetBytes(py::handle v) {
   return static_cast<int64_t>(mb * (1 << 20));
 }
 
-// The executor's options by keyword: one line per ExecutorOptions field.
+// The keyword options, one line each (ExecutorSettings).
 const std::map<std::string, OptionSetter>& OptionSetters() {
   static const auto* setters = new std::map<std::string, OptionSetter>{
       {"strict_placement",
-       [](ExecutorOptions* o, py::handle v) { o->strict_placement = v.cast<bool>(); }},
+       [](ExecutorSettings* o, py::handle v) { o->executor.strict_placement = v.cast<bool>(); }},
       {"transfer_policy",
-       [](ExecutorOptions* o, py::handle v) {
-         o->transfer_policy = ValueOrThrow(ParseTransferPolicy(v.cast<std::string>()));
+       [](ExecutorSettings* o, py::handle v) {
+         o->executor.transfer_policy = ValueOrThrow(ParseTransferPolicy(v.cast<std::string>()));
        }},
       {"capture_graphs",
-       [](ExecutorOptions* o, py::handle v) { o->capture_graphs = v.cast<bool>(); }},
-      {"in_order", [](ExecutorOptions* o, py::handle v) { o->in_order = v.cast<bool>(); }},
+       [](ExecutorSettings* o, py::handle v) { o->executor.capture_graphs = v.cast<bool>(); }},
+      {"in_order",
+       [](ExecutorSettings* o, py::handle v) { o->executor.in_order = v.cast<bool>(); }},
       {"check_numerics",
-       [](ExecutorOptions* o, py::handle v) { o->check_numerics = v.cast<bool>(); }},
-      {"host_workers", [](ExecutorOptions* o, py::handle v) { o->host_workers = v.cast<int>(); }},
+       [](ExecutorSettings* o, py::handle v) { o->executor.check_numerics = v.cast<bool>(); }},
+      {"host_workers",
+       [](ExecutorSettings* o, py::handle v) { o->executor.host_workers = v.cast<int>(); }},
       {"feed_shapes",
-       [](ExecutorOptions* o, py::handle v) {
+       [](ExecutorSettings* o, py::handle v) {
          for (auto [name, dims] : v.cast<py::dict>()) {
-           o->feed_shapes[name.cast<std::string>()] = Shape(dims.cast<std::vector<int64_t>>());
+           o->executor.feed_shapes[name.cast<std::string>()] =
+               Shape(dims.cast<std::vector<int64_t>>());
          }
        }},
       {"auto_placement",
-       [](ExecutorOptions* o, py::handle v) { o->auto_placement = v.cast<bool>(); }},
+       [](ExecutorSettings* o, py::handle v) { o->auto_placement = v.cast<bool>(); }},
       {"memory_budget_mb",
-       [](ExecutorOptions* o, py::handle v) { o->memory_budget_bytes = BudgetBytes(v); }},
+       [](ExecutorSettings* o, py::handle v) { o->auto_placer.budget_bytes = BudgetBytes(v); }},
       {"auto_moves_persistables",
-       [](ExecutorOptions* o, py::handle v) { o->auto_moves_persistables = v.cast<bool>(); }},
+       [](ExecutorSettings* o, py::handle v) {
+         o->auto_placer.move_persistables = v.cast<bool>();
+       }},
       {"cost_cache_dir",
-       [](ExecutorOptions* o, py::handle v) { o->cost_cache_dir = v.cast<std::string>(); }},
+       [](ExecutorSettings* o, py::handle v) {
+         o->auto_placer.cost_cache_dir = v.cast<std::string>();
+       }},
       {"measure_costs",
-       [](ExecutorOptions* o, py::handle v) { o->measure_costs = v.cast<bool>(); }},
+       [](ExecutorSettings* o, py::handle v) { o->auto_placer.measure_costs = v.cast<bool>(); }},
   };
   return *setters;
 }
 
 ExecutorOptions OptionsFromKwargs(const py::dict& kwargs) {
-  ExecutorOptions options;
+  ExecutorSettings options;
   for (auto [key, value] : kwargs) {
     const std::string name = key.cast<std::string>();
     auto it = OptionSetters().find(name);
@@ -132,7 +148,10 @@ ExecutorOptions OptionsFromKwargs(const py::dict& kwargs) {
           "Executor: option '", name, "' cannot be ", py::repr(value).cast<std::string>())));
     }
   }
-  return options;
+  if (options.auto_placement) {
+    options.executor.placement_planner = MakeAutoPlacer(options.auto_placer);
+  }
+  return options.executor;
 }
 
 // While it lives on Python's main thread, SIGINT (Ctrl-C) cancels the runs

@@ -27,7 +27,7 @@ for a in "$@"; do
 done
 if ((${#targets[@]} == 0)); then
   targets=(//framework/place:place_fuzzer //data:idx_fuzzer
-           //framework/runtime:checkpoint_fuzzer //framework/runtime:safetensors_fuzzer
+           //framework/persistence:checkpoint_fuzzer //framework/persistence:safetensors_fuzzer
            //tests/fuzz:infer_shape_fuzzer //tests/fuzz:program_fuzzer)
 fi
 

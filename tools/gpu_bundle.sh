@@ -55,6 +55,11 @@ for t in $targets; do
   done
 done
 strip --strip-unneeded .bundle/tandem/bin/* 2>/dev/null || true
+# The files tests read by workspace-relative path (Bazel runs a test in its
+# runfiles tree; gpu_run.sh runs the tests in tandem/src instead).
+git ls-files '*/testdata/*' | while read -r f; do
+  mkdir -p ".bundle/tandem/src/$(dirname "$f")" && cp "$f" ".bundle/tandem/src/$f"
+done
 # Fashion-MNIST (30 MB of .gz files, packed as they are) for the trainers; gpu_env.sh links it.
 fmnist=/usr/share/datasets/fashion-mnist
 if [[ -d "$fmnist" ]]; then cp -r "$fmnist" .bundle/tandem/fashion-mnist; fi

@@ -25,6 +25,8 @@ if [[ "${1:-}" == "--skip-tests" ]]; then filter="^$"; shift; fi
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || echo "nvidia-smi: no GPU visible"
 
 passed=0; failed=0
+# The tests' data files, at the workspace-relative paths they open (gpu_bundle.sh).
+mkdir -p /tmp/tandem/src && pushd /tmp/tandem/src >/dev/null
 while read -r t; do
   [[ "$t" =~ $filter ]] || continue
   start=$(date +%s%N)
@@ -35,6 +37,7 @@ while read -r t; do
   fi
   printf '%-60s %s in %d ms\n' "$t" "$status" $(( ($(date +%s%N) - start) / 1000000 ))
 done < /tmp/tandem/tests.txt
+popd >/dev/null
 if ((failed)); then grep -E '^\[  FAILED  \]|Failure|error' "$log" | head -40; fi
 echo "$passed passed, $failed failed"
 

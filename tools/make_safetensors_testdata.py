@@ -1,17 +1,17 @@
 #!/usr/bin/env python3
 """Safetensors interop test data, written and checked by the reference implementation.
 
-The C++ test framework/runtime/safetensors_test.cc cannot run the `safetensors`
+The C++ test framework/persistence/safetensors_test.cc cannot run the `safetensors`
 package (Bazel tests are offline), so the two directions of the interop check
 go through checked-in files:
 
   * reference -> Tandem: this script writes
-    framework/runtime/testdata/reference.safetensors with the reference
+    framework/persistence/testdata/reference.safetensors with the reference
     writer; the C++ test loads it and asserts every value exactly (the
     expected values are written out in both files: keep them in step).
   * Tandem -> reference: `--verify FILE` reads a file Tandem wrote with the
     reference reader and checks every dtype, shape, value and the metadata.
-    framework/runtime/testdata/tandem_written.safetensors is such a file; the
+    framework/persistence/testdata/tandem_written.safetensors is such a file; the
     C++ test checks that Tandem still writes it byte for byte.
 
 Setup (once; the package is not needed to build or test Tandem):
@@ -25,10 +25,10 @@ Regenerate the reference file (from the repository root):
 Check what Tandem writes (after changing the writer, regenerate the golden
 file this way, verify it, and check it in):
 
-  bazel run //framework/runtime:safetensors_interop_writer -- \
-      $PWD/framework/runtime/testdata/tandem_written.safetensors
+  bazel run //framework/persistence:safetensors_interop_writer -- \
+      $PWD/framework/persistence/testdata/tandem_written.safetensors
   /tmp/stvenv/bin/python tools/make_safetensors_testdata.py \
-      --verify framework/runtime/testdata/tandem_written.safetensors
+      --verify framework/persistence/testdata/tandem_written.safetensors
 """
 
 import argparse
@@ -38,7 +38,7 @@ import numpy as np
 from safetensors import TensorSpec, deserialize, safe_open, serialize
 from safetensors.numpy import load_file
 
-REFERENCE_OUT = "framework/runtime/testdata/reference.safetensors"
+REFERENCE_OUT = "framework/persistence/testdata/reference.safetensors"
 
 METADATA = {"format": "pt", "source": "tools/make_safetensors_testdata.py"}
 
@@ -81,7 +81,7 @@ def write_reference(path):
 
 
 # What framework/runtime:safetensors_interop_writer writes (InteropTensors() in
-# framework/runtime/safetensors_testdata.cc).
+# framework/persistence/safetensors_testdata.cc).
 TANDEM_METADATA = {"format": "pt", "producer": "tandem"}
 
 

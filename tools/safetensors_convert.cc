@@ -1,4 +1,4 @@
-// Converts Tandem checkpoints (framework/runtime/checkpoint.h, e.g. what
+// Converts Tandem checkpoints (framework/persistence/checkpoint.h, e.g. what
 // --checkpoint_dir of an example writes) to safetensors files and back, and
 // lists the tensors of either, so a model trained here opens in PyTorch
 // (safetensors.torch.load_file) and one from PyTorch loads here.
@@ -20,8 +20,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "framework/base/status_macros.h"
-#include "framework/runtime/checkpoint.h"
-#include "framework/runtime/safetensors.h"
+#include "framework/persistence/checkpoint.h"
+#include "framework/persistence/safetensors.h"
 #include "gflags/gflags.h"
 
 DEFINE_string(in, "", "the checkpoint or .safetensors file to read");

@@ -3,7 +3,7 @@
 # safetensors file; the listings show each step's tensors.
 set -euo pipefail
 bin="$(dirname "$0")/safetensors_convert"
-ref=framework/runtime/testdata/reference.safetensors
+ref=framework/persistence/testdata/reference.safetensors
 ckpt="$TEST_TMPDIR/model.ckpt"
 back="$TEST_TMPDIR/back.safetensors"
 

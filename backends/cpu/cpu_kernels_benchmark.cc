@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
-#include "framework/runtime/eager.h"
+#include "framework/kernel/eager.h"
 #include "framework/tensor/selected_rows.h"
 #include "framework/tensor/tensor.h"
 

@@ -13,7 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "framework/base/status_macros.h"
-#include "framework/runtime/eager.h"
+#include "framework/kernel/eager.h"
 #include "framework/tensor/selected_rows.h"
 #include "framework/tensor/tensor.h"
 #include "framework/testing/status_matchers.h"

@@ -10,7 +10,7 @@
 
 #include "backends/cuda/elementwise_launchers.h"
 #include "backends/cuda/gpu_test.h"
-#include "framework/runtime/eager.h"
+#include "framework/kernel/eager.h"
 
 namespace tandem {
 namespace cuda {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "backends/cuda/gpu_test.h"
-#include "framework/runtime/eager.h"
+#include "framework/kernel/eager.h"
 
 namespace tandem {
 namespace cuda {

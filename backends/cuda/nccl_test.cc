@@ -10,9 +10,9 @@
 
 #include "backends/cuda/gpu_test.h"
 #include "backends/cuda/nccl_comms.h"
+#include "framework/kernel/eager.h"
 #include "framework/parallel/collective_group.h"
 #include "framework/parallel/process_group.h"
-#include "framework/runtime/eager.h"
 #include "framework/testing/tensor_testutil.h"
 
 namespace tandem {

@@ -7,7 +7,7 @@
 
 #include "backends/sim/sim_device.h"
 #include "framework/device/device_registry.h"
-#include "framework/runtime/eager.h"
+#include "framework/kernel/eager.h"
 #include "framework/testing/status_matchers.h"
 #include "gtest/gtest.h"
 

@@ -8,9 +8,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "framework/autoplace/auto_placement.h"
 #include "framework/base/status_macros.h"
 #include "framework/device/device_registry.h"
-#include "framework/runtime/placement_dot.h"
+#include "framework/estimate/placement_dot.h"
 #include "gflags/gflags.h"
 
 DEFINE_bool(cuda_graph, false,
@@ -25,7 +26,8 @@ DEFINE_bool(check_numerics, false,
             "slow).");
 
 DEFINE_bool(auto_place, false,
-            "Automatic placement (ExecutorOptions::auto_placement): every op without "
+            "Automatic placement (MakeAutoPlacer as ExecutorOptions::placement_planner): every op "
+            "without "
             "device_guard goes to the CPU or the default device, for the smallest estimated step "
             "time with the device's estimated peak memory within --memory_budget_mb; the "
             "placement table says why for each op.");
@@ -45,18 +47,31 @@ DEFINE_string(cost_cache_dir, tandem::DefaultCostCacheDir(),
 
 namespace tandem {
 
-ExecutorOptions ExampleExecutorOptions() {
+namespace {
+
+// --memory_budget_mb in bytes (saturated: the planner refuses what is out
+// of range, naming the value).
+int64_t BudgetBytesFlag() {
+  const int64_t max_mb = std::numeric_limits<int64_t>::max() >> 20;
+  return FLAGS_memory_budget_mb > max_mb || FLAGS_memory_budget_mb < -max_mb
+             ? (FLAGS_memory_budget_mb < 0 ? -1 : std::numeric_limits<int64_t>::max())
+             : FLAGS_memory_budget_mb * (int64_t{1} << 20);
+}
+
+}  // namespace
+
+std::shared_ptr<PlacementPlanner> ExampleAutoPlacer(bool moves_persistables) {
+  return MakeAutoPlacer({.budget_bytes = BudgetBytesFlag(),
+                         .move_persistables = moves_persistables,
+                         .cost_cache_dir = FLAGS_cost_cache_dir});
+}
+
+ExecutorOptions ExampleExecutorOptions(bool auto_moves_persistables) {
   ExecutorOptions options;
   options.capture_graphs = FLAGS_cuda_graph;
   options.in_order = FLAGS_in_order;
   options.check_numerics = FLAGS_check_numerics;
-  options.auto_placement = FLAGS_auto_place;
-  const int64_t max_mb = std::numeric_limits<int64_t>::max() >> 20;
-  options.memory_budget_bytes =
-      FLAGS_memory_budget_mb > max_mb || FLAGS_memory_budget_mb < -max_mb
-          ? (FLAGS_memory_budget_mb < 0 ? -1 : std::numeric_limits<int64_t>::max())
-          : FLAGS_memory_budget_mb * (int64_t{1} << 20);
-  options.cost_cache_dir = FLAGS_cost_cache_dir;
+  if (FLAGS_auto_place) options.placement_planner = ExampleAutoPlacer(auto_moves_persistables);
   return options;
 }
 
@@ -93,10 +108,10 @@ std::string ExecutorMode(const ExecutorOptions& options) {
   std::string mode = options.check_numerics ? "in-order, checking numerics"
                      : options.in_order     ? "in-order"
                                             : "concurrent";
-  if (options.auto_placement) {
+  if (options.placement_planner != nullptr && FLAGS_auto_place) {
     absl::StrAppend(&mode, ", auto placement",
-                    options.memory_budget_bytes > 0
-                        ? absl::StrCat(" within ", options.memory_budget_bytes >> 20, " MiB")
+                    FLAGS_memory_budget_mb > 0
+                        ? absl::StrCat(" within ", BudgetBytesFlag() >> 20, " MiB")
                         : "");
   }
   return mode;

@@ -9,6 +9,7 @@
 #define TANDEM_EXAMPLES_COMMON_EXAMPLE_UTIL_H_
 
 #include <chrono>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -38,8 +39,13 @@ class Stopwatch {
 // executor logs why when it does not), in_order from --in_order (steps one
 // at a time in program order; default: concurrent host and device steps),
 // check_numerics from --check_numerics, and the automatic placement from
-// --auto_place, --memory_budget_mb and --cost_cache_dir.
-ExecutorOptions ExampleExecutorOptions();
+// --auto_place, --memory_budget_mb and --cost_cache_dir (MakeAutoPlacer;
+// `auto_moves_persistables` off for a second plan, as evaluation, over a
+// scope the training plan arranged).
+ExecutorOptions ExampleExecutorOptions(bool auto_moves_persistables = true);
+// The automatic placement of --memory_budget_mb and --cost_cache_dir,
+// whether or not --auto_place is given.
+std::shared_ptr<PlacementPlanner> ExampleAutoPlacer(bool moves_persistables = true);
 
 // InvalidArgument for a negative --memory_budget_mb, or one without
 // --auto_place.

@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "framework/base/status_macros.h"
 #include "framework/memory/cpu_allocator.h"
-#include "framework/runtime/checkpoint.h"
+#include "framework/persistence/checkpoint.h"
 
 namespace tandem {
 

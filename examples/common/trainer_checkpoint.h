@@ -1,6 +1,6 @@
 // Checkpoints of the example trainers: every persistable variable of the
 // training program (weights, optimizer state, learning rate) and the steps
-// taken, in DIR/checkpoint (framework/runtime/checkpoint.h: written
+// taken, in DIR/checkpoint (framework/persistence/checkpoint.h: written
 // atomically, a checksum per tensor).
 //
 //   RETURN_IF_ERROR(SaveTrainerCheckpoint(builder.main_program(), step, FLAGS_checkpoint_dir,
@@ -17,7 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "framework/program/program.h"
-#include "framework/runtime/scope.h"
+#include "framework/tensor/scope.h"
 
 namespace tandem {
 

@@ -79,7 +79,7 @@ absl::StatusOr<Outcome> RunOne(const Place& place, bool slice_on_cpu, bool auto_
   ProgramBuilder builder;
   ASSIGN_OR_RETURN(Var out, BuildCropModel(slice_on_cpu, &builder));
   ExecutorOptions exe_options = ExampleExecutorOptions();
-  exe_options.auto_placement = auto_place;
+  exe_options.placement_planner = auto_place ? ExampleAutoPlacer() : nullptr;
   Executor exe(place, exe_options);
   Scope scope;
   ASSIGN_OR_RETURN(std::unique_ptr<Plan> plan,

@@ -43,7 +43,6 @@
 #include "examples/ctr/metrics.h"
 #include "framework/base/status_macros.h"
 #include "framework/parallel/data_parallel.h"
-#include "framework/runtime/auto_placement.h"
 #include "framework/runtime/executor.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
@@ -173,8 +172,7 @@ absl::Status TrainDataParallel(const Place& place, ProgramBuilder& builder, cons
       o.processes != nullptr ? absl::StrCat(" (rank ", dp->first_rank(), " of the mpi job)").c_str()
                              : "",
       dp->programs().buckets.size(), dp->programs().shared.size());
-  ExecutorOptions eval_options = ExampleExecutorOptions();
-  eval_options.auto_moves_persistables = false;
+  ExecutorOptions eval_options = ExampleExecutorOptions(/*auto_moves_persistables=*/false);
   Executor eval_exe(o.places[0], eval_options);
   ASSIGN_OR_RETURN(std::unique_ptr<Plan> eval_plan,
                    eval_exe.Prepare(model.eval, *dp->scope(0), feeds, {model.probabilities.name}));
@@ -295,10 +293,9 @@ absl::Status Train() {
   Executor exe(place, options);
   // Evaluation: batches of kEvalBatch, and (under --auto_place) the
   // parameters stay where the training plan keeps them.
-  ExecutorOptions eval_options = ExampleExecutorOptions();
+  ExecutorOptions eval_options = ExampleExecutorOptions(/*auto_moves_persistables=*/false);
   for (const auto& [name, shape] : options.feed_shapes)
     eval_options.feed_shapes[name] = Shape({kEvalBatch});
-  eval_options.auto_moves_persistables = false;
   Executor eval_exe(place, eval_options);
   Scope scope;
   Stopwatch init;

@@ -24,7 +24,7 @@
 //
 // The learning rate starts at --lr and is multiplied by --lr_decay after
 // every epoch (written into the host learning-rate variable between steps).
-// Checkpoints (framework/runtime/checkpoint.h) hold the parameters, the
+// Checkpoints (framework/persistence/checkpoint.h) hold the parameters, the
 // optimizer's state and the trainer's position; one is written at the end
 // of every epoch and when --max_steps stops the run, and --resume continues
 // from it with the same next step an uninterrupted run would take.
@@ -47,7 +47,6 @@
 #include "framework/device/device_registry.h"
 #include "framework/memory/cpu_allocator.h"
 #include "framework/parallel/data_parallel.h"
-#include "framework/runtime/auto_placement.h"
 #include "framework/runtime/executor.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
@@ -212,8 +211,7 @@ absl::Status TrainDataParallel(const Place& place, ProgramBuilder& builder,
       "shared variables\n",
       dp->size(), absl::StrJoin(names, ", ").c_str(), rank.c_str(), dp->programs().buckets.size(),
       static_cast<long long>(FLAGS_bucket_mb), dp->programs().shared.size());
-  ExecutorOptions eval_options = ExampleExecutorOptions();
-  eval_options.auto_moves_persistables = false;
+  ExecutorOptions eval_options = ExampleExecutorOptions(/*auto_moves_persistables=*/false);
   Executor eval_exe(o.places[0], eval_options);
   ASSIGN_OR_RETURN(std::unique_ptr<Plan> eval_plan,
                    eval_exe.Prepare(model.eval, *dp->scope(0), {"image", "label"},
@@ -339,10 +337,9 @@ absl::Status Train() {
   Executor exe(place, options);
   // Evaluation: its own batch size, and (under --auto_place) the parameters
   // stay where the training plan keeps them.
-  ExecutorOptions eval_options = ExampleExecutorOptions();
+  ExecutorOptions eval_options = ExampleExecutorOptions(/*auto_moves_persistables=*/false);
   eval_options.feed_shapes = {{"image", Shape({kTestBatch, 28, 28})},
                               {"label", Shape({kTestBatch})}};
-  eval_options.auto_moves_persistables = false;
   Executor eval_exe(place, eval_options);
   Scope scope;
   RETURN_IF_ERROR(exe.Run(builder.startup_program(), &scope).status());

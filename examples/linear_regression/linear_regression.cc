@@ -14,7 +14,7 @@
 #include "framework/base/status_macros.h"
 #include "framework/device/device.h"
 #include "framework/device/device_registry.h"
-#include "framework/runtime/eager.h"
+#include "framework/kernel/eager.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 

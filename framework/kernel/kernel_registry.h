@@ -13,7 +13,7 @@
 //
 // A kernel that allocates temporary device memory while it runs (beyond its
 // outputs: im2col columns, partial sums) declares how much, so that the
-// memory estimate (framework/runtime/memory_estimate.h) counts it:
+// memory estimate (framework/estimate/memory_estimate.h) counts it:
 //
 //   REGISTER_KERNEL(KernelDef("mean", "gpu")
 //                       .TypeConstraint("X", kFloatTypes)

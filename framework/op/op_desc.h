@@ -37,7 +37,7 @@ absl::string_view TransferPolicyName(TransferPolicy policy);  // "allow", ...
 absl::StatusOr<TransferPolicy> ParseTransferPolicy(absl::string_view name);
 
 // What generated an op, so that the placer can place it with what it
-// derives from (framework/runtime/placer.h states the rules). Set by
+// derives from (framework/placement/placer.h states the rules). Set by
 // AppendBackward and the optimizers; ops a user builds are kUser. `op` is an
 // index into the same block, `var` a variable of it.
 struct OpOrigin {

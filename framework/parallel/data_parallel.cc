@@ -11,7 +11,7 @@
 #include "framework/base/status_macros.h"
 #include "framework/device/device.h"
 #include "framework/memory/cpu_allocator.h"
-#include "framework/runtime/checkpoint.h"
+#include "framework/persistence/checkpoint.h"
 
 namespace tandem {
 

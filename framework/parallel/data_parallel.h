@@ -69,7 +69,7 @@
 #include "framework/place/place.h"
 #include "framework/program/program.h"
 #include "framework/runtime/executor.h"
-#include "framework/runtime/scope.h"
+#include "framework/tensor/scope.h"
 
 namespace tandem {
 

@@ -5,12 +5,11 @@
 #include "absl/strings/str_cat.h"
 #include "framework/base/status_macros.h"
 #include "framework/device/device_registry.h"
-#include "framework/runtime/auto_placement.h"
+#include "framework/placement/program_validation.h"
 #include "framework/runtime/concurrent_run.h"
 #include "framework/runtime/execution_observer.h"
 #include "framework/runtime/host_worker_pool.h"
 #include "framework/runtime/plan_internal.h"
-#include "framework/runtime/program_validation.h"
 #include "glog/logging.h"
 
 namespace tandem {
@@ -95,13 +94,11 @@ absl::StatusOr<std::unique_ptr<Plan>> Executor::PrepareFor(const Program& progra
   }
   RETURN_IF_ERROR(ValidateProgramForRun(program, scope, feeds));
   std::unique_ptr<Plan> plan(new Plan());
-  if (options_.auto_placement) {
-    RETURN_IF_ERROR(ApplyAutoPlacement(
-        program,
-        {options_.memory_budget_bytes, feeds, fetches, options_.feed_shapes,
-         options_.in_order || options_.check_numerics || runs_once,
-         options_.auto_moves_persistables},
-        {options_.cost_cache_dir, options_.measure_costs}, &popts));
+  if (options_.placement_planner != nullptr) {
+    RETURN_IF_ERROR(options_.placement_planner->Plan(
+        {program, feeds, fetches, options_.feed_shapes,
+         options_.in_order || options_.check_numerics || runs_once},
+        &popts));
   }
   ASSIGN_OR_RETURN(plan->placed_, PlaceProgram(program, popts));
   for (const std::string& f : fetches) {
@@ -165,6 +162,23 @@ absl::StatusOr<Tensor> CopyHostTensor(const std::string& name, const Tensor& t) 
 }
 
 }  // namespace
+
+absl::Status MovePersistablesHome(const PlacedProgram& placed, Scope* scope) {
+  for (const auto& [var, home] : placed.homes) {
+    Variable* v = scope->Find(var);
+    const Tensor* t = v == nullptr ? nullptr : v->data_tensor();
+    if (t == nullptr || !t->initialized() || t->place() == home || v->is_selected_rows()) continue;
+    absl::StatusOr<Tensor> moved = CopyTensorTo(*t, home);
+    if (!moved.ok()) {
+      return absl::Status(
+          moved.status().code(),
+          absl::StrCat("moving persistable '", var, "' from ", t->place().ToString(), " to ",
+                       home.ToString(), ", where the plan keeps it: ", moved.status().message()));
+    }
+    v->set(*std::move(moved));
+  }
+  return absl::OkStatus();
+}
 
 void Executor::BindFrame(Plan* plan, int frame_index, Scope* scope, uint64_t cancel_requests) {
   Plan::Frame& frame = *plan->frames_[frame_index];
@@ -273,7 +287,7 @@ absl::StatusOr<RunHandle> Executor::StartRun(Plan* plan, Scope* scope, const Fee
     return absl::InvalidArgumentError("Executor::RunAsync: the plan and the scope must be given");
   }
   RETURN_IF_ERROR(ValidateFeeds(*plan, feeds));  // at once, whichever way the run goes
-  RETURN_IF_ERROR(MovePersistablesHome(plan->placed_, scope));  // auto placement's homes
+  RETURN_IF_ERROR(MovePersistablesHome(plan->placed_, scope));  // the planner's homes
   auto pending = std::make_shared<PendingRun>();
   auto run_now = [&]() {  // after the runs in flight, to the end
     while (FinishOldest(plan)) {

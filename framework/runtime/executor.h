@@ -106,12 +106,12 @@
 
 #include "absl/status/statusor.h"
 #include "framework/device/device.h"
+#include "framework/estimate/memory_estimate.h"
 #include "framework/kernel/kernel_context.h"
+#include "framework/placement/placement_planner.h"
+#include "framework/placement/placer.h"
 #include "framework/program/program.h"
-#include "framework/runtime/cost_model.h"
-#include "framework/runtime/memory_estimate.h"
-#include "framework/runtime/placer.h"
-#include "framework/runtime/scope.h"
+#include "framework/tensor/scope.h"
 
 namespace tandem {
 
@@ -137,22 +137,17 @@ struct ExecutorOptions {
   // else HostWorkerPool::DefaultSize()).
   int host_workers = 0;
   // Shapes the fed variables will have, for the memory estimate of each
-  // plan (memory_estimate.h; -1 dims left unknown count as 1).
+  // plan (memory_estimate.h; -1 dims left unknown count as 1) and for the
+  // placement planner.
   std::map<std::string, Shape> feed_shapes;
-  // Let the auto pass place every op without device_guard (auto_placement.h):
-  // the smallest estimated step time with the default device's estimated
-  // peak within memory_budget_bytes (0: what the device can hold, less a
-  // margin). Initialisers run on the host and each plan moves the
-  // persistables to where it keeps them before it runs.
-  bool auto_placement = false;
-  int64_t memory_budget_bytes = 0;
-  // Off: auto placement keeps persistables where the scope holds them (for
-  // a second plan over a scope a first one already arranged).
-  bool auto_moves_persistables = true;
-  // The cost model's cache (cost_model.h; "" keeps it in memory) and whether
-  // it times kernels (off: analytical estimates only).
-  std::string cost_cache_dir = DefaultCostCacheDir();
-  bool measure_costs = true;
+  // Chooses places before the placer's rules at every Prepare
+  // (placement_planner.h); null: the rules alone. The automatic placement
+  // (framework/autoplace/auto_placement.h: MakeAutoPlacer) places every op
+  // without device_guard for the smallest estimated step time within a
+  // memory budget; initialisers then run on the host and each plan moves
+  // the persistables to where it keeps them (PlacedProgram::homes) before
+  // every run.
+  std::shared_ptr<PlacementPlanner> placement_planner;
 };
 
 // One copy made during a run (a per-copy ledger entry).
@@ -409,6 +404,14 @@ class Plan {
   std::string graph_blocker_;          // see graph_fallback_reason()
   std::unique_ptr<GraphState> graph_;  // the captured step, if any
 };
+
+// Moves every persistable of `placed.homes` (where a placement planner
+// keeps it) that `scope` holds elsewhere to its home: a copy, then the old
+// tensor is released. Every run does it first (a checkpoint load or another
+// plan over the scope may have moved one since); call it to settle the
+// scope before preparing a second plan that leaves persistables where they
+// are (AutoPlacerOptions::move_persistables off).
+absl::Status MovePersistablesHome(const PlacedProgram& placed, Scope* scope);
 
 }  // namespace tandem
 

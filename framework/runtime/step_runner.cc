@@ -132,12 +132,11 @@ absl::Status AutoPlacedHint(const Plan& plan, const Plan::Step& step, absl::Stat
   const size_t at = message.find(kKernelHint);
   if (at == absl::string_view::npos) return s;
   return absl::Status(
-      s.code(),
-      absl::StrCat(message.substr(0, at),
-                   "Hint: the auto placement placed this op within the memory budget "
-                   "(ExecutorOptions::memory_budget_bytes); give it a smaller budget, or "
-                   "raise the memory limit",
-                   message.substr(at + kKernelHint.size())));
+      s.code(), absl::StrCat(message.substr(0, at),
+                             "Hint: the auto placement placed this op within the memory budget "
+                             "(AutoPlacerOptions::budget_bytes); give it a smaller budget, or "
+                             "raise the memory limit",
+                             message.substr(at + kKernelHint.size())));
 }
 
 }  // namespace

@@ -8,7 +8,7 @@
     for batch in loader:                                   # one epoch, reshuffled each time
         exe.run(main, feed=batch, fetch_list=[loss])       # {"image": ..., "label": ...}
 
-Checkpoints are Tandem's format (framework/runtime/checkpoint.h: a CRC per
+Checkpoints are Tandem's format (framework/persistence/checkpoint.h: a CRC per
 tensor, written atomically), the one the C++ trainers write: a checkpoint
 saved here resumes there and back. A corrupted file raises DataLossError
 (an IOError) naming the file, the offset and the tensor, and leaves the

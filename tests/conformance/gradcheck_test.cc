@@ -10,9 +10,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "framework/device/device_registry.h"
+#include "framework/kernel/eager.h"
 #include "framework/kernel/kernel_registry.h"
 #include "framework/op/op_schema.h"
-#include "framework/runtime/eager.h"
 #include "framework/testing/status_matchers.h"
 #include "framework/testing/tensor_testutil.h"
 #include "gtest/gtest.h"

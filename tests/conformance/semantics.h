@@ -22,9 +22,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "framework/kernel/eager.h"
 #include "framework/op/op_desc.h"
 #include "framework/place/place.h"
-#include "framework/runtime/eager.h"
 #include "framework/tensor/tensor.h"
 #include "framework/tensor/variable.h"
 #include "gtest/gtest.h"

@@ -8,7 +8,7 @@
 
 #include "framework/program/program.h"
 #include "framework/runtime/executor.h"
-#include "framework/runtime/scope.h"
+#include "framework/tensor/scope.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const absl::StatusOr<tandem::Program> program =

@@ -24,7 +24,7 @@
 #include "backends/sim/sim_device.h"
 #include "framework/backward/optimizer.h"
 #include "framework/device/device_registry.h"
-#include "framework/runtime/checkpoint.h"
+#include "framework/persistence/checkpoint.h"
 #include "framework/runtime/executor.h"
 #include "framework/testing/status_matchers.h"
 #include "framework/testing/tensor_testutil.h"

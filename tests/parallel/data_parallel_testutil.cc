@@ -4,7 +4,7 @@
 #include <memory>
 
 #include "framework/backward/optimizer.h"
-#include "framework/runtime/checkpoint.h"
+#include "framework/persistence/checkpoint.h"
 #include "framework/testing/status_matchers.h"
 #include "framework/testing/tensor_testutil.h"
 #include "gtest/gtest.h"

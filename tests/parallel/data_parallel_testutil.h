@@ -23,7 +23,7 @@
 #include "framework/program/program.h"
 #include "framework/program/program_builder.h"
 #include "framework/runtime/executor.h"
-#include "framework/runtime/scope.h"
+#include "framework/tensor/scope.h"
 
 namespace tandem {
 

@@ -20,7 +20,7 @@
 
 #include "distributed/mpi/mpi_process_group.h"
 #include "framework/parallel/data_parallel.h"
-#include "framework/runtime/checkpoint.h"
+#include "framework/persistence/checkpoint.h"
 #include "framework/testing/status_matchers.h"
 #include "framework/testing/tensor_testutil.h"
 #include "gtest/gtest.h"

@@ -1,9 +1,9 @@
-// The auto pass (framework/runtime/auto_placement.h) on sim: workload 2
+// The auto pass (framework/autoplace/auto_placement.h) on sim: workload 2
 // needs no copy, workload 1's table that does not fit the device goes to the
 // cpu with its lookup, gradient and update and trains like the hand-placed
 // program, a budget that fits leaves everything on the device, pins are
 // never moved, bad budgets are refused with the values named.
-#include "framework/runtime/auto_placement.h"
+#include "framework/autoplace/auto_placement.h"
 
 #include <cmath>
 #include <iostream>
@@ -11,9 +11,9 @@
 
 #include "framework/backward/optimizer.h"
 #include "framework/device/device_registry.h"
+#include "framework/estimate/placement_dot.h"
 #include "framework/memory/cpu_allocator.h"
 #include "framework/runtime/executor.h"
-#include "framework/runtime/placement_dot.h"
 #include "framework/testing/status_matchers.h"
 #include "framework/testing/tensor_testutil.h"
 #include "gtest/gtest.h"
@@ -33,11 +33,10 @@ Allocator* AllocatorOf(const Place& place) {
   return (*DeviceRegistry::Global().GetDevice(place))->allocator();
 }
 
-ExecutorOptions Auto(int64_t budget = 0) {
+ExecutorOptions Auto(int64_t budget = 0, bool measure_costs = true) {
   ExecutorOptions o;
-  o.auto_placement = true;
-  o.memory_budget_bytes = budget;
-  o.cost_cache_dir = "";  // tests measure in memory
+  o.placement_planner = MakeAutoPlacer(
+      {.budget_bytes = budget, .cost_cache_dir = "", .measure_costs = measure_costs});  // in memory
   return o;
 }
 
@@ -62,8 +61,7 @@ TEST(AutoPlacement, Workload2NeedsNoCopyAndMatchesTheManualPlacement) {
   Scope scope;
   // The analytical costs: timed kernels (a sanitizer build's, a loaded
   // machine's) can make a 54 us slice look as dear as two copies.
-  ExecutorOptions analytical = Auto();
-  analytical.measure_costs = false;
+  ExecutorOptions analytical = Auto(/*budget=*/0, /*measure_costs=*/false);
   Executor manual(kSim0), automatic(kSim0, analytical);
   ASSERT_OK_AND_ASSIGN(auto manual_plan,
                        manual.Prepare(manual_b.main_program(), scope, {}, {manual_out.name}));
@@ -334,7 +332,8 @@ TEST(AutoPlacement, APinnedTablesStartupRunsUnderTheBudgetItsMainProgramFits) {
   Tensor id_values = *Tensor::Allocate(CpuAllocator::Default(), DataType::kInt64, Shape({8, 1}));
   for (int i = 0; i < 8; ++i) id_values.data<int64_t>()[i] = 1000 * i;
   for (int step = 0; step < 2; ++step) {
-    ASSERT_OK_AND_ASSIGN(std::vector<Tensor> out, exe.Run(plan.get(), &scope, {{"ids", id_values}}));
+    ASSERT_OK_AND_ASSIGN(std::vector<Tensor> out,
+                         exe.Run(plan.get(), &scope, {{"ids", id_values}}));
     EXPECT_TRUE(std::isfinite(out[0].data<float>()[0]));
   }
   EXPECT_LE(plan->MemoryEstimate().Find(kSim0)->pipelined_peak_bytes, budget);

@@ -1,12 +1,13 @@
-// The cost model (framework/runtime/cost_model.h): measured op times cached
+// The cost model (framework/estimate/cost_model.h): measured op times cached
 // on disk per device, the analytical fallback, copy costs, cache files.
-#include "framework/runtime/cost_model.h"
+#include "framework/estimate/cost_model.h"
 
 #include <dirent.h>
 
 #include <cstdlib>
 #include <fstream>
 
+#include "framework/autoplace/calibration.h"
 #include "framework/testing/status_matchers.h"
 #include "gtest/gtest.h"
 
@@ -51,7 +52,7 @@ TEST(CostModel, MeasuresOnceThenReadsTheCacheFile) {
   const auto y = Args("Out", Shape({64, 64}));
   double first = 0, first_host = 0;
   {
-    CostModel costs({.cache_dir = dir, .measure = true});
+    CostModel costs({.cache_dir = dir, .measure = true, .time_dispatch = TimeExecutorDispatch});
     ASSERT_OK_AND_ASSIGN(OpCost c, costs.OpTime(Scale(), kSim0, x, y));
     EXPECT_TRUE(c.measured);
     EXPECT_GT(c.micros, 0);
@@ -71,7 +72,7 @@ TEST(CostModel, MeasuresOnceThenReadsTheCacheFile) {
   std::string line;
   std::getline(in, line);
   EXPECT_EQ(line.rfind("@constants\tlaunch_us=", 0), 0u) << line;
-  CostModel reread({.cache_dir = dir, .measure = true});
+  CostModel reread({.cache_dir = dir, .measure = true, .time_dispatch = TimeExecutorDispatch});
   ASSERT_OK_AND_ASSIGN(OpCost cached, reread.OpTime(Scale(), kSim0, x, y));
   EXPECT_TRUE(cached.measured);
   EXPECT_DOUBLE_EQ(cached.micros, first);
@@ -92,7 +93,7 @@ TEST(CostModel, TimesSparseInputsAndSplitsOffTheHostPart) {
       {"Grad", {TensorMeta{DataType::kFloat32, Shape({64, 8}), true}}},
       {"LearningRate", {TensorMeta{DataType::kFloat32, Shape({1})}}}};
   const auto out = Args("ParamOut", Shape({1000, 8}));
-  CostModel costs({.cache_dir = "", .measure = true});
+  CostModel costs({.cache_dir = "", .measure = true, .time_dispatch = TimeExecutorDispatch});
   ASSERT_OK_AND_ASSIGN(OpCost cpu, costs.OpTime(sgd, CPUPlace(), in, out));
   EXPECT_TRUE(cpu.measured);
   EXPECT_DOUBLE_EQ(cpu.host_micros, cpu.micros);
@@ -115,7 +116,10 @@ TEST(CostModel, AnalyticalWhenNotMeasuringOrTooLarge) {
   EXPECT_FALSE(est.measured);
   EXPECT_DOUBLE_EQ(est.micros, c.launch_us + 2e6 / c.bytes_per_us);  // 1 MB read, 1 MB written
   EXPECT_EQ(costs.measurements(), 0);
-  CostModel small({.cache_dir = "", .measure = true, .max_measured_bytes = 1024});
+  CostModel small({.cache_dir = "",
+                   .measure = true,
+                   .max_measured_bytes = 1024,
+                   .time_dispatch = TimeExecutorDispatch});
   ASSERT_OK_AND_ASSIGN(OpCost big, small.OpTime(Scale(), kSim0, Args("X", Shape({1000, 250})),
                                                 Args("Out", Shape({1000, 250}))));
   EXPECT_FALSE(big.measured);
@@ -135,7 +139,7 @@ TEST(CostModel, ExtrapolatesByRowsOnlyWhenTheRowsDriveTheTime) {
 }
 
 TEST(CostModel, OpsThatCannotRunOnZerosAreAnalytical) {
-  CostModel costs({.cache_dir = "", .measure = true});
+  CostModel costs({.cache_dir = "", .measure = true, .time_dispatch = TimeExecutorDispatch});
   OpDesc op = Scale();
   op.type = "no_such_op";
   ASSERT_OK_AND_ASSIGN(OpCost c,
@@ -151,7 +155,7 @@ TEST(CostModel, CopiesCostLatencyBandwidthAndTheRoundTripWhenSync) {
                    c.h2d_latency_us + bytes / c.h2d_bytes_per_us);
   EXPECT_DOUBLE_EQ(costs.CopyMicros(kSim0, CopyKind::kDeviceToHost, bytes, true),
                    c.d2h_latency_us + bytes / c.d2h_bytes_per_us + c.sync_us);
-  CostModel measured({.cache_dir = "", .measure = true});
+  CostModel measured({.cache_dir = "", .measure = true, .time_dispatch = TimeExecutorDispatch});
   const DeviceConstants& m = measured.Constants(kSim0);
   EXPECT_TRUE(m.measured);
   EXPECT_GT(m.h2d_latency_us, 0);
@@ -164,7 +168,7 @@ TEST(CostModel, CopiesCostLatencyBandwidthAndTheRoundTripWhenSync) {
 TEST(CostModel, MalformedCacheLinesAreIgnored) {
   const std::string dir = FreshDir("costs_malformed");
   {
-    CostModel costs({.cache_dir = dir, .measure = true});
+    CostModel costs({.cache_dir = dir, .measure = true, .time_dispatch = TimeExecutorDispatch});
     ASSERT_OK(
         costs.OpTime(Scale(), kSim0, Args("X", Shape({8})), Args("Out", Shape({8}))).status());
     ASSERT_OK(costs.Save());
@@ -179,7 +183,7 @@ TEST(CostModel, MalformedCacheLinesAreIgnored) {
         << "one_number_of_an_older_cache\t12\n"
         << "@constants\tlaunch_us=x\n";
   }
-  CostModel reread({.cache_dir = dir, .measure = true});
+  CostModel reread({.cache_dir = dir, .measure = true, .time_dispatch = TimeExecutorDispatch});
   ASSERT_OK_AND_ASSIGN(
       OpCost c, reread.OpTime(Scale(), kSim0, Args("X", Shape({8})), Args("Out", Shape({8}))));
   EXPECT_TRUE(c.measured);

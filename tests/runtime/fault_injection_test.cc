@@ -25,8 +25,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "framework/backward/optimizer.h"
-#include "framework/runtime/atomic_file.h"
-#include "framework/runtime/checkpoint.h"
+#include "framework/persistence/atomic_file.h"
+#include "framework/persistence/checkpoint.h"
 #include "framework/runtime/execution_observer.h"
 #include "framework/runtime/executor.h"
 #include "framework/testing/status_matchers.h"

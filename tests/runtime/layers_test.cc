@@ -5,8 +5,8 @@
 
 #include "framework/backward/optimizer.h"
 #include "framework/device/device_registry.h"
+#include "framework/kernel/eager.h"
 #include "framework/program/program_builder.h"
-#include "framework/runtime/eager.h"
 #include "framework/runtime/executor.h"
 #include "framework/testing/status_matchers.h"
 #include "framework/testing/tensor_testutil.h"

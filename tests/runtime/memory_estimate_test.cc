@@ -1,4 +1,4 @@
-// The memory estimate (framework/runtime/memory_estimate.h): exact bytes of
+// The memory estimate (framework/estimate/memory_estimate.h): exact bytes of
 // small programs, the canonical workloads' estimates against the
 // allocators' measured peak of a steady-state step on cpu and sim:0 (and
 // gpu:0 where there is one; within 10%), of two runs in flight, kernels'
@@ -18,9 +18,9 @@
 #include "framework/device/device_registry.h"
 #include "framework/kernel/kernel_registry.h"
 #include "framework/memory/cpu_allocator.h"
+#include "framework/placement/placer.h"
 #include "framework/program/program_builder.h"
 #include "framework/runtime/executor.h"
-#include "framework/runtime/placer.h"
 #include "framework/testing/status_matchers.h"
 #include "framework/testing/tensor_testutil.h"
 #include "glog/logging.h"

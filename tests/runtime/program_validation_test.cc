@@ -1,4 +1,4 @@
-#include "framework/runtime/program_validation.h"
+#include "framework/placement/program_validation.h"
 
 #include "absl/strings/str_cat.h"
 #include "framework/memory/cpu_allocator.h"

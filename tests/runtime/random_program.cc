@@ -13,7 +13,7 @@
 #include "backends/sim/sim_device.h"
 #include "framework/backward/optimizer.h"
 #include "framework/device/device.h"
-#include "framework/runtime/scope.h"
+#include "framework/tensor/scope.h"
 #include "framework/tensor/tensor.h"
 
 namespace tandem {
@@ -1400,8 +1400,6 @@ Trajectory RunTrajectory(const GeneratedProgram& program, ExecMode mode, int ste
   options.in_order = c.in_order;
   options.host_workers = c.workers;
   options.capture_graphs = c.capture;
-  options.cost_cache_dir = "";
-  options.measure_costs = false;
   Executor exe(program.default_place, options);
   Scope scope;
   absl::Status s = exe.Run(program.builder->startup_program(), &scope).status();

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "framework/backward/optimizer.h"
-#include "framework/runtime/checkpoint.h"
+#include "framework/persistence/checkpoint.h"
 #include "framework/runtime/executor.h"
 #include "framework/testing/status_matchers.h"
 #include "framework/testing/tensor_testutil.h"
