@@ -335,11 +335,23 @@ class SoftmaxGradKernel final : public OpKernel {
 template <typename Policy>
 void RegisterNnKernels(const std::string& device_type) {
   KernelRegistry& registry = KernelRegistry::Global();
+  // Without a padding row, a lookup reads W row by row; a sparse gradient's
+  // rows are the ids.
+  auto no_padding = [](const OpDesc& op) {
+    prologue::LookupAttrs attrs;
+    return attrs.Read(op).ok() && attrs.padding_idx == -1;
+  };
+  auto sparse = [](const OpDesc& op) {
+    prologue::LookupAttrs attrs;
+    return attrs.Read(op).ok() && attrs.is_sparse;
+  };
   registry.Register(KernelDef("lookup_table", device_type)
-                        .TypeConstraint("W", LookupTableKernel<Policy>::Types::DataTypes()),
+                        .TypeConstraint("W", LookupTableKernel<Policy>::Types::DataTypes())
+                        .GathersRows("W", "Ids", "Out", no_padding),
                     MakeKernelFactory<LookupTableKernel<Policy>>());
   registry.Register(KernelDef("lookup_table_grad", device_type)
-                        .TypeConstraint("W", LookupTableGradKernel<Policy>::Types::DataTypes()),
+                        .TypeConstraint("W", LookupTableGradKernel<Policy>::Types::DataTypes())
+                        .SparseRowsFrom("Ids", "W@GRAD", sparse),
                     MakeKernelFactory<LookupTableGradKernel<Policy>>());
   registry.Register(KernelDef("l2_normalize", device_type)
                         .TypeConstraint("X", L2NormalizeKernel<Policy>::Types::DataTypes()),

@@ -287,12 +287,14 @@ void RegisterOptimizerKernels(const std::string& device_type) {
   KernelRegistry::Global().Register(
       KernelDef("sgd", device_type)
           .TypeConstraint("Param", SgdKernel<Policy>::Types::DataTypes())
-          .HostMemory("LearningRate"),
+          .HostMemory("LearningRate")
+          .UpdatesRowsOf("Param", "Grad"),
       MakeKernelFactory<SgdKernel<Policy>>());
   KernelRegistry::Global().Register(
       KernelDef("momentum", device_type)
           .TypeConstraint("Param", MomentumKernel<Policy>::Types::DataTypes())
-          .HostMemory("LearningRate"),
+          .HostMemory("LearningRate")
+          .UpdatesRowsOf("Param", "Grad"),
       MakeKernelFactory<MomentumKernel<Policy>>());
   KernelRegistry::Global().Register(
       KernelDef("adam", device_type)
@@ -301,7 +303,8 @@ void RegisterOptimizerKernels(const std::string& device_type) {
           .HostMemory("Beta1Pow")
           .HostMemory("Beta2Pow")
           .HostMemory("Beta1PowOut")
-          .HostMemory("Beta2PowOut"),
+          .HostMemory("Beta2PowOut")
+          .UpdatesRowsOf("Param", "Grad"),
       MakeKernelFactory<AdamKernel<Policy>>());
 }
 

@@ -16,6 +16,7 @@
 #include "framework/base/status_macros.h"
 #include "framework/device/device_registry.h"
 #include "framework/kernel/kernel_registry.h"
+#include "framework/memory/allocator.h"
 #include "glog/logging.h"
 
 namespace tandem {
@@ -25,26 +26,14 @@ constexpr int64_t kMaxBudget = int64_t{1} << 50;  // 1 PiB: no device is larger
 constexpr int kMaxMemoryRounds = 64;
 constexpr int kMaxTimeSweeps = 8;
 
-std::string Bytes(int64_t b) {
-  const std::string human = HumanBytes(b);  // "1536 bytes (1.5 KiB)"
-  const size_t open = human.find('(');
-  return open == std::string::npos ? human : human.substr(open + 1, human.size() - open - 2);
-}
-
 std::string Micros(double us) {
   return us >= 1000 ? absl::StrFormat("%.2f ms", us / 1000) : absl::StrFormat("%.0f us", us);
-}
-
-std::vector<std::string> Vars(const std::map<std::string, std::vector<std::string>>& args) {
-  std::vector<std::string> out;
-  for (const auto& [arg, vars] : args) out.insert(out.end(), vars.begin(), vars.end());
-  return out;
 }
 
 // An op that reads nothing and writes only persistables (a startup op).
 bool IsInitialiser(const Block& block, const OpDesc& op) {
   if (!op.inputs.empty() || op.outputs.empty()) return false;
-  for (const std::string& v : Vars(op.outputs)) {
+  for (const std::string& v : ArgumentVars(op.outputs)) {
     const VarDesc* d = block.FindVar(v);
     if (d == nullptr || !d->persistable) return false;
   }
@@ -89,7 +78,7 @@ struct Clocks {
 
   double Ready(const OpDesc& op) {
     double t = 0;
-    for (const std::string& v : Vars(op.inputs)) t = std::max(t, ready[v]);
+    for (const std::string& v : ArgumentVars(op.inputs)) t = std::max(t, ready[v]);
     return t;
   }
   double End() const {
@@ -131,7 +120,7 @@ double SimulateStep(const PlacedProgram& placed, const std::vector<OpCost>& op_c
       end = stream = std::max({stream, ready, c.host + host}) + op_costs[i].micros - host;
       c.host = in_order ? end : c.host + host;
     }
-    for (const std::string& v : Vars(op.outputs)) c.ready[v] = end;
+    for (const std::string& v : ArgumentVars(op.outputs)) c.ready[v] = end;
   }
   double run = 0;  // the run's fixed cost: the largest of its places'
   for (const Place& p : placed.places) run = std::max(run, costs->Constants(p).run_us);
@@ -308,8 +297,8 @@ absl::Status AutoPlanner::FindUnits(const PlacedProgram& base_placed) {
       unit_of_[i] = unit_of_[ref];
       units_[unit_of_[i]].ops.push_back(i);
     }
-    for (const std::string& v : Vars(op.inputs)) first_reader.emplace(v, i);
-    for (const std::string& v : Vars(op.outputs)) writer[v] = i;
+    for (const std::string& v : ArgumentVars(op.inputs)) first_reader.emplace(v, i);
+    for (const std::string& v : ArgumentVars(op.outputs)) writer[v] = i;
   }
   return absl::OkStatus();
 }
@@ -440,7 +429,7 @@ Place AutoPlanner::Requested(int op) const {
   for (int i : u.ops) {
     if (i >= op || (!sum && found >= 0)) break;
     const OpDesc& p = block_.ops()[i];
-    const std::vector<std::string> vars = sum ? Vars(p.outputs) : Vars(p.inputs);
+    const std::vector<std::string> vars = sum ? ArgumentVars(p.outputs) : ArgumentVars(p.inputs);
     if (std::count(vars.begin(), vars.end(), o.origin.var)) found = i;
   }
   if (found >= 0) return place_[found];
@@ -592,7 +581,8 @@ void AutoPlanner::FindOwners() {
     if (q.first_reader >= 0) owners_[q.var] = unit_of_[q.first_reader];
   }
   for (int i = 0; i < static_cast<int>(block_.ops().size()); ++i) {
-    for (const std::string& v : Vars(block_.ops()[i].outputs)) owners_.emplace(v, unit_of_[i]);
+    for (const std::string& v : ArgumentVars(block_.ops()[i].outputs))
+      owners_.emplace(v, unit_of_[i]);
   }
 }
 
@@ -658,9 +648,10 @@ absl::Status AutoPlanner::MemoryPass() {
       if (saved >= peak.bytes - budget_) break;
       Flip(&units_[u], true);
       units_[u].for_memory = true;
-      units_[u].memory_reason = absl::StrCat(
-          "'", largest[u].var, "' ", Bytes(largest[u].bytes), " does not fit the ", Bytes(budget_),
-          " budget of ", device_.ToString(), " (est. peak ", Bytes(peak.bytes), " with it there)");
+      units_[u].memory_reason =
+          absl::StrCat("'", largest[u].var, "' ", ShortBytes(largest[u].bytes),
+                       " does not fit the ", ShortBytes(budget_), " budget of ", device_.ToString(),
+                       " (est. peak ", ShortBytes(peak.bytes), " with it there)");
       saved += owned[u];
     }
   }
@@ -683,13 +674,14 @@ absl::Status AutoPlanner::NoFit() {
     const std::string name = memory_->Name(var);
     const VarDesc* d = block_.FindVar(name);
     if (d == nullptr || !d->persistable || largest.size() == 3) continue;
-    largest.push_back(absl::StrCat("'", name, "' ", Bytes(bytes)));
+    largest.push_back(absl::StrCat("'", name, "' ", ShortBytes(bytes)));
   }
   return absl::ResourceExhaustedError(absl::StrCat(
       "auto placement: the plan does not fit the memory budget of ", device_.ToString(), ", ",
-      budget_, " bytes (", Bytes(budget_),
+      budget_, " bytes (", ShortBytes(budget_),
       "): with every op that is not pinned on the cpu it still needs an estimated ", least,
-      " bytes (", Bytes(least), ") there, the smallest budget that would fit (memory_budget_mb=",
+      " bytes (", ShortBytes(least),
+      ") there, the smallest budget that would fit (memory_budget_mb=",
       (least + (1 << 20) - 1) >> 20,
       "); largest persistables there: ", largest.empty() ? "none" : absl::StrJoin(largest, ", "),
       " (kept there by ops pinned to it with device_guard)"));
@@ -750,8 +742,9 @@ std::string AutoPlanner::Summary(const PlacedProgram& placed, double step) {
   }
   return absl::StrCat(
       "auto placement on ", device_.ToString(), " (",
-      budget_ > 0 ? absl::StrCat("budget ", Bytes(budget_), ", est. peak ", Bytes(device_peak_))
-                  : std::string("no memory budget"),
+      budget_ > 0
+          ? absl::StrCat("budget ", ShortBytes(budget_), ", est. peak ", ShortBytes(device_peak_))
+          : std::string("no memory budget"),
       "): est. step ", Micros(step), "; ", placed.num_copies, " copies per step; ", on_cpu, " of ",
       units_.size(), " unpinned ops on cpu (", for_memory, " to fit the budget)");
 }
@@ -776,8 +769,8 @@ absl::Status AutoPlanner::Init() {
   if (capacity > 0 && options_.budget_bytes > capacity) {
     return absl::InvalidArgumentError(
         absl::StrCat("auto placement: memory budget ", options_.budget_bytes, " bytes (",
-                     Bytes(options_.budget_bytes), ") is more than ", device_.ToString(),
-                     " has: ", capacity, " bytes (", Bytes(capacity), ")"));
+                     ShortBytes(options_.budget_bytes), ") is more than ", device_.ToString(),
+                     " has: ", capacity, " bytes (", ShortBytes(capacity), ")"));
   }
   budget_ = options_.budget_bytes;
   if (budget_ == 0 && capacity > 0 && !device_.is_host()) {

@@ -9,12 +9,6 @@
 namespace tandem {
 namespace {
 
-std::vector<std::string> AllVars(const std::map<std::string, std::vector<std::string>>& args) {
-  std::vector<std::string> out;
-  for (const auto& [arg, vars] : args) out.insert(out.end(), vars.begin(), vars.end());
-  return out;
-}
-
 // Adds VarDescs for the outputs of `op` from its shape inference.
 absl::Status DeclareOutputs(Block* block, const OpDesc& op) {
   ASSIGN_OR_RETURN(const OpSchema* schema, OpRegistry::Global().Find(op.type));
@@ -73,8 +67,8 @@ absl::StatusOr<GradMap> AppendBackward(ProgramBuilder* builder, Var loss) {
   int loss_producer = -1;
   for (size_t i = 0; i < forward.size(); ++i) {
     bool any = false;
-    for (const std::string& in : AllVars(forward[i].inputs)) any |= needs_grad.count(in) > 0;
-    for (const std::string& out : AllVars(forward[i].outputs)) {
+    for (const std::string& in : ArgumentVars(forward[i].inputs)) any |= needs_grad.count(in) > 0;
+    for (const std::string& out : ArgumentVars(forward[i].outputs)) {
       const VarDesc* d = block.FindVar(out);
       if (any && d != nullptr && !d->stop_gradient) needs_grad.insert(out);
       if (out == loss.name) loss_producer = static_cast<int>(i);
@@ -93,10 +87,11 @@ absl::StatusOr<GradMap> AppendBackward(ProgramBuilder* builder, Var loss) {
   std::vector<bool> on_path(forward.size(), false);
   for (int i = loss_producer; i >= 0; --i) {
     bool feeds = false;
-    for (const std::string& out : AllVars(forward[i].outputs)) feeds |= reaches_loss.count(out) > 0;
+    for (const std::string& out : ArgumentVars(forward[i].outputs))
+      feeds |= reaches_loss.count(out) > 0;
     if (!feeds) continue;
     on_path[i] = true;
-    for (const std::string& in : AllVars(forward[i].inputs)) reaches_loss.insert(in);
+    for (const std::string& in : ArgumentVars(forward[i].inputs)) reaches_loss.insert(in);
   }
 
   // d loss / d loss = 1 (the placer puts it with the loss op).
@@ -117,10 +112,11 @@ absl::StatusOr<GradMap> AppendBackward(ProgramBuilder* builder, Var loss) {
     if (!on_path[i]) continue;
     const OpDesc& fwd = forward[i];
     bool out_has_grad = false;
-    for (const std::string& out : AllVars(fwd.outputs)) out_has_grad |= has_grad.count(out) > 0;
+    for (const std::string& out : ArgumentVars(fwd.outputs))
+      out_has_grad |= has_grad.count(out) > 0;
     if (!out_has_grad) continue;
     GradContext ctx;
-    for (const std::string& in : AllVars(fwd.inputs)) {
+    for (const std::string& in : ArgumentVars(fwd.inputs)) {
       if (needs_grad.count(in)) ctx.wanted.push_back(in);
     }
     if (ctx.wanted.empty()) continue;

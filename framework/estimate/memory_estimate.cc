@@ -9,11 +9,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "framework/device/device_registry.h"
+#include "framework/estimate/memory_walk.h"
+#include "framework/kernel/eager.h"
 #include "framework/memory/allocator.h"
 #include "framework/memory/cpu_allocator.h"
 #include "framework/op/op_schema.h"
-#include "framework/kernel/eager.h"
-#include "framework/estimate/memory_walk.h"
 #include "framework/placement/placement_passes.h"
 
 namespace tandem {
@@ -47,12 +47,6 @@ Shape AtLeastOne(const Shape& s) {
   return Shape(dims);
 }
 
-std::vector<std::string> Vars(const std::map<std::string, std::vector<std::string>>& args) {
-  std::vector<std::string> out;
-  for (const auto& [arg, vars] : args) out.insert(out.end(), vars.begin(), vars.end());
-  return out;
-}
-
 // A value of `bytes` as KernelDef::Scratch sees it: a SelectedRows value's
 // first dim is the rows it holds.
 TensorMeta ScratchMeta(TensorMeta m, int64_t bytes) {
@@ -75,18 +69,18 @@ std::string ScratchName(const std::string& type, int index) {
 std::set<std::string> FoldedConstants(const Block& block) {
   std::map<std::string, int> writes;
   for (const OpDesc& op : block.ops()) {
-    for (const std::string& v : Vars(op.outputs)) ++writes[v];
+    for (const std::string& v : ArgumentVars(op.outputs)) ++writes[v];
   }
   std::set<std::string> folded;
   for (const OpDesc& op : block.ops()) {
     if (op.type != "fill_constant" || !op.inputs.empty()) continue;
     bool foldable = true;
-    for (const std::string& v : Vars(op.outputs)) {
+    for (const std::string& v : ArgumentVars(op.outputs)) {
       const VarDesc* d = block.FindVar(v);
       foldable &= writes[v] == 1 && (d == nullptr || !d->persistable);
     }
     if (foldable) {
-      for (const std::string& v : Vars(op.outputs)) folded.insert(v);
+      for (const std::string& v : ArgumentVars(op.outputs)) folded.insert(v);
     }
   }
   return folded;
@@ -113,7 +107,7 @@ class KnownValues {
 
 KnownValues::KnownValues(const Block& block) : block_(block) {
   for (int i = 0; i < static_cast<int>(block.ops().size()); ++i) {
-    for (const std::string& v : Vars(block.ops()[i].outputs)) writers_[v].push_back(i);
+    for (const std::string& v : ArgumentVars(block.ops()[i].outputs)) writers_[v].push_back(i);
   }
 }
 
@@ -274,7 +268,7 @@ int64_t MetaResolver::OutputBytes(const OpDesc& op, const std::string& var) {
   if (!m.selected_rows || shape.rank() == 0 || shape.dim(0) == 0) {
     return DenseBytes(m.dtype, shape);
   }
-  for (const std::string& in : Vars(op.inputs)) {
+  for (const std::string& in : ArgumentVars(op.inputs)) {
     const Meta ids = Of(in);
     if (ids.dtype != DataType::kInt64 && ids.dtype != DataType::kInt32) continue;
     absl::StatusOr<int64_t> rows = AtLeastOne(ids.shape).NumElements();
@@ -342,8 +336,8 @@ int MemoryProgramBuilder::Id(const std::string& var) {
 void MemoryProgramBuilder::AddResidents() {
   std::set<std::string> used;
   for (const OpDesc& op : block_.ops()) {
-    for (const std::string& v : Vars(op.inputs)) used.insert(v);
-    for (const std::string& v : Vars(op.outputs)) used.insert(v);
+    for (const std::string& v : ArgumentVars(op.inputs)) used.insert(v);
+    for (const std::string& v : ArgumentVars(op.outputs)) used.insert(v);
   }
   const int host = Slot(CPUPlace());
   for (const auto& [var, place] : placed_.initial_places) {
@@ -388,7 +382,7 @@ void MemoryProgramBuilder::StageUploads() {
                                     MemoryCategory::kStaging, i, /*held=*/false,
                                     /*bound=*/false});  // kept across runs
     }
-    for (const std::string& v : Vars(op.outputs)) written.insert(v);
+    for (const std::string& v : ArgumentVars(op.outputs)) written.insert(v);
   }
 }
 
@@ -410,8 +404,8 @@ void MemoryProgramBuilder::AddOp(int i) {
   MemoryProgram::Op& m = program_.ops.emplace_back();
   std::vector<int>& reads = reads_.emplace_back();
   std::vector<int>& writes = writes_.emplace_back();
-  for (const std::string& v : Vars(op.inputs)) reads.push_back(Id(v));
-  for (const std::string& v : Vars(op.outputs)) writes.push_back(Id(v));
+  for (const std::string& v : ArgumentVars(op.inputs)) reads.push_back(Id(v));
+  for (const std::string& v : ArgumentVars(op.outputs)) writes.push_back(Id(v));
   if (const std::optional<CopyStep>& c = placed_.table[i].copy; c.has_value()) {
     m.copy = true;
     m.copy_source = Id(c->source);
@@ -496,12 +490,6 @@ void Summarise(const MemoryWalkResult& walk, const std::vector<std::string>& nam
                    [](const LiveValue& a, const LiveValue& b) { return a.bytes > b.bytes; });
 }
 
-std::string Bytes(int64_t b) {
-  const std::string human = HumanBytes(b);  // "1536 bytes (1.5 KiB)"
-  const size_t open = human.find('(');
-  return open == std::string::npos ? human : human.substr(open + 1, human.size() - open - 2);
-}
-
 }  // namespace
 
 const PlaceMemory* MemoryEstimate::Find(const Place& place) const {
@@ -519,21 +507,21 @@ int64_t MemoryEstimate::PeakBytes(const Place& place) const {
 std::string MemoryEstimate::ToString() const {
   std::string out;
   for (const PlaceMemory& p : places) {
-    absl::StrAppend(&out, "memory estimate ", p.place.ToString(), ": peak ", Bytes(p.peak_bytes),
-                    " (parameters ", Bytes(p.parameters), ", optimizer state ",
-                    Bytes(p.optimizer_state), ", constants ", Bytes(p.constants), ", feeds ",
-                    Bytes(p.feeds), ", staging ", Bytes(p.staging), ", intermediates ",
-                    Bytes(p.intermediates));
-    if (p.scratch > 0) absl::StrAppend(&out, ", scratch ", Bytes(p.scratch));
+    absl::StrAppend(&out, "memory estimate ", p.place.ToString(), ": peak ",
+                    ShortBytes(p.peak_bytes), " (parameters ", ShortBytes(p.parameters),
+                    ", optimizer state ", ShortBytes(p.optimizer_state), ", constants ",
+                    ShortBytes(p.constants), ", feeds ", ShortBytes(p.feeds), ", staging ",
+                    ShortBytes(p.staging), ", intermediates ", ShortBytes(p.intermediates));
+    if (p.scratch > 0) absl::StrAppend(&out, ", scratch ", ShortBytes(p.scratch));
     absl::StrAppend(&out, ")");
     absl::StrAppend(&out, " at ", p.peak_at);
     if (p.pipelined_peak_bytes > p.peak_bytes) {
-      absl::StrAppend(&out, "; two runs in flight: ", Bytes(p.pipelined_peak_bytes), " (",
+      absl::StrAppend(&out, "; two runs in flight: ", ShortBytes(p.pipelined_peak_bytes), " (",
                       p.pipelined_peak_at, ")");
     }
     std::vector<std::string> largest;
     for (size_t k = 0; k < p.largest.size() && k < 3; ++k) {
-      largest.push_back(absl::StrCat(p.largest[k].var, " ", Bytes(p.largest[k].bytes)));
+      largest.push_back(absl::StrCat(p.largest[k].var, " ", ShortBytes(p.largest[k].bytes)));
     }
     if (!largest.empty()) absl::StrAppend(&out, "; largest: ", absl::StrJoin(largest, ", "));
     absl::StrAppend(&out, "\n");
@@ -628,9 +616,9 @@ absl::Status Overflow(const PlacedProgram& placed, const MemoryEstimate::Allocat
             "memory limit";
   return absl::ResourceExhaustedError(absl::StrCat(
       what, " on ", a.place.ToString(), ": the plan would hold an estimated ", before + a.bytes,
-      " bytes (", Bytes(before + a.bytes), ") there: requested ", a.bytes, " bytes (",
-      Bytes(a.bytes), ") with ", before, " bytes planned before, more than the limit ", capacity,
-      " bytes (", Bytes(capacity), ") of ", a.place.ToString(),
+      " bytes (", ShortBytes(before + a.bytes), ") there: requested ", a.bytes, " bytes (",
+      ShortBytes(a.bytes), ") with ", before, " bytes planned before, more than the limit ",
+      capacity, " bytes (", ShortBytes(capacity), ") of ", a.place.ToString(),
       " (refused at Prepare, before anything is allocated). ", hint));
 }
 
@@ -1164,7 +1152,7 @@ absl::Status CheckMemoryFits(const PlacedProgram& placed, const MemoryEstimate& 
                                         : std::vector<std::string>{p.largest[0].var},
                       ", "),
         " to ", p.place.ToString(), ": the plan would hold an estimated ", p.peak_bytes,
-        " bytes there, more than the limit ", it->second, " bytes (", Bytes(it->second), ")"));
+        " bytes there, more than the limit ", it->second, " bytes (", ShortBytes(it->second), ")"));
   }
   return absl::OkStatus();
 }

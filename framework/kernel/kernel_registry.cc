@@ -67,6 +67,33 @@ double CollectiveBusFactor(CollectiveKind kind, int ranks) {
   return 1;
 }
 
+KernelDef& KernelDef::GathersRows(std::string table, std::string ids, std::string out,
+                                  OpPredicate applies) {
+  row_gather_ =
+      RowGatherContract{std::move(table), std::move(ids), std::move(out), std::move(applies)};
+  return *this;
+}
+
+KernelDef& KernelDef::SparseRowsFrom(std::string ids, std::string out, OpPredicate applies) {
+  sparse_rows_ = SparseRowsContract{std::move(ids), std::move(out), std::move(applies)};
+  return *this;
+}
+
+KernelDef& KernelDef::UpdatesRowsOf(std::string param, std::string grad) {
+  row_update_ = RowUpdateContract{std::move(param), std::move(grad)};
+  return *this;
+}
+
+const RowGatherContract* KernelDef::RowGather(const OpDesc& op) const {
+  if (!row_gather_ || (row_gather_->applies && !row_gather_->applies(op))) return nullptr;
+  return &*row_gather_;
+}
+
+const SparseRowsContract* KernelDef::SparseRows(const OpDesc& op) const {
+  if (!sparse_rows_ || (sparse_rows_->applies && !sparse_rows_->applies(op))) return nullptr;
+  return &*sparse_rows_;
+}
+
 std::string KernelDef::DebugString() const {
   std::string out = absl::StrCat(op_, " on ", device_type_name_);
   for (const auto& [name, types] : constraints_) {
@@ -78,6 +105,16 @@ std::string KernelDef::DebugString() const {
     absl::StrAppend(&out, " HostMemory(", arg, ")");
   }
   if (scratch_) absl::StrAppend(&out, " Scratch");
+  if (row_gather_) {
+    absl::StrAppend(&out, " GathersRows(", row_gather_->table, ", ", row_gather_->ids, " -> ",
+                    row_gather_->out, ")");
+  }
+  if (sparse_rows_) {
+    absl::StrAppend(&out, " SparseRowsFrom(", sparse_rows_->ids, " -> ", sparse_rows_->out, ")");
+  }
+  if (row_update_) {
+    absl::StrAppend(&out, " UpdatesRowsOf(", row_update_->param, ", ", row_update_->grad, ")");
+  }
   return out;
 }
 

@@ -33,6 +33,17 @@
 //                       .Collective(CollectiveKind::kAllReduce),
 //                   NcclAllReduceKernel);
 //
+// Kernels that touch a table row by row say so, and the pipelined executor
+// lets a lookup of a sparse table run while the previous step's sparse
+// update of that table does, waiting only for the rows it writes
+// (executor.h, "Pipelined runs"):
+//
+//   KernelDef("lookup_table", "cpu")         // Out[k] = W[Ids[k]] (no padding row)
+//       .GathersRows("W", "Ids", "Out", [](const OpDesc& op) { return !HasPadding(op); });
+//   KernelDef("lookup_table_grad", "cpu")    // a sparse W@GRAD whose rows are Ids
+//       .SparseRowsFrom("Ids", "W@GRAD", [](const OpDesc& op) { return IsSparse(op); });
+//   KernelDef("sgd", "cpu").UpdatesRowsOf("Param", "Grad");   // sparse Grad: only its rows
+//
 // A TypeConstraint names an input argument (its variable's dtype) or a dtype
 // attribute. Two registrations for the same op and device whose constraints
 // can match the same dtypes are a start-up crash. Registration happens during
@@ -81,6 +92,31 @@ using ArgMetas = std::map<std::string, std::vector<TensorMeta>>;
 // a pure function.
 using ScratchFn =
     std::function<int64_t(const OpDesc& op, const ArgMetas& inputs, const ArgMetas& outputs)>;
+// Whether a kernel's row contract holds for this op (e.g. for its
+// attributes); a pure function.
+using OpPredicate = std::function<bool(const OpDesc& op)>;
+
+// The row contracts of KernelDef (see the header comment). Each holds for
+// an op when `applies` is unset or returns true for it.
+struct RowGatherContract {
+  // Output `out`'s row k is row ids[k] of input `table` (a dense 2-D
+  // tensor), for every k, and nothing else is read: the executor may run
+  // the kernel on other ids and copy some rows of `table` itself.
+  std::string table, ids, out;
+  OpPredicate applies;
+};
+struct SparseRowsContract {
+  // Output `out` is sparse (SelectedRows) and its rows are the values of
+  // input `ids`.
+  std::string ids, out;
+  OpPredicate applies;
+};
+struct RowUpdateContract {
+  // With a sparse input `grad`, the kernel writes only the rows of input
+  // (and in-place output) `param` that `grad` names.
+  std::string param, grad;
+};
+
 // The meta of argument `arg`'s first variable; nullptr when it has none.
 const TensorMeta* FirstMeta(const ArgMetas& args, absl::string_view arg);
 
@@ -104,6 +140,11 @@ class KernelDef {
   // with the compute stream by events), and the profiler reports its bytes
   // (its inputs') and bandwidths.
   KernelDef& Collective(CollectiveKind kind);
+  // Row contracts (RowGatherContract and the others above).
+  KernelDef& GathersRows(std::string table, std::string ids, std::string out,
+                         OpPredicate applies = nullptr);
+  KernelDef& SparseRowsFrom(std::string ids, std::string out, OpPredicate applies = nullptr);
+  KernelDef& UpdatesRowsOf(std::string param, std::string grad);
 
   const std::string& op() const { return op_; }
   const std::string& device_type_name() const { return device_type_name_; }
@@ -123,6 +164,11 @@ class KernelDef {
   }
   bool declares_host_staging() const { return static_cast<bool>(host_staging_); }
   CollectiveKind collective() const { return collective_; }
+  // The row contracts that hold for `op`; nullptr when none was declared or
+  // its predicate refuses the op.
+  const RowGatherContract* RowGather(const OpDesc& op) const;
+  const SparseRowsContract* SparseRows(const OpDesc& op) const;
+  const RowUpdateContract* RowUpdate() const { return row_update_ ? &*row_update_ : nullptr; }
   // "crop_tensor on gpu [X: float32] HostMemory(Shape)"
   std::string DebugString() const;
 
@@ -134,6 +180,9 @@ class KernelDef {
   ScratchFn scratch_;
   ScratchFn host_staging_;
   CollectiveKind collective_ = CollectiveKind::kNone;
+  std::optional<RowGatherContract> row_gather_;
+  std::optional<SparseRowsContract> sparse_rows_;
+  std::optional<RowUpdateContract> row_update_;
 };
 
 using KernelFactory = std::function<absl::StatusOr<std::unique_ptr<OpKernel>>(const OpDesc&)>;

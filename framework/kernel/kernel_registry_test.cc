@@ -46,6 +46,42 @@ REGISTER_KERNEL(KernelDef("kr_scratch_op", "cpu")
                     }),
                 NoopKernel);
 
+// A row gather whose contract holds only without a "padding" attribute,
+// and a row update.
+REGISTER_KERNEL(KernelDef("kr_gather_op", "cpu")
+                    .GathersRows("Table", "Ids", "Out",
+                                 [](const OpDesc& op) { return op.attrs.count("padding") == 0; })
+                    .SparseRowsFrom("Ids", "Out"),
+                NoopKernel);
+REGISTER_KERNEL(KernelDef("kr_update_op", "cpu").UpdatesRowsOf("Param", "Grad"), NoopKernel);
+
+TEST(KernelRegistry, AKernelDeclaresItsRowContracts) {
+  auto none = [](absl::string_view) -> std::optional<DataType> { return std::nullopt; };
+  ASSERT_OK_AND_ASSIGN(const KernelRegistration* gather,
+                       KernelRegistry::Global().Find("kr_gather_op", DeviceType::CPU(), none));
+  ASSERT_OK_AND_ASSIGN(const KernelRegistration* update,
+                       KernelRegistry::Global().Find("kr_update_op", DeviceType::CPU(), none));
+  EXPECT_EQ(gather->def.DebugString(),
+            "kr_gather_op on cpu GathersRows(Table, Ids -> Out) SparseRowsFrom(Ids -> Out)");
+  EXPECT_EQ(update->def.DebugString(), "kr_update_op on cpu UpdatesRowsOf(Param, Grad)");
+  OpDesc plain, padded;
+  padded.attrs["padding"] = int64_t{0};
+  const RowGatherContract* rows = gather->def.RowGather(plain);
+  ASSERT_NE(rows, nullptr);
+  EXPECT_EQ(rows->table, "Table");
+  EXPECT_EQ(rows->ids, "Ids");
+  EXPECT_EQ(rows->out, "Out");
+  EXPECT_EQ(gather->def.RowGather(padded), nullptr);   // its predicate refuses the op
+  ASSERT_NE(gather->def.SparseRows(padded), nullptr);  // no predicate: every op
+  EXPECT_EQ(gather->def.SparseRows(padded)->ids, "Ids");
+  EXPECT_EQ(gather->def.RowUpdate(), nullptr);
+  ASSERT_NE(update->def.RowUpdate(), nullptr);
+  EXPECT_EQ(update->def.RowUpdate()->param, "Param");
+  EXPECT_EQ(update->def.RowUpdate()->grad, "Grad");
+  EXPECT_EQ(update->def.RowGather(plain), nullptr);
+  EXPECT_EQ(update->def.SparseRows(plain), nullptr);
+}
+
 TEST(KernelRegistry, AKernelDeclaresItsScratch) {
   auto none = [](absl::string_view) -> std::optional<DataType> { return std::nullopt; };
   ASSERT_OK_AND_ASSIGN(const KernelRegistration* k,

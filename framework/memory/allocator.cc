@@ -18,6 +18,12 @@ std::string HumanBytes(int64_t bytes) {
   return absl::StrFormat("%d bytes (%.1f %s)", bytes, v, kUnits[unit]);
 }
 
+std::string ShortBytes(int64_t bytes) {
+  const std::string human = HumanBytes(bytes);  // "1536 bytes (1.5 KiB)"
+  const size_t open = human.find('(');
+  return open == std::string::npos ? human : human.substr(open + 1, human.size() - open - 2);
+}
+
 namespace {
 std::atomic<const AllocationFaultHook*> fault_hook{nullptr};
 }  // namespace
@@ -33,10 +39,9 @@ absl::Status MemoryStats::Reserve(size_t bytes) {
   int64_t cur = in_use_.load();
   while (true) {
     if (limit > 0 && cur + want > limit) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "out of memory on ", place_.ToString(), ": requested ",
-          HumanBytes(want), ", in use ", HumanBytes(cur), ", limit ",
-          HumanBytes(limit)));
+      return absl::ResourceExhaustedError(
+          absl::StrCat("out of memory on ", place_.ToString(), ": requested ", HumanBytes(want),
+                       ", in use ", HumanBytes(cur), ", limit ", HumanBytes(limit)));
     }
     if (in_use_.compare_exchange_weak(cur, cur + want)) break;
   }
@@ -48,9 +53,7 @@ absl::Status MemoryStats::Reserve(size_t bytes) {
   return absl::OkStatus();
 }
 
-void MemoryStats::Release(size_t bytes) {
-  in_use_.fetch_sub(static_cast<int64_t>(bytes));
-}
+void MemoryStats::Release(size_t bytes) { in_use_.fetch_sub(static_cast<int64_t>(bytes)); }
 
 AllocatorStats MemoryStats::Snapshot() const {
   AllocatorStats s;
@@ -62,8 +65,7 @@ AllocatorStats MemoryStats::Snapshot() const {
   return s;
 }
 
-absl::StatusOr<std::shared_ptr<Buffer>> Buffer::Allocate(Allocator* allocator,
-                                                         size_t size) {
+absl::StatusOr<std::shared_ptr<Buffer>> Buffer::Allocate(Allocator* allocator, size_t size) {
   ASSIGN_OR_RETURN(void* data, allocator->Allocate(size));
   return std::shared_ptr<Buffer>(new Buffer(allocator, data, size));
 }

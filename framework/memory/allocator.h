@@ -46,8 +46,7 @@ void SetAllocationFaultHookForTesting(const AllocationFaultHook* hook);
 // Thread-safe counters with an optional limit, shared by all allocators.
 class MemoryStats {
  public:
-  explicit MemoryStats(Place place, int64_t bytes_limit = 0)
-      : place_(place), limit_(bytes_limit) {}
+  explicit MemoryStats(Place place, int64_t bytes_limit = 0) : place_(place), limit_(bytes_limit) {}
 
   // Accounts `bytes` as in use, or returns ResourceExhausted with bytes
   // requested, in use and limit when the limit would be exceeded.
@@ -93,8 +92,7 @@ class Allocator {
 // Shared between tensors through std::shared_ptr; not copyable.
 class Buffer {
  public:
-  static absl::StatusOr<std::shared_ptr<Buffer>> Allocate(Allocator* allocator,
-                                                          size_t size);
+  static absl::StatusOr<std::shared_ptr<Buffer>> Allocate(Allocator* allocator, size_t size);
   ~Buffer();
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
@@ -114,6 +112,8 @@ class Buffer {
 
 // Formats a byte count for messages: "1536 bytes (1.5 KiB)".
 std::string HumanBytes(int64_t bytes);
+// The short form, for tables and summaries: "1.5 KiB" ("512 bytes" below 1 KiB).
+std::string ShortBytes(int64_t bytes);
 
 }  // namespace tandem
 

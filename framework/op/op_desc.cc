@@ -109,4 +109,10 @@ std::string OpDesc::DebugString() const {
                       attr_parts.empty() ? "" : "}", op_device.empty() ? "" : " @", op_device);
 }
 
+std::vector<std::string> ArgumentVars(const std::map<std::string, std::vector<std::string>>& args) {
+  std::vector<std::string> out;
+  for (const auto& [arg, vars] : args) out.insert(out.end(), vars.begin(), vars.end());
+  return out;
+}
+
 }  // namespace tandem

@@ -25,6 +25,10 @@ namespace tandem {
 inline constexpr char kGradSuffix[] = "@GRAD";
 std::string GradVarName(absl::string_view var);
 
+// Every variable of an op's inputs or outputs, argument by argument (in
+// the map's order), repeats kept: ArgumentVars(op.inputs).
+std::vector<std::string> ArgumentVars(const std::map<std::string, std::vector<std::string>>& args);
+
 // Why an op exists; set by the builder, backward pass, optimizer or placer.
 enum class OpRole { kForward, kBackward, kLoss, kOptimize, kCopy };
 absl::string_view OpRoleName(OpRole role);  // "forward", "backward", ...

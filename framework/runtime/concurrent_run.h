@@ -24,7 +24,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "framework/runtime/plan_internal.h"
+#include "framework/runtime/step_runner.h"
 
 namespace tandem {
 

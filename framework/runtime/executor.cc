@@ -9,14 +9,11 @@
 #include "framework/runtime/concurrent_run.h"
 #include "framework/runtime/execution_observer.h"
 #include "framework/runtime/host_worker_pool.h"
-#include "framework/runtime/plan_internal.h"
+#include "framework/runtime/plan_passes.h"
+#include "framework/runtime/step_runner.h"
 #include "glog/logging.h"
 
 namespace tandem {
-
-absl::Status BuildPlan(Plan* plan, const std::vector<std::string>& feeds,
-                       const std::vector<std::string>& fetches);  // plan_passes.cc
-absl::Status MakeFrame(Plan* plan);                               // plan_passes.cc
 
 namespace {
 std::atomic<ExecutionObserver*> g_observer{nullptr};

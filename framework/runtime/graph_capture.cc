@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "framework/base/status_macros.h"
-#include "framework/runtime/plan_internal.h"
+#include "framework/runtime/step_runner.h"
 #include "glog/logging.h"
 
 namespace tandem {

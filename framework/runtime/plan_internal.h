@@ -1,5 +1,5 @@
 // The executor's view of a prepared plan: one Step per placed op or copy,
-// the captured graph state, and the pieces that run steps. Private to
+// the captured graph state and what one run binds. Private to
 // //framework/runtime:executor (not a public header).
 //
 // Threads: Prepare builds everything here; a run reads it. During a
@@ -46,16 +46,18 @@ enum class EdgeKind {
   kCompletion,   // starts only once the predecessor's work has completed
 };
 
-// A host lookup_table of a pipelined run whose only wait for the previous
-// run's sparse update of its table is by rows: it runs while the update
-// does, gathering every row the update does not write (read from the
-// update's ids), and copies the others once the update finished
-// (concurrent_run.cc). Only for a table with one writer, a sparse update
-// (sgd, momentum, adam) whose Grad is a sparse lookup_table_grad, and a
-// lookup without padding_idx.
+// A host row gather of a pipelined run (a kernel declaring GathersRows, as
+// lookup_table without a padding row) whose only wait for the previous
+// run's update of its table is by rows: it runs while the update does,
+// gathering every row the update does not write (read from the update's
+// ids), and copies the others once the update finished (concurrent_run.cc).
+// Only for a table with one writer, whose kernel declares UpdatesRowsOf
+// (sgd, momentum, adam) with a Grad from a kernel declaring SparseRowsFrom
+// (a sparse lookup_table_grad). The plan passes read these contracts from
+// the kernels' registration lines, never op names.
 struct RowRefinement {
   int writer = -1;               // the update step (of the previous run)
-  int writer_ids_slot = -1;      // the Ids of its lookup_table_grad: the rows it writes
+  int writer_ids_slot = -1;      // the ids its sparse Grad's rows come from: the rows it writes
   int writer_ids_producer = -1;  // the step writing them; -1: fed or persistable
   int ids_slot = -1, table_slot = -1, out_slot = -1;  // this lookup's
   // Scratch of the step (one run at a time: a step waits for itself in
@@ -239,53 +241,12 @@ struct Plan::GraphState {
   OpDesc launch_op;  // type "graph_launch", for observers
 };
 
-// How one step runs: the mode, who runs it, and where captured work goes.
-struct StepRunContext {
-  Plan::Frame* frame = nullptr;  // the run's bindings
-  bool in_order = true;
-  int worker = -1;  // OpEvent::worker
-  ExecutionObserver* observer = nullptr;
-  Plan::GraphState* graph = nullptr;  // set while capturing
-  bool check_numerics = false;        // in-order runs only
-  // The kernel's inputs instead of the frame's (a refined lookup's ids).
-  const ArgVars* in_args = nullptr;
-};
-
-// Runs the steps of a plan (a friend of Plan).
-class PlanRunner {
- public:
-  // Runs one copy step: allocates the destination and enqueues the
-  // transfer on the step's stream (in-order: a device->host copy waits for
-  // it). Adds the copy to `stats` (the caller's; call from one thread).
-  static absl::Status RunCopyStep(Plan* plan, Plan::Step* step, const StepRunContext& run,
-                                  RunStats* stats);
-  // Runs one kernel step (device kernels: enqueues their work).
-  static absl::Status RunKernelStep(Plan* plan, Plan::Step* step, const StepRunContext& run);
-  // Runs every step in program order on the calling thread (in-order mode
-  // and graph capture, see executor.h).
-  static absl::Status RunInOrder(Plan* plan, RunStats* stats, const StepRunContext& run);
-};
-
 inline constexpr int kPipelineFrames = 2;
-
-// InvalidArgument naming the step, the output variable and the first index
-// and value of a NaN or infinity in one of the step's floating-point
-// outputs (device outputs are copied to the host, synchronously).
-absl::Status CheckStepNumerics(const Plan::Step& step, const std::vector<Variable*>& slots,
-                               const std::vector<std::string>& names);
 
 // The executor's logging, under its documented name (--vmodule=executor=N):
 // whether level N is on, and one line at that level.
 bool ExecutorVlogIsOn(int level);
 void ExecutorLog(const std::string& line);
-
-// The status of a step's failure, naming the op, its position and place.
-absl::Status AnnotateStepError(const absl::Status& s, const Plan::Step& step);
-
-// Cancelled when Executor::Cancel was called after the run of `frame`
-// started and `step` is not part of the run's commit (its held persistable
-// writes: once one of them starts, the run completes); else OK.
-absl::Status CancelledBefore(const Plan::Step& step, const Plan::Frame& frame);
 
 }  // namespace tandem
 

@@ -1,61 +1,15 @@
-// Executor::Prepare as a list of named passes over a placed program; each
-// fills in part of the Plan (plan_internal.h).
+#include "framework/runtime/plan_passes.h"
+
 #include <algorithm>
 #include <map>
 #include <set>
-#include <variant>
 
 #include "absl/strings/str_cat.h"
 #include "framework/base/status_macros.h"
 #include "framework/runtime/dependency_graph.h"
-#include "framework/runtime/plan_internal.h"
+#include "framework/runtime/step_runner.h"
 
 namespace tandem {
-
-class PlanPasses {
- public:
-  // Slots, steps and kernels for every op of the placed program.
-  static absl::Status CreateSteps(Plan* plan, const std::vector<std::string>& feeds,
-                                  const std::vector<std::string>& fetches);
-  // Input-less fill_constant ops whose outputs nothing else writes run once.
-  static void FoldConstants(Plan* plan);
-  // A fetched persistable that the plan writes keeps runs from overlapping:
-  // the next run would update it before this run's fetch reads it.
-  static void BlockPipelineOnFetchedUpdates(Plan* plan);
-  // Host kernels whose output is copied to a device next write it in that
-  // device's pinned memory, so the copy is asynchronous.
-  static void PinCopySources(Plan* plan);
-  // Which slots are freed after their last use, and (in-order) where.
-  static void PlanReleases(Plan* plan);
-  // Lanes, dependencies and the events concurrent runs wait on.
-  static void BuildSchedule(Plan* plan);
-  // The dependencies of a pipelined run on the run before it.
-  static void LinkConsecutiveRuns(Plan* plan);
-  // Lookups that wait for the previous run's sparse update only by rows.
-  static void RefineRowConflicts(Plan* plan);
-  // Per device, whether solo runs put its device->host copies on the
-  // compute stream (Step::solo_on_compute), and which done events solo
-  // runs still need (Step::solo_needs_event).
-  static void ChooseSoloCopyStreams(Plan* plan);
-  // Frame 0 (see Plan::Frame); later frames by MakeFrame.
-  static absl::Status AddFrame(Plan* plan);
-  // The events `frame` records (with `pipelined`, also those of steps and
-  // run ends that the next run waits for), where still missing.
-  static absl::Status AddEvents(Plan* plan, Plan::Frame* frame, bool pipelined);
-  // Another frame for pipelined runs.
-  static absl::Status AddPipelinedFrame(Plan* plan);
-
- private:
-  // Appends a slot for `name` (CreateSteps calls it once per name).
-  static int Slot(Plan* plan, const std::string& name);
-  // How many compute-lane steps of the device of step `copy` are its
-  // ancestors or descendants. `seen` (one entry per step) is marked with
-  // `stamp`, which must differ from every earlier call's.
-  static int ComputeStepsOrderedWith(const Plan& plan, int copy, int stamp, std::vector<int>* seen);
-  // The plan's collective stream of the step's device (made on first use).
-  static absl::Status AddCommStream(Plan* plan, Plan::Step* step);
-  static std::vector<std::vector<int>> WritersPerSlot(const Plan& plan);
-};
 
 absl::Status PlanPasses::AddCommStream(Plan* plan, Plan::Step* step) {
   std::unique_ptr<Stream>& stream = plan->comm_streams_[step->device];
@@ -367,16 +321,19 @@ int OnlySlot(const SlotArgs& args, const std::string& arg) {
   return -1;
 }
 
-bool IsSparseUpdate(const Plan::Step& step) {
-  return !step.is_copy && step.is_host() &&
-         (step.op.type == "sgd" || step.op.type == "momentum" || step.op.type == "adam");
+// The row contracts of a host kernel step (KernelDef: GathersRows,
+// SparseRowsFrom, UpdatesRowsOf); nullptr for copies, device steps and
+// kernels that do not declare one for the step's op.
+const RowGatherContract* RowGather(const Plan::Step& step) {
+  return step.is_copy || !step.is_host() || step.def == nullptr ? nullptr
+                                                                : step.def->RowGather(step.op);
 }
-
-template <typename T>
-T AttrOr(const OpDesc& op, const std::string& name, T fallback) {
-  auto it = op.attrs.find(name);
-  if (it == op.attrs.end() || !std::holds_alternative<T>(it->second)) return fallback;
-  return std::get<T>(it->second);
+const SparseRowsContract* SparseRows(const Plan::Step& step) {
+  return step.is_copy || !step.is_host() || step.def == nullptr ? nullptr
+                                                                : step.def->SparseRows(step.op);
+}
+const RowUpdateContract* RowUpdate(const Plan::Step& step) {
+  return step.is_copy || !step.is_host() || step.def == nullptr ? nullptr : step.def->RowUpdate();
 }
 
 }  // namespace
@@ -385,28 +342,26 @@ void PlanPasses::RefineRowConflicts(Plan* plan) {
   const std::vector<std::vector<int>> writers = WritersPerSlot(*plan);
   for (auto& owned : plan->steps_) {
     Plan::Step& lookup = *owned;
-    if (lookup.is_copy || !lookup.is_host() || lookup.op.type != "lookup_table" ||
-        AttrOr<int64_t>(lookup.op, "padding_idx", -1) != -1) {
-      continue;
-    }
-    const int table = OnlySlot(lookup.inputs, "W");
-    const int ids = OnlySlot(lookup.inputs, "Ids");
-    const int out = OnlySlot(lookup.outputs, "Out");
+    const RowGatherContract* gather = RowGather(lookup);
+    if (gather == nullptr) continue;
+    const int table = OnlySlot(lookup.inputs, gather->table);
+    const int ids = OnlySlot(lookup.inputs, gather->ids);
+    const int out = OnlySlot(lookup.outputs, gather->out);
     if (table < 0 || ids < 0 || out < 0 || !plan->slot_persistable_[table] ||
         writers[table].size() != 1) {
       continue;
     }
     const int update = writers[table][0];
     Plan::Step& u = *plan->steps_[update];
-    const int grad = OnlySlot(u.inputs, "Grad");
-    if (!IsSparseUpdate(u) || OnlySlot(u.inputs, "Param") != table || grad < 0 ||
-        writers[grad].size() != 1) {
+    const RowUpdateContract* rows_updated = RowUpdate(u);
+    const int grad = rows_updated == nullptr ? -1 : OnlySlot(u.inputs, rows_updated->grad);
+    if (grad < 0 || OnlySlot(u.inputs, rows_updated->param) != table || writers[grad].size() != 1) {
       continue;
     }
     const Plan::Step& g = *plan->steps_[writers[grad][0]];
-    const int grad_ids = OnlySlot(g.inputs, "Ids");
-    if (g.is_copy || !g.is_host() || g.op.type != "lookup_table_grad" ||
-        !AttrOr<bool>(g.op, "is_sparse", false) || grad_ids < 0 || writers[grad_ids].size() > 1) {
+    const SparseRowsContract* sparse = SparseRows(g);
+    const int grad_ids = sparse == nullptr ? -1 : OnlySlot(g.inputs, sparse->ids);
+    if (grad_ids < 0 || OnlySlot(g.outputs, sparse->out) != grad || writers[grad_ids].size() > 1) {
       continue;
     }
     auto edge = std::find_if(lookup.prev_preds.begin(), lookup.prev_preds.end(),

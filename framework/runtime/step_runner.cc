@@ -1,4 +1,5 @@
-// Running one step of a plan: a copy or a kernel, in either mode.
+#include "framework/runtime/step_runner.h"
+
 #include <cmath>
 #include <cstring>
 #include <variant>
@@ -6,7 +7,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "framework/base/status_macros.h"
-#include "framework/runtime/plan_internal.h"
 
 namespace tandem {
 namespace {
