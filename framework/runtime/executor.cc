@@ -244,9 +244,11 @@ void Executor::AdoptPlan(Plan* plan) {
 }
 
 absl::Status Executor::RunEagerly(Plan* plan, RunStats* stats, ExecutionObserver* observer) {
-  // A host-only plan with one worker has nothing to overlap: program order
-  // on this thread gives the same results without the hand-offs.
-  if (options_.in_order || options_.check_numerics || (plan->host_only_ && Pool()->size() == 1)) {
+  // A host-only plan with one worker, or whose steps form a chain, has
+  // nothing to overlap: program order on this thread gives the same results
+  // without the hand-offs.
+  if (options_.in_order || options_.check_numerics ||
+      (plan->host_only_ && (plan->host_chain_ || Pool()->size() == 1))) {
     StepRunContext run;
     run.frame = plan->frames_[0].get();
     run.observer = observer;
@@ -293,7 +295,10 @@ absl::StatusOr<RunHandle> Executor::StartRun(Plan* plan, Scope* scope, const Fee
     pending->over = true;
     return RunHandle(plan, std::move(pending));
   };
-  if (!CanPipeline(*plan)) {
+  // A run the caller waits for, of a host chain with no run in flight:
+  // nothing could overlap it, so it runs in order (RunEagerly).
+  const bool nothing_overlaps = caller_waits && plan->host_chain_ && plan->in_flight_.empty();
+  if (nothing_overlaps || !CanPipeline(*plan)) {
     if (!caller_waits && !plan->pipeline_blocker_.empty() && !plan->pipeline_blocker_reported_) {
       LOG(WARNING) << "executor: runs of this plan cannot overlap: " << plan->pipeline_blocker_;
       plan->pipeline_blocker_reported_ = true;

@@ -390,7 +390,12 @@ class Plan {
     return copy_lane_devices_.count(device) > 0 &&
            !(solo && solo_compute_copy_devices_.count(device) > 0);
   }
-  bool host_only_ = false;        // every step runs on the host
+  bool host_only_ = false;  // every step runs on the host
+  // Host-only, and each step (but constants folded away) waits for the one
+  // before it: no two steps can ever run at once, so a run dispatches them
+  // in program order on the calling thread (the concurrent mode's
+  // hand-offs would only add time).
+  bool host_chain_ = false;
   bool constants_ready_ = false;  // folded steps have run
   // Pipelined runs in flight (oldest first) and who runs their steps.
   std::deque<std::shared_ptr<PendingRun>> in_flight_;

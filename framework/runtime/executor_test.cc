@@ -6,8 +6,10 @@
 // asynchronous sim backend.
 #include "framework/runtime/executor.h"
 
+#include <algorithm>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "framework/base/status_macros.h"
@@ -366,6 +368,61 @@ TEST(Executor, ObserverSeesEveryOpAndCopyInProgramOrderInOrderMode) {
           absl::StrCat("4 memcpy_h2d @testdev:0 ", p.z.name, " 16B"), "5 ex_scale @testdev:0"}));
   EXPECT_EQ(observer.open_, 0);
   EXPECT_EQ(observer.runs_ended, 1);
+}
+
+// Records which host worker began each op (-1: the dispatching thread).
+class WorkerObserver : public ExecutionObserver {
+ public:
+  void OnOpBegin(const OpEvent& e) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    workers.push_back(e.worker);
+  }
+  std::vector<int> workers;
+
+ private:
+  std::mutex mu_;
+};
+
+// A host-only chain has nothing to overlap: with several workers it still
+// runs on the calling thread, in order. Independent host branches still go
+// to the workers; both give the in-order results.
+TEST(Executor, AHostChainRunsOnTheCallingThreadAndBranchesOnTheWorkers) {
+  ProgramBuilder chain_b, branches_b;
+  Var x = chain_b.Data("x", DataType::kFloat32, Shape({2}));
+  Var h = x;
+  for (int i = 0; i < 6; ++i) h = Op(&chain_b, "ex_scale", {{"X", {h}}});
+  Var y = branches_b.Data("x", DataType::kFloat32, Shape({2}));
+  std::vector<Var> ends;
+  for (int branch = 0; branch < 4; ++branch) {
+    Var v = y;
+    for (int i = 0; i < 3; ++i) v = Op(&branches_b, "ex_scale", {{"X", {v}}});
+    ends.push_back(v);
+  }
+  Var sum = Op(&branches_b, "ex_add", {{"X", {ends[0]}}, {"Y", {ends[1]}}});
+  ASSERT_OK(chain_b.status());
+  ASSERT_OK(branches_b.status());
+  ExecutorOptions options;
+  options.host_workers = 3;
+  Executor exe(CPUPlace(), options);
+  Scope scope;
+  for (auto [b, out, expected] :
+       {std::make_tuple(&chain_b, h, 64.0f), std::make_tuple(&branches_b, sum, 16.0f)}) {
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<Plan> plan,
+                         exe.Prepare(b->main_program(), scope, {"x"}, {out.name}));
+    WorkerObserver observer;
+    SetExecutionObserver(&observer);
+    std::vector<float> got;
+    for (int run = 0; run < 3; ++run) {
+      absl::StatusOr<std::vector<Tensor>> r = exe.Run(plan.get(), &scope, {{"x", Floats({1, 2})}});
+      ASSERT_OK(r.status());
+      got.push_back((*r)[0].data<float>()[1]);
+    }
+    SetExecutionObserver(nullptr);
+    EXPECT_THAT(got, ElementsAre(2 * expected, 2 * expected, 2 * expected));
+    const bool on_workers =
+        std::any_of(observer.workers.begin(), observer.workers.end(), [](int w) { return w >= 0; });
+    EXPECT_EQ(on_workers, b == &branches_b) << (b == &chain_b ? "chain" : "branches");
+  }
 }
 
 TEST(Executor, PlacementTableOfThePlan) {

@@ -190,6 +190,23 @@ EdgeKind Classify(const Plan::Step& pred, const Plan::Step& succ) {
   return succ.lane == pred.lane ? EdgeKind::kStreamOrder : EdgeKind::kEventWait;
 }
 
+// Whether each step not folded away depends directly on the previous such
+// step, so that no two of them can run at once (a sufficient test: a path
+// through other steps is not looked for).
+bool IsChain(const std::vector<std::unique_ptr<Plan::Step>>& steps) {
+  int previous = -1;
+  for (int i = 0; i < static_cast<int>(steps.size()); ++i) {
+    const Plan::Step& step = *steps[i];
+    if (step.folded) continue;
+    const bool follows =
+        previous < 0 || std::any_of(step.preds.begin(), step.preds.end(),
+                                    [&](const auto& pred) { return pred.first == previous; });
+    if (!follows) return false;
+    previous = i;
+  }
+  return true;
+}
+
 bool IsCollective(const Plan::Step& step) {
   return step.def != nullptr && step.def->collective() != CollectiveKind::kNone;
 }
@@ -251,6 +268,7 @@ void PlanPasses::BuildSchedule(Plan* plan) {
       pred.watched |= kind == EdgeKind::kCompletion;
     }
   }
+  plan->host_chain_ = plan->host_only_ && IsChain(plan->steps_);
   // Program order is a topological order: successors come later.
   std::vector<bool> feeds_others(plan->steps_.size(), false);
   for (int i = static_cast<int>(plan->steps_.size()) - 1; i >= 0; --i) {
