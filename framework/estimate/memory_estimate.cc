@@ -14,6 +14,7 @@
 #include "framework/memory/allocator.h"
 #include "framework/memory/cpu_allocator.h"
 #include "framework/op/op_schema.h"
+#include "framework/placement/copy_rule.h"
 #include "framework/placement/placement_passes.h"
 
 namespace tandem {
@@ -747,6 +748,10 @@ struct PlacementMemory::Impl {
   void AddKernelStaging(int i, int index, const KernelRegistration& kernel);
   void WriteBack();
   void Finish();
+  // Whether a slot is the host's (copy_rule.h's is_host).
+  auto IsHostSlot() const {
+    return [this](int slot) { return places[slot].is_host(); };
+  }
 
   const Block& block;
   const MemoryEstimateOptions options;
@@ -765,8 +770,8 @@ struct PlacementMemory::Impl {
   std::vector<bool> staged_slot;
   std::vector<CopyVar> copy_vars;  // variable names.size() + k
   std::map<std::pair<int, int>, int> copies_made;
-  std::vector<int> loc;                                 // per variable: slot, -1 none
-  std::vector<std::vector<std::pair<int, int>>> valid;  // per variable: (slot, copy var)
+  std::vector<int> loc;                   // per variable: slot, -1 none
+  std::vector<CopyList<int, int>> valid;  // per variable: its valid copies by slot
   std::vector<bool> valued, written;
   std::vector<MemoryProgram::Resident> staging, constants;
   std::vector<std::pair<int, int>> initial;  // (variable, slot) in name order
@@ -862,7 +867,7 @@ void PlacementMemory::Impl::Reset(const std::vector<Place>& op_places,
   copy_vars.clear();
   copies_made.clear();
   loc.assign(n, -1);
-  for (std::vector<std::pair<int, int>>& v : valid) v.clear();
+  for (CopyList<int, int>& v : valid) v.Clear();
   valid.resize(n);
   valued.assign(n, false);
   written.assign(n, false);
@@ -935,28 +940,13 @@ void PlacementMemory::Impl::AppendCopy(int source, int output, int slot) {
 
 int PlacementMemory::Impl::Ensure(int var, int want, int consumer) {
   const int have = loc[var];
-  if (have < 0 || have == want) return var;
-  for (const auto& [slot, copy] : valid[var]) {
-    if (slot == want) return copy;
-  }
-  int source = var;
-  const int host = SlotOf(CPUPlace());
-  if (!places[have].is_host() && !places[want].is_host()) {  // device -> device, through the host
-    int via = -1;
-    for (const auto& [slot, copy] : valid[var]) {
-      if (slot == host) via = copy;
-    }
-    if (via < 0) {
-      via = NewCopyVar(var, host, consumer);
-      valid[var].emplace_back(host, via);
-      AppendCopy(var, via, host);
-    }
-    source = via;
-  }
-  const int copy = NewCopyVar(var, want, consumer);
-  valid[var].emplace_back(want, copy);
-  AppendCopy(source, copy, want);
-  return copy;
+  if (have < 0) return var;
+  return EnsureCopy(var, have, want, SlotOf(CPUPlace()), &valid[var], IsHostSlot(),
+                    [&](int source, int /*from*/, int to) {
+                      const int copy = NewCopyVar(var, to, consumer);
+                      AppendCopy(source, copy, to);
+                      return copy;
+                    });
 }
 
 void PlacementMemory::Impl::AppendOp(int i, const Place& place, const KernelRegistration* kernel) {
@@ -1004,7 +994,7 @@ void PlacementMemory::Impl::AppendOp(int i, const Place& place, const KernelRegi
   }
   for (const Output& o : info.outputs) {
     loc[o.var] = arg_slot(*o.arg);
-    valid[o.var].clear();
+    valid[o.var].Clear();
     valued[o.var] = written[o.var] = true;
   }
 }
@@ -1027,14 +1017,16 @@ void PlacementMemory::Impl::AddKernelStaging(int i, int index, const KernelRegis
 
 void PlacementMemory::Impl::WriteBack() {
   const int host = SlotOf(CPUPlace());
-  for (const auto& [var, home] : initial) {
-    if (!persistable[var] || loc[var] < 0 || loc[var] == home) continue;
-    int source = var;
-    if (!places[loc[var]].is_host() && !places[home].is_host()) {
-      source = NewCopyVar(var, host, -1);
-      AppendCopy(var, source, host);
-    }
-    AppendCopy(source, var, home);  // the copy's output is the persistable itself
+  for (const auto& [persistable_var, home] : initial) {
+    const int var = persistable_var;
+    if (!persistable[var] || loc[var] < 0) continue;
+    WriteBackCopy(var, loc[var], home, host, IsHostSlot(),
+                  [&](int source, int /*from*/, int to, bool into_var) {
+                    // The last copy's output is the persistable itself.
+                    const int output = into_var ? var : NewCopyVar(var, to, -1);
+                    AppendCopy(source, output, to);
+                    return output;
+                  });
   }
 }
 

@@ -3,11 +3,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "framework/base/status_macros.h"
+#include "framework/placement/copy_rule.h"
 #include "framework/placement/placement_passes.h"
 #include "glog/logging.h"
 
 namespace tandem {
 namespace {
+
+bool IsHostPlace(const Place& place) { return place.is_host(); }
 
 std::string CopyVarName(const Block& block, const std::string& var, const Place& to) {
   std::string name = absl::StrCat(var, "@", to.ToString());
@@ -42,7 +45,7 @@ class Placer {
   PlacedProgram out_;
   std::map<std::string, Place> loc_;  // latest value's place
   // Valid copies: variable -> destination -> the copy's variable.
-  std::map<std::string, std::map<Place, std::string>> copies_;
+  std::map<std::string, CopyList<std::string, Place>> copies_;
   std::vector<int> pending_copies_;  // table rows of the current op's copies
 };
 
@@ -81,9 +84,8 @@ absl::StatusOr<std::string> Placer::Ensure(const std::string& var, const Place& 
   }
   const Place have = it->second;
   if (have == want) return var;
-  std::map<Place, std::string>& var_copies = copies_[var];
-  auto cached = var_copies.find(want);
-  if (cached != var_copies.end()) return cached->second;
+  CopyList<std::string, Place>& var_copies = copies_[var];
+  if (std::optional<std::string> valid = var_copies.Find(want)) return *valid;
 
   TransferPolicy policy = consumer.transfer_policy == TransferPolicy::kInherit
                               ? options_.policy
@@ -101,28 +103,17 @@ absl::StatusOr<std::string> Placer::Ensure(const std::string& var, const Place& 
   if (policy == TransferPolicy::kLog) LOG(INFO) << "planned " << direction << " copy: " << why;
 
   const PlacementCause cause = host_arg ? PlacementCause::kHostArg : PlacementCause::kCopy;
-  CopyStep copy{var, var, "", have, want, -1, consumer.type, arg};
-  if (!have.is_host() && !want.is_host()) {  // device -> other device, through the host
-    auto via = var_copies.find(CPUPlace());
-    if (via == var_copies.end()) {
-      CopyStep to_host = copy;
-      to_host.to = CPUPlace();
-      to_host.output = CopyVarName(out_.program.block(), var, CPUPlace());
-      var_copies[CPUPlace()] = to_host.output;
-      copy.source = to_host.output;
-      pending_copies_.push_back(static_cast<int>(out_.table.size()));
-      AppendCopy(std::move(to_host), cause, why);
-    } else {
-      copy.source = via->second;
-    }
-    copy.from = CPUPlace();
-  }
-  copy.output = CopyVarName(out_.program.block(), var, want);
-  const std::string name = copy.output;
-  var_copies[want] = name;
-  pending_copies_.push_back(static_cast<int>(out_.table.size()));
-  AppendCopy(std::move(copy), cause, why);
-  return name;
+  return EnsureCopy(var, have, want, CPUPlace(), &var_copies, IsHostPlace,
+                    [&](const std::string& source, const Place& from, const Place& to) {
+                      CopyStep copy{
+                          var,           source, CopyVarName(out_.program.block(), var, to),
+                          from,          to,     -1,
+                          consumer.type, arg};
+                      std::string output = copy.output;
+                      pending_copies_.push_back(static_cast<int>(out_.table.size()));
+                      AppendCopy(std::move(copy), cause, why);
+                      return output;
+                    });
 }
 
 void Placer::RecordOutputs(const OpDesc& op, const KernelRegistration& kernel, const Place& place) {
@@ -137,7 +128,9 @@ void Placer::RecordOutputs(const OpDesc& op, const KernelRegistration& kernel, c
 
 absl::Status Placer::WriteBackPersistables() {
   const Block& block = in_.block();
-  for (const auto& [var, home] : options_.initial_places) {
+  for (const auto& initial : options_.initial_places) {
+    const std::string& var = initial.first;
+    const Place& home = initial.second;
     const VarDesc* d = block.FindVar(var);
     if (d == nullptr || !d->persistable) continue;
     auto it = loc_.find(var);
@@ -148,17 +141,18 @@ absl::Status Placer::WriteBackPersistables() {
       return absl::FailedPreconditionError(
           absl::StrCat("transfer policy 'disallow' forbids a copy back: ", why));
     }
-    CopyStep copy{var, var, var, it->second, home, -1, "write-back", ""};
-    if (!it->second.is_host() && !home.is_host()) {
-      CopyStep to_host = copy;
-      to_host.to = CPUPlace();
-      to_host.output = CopyVarName(out_.program.block(), var, CPUPlace());
-      copy.source = to_host.output;
-      copy.from = CPUPlace();
-      AppendCopy(std::move(to_host), PlacementCause::kWriteBack, why);
-    }
-    // The copy's output is the persistable variable itself.
-    AppendCopy(std::move(copy), PlacementCause::kWriteBack, why);
+    WriteBackCopy(
+        var, it->second, home, CPUPlace(), IsHostPlace,
+        [&](const std::string& source, const Place& from, const Place& to, bool into_var) {
+          // The last copy writes the persistable itself.
+          CopyStep copy{
+              var,          source, into_var ? var : CopyVarName(out_.program.block(), var, to),
+              from,         to,     -1,
+              "write-back", ""};
+          std::string output = copy.output;
+          AppendCopy(std::move(copy), PlacementCause::kWriteBack, why);
+          return output;
+        });
   }
   return absl::OkStatus();
 }
