@@ -400,7 +400,7 @@ void RunScheduler::Dispatch(const Task& t, int worker) {
     status = s.is_copy ? PlanRunner::RunCopyStep(plan_, &s, context, run->stats)
                        : PlanRunner::RunKernelStep(plan_, &s, context);
   }
-  Event* done = solo && !s.solo_needs_event ? nullptr : run->frame->done_events[t.step].get();
+  Event* done = solo && !s.waits.event_solo ? nullptr : run->frame->done_events[t.step].get();
   DCHECK(done != nullptr || !s.WatchedIn(solo)) << "watched step " << t.step << " without an event";
   if (status.ok() && done != nullptr) status = s.device->RecordEvent(done, stream);
   if (status.ok() && --run->device_steps_left == 0) status = RecordRunEnd(run);

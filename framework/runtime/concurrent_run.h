@@ -44,7 +44,7 @@ class RunScheduler {
   // host steps to workers when there are several, and returns. `stats`
   // and `observer` must outlive Wait(). `caller_waits`: the caller calls
   // Wait(run) next and starts no other run before; with no run in flight
-  // the run is then solo (Step::solo_on_compute) and its steps wait for
+  // the run is then solo (Step::waits.solo_on_compute) and its steps wait for
   // Wait() to start.
   ConcurrentRun* Start(Plan::Frame* frame, RunStats* stats, ExecutionObserver* observer,
                        bool caller_waits);

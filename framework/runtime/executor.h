@@ -383,7 +383,7 @@ class Plan {
   // stream at its end only there (work others queue on it is theirs).
   std::set<Device*> copy_lane_devices_;
   // Of those, the devices whose copies a solo run puts on the compute
-  // stream (all of them: Step::solo_on_compute).
+  // stream (all of them: Step::waits.solo_on_compute).
   std::set<Device*> solo_compute_copy_devices_;
   // Whether a run (solo or not) queues work on `device`'s copy stream.
   bool UsesCopyStream(Device* device, bool solo) const {

@@ -111,30 +111,36 @@ struct Plan::Step {
   // rows (RowRefinement::writer == this step).
   std::vector<int> row_readers;
   std::unique_ptr<RowRefinement> rows;  // set on such lookups
-  // A successor waits for the step's device work: the frame's done event
-  // is recorded after it (pipelined: a successor in the next run does).
-  bool needs_event = false, needs_event_pipelined = false;
-  // A successor in the same run needs the step's device work completed
-  // (kCompletion): a host worker (or the thread with nothing else to do:
-  // HandleWatches) waits for the done event and reports it.
-  bool watched = false;
-  // A successor in the next run does (LinkConsecutiveRuns): watched only in
-  // runs that a later run may overlap (not solo), whose frames have the
-  // pipelined done events (AddEvents). A solo run has no next run.
-  bool watched_pipelined = false;
-  bool WatchedIn(bool solo) const { return watched || (watched_pipelined && !solo); }
-  // Solo runs (Executor::Run: no other run overlaps them, the caller waits
-  // for them at once). A device->host copy goes on the compute stream when
-  // every compute step of its device comes before or after it: the copy
-  // stream would only add event waits (PlanPasses::ChooseSoloCopyStreams).
-  bool solo_on_compute = false;
-  // needs_event, less the waits that a solo run's single stream makes moot.
-  bool solo_needs_event = false;
+  // Which of the step's device work is waited for, and how, in each kind
+  // of run (set by the schedule passes, read by the runs).
+  struct DeviceWaits {
+    // A successor waits for the step's device work: the frame's done event
+    // is recorded after it (pipelined: a successor in the next run does).
+    bool event = false, event_pipelined = false;
+    // `event` for a solo run (Executor::Run: no other run overlaps it, the
+    // caller waits for it at once), less the waits its single stream makes
+    // moot.
+    bool event_solo = false;
+    // A successor in the same run needs the step's device work completed
+    // (kCompletion): a host worker (or the thread with nothing else to do:
+    // HandleWatches) waits for the done event and reports it.
+    bool watched = false;
+    // A successor in the next run does (LinkConsecutiveRuns): watched only
+    // in runs that a later run may overlap (not solo), whose frames have
+    // the pipelined done events (AddEvents). A solo run has no next run.
+    bool watched_pipelined = false;
+    // In a solo run, this device->host copy goes on the compute stream:
+    // every compute step of its device comes before or after it, so the
+    // copy stream would only add event waits
+    // (PlanPasses::ChooseSoloCopyStreams).
+    bool solo_on_compute = false;
+  } waits;
+  bool WatchedIn(bool solo) const { return waits.watched || (waits.watched_pipelined && !solo); }
 
   bool is_host() const { return lane == Lane::kHost; }
   // The stream this step's device work goes to in the given mode.
   Stream* StreamFor(bool in_order, bool solo) const {
-    if (in_order || (solo && solo_on_compute)) return device->compute_stream();
+    if (in_order || (solo && waits.solo_on_compute)) return device->compute_stream();
     if (lane == Lane::kComm) return comm_stream;
     return lane == Lane::kCopy ? device->copy_stream() : device->compute_stream();
   }
@@ -170,13 +176,13 @@ struct Plan::Frame {
   std::vector<ArgVars> in_args, out_args;  // per step
   // Per step: host->device copies from pageable memory go through it.
   std::vector<std::shared_ptr<Buffer>> staging;
-  std::vector<std::unique_ptr<Event>> done_events;  // per step; null unless needs_event
+  std::vector<std::unique_ptr<Event>> done_events;  // per step; null unless Step::waits.event
   // Per plan device (Plan::devices_ order): recorded on its compute and
   // copy streams right after a pipelined run's last device step was
   // enqueued, so that waiting for the run does not wait for the next one.
   std::vector<std::unique_ptr<Event>> compute_end, copy_end;
   bool ends_recorded = false;
-  // The concurrent run bound to it is solo (Step::solo_on_compute); only
+  // The concurrent run bound to it is solo (Step::waits.solo_on_compute); only
   // read where `in_order` is false (in-order runs use the compute stream).
   bool solo = false;
   // The run bound to it (unique per run, KernelContext::run_id): the

@@ -264,8 +264,8 @@ void PlanPasses::BuildSchedule(Plan* plan) {
       succ.preds.emplace_back(i, kind);
       pred.succs.emplace_back(static_cast<int>(j), kind);
       if (pred.is_host() || kind == EdgeKind::kStreamOrder) continue;
-      pred.needs_event = true;
-      pred.watched |= kind == EdgeKind::kCompletion;
+      pred.waits.event = true;
+      pred.waits.watched |= kind == EdgeKind::kCompletion;
     }
   }
   plan->host_chain_ = plan->host_only_ && IsChain(plan->steps_);
@@ -320,8 +320,8 @@ void PlanPasses::LinkConsecutiveRuns(Plan* plan) {
       succ.prev_preds.emplace_back(i, kind);
       pred.next_succs.emplace_back(j, kind);
       if (pred.is_host() || kind == EdgeKind::kStreamOrder) continue;
-      pred.needs_event_pipelined = true;
-      pred.watched_pipelined |= kind == EdgeKind::kCompletion;
+      pred.waits.event_pipelined = true;
+      pred.waits.watched_pipelined |= kind == EdgeKind::kCompletion;
     }
     for (const auto& [arg, ids] : succ.outputs) {
       for (int id : ids) succ.writes_persistable |= plan->slot_persistable_[id];
@@ -443,17 +443,17 @@ void PlanPasses::ChooseSoloCopyStreams(Plan* plan) {
     }
     if (!all) continue;
     plan->solo_compute_copy_devices_.insert(device);
-    for (int c : list) plan->steps_[c]->solo_on_compute = true;
+    for (int c : list) plan->steps_[c]->waits.solo_on_compute = true;
   }
   for (auto& owned : plan->steps_) {
     Plan::Step& pred = *owned;
     for (const auto& [succ, kind] : pred.succs) {
       const Plan::Step& s = *plan->steps_[succ];
-      pred.solo_needs_event |=
+      pred.waits.event_solo |=
           kind == EdgeKind::kHostWait || kind == EdgeKind::kCompletion ||
           (kind == EdgeKind::kEventWait && pred.StreamFor(false, true) != s.StreamFor(false, true));
     }
-    pred.solo_needs_event &= pred.needs_event;
+    pred.waits.event_solo &= pred.waits.event;
   }
 }
 
@@ -477,7 +477,7 @@ absl::Status PlanPasses::AddPipelinedFrame(Plan* plan) {
     if (absl::Status added = AddEvents(plan, first, /*pipelined=*/true); !added.ok()) {
       // Frame 0 stays as it was: in-order runs only, no half-made end events.
       for (size_t i = 0; i < plan->steps_.size(); ++i) {
-        if (!plan->steps_[i]->needs_event) first->done_events[i].reset();
+        if (!plan->steps_[i]->waits.event) first->done_events[i].reset();
       }
       return added;
     }
@@ -489,7 +489,7 @@ absl::Status PlanPasses::AddEvents(Plan* plan, Plan::Frame* frame, bool pipeline
   for (size_t i = 0; i < plan->steps_.size(); ++i) {
     const Plan::Step& step = *plan->steps_[i];
     if (frame->done_events[i] != nullptr ||
-        !(step.needs_event || (pipelined && step.needs_event_pipelined))) {
+        !(step.waits.event || (pipelined && step.waits.event_pipelined))) {
       continue;
     }
     absl::StatusOr<std::unique_ptr<Event>> event = step.device->CreateEvent();

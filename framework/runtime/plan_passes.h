@@ -41,8 +41,8 @@ class PlanPasses {
   // Lookups that wait for the previous run's sparse update only by rows.
   static void RefineRowConflicts(Plan* plan);
   // Per device, whether solo runs put its device->host copies on the
-  // compute stream (Step::solo_on_compute), and which done events solo
-  // runs still need (Step::solo_needs_event).
+  // compute stream (Step::waits.solo_on_compute), and which done events solo
+  // runs still need (Step::waits.event_solo).
   static void ChooseSoloCopyStreams(Plan* plan);
   // Frame 0 (see Plan::Frame); later frames by MakeFrame.
   static absl::Status AddFrame(Plan* plan);
