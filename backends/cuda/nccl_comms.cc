@@ -1,6 +1,7 @@
 #include "backends/cuda/nccl_comms.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -12,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "backends/cuda/cuda_device_guard.h"
+#include "glog/logging.h"
 
 namespace tandem {
 namespace cuda {
@@ -33,6 +35,39 @@ absl::Status NcclStatus(ncclResult_t result, const char* expr, const char* file,
   }
 }
 
+namespace {
+
+// The device sets made so far. Never freed itself: DestroyAll, registered
+// with atexit when the first set is made (after CUDA was initialised, so it
+// runs before CUDA's own teardown), destroys the communicators at exit.
+struct DeviceSets {
+  std::mutex mu;
+  std::map<std::vector<int>, std::unique_ptr<NcclDeviceSet>> sets;
+};
+DeviceSets& Sets() {
+  static auto* sets = new DeviceSets();
+  return *sets;
+}
+
+void DestroyDeviceSetsAtExit() { NcclDeviceSet::DestroyAll().IgnoreError(); }
+
+}  // namespace
+
+NcclDeviceSet::~NcclDeviceSet() {
+  for (size_t rank = 0; rank < comms_.size(); ++rank) {
+    if (comms_[rank] == nullptr) continue;
+    const CudaDeviceGuard on(ordinals_[rank]);
+    ncclCommDestroy(comms_[rank]);  // frees what ncclCommInitAll allocated
+  }
+}
+
+absl::Status NcclDeviceSet::DestroyAll() {
+  DeviceSets& d = Sets();
+  std::lock_guard<std::mutex> lock(d.mu);
+  d.sets.clear();
+  return absl::OkStatus();
+}
+
 absl::StatusOr<const NcclDeviceSet*> NcclDeviceSet::For(const std::vector<int>& ordinals) {
   if (ordinals.empty() ||
       std::set<int>(ordinals.begin(), ordinals.end()).size() != ordinals.size()) {
@@ -40,12 +75,10 @@ absl::StatusOr<const NcclDeviceSet*> NcclDeviceSet::For(const std::vector<int>& 
                                                    absl::StrJoin(ordinals, ", "),
                                                    "]: needs one rank per GPU, at least one"));
   }
-  static std::mutex* mu = new std::mutex();
-  // Never destroyed: communicators live until the process exits.
-  static auto* sets = new std::map<std::vector<int>, std::unique_ptr<NcclDeviceSet>>();
-  std::lock_guard<std::mutex> lock(*mu);
-  auto it = sets->find(ordinals);
-  if (it != sets->end()) return it->second.get();
+  DeviceSets& d = Sets();
+  std::lock_guard<std::mutex> lock(d.mu);
+  auto it = d.sets.find(ordinals);
+  if (it != d.sets.end()) return it->second.get();
   std::vector<ncclComm_t> comms(ordinals.size());
   absl::Status made;
   {
@@ -60,9 +93,15 @@ absl::StatusOr<const NcclDeviceSet*> NcclDeviceSet::For(const std::vector<int>& 
                         absl::StrCat("NCCL communicators of GPUs [", absl::StrJoin(ordinals, ", "),
                                      "]: ", made.message()));
   }
+  static const bool destroyed_at_exit = [] {
+    const bool registered = std::atexit(&DestroyDeviceSetsAtExit) == 0;
+    if (!registered) LOG(WARNING) << "NCCL: the communicators will not be destroyed at exit";
+    return registered;
+  }();
+  (void)destroyed_at_exit;
   auto set = std::unique_ptr<NcclDeviceSet>(new NcclDeviceSet(ordinals, std::move(comms)));
   const NcclDeviceSet* result = set.get();
-  sets->emplace(ordinals, std::move(set));
+  d.sets.emplace(ordinals, std::move(set));
   return result;
 }
 

@@ -42,6 +42,21 @@ TEST(NcclDeviceSet, MadeOncePerSetAndRefusesBadSets) {
   }
 }
 
+// DestroyAll (what runs at exit) frees the communicators; a set asked for
+// afterwards is made again and works.
+TEST(NcclDeviceSet, DestroyAllFreesTheSetsAndLaterOnesAreMadeAgain) {
+  if (GpuCount() == 0) GTEST_SKIP() << "no GPU";
+  ASSERT_OK(NcclDeviceSet::For({0}).status());
+  ASSERT_OK(NcclDeviceSet::DestroyAll());
+  ASSERT_OK_AND_ASSIGN(const NcclDeviceSet* again, NcclDeviceSet::For({0}));
+  ASSERT_NE(again->comm(0), nullptr);
+  int count = 0;
+  EXPECT_EQ(ncclCommCount(again->comm(0), &count), ncclSuccess);
+  EXPECT_EQ(count, 1);
+  ASSERT_OK_AND_ASSIGN(const NcclDeviceSet* same, NcclDeviceSet::For({0}));
+  EXPECT_EQ(same, again);
+}
+
 TEST_F(GpuTest, OneRankAllReduceScalesEveryTensorOfItsList) {
   std::vector<double> v(1027);
   for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>(i) - 500.5;
