@@ -838,7 +838,7 @@ absl::StatusOr<AutoPlacement> AutoPlanner::Run() {
 }
 
 // The process's cost models, one per options (kept so that measurements
-// are made once per process).
+// are made once per process). Called under AutoPlacer::Plan's lock only.
 CostModel* SharedCostModel(const std::string& cache_dir, bool measure) {
   static auto* models = new std::map<std::pair<std::string, bool>, std::unique_ptr<CostModel>>();
   std::unique_ptr<CostModel>& m = (*models)[{cache_dir, measure}];

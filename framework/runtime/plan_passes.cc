@@ -339,19 +339,11 @@ int OnlySlot(const SlotArgs& args, const std::string& arg) {
   return -1;
 }
 
-// The row contracts of a host kernel step (KernelDef: GathersRows,
-// SparseRowsFrom, UpdatesRowsOf); nullptr for copies, device steps and
-// kernels that do not declare one for the step's op.
-const RowGatherContract* RowGather(const Plan::Step& step) {
-  return step.is_copy || !step.is_host() || step.def == nullptr ? nullptr
-                                                                : step.def->RowGather(step.op);
-}
-const SparseRowsContract* SparseRows(const Plan::Step& step) {
-  return step.is_copy || !step.is_host() || step.def == nullptr ? nullptr
-                                                                : step.def->SparseRows(step.op);
-}
-const RowUpdateContract* RowUpdate(const Plan::Step& step) {
-  return step.is_copy || !step.is_host() || step.def == nullptr ? nullptr : step.def->RowUpdate();
+// The kernel contract of a host kernel step, whose row contracts
+// (KernelDef: GathersRows, SparseRowsFrom, UpdatesRowsOf) the scheduler may
+// use; nullptr for copies and device steps.
+const KernelDef* HostKernel(const Plan::Step& step) {
+  return step.is_copy || !step.is_host() ? nullptr : step.def;
 }
 
 }  // namespace
@@ -360,7 +352,9 @@ void PlanPasses::RefineRowConflicts(Plan* plan) {
   const std::vector<std::vector<int>> writers = WritersPerSlot(*plan);
   for (auto& owned : plan->steps_) {
     Plan::Step& lookup = *owned;
-    const RowGatherContract* gather = RowGather(lookup);
+    const KernelDef* lookup_def = HostKernel(lookup);
+    const RowGatherContract* gather =
+        lookup_def == nullptr ? nullptr : lookup_def->RowGather(lookup.op);
     if (gather == nullptr) continue;
     const int table = OnlySlot(lookup.inputs, gather->table);
     const int ids = OnlySlot(lookup.inputs, gather->ids);
@@ -371,13 +365,15 @@ void PlanPasses::RefineRowConflicts(Plan* plan) {
     }
     const int update = writers[table][0];
     Plan::Step& u = *plan->steps_[update];
-    const RowUpdateContract* rows_updated = RowUpdate(u);
+    const RowUpdateContract* rows_updated =
+        HostKernel(u) == nullptr ? nullptr : HostKernel(u)->RowUpdate();
     const int grad = rows_updated == nullptr ? -1 : OnlySlot(u.inputs, rows_updated->grad);
     if (grad < 0 || OnlySlot(u.inputs, rows_updated->param) != table || writers[grad].size() != 1) {
       continue;
     }
     const Plan::Step& g = *plan->steps_[writers[grad][0]];
-    const SparseRowsContract* sparse = SparseRows(g);
+    const SparseRowsContract* sparse =
+        HostKernel(g) == nullptr ? nullptr : HostKernel(g)->SparseRows(g.op);
     const int grad_ids = sparse == nullptr ? -1 : OnlySlot(g.inputs, sparse->ids);
     if (grad_ids < 0 || OnlySlot(g.outputs, sparse->out) != grad || writers[grad_ids].size() > 1) {
       continue;
