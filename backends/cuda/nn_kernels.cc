@@ -15,6 +15,11 @@
 //   so it needs no read-back; the dense gradient, and a sparse one whose
 //   ids hit the padding row, upload the ids with the kernel's own staging
 //   (kernel_staging.h).
+//
+// The dense gradient is deterministic and bit-identical to the host
+// kernels': the host groups the positions by id (ascending positions within
+// an id), uploads that plan, and one GPU thread per (id, column) sums its
+// positions in that order. No atomics: repeated ids sum in position order.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -89,11 +94,47 @@ REGISTER_KERNEL(KernelDef("lookup_table", "gpu").TypeConstraint("W", kFloatTypes
 // pending on this stream: synchronising first reports that error (the
 // first failing op) and leaves nothing pending for a later run.
 //
-// W@GRAD dense: zeros, then Out@GRAD's rows added (atomicAdd, so repeated
-// ids sum in an unspecified order) at their ids, padding rows skipped.
+// W@GRAD dense: zeros, then each id's Out@GRAD rows summed in position order
+// into its row (a DenseGradPlan, see the top), padding rows skipped.
 // Sparse: SelectedRows of height rows whose row list is the ids in order
 // and whose value is Out@GRAD as [n, dim]: Out@GRAD's own buffer (no copy)
 // unless an id is the padding row, else a copy with the padding rows zeroed.
+// The upload of a deterministic dense gradient, in the words of `staged`
+// (at least DenseGradWords(n)): positions of the non-padding ids sorted by
+// (id, position), then segments + 1 segment starts into them, then each
+// segment's id.
+struct DenseGradPlan {
+  int64_t positions = 0;  // updates summed (ids that are not the padding row)
+  int64_t segments = 0;   // distinct ids among them
+  int64_t words() const { return positions + 2 * segments + 1; }
+};
+
+int64_t DenseGradWords(int64_t n) { return 3 * n + 1; }
+
+DenseGradPlan PlanDenseGrad(const int64_t* ids, int64_t n, int64_t padding_row, int64_t* staged) {
+  DenseGradPlan plan;
+  int64_t* order = staged;
+  for (int64_t p = 0; p < n; ++p) {
+    if (ids[p] != padding_row) order[plan.positions++] = p;
+  }
+  std::sort(order, order + plan.positions,
+            [ids](int64_t a, int64_t b) { return ids[a] != ids[b] ? ids[a] < ids[b] : a < b; });
+  for (int64_t k = 0; k < plan.positions; ++k) {
+    plan.segments += k == 0 || ids[order[k]] != ids[order[k - 1]];
+  }
+  int64_t* starts = order + plan.positions;
+  int64_t* rows = starts + plan.segments + 1;
+  int64_t s = 0;
+  for (int64_t k = 0; k < plan.positions; ++k) {
+    if (k == 0 || ids[order[k]] != ids[order[k - 1]]) {
+      starts[s] = k;
+      rows[s++] = ids[order[k]];
+    }
+  }
+  starts[plan.segments] = plan.positions;
+  return plan;
+}
+
 class LookupTableGradKernel : public OpKernel {
  public:
   absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
@@ -120,20 +161,16 @@ class LookupTableGradKernel : public OpKernel {
       return absl::OkStatus();
     }
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
-    Tensor uploaded;  // the ids on the device
-    const int64_t* device_ids = nullptr;
-    if (l.n > 0) {
-      ASSIGN_OR_RETURN(int64_t * staged, staging_.HostWords(ctx, l.n));
-      std::copy(ids, ids + l.n, staged);
-      ASSIGN_OR_RETURN(uploaded, staging_.Upload(ctx, l.n, "the ids"));
-      device_ids = uploaded.data<int64_t>();
-    }
     if (attrs_.is_sparse) {
       ASSIGN_OR_RETURN(Tensor * value, ctx->AllocateOutput("W@GRAD", dtype, value_shape));
+      ASSIGN_OR_RETURN(int64_t * staged, staging_.HostWords(ctx, l.n));
+      std::copy(ids, ids + l.n, staged);
+      ASSIGN_OR_RETURN(const Tensor uploaded, staging_.Upload(ctx, l.n, "the ids"));
       RETURN_IF_ERROR(DispatchFloat(dtype, [&](auto tag) -> absl::Status {
         using T = typename decltype(tag)::type;
-        CUDA_RETURN_IF_ERROR(LaunchLookupGradSparseValue<T>(
-            device_ids, l.n, dout->data<T>(), l.dim, l.padding_row, value->data<T>(), stream));
+        CUDA_RETURN_IF_ERROR(LaunchLookupGradSparseValue<T>(uploaded.data<int64_t>(), l.n,
+                                                            dout->data<T>(), l.dim, l.padding_row,
+                                                            value->data<T>(), stream));
         return absl::OkStatus();
       }));
       Tensor value_tensor = *value;
@@ -145,10 +182,17 @@ class LookupTableGradKernel : public OpKernel {
     if (dw->NumBytes() > 0) {
       CUDA_RETURN_IF_ERROR(cudaMemsetAsync(dw->raw_data(), 0, dw->NumBytes(), stream));
     }
+    ASSIGN_OR_RETURN(int64_t * staged, staging_.HostWords(ctx, DenseGradWords(l.n)));
+    const DenseGradPlan plan = PlanDenseGrad(ids, l.n, l.padding_row, staged);
+    ASSIGN_OR_RETURN(const Tensor uploaded,
+                     staging_.Upload(ctx, plan.words(), "the dense gradient's row plan"));
+    const int64_t* order = uploaded.data<int64_t>();
+    const int64_t* starts = order + plan.positions;
+    const int64_t* rows = starts + plan.segments + 1;
     return DispatchFloat(dtype, [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
-      CUDA_RETURN_IF_ERROR(LaunchLookupGradDense<T>(device_ids, l.n, dout->data<T>(), l.rows, l.dim,
-                                                    l.padding_row, dw->data<T>(), stream));
+      CUDA_RETURN_IF_ERROR(LaunchLookupGradDense<T>(order, starts, rows, plan.segments,
+                                                    dout->data<T>(), l.dim, dw->data<T>(), stream));
       return absl::OkStatus();
     });
   }
@@ -158,14 +202,17 @@ class LookupTableGradKernel : public OpKernel {
   KernelStaging staging_;
 };
 
-// The ids uploaded for the dense gradient, or for a sparse one that a
-// padding id may hit (the ids are not known before the run: counted).
+// The dense gradient's row plan (DenseGradWords), or the ids of a sparse
+// gradient that a padding id may hit (the ids are not known before the
+// run: counted).
 int64_t LookupTableGradScratch(const OpDesc& op, const ArgMetas& in, const ArgMetas&) {
   const TensorMeta* ids = FirstMeta(in, "Ids");
   LookupAttrs attrs;
   if (ids == nullptr || !attrs.Read(op).ok()) return 0;
   if (attrs.is_sparse && attrs.padding_idx == -1) return 0;
-  return ids->shape.num_elements() * static_cast<int64_t>(sizeof(int64_t));
+  const int64_t n = ids->shape.num_elements();
+  const int64_t words = attrs.is_sparse ? n : DenseGradWords(n);
+  return words * static_cast<int64_t>(sizeof(int64_t));
 }
 
 REGISTER_KERNEL(KernelDef("lookup_table_grad", "gpu")

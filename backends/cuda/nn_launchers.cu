@@ -40,13 +40,16 @@ __global__ void CheckIdsKernel(const int64_t* ids, int64_t n, int64_t rows, Chec
   PublishBadInput(check, ids);
 }
 
+// One thread per (segment, column): adjacent threads read adjacent columns.
 template <typename T>
-__global__ void LookupGradDenseKernel(const int64_t* ids, const T* dout, int64_t rows, int64_t dim,
-                                      int64_t padding_row, T* dw, int64_t total) {
+__global__ void LookupGradDenseKernel(const int64_t* order, const int64_t* starts,
+                                      const int64_t* rows, const T* dout, int64_t dim, T* dw,
+                                      int64_t total) {
   TANDEM_GRID_LOOP(i, total) {
-    const int64_t p = i / dim, j = i - p * dim;
-    const int64_t id = ids[p];
-    if (id >= 0 && id < rows && id != padding_row) atomicAdd(dw + id * dim + j, dout[i]);
+    const int64_t s = i / dim, j = i - s * dim;
+    T sum = 0;
+    for (int64_t k = starts[s]; k < starts[s + 1]; ++k) sum += dout[order[k] * dim + j];
+    dw[rows[s] * dim + j] = sum;
   }
 }
 
@@ -168,12 +171,11 @@ cudaError_t LaunchL2(const T* x, const T* out, const T* dout, T* result, const A
 
 template <typename T>
 cudaError_t LaunchLookup(const int64_t* ids, int64_t n, const T* w, int64_t rows, int64_t dim,
-                         int64_t padding_row, T* out, const CheckSlot& check,
-                         cudaStream_t stream) {
+                         int64_t padding_row, T* out, const CheckSlot& check, cudaStream_t stream) {
   const int64_t total = n * dim;
   if (total == 0) return cudaSuccess;
-  LookupKernel<T><<<Blocks(total), kThreads, 0, stream>>>(ids, w, rows, dim, padding_row, out,
-                                                          total, check);
+  LookupKernel<T>
+      <<<Blocks(total), kThreads, 0, stream>>>(ids, w, rows, dim, padding_row, out, total, check);
   return cudaGetLastError();
 }
 
@@ -185,12 +187,13 @@ cudaError_t LaunchCheckIds(const int64_t* ids, int64_t n, int64_t rows, const Ch
 }
 
 template <typename T>
-cudaError_t LaunchLookupGradDense(const int64_t* ids, int64_t n, const T* dout, int64_t rows,
-                                  int64_t dim, int64_t padding_row, T* dw, cudaStream_t stream) {
-  const int64_t total = n * dim;
+cudaError_t LaunchLookupGradDense(const int64_t* order, const int64_t* starts, const int64_t* rows,
+                                  int64_t segments, const T* dout, int64_t dim, T* dw,
+                                  cudaStream_t stream) {
+  const int64_t total = segments * dim;
   if (total == 0) return cudaSuccess;
   LookupGradDenseKernel<T>
-      <<<Blocks(total), kThreads, 0, stream>>>(ids, dout, rows, dim, padding_row, dw, total);
+      <<<Blocks(total), kThreads, 0, stream>>>(order, starts, rows, dout, dim, dw, total);
   return cudaGetLastError();
 }
 
@@ -218,9 +221,9 @@ cudaError_t LaunchL2NormalizeGrad(const T* x, const T* out, const T* dout, T* dx
 
 #define TANDEM_INSTANTIATE(T)                                                                     \
   template cudaError_t LaunchLookup<T>(const int64_t*, int64_t, const T*, int64_t, int64_t,       \
-                                       int64_t, T*, const CheckSlot&, cudaStream_t);             \
-  template cudaError_t LaunchLookupGradDense<T>(const int64_t*, int64_t, const T*, int64_t,       \
-                                                int64_t, int64_t, T*, cudaStream_t);              \
+                                       int64_t, T*, const CheckSlot&, cudaStream_t);              \
+  template cudaError_t LaunchLookupGradDense<T>(const int64_t*, const int64_t*, const int64_t*,   \
+                                                int64_t, const T*, int64_t, T*, cudaStream_t);    \
   template cudaError_t LaunchLookupGradSparseValue<T>(const int64_t*, int64_t, const T*, int64_t, \
                                                       int64_t, T*, cudaStream_t);                 \
   template cudaError_t LaunchL2Normalize<T>(const T*, T*, const AxisGeometry&, double,            \

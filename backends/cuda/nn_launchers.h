@@ -34,12 +34,16 @@ cudaError_t LaunchLookup(const int64_t* ids, int64_t n, const T* w, int64_t rows
 cudaError_t LaunchCheckIds(const int64_t* ids, int64_t n, int64_t rows, const CheckSlot& check,
                            cudaStream_t stream);
 
-// dw[ids[p], j] += dout[p, j] (atomicAdd) for every p whose id is not
-// padding_row; `dw` ([rows, dim]) must be zeroed first and the ids checked
-// (on the host): an id outside [0, rows) is skipped, never written.
+// The dense gradient of lookup_table, deterministic: for each segment s <
+// segments, dw[rows[s], j] = the sum, in order, of dout[order[k], j] for k in
+// [starts[s], starts[s + 1]). The caller groups the positions by id
+// (ascending positions within an id; padding positions left out), so each
+// row is summed in position order, as the host kernels do; rows with no
+// segment are not written (zero `dw` first). All pointers are on the device.
 template <typename T>
-cudaError_t LaunchLookupGradDense(const int64_t* ids, int64_t n, const T* dout, int64_t rows,
-                                  int64_t dim, int64_t padding_row, T* dw, cudaStream_t stream);
+cudaError_t LaunchLookupGradDense(const int64_t* order, const int64_t* starts, const int64_t* rows,
+                                  int64_t segments, const T* dout, int64_t dim, T* dw,
+                                  cudaStream_t stream);
 
 // value[p, j] = ids[p] == padding_row ? 0 : dout[p, j]: the value of a
 // sparse gradient with a padding row (ids already checked on the host).

@@ -478,8 +478,8 @@ void CheckLookup(const Shape& ids_shape, const std::vector<int64_t>& ids, const 
           return in;
         },
         0);
-    // Dense: repeated ids add up in an unspecified order (atomicAdd on the gpu).
-    ExpectMatchesCpu(Op("lookup_table_grad", attrs), inputs, sparse ? 0 : Tol<T>());
+    // Dense too: repeated ids add up in position order on every place.
+    ExpectMatchesCpu(Op("lookup_table_grad", attrs), inputs, 0);
     // Only what the kernel reads on the place is copied: W and Out@GRAD on
     // a gpu, whose kernel reads Ids in host memory; all three on sim.
     EagerStats stats;
@@ -503,6 +503,51 @@ TEST_P(CrossPlace, LookupTableAndGradMatchCpu) {
   for (size_t i = 0; i < many.size(); ++i) many[i] = (i * 7919) % 37;  // many repeats
   CheckLookup<float>(Shape({30, 100}), many, Shape({37, 129}), 5);
   CheckLookup<double>(Shape({3000}), many, Shape({37, 33}), -1);
+}
+
+// Values whose float sums depend on the order of the additions (magnitudes
+// from 1e-3 to 1e3, not multiples of a power of two).
+std::vector<float> OrderSensitiveValues(int64_t n) {
+  std::vector<float> v(n);
+  for (int64_t i = 0; i < n; ++i) {
+    v[i] = static_cast<float>(std::sin(0.7 * i) * std::pow(10.0, i % 7 - 3));
+  }
+  return v;
+}
+
+// The dense gradient of rows hit thousands of times is bit-identical to the
+// host kernel's, which adds each row's updates in position order; a sum in
+// another order (what atomics give) differs, so the check is sharp.
+TEST_P(CrossPlace, DenseLookupGradAddsRepeatedIdsInPositionOrder) {
+  constexpr int64_t kRows = 11, kDim = 67, kIds = 4000;
+  std::vector<int64_t> ids(kIds);
+  for (int64_t p = 0; p < kIds; ++p) ids[p] = (p * p + 3 * p) % kRows;
+  const std::vector<float> dout = OrderSensitiveValues(kIds * kDim);
+  const AttrMap attrs = {{"is_sparse", false}, {"padding_idx", int64_t{2}}};
+  auto inputs = [&] {
+    return EagerInputs{{"Ids", {Ids(Shape({kIds}), ids)}},
+                       {"W", {HostVar<float>(Shape({kRows, kDim}), Values<float>(kRows * kDim))}},
+                       {"Out@GRAD", {HostVar<float>(Shape({kIds, kDim}), dout)}}};
+  };
+  ExpectMatchesCpu(Op("lookup_table_grad", attrs), inputs, 0);
+
+  ASSERT_OK_AND_ASSIGN(HostOutputs cpu,
+                       RunToHost(Op("lookup_table_grad", attrs), CPUPlace(), inputs()));
+  const float* dw = cpu.at("W@GRAD").tensor().data<float>();
+  int reversed_differs = 0;
+  for (int64_t row = 0; row < kRows; ++row) {
+    for (int64_t j = 0; j < kDim; ++j) {
+      float forward = 0, reversed = 0;
+      for (int64_t p = 0; p < kIds; ++p) {
+        if (ids[p] == row && row != 2) forward += dout[p * kDim + j];
+        const int64_t q = kIds - 1 - p;
+        if (ids[q] == row && row != 2) reversed += dout[q * kDim + j];
+      }
+      ASSERT_EQ(dw[row * kDim + j], forward) << "row " << row << " column " << j;
+      reversed_differs += reversed != forward;
+    }
+  }
+  EXPECT_GT(reversed_differs, kRows * kDim / 10);  // the order shows in the bits
 }
 
 template <typename T>
