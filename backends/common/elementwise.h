@@ -24,6 +24,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "backends/common/binary_op.h"
 #include "backends/common/broadcast.h"
 #include "framework/types/shape.h"
 
@@ -52,53 +53,6 @@ struct Accumulator<int64_t> {
 };
 template <typename T>
 using AccumulatorT = typename Accumulator<T>::type;
-
-// a + b; integers wrap around.
-template <typename T>
-inline T WrappingAdd(T a, T b) {
-  if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
-  } else {
-    return a + b;
-  }
-}
-
-// The arithmetic of the elementwise_* ops.
-enum class BinaryOp { kAdd, kSub, kMul, kDiv };
-
-// a <op> b as a function object (so loops over it inline and vectorize).
-// Integers wrap around (two's complement) on overflow, INT_MIN / -1
-// included; integer division truncates toward zero, and callers rule out
-// zero divisors first.
-template <BinaryOp kOp>
-struct Binary {
-  template <typename T>
-  T operator()(T a, T b) const {
-    if constexpr (std::is_integral_v<T>) {
-      using U = std::make_unsigned_t<T>;
-      if constexpr (kOp == BinaryOp::kAdd) {
-        return WrappingAdd(a, b);
-      } else if constexpr (kOp == BinaryOp::kSub) {
-        return static_cast<T>(static_cast<U>(a) - static_cast<U>(b));
-      } else if constexpr (kOp == BinaryOp::kMul) {
-        return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
-      } else {
-        return b == T(-1) ? static_cast<T>(U(0) - static_cast<U>(a)) : a / b;
-      }
-    } else {
-      if constexpr (kOp == BinaryOp::kAdd) {
-        return a + b;
-      } else if constexpr (kOp == BinaryOp::kSub) {
-        return a - b;
-      } else if constexpr (kOp == BinaryOp::kMul) {
-        return a * b;
-      } else {
-        return a / b;
-      }
-    }
-  }
-};
 
 // `From` converted to `To` as the cast op defines it: to bool is x != 0,
 // from bool is 0 / 1, numbers static_cast (float to int truncates toward

@@ -41,30 +41,26 @@ class UniformRandomKernel final : public OpKernel {
   using Types = FloatTypes;
 
   absl::Status Init(const OpDesc& op) override {
-    ASSIGN_OR_RETURN(out_, UniformRandomMeta(op));
-    ASSIGN_OR_RETURN(min_, GetAttr<double>(op.attrs, "min", op.type));
-    ASSIGN_OR_RETURN(max_, GetAttr<double>(op.attrs, "max", op.type));
-    ASSIGN_OR_RETURN(const int64_t seed, GetAttr<int64_t>(op.attrs, "seed", op.type));
-    seed_ = static_cast<uint64_t>(seed);
+    ASSIGN_OR_RETURN(attrs_, UniformRandomAttrs::Read(op));
     return absl::OkStatus();
   }
 
   absl::Status Compute(KernelContext* ctx) override {
-    ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", out_.dtype, out_.shape));
-    return DispatchType(Types(), out_.dtype, *ctx, "dtype", [&](auto tag) {
+    const TensorMeta& meta = attrs_.out;
+    ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", meta.dtype, meta.shape));
+    const uint64_t seed = static_cast<uint64_t>(attrs_.seed);
+    return DispatchType(Types(), meta.dtype, *ctx, "dtype", [&](auto tag) {
       using T = typename decltype(tag)::type;
       T* o = out->data<T>();
       Policy::ParallelFor(out->NumElements(), kMinElementsPerTask, [&](int64_t begin, int64_t end) {
-        FillUniform(min_, max_, seed_, begin, end - begin, o + begin);
+        FillUniform(attrs_.min, attrs_.max, seed, begin, end - begin, o + begin);
       });
       return absl::OkStatus();
     });
   }
 
  private:
-  TensorMeta out_;
-  double min_ = -1, max_ = 1;
-  uint64_t seed_ = 0;
+  UniformRandomAttrs attrs_;
 };
 
 // Out (attrs shape, dtype) at flat index i = static_cast<T>(mean + std *
@@ -75,30 +71,26 @@ class GaussianRandomKernel final : public OpKernel {
   using Types = FloatTypes;
 
   absl::Status Init(const OpDesc& op) override {
-    ASSIGN_OR_RETURN(out_, GaussianRandomMeta(op));
-    ASSIGN_OR_RETURN(mean_, GetAttr<double>(op.attrs, "mean", op.type));
-    ASSIGN_OR_RETURN(std_, GetAttr<double>(op.attrs, "std", op.type));
-    ASSIGN_OR_RETURN(const int64_t seed, GetAttr<int64_t>(op.attrs, "seed", op.type));
-    seed_ = static_cast<uint64_t>(seed);
+    ASSIGN_OR_RETURN(attrs_, GaussianRandomAttrs::Read(op));
     return absl::OkStatus();
   }
 
   absl::Status Compute(KernelContext* ctx) override {
-    ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", out_.dtype, out_.shape));
-    return DispatchType(Types(), out_.dtype, *ctx, "dtype", [&](auto tag) {
+    const TensorMeta& meta = attrs_.out;
+    ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", meta.dtype, meta.shape));
+    const uint64_t seed = static_cast<uint64_t>(attrs_.seed);
+    return DispatchType(Types(), meta.dtype, *ctx, "dtype", [&](auto tag) {
       using T = typename decltype(tag)::type;
       T* o = out->data<T>();
       Policy::ParallelFor(out->NumElements(), kMinElementsPerTask, [&](int64_t begin, int64_t end) {
-        FillGaussian(mean_, std_, seed_, begin, end - begin, o + begin);
+        FillGaussian(attrs_.mean, attrs_.std, seed, begin, end - begin, o + begin);
       });
       return absl::OkStatus();
     });
   }
 
  private:
-  TensorMeta out_;
-  double mean_ = 0, std_ = 1;
-  uint64_t seed_ = 0;
+  GaussianRandomAttrs attrs_;
 };
 
 // Registers every kernel above for `device_type` (see header comment).

@@ -22,37 +22,6 @@ int Blocks(int64_t n) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < (n); \
        i += int64_t{blockDim.x} * gridDim.x)
 
-// a <op> b as the host computes it (see ElementwiseOp).
-template <ElementwiseOp kOp>
-struct Apply {
-  template <typename T>
-  __device__ __forceinline__ T operator()(T a, T b) const {
-    if constexpr (std::is_integral<T>::value) {
-      using U = std::make_unsigned_t<T>;
-      const U ua = static_cast<U>(a), ub = static_cast<U>(b);
-      if constexpr (kOp == ElementwiseOp::kAdd) {
-        return static_cast<T>(ua + ub);
-      } else if constexpr (kOp == ElementwiseOp::kSub) {
-        return static_cast<T>(ua - ub);
-      } else if constexpr (kOp == ElementwiseOp::kMul) {
-        return static_cast<T>(ua * ub);
-      } else {
-        return b == T(-1) ? static_cast<T>(U(0) - ua) : a / b;
-      }
-    } else {
-      if constexpr (kOp == ElementwiseOp::kAdd) {
-        return a + b;
-      } else if constexpr (kOp == ElementwiseOp::kSub) {
-        return a - b;
-      } else if constexpr (kOp == ElementwiseOp::kMul) {
-        return a * b;
-      } else {
-        return a / b;
-      }
-    }
-  }
-};
-
 template <typename T, typename Op>
 __global__ void SameKernel(Op op, const T* x, const T* y, T* out, int64_t n) {
   TANDEM_GRID_LOOP(i, n) { out[i] = op(x[i], y[i]); }
@@ -97,18 +66,18 @@ __global__ void BroadcastDivideKernel(const T* in, T* out, AddGeometry g, int64_
   }
 }
 
-// Calls launch(Apply<op>{}) with `op` as a template argument.
+// Calls launch(Binary<op>{}) with `op` as a template argument.
 template <typename Launch>
-void WithOp(ElementwiseOp op, Launch&& launch) {
+void WithOp(BinaryOp op, Launch&& launch) {
   switch (op) {
-    case ElementwiseOp::kAdd:
-      return launch(Apply<ElementwiseOp::kAdd>());
-    case ElementwiseOp::kSub:
-      return launch(Apply<ElementwiseOp::kSub>());
-    case ElementwiseOp::kMul:
-      return launch(Apply<ElementwiseOp::kMul>());
-    case ElementwiseOp::kDiv:
-      return launch(Apply<ElementwiseOp::kDiv>());
+    case BinaryOp::kAdd:
+      return launch(Binary<BinaryOp::kAdd>());
+    case BinaryOp::kSub:
+      return launch(Binary<BinaryOp::kSub>());
+    case BinaryOp::kMul:
+      return launch(Binary<BinaryOp::kMul>());
+    case BinaryOp::kDiv:
+      return launch(Binary<BinaryOp::kDiv>());
   }
 }
 
@@ -231,7 +200,7 @@ bool IsColumnSum(const ReduceGeometry& g) {
 }  // namespace
 
 template <typename T>
-cudaError_t LaunchBinarySame(ElementwiseOp op, const T* x, const T* y, T* out, int64_t n,
+cudaError_t LaunchBinarySame(BinaryOp op, const T* x, const T* y, T* out, int64_t n,
                              cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   WithOp(op, [&](auto apply) {
@@ -241,7 +210,7 @@ cudaError_t LaunchBinarySame(ElementwiseOp op, const T* x, const T* y, T* out, i
 }
 
 template <typename T>
-cudaError_t LaunchBinaryRow(ElementwiseOp op, const T* full, const T* row, bool row_is_x, T* out,
+cudaError_t LaunchBinaryRow(BinaryOp op, const T* full, const T* row, bool row_is_x, T* out,
                             int64_t n, int64_t cols, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   // n + the grid's stride (<= kMaxBlocks * kThreads) must fit the index.
@@ -259,8 +228,8 @@ cudaError_t LaunchBinaryRow(ElementwiseOp op, const T* full, const T* row, bool 
 }
 
 template <typename T>
-cudaError_t LaunchBinaryStrided(ElementwiseOp op, const T* x, const T* y, T* out,
-                                const AddGeometry& g, cudaStream_t stream) {
+cudaError_t LaunchBinaryStrided(BinaryOp op, const T* x, const T* y, T* out, const AddGeometry& g,
+                                cudaStream_t stream) {
   const int64_t n = Count(g);
   if (n == 0) return cudaSuccess;
   WithOp(op, [&](auto apply) {
@@ -296,15 +265,15 @@ cudaError_t LaunchReduceSum(const T* in, T* out, const ReduceGeometry& g, cudaSt
   return cudaGetLastError();
 }
 
-#define TANDEM_INSTANTIATE(T)                                                                   \
-  template cudaError_t LaunchBinarySame<T>(ElementwiseOp, const T*, const T*, T*, int64_t,      \
-                                           cudaStream_t);                                       \
-  template cudaError_t LaunchBinaryRow<T>(ElementwiseOp, const T*, const T*, bool, T*, int64_t, \
-                                          int64_t, cudaStream_t);                               \
-  template cudaError_t LaunchBinaryStrided<T>(ElementwiseOp, const T*, const T*, T*,            \
-                                              const AddGeometry&, cudaStream_t);                \
-  template cudaError_t LaunchBroadcastDivide<T>(const T*, T*, const AddGeometry&, int64_t,      \
-                                                cudaStream_t);                                  \
+#define TANDEM_INSTANTIATE(T)                                                              \
+  template cudaError_t LaunchBinarySame<T>(BinaryOp, const T*, const T*, T*, int64_t,      \
+                                           cudaStream_t);                                  \
+  template cudaError_t LaunchBinaryRow<T>(BinaryOp, const T*, const T*, bool, T*, int64_t, \
+                                          int64_t, cudaStream_t);                          \
+  template cudaError_t LaunchBinaryStrided<T>(BinaryOp, const T*, const T*, T*,            \
+                                              const AddGeometry&, cudaStream_t);           \
+  template cudaError_t LaunchBroadcastDivide<T>(const T*, T*, const AddGeometry&, int64_t, \
+                                                cudaStream_t);                             \
   template cudaError_t LaunchReduceSum<T>(const T*, T*, const ReduceGeometry&, cudaStream_t);
 TANDEM_INSTANTIATE(float)
 TANDEM_INSTANTIATE(double)

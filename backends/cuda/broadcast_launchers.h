@@ -5,7 +5,7 @@
 // (which computes the geometry) and by the OpKernels.
 //
 //   AddGeometry g = ...;   // from PlanAdd (broadcast_plan.h)
-//   CUDA_RETURN_IF_ERROR(LaunchBinaryStrided<float>(ElementwiseOp::kSub, x, y, out, g, stream));
+//   CUDA_RETURN_IF_ERROR(LaunchBinaryStrided<float>(BinaryOp::kSub, x, y, out, g, stream));
 //
 // Each call enqueues one kernel on `stream` and returns at once (async) with
 // the launch status; nothing is launched when there is no output element.
@@ -17,6 +17,8 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+
+#include "backends/common/binary_op.h"
 
 namespace tandem {
 namespace cuda {
@@ -51,26 +53,23 @@ struct ReduceGeometry {
   int64_t divisor = 1;
 };
 
-// The arithmetic of elementwise_add, _sub, _mul and _div, as the host
-// kernels do it (backends/common/elementwise.h, Binary): integers wrap
-// around (two's complement), INT_MIN / -1 included; integer division
-// truncates toward zero and the caller rules out zero divisors.
-enum class ElementwiseOp { kAdd, kSub, kMul, kDiv };
+// `op` is the arithmetic of elementwise_add, _sub, _mul and _div, the one
+// definition the host kernels use too (backends/common/binary_op.h).
 
 // out[i] = x[i] <op> y[i], i < n. `out` may be x or y (in place).
 template <typename T>
-cudaError_t LaunchBinarySame(ElementwiseOp op, const T* x, const T* y, T* out, int64_t n,
+cudaError_t LaunchBinarySame(BinaryOp op, const T* x, const T* y, T* out, int64_t n,
                              cudaStream_t stream);
 // A full operand and a row repeated over it (cols 1: a scalar), i < n:
 // out[i] = full[i] <op> row[i % cols], or row[i % cols] <op> full[i] when
 // row_is_x. `out` may be `full`.
 template <typename T>
-cudaError_t LaunchBinaryRow(ElementwiseOp op, const T* full, const T* row, bool row_is_x, T* out,
+cudaError_t LaunchBinaryRow(BinaryOp op, const T* full, const T* row, bool row_is_x, T* out,
                             int64_t n, int64_t cols, cudaStream_t stream);
 // The general case described by `g`.
 template <typename T>
-cudaError_t LaunchBinaryStrided(ElementwiseOp op, const T* x, const T* y, T* out,
-                                const AddGeometry& g, cudaStream_t stream);
+cudaError_t LaunchBinaryStrided(BinaryOp op, const T* x, const T* y, T* out, const AddGeometry& g,
+                                cudaStream_t stream);
 // out (contiguous, g.dims) = `in` read with g.x_strides (0 where it is
 // broadcast), divided by `divisor` in T: the gradient of a sum (divisor 1)
 // or a mean.

@@ -7,7 +7,7 @@
 //   ASSIGN_OR_RETURN(Shape y_aligned, AlignForBroadcast(op, x, y, axis));
 //   ASSIGN_OR_RETURN(Shape out, BroadcastShapes(op, x, y, axis));
 //   ASSIGN_OR_RETURN(AddPlan plan, PlanAdd(op, x, y_aligned, out));
-//   CUDA_RETURN_IF_ERROR(LaunchBinary<float>(ElementwiseOp::kSub, x, y, o, plan, stream));
+//   CUDA_RETURN_IF_ERROR(LaunchBinary<float>(BinaryOp::kSub, x, y, o, plan, stream));
 //   ASSIGN_OR_RETURN(ReduceGeometry g, PlanReduceTo(op, out, x));
 //
 // The planners are pure functions of shapes (no device work); thread-safe.
@@ -24,7 +24,7 @@
 namespace tandem {
 namespace cuda {
 
-// How to compute a binary element-wise op (any of ElementwiseOp).
+// How to compute a binary element-wise op (any of BinaryOp).
 struct AddPlan {
   enum class Kind {
     kSame,     // LaunchBinarySame over n elements
@@ -61,7 +61,7 @@ absl::StatusOr<AddGeometry> PlanBroadcastTo(absl::string_view op, const Shape& i
 // Enqueues out = x <op> y on `stream` as `plan` (PlanAdd of x, Y aligned
 // and out) says; returns the launch status.
 template <typename T>
-cudaError_t LaunchBinary(ElementwiseOp op, const T* x, const T* y, T* out, const AddPlan& plan,
+cudaError_t LaunchBinary(BinaryOp op, const T* x, const T* y, T* out, const AddPlan& plan,
                          cudaStream_t stream) {
   switch (plan.kind) {
     case AddPlan::Kind::kSame:

@@ -55,7 +55,7 @@ absl::Status CheckNoZeroDivisor(KernelContext* ctx, const Tensor& y) {
                                            *zero));
 }
 
-template <ElementwiseOp kOp>
+template <BinaryOp kOp>
 class ElementwiseKernel : public OpKernel {
  public:
   absl::Status Init(const OpDesc& op) override { return prologue::ReadAttr(op, "axis", &axis_); }
@@ -71,7 +71,7 @@ class ElementwiseKernel : public OpKernel {
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
     return DispatchNumeric(x->dtype(), [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
-      if constexpr (kOp == ElementwiseOp::kDiv && std::is_integral_v<T>) {
+      if constexpr (kOp == BinaryOp::kDiv && std::is_integral_v<T>) {
         RETURN_IF_ERROR(CheckNoZeroDivisor<T>(ctx, *y));
       }
       CUDA_RETURN_IF_ERROR(
@@ -88,14 +88,14 @@ class ElementwiseKernel : public OpKernel {
 //   add  G, G            sub  G, -G
 //   mul  G * Y, G * X    div  G / Y, -(G * Out) / Y (reads the forward Out)
 // each summed over the dims its input was broadcast along.
-template <ElementwiseOp kOp>
+template <BinaryOp kOp>
 class ElementwiseGradKernel : public OpKernel {
  public:
   absl::Status Init(const OpDesc& op) override { return prologue::ReadAttr(op, "axis", &axis_); }
 
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const prologue::ElementwiseGradArgs a,
-                     prologue::GetElementwiseGradArgs(*ctx, axis_, kOp == ElementwiseOp::kDiv));
+                     prologue::GetElementwiseGradArgs(*ctx, axis_, kOp == BinaryOp::kDiv));
     const std::string& op = ctx->op().type;
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
     return DispatchNumeric(a.x->dtype(), [&](auto tag) -> absl::Status {
@@ -104,7 +104,7 @@ class ElementwiseGradKernel : public OpKernel {
       const int64_t n = os.num_elements();
       const T* g = a.dout->data<T>();
       // buf = G <op> `other` broadcast (aligned to Out as `other_aligned`).
-      auto combine = [&](ElementwiseOp with, const T* first, const Tensor& other,
+      auto combine = [&](BinaryOp with, const T* first, const Tensor& other,
                          const Shape& other_aligned, T* buf) -> absl::Status {
         ASSIGN_OR_RETURN(const AddPlan plan, PlanAdd(op, os, other_aligned, os));
         CUDA_RETURN_IF_ERROR(LaunchBinary<T>(with, first, other.data<T>(), buf, plan, stream));
@@ -149,27 +149,26 @@ class ElementwiseGradKernel : public OpKernel {
         return absl::OkStatus();
       };
       const Shape& ya = a.shapes.y_aligned;
-      if constexpr (kOp == ElementwiseOp::kAdd || kOp == ElementwiseOp::kSub) {
+      if constexpr (kOp == BinaryOp::kAdd || kOp == BinaryOp::kSub) {
         RETURN_IF_ERROR(grad("X@GRAD", *a.x, a.x->shape(), nullptr, false));
-        return grad("Y@GRAD", *a.y, ya, nullptr, kOp == ElementwiseOp::kSub);
-      } else if constexpr (kOp == ElementwiseOp::kMul) {
+        return grad("Y@GRAD", *a.y, ya, nullptr, kOp == BinaryOp::kSub);
+      } else if constexpr (kOp == BinaryOp::kMul) {
         RETURN_IF_ERROR(grad(
             "X@GRAD", *a.x, a.x->shape(),
-            [&](T* buf) { return combine(ElementwiseOp::kMul, g, *a.y, ya, buf); }, false));
+            [&](T* buf) { return combine(BinaryOp::kMul, g, *a.y, ya, buf); }, false));
         return grad(
             "Y@GRAD", *a.y, ya,
-            [&](T* buf) { return combine(ElementwiseOp::kMul, g, *a.x, a.x->shape(), buf); },
-            false);
+            [&](T* buf) { return combine(BinaryOp::kMul, g, *a.x, a.x->shape(), buf); }, false);
       } else {
         RETURN_IF_ERROR(grad(
             "X@GRAD", *a.x, a.x->shape(),
-            [&](T* buf) { return combine(ElementwiseOp::kDiv, g, *a.y, ya, buf); }, false));
+            [&](T* buf) { return combine(BinaryOp::kDiv, g, *a.y, ya, buf); }, false));
         return grad(
             "Y@GRAD", *a.y, ya,
             [&](T* buf) -> absl::Status {
               CUDA_RETURN_IF_ERROR(
-                  LaunchBinarySame<T>(ElementwiseOp::kMul, g, a.out->data<T>(), buf, n, stream));
-              return combine(ElementwiseOp::kDiv, buf, *a.y, ya, buf);
+                  LaunchBinarySame<T>(BinaryOp::kMul, g, a.out->data<T>(), buf, n, stream));
+              return combine(BinaryOp::kDiv, buf, *a.y, ya, buf);
             },
             true);
       }
@@ -211,12 +210,10 @@ int64_t ProductGradScratch(const OpDesc&, const ArgMetas& in, const ArgMetas& ou
   REGISTER_KERNEL(                                                                            \
       KernelDef(name "_grad", "gpu").TypeConstraint("X", grad_types).Scratch(grad_scratch),   \
       ElementwiseGradKernel<op>)
-TANDEM_ELEMENTWISE("elementwise_add", ElementwiseOp::kAdd, kNumericTypes, nullptr, nullptr);
-TANDEM_ELEMENTWISE("elementwise_sub", ElementwiseOp::kSub, kNumericTypes, nullptr, nullptr);
-TANDEM_ELEMENTWISE("elementwise_mul", ElementwiseOp::kMul, kNumericTypes, nullptr,
-                   ProductGradScratch);
-TANDEM_ELEMENTWISE("elementwise_div", ElementwiseOp::kDiv, kFloatTypes, DivScratch,
-                   ProductGradScratch);
+TANDEM_ELEMENTWISE("elementwise_add", BinaryOp::kAdd, kNumericTypes, nullptr, nullptr);
+TANDEM_ELEMENTWISE("elementwise_sub", BinaryOp::kSub, kNumericTypes, nullptr, nullptr);
+TANDEM_ELEMENTWISE("elementwise_mul", BinaryOp::kMul, kNumericTypes, nullptr, ProductGradScratch);
+TANDEM_ELEMENTWISE("elementwise_div", BinaryOp::kDiv, kFloatTypes, DivScratch, ProductGradScratch);
 #undef TANDEM_ELEMENTWISE
 
 }  // namespace

@@ -35,9 +35,9 @@ class FcKernel : public OpKernel {
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
     return DispatchFloat(a.input->dtype(), [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
-      CUDA_RETURN_IF_ERROR(LaunchBinaryRow<T>(ElementwiseOp::kAdd, a.out->data<T>(),
-                                              a.bias->data<T>(), /*row_is_x=*/false,
-                                              a.out->data<T>(), d.m * d.n, d.n, stream));
+      CUDA_RETURN_IF_ERROR(LaunchBinaryRow<T>(BinaryOp::kAdd, a.out->data<T>(), a.bias->data<T>(),
+                                              /*row_is_x=*/false, a.out->data<T>(), d.m * d.n, d.n,
+                                              stream));
       return absl::OkStatus();
     });
   }

@@ -266,8 +266,8 @@ class Conv2DGradKernel : public OpKernel {
         } else {
           CUDA_RETURN_IF_ERROR(
               LaunchReduceSum<T>(products.data<T>(), chunk_sum.data<T>(), sum, stream));
-          CUDA_RETURN_IF_ERROR(LaunchBinarySame<T>(ElementwiseOp::kAdd, dwg, chunk_sum.data<T>(),
-                                                   dwg, slice, stream));
+          CUDA_RETURN_IF_ERROR(
+              LaunchBinarySame<T>(BinaryOp::kAdd, dwg, chunk_sum.data<T>(), dwg, slice, stream));
         }
       }
     }

@@ -19,28 +19,23 @@ namespace {
 class UniformRandomKernel : public OpKernel {
  public:
   absl::Status Init(const OpDesc& op) override {
-    ASSIGN_OR_RETURN(out_, UniformRandomMeta(op));
-    ASSIGN_OR_RETURN(min_, GetAttr<double>(op.attrs, "min", op.type));
-    ASSIGN_OR_RETURN(max_, GetAttr<double>(op.attrs, "max", op.type));
-    ASSIGN_OR_RETURN(seed_, GetAttr<int64_t>(op.attrs, "seed", op.type));
+    ASSIGN_OR_RETURN(a_, UniformRandomAttrs::Read(op));
     return absl::OkStatus();
   }
 
   absl::Status Compute(KernelContext* ctx) override {
-    ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", out_.dtype, out_.shape));
+    ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", a_.out.dtype, a_.out.shape));
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
-    return DispatchFloat(out_.dtype, [&](auto tag) -> absl::Status {
+    return DispatchFloat(a_.out.dtype, [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
-      CUDA_RETURN_IF_ERROR(
-          LaunchUniformRandom<T>(out->data<T>(), out->NumElements(), min_, max_, seed_, stream));
+      CUDA_RETURN_IF_ERROR(LaunchUniformRandom<T>(out->data<T>(), out->NumElements(), a_.min,
+                                                  a_.max, a_.seed, stream));
       return absl::OkStatus();
     });
   }
 
  private:
-  TensorMeta out_;
-  double min_ = -1, max_ = 1;
-  int64_t seed_ = 0;
+  UniformRandomAttrs a_;
 };
 
 REGISTER_KERNEL(KernelDef("uniform_random", "gpu").TypeConstraint("dtype", kFloatTypes),
@@ -49,28 +44,23 @@ REGISTER_KERNEL(KernelDef("uniform_random", "gpu").TypeConstraint("dtype", kFloa
 class GaussianRandomKernel : public OpKernel {
  public:
   absl::Status Init(const OpDesc& op) override {
-    ASSIGN_OR_RETURN(out_, GaussianRandomMeta(op));
-    ASSIGN_OR_RETURN(mean_, GetAttr<double>(op.attrs, "mean", op.type));
-    ASSIGN_OR_RETURN(std_, GetAttr<double>(op.attrs, "std", op.type));
-    ASSIGN_OR_RETURN(seed_, GetAttr<int64_t>(op.attrs, "seed", op.type));
+    ASSIGN_OR_RETURN(a_, GaussianRandomAttrs::Read(op));
     return absl::OkStatus();
   }
 
   absl::Status Compute(KernelContext* ctx) override {
-    ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", out_.dtype, out_.shape));
+    ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", a_.out.dtype, a_.out.shape));
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
-    return DispatchFloat(out_.dtype, [&](auto tag) -> absl::Status {
+    return DispatchFloat(a_.out.dtype, [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
-      CUDA_RETURN_IF_ERROR(
-          LaunchGaussianRandom<T>(out->data<T>(), out->NumElements(), mean_, std_, seed_, stream));
+      CUDA_RETURN_IF_ERROR(LaunchGaussianRandom<T>(out->data<T>(), out->NumElements(), a_.mean,
+                                                   a_.std, a_.seed, stream));
       return absl::OkStatus();
     });
   }
 
  private:
-  TensorMeta out_;
-  double mean_ = 0, std_ = 1;
-  int64_t seed_ = 0;
+  GaussianRandomAttrs a_;
 };
 
 REGISTER_KERNEL(KernelDef("gaussian_random", "gpu").TypeConstraint("dtype", kFloatTypes),

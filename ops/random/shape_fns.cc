@@ -35,4 +35,22 @@ absl::StatusOr<TensorMeta> GaussianRandomMeta(const OpDesc& op) {
   return out;
 }
 
+absl::StatusOr<UniformRandomAttrs> UniformRandomAttrs::Read(const OpDesc& op) {
+  UniformRandomAttrs a;
+  ASSIGN_OR_RETURN(a.out, UniformRandomMeta(op));
+  ASSIGN_OR_RETURN(a.min, GetAttr<double>(op.attrs, "min", op.type));
+  ASSIGN_OR_RETURN(a.max, GetAttr<double>(op.attrs, "max", op.type));
+  ASSIGN_OR_RETURN(a.seed, GetAttr<int64_t>(op.attrs, "seed", op.type));
+  return a;
+}
+
+absl::StatusOr<GaussianRandomAttrs> GaussianRandomAttrs::Read(const OpDesc& op) {
+  GaussianRandomAttrs a;
+  ASSIGN_OR_RETURN(a.out, GaussianRandomMeta(op));
+  ASSIGN_OR_RETURN(a.mean, GetAttr<double>(op.attrs, "mean", op.type));
+  ASSIGN_OR_RETURN(a.std, GetAttr<double>(op.attrs, "std", op.type));
+  ASSIGN_OR_RETURN(a.seed, GetAttr<int64_t>(op.attrs, "seed", op.type));
+  return a;
+}
+
 }  // namespace tandem

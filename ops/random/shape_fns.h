@@ -3,6 +3,7 @@
 //
 //   ASSIGN_OR_RETURN(TensorMeta out, UniformRandomMeta(op));
 //   ASSIGN_OR_RETURN(TensorMeta out, GaussianRandomMeta(op));
+//   ASSIGN_OR_RETURN(UniformRandomAttrs attrs, UniformRandomAttrs::Read(op));  // in Init
 #ifndef TANDEM_OPS_RANDOM_SHAPE_FNS_H_
 #define TANDEM_OPS_RANDOM_SHAPE_FNS_H_
 
@@ -21,6 +22,25 @@ absl::StatusOr<TensorMeta> UniformRandomMeta(const OpDesc& op);
 // Out of a gaussian_random op: as UniformRandomMeta, and attrs mean and std
 // finite with std >= 0 (InvalidArgument naming the op and the attribute).
 absl::StatusOr<TensorMeta> GaussianRandomMeta(const OpDesc& op);
+
+// A random op's attributes as every backend's kernel reads them once (in
+// Init), checked as above. `seed` is the int64 attribute; the counter-based
+// generators take its bits as a uint64.
+struct UniformRandomAttrs {
+  TensorMeta out;
+  double min = -1, max = 1;
+  int64_t seed = 0;
+
+  static absl::StatusOr<UniformRandomAttrs> Read(const OpDesc& op);
+};
+
+struct GaussianRandomAttrs {
+  TensorMeta out;
+  double mean = 0, std = 1;
+  int64_t seed = 0;
+
+  static absl::StatusOr<GaussianRandomAttrs> Read(const OpDesc& op);
+};
 
 }  // namespace tandem
 

@@ -7,8 +7,11 @@ a small header shared with the .cu file.
 
 load("@local_config_cuda//:defs.bzl", "CUDA_ENABLED", "CUDA_PATH")
 
-def cuda_library(name, srcs, hdrs = [], deps = [], copts = [], **kwargs):
+def cuda_library(name, srcs, hdrs = [], shared_hdrs = [], deps = [], copts = [], **kwargs):
     """Builds `srcs` (.cu) with nvcc; `hdrs` are headers the .cu files include.
+
+    `shared_hdrs` are headers of other packages (exported files) that the .cu
+    files include too; list the cc_library that owns each in `deps`.
 
     Without the toolkit (CUDA_ENABLED false) it declares an empty library and
     no nvcc step, so packages that mention it still load; mark its users
@@ -22,7 +25,7 @@ def cuda_library(name, srcs, hdrs = [], deps = [], copts = [], **kwargs):
         obj = name + "_" + src.replace("/", "_").replace(".cu", ".o")
         native.genrule(
             name = name + "_" + src.replace("/", "_").replace(".", "_") + "_nvcc",
-            srcs = [src] + hdrs,
+            srcs = [src] + hdrs + shared_hdrs,
             outs = [obj],
             cmd = ("%s/bin/nvcc -std=c++17 -O3 --expt-relaxed-constexpr " % CUDA_PATH +
                    "-gencode arch=compute_90,code=sm_90 -Xcompiler -fPIC " +
