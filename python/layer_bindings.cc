@@ -117,6 +117,10 @@ void DefActivations(py::module_& m) {
       m, "tanh", +[](ProgramBuilder* b, Str x) { return b->Tanh({x}).name; }, "tanh(x)",
       py::arg("x"));
   DefLayer(
+      m, "gelu",
+      +[](ProgramBuilder* b, Str x, bool approximate) { return b->Gelu({x}, approximate).name; },
+      "x * Phi(x); approximate: the tanh form", py::arg("x"), py::arg("approximate"));
+  DefLayer(
       m, "softmax",
       +[](ProgramBuilder* b, Str x, int64_t axis) { return b->Softmax({x}, axis).name; },
       "softmax over `axis`", py::arg("x"), py::arg("axis"));

@@ -8,17 +8,13 @@
 // Integers wrap around (two's complement) on overflow, INT_MIN / -1
 // included; integer division truncates toward zero, and callers rule out
 // zero divisors first. Floating point is IEEE: a + b, a - b, a * b, a / b.
-// Stateless function objects, thread-safe; header-only, no dependencies.
+// Stateless function objects, thread-safe; header-only.
 #ifndef TANDEM_BACKENDS_COMMON_BINARY_OP_H_
 #define TANDEM_BACKENDS_COMMON_BINARY_OP_H_
 
 #include <type_traits>
 
-#if defined(__CUDACC__)
-#define TANDEM_HOST_DEVICE __host__ __device__
-#else
-#define TANDEM_HOST_DEVICE
-#endif
+#include "backends/common/host_device.h"
 
 namespace tandem {
 

@@ -1,6 +1,6 @@
 // The kernels of the math ops (ops/math) for every backend whose memory the
 // host can address: fill_constant, elementwise_add/sub/mul/div(_grad),
-// matmul(_grad), mul(_grad), scale, cast, relu/sigmoid/tanh(_grad) and
+// matmul(_grad), mul(_grad), scale, cast, relu/sigmoid/tanh/gelu(_grad) and
 // reduce_sum/reduce_mean(_grad). Each kernel is written once, templated on
 // an execution policy (serial_policy.h) that supplies the backend's
 // threading and GEMM. A backend registers them all under its device type
@@ -17,6 +17,7 @@
 //   elementwise_div_grad, matmul(_grad), mul(_grad), reduce_sum/mean(_grad)
 //                         X: float32, float64
 //   relu, sigmoid, tanh   X: float32, float64 (their _grad ops: Out)
+//   gelu                  X: float32, float64 (gelu_grad: X)
 //   cast                  X and attr out_dtype: all five
 // Semantics, including edge cases, are documented on each kernel below.
 //
@@ -364,41 +365,74 @@ class CastKernel final : public OpKernel {
   DataType out_dtype_ = DataType::kFloat32;
 };
 
-// Out = f(X) for the activations relu, sigmoid and tanh (activation.h:
-// sigmoid never overflows exp); float32 / float64, Out has X's shape.
+// Out = f(X) for the activations relu, sigmoid, tanh and gelu (activation.h:
+// sigmoid never overflows exp; gelu's attr approximate picks its tanh form);
+// float32 / float64, Out has X's shape.
+// Calls launch(Functor<kAct>()), or for gelu the functor of `act` (its
+// exact or tanh form): the other kernels compile one functor only.
+template <template <Activation> class Functor, Activation kAct, typename Launch>
+void WithKernelActivationOf(Activation act, Launch&& launch) {
+  if constexpr (kAct == Activation::kGelu) {
+    if (act == Activation::kGeluTanh) return launch(Functor<Activation::kGeluTanh>());
+  }
+  launch(Functor<kAct>());
+}
+
 template <typename Policy, Activation kAct>
 class ActivationKernel final : public OpKernel {
  public:
   using Types = FloatTypes;
+
+  absl::Status Init(const OpDesc& op) override {
+    ASSIGN_OR_RETURN(act_, prologue::ActivationOf(op, kAct));
+    return absl::OkStatus();
+  }
 
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
     ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", x->dtype(), x->shape()));
     return DispatchType(Types(), x->dtype(), *ctx, "X", [&](auto tag) {
       using T = typename decltype(tag)::type;
-      Map<T, Policy>(x->data<T>(), out->data<T>(), x->NumElements(), Activate<kAct>());
+      WithKernelActivationOf<Activate, kAct>(
+          act_, [&](auto f) { Map<T, Policy>(x->data<T>(), out->data<T>(), x->NumElements(), f); });
       return absl::OkStatus();
     });
   }
+
+ private:
+  Activation act_ = kAct;
 };
 
-// X@GRAD of relu / sigmoid / tanh from the forward Out and Out@GRAD (same
-// dtype and shape): Out@GRAD where Out > 0 / Out@GRAD * Out * (1 - Out) /
-// Out@GRAD * (1 - Out^2).
+// X@GRAD of an activation from Out@GRAD and the forward tensor its gradient
+// reads (same dtype and shape): relu Out@GRAD where Out > 0, sigmoid
+// Out@GRAD * Out * (1 - Out), tanh Out@GRAD * (1 - Out^2), gelu Out@GRAD *
+// gelu'(X) (activation.h).
 template <typename Policy, Activation kAct>
 class ActivationGradKernel final : public OpKernel {
  public:
   using Types = FloatTypes;
 
+  absl::Status Init(const OpDesc& op) override {
+    ASSIGN_OR_RETURN(act_, prologue::ActivationOf(op, kAct));
+    return absl::OkStatus();
+  }
+
   absl::Status Compute(KernelContext* ctx) override {
-    ASSIGN_OR_RETURN(const prologue::ActivationGradArgs a, prologue::GetActivationGradArgs(ctx));
-    return DispatchType(Types(), a.out->dtype(), *ctx, "Out", [&](auto tag) {
+    constexpr const char* kFwd = GradReadsInput(kAct) ? "X" : "Out";
+    ASSIGN_OR_RETURN(const prologue::ActivationGradArgs a,
+                     prologue::GetActivationGradArgs(ctx, kFwd));
+    return DispatchType(Types(), a.fwd->dtype(), *ctx, kFwd, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      Map2<T, Policy>(a.out->data<T>(), a.dout->data<T>(), a.dx->data<T>(), a.out->NumElements(),
-                      ActivationGrad<kAct>());
+      WithKernelActivationOf<ActivationGrad, kAct>(act_, [&](auto f) {
+        Map2<T, Policy>(a.fwd->data<T>(), a.dout->data<T>(), a.dx->data<T>(), a.fwd->NumElements(),
+                        f);
+      });
       return absl::OkStatus();
     });
   }
+
+ private:
+  Activation act_ = kAct;
 };
 
 // Out = the sum (reduce_sum) or mean (reduce_mean) of X over attr dim
@@ -531,8 +565,8 @@ void RegisterElementwise(const std::string& device_type, const std::string& op) 
 }
 template <typename Policy, Activation kAct>
 void RegisterActivation(const std::string& device_type, const std::string& op) {
-  RegisterPair<ActivationKernel<Policy, kAct>, ActivationGradKernel<Policy, kAct>>(device_type, op,
-                                                                                   "X", "Out");
+  RegisterPair<ActivationKernel<Policy, kAct>, ActivationGradKernel<Policy, kAct>>(
+      device_type, op, "X", GradReadsInput(kAct) ? "X" : "Out");
 }
 template <typename Policy, bool kMean>
 void RegisterReduce(const std::string& device_type, const std::string& op) {
@@ -573,6 +607,7 @@ void RegisterMathKernels(const std::string& device_type) {
   math_kernels_internal::RegisterActivation<Policy, Activation::kRelu>(device_type, "relu");
   math_kernels_internal::RegisterActivation<Policy, Activation::kSigmoid>(device_type, "sigmoid");
   math_kernels_internal::RegisterActivation<Policy, Activation::kTanh>(device_type, "tanh");
+  math_kernels_internal::RegisterActivation<Policy, Activation::kGelu>(device_type, "gelu");
   math_kernels_internal::RegisterReduce<Policy, /*kMean=*/false>(device_type, "reduce_sum");
   math_kernels_internal::RegisterReduce<Policy, /*kMean=*/true>(device_type, "reduce_mean");
   registry.Register(

@@ -164,12 +164,19 @@ absl::StatusOr<MulGradArgs> GetMulGradArgs(KernelContext* ctx, const NumColDims&
   return a;
 }
 
-absl::StatusOr<ActivationGradArgs> GetActivationGradArgs(KernelContext* ctx) {
+absl::StatusOr<Activation> ActivationOf(const OpDesc& op, Activation act) {
+  if (act != Activation::kGelu) return act;
+  ASSIGN_OR_RETURN(const bool approximate, GetAttr<bool>(op.attrs, "approximate", op.type));
+  return approximate ? Activation::kGeluTanh : Activation::kGelu;
+}
+
+absl::StatusOr<ActivationGradArgs> GetActivationGradArgs(KernelContext* ctx,
+                                                         absl::string_view fwd_arg) {
   ActivationGradArgs a;
-  ASSIGN_OR_RETURN(a.out, ctx->InputTensor("Out"));
+  ASSIGN_OR_RETURN(a.fwd, ctx->InputTensor(fwd_arg));
   ASSIGN_OR_RETURN(a.dout, ctx->InputTensor("Out@GRAD"));
-  RETURN_IF_ERROR(CheckOutGrad(*ctx, *a.dout, a.out->dtype(), a.out->shape()));
-  ASSIGN_OR_RETURN(a.dx, ctx->AllocateOutput("X@GRAD", a.out->dtype(), a.out->shape()));
+  RETURN_IF_ERROR(CheckOutGrad(*ctx, *a.dout, a.fwd->dtype(), a.fwd->shape()));
+  ASSIGN_OR_RETURN(a.dx, ctx->AllocateOutput("X@GRAD", a.fwd->dtype(), a.fwd->shape()));
   return a;
 }
 

@@ -23,6 +23,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "backends/common/activation.h"
 #include "framework/kernel/kernel_context.h"
 #include "framework/op/op_desc.h"
 #include "framework/tensor/tensor.h"
@@ -182,14 +183,21 @@ struct MulGradArgs {
 };
 absl::StatusOr<MulGradArgs> GetMulGradArgs(KernelContext* ctx, const NumColDims& cols);
 
-// Out and Out@GRAD of relu/sigmoid/tanh_grad, checked (same dtype and
-// shape), and X@GRAD allocated.
+// The activation an activation op's kernel computes: `act`, or for gelu
+// with attr approximate true its tanh form (InvalidArgument naming the op
+// when the attribute is not a bool).
+absl::StatusOr<Activation> ActivationOf(const OpDesc& op, Activation act);
+
+// The forward tensor an activation's gradient reads (`fwd_arg`: "Out" for
+// relu/sigmoid/tanh_grad, "X" for gelu_grad; activation.h's GradReadsInput)
+// and Out@GRAD, checked (same dtype and shape), and X@GRAD allocated.
 struct ActivationGradArgs {
-  const Tensor* out = nullptr;
+  const Tensor* fwd = nullptr;
   const Tensor* dout = nullptr;
   Tensor* dx = nullptr;
 };
-absl::StatusOr<ActivationGradArgs> GetActivationGradArgs(KernelContext* ctx);
+absl::StatusOr<ActivationGradArgs> GetActivationGradArgs(KernelContext* ctx,
+                                                         absl::string_view fwd_arg);
 
 }  // namespace prologue
 }  // namespace tandem

@@ -1,6 +1,6 @@
-// gpu kernels of relu, sigmoid, tanh and their gradients (which read the
-// forward Out), with the host kernels' registration lines and, through the
-// shared prologues (backends/common/math_prologues.h), their messages.
+// gpu kernels of relu, sigmoid, tanh, gelu and their gradients (which read
+// the forward Out; gelu's the forward X), with the host kernels' registration lines and, through
+// the shared prologues (backends/common/math_prologues.h), their messages.
 #include <cuda_runtime_api.h>
 
 #include "backends/common/math_prologues.h"
@@ -16,9 +16,14 @@ namespace tandem {
 namespace cuda {
 namespace {
 
-template <ActivationKind kAct>
+template <Activation kAct>
 class ActivationKernel : public OpKernel {
  public:
+  absl::Status Init(const OpDesc& op) override {
+    ASSIGN_OR_RETURN(act_, prologue::ActivationOf(op, kAct));
+    return absl::OkStatus();
+  }
+
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
     ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", x->dtype(), x->shape()));
@@ -26,34 +31,50 @@ class ActivationKernel : public OpKernel {
     return DispatchFloat(x->dtype(), [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
       CUDA_RETURN_IF_ERROR(
-          LaunchActivation<T>(kAct, x->data<T>(), out->data<T>(), x->NumElements(), stream));
+          LaunchActivation<T>(act_, x->data<T>(), out->data<T>(), x->NumElements(), stream));
       return absl::OkStatus();
     });
   }
+
+ private:
+  Activation act_ = kAct;
 };
 
-template <ActivationKind kAct>
+template <Activation kAct>
 class ActivationGradKernel : public OpKernel {
  public:
+  static constexpr const char* kFwd = GradReadsInput(kAct) ? "X" : "Out";
+
+  absl::Status Init(const OpDesc& op) override {
+    ASSIGN_OR_RETURN(act_, prologue::ActivationOf(op, kAct));
+    return absl::OkStatus();
+  }
+
   absl::Status Compute(KernelContext* ctx) override {
-    ASSIGN_OR_RETURN(const prologue::ActivationGradArgs a, prologue::GetActivationGradArgs(ctx));
+    ASSIGN_OR_RETURN(const prologue::ActivationGradArgs a,
+                     prologue::GetActivationGradArgs(ctx, kFwd));
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
-    return DispatchFloat(a.out->dtype(), [&](auto tag) -> absl::Status {
+    return DispatchFloat(a.fwd->dtype(), [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
-      CUDA_RETURN_IF_ERROR(LaunchActivationGrad<T>(kAct, a.out->data<T>(), a.dout->data<T>(),
-                                                   a.dx->data<T>(), a.out->NumElements(), stream));
+      CUDA_RETURN_IF_ERROR(LaunchActivationGrad<T>(act_, a.fwd->data<T>(), a.dout->data<T>(),
+                                                   a.dx->data<T>(), a.fwd->NumElements(), stream));
       return absl::OkStatus();
     });
   }
+
+ private:
+  Activation act_ = kAct;
 };
 
 #define TANDEM_ACTIVATION(name, act)                                                               \
   REGISTER_KERNEL(KernelDef(name, "gpu").TypeConstraint("X", kFloatTypes), ActivationKernel<act>); \
-  REGISTER_KERNEL(KernelDef(name "_grad", "gpu").TypeConstraint("Out", kFloatTypes),               \
-                  ActivationGradKernel<act>)
-TANDEM_ACTIVATION("relu", ActivationKind::kRelu);
-TANDEM_ACTIVATION("sigmoid", ActivationKind::kSigmoid);
-TANDEM_ACTIVATION("tanh", ActivationKind::kTanh);
+  REGISTER_KERNEL(                                                                                 \
+      KernelDef(name "_grad", "gpu").TypeConstraint(ActivationGradKernel<act>::kFwd, kFloatTypes), \
+      ActivationGradKernel<act>)
+TANDEM_ACTIVATION("relu", Activation::kRelu);
+TANDEM_ACTIVATION("sigmoid", Activation::kSigmoid);
+TANDEM_ACTIVATION("tanh", Activation::kTanh);
+TANDEM_ACTIVATION("gelu", Activation::kGelu);
 #undef TANDEM_ACTIVATION
 
 }  // namespace

@@ -23,14 +23,16 @@ def tandem_cuda_launchers(name, hdrs = [], shared = [], copts = []):
       name: the file stem, also the target's name.
       hdrs: more headers of this package that the .cu file includes.
       shared: header-only targets of //backends/common whose header (of the
-        same name) the .cu file includes: code the host kernels share.
+        same name) the .cu file includes: code the host kernels share, marked
+        TANDEM_HOST_DEVICE (host_device.h, given to nvcc with them).
       copts: extra nvcc flags.
     """
     cuda_library(
         name = name,
         srcs = [name + ".cu"],
         hdrs = [name + ".h"] + hdrs + DEVICE_HDRS,
-        shared_hdrs = ["//backends/common:%s.h" % s for s in shared],
+        shared_hdrs = ["//backends/common:%s.h" % s for s in shared] +
+                      (["//backends/common:host_device.h"] if shared else []),
         deps = ["//backends/common:%s" % s for s in shared],
         copts = copts,
         target_compatible_with = if_cuda([], ["//backends/cuda:cuda_toolkit_missing"]),

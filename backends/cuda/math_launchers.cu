@@ -11,36 +11,6 @@ namespace {
 using device::Blocks;
 using device::kThreads;
 
-template <ActivationKind kAct>
-struct Activate {
-  template <typename T>
-  __device__ __forceinline__ T operator()(T x) const {
-    if constexpr (kAct == ActivationKind::kRelu) {
-      return x > T(0) ? x : T(0);
-    } else if constexpr (kAct == ActivationKind::kSigmoid) {
-      if (x >= T(0)) return T(1) / (T(1) + exp(-x));
-      const T e = exp(x);
-      return e / (T(1) + e);
-    } else {
-      return tanh(x);
-    }
-  }
-};
-
-template <ActivationKind kAct>
-struct ActivateGrad {
-  template <typename T>
-  __device__ __forceinline__ T operator()(T out, T dout) const {
-    if constexpr (kAct == ActivationKind::kRelu) {
-      return out > T(0) ? dout : T(0);
-    } else if constexpr (kAct == ActivationKind::kSigmoid) {
-      return dout * out * (T(1) - out);
-    } else {
-      return dout * (T(1) - out * out);
-    }
-  }
-};
-
 template <typename T, typename F>
 __global__ void MapKernel(F f, const T* x, T* out, int64_t n) {
   TANDEM_GRID_LOOP(i, n) { out[i] = f(x[i]); }
@@ -70,24 +40,10 @@ __global__ void FindZeroKernel(const T* y, int64_t n, unsigned long long* first_
   }
 }
 
-// Calls launch(Functor<act>()) with `act` as a template argument.
-template <template <ActivationKind> class Functor, typename Launch>
-void WithActivation(ActivationKind act, Launch&& launch) {
-  switch (act) {
-    case ActivationKind::kRelu:
-      return launch(Functor<ActivationKind::kRelu>());
-    case ActivationKind::kSigmoid:
-      return launch(Functor<ActivationKind::kSigmoid>());
-    case ActivationKind::kTanh:
-      return launch(Functor<ActivationKind::kTanh>());
-  }
-}
-
 }  // namespace
 
 template <typename T>
-cudaError_t LaunchActivation(ActivationKind act, const T* x, T* out, int64_t n,
-                             cudaStream_t stream) {
+cudaError_t LaunchActivation(Activation act, const T* x, T* out, int64_t n, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   WithActivation<Activate>(
       act, [&](auto f) { MapKernel<T><<<Blocks(n), kThreads, 0, stream>>>(f, x, out, n); });
@@ -95,11 +51,11 @@ cudaError_t LaunchActivation(ActivationKind act, const T* x, T* out, int64_t n,
 }
 
 template <typename T>
-cudaError_t LaunchActivationGrad(ActivationKind act, const T* out, const T* dout, T* dx, int64_t n,
+cudaError_t LaunchActivationGrad(Activation act, const T* fwd, const T* dout, T* dx, int64_t n,
                                  cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  WithActivation<ActivateGrad>(
-      act, [&](auto f) { Map2Kernel<T><<<Blocks(n), kThreads, 0, stream>>>(f, out, dout, dx, n); });
+  WithActivation<ActivationGrad>(
+      act, [&](auto f) { Map2Kernel<T><<<Blocks(n), kThreads, 0, stream>>>(f, fwd, dout, dx, n); });
   return cudaGetLastError();
 }
 
@@ -118,9 +74,9 @@ cudaError_t LaunchFindZero(const T* y, int64_t n, unsigned long long* first_zero
   return cudaGetLastError();
 }
 
-#define TANDEM_ACTIVATION(T)                                                                     \
-  template cudaError_t LaunchActivation<T>(ActivationKind, const T*, T*, int64_t, cudaStream_t); \
-  template cudaError_t LaunchActivationGrad<T>(ActivationKind, const T*, const T*, T*, int64_t,  \
+#define TANDEM_ACTIVATION(T)                                                                 \
+  template cudaError_t LaunchActivation<T>(Activation, const T*, T*, int64_t, cudaStream_t); \
+  template cudaError_t LaunchActivationGrad<T>(Activation, const T*, const T*, T*, int64_t,  \
                                                cudaStream_t);
 TANDEM_ACTIVATION(float)
 TANDEM_ACTIVATION(double)

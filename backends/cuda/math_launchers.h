@@ -1,9 +1,9 @@
 // Launchers of the CUDA backend's element-wise math kernels (relu, sigmoid,
-// tanh and their gradients, negation, the zero-divisor check of integer
+// tanh, gelu and their gradients, negation, the zero-divisor check of integer
 // elementwise_div), implemented in math_launchers.cu. Plain C++: included by
 // that .cu file and by the OpKernels.
 //
-//   CUDA_RETURN_IF_ERROR(LaunchActivation<float>(ActivationKind::kSigmoid, x, out, n, stream));
+//   CUDA_RETURN_IF_ERROR(LaunchActivation<float>(Activation::kSigmoid, x, out, n, stream));
 //   CUDA_RETURN_IF_ERROR(LaunchFindZero<int32_t>(y, n, flag.get(), stream));
 //
 // Each call enqueues one kernel on `stream` and returns at once (async) with
@@ -16,22 +16,20 @@
 
 #include <cstdint>
 
+#include "backends/common/activation.h"
+
 namespace tandem {
 namespace cuda {
 
-// The host kernels' functions (backends/common/activation.h), in T:
-//   relu      x > 0 ? x : 0                     grad: out > 0 ? dout : 0
-//   sigmoid   1 / (1 + exp(-x)), or e / (1 + e)  grad: dout * out * (1 - out)
-//             with e = exp(x) for x < 0
-//   tanh      tanh(x)                           grad: dout * (1 - out * out)
-// exp and tanh are CUDA's, so sigmoid and tanh agree with the host to a few
+// out = f(x), dx = dout * f'(...) with the host kernels' functions, compiled
+// for the GPU from the same header (backends/common/activation.h); `fwd` is
+// what the gradient reads: Out, or X for gelu (GradReadsInput). exp, erf and
+// tanh are CUDA's, so sigmoid, tanh and gelu agree with the host to a few
 // ulp. Instantiated for float and double.
-enum class ActivationKind { kRelu, kSigmoid, kTanh };
 template <typename T>
-cudaError_t LaunchActivation(ActivationKind act, const T* x, T* out, int64_t n,
-                             cudaStream_t stream);
+cudaError_t LaunchActivation(Activation act, const T* x, T* out, int64_t n, cudaStream_t stream);
 template <typename T>
-cudaError_t LaunchActivationGrad(ActivationKind act, const T* out, const T* dout, T* dx, int64_t n,
+cudaError_t LaunchActivationGrad(Activation act, const T* fwd, const T* dout, T* dx, int64_t n,
                                  cudaStream_t stream);
 
 // out[i] = 0 - x[i] (integers wrap around). `out` may be `x`. Instantiated

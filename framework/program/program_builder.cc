@@ -33,8 +33,8 @@ ProgramBuilder::DeviceGuardScope ProgramBuilder::device_guard(absl::string_view 
   if (!device.empty()) {
     absl::StatusOr<Place> place = ParsePlace(device);
     if (!place.ok()) {
-      RecordError(absl::InvalidArgumentError(
-          absl::StrCat("device_guard: ", place.status().message())));
+      RecordError(
+          absl::InvalidArgumentError(absl::StrCat("device_guard: ", place.status().message())));
       return DeviceGuardScope(this, previous);
     }
   }
@@ -71,8 +71,8 @@ std::string ProgramBuilder::UniqueName(const std::string& prefix) {
 Var ProgramBuilder::Data(const std::string& name, DataType dtype, const Shape& shape) {
   if (!status_.ok()) return {};
   if (main_.block().HasVar(name)) {
-    RecordError(absl::InvalidArgumentError(
-        absl::StrCat("Data: variable '", name, "' already exists")));
+    RecordError(
+        absl::InvalidArgumentError(absl::StrCat("Data: variable '", name, "' already exists")));
     return {};
   }
   VarDesc v{name, dtype, shape};
@@ -137,8 +137,8 @@ void ProgramBuilder::AppendInitOp(const std::string& var, DataType dtype, const 
   startup_.block().AppendOp(std::move(op));
 }
 
-Var ProgramBuilder::CreateParameter(const std::string& name, DataType dtype,
-                                    const Shape& shape, Initializer init) {
+Var ProgramBuilder::CreateParameter(const std::string& name, DataType dtype, const Shape& shape,
+                                    Initializer init) {
   if (!status_.ok()) return {};
   absl::StatusOr<Shape> checked = Shape::Make(shape.dims());
   if (!checked.ok()) {
@@ -147,8 +147,7 @@ Var ProgramBuilder::CreateParameter(const std::string& name, DataType dtype,
     return {};
   }
   if (main_.block().HasVar(name)) {
-    RecordError(absl::InvalidArgumentError(
-        absl::StrCat("parameter '", name, "' already exists")));
+    RecordError(absl::InvalidArgumentError(absl::StrCat("parameter '", name, "' already exists")));
     return {};
   }
   VarDesc v{name, dtype, shape};
@@ -304,10 +303,9 @@ Var ProgramBuilder::AppendSingle(const std::string& type,
   return it->second[0];
 }
 
-Var ProgramBuilder::FillConstant(const std::vector<int64_t>& shape, DataType dtype,
-                                 double value) {
-  Var out = AppendSingle("fill_constant", {},
-                         {{"shape", shape}, {"dtype", dtype}, {"value", value}});
+Var ProgramBuilder::FillConstant(const std::vector<int64_t>& shape, DataType dtype, double value) {
+  Var out =
+      AppendSingle("fill_constant", {}, {{"shape", shape}, {"dtype", dtype}, {"value", value}});
   if (VarDesc* v = main_.block().FindVar(out.name)) v->stop_gradient = true;
   return out;
 }
@@ -317,9 +315,9 @@ Var ProgramBuilder::ElementwiseAdd(Var x, Var y, int64_t axis) {
 }
 
 Var ProgramBuilder::Matmul(Var x, Var y, bool transpose_x, bool transpose_y, double alpha) {
-  return AppendSingle("matmul", {{"X", {x}}, {"Y", {y}}},
-                      {{"transpose_X", transpose_x}, {"transpose_Y", transpose_y},
-                       {"alpha", alpha}});
+  return AppendSingle(
+      "matmul", {{"X", {x}}, {"Y", {y}}},
+      {{"transpose_X", transpose_x}, {"transpose_Y", transpose_y}, {"alpha", alpha}});
 }
 
 Var ProgramBuilder::Scale(Var x, double scale, double bias, bool bias_after_scale) {
@@ -341,8 +339,8 @@ Var ProgramBuilder::Embedding(Var ids, const std::vector<int64_t>& size, bool is
                               const std::string& param_name) {
   if (!status_.ok()) return {};
   if (size.size() != 2) {
-    RecordError(absl::InvalidArgumentError(absl::StrCat(
-        "Embedding: size must be {rows, dim}, got ", size.size(), " values")));
+    RecordError(absl::InvalidArgumentError(
+        absl::StrCat("Embedding: size must be {rows, dim}, got ", size.size(), " values")));
     return {};
   }
   const std::string name = param_name.empty() ? UniqueName("embedding") + "_w" : param_name;
@@ -377,6 +375,10 @@ Var ProgramBuilder::Relu(Var x) { return AppendSingle("relu", {{"X", {x}}}, {});
 Var ProgramBuilder::Sigmoid(Var x) { return AppendSingle("sigmoid", {{"X", {x}}}, {}); }
 
 Var ProgramBuilder::Tanh(Var x) { return AppendSingle("tanh", {{"X", {x}}}, {}); }
+
+Var ProgramBuilder::Gelu(Var x, bool approximate) {
+  return AppendSingle("gelu", {{"X", {x}}}, {{"approximate", approximate}});
+}
 
 Var ProgramBuilder::Softmax(Var x, int64_t axis) {
   return AppendSingle("softmax", {{"X", {x}}}, {{"axis", axis}});
@@ -571,8 +573,8 @@ Var ProgramBuilder::Conv2D(Var input, int64_t num_filters, int64_t filter_size, 
   }
   const std::string prefix = LayerPrefix(this, name, "conv2d");
   const Var filter = CreateParameter(
-      prefix + ".w_0", dtype,
-      Shape({num_filters, shape.dim(1) / groups, filter_size, filter_size}), w_init);
+      prefix + ".w_0", dtype, Shape({num_filters, shape.dim(1) / groups, filter_size, filter_size}),
+      w_init);
   Var out = AppendSingle("conv2d", {{"Input", {input}}, {"Filter", {filter}}},
                          {{"strides", std::vector<int64_t>{stride, stride}},
                           {"paddings", std::vector<int64_t>{padding, padding}},

@@ -133,8 +133,8 @@ class ProgramBuilder {
   // A persistable, non-trainable variable holding `value` (set by the
   // startup program), e.g. a learning rate. InvalidArgument if the main
   // program has a variable `name` already.
-  Var CreatePersistableConstant(const std::string& name, DataType dtype,
-                                const Shape& shape, double value);
+  Var CreatePersistableConstant(const std::string& name, DataType dtype, const Shape& shape,
+                                double value);
 
   // Generic op: validates against the schema, creates outputs named
   // "<type>_<n>.tmp_<i>" (or `output_names` for the given args), runs shape
@@ -150,15 +150,13 @@ class ProgramBuilder {
   // One method per op (see ops/ for their semantics).
   Var FillConstant(const std::vector<int64_t>& shape, DataType dtype, double value);
   Var ElementwiseAdd(Var x, Var y, int64_t axis = -1);
-  Var Matmul(Var x, Var y, bool transpose_x = false, bool transpose_y = false,
-             double alpha = 1.0);
+  Var Matmul(Var x, Var y, bool transpose_x = false, bool transpose_y = false, double alpha = 1.0);
   Var Scale(Var x, double scale, double bias = 0.0, bool bias_after_scale = true);
   Var Cast(Var x, DataType out_dtype);
   Var LookupTable(Var ids, Var table, bool is_sparse = false, int64_t padding_idx = -1);
   // Creates the table parameter (on the current device) and looks `ids` up.
   Var Embedding(Var ids, const std::vector<int64_t>& size, bool is_sparse = false,
-                int64_t padding_idx = -1,
-                Initializer init = Initializer::Uniform(-0.05, 0.05),
+                int64_t padding_idx = -1, Initializer init = Initializer::Uniform(-0.05, 0.05),
                 const std::string& param_name = "");
   Var L2Normalize(Var x, int64_t axis = -1, double epsilon = 1e-10);
   Var SquareErrorCost(Var input, Var label);
@@ -169,6 +167,8 @@ class ProgramBuilder {
   Var Relu(Var x);
   Var Sigmoid(Var x);
   Var Tanh(Var x);
+  // x * Phi(x); approximate: the tanh form (GPT-2's).
+  Var Gelu(Var x, bool approximate = false);
   Var Softmax(Var x, int64_t axis = -1);
   // The sum / mean over `dims` (negative count from the end; empty: all),
   // the reduced dims kept as 1 when keep_dim.

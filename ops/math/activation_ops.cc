@@ -1,5 +1,5 @@
-// The activations relu, sigmoid and tanh, and their gradient ops, which
-// read the forward Out (not X).
+// The activations relu, sigmoid, tanh and gelu, and their gradient ops,
+// which read the forward Out (gelu_grad: the forward X).
 #include <string>
 #include <vector>
 
@@ -10,47 +10,61 @@
 namespace tandem {
 namespace {
 
+// What the gradient op reads besides Out@GRAD: the forward Out, or X.
+enum class GradReads { kOut, kX };
+
 // Registers `type` (Out = f(X), float32 / float64, same shape) and
-// `type`_grad (Out, Out@GRAD -> X@GRAD).
+// `type`_grad (Out or X, Out@GRAD -> X@GRAD). `reads` kX: the gradient reads
+// X, and the op has the bool attr approximate (gelu's tanh form), which its
+// gradient op keeps.
 void RegisterActivation(const std::string& type, const std::string& doc,
-                        const std::string& grad_doc) {
-  OpRegistry::Global()
-      .Register(type)
-      .Doc(doc + "; float32 and float64, Out has X's shape.")
-      .Input("X")
-      .Output("Out")
+                        const std::string& grad_doc, GradReads reads = GradReads::kOut) {
+  const std::string fwd_arg = reads == GradReads::kX ? "X" : "Out";
+  OpSchema& forward = OpRegistry::Global()
+                          .Register(type)
+                          .Doc(doc + "; float32 and float64, Out has X's shape.")
+                          .Input("X")
+                          .Output("Out");
+  if (reads == GradReads::kX) {
+    forward.Attr<bool>("approximate", false,
+                       "true: the tanh approximation x / 2 * (1 + tanh(sqrt(2 / pi) * (x + "
+                       "0.044715 x^3))), as in GPT-2");
+  }
+  forward
       .SetInferShape([](InferShapeContext* ctx) -> absl::Status {
         ASSIGN_OR_RETURN(TensorMeta x, ctx->Input("X"));
         RETURN_IF_ERROR(CheckFloating(ctx->op().type, "X", x.dtype));
         ctx->SetOutput("Out", x);
         return absl::OkStatus();
       })
-      .SetGradMaker(
-          [type](const OpDesc& fwd, const GradContext& ctx) -> absl::StatusOr<std::vector<OpDesc>> {
-            if (!ctx.Wants(fwd.Input("X"))) return std::vector<OpDesc>{};
-            OpDesc g;
-            g.type = type + "_grad";
-            g.inputs["Out"] = {fwd.Output("Out")};
-            g.inputs["Out@GRAD"] = {GradVarName(fwd.Output("Out"))};
-            g.outputs["X@GRAD"] = {GradVarName(fwd.Input("X"))};
-            return std::vector<OpDesc>{g};
-          });
-
-  OpRegistry::Global()
-      .Register(type + "_grad")
-      .Doc(grad_doc + "; Out@GRAD has Out's dtype and shape.")
-      .Input("Out")
-      .Input("Out@GRAD")
-      .Output("X@GRAD")
-      .SetInferShape([](InferShapeContext* ctx) -> absl::Status {
-        ASSIGN_OR_RETURN(TensorMeta out, ctx->Input("Out"));
-        RETURN_IF_ERROR(CheckFloating(ctx->op().type, "Out", out.dtype));
-        ASSIGN_OR_RETURN(TensorMeta dout, ctx->Input("Out@GRAD"));
-        RETURN_IF_ERROR(
-            CheckArgMeta(ctx->op().type, "Out@GRAD", dout.dtype, dout.shape, out.dtype, out.shape));
-        ctx->SetOutput("X@GRAD", out);
-        return absl::OkStatus();
+      .SetGradMaker([type, fwd_arg](const OpDesc& fwd,
+                                    const GradContext& ctx) -> absl::StatusOr<std::vector<OpDesc>> {
+        if (!ctx.Wants(fwd.Input("X"))) return std::vector<OpDesc>{};
+        OpDesc g;
+        g.type = type + "_grad";
+        g.inputs[fwd_arg] = {fwd_arg == "X" ? fwd.Input("X") : fwd.Output("Out")};
+        g.inputs["Out@GRAD"] = {GradVarName(fwd.Output("Out"))};
+        g.outputs["X@GRAD"] = {GradVarName(fwd.Input("X"))};
+        g.attrs = fwd.attrs;
+        return std::vector<OpDesc>{g};
       });
+
+  OpSchema& backward = OpRegistry::Global()
+                           .Register(type + "_grad")
+                           .Doc(grad_doc + "; Out@GRAD has " + fwd_arg + "'s dtype and shape.")
+                           .Input(fwd_arg)
+                           .Input("Out@GRAD")
+                           .Output("X@GRAD");
+  if (reads == GradReads::kX) backward.Attr<bool>("approximate", false, "as the forward op's");
+  backward.SetInferShape([fwd_arg](InferShapeContext* ctx) -> absl::Status {
+    ASSIGN_OR_RETURN(TensorMeta in, ctx->Input(fwd_arg));
+    RETURN_IF_ERROR(CheckFloating(ctx->op().type, fwd_arg, in.dtype));
+    ASSIGN_OR_RETURN(TensorMeta dout, ctx->Input("Out@GRAD"));
+    RETURN_IF_ERROR(
+        CheckArgMeta(ctx->op().type, "Out@GRAD", dout.dtype, dout.shape, in.dtype, in.shape));
+    ctx->SetOutput("X@GRAD", in);
+    return absl::OkStatus();
+  });
 }
 
 [[maybe_unused]] const bool kRegistered = [] {
@@ -60,6 +74,11 @@ void RegisterActivation(const std::string& type, const std::string& doc,
                      "that exp never overflows",
                      "X@GRAD = Out@GRAD * Out * (1 - Out)");
   RegisterActivation("tanh", "Out = tanh(X)", "X@GRAD = Out@GRAD * (1 - Out^2)");
+  RegisterActivation("gelu",
+                     "Out = X * Phi(X) = X / 2 * (1 + erf(X / sqrt(2))), Phi the standard normal "
+                     "CDF; with approximate, the tanh form",
+                     "X@GRAD = Out@GRAD * gelu'(X) (of the form attr approximate picks)",
+                     GradReads::kX);
   return true;
 }();
 

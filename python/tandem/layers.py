@@ -23,13 +23,13 @@ __all__ = [
     "data", "fill_constant", "create_parameter", "create_global_var", "embedding",
     "lookup_table", "fc", "conv2d", "pool2d", "layer_norm", "dropout", "l2_normalize",
     "square_error_cost", "mean", "softmax_with_cross_entropy", "accuracy", "relu", "sigmoid",
-    "tanh", "softmax", "elementwise_add", "elementwise_sub", "elementwise_mul",
+    "tanh", "gelu", "softmax", "elementwise_add", "elementwise_sub", "elementwise_mul",
     "elementwise_div", "matmul", "mul", "scale", "cast", "reduce_sum", "reduce_mean", "shape",
     "slice", "crop_tensor", "reshape", "transpose", "concat", "split", "append_op",
 ]
 
 _L = _C.layers
-_ACTIVATIONS = ("relu", "sigmoid", "tanh", "softmax")
+_ACTIVATIONS = ("relu", "sigmoid", "tanh", "gelu", "softmax")
 
 
 def _act(x, act):
@@ -217,6 +217,12 @@ def sigmoid(x, name=None):
 
 def tanh(x, name=None):
     return _var(_L.tanh(_target(), _name(x, "x")))
+
+
+def gelu(x, approximate=False, name=None):
+    """x * Phi(x), Phi the standard normal CDF (Paddle's ``fluid.layers.gelu``);
+    ``approximate=True``: the tanh form 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))."""
+    return _var(_L.gelu(_target(), _name(x, "x"), bool(approximate)))
 
 
 def softmax(input, axis=-1, name=None):

@@ -1,5 +1,6 @@
 """Every layer of tandem.layers built and run on cpu and sim:0 against numpy."""
 
+import math
 import unittest
 
 import numpy as np
@@ -92,13 +93,19 @@ class ActivationTest(LayerCase):
         def b():
             x = tandem.data("x", [3, 5])
             return [L.relu(x), L.sigmoid(x), L.tanh(x), L.softmax(x), L.softmax(x, axis=0),
-                    L.fc(x, 2, act="relu", name="f"), L.l2_normalize(x, axis=-1)]
+                    L.fc(x, 2, act="relu", name="f"), L.l2_normalize(x, axis=-1),
+                    L.gelu(x), L.gelu(x, approximate=True), L.fc(x, 2, act="gelu", name="g")]
         x = self.x
         w, bias = rand(5, 2, seed=8), rand(2, seed=9)
         l2 = x / np.sqrt((x * x).sum(-1, keepdims=True) + 1e-10)
+        erf = np.vectorize(math.erf)
+        gelu = lambda v: (0.5 * v * (1 + erf(v / math.sqrt(2)))).astype(np.float32)
+        gelu_tanh = (0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+                     ).astype(np.float32)
         self.check(b, {"x": x}, [np.maximum(x, 0), 1 / (1 + np.exp(-x)), np.tanh(x), softmax(x),
-                                 softmax(x, 0), np.maximum(x @ w + bias, 0), l2],
-                   params={"f.w_0": w, "f.b_0": bias})
+                                 softmax(x, 0), np.maximum(x @ w + bias, 0), l2,
+                                 gelu(x), gelu_tanh, gelu(x @ w + bias)],
+                   params={"f.w_0": w, "f.b_0": bias, "g.w_0": w, "g.b_0": bias})
 
     def test_reductions(self):
         def b():

@@ -1,4 +1,4 @@
-// Cases of elementwise_sub/mul/div, relu/sigmoid/tanh, reduce_sum/mean and
+// Cases of elementwise_sub/mul/div, relu/sigmoid/tanh/gelu, reduce_sum/mean and
 // mul, and of their gradient ops.
 #include <cmath>
 #include <functional>
@@ -121,9 +121,23 @@ struct ActivationSpec {
   std::string op;
   std::function<double(double)> f;
   std::function<double(double)> df;  // f'(x)
+  bool grad_reads_x = false;         // the gradient op reads X (else Out)
+  bool approximate = false;          // gelu's attr
 };
 
 double Sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
+
+double NormalCdf(double x) { return 0.5 * std::erfc(-x / std::sqrt(2.0)); }
+double NormalPdf(double x) { return std::exp(-0.5 * x * x) / std::sqrt(2 * M_PI); }
+
+// GPT-2's gelu: 0.5 x (1 + tanh(u)), u = sqrt(2 / pi) (x + 0.044715 x^3).
+double GeluTanh(double x) {
+  return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+double GeluTanhGrad(double x) {
+  const double t = std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x));
+  return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * std::sqrt(2 / M_PI) * (1 + 3 * 0.044715 * x * x);
+}
 
 void AddActivations(std::vector<ConformanceCase>* cases) {
   const std::vector<ActivationSpec> specs = {
@@ -132,6 +146,9 @@ void AddActivations(std::vector<ConformanceCase>* cases) {
       {"sigmoid", Sigmoid, [](double x) { return Sigmoid(x) * (1 - Sigmoid(x)); }},
       {"tanh", [](double x) { return std::tanh(x); },
        [](double x) { return 1 - std::tanh(x) * std::tanh(x); }},
+      {"gelu", [](double x) { return x * NormalCdf(x); },
+       [](double x) { return NormalCdf(x) + x * NormalPdf(x); }, /*grad_reads_x=*/true},
+      {"gelu", GeluTanh, GeluTanhGrad, /*grad_reads_x=*/true, /*approximate=*/true},
   };
   const std::vector<Shape> shapes = {Shape(), Shape({0}), Shape({1023}), Shape({3, 7}),
                                      Shape({33, 150})};
@@ -144,13 +161,15 @@ void AddActivations(std::vector<ConformanceCase>* cases) {
       const Tensor extreme =
           MakeTensor(t, Shape({8}), {-1000, -100, -30, -1e-3, 1e-3, 30, 100, 1000});
       inputs.push_back({"extreme values", {extreme, Array{Shape({8}), ToDoubles(extreme)}}});
-      for (const auto& [what, input] : inputs) {
+      for (const auto& [shape_name, input] : inputs) {
         const auto& [x, xa] = input;
         const Array out = reference::Map(xa, spec.f);
+        const std::string what = spec.approximate ? shape_name + ", approximate" : shape_name;
         ConformanceCase c;
         c.op = spec.op;
         c.label = Label(c.op, t, what);
         c.inputs = {{"X", x}};
+        if (spec.op == "gelu") c.attrs = {{"approximate", spec.approximate}};
         c.expected["Out"] = {t, out};
         SetTolerance(&c, t, 2);
         cases->push_back(c);
@@ -161,8 +180,12 @@ void AddActivations(std::vector<ConformanceCase>* cases) {
         ConformanceCase g;
         g.op = spec.op + "_grad";
         g.label = Label(g.op, t, what);
-        // The forward result as the kernel would see it, in T.
-        g.inputs = {{"Out", MakeTensor(t, out.shape, out.values)}, {"Out@GRAD", dout}};
+        g.attrs = c.attrs;
+        if (spec.grad_reads_x) {
+          g.inputs = {{"X", x}, {"Out@GRAD", dout}};
+        } else {  // the forward result as the kernel would see it, in T
+          g.inputs = {{"Out", MakeTensor(t, out.shape, out.values)}, {"Out@GRAD", dout}};
+        }
         g.expected["X@GRAD"] = {t, dx};
         SetTolerance(&g, t, 4);
         cases->push_back(g);

@@ -977,21 +977,34 @@ TEST_P(CrossPlace, IntegerDivisionByZeroIsInvalidArgumentAndThePlaceStaysUsable)
 }
 
 TEST_P(CrossPlace, ActivationsAndGradsMatchCpu) {
-  for (const std::string op : {"relu", "sigmoid", "tanh"}) {
+  struct Activation {
+    std::string op;
+    AttrMap attrs;
+    std::string grad_reads;  // the forward tensor the gradient reads
+    std::string label;
+  };
+  for (const Activation& act :
+       std::vector<Activation>{{"relu", {}, "Out", "relu"},
+                               {"sigmoid", {}, "Out", "sigmoid"},
+                               {"tanh", {}, "Out", "tanh"},
+                               {"gelu", {{"approximate", false}}, "X", "gelu"},
+                               {"gelu", {{"approximate", true}}, "X", "gelu approximate"}}) {
+    const OpDesc op = Op(act.op, act.attrs), grad = Op(act.op + "_grad", act.attrs);
     for (const Shape& s : {Shape({1023}), Shape(), Shape({0}), Shape({3, 4})}) {
-      SCOPED_TRACE(absl::StrCat(op, s.ToString()));
+      SCOPED_TRACE(absl::StrCat(act.label, s.ToString()));
       for (DataType dtype : kFloatTypes) {
         DispatchDataType(dtype, [&](auto tag) {
           using T = typename decltype(tag)::type;
           const int64_t n = s.num_elements();
           auto x = [&] { return EagerInputs{{"X", {HostVar<T>(s, Values<T>(n, 1))}}}; };
-          ExpectMatchesCpu(Op(op), x, Tol<T>() * 4);
-          ASSERT_OK_AND_ASSIGN(HostOutputs fwd, RunToHost(Op(op), CPUPlace(), x()));
+          ExpectMatchesCpu(op, x, Tol<T>() * 4);
+          ASSERT_OK_AND_ASSIGN(HostOutputs fwd, RunToHost(op, CPUPlace(), x()));
           ExpectMatchesCpu(
-              Op(op + "_grad"),
+              grad,
               [&] {
-                return EagerInputs{{"Out", {fwd.at("Out")}},
-                                   {"Out@GRAD", {HostVar<T>(s, Values<T>(n, 2))}}};
+                return EagerInputs{
+                    {act.grad_reads, {act.grad_reads == "X" ? x().at("X")[0] : fwd.at("Out")}},
+                    {"Out@GRAD", {HostVar<T>(s, Values<T>(n, 2))}}};
               },
               Tol<T>() * 4);
         });

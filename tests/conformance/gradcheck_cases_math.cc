@@ -1,4 +1,4 @@
-// Gradient-check cases of elementwise_sub/mul/div, relu/sigmoid/tanh,
+// Gradient-check cases of elementwise_sub/mul/div, relu/sigmoid/tanh/gelu,
 // reduce_sum/mean and mul.
 #include <string>
 #include <vector>
@@ -44,6 +44,10 @@ void AddMathGradCases(std::vector<GradCase>* cases) {
       {"relu", GradOp("relu", {{"X", {"x"}}}), {{"x", AwayFromZero({3, 4}, 210, 0.1)}}});
   cases->push_back({"sigmoid", GradOp("sigmoid", {{"X", {"x"}}}), {{"x", Rnd({3, 4}, 211)}}});
   cases->push_back({"tanh", GradOp("tanh", {{"X", {"x"}}}), {{"x", Rnd({3, 4}, 212)}}});
+  cases->push_back({"gelu", GradOp("gelu", {{"X", {"x"}}}), {{"x", Rnd({3, 4}, 213)}}});
+  cases->push_back({"gelu approximate",
+                    GradOp("gelu", {{"X", {"x"}}}, {{"approximate", true}}),
+                    {{"x", Rnd({3, 4}, 214)}}});
   for (const std::string op : {"reduce_sum", "reduce_mean"}) {
     cases->push_back({op + " all", GradOp(op, {{"X", {"x"}}}), {{"x", Rnd({2, 3}, 220)}}});
     cases->push_back({op + " dim 1",
