@@ -10,7 +10,7 @@
 // to idle workers), and independent host steps run at once. Kernels and
 // event waits run outside the lock.
 //
-// A step waits for each predecessor as its EdgeKind says (plan_internal.h):
+// A step waits for each predecessor as its EdgeKind says (plan_state.h):
 // device work after device work of the same device is ordered on the
 // streams (stream order or an event wait), so it is enqueued as soon as its
 // predecessors are; a host step is handed out once its predecessors were
@@ -41,8 +41,9 @@ namespace tandem {
 
 class ConcurrentRun {
  public:
-  ConcurrentRun(Plan* plan, Plan::Frame* frame, RunStats* stats, ExecutionObserver* observer)
-      : frame(frame), stats(stats), size(static_cast<int>(plan->steps_.size())) {
+  ConcurrentRun(PlanState* plan, PlanState::Frame* frame, RunStats* stats,
+                ExecutionObserver* observer)
+      : frame(frame), stats(stats), size(static_cast<int>(plan->steps.size())) {
     context.frame = frame;
     context.in_order = false;
     context.observer = observer;
@@ -55,7 +56,7 @@ class ConcurrentRun {
 
   bool all_finished() const { return finished == size; }
 
-  Plan::Frame* const frame;
+  PlanState::Frame* const frame;
   RunStats* const stats;
   const int size;
   StepRunContext context;
@@ -143,13 +144,13 @@ void CopyConflictRows(const Tensor& ids, const Tensor& table, Tensor* out,
 
 }  // namespace
 
-RunScheduler::RunScheduler(Plan* plan, std::shared_ptr<HostWorkerPool> pool)
+RunScheduler::RunScheduler(PlanState* plan, std::shared_ptr<HostWorkerPool> pool)
     : plan_(plan), pool_(std::move(pool)), caller_runs_host_(pool_->size() == 1) {}
 
 RunScheduler::~RunScheduler() = default;
 
-ConcurrentRun* RunScheduler::Start(Plan::Frame* frame, RunStats* stats, ExecutionObserver* observer,
-                                   bool caller_waits) {
+ConcurrentRun* RunScheduler::Start(PlanState::Frame* frame, RunStats* stats,
+                                   ExecutionObserver* observer, bool caller_waits) {
   Lock lock(mu_);
   runs_.push_back(std::make_unique<ConcurrentRun>(plan_, frame, stats, observer));
   ConcurrentRun* run = runs_.back().get();
@@ -161,17 +162,17 @@ ConcurrentRun* RunScheduler::Start(Plan::Frame* frame, RunStats* stats, Executio
   // "Invariants between runs").
   DCHECK(frame->solo || !frame->compute_end.empty()) << "a pipelined run on a solo frame";
   const int n = run->size;
-  run->uses_left.assign(plan_->slot_names_.size(), 0);
+  run->uses_left.assign(plan_->slot_names.size(), 0);
   frame->ends_recorded = false;
   for (int i = 0; i < n; ++i) {
-    const Plan::Step& s = step(i);
-    run->device_steps_left += !s.is_host() && !(s.folded && plan_->constants_ready_);
+    const PlanState::Step& s = step(i);
+    run->device_steps_left += !s.is_host() && !(s.folded && plan_->constants_ready);
     run->pending[i] = static_cast<int>(s.preds.size());
     for (int id : s.slots_used) run->uses_left[id]++;
     if (s.held_for_commit) {
       run->pending[i]++;
       run->held.push_back(i);
-    } else if (!(s.folded && plan_->constants_ready_)) {
+    } else if (!(s.folded && plan_->constants_ready)) {
       run->uncommitted++;
     }
     if (prev == nullptr) continue;
@@ -187,11 +188,11 @@ ConcurrentRun* RunScheduler::Start(Plan::Frame* frame, RunStats* stats, Executio
   }
   std::vector<int> ready;
   for (int i = 0; i < n; ++i) {
-    const bool folded = step(i).folded && plan_->constants_ready_;
+    const bool folded = step(i).folded && plan_->constants_ready;
     if (run->pending[i] == 0 && !folded) ready.push_back(i);
   }
   for (int i = 0; i < n; ++i) {  // what they make ready is queued by Satisfy
-    if (step(i).folded && plan_->constants_ready_) {
+    if (step(i).folded && plan_->constants_ready) {
       Satisfy(run, i, /*completed=*/false);
       Satisfy(run, i, /*completed=*/true);
       ReleaseSlots(run, i);
@@ -211,7 +212,7 @@ void RunScheduler::MakeReady(ConcurrentRun* run, int i) {
 
 void RunScheduler::Satisfy(ConcurrentRun* run, int i, bool completed) {
   (completed ? run->completed : run->dispatched)[i] = 1;
-  const Plan::Step& s = step(i);
+  const PlanState::Step& s = step(i);
   for (const auto& [succ, kind] : s.succs) {
     if ((kind == EdgeKind::kCompletion) != completed) continue;
     if (--run->pending[succ] == 0) MakeReady(run, succ);
@@ -235,15 +236,15 @@ void RunScheduler::Satisfy(ConcurrentRun* run, int i, bool completed) {
 
 void RunScheduler::ReleaseSlots(ConcurrentRun* run, int i) {
   for (int id : step(i).slots_used) {
-    if (--run->uses_left[id] == 0 && plan_->slot_releasable_[id]) run->frame->slots[id]->clear();
+    if (--run->uses_left[id] == 0 && plan_->slot_releasable[id]) run->frame->slots[id]->clear();
   }
 }
 
 void RunScheduler::Commit(ConcurrentRun* run) {
-  Plan::Frame* frame = run->frame;
-  frame->fetch_host.assign(plan_->fetch_slots_.size(), Tensor());
-  for (size_t f = 0; f < plan_->fetch_slots_.size(); ++f) {
-    const Tensor* t = frame->slots[plan_->fetch_slots_[f]]->data_tensor();
+  PlanState::Frame* frame = run->frame;
+  frame->fetch_host.assign(plan_->fetch_slots.size(), Tensor());
+  for (size_t f = 0; f < plan_->fetch_slots.size(); ++f) {
+    const Tensor* t = frame->slots[plan_->fetch_slots[f]]->data_tensor();
     if (t == nullptr || !t->initialized() || t->place().is_host()) continue;
     absl::StatusOr<Device*> device = DeviceRegistry::Global().GetDevice(t->place());
     absl::StatusOr<Tensor> host =
@@ -252,7 +253,7 @@ void RunScheduler::Commit(ConcurrentRun* run) {
     if (!host.ok()) {
       return Fail(run,
                   absl::Status(host.status().code(),
-                               absl::StrCat("fetching '", plan_->fetch_names_[f], "' from ",
+                               absl::StrCat("fetching '", plan_->fetch_names[f], "' from ",
                                             t->place().ToString(), ": ", host.status().message())));
     }
     frame->fetch_host[f] = *std::move(host);
@@ -349,7 +350,7 @@ void RunScheduler::DrainQueues(Lock& lock, int worker, bool run_host, const Conc
     ready_host_.pop_front();
     const bool here =
         worker >= 0 || caller_runs_host_ ||
-        (plan_->host_only_ && run_host && ready_host_.empty() && tasks_in_flight_ == 0);
+        (plan_->host_only && run_host && ready_host_.empty() && tasks_in_flight_ == 0);
     if (!here) {
       HandOut(t);
       continue;
@@ -373,7 +374,7 @@ void RunScheduler::DrainQueues(Lock& lock, int worker, bool run_host, const Conc
 
 void RunScheduler::Dispatch(const Task& t, int worker) {
   ConcurrentRun* run = t.run;
-  Plan::Step& s = step(t.step);
+  PlanState::Step& s = step(t.step);
   const bool solo = run->frame->solo;
   Stream* stream = s.StreamFor(/*in_order=*/false, solo);
   StepRunContext context = run->context;
@@ -417,10 +418,10 @@ void RunScheduler::Dispatch(const Task& t, int worker) {
 }
 
 absl::Status RunScheduler::RecordRunEnd(ConcurrentRun* run) {
-  Plan::Frame* frame = run->frame;
+  PlanState::Frame* frame = run->frame;
   if (frame->compute_end.empty()) return absl::OkStatus();  // not pipelined (frame 0 alone)
-  for (size_t d = 0; d < plan_->devices_.size(); ++d) {
-    Device* device = plan_->devices_[d];
+  for (size_t d = 0; d < plan_->devices.size(); ++d) {
+    Device* device = plan_->devices[d];
     RETURN_IF_ERROR(device->RecordEvent(frame->compute_end[d].get(), device->compute_stream()));
     if (plan_->UsesCopyStream(device, frame->solo)) {
       RETURN_IF_ERROR(device->RecordEvent(frame->copy_end[d].get(), device->copy_stream()));
@@ -500,11 +501,12 @@ void RunScheduler::AfterHostTask(const Task& t, const HostTaskStart& start, cons
   }
 }
 
-absl::Status RunScheduler::WaitForDevicePreds(const Task& t, int worker, Plan::Frame* prev_frame) {
-  const Plan::Step& s = step(t.step);
+absl::Status RunScheduler::WaitForDevicePreds(const Task& t, int worker,
+                                              PlanState::Frame* prev_frame) {
+  const PlanState::Step& s = step(t.step);
   bool waiting = false;
   OpEvent wait_event;
-  auto wait = [&](const Plan::Step& pred, Event* event) -> absl::Status {
+  auto wait = [&](const PlanState::Step& pred, Event* event) -> absl::Status {
     if (!waiting && t.run->context.observer != nullptr) {
       wait_event.op = &s.op;
       wait_event.index = s.index;
@@ -534,9 +536,9 @@ absl::Status RunScheduler::WaitForDevicePreds(const Task& t, int worker, Plan::F
   return absl::OkStatus();
 }
 
-absl::Status RunScheduler::RunHostTask(const Task& t, int worker, Plan::Frame* prev_frame,
+absl::Status RunScheduler::RunHostTask(const Task& t, int worker, PlanState::Frame* prev_frame,
                                        bool early) {
-  Plan::Step& s = step(t.step);
+  PlanState::Step& s = step(t.step);
   StepRunContext context = t.run->context;
   context.worker = worker;
   RETURN_IF_ERROR(CancelledBefore(s, *t.run->frame));

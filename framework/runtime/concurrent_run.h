@@ -32,7 +32,7 @@ class ConcurrentRun;
 
 class RunScheduler {
  public:
-  RunScheduler(Plan* plan, std::shared_ptr<HostWorkerPool> pool);
+  RunScheduler(PlanState* plan, std::shared_ptr<HostWorkerPool> pool);
   // The pool this scheduler's host steps run on.
   const HostWorkerPool* pool() const { return pool_.get(); }
   ~RunScheduler();
@@ -46,7 +46,7 @@ class RunScheduler {
   // Wait(run) next and starts no other run before; with no run in flight
   // the run is then solo (Step::waits.solo_on_compute) and its steps wait for
   // Wait() to start.
-  ConcurrentRun* Start(Plan::Frame* frame, RunStats* stats, ExecutionObserver* observer,
+  ConcurrentRun* Start(PlanState::Frame* frame, RunStats* stats, ExecutionObserver* observer,
                        bool caller_waits);
   // Handles ready steps on the calling thread until `run` is over: OK once
   // all of its steps finished (device work possibly still queued); its
@@ -68,7 +68,7 @@ class RunScheduler {
   };
   using Lock = std::unique_lock<std::mutex>;
 
-  Plan::Step& step(int i) { return *plan_->steps_[i]; }
+  PlanState::Step& step(int i) { return *plan_->steps[i]; }
   // The rest hold mu_ unless they say otherwise.
   // Handles ready steps (host steps only if `run_host`) until none is
   // left, or until `until` is over.
@@ -83,7 +83,7 @@ class RunScheduler {
     bool early = false;
     // The run before's frame, which the task may read; while it runs, that
     // run counts it (ConcurrentRun::next_readers) and is not over.
-    Plan::Frame* prev_frame = nullptr;
+    PlanState::Frame* prev_frame = nullptr;
   };
   // Whether host task `t` runs now (on this thread or a worker), and how.
   // False when a refined lookup waits for the previous run's update instead
@@ -104,8 +104,8 @@ class RunScheduler {
   // Records the frame's end events on every stream of the plan's devices.
   absl::Status RecordRunEnd(ConcurrentRun* run);
   // Runs host task `t` (first waiting for its device predecessors); without mu_.
-  absl::Status RunHostTask(const Task& t, int worker, Plan::Frame* prev_frame, bool early);
-  absl::Status WaitForDevicePreds(const Task& t, int worker, Plan::Frame* prev_frame);
+  absl::Status RunHostTask(const Task& t, int worker, PlanState::Frame* prev_frame, bool early);
+  absl::Status WaitForDevicePreds(const Task& t, int worker, PlanState::Frame* prev_frame);
   // Back under mu_ after RunHostTask.
   void AfterHostTask(const Task& t, const HostTaskStart& start, const absl::Status& s);
   void Complete(ConcurrentRun* run, int i);
@@ -125,7 +125,7 @@ class RunScheduler {
   // Whether the update ids a refined lookup of `run` needs are final.
   bool WriterIdsReady(const ConcurrentRun* run, const RowRefinement& rows) const;
 
-  Plan* plan_;
+  PlanState* plan_;
   // Shared with the executor that made it: a plan may outlive that
   // executor (its runs still need the workers).
   std::shared_ptr<HostWorkerPool> pool_;

@@ -8,6 +8,7 @@
 #include "framework/placement/program_validation.h"
 #include "framework/runtime/concurrent_run.h"
 #include "framework/runtime/execution_observer.h"
+#include "framework/runtime/graph_capture.h"
 #include "framework/runtime/host_worker_pool.h"
 #include "framework/runtime/plan_passes.h"
 #include "framework/runtime/step_runner.h"
@@ -25,15 +26,26 @@ ExecutionObserver* GetExecutionObserver() { return g_observer.load(std::memory_o
 bool ExecutorVlogIsOn(int level) { return VLOG_IS_ON(level); }
 void ExecutorLog(const std::string& line) { LOG(INFO) << line; }
 
-Plan::Plan() = default;
+PlanState::PlanState() = default;
+PlanState::~PlanState() = default;
+
+Plan::Plan(std::unique_ptr<PlanState> state) : state_(std::move(state)) {}
 
 Plan::~Plan() {
   // Runs still in flight (their handles were dropped) read this plan.
-  for (const std::shared_ptr<PendingRun>& p : in_flight_) scheduler_->Wait(p->run).IgnoreError();
-  if (in_flight_.empty()) return;
-  for (Device* d : devices_) d->Synchronize().IgnoreError();
-  for (const std::shared_ptr<PendingRun>& p : in_flight_) scheduler_->Forget(p->run);
+  PlanState& s = *state_;
+  for (const std::shared_ptr<PendingRun>& p : s.in_flight) s.scheduler->Wait(p->run).IgnoreError();
+  if (s.in_flight.empty()) return;
+  for (Device* d : s.devices) d->Synchronize().IgnoreError();
+  for (const std::shared_ptr<PendingRun>& p : s.in_flight) s.scheduler->Forget(p->run);
 }
+
+const PlacedProgram& Plan::placed() const { return state_->placed; }
+std::string Plan::PlacementTable() const {
+  return state_->placed.TableString() + state_->memory.ToString();
+}
+const MemoryEstimate& Plan::MemoryEstimate() const { return state_->memory; }
+const std::string& Plan::graph_fallback_reason() const { return state_->graph_blocker; }
 
 RunHandle::RunHandle() = default;
 RunHandle::~RunHandle() = default;
@@ -90,34 +102,35 @@ absl::StatusOr<std::unique_ptr<Plan>> Executor::PrepareFor(const Program& progra
     popts.initial_places[f] = CPUPlace();
   }
   RETURN_IF_ERROR(ValidateProgramForRun(program, scope, feeds));
-  std::unique_ptr<Plan> plan(new Plan());
+  auto plan = std::make_unique<Plan>(std::make_unique<PlanState>());
   if (options_.placement_planner != nullptr) {
     RETURN_IF_ERROR(options_.placement_planner->Plan(
         {program, feeds, fetches, options_.feed_shapes,
          options_.in_order || options_.check_numerics || runs_once},
         &popts));
   }
-  ASSIGN_OR_RETURN(plan->placed_, PlaceProgram(program, popts));
+  ASSIGN_OR_RETURN(plan->state().placed, PlaceProgram(program, popts));
   for (const std::string& f : fetches) {
-    if (!plan->placed_.program.block().HasVar(f)) {
+    if (!plan->state().placed.program.block().HasVar(f)) {
       return absl::InvalidArgumentError(absl::StrCat("fetch '", f, "' is not a program variable"));
     }
   }
-  plan->feed_names_ = feeds;
-  plan->fetch_names_ = fetches;
+  plan->state().feed_names = feeds;
+  plan->state().fetch_names = fetches;
   ASSIGN_OR_RETURN(
-      plan->memory_,
-      EstimateMemory(plan->placed_,
-                     PlanMemoryOptions(plan->placed_, feeds, fetches, options_.feed_shapes,
+      plan->state().memory,
+      EstimateMemory(plan->state().placed,
+                     PlanMemoryOptions(plan->state().placed, feeds, fetches, options_.feed_shapes,
                                        options_.in_order || options_.check_numerics)));
-  RETURN_IF_ERROR(CheckMemoryFits(plan->placed_, plan->memory_, AvailableMemory(plan->memory_)));
-  RETURN_IF_ERROR(BuildPlan(plan.get(), feeds, fetches));
+  RETURN_IF_ERROR(CheckMemoryFits(plan->state().placed, plan->state().memory,
+                                  AvailableMemory(plan->state().memory)));
+  RETURN_IF_ERROR(BuildPlan(&plan->state(), feeds, fetches));
   return plan;
 }
 
 absl::Status Executor::ValidateFeeds(const Plan& plan, const FeedMap& feeds) {
-  const Block& block = plan.placed_.program.block();
-  for (const std::string& name : plan.feed_names_) {
+  const Block& block = plan.state().placed.program.block();
+  for (const std::string& name : plan.state().feed_names) {
     auto it = feeds.find(name);
     if (it == feeds.end()) {
       return absl::InvalidArgumentError(absl::StrCat("feed '", name, "' was not given"));
@@ -178,18 +191,20 @@ absl::Status MovePersistablesHome(const PlacedProgram& placed, Scope* scope) {
 }
 
 void Executor::BindFrame(Plan* plan, int frame_index, Scope* scope, uint64_t cancel_requests) {
-  Plan::Frame& frame = *plan->frames_[frame_index];
+  PlanState::Frame& frame = *plan->state().frames[frame_index];
   static std::atomic<uint64_t> runs_bound{0};
   frame.run_id = runs_bound.fetch_add(1, std::memory_order_relaxed) + 1;
   frame.cancel_requests = cancel_requests_;
   frame.cancel_requests_seen = cancel_requests;
   if (frame.bound_scope == scope) return;
   for (size_t id = 0; id < frame.slots.size(); ++id) {
-    Variable* local = plan->slot_folded_[id] ? &plan->frames_[0]->locals[id] : &frame.locals[id];
-    frame.slots[id] = plan->slot_persistable_[id] ? scope->Var(plan->slot_names_[id]) : local;
+    Variable* local =
+        plan->state().slot_folded[id] ? &plan->state().frames[0]->locals[id] : &frame.locals[id];
+    frame.slots[id] =
+        plan->state().slot_persistable[id] ? scope->Var(plan->state().slot_names[id]) : local;
   }
-  for (size_t i = 0; i < plan->steps_.size(); ++i) {
-    const Plan::Step& step = *plan->steps_[i];
+  for (size_t i = 0; i < plan->state().steps.size(); ++i) {
+    const PlanState::Step& step = *plan->state().steps[i];
     frame.in_args[i].clear();
     frame.out_args[i].clear();
     for (const auto& [arg, ids] : step.inputs) {
@@ -204,23 +219,23 @@ void Executor::BindFrame(Plan* plan, int frame_index, Scope* scope, uint64_t can
     }
   }
   frame.bound_scope = scope;
-  if (frame_index == 0) plan->graph_.reset();  // it holds the other scope's buffers
+  if (frame_index == 0) plan->state().graph.reset();  // it holds the other scope's buffers
 }
 
 absl::Status Executor::BindAndFeed(Plan* plan, int frame_index, Scope* scope, const FeedMap& feeds,
                                    uint64_t cancel_requests, bool copy_feeds) {
   BindFrame(plan, frame_index, scope, cancel_requests);
-  Plan::Frame& frame = *plan->frames_[frame_index];
-  for (size_t i = 0; i < plan->feed_names_.size(); ++i) {
-    const std::string& name = plan->feed_names_[i];
+  PlanState::Frame& frame = *plan->state().frames[frame_index];
+  for (size_t i = 0; i < plan->state().feed_names.size(); ++i) {
+    const std::string& name = plan->state().feed_names[i];
     const Tensor& t = feeds.at(name);
     if (!copy_feeds) {
-      frame.slots[plan->feed_slots_[i]]->set(t);
+      frame.slots[plan->state().feed_slots[i]]->set(t);
       continue;
     }
     // The frame's previous copy goes first (its run is over): two runs in
     // flight hold two sets of feeds, as the memory estimate counts.
-    Variable* slot = frame.slots[plan->feed_slots_[i]];
+    Variable* slot = frame.slots[plan->state().feed_slots[i]];
     slot->clear();
     ASSIGN_OR_RETURN(Tensor copy, CopyHostTensor(name, t));
     slot->set(std::move(copy));
@@ -237,10 +252,10 @@ const std::shared_ptr<HostWorkerPool>& Executor::Pool() {
 }
 
 void Executor::AdoptPlan(Plan* plan) {
-  if (plan->scheduler_ != nullptr && plan->scheduler_->pool() == Pool().get()) return;
+  if (plan->state().scheduler != nullptr && plan->state().scheduler->pool() == Pool().get()) return;
   while (FinishOldest(plan)) {  // the runs of another executor's scheduler
   }
-  plan->scheduler_ = std::make_unique<RunScheduler>(plan, Pool());
+  plan->state().scheduler = std::make_unique<RunScheduler>(&plan->state(), Pool());
 }
 
 absl::Status Executor::RunEagerly(Plan* plan, RunStats* stats, ExecutionObserver* observer) {
@@ -248,18 +263,18 @@ absl::Status Executor::RunEagerly(Plan* plan, RunStats* stats, ExecutionObserver
   // nothing to overlap: program order on this thread gives the same results
   // without the hand-offs.
   if (options_.in_order || options_.check_numerics ||
-      (plan->host_only_ && (plan->host_chain_ || Pool()->size() == 1))) {
+      (plan->state().host_only && (plan->state().host_chain || Pool()->size() == 1))) {
     StepRunContext run;
-    run.frame = plan->frames_[0].get();
+    run.frame = plan->state().frames[0].get();
     run.observer = observer;
     run.check_numerics = options_.check_numerics;
-    return PlanRunner::RunInOrder(plan, stats, run);
+    return PlanRunner::RunInOrder(&plan->state(), stats, run);
   }
   AdoptPlan(plan);
-  ConcurrentRun* run =
-      plan->scheduler_->Start(plan->frames_[0].get(), stats, observer, /*caller_waits=*/true);
-  const absl::Status ran = plan->scheduler_->Wait(run);
-  plan->scheduler_->Forget(run);  // solo: no run after it
+  ConcurrentRun* run = plan->state().scheduler->Start(plan->state().frames[0].get(), stats,
+                                                      observer, /*caller_waits=*/true);
+  const absl::Status ran = plan->state().scheduler->Wait(run);
+  plan->state().scheduler->Forget(run);  // solo: no run after it
   return ran;
 }
 
@@ -271,8 +286,8 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(Plan* plan, Scope* scope, cons
 
 bool Executor::CanPipeline(const Plan& plan) {
   return !options_.in_order && !options_.check_numerics && !options_.capture_graphs &&
-         plan.constants_ready_ && plan.graph_ == nullptr && plan.pipeline_blocker_.empty() &&
-         !(plan.host_only_ && Pool()->size() == 1);
+         plan.state().constants_ready && plan.state().graph == nullptr &&
+         plan.state().pipeline_blocker.empty() && !(plan.state().host_only && Pool()->size() == 1);
 }
 
 absl::StatusOr<RunHandle> Executor::RunAsync(Plan* plan, Scope* scope, const FeedMap& feeds) {
@@ -286,7 +301,7 @@ absl::StatusOr<RunHandle> Executor::StartRun(Plan* plan, Scope* scope, const Fee
     return absl::InvalidArgumentError("Executor::RunAsync: the plan and the scope must be given");
   }
   RETURN_IF_ERROR(ValidateFeeds(*plan, feeds));  // at once, whichever way the run goes
-  RETURN_IF_ERROR(MovePersistablesHome(plan->placed_, scope));  // the planner's homes
+  RETURN_IF_ERROR(MovePersistablesHome(plan->state().placed, scope));  // the planner's homes
   auto pending = std::make_shared<PendingRun>();
   auto run_now = [&]() {  // after the runs in flight, to the end
     while (FinishOldest(plan)) {
@@ -297,29 +312,33 @@ absl::StatusOr<RunHandle> Executor::StartRun(Plan* plan, Scope* scope, const Fee
   };
   // A run the caller waits for, of a host chain with no run in flight:
   // nothing could overlap it, so it runs in order (RunEagerly).
-  const bool nothing_overlaps = caller_waits && plan->host_chain_ && plan->in_flight_.empty();
+  const bool nothing_overlaps =
+      caller_waits && plan->state().host_chain && plan->state().in_flight.empty();
   if (nothing_overlaps || !CanPipeline(*plan)) {
-    if (!caller_waits && !plan->pipeline_blocker_.empty() && !plan->pipeline_blocker_reported_) {
-      LOG(WARNING) << "executor: runs of this plan cannot overlap: " << plan->pipeline_blocker_;
-      plan->pipeline_blocker_reported_ = true;
+    if (!caller_waits && !plan->state().pipeline_blocker.empty() &&
+        !plan->state().pipeline_blocker_reported) {
+      LOG(WARNING) << "executor: runs of this plan cannot overlap: "
+                   << plan->state().pipeline_blocker;
+      plan->state().pipeline_blocker_reported = true;
     }
     return run_now();
   }
   AdoptPlan(plan);
-  while (plan->in_flight_.size() >= kPipelineFrames ||
-         (!plan->in_flight_.empty() &&
-          plan->frames_[plan->in_flight_.back()->frame]->bound_scope != scope)) {
+  while (plan->state().in_flight.size() >= kPipelineFrames ||
+         (!plan->state().in_flight.empty() &&
+          plan->state().frames[plan->state().in_flight.back()->frame]->bound_scope != scope)) {
     FinishOldest(plan);
   }
-  pending->frame =
-      plan->in_flight_.empty() ? 0 : (plan->in_flight_.back()->frame + 1) % kPipelineFrames;
+  pending->frame = plan->state().in_flight.empty()
+                       ? 0
+                       : (plan->state().in_flight.back()->frame + 1) % kPipelineFrames;
   // Every frame and event before the first pipelined run: none is in
   // flight yet, so no worker reads what is added.
-  while (static_cast<int>(plan->frames_.size()) < kPipelineFrames) {
-    if (absl::Status made = MakeFrame(plan); !made.ok()) {
+  while (static_cast<int>(plan->state().frames.size()) < kPipelineFrames) {
+    if (absl::Status made = MakeFrame(&plan->state()); !made.ok()) {
       // E.g. a device without events: this plan runs one run at a time.
       LOG(WARNING) << "executor: runs of this plan cannot overlap: " << made;
-      plan->pipeline_blocker_ = std::string(made.message());
+      plan->state().pipeline_blocker = std::string(made.message());
       return run_now();
     }
   }
@@ -327,21 +346,21 @@ absl::StatusOr<RunHandle> Executor::StartRun(Plan* plan, Scope* scope, const Fee
   RETURN_IF_ERROR(BindAndFeed(plan, pending->frame, scope, feeds, cancel_requests,
                               /*copy_feeds=*/!caller_waits));
   ExecutionObserver* observer = GetExecutionObserver();
-  if (observer != nullptr && plan->in_flight_.empty()) {
+  if (observer != nullptr && plan->state().in_flight.empty()) {
     observer->OnRunBegin();
     pending->observed = true;
   }
-  pending->run = plan->scheduler_->Start(plan->frames_[pending->frame].get(), &pending->stats,
-                                         observer, caller_waits);
-  plan->in_flight_.push_back(pending);
+  pending->run = plan->state().scheduler->Start(plan->state().frames[pending->frame].get(),
+                                                &pending->stats, observer, caller_waits);
+  plan->state().in_flight.push_back(pending);
   return RunHandle(plan, std::move(pending));
 }
 
 bool Executor::FinishOldest(Plan* plan) {
-  if (plan->in_flight_.empty()) return false;
-  std::shared_ptr<PendingRun> p = plan->in_flight_.front();
-  plan->in_flight_.pop_front();
-  const absl::Status ran = plan->scheduler_->Wait(p->run);
+  if (plan->state().in_flight.empty()) return false;
+  std::shared_ptr<PendingRun> p = plan->state().in_flight.front();
+  plan->state().in_flight.pop_front();
+  const absl::Status ran = plan->state().scheduler->Wait(p->run);
   if (ran.ok()) {
     p->result = FinishPipelinedRun(plan, p.get());
   } else {
@@ -349,20 +368,20 @@ bool Executor::FinishOldest(Plan* plan) {
   }
   if (!p->result.ok()) {
     // Leave nothing running: the next run starts from quiet devices.
-    for (Device* d : plan->devices_) d->Synchronize().IgnoreError();
-    plan->frames_[p->frame]->keep_alive.Clear();
+    for (Device* d : plan->state().devices) d->Synchronize().IgnoreError();
+    plan->state().frames[p->frame]->keep_alive.Clear();
   }
   // Only now, its device work complete, do the next run's host steps stop
   // waiting for its events (and its frame may be bound again).
-  plan->scheduler_->Forget(p->run);
+  plan->state().scheduler->Forget(p->run);
   p->run = nullptr;
   p->over = true;
   ExecutionObserver* observer = GetExecutionObserver();
   if (observer != nullptr && p->observed) {
     observer->OnRunEnd(p->stats);
-    if (!plan->in_flight_.empty()) {
+    if (!plan->state().in_flight.empty()) {
       observer->OnRunBegin();
-      plan->in_flight_.front()->observed = true;
+      plan->state().in_flight.front()->observed = true;
     }
   }
   return true;
@@ -382,32 +401,32 @@ absl::StatusOr<std::vector<Tensor>> Executor::FinishPipelinedRun(Plan* plan, Pen
   // Its streams were not synchronised (the next run uses them): its
   // devices' asynchronous errors are taken by run.
   absl::Status checks;
-  for (Device* d : plan->devices_)
-    checks.Update(d->TakeRunErrors(plan->frames_[run->frame]->run_id));
+  for (Device* d : plan->state().devices)
+    checks.Update(d->TakeRunErrors(plan->state().frames[run->frame]->run_id));
   RETURN_IF_ERROR(checks);
   return CollectFetches(plan, run->frame, &run->stats);
 }
 
 absl::Status Executor::WaitForDevices(Plan* plan, int frame_index, bool end_events, bool in_order) {
-  Plan::Frame& frame = *plan->frames_[frame_index];
+  PlanState::Frame& frame = *plan->state().frames[frame_index];
   ExecutionObserver* observer = GetExecutionObserver();
   OpEvent wait;
   if (observer != nullptr) observer->OnWaitBegin(wait);
-  for (size_t d = 0; d < plan->devices_.size(); ++d) {
-    Device* device = plan->devices_[d];
+  for (size_t d = 0; d < plan->state().devices.size(); ++d) {
+    Device* device = plan->state().devices[d];
     if (end_events && frame.ends_recorded) {  // the run's own work, not the next run's
       RETURN_IF_ERROR(device->SynchronizeEvent(frame.compute_end[d].get()));
-      if (plan->UsesCopyStream(device, frame.solo)) {
+      if (plan->state().UsesCopyStream(device, frame.solo)) {
         RETURN_IF_ERROR(device->SynchronizeEvent(frame.copy_end[d].get()));
       }
       continue;
     }
     RETURN_IF_ERROR(device->SynchronizeStream(device->compute_stream()));
-    if (!in_order && plan->UsesCopyStream(device, frame.solo)) {
+    if (!in_order && plan->state().UsesCopyStream(device, frame.solo)) {
       RETURN_IF_ERROR(device->SynchronizeStream(device->copy_stream()));
     }
-    auto comm = plan->comm_streams_.find(device);
-    if (!in_order && comm != plan->comm_streams_.end()) {
+    auto comm = plan->state().comm_streams.find(device);
+    if (!in_order && comm != plan->state().comm_streams.end()) {
       RETURN_IF_ERROR(device->SynchronizeStream(comm->second.get()));
     }
   }
@@ -422,29 +441,34 @@ absl::StatusOr<std::vector<Tensor>> Executor::RunNow(Plan* plan, Scope* scope, c
   ExecutionObserver* observer = GetExecutionObserver();
   if (observer != nullptr) observer->OnRunBegin();
   RETURN_IF_ERROR(BindAndFeed(plan, 0, scope, feeds, cancel_requests, /*copy_feeds=*/false));
-  Plan::Frame& frame = *plan->frames_[0];
+  PlanState::Frame& frame = *plan->state().frames[0];
   absl::Status ran;
-  if (plan->graph_ != nullptr) {
-    const std::string stale = plan->graph_->StaleReason(frame.slots, plan->slot_names_);
+  if (plan->state().graph != nullptr) {
+    const std::string stale =
+        plan->state().graph->StaleReason(frame.slots, plan->state().slot_names);
     if (stale.empty()) {
-      ran = plan->graph_->Launch(frame.slots, observer);
-      *stats = plan->graph_->stats;
+      ran = plan->state().graph->Launch(frame.slots, observer);
+      *stats = plan->state().graph->stats;
       stats->replayed = true;
     } else {
       VLOG(1) << "executor: capturing the plan again: " << stale;
-      plan->graph_.reset();
+      plan->state().graph.reset();
     }
   }
   if (!stats->replayed) {
-    if (options_.capture_graphs && plan->constants_ready_ && plan->graph_blocker_.empty()) {
-      ran = CaptureAndLaunch(plan, stats, observer);
+    if (options_.capture_graphs && plan->state().constants_ready &&
+        plan->state().graph_blocker.empty()) {
+      absl::StatusOr<bool> launched = CaptureAndLaunch(&plan->state(), stats, observer);
+      ran = !launched.ok() ? launched.status()
+            : *launched    ? absl::OkStatus()
+                           : RunEagerly(plan, stats, observer);
     } else {
       ran = RunEagerly(plan, stats, observer);
     }
   }
   if (!ran.ok()) {
     // Leave nothing running: the next run starts from a quiet device.
-    for (Device* d : plan->devices_) d->Synchronize().IgnoreError();
+    for (Device* d : plan->state().devices) d->Synchronize().IgnoreError();
     frame.keep_alive.Clear();
     return ran;
   }
@@ -453,7 +477,7 @@ absl::StatusOr<std::vector<Tensor>> Executor::RunNow(Plan* plan, Scope* scope, c
 
 absl::StatusOr<std::vector<Tensor>> Executor::FinishRun(Plan* plan, RunStats* stats) {
   RETURN_IF_ERROR(WaitForDevices(plan, 0, /*end_events=*/false, options_.in_order));
-  plan->constants_ready_ = true;
+  plan->state().constants_ready = true;
   ExecutionObserver* observer = GetExecutionObserver();
   absl::StatusOr<std::vector<Tensor>> fetched = CollectFetches(plan, 0, stats);
   if (observer != nullptr) observer->OnRunEnd(*stats);
@@ -461,31 +485,31 @@ absl::StatusOr<std::vector<Tensor>> Executor::FinishRun(Plan* plan, RunStats* st
 }
 
 absl::StatusOr<Stream*> Executor::FetchStream(Plan* plan, Device* device) {
-  auto it = plan->fetch_streams_.find(device);
-  if (it == plan->fetch_streams_.end()) {
+  auto it = plan->state().fetch_streams.find(device);
+  if (it == plan->state().fetch_streams.end()) {
     ASSIGN_OR_RETURN(std::unique_ptr<Stream> stream, device->CreateStream());
-    it = plan->fetch_streams_.emplace(device, std::move(stream)).first;
+    it = plan->state().fetch_streams.emplace(device, std::move(stream)).first;
   }
   return it->second.get();
 }
 
 absl::StatusOr<std::vector<Tensor>> Executor::CollectFetches(Plan* plan, int frame_index,
                                                              RunStats* stats) {
-  Plan::Frame& frame = *plan->frames_[frame_index];
+  PlanState::Frame& frame = *plan->state().frames[frame_index];
   std::vector<Tensor> fetched;
-  for (size_t i = 0; i < plan->fetch_slots_.size(); ++i) {
-    const Variable* v = frame.slots[plan->fetch_slots_[i]];
+  for (size_t i = 0; i < plan->state().fetch_slots.size(); ++i) {
+    const Variable* v = frame.slots[plan->state().fetch_slots[i]];
     const Tensor* t = v->data_tensor();
     if (t == nullptr || !t->initialized()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("fetch '", plan->fetch_names_[i], "' was not computed by the program"));
+      return absl::FailedPreconditionError(absl::StrCat("fetch '", plan->state().fetch_names[i],
+                                                        "' was not computed by the program"));
     }
-    if (t->place().is_host() && !plan->slot_persistable_[plan->fetch_slots_[i]]) {
+    if (t->place().is_host() && !plan->state().slot_persistable[plan->state().fetch_slots[i]]) {
       fetched.push_back(*t);  // this run's own value: the next run makes a new one
       continue;
     }
     if (t->place().is_host()) {  // a copy: later runs update the variable in place
-      ASSIGN_OR_RETURN(Tensor copy, CopyHostTensor(plan->fetch_names_[i], *t));
+      ASSIGN_OR_RETURN(Tensor copy, CopyHostTensor(plan->state().fetch_names[i], *t));
       fetched.push_back(std::move(copy));
       stats->fetch_bytes += static_cast<int64_t>(t->NumBytes());
       continue;
@@ -499,14 +523,14 @@ absl::StatusOr<std::vector<Tensor>> Executor::CollectFetches(Plan* plan, int fra
               : Tensor::Allocate(device->host_allocator(), t->dtype(), t->shape());
     if (!host.ok()) {
       return absl::Status(host.status().code(),
-                          absl::StrCat("fetching '", plan->fetch_names_[i], "' from ",
+                          absl::StrCat("fetching '", plan->state().fetch_names[i], "' from ",
                                        t->place().ToString(), ": ", host.status().message()));
     }
     if (t->NumBytes() > 0) {
       // The value is final (its run's device work completed). Pipelined:
       // copy it on a stream of its own, past the next run's queued work.
       Stream* stream = device->compute_stream();
-      if (frame_index != 0 || plan->frames_.size() > 1) {
+      if (frame_index != 0 || plan->state().frames.size() > 1) {
         ASSIGN_OR_RETURN(stream, FetchStream(plan, device));
       }
       RETURN_IF_ERROR(device->CopyAsync(CopyKind::kDeviceToHost, host->raw_data(), t->raw_data(),
@@ -518,9 +542,10 @@ absl::StatusOr<std::vector<Tensor>> Executor::CollectFetches(Plan* plan, int fra
     fetched.push_back(*std::move(host));
   }
   frame.fetch_host.clear();
-  if (plan->graph_ == nullptr) {  // a graph writes its fetches again on each launch
-    for (int id : plan->fetch_slots_) {
-      if (!plan->slot_persistable_[id] && !plan->slot_folded_[id]) frame.slots[id]->clear();
+  if (plan->state().graph == nullptr) {  // a graph writes its fetches again on each launch
+    for (int id : plan->state().fetch_slots) {
+      if (!plan->state().slot_persistable[id] && !plan->state().slot_folded[id])
+        frame.slots[id]->clear();
     }
   }
   return fetched;

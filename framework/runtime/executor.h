@@ -184,6 +184,7 @@ using FeedMap = std::map<std::string, Tensor>;
 class ExecutionObserver;
 class HostWorkerPool;
 class Plan;
+struct PlanState;
 class Executor;
 struct PendingRun;
 class RunScheduler;
@@ -273,9 +274,6 @@ class Executor {
 
  private:
   friend class RunHandle;
-  // Captures the steps and launches the graph; when the plan cannot be
-  // captured, logs why and runs the steps eagerly instead.
-  absl::Status CaptureAndLaunch(Plan* plan, RunStats* stats, ExecutionObserver* observer);
   // Runs the plan's steps in the configured mode (no graph).
   absl::Status RunEagerly(Plan* plan, RunStats* stats, ExecutionObserver* observer);
   // Waits for every stream the run used; the fetches, on the host.
@@ -343,71 +341,32 @@ class Executor {
 // A placed, validated program ready to run; made by Executor::Prepare.
 class Plan {
  public:
+  // Made by Executor::Prepare, which fills `state` (plan_state.h).
+  explicit Plan(std::unique_ptr<PlanState> state);
+  // Waits for the plan's runs in flight (their handles were dropped).
   ~Plan();
-  const PlacedProgram& placed() const { return placed_; }
+  Plan(const Plan&) = delete;
+  Plan& operator=(const Plan&) = delete;
+
+  const PlacedProgram& placed() const;
   // The placement table (see PlacedProgram::TableString), then the memory
   // estimate, one line per place.
-  std::string PlacementTable() const { return placed_.TableString() + memory_.ToString(); }
+  std::string PlacementTable() const;
   // Bytes the plan holds per place in a steady-state run, estimated at
   // Prepare before anything was allocated (memory_estimate.h); Prepare
   // refused the plan if a place could not hold them.
-  const ::tandem::MemoryEstimate& MemoryEstimate() const { return memory_; }
+  const ::tandem::MemoryEstimate& MemoryEstimate() const;
   // Why this plan runs eagerly although ExecutorOptions::capture_graphs is
   // set (the step and the reason); empty while it is (or may be) captured.
-  const std::string& graph_fallback_reason() const { return graph_blocker_; }
+  const std::string& graph_fallback_reason() const;
 
-  struct Step;        // one op or copy (plan_internal.h)
-  struct GraphState;  // a captured step and what it baked in, ditto
-  struct Frame;       // what one run binds, ditto
+  // The plan's data, for the runtime's own files (plan_state.h is private
+  // to //framework/runtime): the executor, its passes and its runs.
+  PlanState& state() { return *state_; }
+  const PlanState& state() const { return *state_; }
 
  private:
-  friend class Executor;
-  friend class PlanRunner;     // plan_internal.h
-  friend class PlanPasses;     // plan_passes.cc
-  friend class ConcurrentRun;  // concurrent_run.cc
-  friend class RunScheduler;   // concurrent_run.cc
-  friend class RunHandle;
-  Plan();
-  PlacedProgram placed_;
-  ::tandem::MemoryEstimate memory_;
-  std::vector<std::unique_ptr<Step>> steps_;
-  std::vector<std::string> slot_names_;
-  std::vector<bool> slot_persistable_;
-  std::vector<bool> slot_folded_;               // outputs of folded constants
-  std::vector<bool> slot_releasable_;           // intermediates freed after their last use
-  std::vector<std::unique_ptr<Frame>> frames_;  // frame 0 by Prepare, frame 1 when pipelined
-  std::vector<int> feed_slots_, fetch_slots_;
-  std::vector<std::string> feed_names_, fetch_names_;
-  std::vector<Device*> devices_;  // every device the plan uses
-  // Devices on whose copy stream the plan queues steps: a run waits for that
-  // stream at its end only there (work others queue on it is theirs).
-  std::set<Device*> copy_lane_devices_;
-  // Of those, the devices whose copies a solo run puts on the compute
-  // stream (all of them: Step::waits.solo_on_compute).
-  std::set<Device*> solo_compute_copy_devices_;
-  // Whether a run (solo or not) queues work on `device`'s copy stream.
-  bool UsesCopyStream(Device* device, bool solo) const {
-    return copy_lane_devices_.count(device) > 0 &&
-           !(solo && solo_compute_copy_devices_.count(device) > 0);
-  }
-  bool host_only_ = false;  // every step runs on the host
-  // Host-only, and each step (but constants folded away) waits for the one
-  // before it: no two steps can ever run at once, so a run dispatches them
-  // in program order on the calling thread (the concurrent mode's
-  // hand-offs would only add time).
-  bool host_chain_ = false;
-  bool constants_ready_ = false;  // folded steps have run
-  // Pipelined runs in flight (oldest first) and who runs their steps.
-  std::deque<std::shared_ptr<PendingRun>> in_flight_;
-  std::unique_ptr<RunScheduler> scheduler_;
-  std::string pipeline_blocker_;            // why runs cannot overlap (empty: they can)
-  bool pipeline_blocker_reported_ = false;  // logged at the first RunAsync
-  // Per device: the stream fetched values are copied to the host on.
-  std::map<Device*, std::unique_ptr<Stream>> fetch_streams_;
-  // Per device with collectives: the stream they run on (Lane::kComm).
-  std::map<Device*, std::unique_ptr<Stream>> comm_streams_;
-  std::string graph_blocker_;          // see graph_fallback_reason()
-  std::unique_ptr<GraphState> graph_;  // the captured step, if any
+  std::unique_ptr<PlanState> state_;
 };
 
 // Moves every persistable of `placed.homes` (where a placement planner

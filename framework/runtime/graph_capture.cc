@@ -1,5 +1,5 @@
-// Graph capture (ExecutorOptions::capture_graphs): a plan's steady-state
-// step recorded once as a device graph and replayed (see executor.h).
+#include "framework/runtime/graph_capture.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -13,15 +13,15 @@ namespace {
 
 // The device whose work a graph of `steps` would hold, or why there is none
 // (one step named with the reason).
-absl::StatusOr<Device*> CaptureDevice(const std::vector<std::unique_ptr<Plan::Step>>& steps) {
-  if (std::all_of(steps.begin(), steps.end(), [](const std::unique_ptr<Plan::Step>& step) {
+absl::StatusOr<Device*> CaptureDevice(const std::vector<std::unique_ptr<PlanState::Step>>& steps) {
+  if (std::all_of(steps.begin(), steps.end(), [](const std::unique_ptr<PlanState::Step>& step) {
         return step->folded || step->place.is_host();
       })) {
     return absl::FailedPreconditionError("the plan has no device work to capture");
   }
   Device* device = nullptr;
   for (size_t i = 0; i < steps.size(); ++i) {
-    const Plan::Step& step = *steps[i];
+    const PlanState::Step& step = *steps[i];
     if (step.folded) continue;
     const std::string where =
         absl::StrCat("step #", i, " '", step.op.type, "' on ", step.place.ToString());
@@ -55,8 +55,8 @@ absl::StatusOr<Device*> CaptureDevice(const std::vector<std::unique_ptr<Plan::St
 
 }  // namespace
 
-std::string Plan::GraphState::StaleReason(const std::vector<Variable*>& slots,
-                                          const std::vector<std::string>& names) const {
+std::string PlanState::GraphState::StaleReason(const std::vector<Variable*>& slots,
+                                               const std::vector<std::string>& names) const {
   auto same = [&](int slot, DataType dtype, const Shape& shape) {
     const Tensor* t = slots[slot]->data_tensor();
     return t != nullptr && t->initialized() && t->dtype() == dtype && t->shape() == shape;
@@ -83,8 +83,8 @@ std::string Plan::GraphState::StaleReason(const std::vector<Variable*>& slots,
   return "";
 }
 
-absl::Status Plan::GraphState::Launch(const std::vector<Variable*>& slots,
-                                      ExecutionObserver* observer) const {
+absl::Status PlanState::GraphState::Launch(const std::vector<Variable*>& slots,
+                                           ExecutionObserver* observer) const {
   for (const Upload& u : uploads) {
     const Tensor* t = slots[u.src]->data_tensor();
     if (u.staging != nullptr) std::memcpy(u.staging->data(), t->raw_data(), t->NumBytes());
@@ -104,16 +104,17 @@ absl::Status Plan::GraphState::Launch(const std::vector<Variable*>& slots,
   return absl::OkStatus();
 }
 
-absl::Status Executor::CaptureAndLaunch(Plan* plan, RunStats* stats, ExecutionObserver* observer) {
-  auto graph = std::make_unique<Plan::GraphState>();
+absl::StatusOr<bool> CaptureAndLaunch(PlanState* plan, RunStats* stats,
+                                      ExecutionObserver* observer) {
+  auto graph = std::make_unique<PlanState::GraphState>();
   graph->launch_op.type = "graph_launch";
-  Plan::Frame& frame = *plan->frames_[0];
+  PlanState::Frame& frame = *plan->frames[0];
   for (size_t id = 0; id < frame.slots.size(); ++id) {
-    if (plan->slot_persistable_[id]) {
+    if (plan->slot_persistable[id]) {
       graph->persistable_before.emplace_back(static_cast<int>(id), *frame.slots[id]);
     }
   }
-  absl::StatusOr<Device*> device = CaptureDevice(plan->steps_);
+  absl::StatusOr<Device*> device = CaptureDevice(plan->steps);
   absl::Status captured = device.status();
   Stream* stream = nullptr;
   if (captured.ok()) {
@@ -122,47 +123,48 @@ absl::Status Executor::CaptureAndLaunch(Plan* plan, RunStats* stats, ExecutionOb
     captured = graph->device->BeginCapture(stream);
   }
   if (captured.ok()) {
-    plan->graph_ = std::move(graph);
+    plan->graph = std::move(graph);
     StepRunContext run;
     run.observer = observer;
-    run.graph = plan->graph_.get();
+    run.graph = plan->graph.get();
     run.frame = &frame;
     captured = PlanRunner::RunInOrder(plan, stats, run);
-    absl::StatusOr<std::unique_ptr<DeviceGraph>> ended = plan->graph_->device->EndCapture(stream);
+    absl::StatusOr<std::unique_ptr<DeviceGraph>> ended = plan->graph->device->EndCapture(stream);
     if (captured.ok() && !ended.ok()) {
       captured = absl::Status(ended.status().code(),
                               absl::StrCat("ending the capture: ", ended.status().message()));
     }
-    for (const auto& [slot, before] : plan->graph_->persistable_before) {
+    for (const auto& [slot, before] : plan->graph->persistable_before) {
       const Tensor* was = before.data_tensor();
       const Tensor* now = frame.slots[slot]->data_tensor();
       const Buffer* buffer = now == nullptr ? nullptr : now->buffer().get();
       if (captured.ok() && (was == nullptr ? nullptr : was->buffer().get()) != buffer) {
         captured = absl::FailedPreconditionError(
-            absl::StrCat("persistable '", plan->slot_names_[slot],
+            absl::StrCat("persistable '", plan->slot_names[slot],
                          "' is written into a new buffer on each run, which a "
                          "replay would not "
                          "read back"));
       }
-      plan->graph_->persistable_buffers.emplace_back(slot, buffer);
+      plan->graph->persistable_buffers.emplace_back(slot, buffer);
     }
-    if (captured.ok()) plan->graph_->graph = *std::move(ended);
+    if (captured.ok()) plan->graph->graph = *std::move(ended);
   }
   if (!captured.ok()) {
-    plan->graph_blocker_ = std::string(captured.message());
+    plan->graph_blocker = std::string(captured.message());
     LOG(WARNING) << "executor: the plan runs eagerly, it cannot be captured as "
                     "a device graph: "
-                 << plan->graph_blocker_;
+                 << plan->graph_blocker;
     // Nothing captured ran: restore what the capture bound, then run eagerly.
-    Plan::GraphState* failed = plan->graph_ != nullptr ? plan->graph_.get() : graph.get();
+    PlanState::GraphState* failed = plan->graph != nullptr ? plan->graph.get() : graph.get();
     for (auto& [slot, before] : failed->persistable_before) *frame.slots[slot] = before;
-    plan->graph_.reset();
+    plan->graph.reset();
     *stats = RunStats();
-    return RunEagerly(plan, stats, observer);
+    return false;
   }
-  plan->graph_->stats = *stats;
+  plan->graph->stats = *stats;
   stats->captured = stats->replayed = true;
-  return plan->graph_->Launch(frame.slots, observer);
+  RETURN_IF_ERROR(plan->graph->Launch(frame.slots, observer));
+  return true;
 }
 
 }  // namespace tandem

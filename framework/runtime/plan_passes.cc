@@ -10,9 +10,12 @@
 #include "framework/runtime/step_runner.h"
 
 namespace tandem {
+namespace plan_passes {
 
-absl::Status PlanPasses::AddCommStream(Plan* plan, Plan::Step* step) {
-  std::unique_ptr<Stream>& stream = plan->comm_streams_[step->device];
+namespace {
+
+absl::Status AddCommStream(PlanState* plan, PlanState::Step* step) {
+  std::unique_ptr<Stream>& stream = plan->comm_streams[step->device];
   if (stream == nullptr) {
     absl::StatusOr<std::unique_ptr<Stream>> made = step->device->CreateStream();
     if (!made.ok()) return AnnotateStepError(made.status(), *step);
@@ -22,40 +25,50 @@ absl::Status PlanPasses::AddCommStream(Plan* plan, Plan::Step* step) {
   return absl::OkStatus();
 }
 
-int PlanPasses::Slot(Plan* plan, const std::string& name) {
-  plan->slot_names_.push_back(name);
-  const VarDesc* d = plan->placed_.program.block().FindVar(name);
-  plan->slot_persistable_.push_back(d != nullptr && d->persistable);
-  return static_cast<int>(plan->slot_names_.size()) - 1;
+}  // namespace
+
+namespace {
+
+int Slot(PlanState* plan, const std::string& name) {
+  plan->slot_names.push_back(name);
+  const VarDesc* d = plan->placed.program.block().FindVar(name);
+  plan->slot_persistable.push_back(d != nullptr && d->persistable);
+  return static_cast<int>(plan->slot_names.size()) - 1;
 }
 
-std::vector<std::vector<int>> PlanPasses::WritersPerSlot(const Plan& plan) {
-  std::vector<std::vector<int>> writers(plan.slot_names_.size());
-  for (size_t i = 0; i < plan.steps_.size(); ++i) {
-    for (const auto& [arg, ids] : plan.steps_[i]->outputs) {
+}  // namespace
+
+namespace {
+
+std::vector<std::vector<int>> WritersPerSlot(const PlanState& plan) {
+  std::vector<std::vector<int>> writers(plan.slot_names.size());
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    for (const auto& [arg, ids] : plan.steps[i]->outputs) {
       for (int id : ids) writers[id].push_back(static_cast<int>(i));
     }
   }
   return writers;
 }
 
-absl::Status PlanPasses::CreateSteps(Plan* plan, const std::vector<std::string>& feeds,
-                                     const std::vector<std::string>& fetches) {
-  const Block& block = plan->placed_.program.block();
+}  // namespace
+
+absl::Status CreateSteps(PlanState* plan, const std::vector<std::string>& feeds,
+                         const std::vector<std::string>& fetches) {
+  const Block& block = plan->placed.program.block();
   std::map<std::string, int> slot_of;
   auto slot = [&](const std::string& name) {
     auto it = slot_of.find(name);
     if (it == slot_of.end()) it = slot_of.emplace(name, Slot(plan, name)).first;
     return it->second;
   };
-  for (const std::string& f : feeds) plan->feed_slots_.push_back(slot(f));
+  for (const std::string& f : feeds) plan->feed_slots.push_back(slot(f));
   std::set<Device*> devices;
   const std::vector<OpDesc>& ops = block.ops();
   for (size_t i = 0; i < ops.size(); ++i) {
-    auto step = std::make_unique<Plan::Step>();
+    auto step = std::make_unique<PlanState::Step>();
     step->op = ops[i];
     step->index = static_cast<int>(i);
-    step->place = plan->placed_.places[i];
+    step->place = plan->placed.places[i];
     ASSIGN_OR_RETURN(step->device, DeviceRegistry::Global().GetDevice(step->place));
     devices.insert(step->device);
     for (const auto& [arg, vars] : step->op.inputs) {
@@ -68,7 +81,7 @@ absl::Status PlanPasses::CreateSteps(Plan* plan, const std::vector<std::string>&
       for (const std::string& v : vars) ids.push_back(slot(v));
       step->outputs.emplace_back(arg, std::move(ids));
     }
-    const KernelRegistration* reg = plan->placed_.kernels[i];
+    const KernelRegistration* reg = plan->placed.kernels[i];
     if (reg == nullptr) {
       step->is_copy = true;
       step->copy_to = step->op.type == "memcpy_d2h" ? CPUPlace() : step->place;
@@ -81,95 +94,95 @@ absl::Status PlanPasses::CreateSteps(Plan* plan, const std::vector<std::string>&
         // Runs of the plan one at a time: a run's collectives meet the other
         // ranks' of the same run, and a pipelined run's end events cover the
         // compute and copy streams only.
-        plan->pipeline_blocker_ = absl::StrCat("collective '", step->op.type, "' (#", step->index,
-                                               ") meets other ranks once per run");
+        plan->pipeline_blocker = absl::StrCat("collective '", step->op.type, "' (#", step->index,
+                                              ") meets other ranks once per run");
         if (!step->place.is_host()) RETURN_IF_ERROR(AddCommStream(plan, step.get()));
       }
     }
-    plan->steps_.push_back(std::move(step));
+    plan->steps.push_back(std::move(step));
   }
-  for (const std::string& f : fetches) plan->fetch_slots_.push_back(slot(f));
-  plan->devices_.assign(devices.begin(), devices.end());
+  for (const std::string& f : fetches) plan->fetch_slots.push_back(slot(f));
+  plan->devices.assign(devices.begin(), devices.end());
   return absl::OkStatus();
 }
 
-void PlanPasses::FoldConstants(Plan* plan) {
+void FoldConstants(PlanState* plan) {
   const std::vector<std::vector<int>> writers = WritersPerSlot(*plan);
-  plan->slot_folded_.assign(plan->slot_names_.size(), false);
-  for (auto& owned : plan->steps_) {
-    Plan::Step& step = *owned;
+  plan->slot_folded.assign(plan->slot_names.size(), false);
+  for (auto& owned : plan->steps) {
+    PlanState::Step& step = *owned;
     if (step.is_copy || step.op.type != "fill_constant" || !step.inputs.empty()) continue;
     bool foldable = true;
     for (const auto& [arg, ids] : step.outputs) {
-      for (int id : ids) foldable &= !plan->slot_persistable_[id] && writers[id].size() == 1;
+      for (int id : ids) foldable &= !plan->slot_persistable[id] && writers[id].size() == 1;
     }
     if (!foldable) continue;
     step.folded = true;
     for (const auto& [arg, ids] : step.outputs) {
-      for (int id : ids) plan->slot_folded_[id] = true;
+      for (int id : ids) plan->slot_folded[id] = true;
     }
   }
 }
 
-void PlanPasses::BlockPipelineOnFetchedUpdates(Plan* plan) {
+void BlockPipelineOnFetchedUpdates(PlanState* plan) {
   const std::vector<std::vector<int>> writers = WritersPerSlot(*plan);
-  for (size_t f = 0; f < plan->fetch_slots_.size() && plan->pipeline_blocker_.empty(); ++f) {
-    const int id = plan->fetch_slots_[f];
-    if (!plan->slot_persistable_[id] || writers[id].empty()) continue;
-    const Plan::Step& writer = *plan->steps_[writers[id].back()];
-    plan->pipeline_blocker_ = absl::StrCat(
-        "fetch '", plan->fetch_names_[f], "' is a persistable that op '", writer.op.type, "' (#",
+  for (size_t f = 0; f < plan->fetch_slots.size() && plan->pipeline_blocker.empty(); ++f) {
+    const int id = plan->fetch_slots[f];
+    if (!plan->slot_persistable[id] || writers[id].empty()) continue;
+    const PlanState::Step& writer = *plan->steps[writers[id].back()];
+    plan->pipeline_blocker = absl::StrCat(
+        "fetch '", plan->fetch_names[f], "' is a persistable that op '", writer.op.type, "' (#",
         writer.index, ") updates: the next run would change it before this run's fetch reads it");
   }
 }
 
-void PlanPasses::PinCopySources(Plan* plan) {
+void PinCopySources(PlanState* plan) {
   const std::vector<std::vector<int>> writers = WritersPerSlot(*plan);
-  for (size_t i = 0; i < plan->steps_.size(); ++i) {
-    const Plan::Step& copy = *plan->steps_[i];
+  for (size_t i = 0; i < plan->steps.size(); ++i) {
+    const PlanState::Step& copy = *plan->steps[i];
     if (!copy.is_copy || copy.copy_to.is_host()) continue;
     const int src = copy.inputs[0].second[0];
     int producer = -1;
     for (int w : writers[src]) {
       if (w < static_cast<int>(i)) producer = w;
     }
-    if (producer < 0 || plan->steps_[producer]->is_copy) continue;
-    Plan::Step& p = *plan->steps_[producer];
+    if (producer < 0 || plan->steps[producer]->is_copy) continue;
+    PlanState::Step& p = *plan->steps[producer];
     if (p.host_output_allocator == nullptr) p.host_output_allocator = copy.device->host_allocator();
   }
 }
 
-void PlanPasses::PlanReleases(Plan* plan) {
-  const size_t n = plan->slot_names_.size();
+void PlanReleases(PlanState* plan) {
+  const size_t n = plan->slot_names.size();
   std::vector<int> last_use(n, -1);
-  for (size_t i = 0; i < plan->steps_.size(); ++i) {
-    for (const SlotArgs* args : {&plan->steps_[i]->inputs, &plan->steps_[i]->outputs}) {
+  for (size_t i = 0; i < plan->steps.size(); ++i) {
+    for (const SlotArgs* args : {&plan->steps[i]->inputs, &plan->steps[i]->outputs}) {
       for (const auto& [arg, ids] : *args) {
         for (int id : ids) last_use[id] = static_cast<int>(i);
       }
     }
   }
-  const std::set<int> fetched(plan->fetch_slots_.begin(), plan->fetch_slots_.end());
-  plan->slot_releasable_.assign(n, false);
+  const std::set<int> fetched(plan->fetch_slots.begin(), plan->fetch_slots.end());
+  plan->slot_releasable.assign(n, false);
   for (size_t id = 0; id < n; ++id) {
-    if (plan->slot_persistable_[id] || fetched.count(id) || plan->slot_folded_[id] ||
+    if (plan->slot_persistable[id] || fetched.count(id) || plan->slot_folded[id] ||
         last_use[id] < 0) {
       continue;
     }
-    plan->slot_releasable_[id] = true;
-    plan->steps_[last_use[id]]->release_after.push_back(static_cast<int>(id));
+    plan->slot_releasable[id] = true;
+    plan->steps[last_use[id]]->release_after.push_back(static_cast<int>(id));
   }
 }
 
 namespace {
 
-Lane LaneOf(const Plan::Step& step) {
+Lane LaneOf(const PlanState::Step& step) {
   if (step.place.is_host()) return Lane::kHost;
   if (step.comm_stream != nullptr) return Lane::kComm;
   return step.is_copy && step.copy_to.is_host() ? Lane::kCopy : Lane::kCompute;
 }
 
-bool Reads(const Plan::Step& step, int slot) {
+bool Reads(const PlanState::Step& step, int slot) {
   for (const auto& [arg, ids] : step.inputs) {
     for (int id : ids) {
       if (id == slot) return true;
@@ -179,7 +192,7 @@ bool Reads(const Plan::Step& step, int slot) {
 }
 
 // How `succ` waits for `pred` (both placed, pred earlier).
-EdgeKind Classify(const Plan::Step& pred, const Plan::Step& succ) {
+EdgeKind Classify(const PlanState::Step& pred, const PlanState::Step& succ) {
   if (pred.is_host()) return EdgeKind::kCompletion;
   if (succ.is_host()) return EdgeKind::kHostWait;
   if (succ.device != pred.device) return EdgeKind::kCompletion;
@@ -193,10 +206,10 @@ EdgeKind Classify(const Plan::Step& pred, const Plan::Step& succ) {
 // Whether each step not folded away depends directly on the previous such
 // step, so that no two of them can run at once (a sufficient test: a path
 // through other steps is not looked for).
-bool IsChain(const std::vector<std::unique_ptr<Plan::Step>>& steps) {
+bool IsChain(const std::vector<std::unique_ptr<PlanState::Step>>& steps) {
   int previous = -1;
   for (int i = 0; i < static_cast<int>(steps.size()); ++i) {
-    const Plan::Step& step = *steps[i];
+    const PlanState::Step& step = *steps[i];
     if (step.folded) continue;
     const bool follows =
         previous < 0 || std::any_of(step.preds.begin(), step.preds.end(),
@@ -207,7 +220,7 @@ bool IsChain(const std::vector<std::unique_ptr<Plan::Step>>& steps) {
   return true;
 }
 
-bool IsCollective(const Plan::Step& step) {
+bool IsCollective(const PlanState::Step& step) {
   return step.def != nullptr && step.def->collective() != CollectiveKind::kNone;
 }
 
@@ -215,7 +228,7 @@ bool IsCollective(const Plan::Step& step) {
 // them in program order, as the ranks of one NCCL communicator must, and
 // ranks that block in a host collective never wait for each other in two
 // orders (collective_kernels.h).
-void OrderCollectives(const std::vector<std::unique_ptr<Plan::Step>>& steps,
+void OrderCollectives(const std::vector<std::unique_ptr<PlanState::Step>>& steps,
                       DependencyGraph* graph) {
   int previous = -1;
   for (size_t j = 0; j < steps.size(); ++j) {
@@ -234,13 +247,13 @@ void OrderCollectives(const std::vector<std::unique_ptr<Plan::Step>>& steps,
 
 }  // namespace
 
-void PlanPasses::BuildSchedule(Plan* plan) {
-  plan->copy_lane_devices_.clear();
+void BuildSchedule(PlanState* plan) {
+  plan->copy_lane_devices.clear();
   std::vector<StepAccess> access;
-  for (auto& owned : plan->steps_) {
-    Plan::Step& step = *owned;
+  for (auto& owned : plan->steps) {
+    PlanState::Step& step = *owned;
     step.lane = LaneOf(step);
-    if (step.lane == Lane::kCopy) plan->copy_lane_devices_.insert(step.device);
+    if (step.lane == Lane::kCopy) plan->copy_lane_devices.insert(step.device);
     StepAccess a;
     for (const auto& [arg, ids] : step.inputs)
       a.reads.insert(a.reads.end(), ids.begin(), ids.end());
@@ -252,14 +265,14 @@ void PlanPasses::BuildSchedule(Plan* plan) {
     step.slots_used.assign(used.begin(), used.end());
     access.push_back(std::move(a));
   }
-  plan->host_only_ = std::all_of(plan->steps_.begin(), plan->steps_.end(),
-                                 [](const auto& step) { return step->is_host(); });
+  plan->host_only = std::all_of(plan->steps.begin(), plan->steps.end(),
+                                [](const auto& step) { return step->is_host(); });
   DependencyGraph graph = BuildDependencyGraph(access);
-  OrderCollectives(plan->steps_, &graph);
-  for (size_t j = 0; j < plan->steps_.size(); ++j) {
-    Plan::Step& succ = *plan->steps_[j];
+  OrderCollectives(plan->steps, &graph);
+  for (size_t j = 0; j < plan->steps.size(); ++j) {
+    PlanState::Step& succ = *plan->steps[j];
     for (int i : graph.preds[j]) {
-      Plan::Step& pred = *plan->steps_[i];
+      PlanState::Step& pred = *plan->steps[i];
       const EdgeKind kind = Classify(pred, succ);
       succ.preds.emplace_back(i, kind);
       pred.succs.emplace_back(static_cast<int>(j), kind);
@@ -268,32 +281,32 @@ void PlanPasses::BuildSchedule(Plan* plan) {
       pred.waits.watched |= kind == EdgeKind::kCompletion;
     }
   }
-  plan->host_chain_ = plan->host_only_ && IsChain(plan->steps_);
+  plan->host_chain = plan->host_only && IsChain(plan->steps);
   // Program order is a topological order: successors come later.
-  std::vector<bool> feeds_others(plan->steps_.size(), false);
-  for (int i = static_cast<int>(plan->steps_.size()) - 1; i >= 0; --i) {
-    Plan::Step& step = *plan->steps_[i];
+  std::vector<bool> feeds_others(plan->steps.size(), false);
+  for (int i = static_cast<int>(plan->steps.size()) - 1; i >= 0; --i) {
+    PlanState::Step& step = *plan->steps[i];
     bool writes = false;
     for (const auto& [arg, ids] : step.outputs) {
-      for (int id : ids) writes |= plan->slot_persistable_[id];
+      for (int id : ids) writes |= plan->slot_persistable[id];
     }
     for (const auto& [succ, kind] : step.succs) {
-      feeds_others[i] = feeds_others[i] || !plan->steps_[succ]->held_for_commit;
+      feeds_others[i] = feeds_others[i] || !plan->steps[succ]->held_for_commit;
     }
     step.held_for_commit = writes && !feeds_others[i] && !step.folded;
   }
 }
 
-void PlanPasses::LinkConsecutiveRuns(Plan* plan) {
+void LinkConsecutiveRuns(PlanState* plan) {
   // Two runs back to back: the second's non-persistable slots are its own
   // (numbered after the first's), its persistables the same variables.
-  const int n = static_cast<int>(plan->steps_.size());
-  const int slots = static_cast<int>(plan->slot_names_.size());
+  const int n = static_cast<int>(plan->steps.size());
+  const int slots = static_cast<int>(plan->slot_names.size());
   std::vector<StepAccess> access(2 * n);
   for (int run = 0; run < 2; ++run) {
-    auto rename = [&](int id) { return plan->slot_persistable_[id] ? id : id + run * slots; };
+    auto rename = [&](int id) { return plan->slot_persistable[id] ? id : id + run * slots; };
     for (int i = 0; i < n; ++i) {
-      const Plan::Step& step = *plan->steps_[i];
+      const PlanState::Step& step = *plan->steps[i];
       if (step.folded) continue;  // runs once, before any pipelined run
       StepAccess& a = access[run * n + i];
       for (const auto& [arg, ids] : step.inputs) {
@@ -306,14 +319,14 @@ void PlanPasses::LinkConsecutiveRuns(Plan* plan) {
   }
   const DependencyGraph graph = BuildDependencyGraph(access);
   for (int j = 0; j < n; ++j) {
-    Plan::Step& succ = *plan->steps_[j];
+    PlanState::Step& succ = *plan->steps[j];
     std::vector<int> preds;
     for (int i : graph.preds[n + j]) {
       if (i < n) preds.push_back(i);
     }
     if (std::find(preds.begin(), preds.end(), j) == preds.end()) preds.push_back(j);
     for (int i : preds) {
-      Plan::Step& pred = *plan->steps_[i];
+      PlanState::Step& pred = *plan->steps[i];
       const EdgeKind kind = i == j
                                 ? (pred.is_host() ? EdgeKind::kCompletion : EdgeKind::kStreamOrder)
                                 : Classify(pred, succ);
@@ -324,7 +337,7 @@ void PlanPasses::LinkConsecutiveRuns(Plan* plan) {
       pred.waits.watched_pipelined |= kind == EdgeKind::kCompletion;
     }
     for (const auto& [arg, ids] : succ.outputs) {
-      for (int id : ids) succ.writes_persistable |= plan->slot_persistable_[id];
+      for (int id : ids) succ.writes_persistable |= plan->slot_persistable[id];
     }
   }
 }
@@ -342,16 +355,16 @@ int OnlySlot(const SlotArgs& args, const std::string& arg) {
 // The kernel contract of a host kernel step, whose row contracts
 // (KernelDef: GathersRows, SparseRowsFrom, UpdatesRowsOf) the scheduler may
 // use; nullptr for copies and device steps.
-const KernelDef* HostKernel(const Plan::Step& step) {
+const KernelDef* HostKernel(const PlanState::Step& step) {
   return step.is_copy || !step.is_host() ? nullptr : step.def;
 }
 
 }  // namespace
 
-void PlanPasses::RefineRowConflicts(Plan* plan) {
+void RefineRowConflicts(PlanState* plan) {
   const std::vector<std::vector<int>> writers = WritersPerSlot(*plan);
-  for (auto& owned : plan->steps_) {
-    Plan::Step& lookup = *owned;
+  for (auto& owned : plan->steps) {
+    PlanState::Step& lookup = *owned;
     const KernelDef* lookup_def = HostKernel(lookup);
     const RowGatherContract* gather =
         lookup_def == nullptr ? nullptr : lookup_def->RowGather(lookup.op);
@@ -359,19 +372,19 @@ void PlanPasses::RefineRowConflicts(Plan* plan) {
     const int table = OnlySlot(lookup.inputs, gather->table);
     const int ids = OnlySlot(lookup.inputs, gather->ids);
     const int out = OnlySlot(lookup.outputs, gather->out);
-    if (table < 0 || ids < 0 || out < 0 || !plan->slot_persistable_[table] ||
+    if (table < 0 || ids < 0 || out < 0 || !plan->slot_persistable[table] ||
         writers[table].size() != 1) {
       continue;
     }
     const int update = writers[table][0];
-    Plan::Step& u = *plan->steps_[update];
+    PlanState::Step& u = *plan->steps[update];
     const RowUpdateContract* rows_updated =
         HostKernel(u) == nullptr ? nullptr : HostKernel(u)->RowUpdate();
     const int grad = rows_updated == nullptr ? -1 : OnlySlot(u.inputs, rows_updated->grad);
     if (grad < 0 || OnlySlot(u.inputs, rows_updated->param) != table || writers[grad].size() != 1) {
       continue;
     }
-    const Plan::Step& g = *plan->steps_[writers[grad][0]];
+    const PlanState::Step& g = *plan->steps[writers[grad][0]];
     const SparseRowsContract* sparse =
         HostKernel(g) == nullptr ? nullptr : HostKernel(g)->SparseRows(g.op);
     const int grad_ids = sparse == nullptr ? -1 : OnlySlot(g.inputs, sparse->ids);
@@ -392,24 +405,25 @@ void PlanPasses::RefineRowConflicts(Plan* plan) {
     lookup.rows->ids_slot = ids;
     lookup.rows->table_slot = table;
     lookup.rows->out_slot = out;
-    plan->slot_releasable_[grad_ids] = false;  // read by the next run's lookup
+    plan->slot_releasable[grad_ids] = false;  // read by the next run's lookup
   }
 }
 
-int PlanPasses::ComputeStepsOrderedWith(const Plan& plan, int copy, int stamp,
-                                        std::vector<int>* seen) {
-  const Device* device = plan.steps_[copy]->device;
+namespace {
+
+int ComputeStepsOrderedWith(const PlanState& plan, int copy, int stamp, std::vector<int>* seen) {
+  const Device* device = plan.steps[copy]->device;
   int ordered = 0;
   std::vector<int> stack;
   for (const bool forward : {false, true}) {  // a DAG: no step is both
     stack.assign(1, copy);
     while (!stack.empty()) {
-      const Plan::Step& at = *plan.steps_[stack.back()];
+      const PlanState::Step& at = *plan.steps[stack.back()];
       stack.pop_back();
       for (const auto& [next, kind] : forward ? at.succs : at.preds) {
         if ((*seen)[next] == stamp) continue;
         (*seen)[next] = stamp;
-        const Plan::Step& s = *plan.steps_[next];
+        const PlanState::Step& s = *plan.steps[next];
         ordered += s.lane == Lane::kCompute && s.device == device && !s.folded;
         stack.push_back(next);
       }
@@ -418,18 +432,20 @@ int PlanPasses::ComputeStepsOrderedWith(const Plan& plan, int copy, int stamp,
   return ordered;
 }
 
-void PlanPasses::ChooseSoloCopyStreams(Plan* plan) {
+}  // namespace
+
+void ChooseSoloCopyStreams(PlanState* plan) {
   // Past this many step visits the search would slow planning: copies stay.
   constexpr int64_t kMaxVisits = int64_t{50} << 20;
-  const int n = static_cast<int>(plan->steps_.size());
+  const int n = static_cast<int>(plan->steps.size());
   std::map<Device*, int> compute_steps;
   std::map<Device*, std::vector<int>> copies;
   for (int i = 0; i < n; ++i) {
-    const Plan::Step& s = *plan->steps_[i];
+    const PlanState::Step& s = *plan->steps[i];
     if (s.lane == Lane::kCompute && !s.folded) compute_steps[s.device]++;
     if (s.lane == Lane::kCopy) copies[s.device].push_back(i);
   }
-  plan->solo_compute_copy_devices_.clear();
+  plan->solo_compute_copy_devices.clear();
   std::vector<int> seen(n, 0);
   int stamp = 0;
   for (const auto& [device, list] : copies) {
@@ -438,13 +454,13 @@ void PlanPasses::ChooseSoloCopyStreams(Plan* plan) {
       all = ComputeStepsOrderedWith(*plan, list[c], ++stamp, &seen) == compute_steps[device];
     }
     if (!all) continue;
-    plan->solo_compute_copy_devices_.insert(device);
-    for (int c : list) plan->steps_[c]->waits.solo_on_compute = true;
+    plan->solo_compute_copy_devices.insert(device);
+    for (int c : list) plan->steps[c]->waits.solo_on_compute = true;
   }
-  for (auto& owned : plan->steps_) {
-    Plan::Step& pred = *owned;
+  for (auto& owned : plan->steps) {
+    PlanState::Step& pred = *owned;
     for (const auto& [succ, kind] : pred.succs) {
-      const Plan::Step& s = *plan->steps_[succ];
+      const PlanState::Step& s = *plan->steps[succ];
       pred.waits.event_solo |=
           kind == EdgeKind::kHostWait || kind == EdgeKind::kCompletion ||
           (kind == EdgeKind::kEventWait && pred.StreamFor(false, true) != s.StreamFor(false, true));
@@ -453,27 +469,27 @@ void PlanPasses::ChooseSoloCopyStreams(Plan* plan) {
   }
 }
 
-absl::Status PlanPasses::AddFrame(Plan* plan) {
-  auto frame = std::make_unique<Plan::Frame>();
-  const size_t slots = plan->slot_names_.size(), steps = plan->steps_.size();
+absl::Status AddFrame(PlanState* plan) {
+  auto frame = std::make_unique<PlanState::Frame>();
+  const size_t slots = plan->slot_names.size(), steps = plan->steps.size();
   frame->locals.resize(slots);
   frame->slots.resize(slots);
   frame->in_args.resize(steps);
   frame->out_args.resize(steps);
   frame->staging.resize(steps);
   frame->done_events.resize(steps);
-  RETURN_IF_ERROR(AddEvents(plan, frame.get(), /*pipelined=*/!plan->frames_.empty()));
-  plan->frames_.push_back(std::move(frame));
+  RETURN_IF_ERROR(AddEvents(plan, frame.get(), /*pipelined=*/!plan->frames.empty()));
+  plan->frames.push_back(std::move(frame));
   return absl::OkStatus();
 }
 
-absl::Status PlanPasses::AddPipelinedFrame(Plan* plan) {
-  if (plan->frames_.size() == 1) {  // frame 0 now takes part in pipelined runs too
-    Plan::Frame* first = plan->frames_[0].get();
+absl::Status AddPipelinedFrame(PlanState* plan) {
+  if (plan->frames.size() == 1) {  // frame 0 now takes part in pipelined runs too
+    PlanState::Frame* first = plan->frames[0].get();
     if (absl::Status added = AddEvents(plan, first, /*pipelined=*/true); !added.ok()) {
       // Frame 0 stays as it was: in-order runs only, no half-made end events.
-      for (size_t i = 0; i < plan->steps_.size(); ++i) {
-        if (!plan->steps_[i]->waits.event) first->done_events[i].reset();
+      for (size_t i = 0; i < plan->steps.size(); ++i) {
+        if (!plan->steps[i]->waits.event) first->done_events[i].reset();
       }
       return added;
     }
@@ -481,9 +497,9 @@ absl::Status PlanPasses::AddPipelinedFrame(Plan* plan) {
   return AddFrame(plan);
 }
 
-absl::Status PlanPasses::AddEvents(Plan* plan, Plan::Frame* frame, bool pipelined) {
-  for (size_t i = 0; i < plan->steps_.size(); ++i) {
-    const Plan::Step& step = *plan->steps_[i];
+absl::Status AddEvents(PlanState* plan, PlanState::Frame* frame, bool pipelined) {
+  for (size_t i = 0; i < plan->steps.size(); ++i) {
+    const PlanState::Step& step = *plan->steps[i];
     if (frame->done_events[i] != nullptr ||
         !(step.waits.event || (pipelined && step.waits.event_pipelined))) {
       continue;
@@ -495,7 +511,7 @@ absl::Status PlanPasses::AddEvents(Plan* plan, Plan::Frame* frame, bool pipeline
   if (!pipelined || !frame->compute_end.empty()) return absl::OkStatus();
   // All or nothing: RecordRunEnd takes a non-empty list for one event per device.
   std::vector<std::unique_ptr<Event>> compute_end, copy_end;
-  for (Device* device : plan->devices_) {
+  for (Device* device : plan->devices) {
     for (auto* ends : {&compute_end, &copy_end}) {
       absl::StatusOr<std::unique_ptr<Event>> event = device->CreateEvent();
       if (!event.ok()) return event.status();
@@ -507,21 +523,23 @@ absl::Status PlanPasses::AddEvents(Plan* plan, Plan::Frame* frame, bool pipeline
   return absl::OkStatus();
 }
 
-absl::Status MakeFrame(Plan* plan) { return PlanPasses::AddPipelinedFrame(plan); }
+}  // namespace plan_passes
+
+absl::Status MakeFrame(PlanState* plan) { return plan_passes::AddPipelinedFrame(plan); }
 
 // Runs the passes in order (called by Executor::Prepare).
-absl::Status BuildPlan(Plan* plan, const std::vector<std::string>& feeds,
+absl::Status BuildPlan(PlanState* plan, const std::vector<std::string>& feeds,
                        const std::vector<std::string>& fetches) {
-  RETURN_IF_ERROR(PlanPasses::CreateSteps(plan, feeds, fetches));
-  PlanPasses::FoldConstants(plan);
-  PlanPasses::BlockPipelineOnFetchedUpdates(plan);
-  PlanPasses::PinCopySources(plan);
-  PlanPasses::PlanReleases(plan);
-  PlanPasses::BuildSchedule(plan);
-  PlanPasses::LinkConsecutiveRuns(plan);
-  PlanPasses::RefineRowConflicts(plan);
-  PlanPasses::ChooseSoloCopyStreams(plan);
-  return PlanPasses::AddFrame(plan);
+  RETURN_IF_ERROR(plan_passes::CreateSteps(plan, feeds, fetches));
+  plan_passes::FoldConstants(plan);
+  plan_passes::BlockPipelineOnFetchedUpdates(plan);
+  plan_passes::PinCopySources(plan);
+  plan_passes::PlanReleases(plan);
+  plan_passes::BuildSchedule(plan);
+  plan_passes::LinkConsecutiveRuns(plan);
+  plan_passes::RefineRowConflicts(plan);
+  plan_passes::ChooseSoloCopyStreams(plan);
+  return plan_passes::AddFrame(plan);
 }
 
 }  // namespace tandem

@@ -1,5 +1,5 @@
 // Executor::Prepare as a list of named passes over a placed program; each
-// fills in part of the Plan (plan_internal.h). Private to
+// fills in part of the plan's data (PlanState, plan_state.h). Private to
 // //framework/runtime:executor.
 //
 //   RETURN_IF_ERROR(BuildPlan(plan, feeds, fetches));   // every pass, in order
@@ -14,61 +14,53 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "framework/runtime/plan_internal.h"
+#include "framework/runtime/plan_state.h"
 
 namespace tandem {
 
-// The passes, in BuildPlan's order (a friend of Plan).
-class PlanPasses {
- public:
-  // Slots, steps and kernels for every op of the placed program.
-  static absl::Status CreateSteps(Plan* plan, const std::vector<std::string>& feeds,
-                                  const std::vector<std::string>& fetches);
-  // Input-less fill_constant ops whose outputs nothing else writes run once.
-  static void FoldConstants(Plan* plan);
-  // A fetched persistable that the plan writes keeps runs from overlapping:
-  // the next run would update it before this run's fetch reads it.
-  static void BlockPipelineOnFetchedUpdates(Plan* plan);
-  // Host kernels whose output is copied to a device next write it in that
-  // device's pinned memory, so the copy is asynchronous.
-  static void PinCopySources(Plan* plan);
-  // Which slots are freed after their last use, and (in-order) where.
-  static void PlanReleases(Plan* plan);
-  // Lanes, dependencies and the events concurrent runs wait on.
-  static void BuildSchedule(Plan* plan);
-  // The dependencies of a pipelined run on the run before it.
-  static void LinkConsecutiveRuns(Plan* plan);
-  // Lookups that wait for the previous run's sparse update only by rows.
-  static void RefineRowConflicts(Plan* plan);
-  // Per device, whether solo runs put its device->host copies on the
-  // compute stream (Step::waits.solo_on_compute), and which done events solo
-  // runs still need (Step::waits.event_solo).
-  static void ChooseSoloCopyStreams(Plan* plan);
-  // Frame 0 (see Plan::Frame); later frames by MakeFrame.
-  static absl::Status AddFrame(Plan* plan);
-  // The events `frame` records (with `pipelined`, also those of steps and
-  // run ends that the next run waits for), where still missing.
-  static absl::Status AddEvents(Plan* plan, Plan::Frame* frame, bool pipelined);
-  // Another frame for pipelined runs.
-  static absl::Status AddPipelinedFrame(Plan* plan);
+// The passes, in BuildPlan's order. Each reads what the passes before it
+// filled in and fills in its part of the plan; each can run alone on a
+// PlanState built by hand (plan_passes_test.cc).
+namespace plan_passes {
 
- private:
-  // Appends a slot for `name` (CreateSteps calls it once per name).
-  static int Slot(Plan* plan, const std::string& name);
-  // How many compute-lane steps of the device of step `copy` are its
-  // ancestors or descendants. `seen` (one entry per step) is marked with
-  // `stamp`, which must differ from every earlier call's.
-  static int ComputeStepsOrderedWith(const Plan& plan, int copy, int stamp, std::vector<int>* seen);
-  // The plan's collective stream of the step's device (made on first use).
-  static absl::Status AddCommStream(Plan* plan, Plan::Step* step);
-  static std::vector<std::vector<int>> WritersPerSlot(const Plan& plan);
-};
+// Slots, steps and kernels for every op of the placed program.
+absl::Status CreateSteps(PlanState* plan, const std::vector<std::string>& feeds,
+                         const std::vector<std::string>& fetches);
+// Input-less fill_constant ops whose outputs nothing else writes run once.
+void FoldConstants(PlanState* plan);
+// A fetched persistable that the plan writes keeps runs from overlapping:
+// the next run would update it before this run's fetch reads it.
+void BlockPipelineOnFetchedUpdates(PlanState* plan);
+// Host kernels whose output is copied to a device next write it in that
+// device's pinned memory, so the copy is asynchronous.
+void PinCopySources(PlanState* plan);
+// Which slots are freed after their last use, and (in-order) where.
+void PlanReleases(PlanState* plan);
+// Lanes, dependencies and the events concurrent runs wait on.
+void BuildSchedule(PlanState* plan);
+// The dependencies of a pipelined run on the run before it.
+void LinkConsecutiveRuns(PlanState* plan);
+// Lookups that wait for the previous run's sparse update only by rows.
+void RefineRowConflicts(PlanState* plan);
+// Per device, whether solo runs put its device->host copies on the
+// compute stream (Step::waits.solo_on_compute), and which done events solo
+// runs still need (Step::waits.event_solo).
+void ChooseSoloCopyStreams(PlanState* plan);
+// Frame 0 (see PlanState::Frame); later frames by MakeFrame.
+absl::Status AddFrame(PlanState* plan);
+// The events `frame` records (with `pipelined`, also those of steps and
+// run ends that the next run waits for), where still missing.
+absl::Status AddEvents(PlanState* plan, PlanState::Frame* frame, bool pipelined);
+// Another frame for pipelined runs.
+absl::Status AddPipelinedFrame(PlanState* plan);
+
+}  // namespace plan_passes
 
 // Every pass of Prepare over `plan`, whose placed program is set.
-absl::Status BuildPlan(Plan* plan, const std::vector<std::string>& feeds,
+absl::Status BuildPlan(PlanState* plan, const std::vector<std::string>& feeds,
                        const std::vector<std::string>& fetches);
-// Another frame for pipelined runs (PlanPasses::AddPipelinedFrame).
-absl::Status MakeFrame(Plan* plan);
+// Another frame for pipelined runs (plan_passes::AddPipelinedFrame).
+absl::Status MakeFrame(PlanState* plan);
 
 }  // namespace tandem
 

@@ -50,7 +50,7 @@ void Hold(const SlotArgs& args, const std::vector<Variable*>& slots,
   }
 }
 
-OpEvent StepEvent(const Plan::Step& step, const StepRunContext& run) {
+OpEvent StepEvent(const PlanState::Step& step, const StepRunContext& run) {
   OpEvent event;
   event.op = &step.op;
   event.index = step.index;
@@ -62,7 +62,7 @@ OpEvent StepEvent(const Plan::Step& step, const StepRunContext& run) {
 }
 
 // A collective's kind, ranks (its op's nranks) and the bytes of its inputs.
-void DescribeCollective(const Plan::Step& step, const std::vector<Variable*>& slots,
+void DescribeCollective(const PlanState::Step& step, const std::vector<Variable*>& slots,
                         OpEvent* event) {
   event->collective = step.def->collective();
   auto ranks = step.op.attrs.find("nranks");
@@ -78,8 +78,8 @@ void DescribeCollective(const Plan::Step& step, const std::vector<Variable*>& sl
   }
 }
 
-void CountCopy(const Plan::Step& step, const PlacementEntry& placed, const Tensor& from, bool sync,
-               RunStats* stats) {
+void CountCopy(const PlanState::Step& step, const PlacementEntry& placed, const Tensor& from,
+               bool sync, RunStats* stats) {
   const bool h2d = !step.copy_to.is_host();
   const int64_t bytes = static_cast<int64_t>(from.NumBytes());
   (h2d ? stats->copies_h2d : stats->copies_d2h)++;
@@ -94,7 +94,7 @@ void CountCopy(const Plan::Step& step, const PlacementEntry& placed, const Tenso
 // The host side of a host->device copy: the source itself when it is
 // pinned memory of the device (kept until the run ends), else the step's
 // pinned staging buffer holding a snapshot of it.
-absl::StatusOr<const void*> UploadSource(Plan::Step* step, const Tensor& from,
+absl::StatusOr<const void*> UploadSource(PlanState::Step* step, const Tensor& from,
                                          const StepRunContext& run) {
   const size_t bytes = from.NumBytes();
   if (run.graph == nullptr && from.buffer()->allocator() == step->device->host_allocator()) {
@@ -121,11 +121,11 @@ int64_t FirstNonFinite(const T* v, int64_t n) {
 // A device out of memory in a plan the auto placement made: the kernel's
 // hint (device_guard("cpu")) is advice for a hand-placed op; an op the
 // auto pass placed is moved by a smaller budget.
-absl::Status AutoPlacedHint(const Plan& plan, const Plan::Step& step, absl::Status s) {
+absl::Status AutoPlacedHint(const PlanState& plan, const PlanState::Step& step, absl::Status s) {
   static constexpr absl::string_view kKernelHint =
       "Hint: run this op under device_guard(\"cpu\") or raise the memory limit";
-  if (s.code() != absl::StatusCode::kResourceExhausted || plan.placed().auto_summary.empty() ||
-      plan.placed().table[step.index].cause == PlacementCause::kGuard) {
+  if (s.code() != absl::StatusCode::kResourceExhausted || plan.placed.auto_summary.empty() ||
+      plan.placed.table[step.index].cause == PlacementCause::kGuard) {
     return s;
   }
   const absl::string_view message = s.message();
@@ -141,7 +141,7 @@ absl::Status AutoPlacedHint(const Plan& plan, const Plan::Step& step, absl::Stat
 
 }  // namespace
 
-absl::Status CheckStepNumerics(const Plan::Step& step, const std::vector<Variable*>& slots,
+absl::Status CheckStepNumerics(const PlanState::Step& step, const std::vector<Variable*>& slots,
                                const std::vector<std::string>& names) {
   for (const auto& [arg, ids] : step.outputs) {
     for (int id : ids) {
@@ -170,7 +170,7 @@ absl::Status CheckStepNumerics(const Plan::Step& step, const std::vector<Variabl
   return absl::OkStatus();
 }
 
-absl::Status AnnotateStepError(const absl::Status& s, const Plan::Step& step) {
+absl::Status AnnotateStepError(const absl::Status& s, const PlanState::Step& step) {
   if (s.ok()) return s;
   const std::string prefix =
       absl::StrCat("op '", step.op.type, "' (#", step.index, ") on ", step.place.ToString());
@@ -182,7 +182,7 @@ absl::Status AnnotateStepError(const absl::Status& s, const Plan::Step& step) {
   return absl::Status(s.code(), absl::StrCat(prefix, ": ", s.message()));
 }
 
-absl::Status CancelledBefore(const Plan::Step& step, const Plan::Frame& frame) {
+absl::Status CancelledBefore(const PlanState::Step& step, const PlanState::Frame& frame) {
   if (step.held_for_commit || !frame.CancelRequested()) return absl::OkStatus();
   return absl::CancelledError(absl::StrCat(
       "run cancelled (Executor::Cancel) before op '", step.op.type, "' (#", step.index, ") on ",
@@ -192,8 +192,8 @@ absl::Status CancelledBefore(const Plan::Step& step, const Plan::Frame& frame) {
 // A device->host copy is `sync` (the host waits for its data; in-order mode
 // the executor itself waits right away), a host->device copy is async
 // (stream-ordered before the kernels that read it).
-absl::Status PlanRunner::RunCopyStep(Plan* plan, Plan::Step* step, const StepRunContext& run,
-                                     RunStats* stats) {
+absl::Status PlanRunner::RunCopyStep(PlanState* plan, PlanState::Step* step,
+                                     const StepRunContext& run, RunStats* stats) {
   const std::vector<Variable*>& slots = run.frame->slots;
   Variable* src = slots[step->inputs[0].second[0]];
   Variable* dst = slots[step->outputs[0].second[0]];
@@ -219,7 +219,7 @@ absl::Status PlanRunner::RunCopyStep(Plan* plan, Plan::Step* step, const StepRun
     event.sync = to_host;
     event.bytes = static_cast<int64_t>(bytes);
     event.var = var;
-    event.consumer = plan->placed_.table[step->index].copy->consumer_type;
+    event.consumer = plan->placed.table[step->index].copy->consumer_type;
     run.observer->OnOpBegin(event);
   }
   const bool log = ExecutorVlogIsOn(3);
@@ -251,7 +251,7 @@ absl::Status PlanRunner::RunCopyStep(Plan* plan, Plan::Step* step, const StepRun
                              " from ", from->place().LogName(), " to ", step->copy_to.LogName()));
   }
   if (run.observer != nullptr) run.observer->OnOpEnd(event);
-  CountCopy(*step, plan->placed_.table[step->index], *from, to_host, stats);
+  CountCopy(*step, plan->placed.table[step->index], *from, to_host, stats);
   if (src->is_selected_rows()) {
     const SelectedRows& rows = src->selected_rows();
     dst->set(SelectedRows(rows.height(), rows.rows(), *std::move(to)));
@@ -262,7 +262,8 @@ absl::Status PlanRunner::RunCopyStep(Plan* plan, Plan::Step* step, const StepRun
   return absl::OkStatus();
 }
 
-absl::Status PlanRunner::RunKernelStep(Plan* plan, Plan::Step* step, const StepRunContext& run) {
+absl::Status PlanRunner::RunKernelStep(PlanState* plan, PlanState::Step* step,
+                                       const StepRunContext& run) {
   const std::vector<Variable*>& slots = run.frame->slots;
   KernelContext ctx(step->op, *step->def, step->device,
                     step->StreamFor(run.in_order, run.frame->solo),
@@ -306,18 +307,18 @@ absl::Status PlanRunner::RunKernelStep(Plan* plan, Plan::Step* step, const StepR
   if (run.observer != nullptr) run.observer->OnOpEnd(event);
   if (ExecutorVlogIsOn(3)) {
     ExecutorLog(absl::StrCat(step->place.LogName(), " Op(", step->op.type, "), inputs:{",
-                             ArgsForLog(step->inputs, slots, plan->slot_names_), "}, outputs:{",
-                             ArgsForLog(step->outputs, slots, plan->slot_names_), "}"));
+                             ArgsForLog(step->inputs, slots, plan->slot_names), "}, outputs:{",
+                             ArgsForLog(step->outputs, slots, plan->slot_names), "}"));
   }
   if (run.graph != nullptr) Hold(step->outputs, slots, &run.graph->held);
   return absl::OkStatus();
 }
 
-absl::Status PlanRunner::RunInOrder(Plan* plan, RunStats* stats, const StepRunContext& run) {
+absl::Status PlanRunner::RunInOrder(PlanState* plan, RunStats* stats, const StepRunContext& run) {
   bool committing = false;  // a held persistable write ran: the run completes
-  for (auto& owned : plan->steps_) {
-    Plan::Step* step = owned.get();
-    if (step->folded && plan->constants_ready_) continue;
+  for (auto& owned : plan->steps) {
+    PlanState::Step* step = owned.get();
+    if (step->folded && plan->constants_ready) continue;
     committing = committing || step->held_for_commit;
     if (!committing && run.graph == nullptr) RETURN_IF_ERROR(CancelledBefore(*step, *run.frame));
     if (step->is_copy) {
@@ -326,7 +327,7 @@ absl::Status PlanRunner::RunInOrder(Plan* plan, RunStats* stats, const StepRunCo
       RETURN_IF_ERROR(RunKernelStep(plan, step, run));
       stats->ops++;
       if (run.check_numerics) {
-        RETURN_IF_ERROR(CheckStepNumerics(*step, run.frame->slots, plan->slot_names_));
+        RETURN_IF_ERROR(CheckStepNumerics(*step, run.frame->slots, plan->slot_names));
       }
     }
     if (run.graph == nullptr) {

@@ -15,50 +15,51 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "framework/runtime/plan_internal.h"
+#include "framework/runtime/plan_state.h"
 
 namespace tandem {
 
 // How one step runs: the mode, who runs it, and where captured work goes.
 struct StepRunContext {
-  Plan::Frame* frame = nullptr;  // the run's bindings
+  PlanState::Frame* frame = nullptr;  // the run's bindings
   bool in_order = true;
   int worker = -1;  // OpEvent::worker
   ExecutionObserver* observer = nullptr;
-  Plan::GraphState* graph = nullptr;  // set while capturing
-  bool check_numerics = false;        // in-order runs only
+  PlanState::GraphState* graph = nullptr;  // set while capturing
+  bool check_numerics = false;             // in-order runs only
   // The kernel's inputs instead of the frame's (a refined lookup's ids).
   const ArgVars* in_args = nullptr;
 };
 
-// Runs the steps of a plan (a friend of Plan).
+// Runs the steps of a plan.
 class PlanRunner {
  public:
   // Runs one copy step: allocates the destination and enqueues the
   // transfer on the step's stream (in-order: a device->host copy waits for
   // it). Adds the copy to `stats` (the caller's; call from one thread).
-  static absl::Status RunCopyStep(Plan* plan, Plan::Step* step, const StepRunContext& run,
+  static absl::Status RunCopyStep(PlanState* plan, PlanState::Step* step, const StepRunContext& run,
                                   RunStats* stats);
   // Runs one kernel step (device kernels: enqueues their work).
-  static absl::Status RunKernelStep(Plan* plan, Plan::Step* step, const StepRunContext& run);
+  static absl::Status RunKernelStep(PlanState* plan, PlanState::Step* step,
+                                    const StepRunContext& run);
   // Runs every step in program order on the calling thread (in-order mode
   // and graph capture, see executor.h).
-  static absl::Status RunInOrder(Plan* plan, RunStats* stats, const StepRunContext& run);
+  static absl::Status RunInOrder(PlanState* plan, RunStats* stats, const StepRunContext& run);
 };
 
 // InvalidArgument naming the step, the output variable and the first index
 // and value of a NaN or infinity in one of the step's floating-point
 // outputs (device outputs are copied to the host, synchronously).
-absl::Status CheckStepNumerics(const Plan::Step& step, const std::vector<Variable*>& slots,
+absl::Status CheckStepNumerics(const PlanState::Step& step, const std::vector<Variable*>& slots,
                                const std::vector<std::string>& names);
 
 // The status of a step's failure, naming the op, its position and place.
-absl::Status AnnotateStepError(const absl::Status& s, const Plan::Step& step);
+absl::Status AnnotateStepError(const absl::Status& s, const PlanState::Step& step);
 
 // Cancelled when Executor::Cancel was called after the run of `frame`
 // started and `step` is not part of the run's commit (its held persistable
 // writes: once one of them starts, the run completes); else OK.
-absl::Status CancelledBefore(const Plan::Step& step, const Plan::Frame& frame);
+absl::Status CancelledBefore(const PlanState::Step& step, const PlanState::Frame& frame);
 
 }  // namespace tandem
 

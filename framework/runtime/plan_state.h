@@ -1,6 +1,8 @@
-// The executor's view of a prepared plan: one Step per placed op or copy,
-// the captured graph state and what one run binds. Private to
-// //framework/runtime:executor (not a public header).
+// A prepared plan's data (PlanState, a plain struct): one Step per placed op
+// or copy, the captured graph state and what one run binds. The executor's
+// Prepare fills it through the plan passes (plan_passes.h), its runs read it
+// (step_runner.h, concurrent_run.h, graph_capture.h); a Plan owns one.
+// Private to //framework/runtime (not a public header).
 //
 // Threads: Prepare builds everything here; a run reads it. During a
 // concurrent run a step's fields are touched only by the thread running
@@ -9,8 +11,11 @@
 #define TANDEM_FRAMEWORK_RUNTIME_PLAN_INTERNAL_H_
 
 #include <atomic>
+#include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -69,7 +74,60 @@ struct RowRefinement {
   enum class Rest { kNothing, kCopyRows, kWholeKernel } rest = Rest::kNothing;
 };
 
-struct Plan::Step {
+// Everything a prepared plan holds; see the top. Runs of one plan are
+// serialised by the executor (at most kPipelineFrames in flight, each on
+// its own Frame).
+struct PlanState {
+  struct Step;        // one op or copy
+  struct GraphState;  // a captured step and what it baked in
+  struct Frame;       // what one run binds
+
+  PlanState();
+  ~PlanState();
+
+  PlacedProgram placed;
+  ::tandem::MemoryEstimate memory;
+  std::vector<std::unique_ptr<Step>> steps;
+  std::vector<std::string> slot_names;
+  std::vector<bool> slot_persistable;
+  std::vector<bool> slot_folded;               // outputs of folded constants
+  std::vector<bool> slot_releasable;           // intermediates freed after their last use
+  std::vector<std::unique_ptr<Frame>> frames;  // frame 0 by Prepare, frame 1 when pipelined
+  std::vector<int> feed_slots, fetch_slots;
+  std::vector<std::string> feed_names, fetch_names;
+  std::vector<Device*> devices;  // every device the plan uses
+  // Devices on whose copy stream the plan queues steps: a run waits for that
+  // stream at its end only there (work others queue on it is theirs).
+  std::set<Device*> copy_lane_devices;
+  // Of those, the devices whose copies a solo run puts on the compute
+  // stream (all of them: Step::waits.solo_on_compute).
+  std::set<Device*> solo_compute_copy_devices;
+  // Whether a run (solo or not) queues work on `device`'s copy stream.
+  bool UsesCopyStream(Device* device, bool solo) const {
+    return copy_lane_devices.count(device) > 0 &&
+           !(solo && solo_compute_copy_devices.count(device) > 0);
+  }
+  bool host_only = false;  // every step runs on the host
+  // Host-only, and each step (but constants folded away) waits for the one
+  // before it: no two steps can ever run at once, so a run dispatches them
+  // in program order on the calling thread (the concurrent mode's
+  // hand-offs would only add time).
+  bool host_chain = false;
+  bool constants_ready = false;  // folded steps have run
+  // Pipelined runs in flight (oldest first) and who runs their steps.
+  std::deque<std::shared_ptr<PendingRun>> in_flight;
+  std::unique_ptr<RunScheduler> scheduler;
+  std::string pipeline_blocker;            // why runs cannot overlap (empty: they can)
+  bool pipeline_blocker_reported = false;  // logged at the first RunAsync
+  // Per device: the stream fetched values are copied to the host on.
+  std::map<Device*, std::unique_ptr<Stream>> fetch_streams;
+  // Per device with collectives: the stream they run on (Lane::kComm).
+  std::map<Device*, std::unique_ptr<Stream>> comm_streams;
+  std::string graph_blocker;          // see Plan::graph_fallback_reason()
+  std::unique_ptr<GraphState> graph;  // the captured step, if any
+};
+
+struct PlanState::Step {
   OpDesc op;
   int index = 0;  // position in the placed program
   Place place;
@@ -132,7 +190,7 @@ struct Plan::Step {
     // In a solo run, this device->host copy goes on the compute stream:
     // every compute step of its device comes before or after it, so the
     // copy stream would only add event waits
-    // (PlanPasses::ChooseSoloCopyStreams).
+    // (plan_passes::ChooseSoloCopyStreams).
     bool solo_on_compute = false;
   } waits;
   bool WatchedIn(bool solo) const { return waits.watched || (waits.watched_pipelined && !solo); }
@@ -170,14 +228,14 @@ class KeepAlive {
 // A plan has one frame per run that can be in flight at once
 // (kPipelineFrames); synchronous and captured runs use frame 0. Folded
 // constants live in frame 0; the other frames point at them.
-struct Plan::Frame {
+struct PlanState::Frame {
   std::vector<Variable> locals;            // non-persistable slots
   std::vector<Variable*> slots;            // resolved per scope
   std::vector<ArgVars> in_args, out_args;  // per step
   // Per step: host->device copies from pageable memory go through it.
   std::vector<std::shared_ptr<Buffer>> staging;
   std::vector<std::unique_ptr<Event>> done_events;  // per step; null unless Step::waits.event
-  // Per plan device (Plan::devices_ order): recorded on its compute and
+  // Per plan device (PlanState::devices order): recorded on its compute and
   // copy streams right after a pipelined run's last device step was
   // enqueued, so that waiting for the run does not wait for the next one.
   std::vector<std::unique_ptr<Event>> compute_end, copy_end;
@@ -206,7 +264,7 @@ struct Plan::Frame {
 };
 
 // A captured step: the device graph and everything it baked in.
-struct Plan::GraphState {
+struct PlanState::GraphState {
   // Host->device copies: the source slot's value goes into `staging` (whose
   // address the graph reads) before each launch.
   struct Upload {

@@ -1,0 +1,147 @@
+// The plan passes one at a time, on plans built by hand (PlanState is a
+// plain struct): each pass's rule checked on the smallest plans that tell
+// its cases apart. The executor's tests and the differential test check
+// them all together.
+#include "framework/runtime/plan_passes.h"
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace tandem {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Pair;
+
+// A plan of host steps over named slots; `persistable` names those slots.
+class HandBuiltPlan {
+ public:
+  HandBuiltPlan(std::vector<std::string> slots, const std::vector<std::string>& persistable) {
+    plan_.slot_names = std::move(slots);
+    for (const std::string& name : plan_.slot_names) {
+      plan_.slot_persistable.push_back(std::find(persistable.begin(), persistable.end(), name) !=
+                                       persistable.end());
+    }
+    plan_.slot_folded.assign(plan_.slot_names.size(), false);
+  }
+
+  // Appends a host step of op `type` reading and writing the named slots.
+  HandBuiltPlan& Step(const std::string& type, const std::vector<std::string>& reads,
+                      const std::vector<std::string>& writes) {
+    auto step = std::make_unique<PlanState::Step>();
+    step->op.type = type;
+    step->index = static_cast<int>(plan_.steps.size());
+    step->place = CPUPlace();
+    if (!reads.empty()) step->inputs.emplace_back("X", Slots(reads));
+    if (!writes.empty()) step->outputs.emplace_back("Out", Slots(writes));
+    plan_.steps.push_back(std::move(step));
+    return *this;
+  }
+
+  HandBuiltPlan& Fetch(const std::string& name) {
+    plan_.fetch_names.push_back(name);
+    plan_.fetch_slots.push_back(Slots({name})[0]);
+    return *this;
+  }
+
+  PlanState* get() { return &plan_; }
+  PlanState::Step& step(int i) { return *plan_.steps[i]; }
+
+ private:
+  std::vector<int> Slots(const std::vector<std::string>& names) const {
+    std::vector<int> ids;
+    for (const std::string& name : names) {
+      auto at = std::find(plan_.slot_names.begin(), plan_.slot_names.end(), name);
+      CHECK(at != plan_.slot_names.end()) << name;
+      ids.push_back(static_cast<int>(at - plan_.slot_names.begin()));
+    }
+    return ids;
+  }
+
+  PlanState plan_;
+};
+
+TEST(FoldConstants, FoldsOnlyInputlessFillsOfTheirOwnNonPersistableOutput) {
+  HandBuiltPlan plan({"c", "w", "b", "x", "y"}, {"w"});
+  plan.Step("fill_constant", {}, {"c"})  // folded
+      .Step("fill_constant", {}, {"w"})  // a persistable: its initialiser runs every time
+      .Step("fill_constant", {}, {"b"})  // another op writes b too
+      .Step("scale", {"x"}, {"b"})
+      .Step("scale", {"c"}, {"y"});
+  plan_passes::FoldConstants(plan.get());
+  EXPECT_TRUE(plan.step(0).folded);
+  EXPECT_FALSE(plan.step(1).folded);
+  EXPECT_FALSE(plan.step(2).folded);
+  EXPECT_FALSE(plan.step(4).folded);
+  EXPECT_THAT(plan.get()->slot_folded, ElementsAre(true, false, false, false, false));
+}
+
+TEST(PlanReleases, FreesIntermediatesAfterTheirLastUse) {
+  HandBuiltPlan plan({"x", "w", "h", "out", "c"}, {"w"});
+  plan.Step("fill_constant", {}, {"c"})
+      .Step("mul", {"x", "w"}, {"h"})
+      .Step("scale", {"h", "c"}, {"out"})
+      .Fetch("out");
+  plan_passes::FoldConstants(plan.get());
+  plan_passes::PlanReleases(plan.get());
+  // x (fed) and h die at their last reader; w is persistable, out fetched,
+  // c a folded constant: kept.
+  EXPECT_THAT(plan.get()->slot_releasable, ElementsAre(true, false, true, false, false));
+  EXPECT_THAT(plan.step(0).release_after, IsEmpty());
+  EXPECT_THAT(plan.step(1).release_after, ElementsAre(0));
+  EXPECT_THAT(plan.step(2).release_after, ElementsAre(2));
+}
+
+TEST(BlockPipelineOnFetchedUpdates, NamesTheUpdateOfAFetchedPersistable) {
+  HandBuiltPlan read_only({"w", "y"}, {"w"});
+  read_only.Step("scale", {"w"}, {"y"}).Fetch("w").Fetch("y");
+  plan_passes::BlockPipelineOnFetchedUpdates(read_only.get());
+  EXPECT_EQ(read_only.get()->pipeline_blocker, "");
+
+  HandBuiltPlan updated({"w", "g"}, {"w"});
+  updated.Step("scale", {"w"}, {"g"}).Step("sgd", {"w", "g"}, {"w"}).Fetch("w");
+  plan_passes::BlockPipelineOnFetchedUpdates(updated.get());
+  EXPECT_THAT(updated.get()->pipeline_blocker,
+              HasSubstr("fetch 'w' is a persistable that op 'sgd' (#1) updates"));
+}
+
+TEST(BuildSchedule, HostStepsThatEachNeedTheLastRunAsAChain) {
+  HandBuiltPlan chain({"x", "a", "b", "c"}, {});
+  chain.Step("scale", {"x"}, {"a"}).Step("scale", {"a"}, {"b"}).Step("scale", {"b"}, {"c"});
+  plan_passes::BuildSchedule(chain.get());
+  EXPECT_TRUE(chain.get()->host_only);
+  EXPECT_TRUE(chain.get()->host_chain);
+  EXPECT_THAT(chain.step(2).preds, ElementsAre(Pair(1, EdgeKind::kCompletion)));
+  EXPECT_THAT(chain.step(0).slots_used, ElementsAre(0, 1));
+
+  // Two branches: the second step does not need the first, so steps can
+  // run at once and the plan is no chain.
+  HandBuiltPlan branches({"x", "a", "b", "c"}, {});
+  branches.Step("scale", {"x"}, {"a"}).Step("scale", {"x"}, {"b"}).Step("sum", {"a", "b"}, {"c"});
+  plan_passes::BuildSchedule(branches.get());
+  EXPECT_TRUE(branches.get()->host_only);
+  EXPECT_FALSE(branches.get()->host_chain);
+  EXPECT_THAT(branches.step(2).preds,
+              ElementsAre(Pair(0, EdgeKind::kCompletion), Pair(1, EdgeKind::kCompletion)));
+}
+
+TEST(BuildSchedule, HoldsAnUpdateThatNothingElseNeedsForTheCommit) {
+  HandBuiltPlan plan({"x", "w", "g", "loss"}, {"w"});
+  plan.Step("mul", {"x", "w"}, {"loss"})
+      .Step("scale", {"loss"}, {"g"})
+      .Step("sgd", {"w", "g"}, {"w"});
+  plan_passes::BuildSchedule(plan.get());
+  EXPECT_TRUE(plan.step(2).held_for_commit);  // writes a persistable, feeds no one
+  EXPECT_FALSE(plan.step(0).held_for_commit);
+  EXPECT_FALSE(plan.step(1).held_for_commit);
+}
+
+}  // namespace
+}  // namespace tandem
