@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "framework/device/device_registry.h"
+#include "framework/estimate/memory_policy.h"
 #include "framework/estimate/memory_walk.h"
 #include "framework/kernel/eager.h"
 #include "framework/memory/allocator.h"
@@ -63,28 +64,6 @@ TensorMeta ScratchMeta(TensorMeta m, int64_t bytes) {
 // The name of op #`index`'s scratch in the estimate ("conv2d#12 scratch").
 std::string ScratchName(const std::string& type, int index) {
   return absl::StrCat(type, "#", index, " scratch");
-}
-
-// Input-less fill_constant ops whose output nothing else writes and is not
-// persistable run once and are kept (the executor's FoldConstants).
-std::set<std::string> FoldedConstants(const Block& block) {
-  std::map<std::string, int> writes;
-  for (const OpDesc& op : block.ops()) {
-    for (const std::string& v : ArgumentVars(op.outputs)) ++writes[v];
-  }
-  std::set<std::string> folded;
-  for (const OpDesc& op : block.ops()) {
-    if (op.type != "fill_constant" || !op.inputs.empty()) continue;
-    bool foldable = true;
-    for (const std::string& v : ArgumentVars(op.outputs)) {
-      const VarDesc* d = block.FindVar(v);
-      foldable &= writes[v] == 1 && (d == nullptr || !d->persistable);
-    }
-    if (foldable) {
-      for (const std::string& v : ArgumentVars(op.outputs)) folded.insert(v);
-    }
-  }
-  return folded;
 }
 
 // Values of small host tensors known before the program runs: an op's

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "framework/estimate/memory_policy.h"
+
 namespace tandem {
 namespace {
 
@@ -223,9 +225,9 @@ void Walker::PipelinedPeaks() {
       // later run goes on. Then they are released, the caller makes the
       // next run's feeds and RunAsync copies them in
       // (Executor::BindAndFeed): both sets are live at once.
-      const int64_t earlier = i < n ? live_at_[(i + 1) * places + p]
-                                    : std::max(live_at_[(n + 1) * places + p],
-                                               over[p] + 2 * feeds_[p]);
+      const int64_t earlier =
+          i < n ? live_at_[(i + 1) * places + p]
+                : std::max(live_at_[(n + 1) * places + p], over[p] + 2 * feeds_[p]);
       if (earlier + later > best.bytes) best = {earlier + later, i, later_at - 1};
     }
   }
@@ -258,7 +260,7 @@ void SetUses(const std::vector<std::vector<int>>& reads,
   }
   for (int v = 0; v < static_cast<int>(last.size()); ++v) {
     const MemoryProgram::Var& var = program->vars[v];
-    if (last[v] < 0 || var.persistable || var.fetched || var.folded) continue;
+    if (last[v] < 0 || !ReleasedAfterLastUse({var.persistable, var.fetched, var.folded})) continue;
     program->ops[last[v]].frees.push_back(v);
   }
 }

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "framework/base/status_macros.h"
+#include "framework/estimate/memory_policy.h"
 #include "framework/runtime/dependency_graph.h"
 #include "framework/runtime/step_runner.h"
 
@@ -107,16 +108,17 @@ absl::Status CreateSteps(PlanState* plan, const std::vector<std::string>& feeds,
 }
 
 void FoldConstants(PlanState* plan) {
-  const std::vector<std::vector<int>> writers = WritersPerSlot(*plan);
+  // The estimate's rule (memory_policy.h), on the placed program's names.
+  const std::set<std::string> folded = FoldedConstants(plan->placed.program.block());
   plan->slot_folded.assign(plan->slot_names.size(), false);
   for (auto& owned : plan->steps) {
     PlanState::Step& step = *owned;
-    if (step.is_copy || step.op.type != "fill_constant" || !step.inputs.empty()) continue;
-    bool foldable = true;
+    if (step.is_copy || step.outputs.empty()) continue;
+    bool all_folded = true;
     for (const auto& [arg, ids] : step.outputs) {
-      for (int id : ids) foldable &= !plan->slot_persistable[id] && writers[id].size() == 1;
+      for (int id : ids) all_folded &= folded.count(plan->slot_names[id]) > 0;
     }
-    if (!foldable) continue;
+    if (!all_folded) continue;
     step.folded = true;
     for (const auto& [arg, ids] : step.outputs) {
       for (int id : ids) plan->slot_folded[id] = true;
@@ -165,10 +167,9 @@ void PlanReleases(PlanState* plan) {
   const std::set<int> fetched(plan->fetch_slots.begin(), plan->fetch_slots.end());
   plan->slot_releasable.assign(n, false);
   for (size_t id = 0; id < n; ++id) {
-    if (plan->slot_persistable[id] || fetched.count(id) || plan->slot_folded[id] ||
-        last_use[id] < 0) {
-      continue;
-    }
+    const VarKeep keep = {plan->slot_persistable[id], fetched.count(id) > 0,
+                          static_cast<bool>(plan->slot_folded[id])};
+    if (last_use[id] < 0 || !ReleasedAfterLastUse(keep)) continue;
     plan->slot_releasable[id] = true;
     plan->steps[last_use[id]]->release_after.push_back(static_cast<int>(id));
   }

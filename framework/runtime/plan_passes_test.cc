@@ -20,14 +20,19 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Pair;
 
-// A plan of host steps over named slots; `persistable` names those slots.
+// A plan of host steps over named slots, and the placed program they come
+// from (its variables and ops); `persistable` names those slots.
 class HandBuiltPlan {
  public:
   HandBuiltPlan(std::vector<std::string> slots, const std::vector<std::string>& persistable) {
     plan_.slot_names = std::move(slots);
     for (const std::string& name : plan_.slot_names) {
-      plan_.slot_persistable.push_back(std::find(persistable.begin(), persistable.end(), name) !=
-                                       persistable.end());
+      VarDesc var;
+      var.name = name;
+      var.persistable =
+          std::find(persistable.begin(), persistable.end(), name) != persistable.end();
+      plan_.slot_persistable.push_back(var.persistable);
+      CHECK(plan_.placed.program.block().AddVar(var).ok()) << name;
     }
     plan_.slot_folded.assign(plan_.slot_names.size(), false);
   }
@@ -37,10 +42,13 @@ class HandBuiltPlan {
                       const std::vector<std::string>& writes) {
     auto step = std::make_unique<PlanState::Step>();
     step->op.type = type;
+    if (!reads.empty()) step->op.inputs["X"] = reads;
+    if (!writes.empty()) step->op.outputs["Out"] = writes;
     step->index = static_cast<int>(plan_.steps.size());
     step->place = CPUPlace();
     if (!reads.empty()) step->inputs.emplace_back("X", Slots(reads));
     if (!writes.empty()) step->outputs.emplace_back("Out", Slots(writes));
+    plan_.placed.program.block().AppendOp(step->op);
     plan_.steps.push_back(std::move(step));
     return *this;
   }
