@@ -42,7 +42,12 @@ Plan::~Plan() {
 
 const PlacedProgram& Plan::placed() const { return state_->placed; }
 std::string Plan::PlacementTable() const {
-  return state_->placed.TableString() + state_->memory.ToString();
+  const PlanState& s = *state_;
+  std::string schedule =
+      absl::StrCat("schedule: ", s.schedule, "; runs ",
+                   s.pipeline_blocker.empty() ? "may overlap (RunAsync)" : "cannot overlap: ",
+                   s.pipeline_blocker, "\n");
+  return s.placed.TableString() + s.memory.ToString() + schedule;
 }
 const MemoryEstimate& Plan::MemoryEstimate() const { return state_->memory; }
 const std::string& Plan::graph_fallback_reason() const { return state_->graph_blocker; }
@@ -262,8 +267,8 @@ absl::Status Executor::RunEagerly(Plan* plan, RunStats* stats, ExecutionObserver
   // A host-only plan with one worker, or whose steps form a chain, has
   // nothing to overlap: program order on this thread gives the same results
   // without the hand-offs.
-  if (options_.in_order || options_.check_numerics ||
-      (plan->state().host_only && (plan->state().host_chain || Pool()->size() == 1))) {
+  if (options_.in_order || options_.check_numerics || plan->state().serial ||
+      (plan->state().host_only && Pool()->size() == 1)) {
     StepRunContext run;
     run.frame = plan->state().frames[0].get();
     run.observer = observer;
@@ -310,10 +315,10 @@ absl::StatusOr<RunHandle> Executor::StartRun(Plan* plan, Scope* scope, const Fee
     pending->over = true;
     return RunHandle(plan, std::move(pending));
   };
-  // A run the caller waits for, of a host chain with no run in flight:
+  // A run the caller waits for, of a serial plan with no run in flight:
   // nothing could overlap it, so it runs in order (RunEagerly).
   const bool nothing_overlaps =
-      caller_waits && plan->state().host_chain && plan->state().in_flight.empty();
+      caller_waits && plan->state().serial && plan->state().in_flight.empty();
   if (nothing_overlaps || !CanPipeline(*plan)) {
     if (!caller_waits && !plan->state().pipeline_blocker.empty() &&
         !plan->state().pipeline_blocker_reported) {

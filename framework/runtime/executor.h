@@ -350,7 +350,9 @@ class Plan {
 
   const PlacedProgram& placed() const;
   // The placement table (see PlacedProgram::TableString), then the memory
-  // estimate, one line per place.
+  // estimate, one line per place, then how runs are scheduled:
+  //   schedule: in program order on the calling thread (every step is queued
+  //   on gpu:0's compute stream); runs may overlap (RunAsync)
   std::string PlacementTable() const;
   // Bytes the plan holds per place in a steady-state run, estimated at
   // Prepare before anything was allocated (memory_estimate.h); Prepare

@@ -246,6 +246,38 @@ void OrderCollectives(const std::vector<std::unique_ptr<PlanState::Step>>& steps
   }
 }
 
+// The device whose compute stream every step not folded away is queued on,
+// or nullptr (a host step, a copy to the host, a collective's stream, two
+// devices).
+Device* SingleComputeStream(const std::vector<std::unique_ptr<PlanState::Step>>& steps) {
+  Device* device = nullptr;
+  for (const auto& step : steps) {
+    if (step->folded) continue;
+    if (step->lane != Lane::kCompute || (device != nullptr && step->device != device)) {
+      return nullptr;
+    }
+    device = step->device;
+  }
+  return device;
+}
+
+// Sets plan->serial and plan->schedule (lanes and preds set).
+void ChooseSerialDispatch(PlanState* plan) {
+  const Device* stream_device = SingleComputeStream(plan->steps);
+  if (IsChain(plan->steps)) {
+    plan->serial = true;
+    plan->schedule = "in program order on the calling thread (each step depends on the one before)";
+  } else if (stream_device != nullptr) {
+    plan->serial = true;
+    plan->schedule =
+        absl::StrCat("in program order on the calling thread (every step is queued on ",
+                     stream_device->place().ToString(), "'s compute stream)");
+  } else {
+    plan->serial = false;
+    plan->schedule = "concurrent: host steps on workers, device steps on their streams";
+  }
+}
+
 }  // namespace
 
 void BuildSchedule(PlanState* plan) {
@@ -282,7 +314,7 @@ void BuildSchedule(PlanState* plan) {
       pred.waits.watched |= kind == EdgeKind::kCompletion;
     }
   }
-  plan->host_chain = plan->host_only && IsChain(plan->steps);
+  ChooseSerialDispatch(plan);
   // Program order is a topological order: successors come later.
   std::vector<bool> feeds_others(plan->steps.size(), false);
   for (int i = static_cast<int>(plan->steps.size()) - 1; i >= 0; --i) {

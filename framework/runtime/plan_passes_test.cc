@@ -9,6 +9,9 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "framework/device/device_registry.h"
+#include "framework/testing/fake_devices.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -39,13 +42,18 @@ class HandBuiltPlan {
 
   // Appends a host step of op `type` reading and writing the named slots.
   HandBuiltPlan& Step(const std::string& type, const std::vector<std::string>& reads,
-                      const std::vector<std::string>& writes) {
+                      const std::vector<std::string>& writes, const Place& place = CPUPlace()) {
     auto step = std::make_unique<PlanState::Step>();
     step->op.type = type;
     if (!reads.empty()) step->op.inputs["X"] = reads;
     if (!writes.empty()) step->op.outputs["Out"] = writes;
     step->index = static_cast<int>(plan_.steps.size());
-    step->place = CPUPlace();
+    step->place = place;
+    if (!place.is_host()) {
+      absl::StatusOr<Device*> device = DeviceRegistry::Global().GetDevice(place);
+      CHECK(device.ok()) << device.status();
+      step->device = *device;
+    }
     if (!reads.empty()) step->inputs.emplace_back("X", Slots(reads));
     if (!writes.empty()) step->outputs.emplace_back("Out", Slots(writes));
     plan_.placed.program.block().AppendOp(step->op);
@@ -125,7 +133,8 @@ TEST(BuildSchedule, HostStepsThatEachNeedTheLastRunAsAChain) {
   chain.Step("scale", {"x"}, {"a"}).Step("scale", {"a"}, {"b"}).Step("scale", {"b"}, {"c"});
   plan_passes::BuildSchedule(chain.get());
   EXPECT_TRUE(chain.get()->host_only);
-  EXPECT_TRUE(chain.get()->host_chain);
+  EXPECT_TRUE(chain.get()->serial);
+  EXPECT_THAT(chain.get()->schedule, HasSubstr("each step depends on the one before"));
   EXPECT_THAT(chain.step(2).preds, ElementsAre(Pair(1, EdgeKind::kCompletion)));
   EXPECT_THAT(chain.step(0).slots_used, ElementsAre(0, 1));
 
@@ -135,9 +144,40 @@ TEST(BuildSchedule, HostStepsThatEachNeedTheLastRunAsAChain) {
   branches.Step("scale", {"x"}, {"a"}).Step("scale", {"x"}, {"b"}).Step("sum", {"a", "b"}, {"c"});
   plan_passes::BuildSchedule(branches.get());
   EXPECT_TRUE(branches.get()->host_only);
-  EXPECT_FALSE(branches.get()->host_chain);
+  EXPECT_FALSE(branches.get()->serial);
+  EXPECT_THAT(branches.get()->schedule, HasSubstr("concurrent"));
   EXPECT_THAT(branches.step(2).preds,
               ElementsAre(Pair(0, EdgeKind::kCompletion), Pair(1, EdgeKind::kCompletion)));
+}
+
+// Independent steps all queued on one device's compute stream run in
+// stream order whatever the mode: serial. A host branch beside them is not.
+TEST(BuildSchedule, DeviceStepsOnOneStreamAreSerial) {
+  HandBuiltPlan device({"x", "a", "b", "c"}, {});
+  device.Step("scale", {"x"}, {"a"}, TestDevPlace(0))
+      .Step("scale", {"x"}, {"b"}, TestDevPlace(0))
+      .Step("sum", {"a", "b"}, {"c"}, TestDevPlace(0));
+  plan_passes::BuildSchedule(device.get());
+  EXPECT_FALSE(device.get()->host_only);
+  EXPECT_EQ(device.step(1).lane, Lane::kCompute);
+  EXPECT_TRUE(device.get()->serial);
+  EXPECT_THAT(device.get()->schedule,
+              HasSubstr(absl::StrCat("every step is queued on ", TestDevPlace(0).ToString(),
+                                     "'s compute stream")));
+
+  HandBuiltPlan mixed({"x", "a", "b", "c"}, {});
+  mixed.Step("scale", {"x"}, {"a"}, TestDevPlace(0))
+      .Step("scale", {"x"}, {"b"})  // the host works beside the device
+      .Step("sum", {"a", "b"}, {"c"}, TestDevPlace(0));
+  plan_passes::BuildSchedule(mixed.get());
+  EXPECT_FALSE(mixed.get()->serial);
+
+  HandBuiltPlan two_devices({"x", "a", "b", "c"}, {});
+  two_devices.Step("scale", {"x"}, {"a"}, TestDevPlace(0))
+      .Step("scale", {"x"}, {"b"}, TestDevPlace(1))
+      .Step("sum", {"a", "b"}, {"c"}, TestDevPlace(0));
+  plan_passes::BuildSchedule(two_devices.get());
+  EXPECT_FALSE(two_devices.get()->serial);
 }
 
 TEST(BuildSchedule, HoldsAnUpdateThatNothingElseNeedsForTheCommit) {

@@ -108,11 +108,15 @@ struct PlanState {
            !(solo && solo_compute_copy_devices.count(device) > 0);
   }
   bool host_only = false;  // every step runs on the host
-  // Host-only, and each step (but constants folded away) waits for the one
-  // before it: no two steps can ever run at once, so a run dispatches them
-  // in program order on the calling thread (the concurrent mode's
-  // hand-offs would only add time).
-  bool host_chain = false;
+  // No two steps can ever run at once: each step (constants folded away)
+  // depends directly on the one before, or every step is device work queued
+  // on the compute stream of one device. A run the caller waits for, with no
+  // run of the plan in flight, then dispatches the steps in program order
+  // on the calling thread: the concurrent mode's hand-offs would only add
+  // time. `schedule` says which (plan_passes::BuildSchedule), for the
+  // placement table.
+  bool serial = false;
+  std::string schedule;
   bool constants_ready = false;  // folded steps have run
   // Pipelined runs in flight (oldest first) and who runs their steps.
   std::deque<std::shared_ptr<PendingRun>> in_flight;
