@@ -105,13 +105,42 @@ absl::StatusOr<const NcclDeviceSet*> NcclDeviceSet::For(const std::vector<int>& 
   return result;
 }
 
+namespace {
+
+// The communicators across processes by group key, with their GPU. Never
+// freed itself: DestroyCommsAcrossProcesses, registered with atexit when the
+// first is made (CUDA initialised by then), destroys them.
+struct CommsAcrossProcesses {
+  std::mutex mu;
+  std::map<int64_t, std::pair<ncclComm_t, int>> comms;  // key -> (comm, ordinal)
+};
+CommsAcrossProcesses& AcrossProcesses() {
+  static auto* comms = new CommsAcrossProcesses();
+  return *comms;
+}
+
+void DestroyCommsAcrossProcessesAtExit() { DestroyCommsAcrossProcesses().IgnoreError(); }
+
+}  // namespace
+
+absl::Status DestroyCommsAcrossProcesses() {
+  CommsAcrossProcesses& c = AcrossProcesses();
+  std::lock_guard<std::mutex> lock(c.mu);
+  absl::Status first;
+  for (const auto& [key, comm_on] : c.comms) {
+    const CudaDeviceGuard on(comm_on.second);
+    first.Update(NcclStatus(ncclCommAbort(comm_on.first), "ncclCommAbort", __FILE__, __LINE__));
+  }
+  c.comms.clear();
+  return first;
+}
+
 absl::StatusOr<ncclComm_t> NcclCommAcrossProcesses(int64_t key, ProcessGroup* processes,
                                                    int ordinal, absl::Duration deadline) {
-  static std::mutex* mu = new std::mutex();
-  static auto* comms = new std::map<int64_t, ncclComm_t>();  // live until the process exits
-  std::lock_guard<std::mutex> lock(*mu);
-  auto it = comms->find(key);
-  if (it != comms->end()) return it->second;
+  CommsAcrossProcesses& c = AcrossProcesses();
+  std::lock_guard<std::mutex> lock(c.mu);
+  auto it = c.comms.find(key);
+  if (it != c.comms.end()) return it->second.first;
   ncclUniqueId id;
   std::memset(&id, 0, sizeof id);
   if (processes->rank() == 0) {
@@ -136,7 +165,13 @@ absl::StatusOr<ncclComm_t> NcclCommAcrossProcesses(int64_t key, ProcessGroup* pr
                         absl::StrCat("NCCL communicator of rank ", processes->rank(), " of ",
                                      processes->size(), " on gpu:", ordinal, ": ", s.message()));
   }
-  comms->emplace(key, comm);
+  static const bool destroyed_at_exit = [] {
+    const bool registered = std::atexit(&DestroyCommsAcrossProcessesAtExit) == 0;
+    if (!registered) LOG(WARNING) << "NCCL: the communicators will not be destroyed at exit";
+    return registered;
+  }();
+  (void)destroyed_at_exit;
+  c.comms.emplace(key, std::make_pair(comm, ordinal));
   return comm;
 }
 

@@ -1,8 +1,11 @@
-// NCCL communicators of this process, created once per device set and
-// destroyed at exit (an atexit handler registered once CUDA is initialised,
-// so before CUDA's own teardown: memcheck's leak check finds nothing held),
-// and NCCL's errors as absl::Status. Communicators across processes are
-// kept until the process exits: destroying one may wait for its peers.
+// NCCL communicators of this process, created once per device set (or per
+// collective group across processes) and destroyed at exit (atexit handlers
+// registered once CUDA is initialised, so before CUDA's own teardown:
+// memcheck's leak check finds nothing held), and NCCL's errors as
+// absl::Status. A communicator across processes is destroyed with
+// ncclCommAbort, which frees this process's resources without waiting for
+// its peers (a peer that exited or failed cannot hang this one's exit), as
+// PyTorch's process groups do at shutdown.
 //
 //   ASSIGN_OR_RETURN(const NcclDeviceSet* set, NcclDeviceSet::For({0, 1}));
 //   ncclComm_t comm = set->comm(rank);          // rank r drives GPU set->ordinals()[r]
@@ -69,6 +72,12 @@ class NcclDeviceSet {
 // naming the rank and GPU.
 absl::StatusOr<ncclComm_t> NcclCommAcrossProcesses(int64_t key, ProcessGroup* processes,
                                                    int ordinal, absl::Duration deadline);
+
+// Destroys (ncclCommAbort) every communicator NcclCommAcrossProcesses made;
+// a later call for a key makes a new one. At exit, or in a test: no
+// collective on them may be in flight in this process, and no caller may
+// still use a communicator it got before.
+absl::Status DestroyCommsAcrossProcesses();
 
 }  // namespace cuda
 }  // namespace tandem

@@ -10,6 +10,7 @@
 
 #include "backends/cuda/gpu_test.h"
 #include "backends/cuda/nccl_comms.h"
+#include "framework/device/device_registry.h"
 #include "framework/kernel/eager.h"
 #include "framework/parallel/collective_group.h"
 #include "framework/parallel/process_group.h"
@@ -129,6 +130,19 @@ TEST_F(GpuTest, CommunicatorAcrossProcessesIsBootstrappedOnceThroughTheProcessGr
   ASSERT_OK_AND_ASSIGN(EagerOutputs out, RunOpEager(op, GPUPlace(0), {{"X", {Variable(on_gpu)}}}));
   EXPECT_EQ(ToDoubles(out["Out"][0].tensor()), (std::vector<double>{1, 2, 3, 4}));
   EXPECT_EQ(processes->broadcasts, 1);
+
+  // Destroyed (as at exit), the group's next communicator is a new one,
+  // bootstrapped again, and works.
+  ASSERT_OK_AND_ASSIGN(Device * gpu, DeviceRegistry::Global().GetDevice(GPUPlace(0)));
+  ASSERT_OK(gpu->Synchronize());  // no collective in flight
+  ASSERT_OK(DestroyCommsAcrossProcesses());
+  ASSERT_OK_AND_ASSIGN(ncclComm_t c,
+                       NcclCommAcrossProcesses(group->id(), processes.get(), 0, absl::Seconds(10)));
+  EXPECT_NE(c, nullptr);
+  EXPECT_EQ(processes->broadcasts, 2);
+  ASSERT_OK_AND_ASSIGN(EagerOutputs again,
+                       RunOpEager(op, GPUPlace(0), {{"X", {Variable(on_gpu)}}}));
+  EXPECT_EQ(ToDoubles(again["Out"][0].tensor()), (std::vector<double>{1, 2, 3, 4}));
 }
 
 TEST_F(GpuTest, RingWithoutGroupIsAnError) {
