@@ -431,6 +431,7 @@ TEST(RandomProgram, CoversTheOpsAndPlaces) {
                                                    "relu",
                                                    "sigmoid",
                                                    "tanh",
+                                                   "gelu",
                                                    "matmul",
                                                    "mul",
                                                    "fc",

@@ -233,10 +233,14 @@ bool Generator::Activation() {
   const std::string& guard = RandomGuard();
   auto g = b_.device_guard(guard);
   const char* type;
-  switch (rng_.Below(3)) {
+  switch (rng_.Below(4)) {
     case 0:
       type = "relu";
       v.var = b_.Relu(x->var);
+      break;
+    case 3:  // |gelu(x)| <= |x|: the bound stays
+      type = "gelu";
+      v.var = b_.Gelu(x->var, /*approximate=*/rng_.Below(2) == 1);
       break;
     case 1:
       type = "sigmoid";
