@@ -3,8 +3,8 @@
 // written once, templated on an execution policy (serial_policy.h). A
 // backend registers them under its device type with one line:
 //
-//   // in an anonymous namespace of the backend's kernel .cc file
-//   const ArrayKernelsRegistrar<SerialPolicy> array_kernels("sim");
+//   const HostKernelsRegistrar<SerialPolicy> host_kernels("sim");  // host_kernels.h  //
+//   host_kernels.h
 //
 // RegisterArrayKernels holds the registration lines:
 //   shape                  Input: all five dtypes; HostMemory(Out)
@@ -206,16 +206,6 @@ void RegisterArrayKernels(const std::string& device_type) {
                         .HostMemory("Shape"),
                     MakeKernelFactory<CropTensorGradKernel<Policy>>());
 }
-
-// Calls RegisterArrayKernels<Policy>(device_type) during static
-// initialisation; define one in the backend's kernel .cc file, whose
-// cc_library must have alwayslink = True.
-template <typename Policy>
-struct ArrayKernelsRegistrar {
-  explicit ArrayKernelsRegistrar(const std::string& device_type) {
-    RegisterArrayKernels<Policy>(device_type);
-  }
-};
 
 }  // namespace tandem
 

@@ -4,7 +4,7 @@
 // order, so results are deterministic and the same on every rank. Used by
 // the cpu and sim backends, whose memory the host addresses:
 //
-//   const CollectiveKernelsRegistrar collective_kernels("sim");
+//   const HostKernelsRegistrar<SerialPolicy> host_kernels("sim");  // host_kernels.h
 //
 // Synchronous: Compute first drains its stream (the event waits queued on
 // it), then returns once every rank's call was combined, or with the
@@ -170,21 +170,19 @@ class HostAllGatherKernel final : public HostCollectiveKernel {
 };
 
 // Registers the three kernels for `device_type` (all numeric dtypes).
-struct CollectiveKernelsRegistrar {
-  explicit CollectiveKernelsRegistrar(const std::string& device_type) {
-    auto def = [&](const char* op, CollectiveKind kind) {
-      return KernelDef(op, device_type)
-          .TypeConstraint("X", NumericTypes::DataTypes())
-          .Collective(kind);
-    };
-    KernelRegistry::Global().Register(def("c_allreduce_sum", CollectiveKind::kAllReduce),
-                                      MakeKernelFactory<HostAllReduceKernel>());
-    KernelRegistry::Global().Register(def("c_broadcast", CollectiveKind::kBroadcast),
-                                      MakeKernelFactory<HostBroadcastKernel>());
-    KernelRegistry::Global().Register(def("c_allgather", CollectiveKind::kAllGather),
-                                      MakeKernelFactory<HostAllGatherKernel>());
-  }
-};
+inline void RegisterCollectiveKernels(const std::string& device_type) {
+  auto def = [&](const char* op, CollectiveKind kind) {
+    return KernelDef(op, device_type)
+        .TypeConstraint("X", NumericTypes::DataTypes())
+        .Collective(kind);
+  };
+  KernelRegistry::Global().Register(def("c_allreduce_sum", CollectiveKind::kAllReduce),
+                                    MakeKernelFactory<HostAllReduceKernel>());
+  KernelRegistry::Global().Register(def("c_broadcast", CollectiveKind::kBroadcast),
+                                    MakeKernelFactory<HostBroadcastKernel>());
+  KernelRegistry::Global().Register(def("c_allgather", CollectiveKind::kAllGather),
+                                    MakeKernelFactory<HostAllGatherKernel>());
+}
 
 }  // namespace tandem
 

@@ -4,8 +4,8 @@
 // (serial_policy.h). A backend registers them under its device type with
 // one line:
 //
-//   // in an anonymous namespace of the backend's kernel .cc file
-//   const LayoutKernelsRegistrar<SerialPolicy> layout_kernels("sim");
+//   const HostKernelsRegistrar<SerialPolicy> host_kernels("sim");  // host_kernels.h  //
+//   host_kernels.h
 //
 // RegisterLayoutKernels holds the registration lines (all arguments in
 // device memory; X, or Out@GRAD for transpose_grad: float32, float64, int32,
@@ -182,16 +182,6 @@ void RegisterLayoutKernels(const std::string& device_type) {
   registry.Register(KernelDef("split_grad", device_type).TypeConstraint("X", types),
                     MakeKernelFactory<SplitGradKernel<Policy>>());
 }
-
-// Calls RegisterLayoutKernels<Policy>(device_type) during static
-// initialisation; define one in the backend's kernel .cc file, whose
-// cc_library must have alwayslink = True.
-template <typename Policy>
-struct LayoutKernelsRegistrar {
-  explicit LayoutKernelsRegistrar(const std::string& device_type) {
-    RegisterLayoutKernels<Policy>(device_type);
-  }
-};
 
 }  // namespace tandem
 

@@ -4,8 +4,8 @@
 // execution policy (serial_policy.h). A backend registers them under its
 // device type with one line:
 //
-//   // in an anonymous namespace of the backend's kernel .cc file
-//   const LossKernelsRegistrar<SerialPolicy> loss_kernels("sim");
+//   const HostKernelsRegistrar<SerialPolicy> host_kernels("sim");  // host_kernels.h  //
+//   host_kernels.h
 //
 // RegisterLossKernels holds the registration lines (all arguments in
 // device memory):
@@ -240,16 +240,6 @@ void RegisterLossKernels(const std::string& device_type) {
           .TypeConstraint("Softmax", SoftmaxWithCrossEntropyGradKernel<Policy>::Types::DataTypes()),
       MakeKernelFactory<SoftmaxWithCrossEntropyGradKernel<Policy>>());
 }
-
-// Calls RegisterLossKernels<Policy>(device_type) during static
-// initialisation; define one in the backend's kernel .cc file, whose
-// cc_library must have alwayslink = True.
-template <typename Policy>
-struct LossKernelsRegistrar {
-  explicit LossKernelsRegistrar(const std::string& device_type) {
-    RegisterLossKernels<Policy>(device_type);
-  }
-};
 
 }  // namespace tandem
 

@@ -7,7 +7,7 @@
 // with one line:
 //
 //   // backends/sim/sim_kernels.cc, in an anonymous namespace
-//   const MathKernelsRegistrar<SerialPolicy> math_kernels("sim");
+//   const HostKernelsRegistrar<SerialPolicy> host_kernels("sim");  // host_kernels.h
 //
 // RegisterMathKernels holds the registration lines, i.e. the contract of
 // each kernel: op, device type and dtypes (all arguments in device memory):
@@ -617,16 +617,6 @@ void RegisterMathKernels(const std::string& device_type) {
                         .TypeConstraint("X", MulGradKernel<Policy>::Types::DataTypes()),
                     MakeKernelFactory<MulGradKernel<Policy>>());
 }
-
-// Calls RegisterMathKernels<Policy>(device_type) during static
-// initialisation; define one in the backend's kernel .cc file, whose
-// cc_library must have alwayslink = True.
-template <typename Policy>
-struct MathKernelsRegistrar {
-  explicit MathKernelsRegistrar(const std::string& device_type) {
-    RegisterMathKernels<Policy>(device_type);
-  }
-};
 
 }  // namespace tandem
 

@@ -3,8 +3,8 @@
 // policy (serial_policy.h). A backend registers it under its device type
 // with one line:
 //
-//   // in an anonymous namespace of the backend's kernel .cc file
-//   const MetricKernelsRegistrar<SerialPolicy> metric_kernels("sim");
+//   const HostKernelsRegistrar<SerialPolicy> host_kernels("sim");  // host_kernels.h  //
+//   host_kernels.h
 //
 // RegisterMetricKernels holds the registration line (all arguments in
 // device memory):
@@ -102,16 +102,6 @@ void RegisterMetricKernels(const std::string& device_type) {
           .TypeConstraint("Out", AccuracyKernel<Policy>::Types::DataTypes()),
       MakeKernelFactory<AccuracyKernel<Policy>>());
 }
-
-// Calls RegisterMetricKernels<Policy>(device_type) during static
-// initialisation; define one in the backend's kernel .cc file, whose
-// cc_library must have alwayslink = True.
-template <typename Policy>
-struct MetricKernelsRegistrar {
-  explicit MetricKernelsRegistrar(const std::string& device_type) {
-    RegisterMetricKernels<Policy>(device_type);
-  }
-};
 
 }  // namespace tandem
 

@@ -4,8 +4,8 @@
 // (serial_policy.h). A backend registers them under its device type with
 // one line:
 //
-//   // in an anonymous namespace of the backend's kernel .cc file
-//   const NnKernelsRegistrar<SerialPolicy> nn_kernels("sim");
+//   const HostKernelsRegistrar<SerialPolicy> host_kernels("sim");  // host_kernels.h  //
+//   host_kernels.h
 //
 // RegisterNnKernels holds the registration lines (all arguments in device
 // memory):
@@ -372,16 +372,6 @@ void RegisterNnKernels(const std::string& device_type) {
                         .TypeConstraint("Out", SoftmaxGradKernel<Policy>::Types::DataTypes()),
                     MakeKernelFactory<SoftmaxGradKernel<Policy>>());
 }
-
-// Calls RegisterNnKernels<Policy>(device_type) during static
-// initialisation; define one in the backend's kernel .cc file, whose
-// cc_library must have alwayslink = True.
-template <typename Policy>
-struct NnKernelsRegistrar {
-  explicit NnKernelsRegistrar(const std::string& device_type) {
-    RegisterNnKernels<Policy>(device_type);
-  }
-};
 
 }  // namespace tandem
 

@@ -3,8 +3,8 @@
 // written once, templated on an execution policy (serial_policy.h). A
 // backend registers them under its device type with one line:
 //
-//   // in an anonymous namespace of the backend's kernel .cc file
-//   const NnLayerKernelsRegistrar<SerialPolicy> nn_layer_kernels("sim");
+//   const HostKernelsRegistrar<SerialPolicy> host_kernels("sim");  // host_kernels.h  //
+//   host_kernels.h
 //
 // RegisterNnLayerKernels holds the registration lines (all arguments in
 // device memory):
@@ -306,17 +306,6 @@ void RegisterNnLayerKernels(const std::string& device_type,
   registry.Register(KernelDef("layer_norm_grad", device_type).TypeConstraint("X", floats),
                     MakeKernelFactory<LayerNormGradKernel<Policy>>());
 }
-
-// Calls RegisterNnLayerKernels<Policy>(device_type, types) during static
-// initialisation; define one in the backend's kernel .cc file, whose
-// cc_library must have alwayslink = True.
-template <typename Policy>
-struct NnLayerKernelsRegistrar {
-  explicit NnLayerKernelsRegistrar(const std::string& device_type,
-                                   const NnLayerKernelTypes& types = NnLayerKernelTypes()) {
-    RegisterNnLayerKernels<Policy>(device_type, types);
-  }
-};
 
 }  // namespace tandem
 

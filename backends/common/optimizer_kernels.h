@@ -3,8 +3,8 @@
 // on an execution policy (serial_policy.h). A backend registers them under
 // its device type with one line:
 //
-//   // in an anonymous namespace of the backend's kernel .cc file
-//   const OptimizerKernelsRegistrar<SerialPolicy> optimizer_kernels("sim");
+//   const HostKernelsRegistrar<SerialPolicy> host_kernels("sim");  // host_kernels.h  //
+//   host_kernels.h
 //
 // RegisterOptimizerKernels holds the registration lines:
 //   sgd       Param: float32, float64; HostMemory(LearningRate)
@@ -307,16 +307,6 @@ void RegisterOptimizerKernels(const std::string& device_type) {
           .UpdatesRowsOf("Param", "Grad"),
       MakeKernelFactory<AdamKernel<Policy>>());
 }
-
-// Calls RegisterOptimizerKernels<Policy>(device_type) during static
-// initialisation; define one in the backend's kernel .cc file, whose
-// cc_library must have alwayslink = True.
-template <typename Policy>
-struct OptimizerKernelsRegistrar {
-  explicit OptimizerKernelsRegistrar(const std::string& device_type) {
-    RegisterOptimizerKernels<Policy>(device_type);
-  }
-};
 
 }  // namespace tandem
 

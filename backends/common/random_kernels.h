@@ -3,8 +3,8 @@
 // execution policy (serial_policy.h). A backend registers them under its
 // device type with one line:
 //
-//   // in an anonymous namespace of the backend's kernel .cc file
-//   const RandomKernelsRegistrar<SerialPolicy> random_kernels("sim");
+//   const HostKernelsRegistrar<SerialPolicy> host_kernels("sim");  // host_kernels.h  //
+//   host_kernels.h
 //
 // RegisterRandomKernels holds the registration lines:
 //   uniform_random    attr dtype: float32, float64
@@ -105,16 +105,6 @@ void RegisterRandomKernels(const std::string& device_type) {
           .TypeConstraint("dtype", GaussianRandomKernel<Policy>::Types::DataTypes()),
       MakeKernelFactory<GaussianRandomKernel<Policy>>());
 }
-
-// Calls RegisterRandomKernels<Policy>(device_type) during static
-// initialisation; define one in the backend's kernel .cc file, whose
-// cc_library must have alwayslink = True.
-template <typename Policy>
-struct RandomKernelsRegistrar {
-  explicit RandomKernelsRegistrar(const std::string& device_type) {
-    RegisterRandomKernels<Policy>(device_type);
-  }
-};
 
 }  // namespace tandem
 

@@ -12,7 +12,7 @@
 //     static absl::Status Gemm(const GemmArgs<T>& args);
 //   };
 //
-//   const MathKernelsRegistrar<SerialPolicy> math_kernels("sim");  // math_kernels.h
+//   const HostKernelsRegistrar<SerialPolicy> host_kernels("sim");  // host_kernels.h
 //
 // SerialPolicy runs everything on the calling thread with the portable
 // BlockedGemm. Stateless and thread-safe.

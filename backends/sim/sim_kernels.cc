@@ -15,16 +15,7 @@
 #include <memory>
 #include <utility>
 
-#include "backends/common/array_kernels.h"
-#include "backends/common/collective_kernels.h"
-#include "backends/common/layout_kernels.h"
-#include "backends/common/loss_kernels.h"
-#include "backends/common/math_kernels.h"
-#include "backends/common/metric_kernels.h"
-#include "backends/common/nn_kernels.h"
-#include "backends/common/nn_layer_kernels.h"
-#include "backends/common/optimizer_kernels.h"
-#include "backends/common/random_kernels.h"
+#include "backends/common/host_kernels.h"
 #include "backends/common/serial_policy.h"
 #include "framework/base/status_macros.h"
 #include "framework/kernel/kernel_context.h"
@@ -34,16 +25,7 @@
 namespace tandem {
 namespace {
 
-const MathKernelsRegistrar<SerialPolicy> math_kernels("sim");
-const NnKernelsRegistrar<SerialPolicy> nn_kernels("sim");
-const LossKernelsRegistrar<SerialPolicy> loss_kernels("sim");
-const OptimizerKernelsRegistrar<SerialPolicy> optimizer_kernels("sim");
-const ArrayKernelsRegistrar<SerialPolicy> array_kernels("sim");
-const RandomKernelsRegistrar<SerialPolicy> random_kernels("sim");
-const MetricKernelsRegistrar<SerialPolicy> metric_kernels("sim");
-const LayoutKernelsRegistrar<SerialPolicy> layout_kernels("sim");
-const NnLayerKernelsRegistrar<SerialPolicy> nn_layer_kernels("sim");
-const CollectiveKernelsRegistrar collective_kernels("sim");
+const HostKernelsRegistrar<SerialPolicy> host_kernels("sim");
 
 // A kernel that computes once the work queued on its stream has executed.
 // Thread-safety as the wrapped kernel's.
