@@ -355,8 +355,9 @@ void MemoryProgramBuilder::StageUploads() {
   for (int i = 0; i < static_cast<int>(block_.ops().size()); ++i) {
     const OpDesc& op = block_.ops()[i];
     const std::optional<CopyStep>& c = placed_.table[i].copy;
-    if (c.has_value() && !c->to.is_host() && options_.staged_upload_devices.count(c->to) &&
-        !written.count(c->source)) {
+    if (c.has_value() && !c->to.is_host() &&
+        UploadIsStaged(options_.staged_upload_devices.count(c->to) > 0,
+                       written.count(c->source) > 0)) {
       staged_.insert(i);
       program_.residents.push_back({Id(c->output), Slot(CPUPlace()), metas_->Bytes(c->source),
                                     MemoryCategory::kStaging, i, /*held=*/false,
@@ -907,7 +908,7 @@ void PlacementMemory::Impl::AppendCopy(int source, int output, int slot) {
       source < static_cast<int>(names.size()) ? source : copy_vars[source - names.size()].base;
   if (!valued[source]) op.unbound_bytes = declared_bytes[base];
   const bool to_host = places[slot].is_host();
-  const bool staged = !to_host && staged_slot[slot] && !written[source];
+  const bool staged = !to_host && UploadIsStaged(staged_slot[slot], written[source]);
   if (staged) {
     staging.push_back({output, SlotOf(CPUPlace()), declared_bytes[base], MemoryCategory::kStaging,
                        index, /*held=*/false, /*bound=*/false});

@@ -26,4 +26,20 @@ std::set<std::string> FoldedConstants(const Block& block) {
   return folded;
 }
 
+std::map<int, Place> PinnedCopySources(const PlacedProgram& placed) {
+  const std::vector<OpDesc>& ops = placed.program.block().ops();
+  std::map<std::string, int> last_writer;  // so far, in program order
+  std::map<int, Place> pinned;
+  for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
+    if (placed.is_copy(i) && !placed.table[i].copy->to.is_host()) {
+      auto producer = last_writer.find(placed.table[i].copy->source);
+      if (producer != last_writer.end() && !placed.is_copy(producer->second)) {
+        pinned.emplace(producer->second, placed.table[i].copy->to);
+      }
+    }
+    for (const std::string& v : ArgumentVars(ops[i].outputs)) last_writer[v] = i;
+  }
+  return pinned;
+}
+
 }  // namespace tandem

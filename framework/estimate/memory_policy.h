@@ -1,7 +1,7 @@
 // The executor's memory policy, stated once: the plan passes apply it
-// (framework/runtime/plan_passes.h: FoldConstants, PlanReleases) and the
-// memory estimate predicts it (memory_estimate.h, memory_walk.h), so the two
-// cannot drift apart.
+// (framework/runtime/plan_passes.h: FoldConstants, PinCopySources,
+// PlanReleases) and the memory estimate predicts it (memory_estimate.h,
+// memory_walk.h), so the two cannot drift apart.
 //
 //   const std::set<std::string> folded = FoldedConstants(placed.program.block());
 //   if (ReleasedAfterLastUse({persistable, fetched, folded.count(v) > 0})) ...
@@ -10,9 +10,11 @@
 #ifndef TANDEM_FRAMEWORK_ESTIMATE_MEMORY_POLICY_H_
 #define TANDEM_FRAMEWORK_ESTIMATE_MEMORY_POLICY_H_
 
+#include <map>
 #include <set>
 #include <string>
 
+#include "framework/placement/placer.h"
 #include "framework/program/program.h"
 
 namespace tandem {
@@ -35,6 +37,22 @@ struct VarKeep {
 // is persistable, fetched or a folded constant.
 inline bool ReleasedAfterLastUse(const VarKeep& v) {
   return !v.persistable && !v.fetched && !v.folded;
+}
+
+// Pinned copy sources: for each host->device copy of `placed`, the op that
+// last wrote its source before it, when that op is a kernel (not a copy),
+// writes its output in the pinned host memory of the copy's device, so the
+// copy reads it in place, asynchronously. Producer op index -> that device
+// (the first such copy's, when several devices read the value).
+std::map<int, Place> PinnedCopySources(const PlacedProgram& placed);
+
+// Staged uploads: a host->device copy to a device with pinned host memory of
+// its own (CUDA; on sim the host memory is the CPU's) of a value no op of
+// the program wrote before it (a feed, a persistable: pageable memory) goes
+// through a pinned staging buffer of its own, kept across runs; a value an
+// op wrote is read in place (PinnedCopySources).
+inline bool UploadIsStaged(bool device_has_pinned_memory, bool written_before) {
+  return device_has_pinned_memory && !written_before;
 }
 
 }  // namespace tandem

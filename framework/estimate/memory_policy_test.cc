@@ -1,5 +1,7 @@
 #include "framework/estimate/memory_policy.h"
 
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +43,47 @@ TEST(ReleasedAfterLastUse, KeepsPersistablesFetchesAndConstants) {
   EXPECT_FALSE(ReleasedAfterLastUse({/*persistable=*/true, false, false}));
   EXPECT_FALSE(ReleasedAfterLastUse({false, /*fetched=*/true, false}));
   EXPECT_FALSE(ReleasedAfterLastUse({false, false, /*folded=*/true}));
+}
+
+// A placed program by hand: op `type` writing `out` from `in`; a copy when
+// `to` is set.
+void Append(PlacedProgram* placed, const std::string& type, const std::string& in,
+            const std::string& out, std::optional<Place> to = std::nullopt) {
+  placed->program.block().AppendOp(
+      Op(type, in.empty() ? std::vector<std::string>{} : std::vector<std::string>{in}, {out}));
+  PlacementEntry entry;
+  entry.op_index = static_cast<int>(placed->table.size());
+  entry.op_type = type;
+  if (to.has_value()) {
+    CopyStep copy;
+    copy.source = in;
+    copy.output = out;
+    copy.to = *to;
+    entry.copy = copy;
+  }
+  placed->table.push_back(entry);
+}
+
+TEST(PinnedCopySources, KernelsWhoseOutputIsUploadedNextWriteInTheDevicesPinnedMemory) {
+  const Place dev0 = GPUPlace(0), dev1 = GPUPlace(1);  // places only: no device is made
+  PlacedProgram placed;
+  Append(&placed, "scale", "x", "h");                         // #0: uploaded by #1 and #2
+  Append(&placed, "memcpy_h2d", "h", "h@sim:0", dev0);        // #1
+  Append(&placed, "memcpy_h2d", "h", "h@sim:1", dev1);        // #2: the first upload's device wins
+  Append(&placed, "memcpy_h2d", "x", "x@sim:0", dev0);        // #3: a feed: nothing to pin
+  Append(&placed, "memcpy_d2h", "h@sim:0", "y", CPUPlace());  // #4: a copy to the host
+  Append(&placed, "memcpy_h2d", "y", "y@sim:1", dev1);        // #5: its producer is a copy
+  Append(&placed, "relu", "h", "r");                          // #6: read on the host only
+  const std::map<int, Place> pinned = PinnedCopySources(placed);
+  ASSERT_EQ(pinned.size(), 1u);
+  EXPECT_EQ(pinned.begin()->first, 0);
+  EXPECT_EQ(pinned.begin()->second, dev0);
+}
+
+TEST(UploadIsStaged, OnlyUnwrittenValuesToDevicesWithPinnedMemory) {
+  EXPECT_TRUE(UploadIsStaged(/*device_has_pinned_memory=*/true, /*written_before=*/false));
+  EXPECT_FALSE(UploadIsStaged(true, true));    // read in place
+  EXPECT_FALSE(UploadIsStaged(false, false));  // host memory is the device's
 }
 
 }  // namespace

@@ -139,18 +139,11 @@ void BlockPipelineOnFetchedUpdates(PlanState* plan) {
 }
 
 void PinCopySources(PlanState* plan) {
-  const std::vector<std::vector<int>> writers = WritersPerSlot(*plan);
-  for (size_t i = 0; i < plan->steps.size(); ++i) {
-    const PlanState::Step& copy = *plan->steps[i];
-    if (!copy.is_copy || copy.copy_to.is_host()) continue;
-    const int src = copy.inputs[0].second[0];
-    int producer = -1;
-    for (int w : writers[src]) {
-      if (w < static_cast<int>(i)) producer = w;
-    }
-    if (producer < 0 || plan->steps[producer]->is_copy) continue;
-    PlanState::Step& p = *plan->steps[producer];
-    if (p.host_output_allocator == nullptr) p.host_output_allocator = copy.device->host_allocator();
+  // The estimate's rule (memory_policy.h); step i is placed op i.
+  for (const auto& [producer, device_place] : PinnedCopySources(plan->placed)) {
+    absl::StatusOr<Device*> device = DeviceRegistry::Global().GetDevice(device_place);
+    if (!device.ok()) continue;  // CreateSteps found every place's device
+    plan->steps[producer]->host_output_allocator = (*device)->host_allocator();
   }
 }
 
