@@ -16,18 +16,9 @@
 
 namespace tandem {
 
-namespace {
-std::atomic<ExecutionObserver*> g_observer{nullptr};
-}  // namespace
-
-void SetExecutionObserver(ExecutionObserver* observer) { g_observer.store(observer); }
-ExecutionObserver* GetExecutionObserver() { return g_observer.load(std::memory_order_acquire); }
-
+// Here, so that --vmodule=executor=N turns them on (plan_state.h).
 bool ExecutorVlogIsOn(int level) { return VLOG_IS_ON(level); }
 void ExecutorLog(const std::string& line) { LOG(INFO) << line; }
-
-PlanState::PlanState() = default;
-PlanState::~PlanState() = default;
 
 Plan::Plan(std::unique_ptr<PlanState> state) : state_(std::move(state)) {}
 
