@@ -3,6 +3,7 @@
 #include <map>
 
 #include "framework/op/op_desc.h"
+#include "framework/op/op_schema.h"
 
 namespace tandem {
 
@@ -13,7 +14,9 @@ std::set<std::string> FoldedConstants(const Block& block) {
   }
   std::set<std::string> folded;
   for (const OpDesc& op : block.ops()) {
-    if (op.type != "fill_constant" || !op.inputs.empty()) continue;
+    if (!op.inputs.empty()) continue;
+    absl::StatusOr<const OpSchema*> schema = OpRegistry::Global().Find(op.type);
+    if (!schema.ok() || !(*schema)->is_constant()) continue;
     bool foldable = true;
     for (const std::string& v : ArgumentVars(op.outputs)) {
       const VarDesc* d = block.FindVar(v);

@@ -19,8 +19,9 @@
 
 namespace tandem {
 
-// The variables of the folded constants: outputs of input-less
-// fill_constant ops that nothing else writes and that are not persistable.
+// The variables of the folded constants: outputs of input-less ops whose
+// schema is Constant() (fill_constant) that nothing else writes and that are
+// not persistable.
 // Such an op runs once (at a plan's first run) and its value is kept for
 // every later run, allocated from then on.
 std::set<std::string> FoldedConstants(const Block& block);

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "framework/op/op_schema.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -21,20 +22,29 @@ OpDesc Op(const std::string& type, std::vector<std::string> in, std::vector<std:
   return op;
 }
 
-TEST(FoldedConstants, OnlyInputlessFillsOfPrivateSingleWriterVariables) {
+// Test schemas: a constant (as fill_constant declares itself) and an
+// input-less op that is not (a value that may change between runs).
+[[maybe_unused]] const bool kSchemas = [] {
+  OpRegistry::Global().Register("test_constant").Output("Out").Constant();
+  OpRegistry::Global().Register("test_source").Output("Out");
+  return true;
+}();
+
+TEST(FoldedConstants, OnlyInputlessConstantsOfPrivateSingleWriterVariables) {
   Block block;
-  for (const std::string name : {"c", "w", "b", "x", "y", "d"}) {
+  for (const std::string name : {"c", "w", "b", "x", "y", "d", "s"}) {
     VarDesc v;
     v.name = name;
     v.persistable = name == "w";
     ASSERT_TRUE(block.AddVar(v).ok());
   }
-  block.AppendOp(Op("fill_constant", {}, {"c"}));  // folded
-  block.AppendOp(Op("fill_constant", {}, {"w"}));  // persistable: re-initialised each run
-  block.AppendOp(Op("fill_constant", {}, {"b"}));  // b has a second writer
+  block.AppendOp(Op("test_constant", {}, {"c"}));  // folded
+  block.AppendOp(Op("test_constant", {}, {"w"}));  // persistable: re-initialised each run
+  block.AppendOp(Op("test_constant", {}, {"b"}));  // b has a second writer
   block.AppendOp(Op("scale", {"x"}, {"b"}));
-  block.AppendOp(Op("fill_constant", {"x"}, {"d"}));  // reads an input
-  block.AppendOp(Op("scale", {}, {"y"}));             // not a fill
+  block.AppendOp(Op("test_constant", {"x"}, {"d"}));  // reads an input
+  block.AppendOp(Op("scale", {}, {"y"}));             // no schema here: not a constant
+  block.AppendOp(Op("test_source", {}, {"s"}));       // its schema is not Constant()
   EXPECT_THAT(FoldedConstants(block), ElementsAre("c"));
 }
 

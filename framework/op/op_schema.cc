@@ -5,17 +5,14 @@
 
 namespace tandem {
 
-bool InferShapeContext::HasInput(absl::string_view arg) const {
-  return InputCount(arg) > 0;
-}
+bool InferShapeContext::HasInput(absl::string_view arg) const { return InputCount(arg) > 0; }
 
 int InferShapeContext::InputCount(absl::string_view arg) const {
   auto it = inputs_.find(std::string(arg));
   return it == inputs_.end() ? 0 : static_cast<int>(it->second.size());
 }
 
-absl::StatusOr<TensorMeta> InferShapeContext::Input(absl::string_view arg,
-                                                    int index) const {
+absl::StatusOr<TensorMeta> InferShapeContext::Input(absl::string_view arg, int index) const {
   auto it = inputs_.find(std::string(arg));
   if (it == inputs_.end() || index >= static_cast<int>(it->second.size())) {
     return Error(absl::StrCat("input '", arg, "' is missing"));
@@ -39,6 +36,10 @@ void InferShapeContext::SetOutput(absl::string_view arg, TensorMeta meta, int in
 
 OpSchema& OpSchema::Doc(std::string doc) {
   doc_ = std::move(doc);
+  return *this;
+}
+OpSchema& OpSchema::Constant() {
+  constant_ = true;
   return *this;
 }
 OpSchema& OpSchema::Input(std::string name, std::string doc) {
@@ -79,8 +80,10 @@ OpSchema& OpSchema::SetGradMaker(GradMakerFn fn) {
 }
 
 bool OpSchema::HasArg(absl::string_view name) const {
-  for (const ArgDef& a : inputs_) if (a.name == name) return true;
-  for (const ArgDef& a : outputs_) if (a.name == name) return true;
+  for (const ArgDef& a : inputs_)
+    if (a.name == name) return true;
+  for (const ArgDef& a : outputs_)
+    if (a.name == name) return true;
   return false;
 }
 
@@ -95,21 +98,21 @@ absl::Status CheckArgs(const std::string& op_type, const char* kind,
     if (!known) {
       std::vector<std::string> names;
       for (const OpSchema::ArgDef& d : defs) names.push_back(d.name);
-      return absl::InvalidArgumentError(absl::StrCat(
-          "op '", op_type, "': unknown ", kind, " '", name, "'; expected one of: ",
-          absl::StrJoin(names, ", ")));
+      return absl::InvalidArgumentError(
+          absl::StrCat("op '", op_type, "': unknown ", kind, " '", name,
+                       "'; expected one of: ", absl::StrJoin(names, ", ")));
     }
   }
   for (const OpSchema::ArgDef& d : defs) {
     auto it = given.find(d.name);
     const size_t n = it == given.end() ? 0 : it->second.size();
     if (n == 0 && !d.optional) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "op '", op_type, "': missing ", kind, " '", d.name, "'"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("op '", op_type, "': missing ", kind, " '", d.name, "'"));
     }
     if (n > 1 && !d.duplicable) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "op '", op_type, "': ", kind, " '", d.name, "' takes one variable, got ", n));
+      return absl::InvalidArgumentError(absl::StrCat("op '", op_type, "': ", kind, " '", d.name,
+                                                     "' takes one variable, got ", n));
     }
   }
   return absl::OkStatus();
@@ -128,27 +131,27 @@ absl::Status OpSchema::Validate(OpDesc* op) const {
   if (!s.ok()) return s;
   for (const auto& [name, value] : op->attrs) {
     const AttrDef* def = nullptr;
-    for (const AttrDef& d : attrs_) if (d.name == name) def = &d;
+    for (const AttrDef& d : attrs_)
+      if (d.name == name) def = &d;
     if (def == nullptr) {
       std::vector<std::string> names;
       for (const AttrDef& d : attrs_) names.push_back(d.name);
       return absl::InvalidArgumentError(absl::StrCat(
-          "op '", type_, "': unknown attribute '", name, "'; expected one of: ",
-          names.empty() ? "(none)" : absl::StrJoin(names, ", ")));
+          "op '", type_, "': unknown attribute '", name,
+          "'; expected one of: ", names.empty() ? "(none)" : absl::StrJoin(names, ", ")));
     }
     if (AttrTypeOf(value) != def->type) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "op '", type_, "': attribute '", name, "' is ",
-          AttrTypeName(AttrTypeOf(value)), " ", AttrValueToString(value),
-          ", expected ", AttrTypeName(def->type)));
+          "op '", type_, "': attribute '", name, "' is ", AttrTypeName(AttrTypeOf(value)), " ",
+          AttrValueToString(value), ", expected ", AttrTypeName(def->type)));
     }
   }
   for (const AttrDef& d : attrs_) {
     if (op->attrs.count(d.name)) continue;
     if (!d.default_value.has_value()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "op '", type_, "': missing required attribute '", d.name, "' (",
-          AttrTypeName(d.type), ")"));
+      return absl::InvalidArgumentError(absl::StrCat("op '", type_,
+                                                     "': missing required attribute '", d.name,
+                                                     "' (", AttrTypeName(d.type), ")"));
     }
     op->attrs[d.name] = *d.default_value;
   }
@@ -170,8 +173,7 @@ absl::StatusOr<const OpSchema*> OpRegistry::Find(absl::string_view type) const {
   auto it = schemas_.find(type);
   if (it == schemas_.end()) {
     return absl::NotFoundError(absl::StrCat(
-        "unknown op '", type, "'; registered ops: ",
-        absl::StrJoin(RegisteredOps(), ", ")));
+        "unknown op '", type, "'; registered ops: ", absl::StrJoin(RegisteredOps(), ", ")));
   }
   return it->second.get();
 }

@@ -58,8 +58,7 @@ class InferShapeContext {
   // `inputs` maps each argument to the metas of its variables, in order.
   // `host_values` optionally maps an argument to host tensors holding its
   // values (known at run time for HostMemory arguments such as a shape).
-  InferShapeContext(const OpDesc& op,
-                    std::map<std::string, std::vector<TensorMeta>> inputs,
+  InferShapeContext(const OpDesc& op, std::map<std::string, std::vector<TensorMeta>> inputs,
                     std::map<std::string, std::vector<const Tensor*>> host_values = {})
       : op_(op), inputs_(std::move(inputs)), host_values_(std::move(host_values)) {}
 
@@ -77,14 +76,11 @@ class InferShapeContext {
   }
 
   void SetOutput(absl::string_view arg, TensorMeta meta, int index = 0);
-  const std::map<std::string, std::vector<TensorMeta>>& outputs() const {
-    return outputs_;
-  }
+  const std::map<std::string, std::vector<TensorMeta>>& outputs() const { return outputs_; }
 
   // InvalidArgument("op 'type': " + message).
   absl::Status Error(absl::string_view message) const {
-    return absl::InvalidArgumentError(
-        absl::StrCat("op '", op_.type, "': ", message));
+    return absl::InvalidArgumentError(absl::StrCat("op '", op_.type, "': ", message));
   }
 
  private:
@@ -105,7 +101,8 @@ struct GradContext {
   std::function<std::optional<TensorMeta>(const std::string& var)> meta;
 
   bool Wants(const std::string& var) const {
-    for (const std::string& w : wanted) if (w == var) return true;
+    for (const std::string& w : wanted)
+      if (w == var) return true;
     return false;
   }
 };
@@ -113,8 +110,8 @@ struct GradContext {
 // Returns the ops computing the gradients of `forward`'s inputs from the
 // gradients of its outputs (names from GradVarName). An empty result means
 // the op has no gradient.
-using GradMakerFn = std::function<absl::StatusOr<std::vector<OpDesc>>(
-    const OpDesc& forward, const GradContext& ctx)>;
+using GradMakerFn = std::function<absl::StatusOr<std::vector<OpDesc>>(const OpDesc& forward,
+                                                                      const GradContext& ctx)>;
 
 class OpSchema {
  public:
@@ -143,13 +140,17 @@ class OpSchema {
   OpSchema& DuplicableOutput(std::string name, std::string doc = "");
   template <typename T>
   OpSchema& Attr(std::string name, T default_value, std::string doc = "") {
-    attrs_.push_back({std::move(name), AttrTypeFor<T>(), AttrValue(default_value),
-                      std::move(doc)});
+    attrs_.push_back({std::move(name), AttrTypeFor<T>(), AttrValue(default_value), std::move(doc)});
     return *this;
   }
   OpSchema& RequiredAttr(std::string name, AttrType type, std::string doc = "");
   OpSchema& SetInferShape(InferShapeFn fn);
   OpSchema& SetGradMaker(GradMakerFn fn);
+  // The op's outputs are a function of its attributes alone (fill_constant):
+  // without inputs, an executor may compute it once and keep its value
+  // (framework/estimate/memory_policy.h, folded constants). Not for ops
+  // whose value must change between runs.
+  OpSchema& Constant();
 
   const std::string& type() const { return type_; }
   const std::string& doc() const { return doc_; }
@@ -158,6 +159,7 @@ class OpSchema {
   const std::vector<AttrDef>& attrs() const { return attrs_; }
   const InferShapeFn& infer_shape() const { return infer_shape_; }
   const GradMakerFn& grad_maker() const { return grad_maker_; }
+  bool is_constant() const { return constant_; }
   bool HasArg(absl::string_view name) const;
 
   // Checks `op` against the schema and fills missing attributes with their
@@ -173,6 +175,7 @@ class OpSchema {
   std::vector<AttrDef> attrs_;
   InferShapeFn infer_shape_;
   GradMakerFn grad_maker_;
+  bool constant_ = false;
 };
 
 class OpRegistry {
@@ -191,9 +194,9 @@ class OpRegistry {
 
 #define TANDEM_OP_CONCAT_INNER_(a, b) a##b
 #define TANDEM_OP_CONCAT_(a, b) TANDEM_OP_CONCAT_INNER_(a, b)
-#define REGISTER_OP(type)                                                   \
-  static ::tandem::OpSchema& TANDEM_OP_CONCAT_(tandem_op_schema_, __COUNTER__) \
-      [[maybe_unused]] = ::tandem::OpRegistry::Global().Register(type)
+#define REGISTER_OP(type)                                                                         \
+  static ::tandem::OpSchema& TANDEM_OP_CONCAT_(tandem_op_schema_, __COUNTER__) [[maybe_unused]] = \
+      ::tandem::OpRegistry::Global().Register(type)
 
 }  // namespace tandem
 

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "framework/device/device_registry.h"
+#include "framework/op/op_schema.h"
 #include "framework/testing/fake_devices.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -22,6 +23,13 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Pair;
+
+// An input-less op whose value depends on its attributes alone, as
+// fill_constant declares itself (framework tests link no op schemas).
+[[maybe_unused]] const bool kConstantSchema = [] {
+  OpRegistry::Global().Register("test_constant").Output("Out").Constant();
+  return true;
+}();
 
 // A plan of host steps over named slots, and the placed program they come
 // from (its variables and ops); `persistable` names those slots.
@@ -84,11 +92,11 @@ class HandBuiltPlan {
   PlanState plan_;
 };
 
-TEST(FoldConstants, FoldsOnlyInputlessFillsOfTheirOwnNonPersistableOutput) {
+TEST(FoldConstants, FoldsOnlyInputlessConstantsOfTheirOwnNonPersistableOutput) {
   HandBuiltPlan plan({"c", "w", "b", "x", "y"}, {"w"});
-  plan.Step("fill_constant", {}, {"c"})  // folded
-      .Step("fill_constant", {}, {"w"})  // a persistable: its initialiser runs every time
-      .Step("fill_constant", {}, {"b"})  // another op writes b too
+  plan.Step("test_constant", {}, {"c"})  // folded
+      .Step("test_constant", {}, {"w"})  // a persistable: its initialiser runs every time
+      .Step("test_constant", {}, {"b"})  // another op writes b too
       .Step("scale", {"x"}, {"b"})
       .Step("scale", {"c"}, {"y"});
   plan_passes::FoldConstants(plan.get());
@@ -101,7 +109,7 @@ TEST(FoldConstants, FoldsOnlyInputlessFillsOfTheirOwnNonPersistableOutput) {
 
 TEST(PlanReleases, FreesIntermediatesAfterTheirLastUse) {
   HandBuiltPlan plan({"x", "w", "h", "out", "c"}, {"w"});
-  plan.Step("fill_constant", {}, {"c"})
+  plan.Step("test_constant", {}, {"c"})
       .Step("mul", {"x", "w"}, {"h"})
       .Step("scale", {"h", "c"}, {"out"})
       .Fetch("out");

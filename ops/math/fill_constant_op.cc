@@ -12,6 +12,7 @@ REGISTER_OP("fill_constant")
     .RequiredAttr("shape", AttrType::kInts, "dims of Out, each >= 0")
     .Attr<double>("value", 0.0, "fill value, converted to dtype")
     .Attr<DataType>("dtype", DataType::kFloat32)
+    .Constant()
     .SetInferShape([](InferShapeContext* ctx) -> absl::Status {
       ASSIGN_OR_RETURN(std::vector<int64_t> dims, ctx->Attr<std::vector<int64_t>>("shape"));
       ASSIGN_OR_RETURN(DataType dtype, ctx->Attr<DataType>("dtype"));
