@@ -28,6 +28,9 @@ constexpr bool GradReadsInput(Activation act) {
   return act == Activation::kGelu || act == Activation::kGeluTanh;
 }
 
+// The argument the gradient op reads the forward tensor from: "X" or "Out".
+constexpr const char* GradForwardArg(Activation act) { return GradReadsInput(act) ? "X" : "Out"; }
+
 namespace activation_internal {
 
 inline constexpr double kSqrtHalf = 0.70710678118654752440;     // 1 / sqrt(2)

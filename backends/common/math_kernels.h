@@ -418,7 +418,7 @@ class ActivationGradKernel final : public OpKernel {
   }
 
   absl::Status Compute(KernelContext* ctx) override {
-    constexpr const char* kFwd = GradReadsInput(kAct) ? "X" : "Out";
+    constexpr const char* kFwd = GradForwardArg(kAct);
     ASSIGN_OR_RETURN(const prologue::ActivationGradArgs a,
                      prologue::GetActivationGradArgs(ctx, kFwd));
     return DispatchType(Types(), a.fwd->dtype(), *ctx, kFwd, [&](auto tag) {
@@ -566,7 +566,7 @@ void RegisterElementwise(const std::string& device_type, const std::string& op) 
 template <typename Policy, Activation kAct>
 void RegisterActivation(const std::string& device_type, const std::string& op) {
   RegisterPair<ActivationKernel<Policy, kAct>, ActivationGradKernel<Policy, kAct>>(
-      device_type, op, "X", GradReadsInput(kAct) ? "X" : "Out");
+      device_type, op, "X", GradForwardArg(kAct));
 }
 template <typename Policy, bool kMean>
 void RegisterReduce(const std::string& device_type, const std::string& op) {

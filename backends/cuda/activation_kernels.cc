@@ -43,7 +43,7 @@ class ActivationKernel : public OpKernel {
 template <Activation kAct>
 class ActivationGradKernel : public OpKernel {
  public:
-  static constexpr const char* kFwd = GradReadsInput(kAct) ? "X" : "Out";
+  static constexpr const char* kFwd = GradForwardArg(kAct);
 
   absl::Status Init(const OpDesc& op) override {
     ASSIGN_OR_RETURN(act_, prologue::ActivationOf(op, kAct));

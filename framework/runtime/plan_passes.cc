@@ -26,20 +26,12 @@ absl::Status AddCommStream(PlanState* plan, PlanState::Step* step) {
   return absl::OkStatus();
 }
 
-}  // namespace
-
-namespace {
-
 int Slot(PlanState* plan, const std::string& name) {
   plan->slot_names.push_back(name);
   const VarDesc* d = plan->placed.program.block().FindVar(name);
   plan->slot_persistable.push_back(d != nullptr && d->persistable);
   return static_cast<int>(plan->slot_names.size()) - 1;
 }
-
-}  // namespace
-
-namespace {
 
 std::vector<std::vector<int>> WritersPerSlot(const PlanState& plan) {
   std::vector<std::vector<int>> writers(plan.slot_names.size());
