@@ -28,6 +28,10 @@ const char* BufferFormat(DataType t) {
       return "l";
     case DataType::kBool:
       return "?";
+    case DataType::kFloat16:
+      return "e";
+    case DataType::kBFloat16:
+      break;  // no buffer format: NoBufferReason
   }
   return "B";
 }
@@ -35,6 +39,9 @@ const char* BufferFormat(DataType t) {
 // Why `t` has no buffer to export; "" when it has one.
 std::string NoBufferReason(const Tensor& t) {
   if (!t.initialized()) return "an uninitialized tensor has no buffer";
+  if (t.dtype() == DataType::kBFloat16) {
+    return "a bfloat16 tensor has no buffer format; use .numpy() (with the ml_dtypes package)";
+  }
   if (!t.place().is_host()) {
     return absl::StrCat("a tensor on ", t.place().ToString(),
                         " has no host buffer; use .numpy() to copy it");

@@ -10,6 +10,7 @@
 #include "framework/base/status_macros.h"
 #include "framework/device/device_registry.h"
 #include "framework/memory/cpu_allocator.h"
+#include "pybind11/stl.h"
 #include "python/external_memory.h"
 #include "python/status.h"
 
@@ -50,6 +51,8 @@ std::optional<DataType> DataTypeOfFormat(const char* format, ssize_t itemsize) {
       return itemsize == 4 ? std::optional(DataType::kFloat32) : std::nullopt;
     case 'd':
       return itemsize == 8 ? std::optional(DataType::kFloat64) : std::nullopt;
+    case 'e':
+      return itemsize == 2 ? std::optional(DataType::kFloat16) : std::nullopt;
     case '?':
       return itemsize == 1 ? std::optional(DataType::kBool) : std::nullopt;
     case 'i':
@@ -81,6 +84,56 @@ absl::StatusOr<Tensor> CopyOfHostMemory(const void* data, DataType dtype, const 
   return t;
 }
 
+// numpy has no bfloat16 of its own: the ml_dtypes package (which JAX and
+// TensorFlow install) provides it. Python's buffer protocol has no format
+// for it either, so bfloat16 arrays cross as copies of their bits.
+constexpr char kNoMlDtypes[] =
+    "bfloat16 arrays need the ml_dtypes package (pip install ml_dtypes); or cast the tensor to "
+    "float32 first";
+
+bool IsBFloat16Array(py::handle obj) {
+  return py::hasattr(obj, "dtype") && py::hasattr(obj, "view") &&
+         py::str(obj.attr("dtype")).cast<std::string>() == "bfloat16";
+}
+
+// A Tandem bfloat16 tensor with the bits of the numpy bfloat16 array `obj`.
+absl::StatusOr<Tensor> TensorOfBFloat16Array(py::handle obj) {
+  py::module_ numpy = py::module_::import("numpy");
+  py::object bits = numpy.attr("ascontiguousarray")(obj).attr("view")(numpy.attr("uint16"));
+  std::vector<int64_t> dims = bits.attr("shape").cast<std::vector<int64_t>>();
+  const uintptr_t data = bits.attr("ctypes").attr("data").cast<uintptr_t>();
+  return CopyOfHostMemory(reinterpret_cast<const void*>(data), DataType::kBFloat16,
+                          Shape(absl::MakeConstSpan(dims)));
+}
+
+// `array` (C-contiguous float32) rounded to a new bfloat16 tensor.
+absl::StatusOr<Tensor> BFloat16OfFloatArray(py::handle array) {
+  std::vector<int64_t> dims = array.attr("shape").cast<std::vector<int64_t>>();
+  const auto* values =
+      reinterpret_cast<const float*>(array.attr("ctypes").attr("data").cast<uintptr_t>());
+  ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(CpuAllocator::Default(), DataType::kBFloat16,
+                                              Shape(absl::MakeConstSpan(dims))));
+  bfloat16* out = t.data<bfloat16>();
+  for (int64_t i = 0; i < t.NumElements(); ++i) out[i] = bfloat16(values[i]);
+  return t;
+}
+
+// A numpy array of ml_dtypes.bfloat16 holding a copy of the host tensor `t`.
+py::object BFloat16ArrayOf(const Tensor& t) {
+  py::object bfloat16;
+  try {
+    bfloat16 = py::module_::import("ml_dtypes").attr("bfloat16");
+  } catch (py::error_already_set&) {
+    throw StatusError(absl::FailedPreconditionError(kNoMlDtypes));
+  }
+  py::module_ numpy = py::module_::import("numpy");
+  std::vector<int64_t> dims(t.shape().dims().begin(), t.shape().dims().end());
+  py::object array = numpy.attr("empty")(py::cast(dims), bfloat16);
+  const uintptr_t data = array.attr("ctypes").attr("data").cast<uintptr_t>();
+  if (t.NumBytes() > 0) std::memcpy(reinterpret_cast<void*>(data), t.raw_data(), t.NumBytes());
+  return array;
+}
+
 // nullopt when `obj` has no C-contiguous buffer (the caller converts it).
 std::optional<absl::StatusOr<Tensor>> TensorFromBuffer(py::handle obj, std::optional<DataType> want,
                                                        const std::string& what) {
@@ -102,7 +155,8 @@ std::optional<absl::StatusOr<Tensor>> TensorFromBuffer(py::handle obj, std::opti
     if (!want.has_value()) {
       return absl::InvalidArgumentError(
           absl::StrCat(what, " holds ", found,
-                       ", which Tandem has no dtype for (float32, float64, int32, int64, bool)"));
+                       ", which Tandem has no dtype for (float32, float64, int32, int64, bool, "
+                       "bfloat16, float16)"));
     }
     return DtypeMismatch(what, found, *want);
   }
@@ -138,10 +192,13 @@ absl::StatusOr<DataType> DataTypeOfDlpack(DLDataType t) {
     if (t.code == kDLInt && t.bits == 32) return DataType::kInt32;
     if (t.code == kDLInt && t.bits == 64) return DataType::kInt64;
     if (t.code == kDLBoolCode && t.bits == 8) return DataType::kBool;
+    if (t.code == kDLBfloat && t.bits == 16) return DataType::kBFloat16;
+    if (t.code == kDLFloat && t.bits == 16) return DataType::kFloat16;
   }
   return absl::InvalidArgumentError(
       absl::StrCat("DLPack dtype (code ", t.code, ", ", t.bits, " bits, ", t.lanes,
-                   " lanes) has no Tandem equivalent (float32, float64, int32, int64, bool)"));
+                   " lanes) has no Tandem equivalent (float32, float64, int32, int64, bool, "
+                   "bfloat16, float16)"));
 }
 
 DLDataType DlpackDataType(DataType t) {
@@ -156,6 +213,10 @@ DLDataType DlpackDataType(DataType t) {
       return {kDLInt, 64, 1};
     case DataType::kBool:
       return {kDLBoolCode, 8, 1};
+    case DataType::kBFloat16:
+      return {kDLBfloat, 16, 1};
+    case DataType::kFloat16:
+      return {kDLFloat, 16, 1};
   }
   return {kDLFloat, 32, 1};
 }
@@ -223,6 +284,12 @@ absl::StatusOr<Tensor> TensorFromPython(py::handle obj, std::optional<DataType> 
     RETURN_IF_ERROR(CheckHost(t, allow_device, what));
     return t;
   }
+  if (IsBFloat16Array(obj)) {
+    if (want.has_value() && *want != DataType::kBFloat16) {
+      return DtypeMismatch(what, "bfloat16", *want);
+    }
+    return TensorOfBFloat16Array(obj);
+  }
   if (PyObject_CheckBuffer(obj.ptr())) {
     std::optional<absl::StatusOr<Tensor>> t = TensorFromBuffer(obj, want, what);
     if (t.has_value()) return *std::move(t);
@@ -242,6 +309,10 @@ absl::StatusOr<Tensor> TensorFromPython(py::handle obj, std::optional<DataType> 
                          obj.attr("dtype").attr("itemsize").cast<ssize_t>()) != want) {
       return DtypeMismatch(what, py::str(obj.attr("dtype")).cast<std::string>(), *want);
     }
+    if (want == DataType::kBFloat16) {  // lists and scalars: through float32
+      array = numpy.attr("ascontiguousarray")(obj, "float32");
+      return BFloat16OfFloatArray(array);
+    }
     py::object dtype = want.has_value() ? py::object(py::str(std::string(DataTypeName(*want))))
                                         : py::object(py::none());
     array = numpy.attr("ascontiguousarray")(obj, dtype);
@@ -260,6 +331,7 @@ absl::StatusOr<Tensor> TensorFromPython(py::handle obj, std::optional<DataType> 
 py::object TensorToNumpy(const Tensor& t, bool share) {
   if (!t.initialized()) throw StatusError(absl::FailedPreconditionError("uninitialized tensor"));
   Tensor host = ValueOrThrow(ToHost(t));
+  if (host.dtype() == DataType::kBFloat16) return BFloat16ArrayOf(host);
   py::module_ numpy = py::module_::import("numpy");
   // Through a memoryview, so numpy takes the buffer (not tandem.Tensor.__array__).
   py::memoryview view(py::cast(PyTensor{host}));

@@ -44,11 +44,15 @@ struct PyTensor {
 // A host tensor from `obj` (see the sharing rules). `want`: the dtype the
 // caller needs (nullopt: whatever the buffer holds). tandem.Tensor objects
 // are shared as they are (device tensors too when `allow_device`).
+// bfloat16: numpy arrays of ml_dtypes.bfloat16 are copied; lists and
+// scalars are rounded from float32 (no ml_dtypes needed).
 absl::StatusOr<Tensor> TensorFromPython(pybind11::handle obj, std::optional<DataType> want,
                                         const std::string& what, bool allow_device = false);
 
 // A numpy array of `t`: a view when `share` and `t` is on the host, else a
-// copy (device tensors are copied to the host first).
+// copy (device tensors are copied to the host first). bfloat16 tensors are
+// always copied, into an ml_dtypes.bfloat16 array (FailedPrecondition
+// naming the package when it is not installed).
 pybind11::object TensorToNumpy(const Tensor& t, bool share);
 
 // `t` on the host: itself when it is there, else a synchronous copy.

@@ -10,7 +10,7 @@ back="$TEST_TMPDIR/back.safetensors"
 out=$("$bin" --in="$ref")
 echo "$out"
 grep -qx "metadata format = pt" <<<"$out"
-grep -qx "f16 float32\[5\] on cpu (F16 in the file)" <<<"$out"
+grep -qx "f16 float16\[5\] on cpu (F16 in the file)" <<<"$out"
 grep -qx "scalar float32\[\] on cpu (F32 in the file)" <<<"$out"
 grep -qx "empty float32\[0, 5\] on cpu (F32 in the file)" <<<"$out"
 [[ $(grep -c " on cpu " <<<"$out") == 15 ]]
@@ -24,7 +24,7 @@ out=$("$bin" --in="$back")
 echo "$out"
 grep -qx "metadata producer = tandem" <<<"$out"
 grep -qx "u32 int64\[2\] on cpu (I64 in the file)" <<<"$out"
-grep -qx "bf16 float32\[3\] on cpu (F32 in the file)" <<<"$out"
+grep -qx "bf16 bfloat16\[3\] on cpu (BF16 in the file)" <<<"$out"
 
 if "$bin" --in="$ckpt" --out="$TEST_TMPDIR/x.safetensors" --metadata=novalue 2>"$TEST_TMPDIR/err"; then
   echo "bad --metadata accepted"; exit 1

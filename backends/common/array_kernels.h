@@ -89,7 +89,7 @@ absl::Status InsertBoxGradient(KernelContext* ctx, const char* x_arg, const Tens
 // read. A dim beyond int32 is InvalidArgument.
 class ShapeKernel final : public OpKernel {
  public:
-  using Types = AllTypes;
+  using Types = AllTypesWith16Bit;
 
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const Tensor* input, ctx->InputTensor("Input"));

@@ -26,6 +26,7 @@
 
 #include "backends/common/binary_op.h"
 #include "backends/common/broadcast.h"
+#include "framework/types/float16.h"
 #include "framework/types/shape.h"
 
 namespace tandem {
@@ -56,10 +57,14 @@ using AccumulatorT = typename Accumulator<T>::type;
 
 // `From` converted to `To` as the cast op defines it: to bool is x != 0,
 // from bool is 0 / 1, numbers static_cast (float to int truncates toward
-// zero; values out of the target's range are undefined, as in C++).
+// zero; values out of the target's range are undefined, as in C++). The
+// 16-bit floating types convert through float (exact), and to them rounds
+// once to nearest even, overflowing to +-inf (float16.h).
 template <typename To, typename From>
 inline To ConvertValue(From x) {
-  if constexpr (std::is_same_v<To, bool>) {
+  if constexpr (kIsLowPrecisionFloat<From>) {
+    return ConvertValue<To>(static_cast<float>(x));
+  } else if constexpr (std::is_same_v<To, bool>) {
     return x != From(0);
   } else {
     return static_cast<To>(x);

@@ -11,14 +11,14 @@
 //
 // RegisterMathKernels holds the registration lines, i.e. the contract of
 // each kernel: op, device type and dtypes (all arguments in device memory):
-//   fill_constant         attr dtype: float32, float64, int32, int64, bool
+//   fill_constant         attr dtype: float32, float64, int32, int64, bool, bfloat16, float16
 //   elementwise_add/sub/mul/div, elementwise_add/sub/mul_grad, scale
 //                         X: float32, float64, int32, int64
 //   elementwise_div_grad, matmul(_grad), mul(_grad), reduce_sum/mean(_grad)
 //                         X: float32, float64
 //   relu, sigmoid, tanh   X: float32, float64 (their _grad ops: Out)
 //   gelu                  X: float32, float64 (gelu_grad: X)
-//   cast                  X and attr out_dtype: all five
+//   cast                  X and attr out_dtype: all seven
 // Semantics, including edge cases, are documented on each kernel below.
 //
 // Kernels validate their inputs with math_prologues.h, as the gpu kernels do
@@ -84,7 +84,7 @@ GemmArgs<T> MakeGemm(bool trans_a, const T* a, int64_t lda, bool trans_b, const 
 template <typename Policy>
 class FillConstantKernel final : public OpKernel {
  public:
-  using Types = AllTypes;
+  using Types = AllTypesWith16Bit;
 
   absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
@@ -336,13 +336,15 @@ class ScaleKernel final : public OpKernel {
   prologue::ScaleAttrs attrs_;
 };
 
-// Out = X converted to attr out_dtype, any of the five dtypes to any:
+// Out = X converted to attr out_dtype, any of the seven dtypes to any:
 // numbers static_cast (float to int truncates toward zero), to bool is
-// X != 0, from bool is 0 / 1; the same dtype copies.
+// X != 0, from bool is 0 / 1; to bfloat16 / float16 rounds once to nearest
+// even as IEEE 754 says (overflow +-inf, NaN stays NaN: float16.h); the
+// same dtype copies.
 template <typename Policy>
 class CastKernel final : public OpKernel {
  public:
-  using Types = AllTypes;
+  using Types = AllTypesWith16Bit;
 
   absl::Status Init(const OpDesc& op) override {
     return prologue::ReadAttr(op, "out_dtype", &out_dtype_);

@@ -33,6 +33,9 @@ struct TypeList {
 using FloatTypes = TypeList<float, double>;
 using NumericTypes = TypeList<float, double, int32_t, int64_t>;
 using AllTypes = TypeList<float, double, int32_t, int64_t, bool>;
+// AllTypes and the 16-bit floating types (float16.h), for the kernels that
+// only move or convert values: cast, fill_constant.
+using AllTypesWith16Bit = TypeList<float, double, int32_t, int64_t, bool, bfloat16, float16>;
 
 // Calls fn(TypeTag<T>{}) for the T of `dtype` and returns its status. A
 // dtype outside the list is InvalidArgument naming the op, the argument or

@@ -1,4 +1,7 @@
 // Element-wise kernels: fill, scale, cast. See elementwise_launchers.h.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include <type_traits>
 
 #include "backends/cuda/elementwise_launchers.h"
@@ -52,26 +55,61 @@ __global__ void ScaleIntKernel(const T* x, T* out, int64_t n, double scale, doub
   }
 }
 
-template <typename To>
-struct Convert {
-  template <typename From>
-  __device__ static To Apply(From v) {
+// The 16-bit floating types (framework/types/float16.h) are their bits on
+// the device too; they convert through float exactly as the host does:
+// to them rounds once to nearest even (from float64 by rounding to odd at
+// float32 first), from them is exact.
+template <typename T>
+constexpr bool kIs16BitFloat = kIsLowPrecisionFloat<T>;
+
+__device__ float ToFloat(bfloat16 v) {
+  return __uint_as_float(static_cast<uint32_t>(v.bits) << 16);
+}
+__device__ float ToFloat(float16 v) { return __half2float(__ushort_as_half(v.bits)); }
+
+__device__ float RoundToOddFloat(double d) {
+  const float truncated = __double2float_rz(d);
+  if (isnan(d) || static_cast<double>(truncated) == d) return truncated;
+  return __uint_as_float(__float_as_uint(truncated) | 1u);
+}
+
+template <typename T>
+__device__ T FromFloat(float f);
+template <>
+__device__ bfloat16 FromFloat<bfloat16>(float f) {
+  bfloat16 v;
+  v.bits = __bfloat16_as_ushort(__float2bfloat16_rn(f));
+  return v;
+}
+template <>
+__device__ float16 FromFloat<float16>(float f) {
+  float16 v;
+  v.bits = __half_as_ushort(__float2half_rn(f));
+  return v;
+}
+
+template <typename To, typename From>
+__device__ To Convert(From v) {
+  if constexpr (kIs16BitFloat<From>) {
+    return Convert<To>(ToFloat(v));
+  } else if constexpr (kIs16BitFloat<To>) {
+    if constexpr (std::is_same<From, float>::value) {
+      return FromFloat<To>(v);
+    } else {
+      return FromFloat<To>(RoundToOddFloat(static_cast<double>(v)));
+    }
+  } else if constexpr (std::is_same<To, bool>::value) {
+    return v != From(0);
+  } else {
     return static_cast<To>(v);
   }
-};
-template <>
-struct Convert<bool> {
-  template <typename From>
-  __device__ static bool Apply(From v) {
-    return v != From(0);
-  }
-};
+}
 
 template <typename From, typename To>
 __global__ void CastKernel(const From* x, To* out, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{blockDim.x} * gridDim.x) {
-    out[i] = Convert<To>::Apply(x[i]);
+    out[i] = Convert<To>(x[i]);
   }
 }
 
@@ -110,6 +148,8 @@ TANDEM_FILL(double)
 TANDEM_FILL(int32_t)
 TANDEM_FILL(int64_t)
 TANDEM_FILL(bool)
+TANDEM_FILL(bfloat16)
+TANDEM_FILL(float16)
 #undef TANDEM_FILL
 
 #define TANDEM_SCALE(T) \
@@ -127,12 +167,16 @@ TANDEM_SCALE(int64_t)
   TANDEM_CAST(From, double)    \
   TANDEM_CAST(From, int32_t)   \
   TANDEM_CAST(From, int64_t)   \
-  TANDEM_CAST(From, bool)
+  TANDEM_CAST(From, bool)      \
+  TANDEM_CAST(From, bfloat16)  \
+  TANDEM_CAST(From, float16)
 TANDEM_CAST_FROM(float)
 TANDEM_CAST_FROM(double)
 TANDEM_CAST_FROM(int32_t)
 TANDEM_CAST_FROM(int64_t)
 TANDEM_CAST_FROM(bool)
+TANDEM_CAST_FROM(bfloat16)
+TANDEM_CAST_FROM(float16)
 #undef TANDEM_CAST_FROM
 #undef TANDEM_CAST
 

@@ -8,13 +8,15 @@
 // Each call enqueues one kernel on `stream` and returns at once (async) with
 // the launch status; n == 0 launches nothing. Pointers are device memory of
 // the stream's GPU. Instantiated for float, double, int32_t, int64_t and
-// (fill, cast) bool. Thread-safe.
+// (fill, cast) bool, bfloat16 and float16. Thread-safe.
 #ifndef TANDEM_BACKENDS_CUDA_ELEMENTWISE_LAUNCHERS_H_
 #define TANDEM_BACKENDS_CUDA_ELEMENTWISE_LAUNCHERS_H_
 
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+
+#include "framework/types/float16.h"
 
 namespace tandem {
 namespace cuda {
@@ -32,7 +34,9 @@ template <typename T>
 cudaError_t LaunchScale(const T* x, T* out, int64_t n, double scale, double bias,
                         bool bias_after_scale, cudaStream_t stream);
 
-// out[i] = static_cast<To>(x[i]); to bool: x[i] != 0; from bool: 0 or 1.
+// out[i] = static_cast<To>(x[i]); to bool: x[i] != 0; from bool: 0 or 1;
+// to bfloat16 / float16 rounds once to nearest even, bit for bit as the
+// host (float16.h; a NaN stays a NaN, its payload may differ).
 template <typename From, typename To>
 cudaError_t LaunchCast(const From* x, To* out, int64_t n, cudaStream_t stream);
 

@@ -37,6 +37,8 @@ absl::Status DispatchNumeric(DataType t, Fn&& fn) {
     case DataType::kInt64:
       return fn(TypeTag<int64_t>{});
     case DataType::kBool:
+    case DataType::kBFloat16:
+    case DataType::kFloat16:
       break;
   }
   return absl::InternalError(absl::StrCat("numeric kernel called for ", DataTypeName(t)));

@@ -16,6 +16,11 @@ DEVICE_HDRS = [
     "device_reduce.h",
 ]
 
+# Framework headers in plain C++ that any launcher file may include: the
+# 16-bit floating types, whose bits the kernels read and write.
+FRAMEWORK_HDRS = ["//framework/types:float16.h"]
+FRAMEWORK_DEPS = ["//framework/types:float16"]
+
 def tandem_cuda_launchers(name, hdrs = [], shared = [], copts = []):
     """<name>.cu with <name>.h, the device helpers and `hdrs`.
 
@@ -32,8 +37,9 @@ def tandem_cuda_launchers(name, hdrs = [], shared = [], copts = []):
         srcs = [name + ".cu"],
         hdrs = [name + ".h"] + hdrs + DEVICE_HDRS,
         shared_hdrs = ["//backends/common:%s.h" % s for s in shared] +
-                      (["//backends/common:host_device.h"] if shared else []),
-        deps = ["//backends/common:%s" % s for s in shared],
+                      (["//backends/common:host_device.h"] if shared else []) +
+                      FRAMEWORK_HDRS,
+        deps = ["//backends/common:%s" % s for s in shared] + FRAMEWORK_DEPS,
         copts = copts,
         target_compatible_with = if_cuda([], ["//backends/cuda:cuda_toolkit_missing"]),
     )

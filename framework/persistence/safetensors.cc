@@ -32,7 +32,7 @@ namespace {
 constexpr absl::string_view kMetadataKey = "__metadata__";
 
 // How the bytes of a file dtype become a Tandem tensor.
-enum class Conversion { kNone, kF16, kBF16, kI8, kU8, kI16, kU16, kU32 };
+enum class Conversion { kNone, kI8, kU8, kI16, kU16, kU32 };
 
 struct FileDtype {
   absl::string_view name;
@@ -47,8 +47,8 @@ constexpr FileDtype kFileDtypes[] = {
     {"I32", 4, DataType::kInt32, Conversion::kNone},
     {"I64", 8, DataType::kInt64, Conversion::kNone},
     {"BOOL", 1, DataType::kBool, Conversion::kNone},
-    {"F16", 2, DataType::kFloat32, Conversion::kF16},
-    {"BF16", 2, DataType::kFloat32, Conversion::kBF16},
+    {"F16", 2, DataType::kFloat16, Conversion::kNone},
+    {"BF16", 2, DataType::kBFloat16, Conversion::kNone},
     {"I8", 1, DataType::kInt32, Conversion::kI8},
     {"U8", 1, DataType::kInt32, Conversion::kU8},
     {"I16", 2, DataType::kInt32, Conversion::kI16},
@@ -68,38 +68,6 @@ std::string ReadableDtypes() {
   return absl::StrJoin(names, ", ");
 }
 
-// IEEE binary16 to binary32, exactly (subnormals, infinities, NaN payloads).
-float HalfToFloat(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  const uint32_t exponent = (h >> 10) & 0x1Fu;
-  uint32_t mantissa = h & 0x3FFu;
-  uint32_t bits;
-  if (exponent == 0x1F) {
-    bits = sign | 0x7F800000u | (mantissa << 13);
-  } else if (exponent != 0) {
-    bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
-  } else if (mantissa == 0) {
-    bits = sign;
-  } else {  // subnormal: mantissa * 2^-24, normalised
-    uint32_t shift = 0;
-    while ((mantissa & 0x400u) == 0) {
-      mantissa <<= 1;
-      ++shift;
-    }
-    bits = sign | ((113 - shift) << 23) | ((mantissa & 0x3FFu) << 13);
-  }
-  float f;
-  std::memcpy(&f, &bits, sizeof(f));
-  return f;
-}
-
-float Bfloat16ToFloat(uint16_t h) {
-  const uint32_t bits = static_cast<uint32_t>(h) << 16;
-  float f;
-  std::memcpy(&f, &bits, sizeof(f));
-  return f;
-}
-
 template <typename From, typename To, typename Fn>
 void Widen(const uint8_t* src, int64_t n, To* dst, Fn fn) {
   for (int64_t i = 0; i < n; ++i) {
@@ -115,10 +83,6 @@ void Convert(Conversion conversion, const uint8_t* src, int64_t n, Tensor* dst) 
     case Conversion::kNone:
       std::memcpy(dst->raw_data(), src, dst->NumBytes());
       return;
-    case Conversion::kF16:
-      return Widen<uint16_t>(src, n, dst->data<float>(), HalfToFloat);
-    case Conversion::kBF16:
-      return Widen<uint16_t>(src, n, dst->data<float>(), Bfloat16ToFloat);
     case Conversion::kI8:
       return Widen<int8_t>(src, n, dst->data<int32_t>(), cast);
     case Conversion::kU8:
@@ -130,6 +94,22 @@ void Convert(Conversion conversion, const uint8_t* src, int64_t n, Tensor* dst) 
     case Conversion::kU32:
       return Widen<uint32_t>(src, n, dst->data<int64_t>(), cast);
   }
+}
+
+// The float32 values of a host bfloat16 / float16 tensor (exact).
+Tensor WidenedToFloat32(const Tensor& t) {
+  absl::StatusOr<Tensor> wide =
+      Tensor::Allocate(CpuAllocator::Default(), DataType::kFloat32, t.shape());
+  CHECK(wide.ok()) << wide.status();  // as large as the file's tensor, which was allocated
+  float* out = wide->data<float>();
+  DispatchDataType(t.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (kIsLowPrecisionFloat<T>) {
+      const T* in = t.data<T>();
+      for (int64_t i = 0; i < t.NumElements(); ++i) out[i] = static_cast<float>(in[i]);
+    }
+  });
+  return *std::move(wide);
 }
 
 // A Json value in messages, shortened.
@@ -560,6 +540,10 @@ absl::Status LoadSafetensors(const std::string& path, Scope* scope,
         existing != nullptr && existing->is_tensor() && existing->tensor().initialized()
             ? &existing->tensor()
             : nullptr;
+    if (current != nullptr && current->dtype() == DataType::kFloat32 &&
+        IsLowPrecisionFloat(t.tensor.dtype()) && current->shape() == t.tensor.shape()) {
+      t.tensor = WidenedToFloat32(t.tensor);  // exact: the file's F16 / BF16 into a float32
+    }
     if (current != nullptr && !options.allow_dtype_and_shape_change &&
         (current->dtype() != t.tensor.dtype() || current->shape() != t.tensor.shape())) {
       return absl::InvalidArgumentError(absl::StrCat(

@@ -21,9 +21,13 @@
 // row-major, at offsets relative to the end of the header.
 //
 // Dtypes. Written: float32 "F32", float64 "F64", int32 "I32", int64 "I64",
-// bool "BOOL" (one byte, 0 or 1). Read: those, and types that widen
-// exactly: "F16" and "BF16" to float32; "I8", "U8", "I16", "U16" to int32;
+// bool "BOOL" (one byte, 0 or 1), bfloat16 "BF16", float16 "F16". Read:
+// those, and types that widen exactly: "I8", "U8", "I16", "U16" to int32;
 // "U32" to int64 (SafetensorsTensor::file_dtype keeps the file's name).
+// LoadSafetensors also widens a BF16 / F16 tensor (exactly) into a scope
+// variable that holds float32 of the same shape: 16-bit checkpoints load
+// into float32 programs; the other way (F32 into a 16-bit variable) would
+// round and is refused like any other dtype mismatch.
 // Other dtypes ("U64", "F8_E4M3", "C64", ...) are InvalidArgument.
 //
 // Writing: tensors are stored in order of decreasing element size (then in

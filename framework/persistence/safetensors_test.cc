@@ -171,12 +171,11 @@ TEST(Safetensors, ReadsTheReferenceImplementationsFileExactly) {
   if (const Tensor* t = expect("empty", "F32", DataType::kFloat32, Shape({0, 5}))) {
     EXPECT_EQ(t->NumElements(), 0);
   }
-  if (const Tensor* t = expect("f16", "F16", DataType::kFloat32, Shape({5}))) {
-    EXPECT_EQ(t->ToVector<float>(),
-              (std::vector<float>{1.f, -2.5f, 65504.f, std::ldexp(1.f, -24), kInf}));
+  if (const Tensor* t = expect("f16", "F16", DataType::kFloat16, Shape({5}))) {
+    EXPECT_EQ(ToDoubles(*t), (std::vector<double>{1.0, -2.5, 65504.0, std::ldexp(1.0, -24), kInf}));
   }
-  if (const Tensor* t = expect("bf16", "BF16", DataType::kFloat32, Shape({3}))) {
-    EXPECT_EQ(t->ToVector<float>(), (std::vector<float>{1.5f, -123.5f, kInf}));
+  if (const Tensor* t = expect("bf16", "BF16", DataType::kBFloat16, Shape({3}))) {
+    EXPECT_EQ(ToDoubles(*t), (std::vector<double>{1.5, -123.5, kInf}));
   }
   if (const Tensor* t = expect("u8", "U8", DataType::kInt32, Shape({3}))) {
     EXPECT_EQ(t->ToVector<int32_t>(), (std::vector<int32_t>{0, 200, 255}));
@@ -218,7 +217,7 @@ TEST(Safetensors, StillWritesTheFileTheReferenceReaderChecked) {
   }
 }
 
-TEST(Safetensors, WidensHalfPrecisionExactly) {
+TEST(Safetensors, ReadsHalfPrecisionExactly) {
   // Every binary16 bit pattern, against value = (-1)^s 2^(e-15) (1 + m/1024)
   // (subnormals: 2^-14 m/1024).
   std::vector<uint16_t> all(65536);
@@ -229,7 +228,11 @@ TEST(Safetensors, WidensHalfPrecisionExactly) {
                        R"("b":{"dtype":"BF16","shape":[4],"data_offsets":[131072,131080]}})",
                        Bytes(all) + bf16_bits));
   ASSERT_OK_AND_ASSIGN(SafetensorsContents c, ReadSafetensors(path));
-  const std::vector<float> h = FindTensor(c, "h")->tensor.ToVector<float>();
+  ASSERT_EQ(FindTensor(c, "h")->tensor.dtype(), DataType::kFloat16);
+  std::vector<float> h;
+  for (float16 v : FindTensor(c, "h")->tensor.ToVector<float16>()) {
+    h.push_back(static_cast<float>(v));
+  }
   for (int i = 0; i < 65536; ++i) {
     const int sign = i >> 15, e = (i >> 10) & 31, m = i & 1023;
     const float s = sign ? -1.f : 1.f;
@@ -243,11 +246,43 @@ TEST(Safetensors, WidensHalfPrecisionExactly) {
     EXPECT_EQ(h[i], want) << "bits 0x" << std::hex << i;
     EXPECT_EQ(std::signbit(h[i]), sign == 1) << i;
   }
-  const std::vector<float> b = FindTensor(c, "b")->tensor.ToVector<float>();
+  ASSERT_EQ(FindTensor(c, "b")->tensor.dtype(), DataType::kBFloat16);
+  std::vector<float> b;
+  for (bfloat16 v : FindTensor(c, "b")->tensor.ToVector<bfloat16>()) {
+    b.push_back(static_cast<float>(v));
+  }
   EXPECT_EQ(b[0], std::ldexp(1.f, -133));  // smallest bfloat16 subnormal
   EXPECT_EQ(b[1], -std::ldexp(1.f, -126));
   EXPECT_TRUE(std::isnan(b[2]));
   EXPECT_EQ(b[3], 1.f);
+}
+
+// bfloat16 / float16 tensors are written as BF16 / F16 and read back bit for
+// bit; into a float32 variable of the same shape they widen exactly, while a
+// float32 file into a 16-bit variable (which would round) is refused.
+TEST(Safetensors, SixteenBitTensorsRoundTripAndWidenIntoFloat32Variables) {
+  const std::string path = TempPath("bf16.safetensors");
+  Tensor b = MakeTensor(DataType::kBFloat16, Shape({3}), {1.5, -3.140625, 1e30});
+  Tensor h = MakeTensor(DataType::kFloat16, Shape({2}), {65504, -0.0009765625});
+  ASSERT_OK(WriteSafetensors({{"b", b}, {"h", h}}, path, {}));
+  ASSERT_OK_AND_ASSIGN(SafetensorsContents c, ReadSafetensors(path));
+  EXPECT_EQ(FindTensor(c, "b")->file_dtype, "BF16");
+  EXPECT_EQ(FindTensor(c, "h")->file_dtype, "F16");
+  ExpectSameTensor(FindTensor(c, "b")->tensor, b, "b");
+  ExpectSameTensor(FindTensor(c, "h")->tensor, h, "h");
+  Scope scope;
+  scope.Var("b")->set(MakeTensor(DataType::kFloat32, Shape({3}), {0, 0, 0}));
+  ASSERT_OK(LoadSafetensors(path, &scope));
+  EXPECT_EQ(scope.Find("b")->tensor().dtype(), DataType::kFloat32);
+  EXPECT_EQ(ToDoubles(scope.Find("b")->tensor()), ToDoubles(b));
+  EXPECT_EQ(scope.Find("h")->tensor().dtype(), DataType::kFloat16);  // no variable: as in file
+  const std::string wide = TempPath("f32.safetensors");
+  ASSERT_OK(
+      WriteSafetensors({{"h", MakeTensor(DataType::kFloat32, Shape({2}), {1, 2})}}, wide, {}));
+  EXPECT_THAT(LoadSafetensors(wide, &scope),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("tensor 'h' is F32 [2] (float32) in the file, but the scope's "
+                                 "variable is float16 [2]")));
 }
 
 TEST(Safetensors, LoadsIntoExistingVariablesAndChecksThem) {

@@ -48,6 +48,8 @@ std::vector<double> RandomValues(DataType dtype, int64_t n, uint64_t seed) {
     switch (dtype) {
       case DataType::kFloat32:
       case DataType::kFloat64:
+      case DataType::kBFloat16:
+      case DataType::kFloat16:
         x = std::uniform_real_distribution<double>(-2.0, 2.0)(rng);
         break;
       case DataType::kInt32:

@@ -94,13 +94,75 @@ class FeedFetchTest(unittest.TestCase):
 
     def test_every_dtype_round_trips_without_copies(self):
         for dtype, value in (("float32", 1.5), ("float64", 2.5), ("int32", 3), ("int64", 4),
-                             ("bool", True)):
+                             ("bool", True), ("float16", -0.75)):
             with self.subTest(dtype=dtype):
                 main, _, _ = build(lambda: tandem.data("v", [2], dtype))
                 x = np.full(2, value, dtype)
                 out, = self.exe.run(main, feed={"v": x}, fetch_list=["v"])
                 self.assertEqual(out.dtype, np.dtype(dtype))
                 self.assertTrue(np.shares_memory(out, x))
+
+
+def has_ml_dtypes():
+    try:
+        import ml_dtypes  # noqa: F401
+        return True
+    except ImportError:
+        return False
+
+
+class LowPrecisionTest(unittest.TestCase):
+    """bfloat16 and float16 tensors in programs, to and from numpy."""
+
+    def setUp(self):
+        self.exe = tandem.Executor(tandem.CPUPlace())
+
+    def cast_program(self, dtype):
+        def net():
+            x = tandem.data("x", [4], "float32")
+            return [L.cast(L.cast(x, dtype), "float32"), L.cast(x, dtype)]
+        return build(net)
+
+    def test_casts_round_to_nearest_even_and_overflow_to_inf(self):
+        x = np.array([3.14159, 70000.0, 1.0 + 2.0 ** -8, -1e-9], np.float32)
+        for dtype, want in (("bfloat16", [3.140625, 70144.0, 1.0, -1e-9]),
+                            ("float16", [3.140625, np.inf, 1.00390625, -0.0])):
+            with self.subTest(dtype=dtype):
+                main, _, fetch = self.cast_program(dtype)
+                back, low = self.exe.run(main, feed={"x": x}, fetch_list=fetch,
+                                         return_numpy=False)
+                self.assertEqual(low.dtype, dtype)
+                got = back.numpy()
+                if dtype == "bfloat16":  # -1e-9 keeps float32's exponent: 8 bits of it
+                    self.assertAlmostEqual(got[3], -1e-9, delta=1e-11)
+                    got, want = got[:3], want[:3]
+                np.testing.assert_array_equal(got, np.array(want, np.float32))
+
+    def test_float16_tensors_are_numpy_views(self):
+        x = np.array([0.5, -2.0, 65504.0], np.float16)
+        t = tandem.to_tensor(x)
+        self.assertEqual(t.dtype, "float16")
+        self.assertTrue(np.shares_memory(t.numpy(), x))
+        self.assertTrue(np.shares_memory(np.from_dlpack(t), x))
+
+    def test_bfloat16_feeds_from_lists_and_numpy_needs_ml_dtypes(self):
+        main, _, _ = build(lambda: tandem.data("b", [3], "bfloat16"))
+        fetched, = self.exe.run(main, feed={"b": [1.0, 3.14159, -70000.0]}, fetch_list=["b"],
+                                return_numpy=False)
+        self.assertEqual(fetched.dtype, "bfloat16")
+        with self.assertRaisesRegex(BufferError, "bfloat16 tensor has no buffer format"):
+            memoryview(fetched)
+        if has_ml_dtypes():
+            import ml_dtypes
+            a = fetched.numpy()
+            self.assertEqual(a.dtype, np.dtype(ml_dtypes.bfloat16))
+            np.testing.assert_array_equal(a.astype(np.float32), [1.0, 3.140625, -70144.0])
+            t = tandem.to_tensor(a)
+            self.assertEqual(t.dtype, "bfloat16")
+            np.testing.assert_array_equal(t.numpy().astype(np.float32), [1.0, 3.140625, -70144.0])
+        else:
+            with self.assertRaisesRegex(tandem.errors.Error, "ml_dtypes"):
+                fetched.numpy()
 
 
 class TensorTest(unittest.TestCase):

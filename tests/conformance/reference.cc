@@ -62,6 +62,10 @@ double Convert(double v, DataType to) {
       return static_cast<double>(static_cast<int64_t>(v));
     case DataType::kBool:
       return v != 0 ? 1.0 : 0.0;
+    case DataType::kBFloat16:
+      return static_cast<double>(bfloat16(v));
+    case DataType::kFloat16:
+      return static_cast<double>(float16(v));
   }
   return v;
 }

@@ -1,5 +1,6 @@
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <utility>
 
@@ -396,6 +397,66 @@ TEST_P(KernelSemantics, CastZeroDAndEmpty) {
                                         {{"X", {Var<float>({2, 0}, {})}}}));
   EXPECT_EQ(e.shape(), Shape({2, 0}));
   EXPECT_EQ(e.dtype(), DataType::kBool);
+}
+
+// Casts to the 16-bit floating types follow IEEE 754 on every place: NaN
+// stays NaN with its sign, +-inf stays, values beyond the largest finite
+// one become +-inf, below the smallest subnormal +-0, others round once to
+// nearest even (from float64 as well: no double rounding through float32).
+TEST_P(KernelSemantics, CastTo16BitFloatsFollowsIeee) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> x = {nan,      -nan,   inf,         -inf,         70000.0f,
+                                65519.0f, -1e30f, 3.14159f,    1e-8f,        -3.1e-8f,
+                                1e39f,    0.0f,   1.00390625f, 1.001953125f, -0.0f};
+  ASSERT_OK_AND_ASSIGN(Tensor h, RunOut(GetParam(), Op("cast", {{"out_dtype", DataType::kFloat16}}),
+                                        {{"X", {Var<float>({15}, x)}}}));
+  ASSERT_OK_AND_ASSIGN(Tensor b,
+                       RunOut(GetParam(), Op("cast", {{"out_dtype", DataType::kBFloat16}}),
+                              {{"X", {Var<float>({15}, x)}}}));
+  ASSERT_EQ(h.dtype(), DataType::kFloat16);
+  ASSERT_EQ(b.dtype(), DataType::kBFloat16);
+  const std::vector<float16> hv = h.ToVector<float16>();
+  const std::vector<bfloat16> bv = b.ToVector<bfloat16>();
+  auto f = [](auto v) { return static_cast<float>(v); };
+  EXPECT_TRUE(std::isnan(f(hv[0])) && !std::signbit(f(hv[0])));
+  EXPECT_TRUE(std::isnan(f(hv[1])) && std::signbit(f(hv[1])));
+  EXPECT_TRUE(std::isnan(f(bv[0])) && std::isnan(f(bv[1])) && std::signbit(f(bv[1])));
+  EXPECT_EQ(f(hv[2]), inf);
+  EXPECT_EQ(f(hv[3]), -inf);
+  EXPECT_EQ(f(hv[4]), inf);       // beyond 65504 + half an ulp
+  EXPECT_EQ(f(hv[5]), 65504.0f);  // below 65520: the largest finite value
+  EXPECT_EQ(f(hv[6]), -inf);
+  EXPECT_EQ(f(hv[7]), 3.140625f);
+  EXPECT_EQ(f(hv[8]), 0.0f);            // 1e-8 < 2^-25: zero
+  EXPECT_EQ(f(hv[9]), -5.9604645e-8f);  // -3.1e-8, beyond -2^-25: -2^-24
+  EXPECT_EQ(f(hv[10]), inf);
+  EXPECT_EQ(f(hv[12]), 1.00390625f);  // exact in float16 (10 bits)
+  EXPECT_EQ(f(hv[13]), 1.001953125f);
+  EXPECT_TRUE(std::signbit(f(hv[14])) && f(hv[14]) == 0.0f);
+  EXPECT_EQ(f(bv[2]), inf);
+  EXPECT_EQ(f(bv[4]), 70144.0f);                 // bfloat16 keeps float32's range
+  EXPECT_EQ(f(bv[6]), -1.0002555517425873e30f);  // the nearer of two: 8 bits
+  EXPECT_EQ(f(bv[7]), 3.140625f);
+  EXPECT_EQ(f(bv[10]), inf);
+  EXPECT_EQ(f(bv[12]), 1.0f);  // 1 + 2^-8: a tie, to even
+  EXPECT_EQ(f(bv[13]), 1.0f);  // 1 + 2^-9: below the midpoint
+  // From float64, one rounding: 1 + 2^-8 + 2^-30 is above the midpoint.
+  ASSERT_OK_AND_ASSIGN(
+      Tensor d,
+      RunOut(
+          GetParam(), Op("cast", {{"out_dtype", DataType::kBFloat16}}),
+          {{"X", {Var<double>({2}, {1.0 + std::ldexp(1.0, -8) + std::ldexp(1.0, -30), -1e300})}}}));
+  EXPECT_EQ(static_cast<float>(d.ToVector<bfloat16>()[0]), 1.0078125f);
+  EXPECT_EQ(static_cast<float>(d.ToVector<bfloat16>()[1]), -inf);
+  // And back: every 16-bit value is exact in float32, NaN stays NaN.
+  ASSERT_OK_AND_ASSIGN(
+      Tensor back,
+      RunOut(GetParam(), Op("cast", {{"out_dtype", DataType::kFloat32}}), {{"X", {Variable(h)}}}));
+  const std::vector<float> bf = back.ToVector<float>();
+  EXPECT_TRUE(std::isnan(bf[0]));
+  EXPECT_EQ(bf[5], 65504.0f);
+  EXPECT_EQ(bf[9], -5.9604645e-8f);
 }
 
 }  // namespace

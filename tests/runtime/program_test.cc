@@ -211,9 +211,15 @@ TEST(ProgramJson, MalformedInputIsInvalidArgument) {
   EXPECT_THAT(Program::FromJson("{\"format\": \"tandem.program\", \"version\": 9}"),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("unsupported version 9")));
   EXPECT_THAT(Program::FromJson(R"({"format": "tandem.program", "version": 1, "vars": [
-                  {"name": "x", "dtype": "float16", "shape": [1]}], "ops": []})"),
+                  {"name": "x", "dtype": "float8", "shape": [1]}], "ops": []})"),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       AllOf(HasSubstr("vars[0]"), HasSubstr("float16"))));
+                       AllOf(HasSubstr("vars[0]"), HasSubstr("float8"))));
+  // The 16-bit floating types are program dtypes like any other.
+  ASSERT_OK_AND_ASSIGN(Program p, Program::FromJson(R"({"format": "tandem.program",
+      "version": 1, "vars": [{"name": "x", "dtype": "bfloat16", "shape": [1]},
+      {"name": "h", "dtype": "float16", "shape": [2]}], "ops": []})"));
+  EXPECT_EQ(p.block().FindVar("x")->dtype, DataType::kBFloat16);
+  EXPECT_EQ(p.block().FindVar("h")->dtype, DataType::kFloat16);
   EXPECT_THAT(Program::FromJson("{"),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("line 1")));
 }
