@@ -12,14 +12,18 @@
 // RegisterMathKernels holds the registration lines, i.e. the contract of
 // each kernel: op, device type and dtypes (all arguments in device memory):
 //   fill_constant         attr dtype: float32, float64, int32, int64, bool, bfloat16, float16
-//   elementwise_add/sub/mul/div, elementwise_add/sub/mul_grad, scale
-//                         X: float32, float64, int32, int64
-//   elementwise_div_grad, matmul(_grad), mul(_grad), reduce_sum/mean(_grad)
-//                         X: float32, float64
+//   elementwise_add/sub/mul/div, elementwise_add/sub/mul_grad
+//                         X: float32, float64, int32, int64, bfloat16, float16
+//   scale                 X: float32, float64, int32, int64
+//   elementwise_div_grad, matmul(_grad), mul(_grad)
+//                         X: float32, float64, bfloat16, float16
+//   reduce_sum/mean(_grad) X: float32, float64
 //   relu, sigmoid, tanh   X: float32, float64 (their _grad ops: Out)
 //   gelu                  X: float32, float64 (gelu_grad: X)
 //   cast                  X and attr out_dtype: all seven
 // Semantics, including edge cases, are documented on each kernel below.
+// bfloat16 / float16 compute in float32 and round each output once
+// (low_precision.h).
 //
 // Kernels validate their inputs with math_prologues.h, as the gpu kernels do
 // (InvalidArgument naming the op, arguments, shapes and dtypes), compute synchronously on
@@ -41,6 +45,7 @@
 #include "backends/common/flat_matmul.h"
 #include "backends/common/gemm.h"
 #include "backends/common/kernel_status.h"
+#include "backends/common/low_precision.h"
 #include "backends/common/math_prologues.h"
 #include "backends/common/type_dispatch.h"
 #include "framework/base/status_macros.h"
@@ -111,7 +116,7 @@ class FillConstantKernel final : public OpKernel {
 template <typename Policy, BinaryOp kOp>
 class ElementwiseKernel final : public OpKernel {
  public:
-  using Types = NumericTypes;
+  using Types = NumericTypesWith16Bit;
 
   absl::Status Init(const OpDesc& op) override { return prologue::ReadAttr(op, "axis", &axis_); }
 
@@ -125,8 +130,8 @@ class ElementwiseKernel final : public OpKernel {
     const BroadcastLayout layout(shapes.out, {x->shape(), shapes.y_aligned});
     return DispatchType(Types(), x->dtype(), *ctx, "X", [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
-      const T* yd = y->data<T>();
       if constexpr (kOp == BinaryOp::kDiv && std::is_integral_v<T>) {
+        const T* yd = y->data<T>();
         const int64_t n = y->NumElements();
         const int64_t zero = std::find(yd, yd + n, T(0)) - yd;
         if (zero < n) {
@@ -135,7 +140,10 @@ class ElementwiseKernel final : public OpKernel {
                                                    " is 0 at position ", zero));
         }
       }
-      BroadcastBinary<T, Policy>(layout, x->data<T>(), yd, out->data<T>(), Binary<kOp>());
+      ComputeBuffers<T, Policy> buffers;
+      BroadcastBinary<ComputeTypeOf<T>, Policy>(layout, buffers.In(x), buffers.In(y),
+                                                buffers.Out(out), Binary<kOp>());
+      buffers.Finish();
       return absl::OkStatus();
     });
   }
@@ -155,7 +163,8 @@ class ElementwiseKernel final : public OpKernel {
 template <typename Policy, BinaryOp kOp>
 class ElementwiseGradKernel final : public OpKernel {
  public:
-  using Types = std::conditional_t<kOp == BinaryOp::kDiv, FloatTypes, NumericTypes>;
+  using Types =
+      std::conditional_t<kOp == BinaryOp::kDiv, FloatTypesWith16Bit, NumericTypesWith16Bit>;
 
   absl::Status Init(const OpDesc& op) override { return prologue::ReadAttr(op, "axis", &axis_); }
 
@@ -164,9 +173,11 @@ class ElementwiseGradKernel final : public OpKernel {
                      prologue::GetElementwiseGradArgs(*ctx, axis_, kOp == BinaryOp::kDiv));
     return DispatchType(Types(), a.x->dtype(), *ctx, "X", [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
+      using C = ComputeTypeOf<T>;
+      ComputeBuffers<T, Policy> buffers;
       const Shape& os = a.shapes.out;
       const int64_t n = os.num_elements();
-      const T* g = a.dout->data<T>();
+      const C* g = buffers.In(a.dout);
       // The gradient of input `in` (aligned to Out as `aligned`) into output
       // `arg`: its unreduced form over Out's shape, written by pre(buffer),
       // summed over the broadcast dims. The sum is skipped when nothing is
@@ -175,47 +186,50 @@ class ElementwiseGradKernel final : public OpKernel {
                       auto&& pre) -> absl::Status {
         if (ctx->OutputVar(arg) == nullptr) return absl::OkStatus();
         ASSIGN_OR_RETURN(Tensor * d, ctx->AllocateOutput(arg, in.dtype(), in.shape()));
-        T* dd = d->data<T>();
+        C* dd = buffers.Out(d);
         if (in.NumElements() == n) {
           pre(dd);
         } else {
-          std::vector<T> full(n);
+          std::vector<C> full(n);
           pre(full.data());
-          SumToShape<T, Policy>(full.data(), os, dd, aligned);
+          SumToShape<C, Policy>(full.data(), os, dd, aligned);
         }
         return absl::OkStatus();
       };
       // buf = G <op> (the other operand broadcast), or G itself.
-      auto times = [&](const T* other, const Shape& other_aligned, auto fn) {
-        return [&, other, other_aligned, fn](T* buf) {
-          BroadcastBinary<T, Policy>(BroadcastLayout(os, {os, other_aligned}), g, other, buf, fn);
+      auto times = [&](const C* other, const Shape& other_aligned, auto fn) {
+        return [&, other, other_aligned, fn](C* buf) {
+          BroadcastBinary<C, Policy>(BroadcastLayout(os, {os, other_aligned}), g, other, buf, fn);
         };
       };
-      auto copy = [&](T* buf) { std::copy(g, g + n, buf); };
-      const T* xd = a.x->data<T>();
-      const T* yd = a.y->data<T>();
+      auto copy = [&](C* buf) { std::copy(g, g + n, buf); };
       if constexpr (kOp == BinaryOp::kAdd) {
         RETURN_IF_ERROR(grad("X@GRAD", *a.x, a.x->shape(), copy));
         RETURN_IF_ERROR(grad("Y@GRAD", *a.y, a.shapes.y_aligned, copy));
       } else if constexpr (kOp == BinaryOp::kSub) {
         RETURN_IF_ERROR(grad("X@GRAD", *a.x, a.x->shape(), copy));
-        RETURN_IF_ERROR(grad("Y@GRAD", *a.y, a.shapes.y_aligned, [&](T* buf) {
-          Map<T, Policy>(g, buf, n, [](T v) { return Binary<BinaryOp::kSub>()(T(0), v); });
+        RETURN_IF_ERROR(grad("Y@GRAD", *a.y, a.shapes.y_aligned, [&](C* buf) {
+          Map<C, Policy>(g, buf, n, [](C v) { return Binary<BinaryOp::kSub>()(C(0), v); });
         }));
       } else if constexpr (kOp == BinaryOp::kMul) {
+        const C* xd = buffers.In(a.x);
+        const C* yd = buffers.In(a.y);
         RETURN_IF_ERROR(grad("X@GRAD", *a.x, a.x->shape(),
                              times(yd, a.shapes.y_aligned, Binary<BinaryOp::kMul>())));
         RETURN_IF_ERROR(grad("Y@GRAD", *a.y, a.shapes.y_aligned,
                              times(xd, a.x->shape(), Binary<BinaryOp::kMul>())));
       } else {
+        const C* yd = buffers.In(a.y);
+        const C* out = buffers.In(a.out);
         RETURN_IF_ERROR(grad("X@GRAD", *a.x, a.x->shape(),
                              times(yd, a.shapes.y_aligned, Binary<BinaryOp::kDiv>())));
-        RETURN_IF_ERROR(grad("Y@GRAD", *a.y, a.shapes.y_aligned, [&](T* buf) {
-          Map2<T, Policy>(g, a.out->data<T>(), buf, n, Binary<BinaryOp::kMul>());
-          BroadcastBinary<T, Policy>(BroadcastLayout(os, {os, a.shapes.y_aligned}), buf, yd, buf,
-                                     [](T p, T q) { return -p / q; });
+        RETURN_IF_ERROR(grad("Y@GRAD", *a.y, a.shapes.y_aligned, [&](C* buf) {
+          Map2<C, Policy>(g, out, buf, n, Binary<BinaryOp::kMul>());
+          BroadcastBinary<C, Policy>(BroadcastLayout(os, {os, a.shapes.y_aligned}), buf, yd, buf,
+                                     [](C p, C q) { return -p / q; });
         }));
       }
+      buffers.Finish();
       return absl::OkStatus();
     });
   }
@@ -231,21 +245,25 @@ class ElementwiseGradKernel final : public OpKernel {
 template <typename Policy>
 class MatmulKernel final : public OpKernel {
  public:
-  using Types = FloatTypes;
+  using Types = FloatTypesWith16Bit;
 
   absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const prologue::MatmulArgs a, prologue::GetMatmulArgs(*ctx, attrs_, false));
     ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", a.x->dtype(), a.d.out));
-    return DispatchType(Types(), a.x->dtype(), *ctx, "X", [&](auto tag) {
+    return DispatchType(Types(), a.x->dtype(), *ctx, "X", [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
-      const GemmArgs<T> g = math_kernels_internal::MakeGemm<T>(
-          attrs_.tx, a.x->data<T>(), a.x->shape().dims().back(), attrs_.ty, a.y->data<T>(),
-          a.y->shape().dims().back(), out->data<T>(), a.d.m, a.d.n, a.d.k, attrs_.alpha);
-      return WithOpName(*ctx,
-                        BatchedGemm<T, Policy>(g, a.d.batch, a.d.x_batched ? a.d.m * a.d.k : 0,
-                                               a.d.y_batched ? a.d.k * a.d.n : 0, a.d.m * a.d.n));
+      using C = ComputeTypeOf<T>;
+      ComputeBuffers<T, Policy> buffers;
+      const GemmArgs<C> g = math_kernels_internal::MakeGemm<C>(
+          attrs_.tx, buffers.In(a.x), a.x->shape().dims().back(), attrs_.ty, buffers.In(a.y),
+          a.y->shape().dims().back(), buffers.Out(out), a.d.m, a.d.n, a.d.k, attrs_.alpha);
+      RETURN_IF_ERROR(WithOpName(
+          *ctx, BatchedGemm<C, Policy>(g, a.d.batch, a.d.x_batched ? a.d.m * a.d.k : 0,
+                                       a.d.y_batched ? a.d.k * a.d.n : 0, a.d.m * a.d.n)));
+      buffers.Finish();
+      return absl::OkStatus();
     });
   }
 
@@ -262,7 +280,7 @@ class MatmulKernel final : public OpKernel {
 template <typename Policy>
 class MatmulGradKernel final : public OpKernel {
  public:
-  using Types = FloatTypes;
+  using Types = FloatTypesWith16Bit;
 
   absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
@@ -272,37 +290,40 @@ class MatmulGradKernel final : public OpKernel {
     const double alpha = attrs_.alpha;
     return DispatchType(Types(), a.x->dtype(), *ctx, "X", [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
+      using C = ComputeTypeOf<T>;
       using math_kernels_internal::MakeGemm;
+      ComputeBuffers<T, Policy> buffers;
       const int64_t m = a.d.m, n = a.d.n, k = a.d.k;
       const int64_t ldx = a.x->shape().dims().back(), ldy = a.y->shape().dims().back();
-      const T* xd = a.x->data<T>();
-      const T* yd = a.y->data<T>();
-      const T* g = a.dout->data<T>();
+      const C* xd = buffers.In(a.x);
+      const C* yd = buffers.In(a.y);
+      const C* g = buffers.In(a.dout);
       // Batch strides: 0 for a side shared by the batch.
       const int64_t sx = a.d.x_batched ? m * k : 0, sy = a.d.y_batched ? k * n : 0;
       const int64_t sg = m * n;
       if (ctx->OutputVar("X@GRAD") != nullptr) {
         ASSIGN_OR_RETURN(Tensor * dx, ctx->AllocateOutput("X@GRAD", a.x->dtype(), a.x->shape()));
-        T* c = dx->data<T>();
+        C* c = buffers.Out(dx);
         const absl::Status s =
-            tx ? BatchedGemm<T, Policy>(  // [k, m] = op(Y) * G^T
-                     MakeGemm<T>(ty, yd, ldy, true, g, n, c, k, m, n, alpha), a.d.batch, sy, sg, sx)
-               : BatchedGemm<T, Policy>(  // [m, k] = G * op(Y)^T
-                     MakeGemm<T>(false, g, n, !ty, yd, ldy, c, m, k, n, alpha), a.d.batch, sg, sy,
+            tx ? BatchedGemm<C, Policy>(  // [k, m] = op(Y) * G^T
+                     MakeGemm<C>(ty, yd, ldy, true, g, n, c, k, m, n, alpha), a.d.batch, sy, sg, sx)
+               : BatchedGemm<C, Policy>(  // [m, k] = G * op(Y)^T
+                     MakeGemm<C>(false, g, n, !ty, yd, ldy, c, m, k, n, alpha), a.d.batch, sg, sy,
                      sx);
         RETURN_IF_ERROR(WithOpName(*ctx, s));
       }
       if (ctx->OutputVar("Y@GRAD") != nullptr) {
         ASSIGN_OR_RETURN(Tensor * dy, ctx->AllocateOutput("Y@GRAD", a.y->dtype(), a.y->shape()));
-        T* c = dy->data<T>();
+        C* c = buffers.Out(dy);
         const absl::Status s =
-            ty ? BatchedGemm<T, Policy>(  // [n, k] = G^T * op(X)
-                     MakeGemm<T>(true, g, n, tx, xd, ldx, c, n, k, m, alpha), a.d.batch, sg, sx, sy)
-               : BatchedGemm<T, Policy>(  // [k, n] = op(X)^T * G
-                     MakeGemm<T>(!tx, xd, ldx, false, g, n, c, k, n, m, alpha), a.d.batch, sx, sg,
+            ty ? BatchedGemm<C, Policy>(  // [n, k] = G^T * op(X)
+                     MakeGemm<C>(true, g, n, tx, xd, ldx, c, n, k, m, alpha), a.d.batch, sg, sx, sy)
+               : BatchedGemm<C, Policy>(  // [k, n] = op(X)^T * G
+                     MakeGemm<C>(!tx, xd, ldx, false, g, n, c, k, n, m, alpha), a.d.batch, sx, sg,
                      sy);
         RETURN_IF_ERROR(WithOpName(*ctx, s));
       }
+      buffers.Finish();
       return absl::OkStatus();
     });
   }
@@ -504,16 +525,20 @@ class ReduceGradKernel final : public OpKernel {
 template <typename Policy>
 class MulKernel final : public OpKernel {
  public:
-  using Types = FloatTypes;
+  using Types = FloatTypesWith16Bit;
 
   absl::Status Init(const OpDesc& op) override { return cols_.Read(op); }
 
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const prologue::MulArgs a, prologue::GetMulArgs(ctx, cols_));
-    return DispatchType(Types(), a.x->dtype(), *ctx, "X", [&](auto tag) {
+    return DispatchType(Types(), a.x->dtype(), *ctx, "X", [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
-      return WithOpName(*ctx, FlatMatmul<T, Policy>(a.x->data<T>(), a.y->data<T>(), nullptr, a.d.m,
-                                                    a.d.k, a.d.n, a.out->data<T>()));
+      ComputeBuffers<T, Policy> buffers;
+      RETURN_IF_ERROR(WithOpName(
+          *ctx, FlatMatmul<ComputeTypeOf<T>, Policy>(buffers.In(a.x), buffers.In(a.y), nullptr,
+                                                     a.d.m, a.d.k, a.d.n, buffers.Out(a.out))));
+      buffers.Finish();
+      return absl::OkStatus();
     });
   }
 
@@ -527,18 +552,21 @@ class MulKernel final : public OpKernel {
 template <typename Policy>
 class MulGradKernel final : public OpKernel {
  public:
-  using Types = FloatTypes;
+  using Types = FloatTypesWith16Bit;
 
   absl::Status Init(const OpDesc& op) override { return cols_.Read(op); }
 
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const prologue::MulGradArgs a, prologue::GetMulGradArgs(ctx, cols_));
-    return DispatchType(Types(), a.x->dtype(), *ctx, "X", [&](auto tag) {
+    return DispatchType(Types(), a.x->dtype(), *ctx, "X", [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
-      return WithOpName(
-          *ctx, FlatMatmulGrad<T, Policy>(a.x->data<T>(), a.y->data<T>(), a.dout->data<T>(), a.d.m,
-                                          a.d.k, a.d.n, a.dx == nullptr ? nullptr : a.dx->data<T>(),
-                                          a.dy == nullptr ? nullptr : a.dy->data<T>()));
+      ComputeBuffers<T, Policy> buffers;
+      RETURN_IF_ERROR(WithOpName(
+          *ctx, FlatMatmulGrad<ComputeTypeOf<T>, Policy>(buffers.In(a.x), buffers.In(a.y),
+                                                         buffers.In(a.dout), a.d.m, a.d.k, a.d.n,
+                                                         buffers.Out(a.dx), buffers.Out(a.dy))));
+      buffers.Finish();
+      return absl::OkStatus();
     });
   }
 

@@ -30,6 +30,7 @@
 #include "backends/common/flat_matmul.h"
 #include "backends/common/kernel_status.h"
 #include "backends/common/l2_normalize.h"
+#include "backends/common/low_precision.h"
 #include "backends/common/math_prologues.h"
 #include "backends/common/nn_prologues.h"
 #include "backends/common/rows.h"
@@ -225,7 +226,7 @@ class L2NormalizeGradKernel final : public OpKernel {
 template <typename Policy>
 class FcKernel final : public OpKernel {
  public:
-  using Types = FloatTypes;
+  using Types = FloatTypesWith16Bit;
 
   absl::Status Init(const OpDesc& op) override {
     return prologue::ReadAttr(op, "in_num_col_dims", &in_num_col_dims_);
@@ -233,11 +234,14 @@ class FcKernel final : public OpKernel {
 
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const prologue::FcArgs a, prologue::GetFcArgs(ctx, in_num_col_dims_));
-    return DispatchType(Types(), a.input->dtype(), *ctx, "Input", [&](auto tag) {
+    return DispatchType(Types(), a.input->dtype(), *ctx, "Input", [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
-      return WithOpName(*ctx, FlatMatmul<T, Policy>(a.input->data<T>(), a.w->data<T>(),
-                                                    a.bias == nullptr ? nullptr : a.bias->data<T>(),
-                                                    a.d.m, a.d.k, a.d.n, a.out->data<T>()));
+      ComputeBuffers<T, Policy> buffers;
+      RETURN_IF_ERROR(WithOpName(*ctx, FlatMatmul<ComputeTypeOf<T>, Policy>(
+                                           buffers.In(a.input), buffers.In(a.w), buffers.In(a.bias),
+                                           a.d.m, a.d.k, a.d.n, buffers.Out(a.out))));
+      buffers.Finish();
+      return absl::OkStatus();
     });
   }
 
@@ -252,7 +256,7 @@ class FcKernel final : public OpKernel {
 template <typename Policy>
 class FcGradKernel final : public OpKernel {
  public:
-  using Types = FloatTypes;
+  using Types = FloatTypesWith16Bit;
 
   absl::Status Init(const OpDesc& op) override {
     return prologue::ReadAttr(op, "in_num_col_dims", &in_num_col_dims_);
@@ -263,14 +267,17 @@ class FcGradKernel final : public OpKernel {
     const FlatMatmulDims& d = a.d;
     return DispatchType(Types(), a.input->dtype(), *ctx, "Input", [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
+      using C = ComputeTypeOf<T>;
+      ComputeBuffers<T, Policy> buffers;
+      const C* dout = buffers.In(a.dout);
       if (a.dbias != nullptr) {
-        SumToShape<T, Policy>(a.dout->data<T>(), Shape({d.m, d.n}), a.dbias->data<T>(),
-                              Shape({d.n}));
+        SumToShape<C, Policy>(dout, Shape({d.m, d.n}), buffers.Out(a.dbias), Shape({d.n}));
       }
-      return WithOpName(*ctx, FlatMatmulGrad<T, Policy>(
-                                  a.input->data<T>(), a.w->data<T>(), a.dout->data<T>(), d.m, d.k,
-                                  d.n, a.dinput == nullptr ? nullptr : a.dinput->data<T>(),
-                                  a.dw == nullptr ? nullptr : a.dw->data<T>()));
+      RETURN_IF_ERROR(WithOpName(
+          *ctx, FlatMatmulGrad<C, Policy>(buffers.In(a.input), buffers.In(a.w), dout, d.m, d.k, d.n,
+                                          buffers.Out(a.dinput), buffers.Out(a.dw))));
+      buffers.Finish();
+      return absl::OkStatus();
     });
   }
 

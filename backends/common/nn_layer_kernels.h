@@ -30,6 +30,7 @@
 #include "backends/common/counter_random.h"
 #include "backends/common/elementwise.h"
 #include "backends/common/layer_norm.h"
+#include "backends/common/low_precision.h"
 #include "backends/common/math_prologues.h"
 #include "backends/common/nn_prologues.h"
 #include "backends/common/pool.h"
@@ -117,7 +118,7 @@ class DropoutGradKernel final : public OpKernel {
 template <typename Policy>
 class Conv2DKernel final : public OpKernel {
  public:
-  using Types = FloatTypes;
+  using Types = FloatTypesWith16Bit;
 
   absl::Status Init(const OpDesc& op) override {
     return prologue::Store(ReadConv2DParams(op), &params_);
@@ -126,9 +127,13 @@ class Conv2DKernel final : public OpKernel {
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const prologue::Conv c, prologue::GetConv(*ctx, params_, false));
     ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Output", c.input->dtype(), c.g.output));
-    return DispatchType(Types(), c.input->dtype(), *ctx, "Input", [&](auto tag) {
+    return DispatchType(Types(), c.input->dtype(), *ctx, "Input", [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
-      return Conv2DForward<T, Policy>(c.g, c.input->data<T>(), c.filter->data<T>(), out->data<T>());
+      ComputeBuffers<T, Policy> buffers;
+      RETURN_IF_ERROR((Conv2DForward<ComputeTypeOf<T>, Policy>(
+          c.g, buffers.In(c.input), buffers.In(c.filter), buffers.Out(out))));
+      buffers.Finish();
+      return absl::OkStatus();
     });
   }
 
@@ -142,7 +147,7 @@ class Conv2DKernel final : public OpKernel {
 template <typename Policy>
 class Conv2DGradKernel final : public OpKernel {
  public:
-  using Types = FloatTypes;
+  using Types = FloatTypesWith16Bit;
 
   absl::Status Init(const OpDesc& op) override {
     return prologue::Store(ReadConv2DParams(op), &params_);
@@ -153,16 +158,20 @@ class Conv2DGradKernel final : public OpKernel {
     const DataType dtype = c.input->dtype();
     return DispatchType(Types(), dtype, *ctx, "Input", [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
+      using C = ComputeTypeOf<T>;
+      ComputeBuffers<T, Policy> buffers;
+      const C* dout = buffers.In(c.dout);
       if (ctx->OutputVar("Input@GRAD") != nullptr) {
         ASSIGN_OR_RETURN(Tensor * dx, ctx->AllocateOutput("Input@GRAD", dtype, c.input->shape()));
-        RETURN_IF_ERROR((Conv2DBackwardData<T, Policy>(c.g, c.filter->data<T>(), c.dout->data<T>(),
-                                                       dx->data<T>())));
+        RETURN_IF_ERROR(
+            (Conv2DBackwardData<C, Policy>(c.g, buffers.In(c.filter), dout, buffers.Out(dx))));
       }
       if (ctx->OutputVar("Filter@GRAD") != nullptr) {
         ASSIGN_OR_RETURN(Tensor * dw, ctx->AllocateOutput("Filter@GRAD", dtype, c.filter->shape()));
-        RETURN_IF_ERROR((Conv2DBackwardFilter<T, Policy>(c.g, c.input->data<T>(), c.dout->data<T>(),
-                                                         dw->data<T>())));
+        RETURN_IF_ERROR(
+            (Conv2DBackwardFilter<C, Policy>(c.g, buffers.In(c.input), dout, buffers.Out(dw))));
       }
+      buffers.Finish();
       return absl::OkStatus();
     });
   }

@@ -31,7 +31,11 @@ struct TypeList {
 };
 
 using FloatTypes = TypeList<float, double>;
+// FloatTypes and the 16-bit floating types (float16.h), which host kernels
+// compute in float32 (low_precision.h).
+using FloatTypesWith16Bit = TypeList<float, double, bfloat16, float16>;
 using NumericTypes = TypeList<float, double, int32_t, int64_t>;
+using NumericTypesWith16Bit = TypeList<float, double, int32_t, int64_t, bfloat16, float16>;
 using AllTypes = TypeList<float, double, int32_t, int64_t, bool>;
 // AllTypes and the 16-bit floating types (float16.h), for the kernels that
 // only move or convert values: cast, fill_constant.

@@ -14,6 +14,12 @@ void SetTolerance(ConformanceCase* c, DataType t, int64_t reduction) {
   } else if (t == DataType::kFloat64) {
     c->rtol = 1e-13 * std::max<int64_t>(reduction, 1);
     c->atol = 1e-13 * std::max<int64_t>(reduction, 1);
+  } else if (t == DataType::kBFloat16) {
+    c->rtol = 0x1p-7;
+    c->atol = 1e-5 * std::max<int64_t>(reduction, 1);
+  } else if (t == DataType::kFloat16) {
+    c->rtol = 0x1p-10;
+    c->atol = 1e-5 * std::max<int64_t>(reduction, 1);
   }
 }
 

@@ -23,10 +23,19 @@ namespace tandem::case_util {
 
 inline const std::vector<DataType> kNumeric = {DataType::kFloat32, DataType::kFloat64,
                                                DataType::kInt32, DataType::kInt64};
+inline const std::vector<DataType> kNumericWith16Bit = {DataType::kFloat32,  DataType::kFloat64,
+                                                        DataType::kInt32,    DataType::kInt64,
+                                                        DataType::kBFloat16, DataType::kFloat16};
 inline const std::vector<DataType> kFloats = {DataType::kFloat32, DataType::kFloat64};
+// The products' dtypes: kFloats and the 16-bit types, which accumulate in
+// float32 and round once.
+inline const std::vector<DataType> kFloatsWith16Bit = {DataType::kFloat32, DataType::kFloat64,
+                                                       DataType::kBFloat16, DataType::kFloat16};
 
 // Tolerances of a result of dtype `t` whose elements each sum about
-// `reduction` terms; integers are exact.
+// `reduction` terms; integers are exact. A 16-bit result is its float32
+// sum rounded once: within two of its units in the last place
+// (bfloat16 2^-7, float16 2^-10 relative) plus float32's summation error.
 void SetTolerance(ConformanceCase* c, DataType t, int64_t reduction = 1);
 
 // A random input (RandomTensor) and its float64 view (the values the

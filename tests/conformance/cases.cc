@@ -12,7 +12,9 @@ using case_util::BroadcastConfig;
 using case_util::BroadcastConfigs;
 using case_util::Input;
 using case_util::kFloats;
+using case_util::kFloatsWith16Bit;
 using case_util::kNumeric;
+using case_util::kNumericWith16Bit;
 using case_util::Label;
 using case_util::SetTolerance;
 using reference::Array;
@@ -39,7 +41,7 @@ void AddFillConstant(std::vector<ConformanceCase>* cases) {
 
 void AddElementwise(std::vector<ConformanceCase>* cases) {
   uint64_t seed = 100;
-  for (DataType t : kNumeric) {
+  for (DataType t : kNumericWith16Bit) {
     for (const BroadcastConfig& cfg : BroadcastConfigs()) {
       auto [x, xa] = Input(t, cfg.x, ++seed);
       auto [y, ya] = Input(t, cfg.y, ++seed);
@@ -110,7 +112,7 @@ void AddMatmul(std::vector<ConformanceCase>* cases) {
       {Shape({67, 130}), Shape({130, 259}), false, false, 1.0},     // split across threads
   };
   uint64_t seed = 900;
-  for (DataType t : kFloats) {
+  for (DataType t : kFloatsWith16Bit) {
     for (const MatmulConfig& cfg : configs) {
       auto [x, xa] = Input(t, cfg.x, ++seed);
       auto [y, ya] = Input(t, cfg.y, ++seed);

@@ -14,6 +14,7 @@ namespace {
 
 using case_util::Input;
 using case_util::kFloats;
+using case_util::kFloatsWith16Bit;
 using case_util::Label;
 using case_util::SetTolerance;
 using reference::Array;
@@ -202,7 +203,7 @@ void AddFc(std::vector<ConformanceCase>* cases) {
       {Shape({0, 4}), Shape({4, 3}), true, 1},  // no rows
   };
   uint64_t seed = 27000;
-  for (DataType t : kFloats) {
+  for (DataType t : kFloatsWith16Bit) {
     for (const FcConfig& cfg : configs) {
       auto [input, ia] = Input(t, cfg.input, ++seed);
       auto [w, wa] = Input(t, cfg.w, ++seed);

@@ -13,6 +13,7 @@ namespace {
 
 using case_util::Input;
 using case_util::kFloats;
+using case_util::kFloatsWith16Bit;
 using case_util::kNumeric;
 using case_util::Label;
 using case_util::SetTolerance;
@@ -282,7 +283,7 @@ void AddConv2D(std::vector<ConformanceCase>* cases) {
       {Shape({2, 6, 6, 6}), Shape({6, 1, 3, 3}), {{1, 1}, {1, 1}, {1, 1}, 6}},  // depthwise
   };
   uint64_t seed = 25000;
-  for (DataType t : kFloats) {
+  for (DataType t : kFloatsWith16Bit) {
     for (const ConvConfig& cfg : configs) {
       auto [x, xa] = Input(t, cfg.x, ++seed);
       auto [w, wa] = Input(t, cfg.w, ++seed);
