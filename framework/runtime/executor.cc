@@ -169,6 +169,29 @@ absl::StatusOr<Tensor> CopyHostTensor(const std::string& name, const Tensor& t) 
 
 }  // namespace
 
+namespace {
+
+// InvalidArgument when a persistable of the scope holds another dtype than
+// the program declares (a checkpoint saved in bfloat16 loaded for a
+// float32 program, say): kernels would read its bytes as the wrong type.
+absl::Status ValidatePersistableDtypes(const PlanState& state, const Scope& scope) {
+  const Block& block = state.placed.program.block();
+  for (size_t id = 0; id < state.slot_names.size(); ++id) {
+    if (!state.slot_persistable[id]) continue;
+    const Variable* v = scope.Find(state.slot_names[id]);
+    const Tensor* t = v == nullptr ? nullptr : v->data_tensor();
+    const VarDesc* d = block.FindVar(state.slot_names[id]);
+    if (t == nullptr || !t->initialized() || d == nullptr || t->dtype() == d->dtype) continue;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "persistable '", d->name, "' holds ", DataTypeName(t->dtype()), t->shape().ToString(),
+        " but the program declares ", DataTypeName(d->dtype), d->shape.ToString(),
+        "; cast it (or load a checkpoint of the declared dtype) before running"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status MovePersistablesHome(const PlacedProgram& placed, Scope* scope) {
   for (const auto& [var, home] : placed.homes) {
     Variable* v = scope->Find(var);
@@ -297,6 +320,7 @@ absl::StatusOr<RunHandle> Executor::StartRun(Plan* plan, Scope* scope, const Fee
     return absl::InvalidArgumentError("Executor::RunAsync: the plan and the scope must be given");
   }
   RETURN_IF_ERROR(ValidateFeeds(*plan, feeds));  // at once, whichever way the run goes
+  RETURN_IF_ERROR(ValidatePersistableDtypes(plan->state(), *scope));
   RETURN_IF_ERROR(MovePersistablesHome(plan->state().placed, scope));  // the planner's homes
   auto pending = std::make_shared<PendingRun>();
   auto run_now = [&]() {  // after the runs in flight, to the end

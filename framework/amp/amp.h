@@ -1,0 +1,67 @@
+// Automatic mixed precision as a rewrite of the forward program: the ops on
+// an allow list (the products: mul, matmul, fc, conv2d) compute in bfloat16
+// or float16, every other op stays in float32.
+//
+//   ProgramBuilder b;
+//   ... build the forward program and its loss ...
+//   ASSIGN_OR_RETURN(AmpReport report, ApplyAmp(AmpOptions{DataType::kBFloat16},
+//                                               &b.main_program()));
+//   RETURN_IF_ERROR(optimizer.Minimize(&b, loss));   // backward and updates after it
+//
+// For each allow-listed op whose floating inputs are float32, every such
+// input `v` is replaced by its low-precision twin "v.cast_bfloat16" (a cast
+// op inserted before the first op that reads it, then shared: one cast per
+// variable and dtype), and every output `o` is written as
+// "o.cast_bfloat16" and cast back to `o` in float32 right after, so the
+// ops that are not on the list read float32 as before, while a following
+// allow-listed op reads the low-precision output directly (no round trip).
+// Casts run where their consumer (or producer) runs: they inherit its
+// op_device. Parameters stay float32 ("master weights"): the backward of
+// the cast turns their low-precision gradient into a float32 one, which
+// the optimizer applies in float32; the low-precision copy of a weight is
+// made once per step. Integer and boolean variables are never touched.
+//
+// Apply it before AppendBackward / Optimizer::Minimize (FailedPrecondition
+// if the program already holds backward or update ops). float16 has no
+// loss scaling yet: its small gradients may underflow; bfloat16 needs none.
+// Not thread-safe (it edits the program).
+#ifndef TANDEM_FRAMEWORK_AMP_AMP_H_
+#define TANDEM_FRAMEWORK_AMP_AMP_H_
+
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "framework/program/program.h"
+#include "framework/types/data_type.h"
+
+namespace tandem {
+
+// mul, matmul, fc, conv2d.
+const std::set<std::string>& DefaultAmpAllowList();
+
+struct AmpOptions {
+  DataType dtype = DataType::kBFloat16;  // bfloat16 or float16
+  std::set<std::string> allow = DefaultAmpAllowList();
+};
+
+struct AmpReport {
+  std::vector<std::string> low_precision_ops;  // "fc #3", in program order
+  int casts = 0;                               // cast ops inserted
+};
+
+// "none" -> nullopt, "bf16" / "bfloat16" and "fp16" / "float16" -> the
+// dtype; anything else is InvalidArgument listing the accepted names (the
+// examples' --amp flag).
+absl::StatusOr<std::optional<DataType>> ParseAmpFlag(absl::string_view value);
+
+// Rewrites `program` as the header comment says. InvalidArgument for a
+// dtype that is not bfloat16 or float16.
+absl::StatusOr<AmpReport> ApplyAmp(const AmpOptions& options, Program* program);
+
+}  // namespace tandem
+
+#endif  // TANDEM_FRAMEWORK_AMP_AMP_H_

@@ -1,0 +1,196 @@
+// Automatic mixed precision end to end: a two-layer classifier trained with
+// its products in bfloat16 (and float16) against the same model in float32
+// on cpu and sim:0 (losses, the first step's float32 gradients, the master
+// weights), and the errors a user meets (16-bit ids, a 16-bit checkpoint in
+// a float32 program).
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "framework/amp/amp.h"
+#include "framework/backward/optimizer.h"
+#include "framework/persistence/checkpoint.h"
+#include "framework/runtime/executor.h"
+#include "framework/testing/status_matchers.h"
+#include "framework/testing/tensor_testutil.h"
+#include "gtest/gtest.h"
+
+namespace tandem {
+namespace {
+
+constexpr int64_t kBatch = 32, kIn = 12, kHidden = 24, kClasses = 4;
+constexpr int kSteps = 40;
+
+struct Model {
+  ProgramBuilder b;
+  Var loss;
+  std::vector<std::string> grads;  // of layer1.w_0 and layer2.w_0, in float32
+};
+
+// x -> fc(24) -> tanh -> fc(4) -> softmax cross-entropy, with or without AMP.
+void Build(std::optional<DataType> amp, Model* m) {
+  ProgramBuilder& b = m->b;
+  Var x = b.Data("x", DataType::kFloat32, Shape({kBatch, kIn}));
+  Var label = b.Data("label", DataType::kInt64, Shape({kBatch, 1}));
+  Var h = b.Tanh(b.Fc(x, kHidden, 1, true, "layer1", Initializer::XavierUniform(11)));
+  Var logits = b.Fc(h, kClasses, 1, true, "layer2", Initializer::XavierUniform(12));
+  m->loss = b.Mean(b.SoftmaxWithCrossEntropy(logits, label));
+  ASSERT_OK(b.status());
+  if (amp.has_value()) {
+    ASSERT_OK_AND_ASSIGN(AmpReport report, ApplyAmp(AmpOptions{*amp}, &b.main_program()));
+    EXPECT_EQ(report.low_precision_ops.size(), 2u);  // the two fc
+  }
+  SGD sgd(0.5);
+  ASSERT_OK(sgd.Minimize(&b, m->loss));
+  m->grads = {GradVarName("layer1.w_0"), GradVarName("layer2.w_0")};
+}
+
+// A separable problem: the label is the arg-max of four fixed projections.
+std::pair<Tensor, Tensor> Batch(int step) {
+  const std::vector<double> xs = RandomValues(DataType::kFloat32, kBatch * kIn, 100 + step);
+  std::vector<int64_t> labels(kBatch);
+  for (int64_t r = 0; r < kBatch; ++r) {
+    double best = -1e9;
+    for (int64_t c = 0; c < kClasses; ++c) {
+      double s = 0;
+      for (int64_t i = 0; i < kIn; ++i) s += xs[r * kIn + i] * ((i * 7 + c * 3) % 5 - 2);
+      if (s > best) best = s, labels[r] = c;
+    }
+  }
+  return {MakeTensor(DataType::kFloat32, Shape({kBatch, kIn}), xs),
+          Tensor::FromVector<int64_t>(Shape({kBatch, 1}), labels)};
+}
+
+struct Trajectory {
+  std::vector<double> losses;
+  std::vector<std::vector<double>> first_grads;
+  DataType w_dtype;
+};
+
+Trajectory Train(std::optional<DataType> amp, const Place& place) {
+  Model m;
+  Build(amp, &m);
+  Executor exe(place);
+  Scope scope;
+  Trajectory t;
+  EXPECT_OK(exe.Run(m.b.startup_program(), &scope).status());
+  std::vector<std::string> fetches = {m.loss.name};
+  fetches.insert(fetches.end(), m.grads.begin(), m.grads.end());
+  absl::StatusOr<std::unique_ptr<Plan>> plan =
+      exe.Prepare(m.b.main_program(), scope, {"x", "label"}, fetches);
+  EXPECT_OK(plan.status());
+  if (!plan.ok()) return t;
+  for (int step = 0; step < kSteps; ++step) {
+    auto [x, label] = Batch(step);
+    absl::StatusOr<std::vector<Tensor>> out =
+        exe.Run(plan->get(), &scope, {{"x", x}, {"label", label}});
+    EXPECT_OK(out.status());
+    if (!out.ok()) return t;
+    t.losses.push_back(ToDoubles((*out)[0])[0]);
+    if (step == 0) {
+      for (size_t i = 1; i < out->size(); ++i) {
+        EXPECT_EQ((*out)[i].dtype(), DataType::kFloat32) << fetches[i];
+        t.first_grads.push_back(ToDoubles((*out)[i]));
+      }
+    }
+  }
+  t.w_dtype = scope.Find("layer1.w_0")->tensor().dtype();
+  return t;
+}
+
+class AmpTraining : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(AmpTraining, LowPrecisionProductsTrainLikeFloat32WithFloat32MasterWeights) {
+  ASSERT_OK_AND_ASSIGN(const Place place, ParsePlace(GetParam()));
+  const Trajectory fp32 = Train(std::nullopt, place);
+  ASSERT_EQ(fp32.losses.size(), static_cast<size_t>(kSteps));
+  EXPECT_LT(fp32.losses.back(), 0.6 * fp32.losses.front());  // it learns
+  for (DataType dtype : {DataType::kBFloat16, DataType::kFloat16}) {
+    SCOPED_TRACE(DataTypeName(dtype));
+    const Trajectory low = Train(dtype, place);
+    ASSERT_EQ(low.losses.size(), static_cast<size_t>(kSteps));
+    EXPECT_EQ(low.w_dtype, DataType::kFloat32);  // the master weight
+    // One rounding per product (2^-9 for bfloat16, 2^-12 for float16
+    // relative), compounded over the steps: the losses stay within a few
+    // units of the 16-bit type's precision.
+    const double tol = dtype == DataType::kBFloat16 ? 0.03 : 0.005;
+    for (int s = 0; s < kSteps; ++s) {
+      EXPECT_NEAR(low.losses[s], fp32.losses[s], tol * fp32.losses[s]) << "step " << s;
+    }
+    // The first step's float32 gradients of the weights, against float32's
+    // in norm (single elements may differ more, where a sum's terms cancel).
+    // tanh, not relu: a relu whose input rounds across zero changes a whole
+    // term, so relu's gradients differ by a few such flips, not by rounding.
+    ASSERT_EQ(low.first_grads.size(), fp32.first_grads.size());
+    for (size_t g = 0; g < fp32.first_grads.size(); ++g) {
+      double norm = 0, diff = 0;
+      for (size_t i = 0; i < fp32.first_grads[g].size(); ++i) {
+        norm += fp32.first_grads[g][i] * fp32.first_grads[g][i];
+        const double d = low.first_grads[g][i] - fp32.first_grads[g][i];
+        diff += d * d;
+      }
+      EXPECT_GT(norm, 0);
+      const double relative = std::sqrt(diff / norm);
+      EXPECT_LT(relative, dtype == DataType::kBFloat16 ? 0.01 : 0.0015) << "grad " << g;
+      EXPECT_GT(relative, 0) << "grad " << g;  // 16-bit rounding shows: not float32's
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Places, AmpTraining, ::testing::Values("cpu", "sim:0"),
+                         [](const auto& info) { return info.param == "cpu" ? "cpu" : "sim"; });
+
+TEST(AmpErrors, SixteenBitIdsAreRejectedNamingTheOpAndArgument) {
+  ProgramBuilder b;
+  Var ids = b.Data("ids", DataType::kBFloat16, Shape({4}));
+  Var table =
+      b.CreateParameter("table", DataType::kFloat32, Shape({10, 3}), Initializer::Constant(1));
+  // The builder refuses the op ...
+  b.LookupTable(ids, table);
+  EXPECT_THAT(b.status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("op 'lookup_table': Ids must be int64, got bfloat16")));
+  // ... and so does Prepare, for a program made another way (JSON, Python).
+  ProgramBuilder ok;
+  Var ok_ids = ok.Data("ids", DataType::kInt64, Shape({4}));
+  ok.LookupTable(ok_ids, ok.CreateParameter("table", DataType::kFloat32, Shape({10, 3}),
+                                            Initializer::Constant(1)));
+  ASSERT_OK(ok.status());
+  Program program = ok.main_program();
+  program.block().FindVar("ids")->dtype = DataType::kBFloat16;
+  Executor exe(CPUPlace());
+  Scope scope;
+  ASSERT_OK(exe.Run(ok.startup_program(), &scope).status());
+  EXPECT_THAT(exe.Prepare(program, scope, {"ids"}, {}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("op 'lookup_table': Ids must be int64, got bfloat16")));
+}
+
+TEST(AmpErrors, ASixteenBitCheckpointInAFloat32ProgramIsAClearError) {
+  Model m;
+  Build(std::nullopt, &m);
+  Executor exe(CPUPlace());
+  Scope scope;
+  ASSERT_OK(exe.Run(m.b.startup_program(), &scope).status());
+  // A checkpoint whose layer1.w_0 was saved in bfloat16.
+  Scope saved;
+  saved.Var("layer1.w_0")
+      ->set(MakeTensor(DataType::kBFloat16, Shape({kIn, kHidden}),
+                       std::vector<double>(kIn * kHidden, 0.5)));
+  const std::string path = ::testing::TempDir() + "/bf16.ckpt";
+  ASSERT_OK(SaveCheckpoint(saved, {"layer1.w_0"}, path));
+  ASSERT_OK(LoadCheckpoint(path, &scope));
+  auto [x, label] = Batch(0);
+  absl::StatusOr<std::unique_ptr<Plan>> plan =
+      exe.Prepare(m.b.main_program(), scope, {"x", "label"}, {m.loss.name});
+  absl::Status status = plan.status();
+  if (plan.ok()) status = exe.Run(plan->get(), &scope, {{"x", x}, {"label", label}}).status();
+  EXPECT_THAT(status,
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("persistable 'layer1.w_0' holds bfloat16[12, 24] but the program "
+                                 "declares float32[12, 24]")));
+}
+
+}  // namespace
+}  // namespace tandem
