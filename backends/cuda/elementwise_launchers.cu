@@ -1,4 +1,5 @@
-// Element-wise kernels: fill, scale, cast. See elementwise_launchers.h.
+// Element-wise kernels: fill, repeat a row, scale, cast. See
+// elementwise_launchers.h.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -105,6 +106,14 @@ __device__ To Convert(From v) {
   }
 }
 
+template <typename T>
+__global__ void RepeatRowKernel(const T* row, int64_t total, int64_t n, T* out) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total;
+       i += int64_t{blockDim.x} * gridDim.x) {
+    out[i] = row[i % n];
+  }
+}
+
 template <typename From, typename To>
 __global__ void CastKernel(const From* x, To* out, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
@@ -135,6 +144,14 @@ cudaError_t LaunchScale(const T* x, T* out, int64_t n, double scale, double bias
   return cudaGetLastError();
 }
 
+template <typename T>
+cudaError_t LaunchRepeatRow(const T* row, int64_t rows, int64_t n, T* out, cudaStream_t stream) {
+  const int64_t total = rows * n;
+  if (total == 0) return cudaSuccess;
+  RepeatRowKernel<T><<<Blocks(total), kThreads, 0, stream>>>(row, total, n, out);
+  return cudaGetLastError();
+}
+
 template <typename From, typename To>
 cudaError_t LaunchCast(const From* x, To* out, int64_t n, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
@@ -151,6 +168,12 @@ TANDEM_FILL(bool)
 TANDEM_FILL(bfloat16)
 TANDEM_FILL(float16)
 #undef TANDEM_FILL
+
+#define TANDEM_REPEAT_ROW(T) \
+  template cudaError_t LaunchRepeatRow<T>(const T*, int64_t, int64_t, T*, cudaStream_t);
+TANDEM_REPEAT_ROW(bfloat16)
+TANDEM_REPEAT_ROW(float16)
+#undef TANDEM_REPEAT_ROW
 
 #define TANDEM_SCALE(T) \
   template cudaError_t LaunchScale<T>(const T*, T*, int64_t, double, double, bool, cudaStream_t);

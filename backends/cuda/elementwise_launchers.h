@@ -8,7 +8,8 @@
 // Each call enqueues one kernel on `stream` and returns at once (async) with
 // the launch status; n == 0 launches nothing. Pointers are device memory of
 // the stream's GPU. Instantiated for float, double, int32_t, int64_t and
-// (fill, cast) bool, bfloat16 and float16. Thread-safe.
+// (fill, cast) bool, bfloat16 and float16; LaunchRepeatRow for bfloat16 and
+// float16 (fc's bias). Thread-safe.
 #ifndef TANDEM_BACKENDS_CUDA_ELEMENTWISE_LAUNCHERS_H_
 #define TANDEM_BACKENDS_CUDA_ELEMENTWISE_LAUNCHERS_H_
 
@@ -33,6 +34,11 @@ cudaError_t LaunchFill(T* out, int64_t n, T value, cudaStream_t stream);
 template <typename T>
 cudaError_t LaunchScale(const T* x, T* out, int64_t n, double scale, double bias,
                         bool bias_after_scale, cudaStream_t stream);
+
+// out[r * n + j] = row[j] for r < rows: `row` (n values) copied into
+// every row of out (rows x n).
+template <typename T>
+cudaError_t LaunchRepeatRow(const T* row, int64_t rows, int64_t n, T* out, cudaStream_t stream);
 
 // out[i] = static_cast<To>(x[i]); to bool: x[i] != 0; from bool: 0 or 1;
 // to bfloat16 / float16 rounds once to nearest even, bit for bit as the

@@ -1,8 +1,11 @@
 // gpu kernels of fc and fc_grad: the products on cuBLAS (gemm.h), the bias
 // added to every row and its gradient summed over the rows by the
-// broadcasting kernels. Registration lines are the host kernels'; validation
+// broadcasting kernels (bfloat16 / float16: both inside the GEMM's float32
+// sums). Registration lines are the host kernels'; validation
 // and messages come from the shared prologues (backends/common/nn_prologues.h).
 #include <cuda_runtime_api.h>
+
+#include <algorithm>
 
 #include "backends/common/math_prologues.h"
 #include "backends/common/nn_prologues.h"
@@ -10,8 +13,10 @@
 #include "backends/cuda/broadcast_plan.h"
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_status.h"
+#include "backends/cuda/elementwise_launchers.h"
 #include "backends/cuda/gemm.h"
 #include "backends/cuda/kernel_util.h"
+#include "backends/cuda/scratch.h"
 #include "framework/base/status_macros.h"
 #include "framework/kernel/kernel_context.h"
 #include "framework/kernel/kernel_registry.h"
@@ -30,6 +35,7 @@ class FcKernel : public OpKernel {
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const prologue::FcArgs a, prologue::GetFcArgs(ctx, in_num_col_dims_));
     const FlatMatmulDims& d = a.d;
+    if (IsLowPrecisionFloat(a.input->dtype())) return Compute16Bit(ctx, a);
     RETURN_IF_ERROR(RunFlatMatmul(ctx, *a.input, *a.w, d.m, d.k, d.n, a.out));
     if (a.bias == nullptr) return absl::OkStatus();
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
@@ -43,10 +49,34 @@ class FcKernel : public OpKernel {
   }
 
  private:
+  // bfloat16 / float16: Out starts as Bias in every row and the product is
+  // added to it inside the GEMM, so Input * W + Bias is summed in float32
+  // and rounded once, as on the host.
+  absl::Status Compute16Bit(KernelContext* ctx, const prologue::FcArgs& a) {
+    const FlatMatmulDims& d = a.d;
+    if (a.bias == nullptr) return RunFlatMatmul(ctx, *a.input, *a.w, d.m, d.k, d.n, a.out);
+    const cudaStream_t stream = CudaStreamOf(ctx->stream());
+    RETURN_IF_ERROR(DispatchFloatWith16Bit(a.input->dtype(), [&](auto tag) -> absl::Status {
+      using T = typename decltype(tag)::type;
+      if constexpr (kIsLowPrecisionFloat<T>) {
+        CUDA_RETURN_IF_ERROR(
+            LaunchRepeatRow<T>(a.bias->data<T>(), d.m, d.n, a.out->data<T>(), stream));
+      }
+      return absl::OkStatus();
+    }));
+    if (d.k == 0) return absl::OkStatus();  // Out = Bias
+    Gemm g;
+    g.m = d.m, g.n = d.n, g.k = d.k;
+    g.a = a.input->raw_data();
+    g.b = a.w->raw_data();
+    g.accumulate = true;
+    return RunGemm(ctx, g, a.out);
+  }
+
   int64_t in_num_col_dims_ = 1;
 };
 
-REGISTER_KERNEL(KernelDef("fc", "gpu").TypeConstraint("Input", kFloatTypes), FcKernel);
+REGISTER_KERNEL(KernelDef("fc", "gpu").TypeConstraint("Input", kFloatTypesWith16Bit), FcKernel);
 
 // Input@GRAD = Out@GRAD * W^T, W@GRAD = Input^T * Out@GRAD, Bias@GRAD = the
 // column sums of Out@GRAD (float32 in double), each only when bound.
@@ -59,7 +89,9 @@ class FcGradKernel : public OpKernel {
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const prologue::FcGradArgs a, prologue::GetFcGradArgs(ctx, in_num_col_dims_));
     const FlatMatmulDims& d = a.d;
-    if (a.dbias != nullptr) {
+    if (a.dbias != nullptr && IsLowPrecisionFloat(a.input->dtype())) {
+      RETURN_IF_ERROR(BiasGrad16Bit(ctx, a));
+    } else if (a.dbias != nullptr) {
       ASSIGN_OR_RETURN(const ReduceGeometry sum,
                        PlanReduceTo(ctx->op().type, Shape({d.m, d.n}), Shape({d.n})));
       const cudaStream_t stream = CudaStreamOf(ctx->stream());
@@ -74,10 +106,43 @@ class FcGradKernel : public OpKernel {
   }
 
  private:
+  // bfloat16 / float16: Bias@GRAD [1, n] = ones [1, m] * Out@GRAD [m, n],
+  // a GEMM that sums in float32 and rounds once, as on the host.
+  static absl::Status BiasGrad16Bit(KernelContext* ctx, const prologue::FcGradArgs& a) {
+    const FlatMatmulDims& d = a.d;
+    ASSIGN_OR_RETURN(Tensor ones, AllocateScratch(ctx, a.input->dtype(), Shape({d.m}),
+                                                  "the ones that sum Out@GRAD's rows"));
+    const cudaStream_t stream = CudaStreamOf(ctx->stream());
+    RETURN_IF_ERROR(DispatchFloatWith16Bit(a.input->dtype(), [&](auto tag) -> absl::Status {
+      using T = typename decltype(tag)::type;
+      if constexpr (kIsLowPrecisionFloat<T>) {
+        CUDA_RETURN_IF_ERROR(LaunchFill<T>(ones.data<T>(), d.m, T(1.0f), stream));
+      }
+      return absl::OkStatus();
+    }));
+    Gemm g;
+    g.m = 1, g.n = d.n, g.k = d.m;
+    g.a = ones.raw_data();
+    g.b = a.dout->raw_data();
+    return RunGemm(ctx, g, a.dbias);
+  }
+
   int64_t in_num_col_dims_ = 1;
 };
 
-REGISTER_KERNEL(KernelDef("fc_grad", "gpu").TypeConstraint("Input", kFloatTypes), FcGradKernel);
+// Scratch: fc_grad's ones for a 16-bit Bias@GRAD (2 bytes a row).
+int64_t FcGradScratch(const OpDesc& op, const ArgMetas& in, const ArgMetas& out) {
+  const TensorMeta* dout = FirstMeta(in, "Out@GRAD");
+  const TensorMeta* dbias = FirstMeta(out, "Bias@GRAD");
+  if (dout == nullptr || dbias == nullptr || !IsLowPrecisionFloat(dout->dtype)) return 0;
+  const int64_t n = dbias->shape.num_elements();
+  return n > 0 ? 2 * std::max<int64_t>(0, dout->shape.num_elements() / n) : 0;
+}
+
+REGISTER_KERNEL(KernelDef("fc_grad", "gpu")
+                    .TypeConstraint("Input", kFloatTypesWith16Bit)
+                    .Scratch(FcGradScratch),
+                FcGradKernel);
 
 }  // namespace
 }  // namespace cuda

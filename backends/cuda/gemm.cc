@@ -10,6 +10,7 @@
 #include "backends/cuda/broadcast_plan.h"
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_status.h"
+#include "backends/cuda/elementwise_launchers.h"
 #include "backends/cuda/kernel_util.h"
 #include "backends/cuda/scratch.h"
 #include "framework/base/status_macros.h"
@@ -18,31 +19,62 @@ namespace tandem {
 namespace cuda {
 namespace {
 
+// cuBLAS's name of a 16-bit type, or of float32 (the products' scratch).
 template <typename T>
-cublasStatus_t GemmStridedBatched(cublasHandle_t h, const Gemm& g, T* c, int64_t stride_c) {
-  const T alpha = static_cast<T>(g.alpha), beta = 0;
+constexpr cudaDataType_t CudaDataType() {
+  if constexpr (std::is_same_v<T, bfloat16>) return CUDA_R_16BF;
+  if constexpr (std::is_same_v<T, float16>) return CUDA_R_16F;
+  return CUDA_R_32F;
+}
+
+// As GemmStridedBatched below for 16-bit A and B, into C of type `C` (T,
+// or float for products summed afterwards): tensor cores, float32 sums.
+template <typename T, typename C>
+cublasStatus_t GemmStridedBatchedEx(cublasHandle_t h, const Gemm& g, C* c, int64_t stride_c) {
+  const float alpha = static_cast<float>(g.alpha), beta = g.accumulate ? 1.0f : 0.0f;
   const cublasOperation_t op_a = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_b = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   const int64_t lda = g.trans_a ? g.m : g.k;
   const int64_t ldb = g.trans_b ? g.k : g.n;
-  const T* a = static_cast<const T*>(g.a);
-  const T* b = static_cast<const T*>(g.b);
-  // Column-major: C^T (n x m) = op(B)^T (n x k) * op(A)^T (k x m). One
-  // product goes through the plain gemm, as torch.mm does: cuBLAS's
-  // heuristics may choose other kernels for a strided batch of one.
+  constexpr cudaDataType_t ab = CudaDataType<T>(), ct = CudaDataType<C>();
   if (g.batch == 1) {
-    if constexpr (std::is_same_v<T, float>) {
-      return cublasSgemm_64(h, op_b, op_a, g.n, g.m, g.k, &alpha, b, ldb, a, lda, &beta, c, g.n);
-    } else {
-      return cublasDgemm_64(h, op_b, op_a, g.n, g.m, g.k, &alpha, b, ldb, a, lda, &beta, c, g.n);
-    }
+    return cublasGemmEx_64(h, op_b, op_a, g.n, g.m, g.k, &alpha, g.b, ab, ldb, g.a, ab, lda, &beta,
+                           c, ct, g.n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
   }
-  if constexpr (std::is_same_v<T, float>) {
-    return cublasSgemmStridedBatched_64(h, op_b, op_a, g.n, g.m, g.k, &alpha, b, ldb, g.stride_b, a,
-                                        lda, g.stride_a, &beta, c, g.n, stride_c, g.batch);
+  return cublasGemmStridedBatchedEx_64(h, op_b, op_a, g.n, g.m, g.k, &alpha, g.b, ab, ldb,
+                                       g.stride_b, g.a, ab, lda, g.stride_a, &beta, c, ct, g.n,
+                                       stride_c, g.batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+}
+
+template <typename T>
+cublasStatus_t GemmStridedBatched(cublasHandle_t h, const Gemm& g, T* c, int64_t stride_c) {
+  if constexpr (kIsLowPrecisionFloat<T>) {
+    return GemmStridedBatchedEx<T, T>(h, g, c, stride_c);
   } else {
-    return cublasDgemmStridedBatched_64(h, op_b, op_a, g.n, g.m, g.k, &alpha, b, ldb, g.stride_b, a,
-                                        lda, g.stride_a, &beta, c, g.n, stride_c, g.batch);
+    const T alpha = static_cast<T>(g.alpha), beta = 0;
+    const cublasOperation_t op_a = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t op_b = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const int64_t lda = g.trans_a ? g.m : g.k;
+    const int64_t ldb = g.trans_b ? g.k : g.n;
+    const T* a = static_cast<const T*>(g.a);
+    const T* b = static_cast<const T*>(g.b);
+    // Column-major: C^T (n x m) = op(B)^T (n x k) * op(A)^T (k x m). One
+    // product goes through the plain gemm, as torch.mm does: cuBLAS's
+    // heuristics may choose other kernels for a strided batch of one.
+    if (g.batch == 1) {
+      if constexpr (std::is_same_v<T, float>) {
+        return cublasSgemm_64(h, op_b, op_a, g.n, g.m, g.k, &alpha, b, ldb, a, lda, &beta, c, g.n);
+      } else {
+        return cublasDgemm_64(h, op_b, op_a, g.n, g.m, g.k, &alpha, b, ldb, a, lda, &beta, c, g.n);
+      }
+    }
+    if constexpr (std::is_same_v<T, float>) {
+      return cublasSgemmStridedBatched_64(h, op_b, op_a, g.n, g.m, g.k, &alpha, b, ldb, g.stride_b,
+                                          a, lda, g.stride_a, &beta, c, g.n, stride_c, g.batch);
+    } else {
+      return cublasDgemmStridedBatched_64(h, op_b, op_a, g.n, g.m, g.k, &alpha, b, ldb, g.stride_b,
+                                          a, lda, g.stride_a, &beta, c, g.n, stride_c, g.batch);
+    }
   }
 }
 
@@ -60,6 +92,31 @@ Gemm FoldBatchSum(Gemm g) {
 // Whether the products of `g` (folded) go to scratch to be summed.
 bool SumsProducts(const Gemm& g) { return g.sum_batches && g.batch > 1; }
 
+// A 16-bit sum over the batch: the products in float32, summed in float32,
+// then rounded once into `c`.
+template <typename T>
+absl::Status SumProductsIn32Bit(KernelContext* ctx, const Gemm& g, Tensor* c) {
+  const cudaStream_t stream = CudaStreamOf(ctx->stream());
+  const Shape products_shape({g.batch, g.m * g.n});
+  ASSIGN_OR_RETURN(Tensor products,
+                   AllocateScratch(ctx, DataType::kFloat32, products_shape,
+                                   "the float32 products of a sum over the batch"));
+  ASSIGN_OR_RETURN(Tensor sum, AllocateScratch(ctx, DataType::kFloat32, Shape({g.m * g.n}),
+                                               "the float32 sum over the batch"));
+  RETURN_IF_ERROR(
+      CudaDeviceOf(ctx->device())->WithCublas(ctx->stream(), [&](cublasHandle_t h) -> absl::Status {
+        CUBLAS_RETURN_IF_ERROR(
+            (GemmStridedBatchedEx<T, float>(h, g, products.data<float>(), g.m * g.n)));
+        return absl::OkStatus();
+      }));
+  ASSIGN_OR_RETURN(ReduceGeometry geometry,
+                   PlanReduceTo(ctx->op().type, products_shape, Shape({g.m * g.n})));
+  CUDA_RETURN_IF_ERROR(
+      LaunchReduceSum<float>(products.data<float>(), sum.data<float>(), geometry, stream));
+  CUDA_RETURN_IF_ERROR((LaunchCast<float, T>(sum.data<float>(), c->data<T>(), g.m * g.n, stream)));
+  return absl::OkStatus();
+}
+
 template <typename T>
 absl::Status RunGemmOf(KernelContext* ctx, Gemm g, Tensor* c) {
   const cudaStream_t stream = CudaStreamOf(ctx->stream());
@@ -76,17 +133,21 @@ absl::Status RunGemmOf(KernelContext* ctx, Gemm g, Tensor* c) {
       return absl::OkStatus();
     });
   }
-  const Shape products_shape({g.batch, g.m * g.n});
-  ASSIGN_OR_RETURN(Tensor products,
-                   AllocateScratch(ctx, c->dtype(), products_shape, "the sum over the batch"));
-  RETURN_IF_ERROR(device->WithCublas(ctx->stream(), [&](cublasHandle_t h) -> absl::Status {
-    CUBLAS_RETURN_IF_ERROR(GemmStridedBatched<T>(h, g, products.data<T>(), g.m * g.n));
+  if constexpr (kIsLowPrecisionFloat<T>) {
+    return SumProductsIn32Bit<T>(ctx, g, c);
+  } else {
+    const Shape products_shape({g.batch, g.m * g.n});
+    ASSIGN_OR_RETURN(Tensor products,
+                     AllocateScratch(ctx, c->dtype(), products_shape, "the sum over the batch"));
+    RETURN_IF_ERROR(device->WithCublas(ctx->stream(), [&](cublasHandle_t h) -> absl::Status {
+      CUBLAS_RETURN_IF_ERROR(GemmStridedBatched<T>(h, g, products.data<T>(), g.m * g.n));
+      return absl::OkStatus();
+    }));
+    ASSIGN_OR_RETURN(ReduceGeometry sum,
+                     PlanReduceTo(ctx->op().type, products_shape, Shape({g.m * g.n})));
+    CUDA_RETURN_IF_ERROR(LaunchReduceSum<T>(products.data<T>(), c->data<T>(), sum, stream));
     return absl::OkStatus();
-  }));
-  ASSIGN_OR_RETURN(ReduceGeometry sum,
-                   PlanReduceTo(ctx->op().type, products_shape, Shape({g.m * g.n})));
-  CUDA_RETURN_IF_ERROR(LaunchReduceSum<T>(products.data<T>(), c->data<T>(), sum, stream));
-  return absl::OkStatus();
+  }
 }
 
 }  // namespace
@@ -94,11 +155,14 @@ absl::Status RunGemmOf(KernelContext* ctx, Gemm g, Tensor* c) {
 int64_t RunGemmScratchBytes(Gemm g, DataType dtype) {
   if (g.m * g.n == 0 || g.k == 0 || g.batch == 0) return 0;
   g = FoldBatchSum(g);
-  return SumsProducts(g) ? g.batch * g.m * g.n * static_cast<int64_t>(SizeOf(dtype)) : 0;
+  if (!SumsProducts(g)) return 0;
+  // 16-bit: float32 products and their float32 sum (SumProductsIn32Bit).
+  return IsLowPrecisionFloat(dtype) ? (g.batch + 1) * g.m * g.n * int64_t{4}
+                                    : g.batch * g.m * g.n * static_cast<int64_t>(SizeOf(dtype));
 }
 
 absl::Status RunGemm(KernelContext* ctx, Gemm g, Tensor* c) {
-  return DispatchFloat(
+  return DispatchFloatWith16Bit(
       c->dtype(), [&](auto tag) { return RunGemmOf<typename decltype(tag)::type>(ctx, g, c); });
 }
 
@@ -115,7 +179,7 @@ absl::Status RunGemmStrided(KernelContext* ctx, const Gemm& g, DataType dtype, v
                                            CudaStreamOf(ctx->stream())));
     return absl::OkStatus();
   }
-  return DispatchFloat(dtype, [&](auto tag) {
+  return DispatchFloatWith16Bit(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     return CudaDeviceOf(ctx->device())
         ->WithCublas(ctx->stream(), [&](cublasHandle_t h) -> absl::Status {

@@ -1,5 +1,6 @@
 // Row-major matrix products on cuBLAS for the CUDA backend's kernels
 // (matmul, mul, fc, conv2d): float32 through Sgemm, float64 through Dgemm,
+// bfloat16 and float16 through GemmEx with float32 accumulation,
 // strided-batched. Tensors are row-major and cuBLAS column-major: a
 // row-major C = A * B is computed as the column-major C^T = B^T * A^T, which
 // reads the same memory, so A and B swap places and no data moves.
@@ -37,10 +38,15 @@ struct Gemm {
   int64_t stride_b = 0;
   double alpha = 1;
   bool sum_batches = false;
+  // C += the product instead of C = (bfloat16 / float16 only: fc adds its
+  // bias this way, in the product's float32 sum).
+  bool accumulate = false;
 };
 
-// Runs `g` into `c` (m x n, or batch x m x n without sum_batches; float32
-// or float64, A and B of c's dtype) on the context's stream. An empty sum
+// Runs `g` into `c` (m x n, or batch x m x n without sum_batches; float32,
+// float64, bfloat16 or float16, A and B of c's dtype) on the context's
+// stream. The 16-bit types multiply on the tensor cores, accumulate in
+// float32 and round once (cublasGemmEx, CUBLAS_COMPUTE_32F). An empty sum
 // (k or batch 0) gives zeros. Summing over a batch folds it into k when A
 // and B are stacked along k in memory; otherwise the products go to a
 // scratch tensor and are summed with a reduction kernel.

@@ -44,6 +44,25 @@ absl::Status DispatchNumeric(DataType t, Fn&& fn) {
   return absl::InternalError(absl::StrCat("numeric kernel called for ", DataTypeName(t)));
 }
 
+// Calls fn(TypeTag<T>{}) for float, double, bfloat16 or float16; Internal
+// otherwise.
+template <typename Fn>
+absl::Status DispatchFloatWith16Bit(DataType t, Fn&& fn) {
+  switch (t) {
+    case DataType::kBFloat16:
+      return fn(TypeTag<bfloat16>{});
+    case DataType::kFloat16:
+      return fn(TypeTag<float16>{});
+    case DataType::kFloat32:
+      return fn(TypeTag<float>{});
+    case DataType::kFloat64:
+      return fn(TypeTag<double>{});
+    default:
+      break;
+  }
+  return absl::InternalError(absl::StrCat("floating kernel called for ", DataTypeName(t)));
+}
+
 // Calls fn(TypeTag<T>{}) for float or double; Internal otherwise.
 template <typename Fn>
 absl::Status DispatchFloat(DataType t, Fn&& fn) {

@@ -43,7 +43,7 @@ class MatmulKernel : public OpKernel {
   MatmulAttrs attrs_;
 };
 
-REGISTER_KERNEL(KernelDef("matmul", "gpu").TypeConstraint("X", kFloatTypes), MatmulKernel);
+REGISTER_KERNEL(KernelDef("matmul", "gpu").TypeConstraint("X", kFloatTypesWith16Bit), MatmulKernel);
 
 // With Out = alpha * op(X) * op(Y) and G = Out@GRAD (per batch, m x n):
 //   X@GRAD = alpha * G op(Y)^T, or its transpose (k x m) when transpose_X;
@@ -99,7 +99,7 @@ class MatmulGradKernel : public OpKernel {
 
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const prologue::MatmulArgs a, prologue::GetMatmulArgs(*ctx, attrs_, true));
-    return DispatchFloat(a.x->dtype(), [&](auto) -> absl::Status {
+    return DispatchFloatWith16Bit(a.x->dtype(), [&](auto) -> absl::Status {
       if (ctx->OutputVar("X@GRAD") != nullptr) {
         ASSIGN_OR_RETURN(Tensor * dx, ctx->AllocateOutput("X@GRAD", a.x->dtype(), a.x->shape()));
         RETURN_IF_ERROR(
@@ -135,9 +135,10 @@ int64_t MatmulGradScratch(const OpDesc& op, const ArgMetas& in, const ArgMetas& 
   return std::max(dx, dy);
 }
 
-REGISTER_KERNEL(
-    KernelDef("matmul_grad", "gpu").TypeConstraint("X", kFloatTypes).Scratch(MatmulGradScratch),
-    MatmulGradKernel);
+REGISTER_KERNEL(KernelDef("matmul_grad", "gpu")
+                    .TypeConstraint("X", kFloatTypesWith16Bit)
+                    .Scratch(MatmulGradScratch),
+                MatmulGradKernel);
 
 class MulKernel : public OpKernel {
  public:
@@ -152,7 +153,7 @@ class MulKernel : public OpKernel {
   prologue::NumColDims cols_;
 };
 
-REGISTER_KERNEL(KernelDef("mul", "gpu").TypeConstraint("X", kFloatTypes), MulKernel);
+REGISTER_KERNEL(KernelDef("mul", "gpu").TypeConstraint("X", kFloatTypesWith16Bit), MulKernel);
 
 // X@GRAD = Out@GRAD * Y^T and Y@GRAD = X^T * Out@GRAD as matrices, each only
 // when bound.
@@ -169,7 +170,8 @@ class MulGradKernel : public OpKernel {
   prologue::NumColDims cols_;
 };
 
-REGISTER_KERNEL(KernelDef("mul_grad", "gpu").TypeConstraint("X", kFloatTypes), MulGradKernel);
+REGISTER_KERNEL(KernelDef("mul_grad", "gpu").TypeConstraint("X", kFloatTypesWith16Bit),
+                MulGradKernel);
 
 }  // namespace
 }  // namespace cuda

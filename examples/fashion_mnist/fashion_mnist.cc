@@ -43,6 +43,7 @@
 #include "examples/common/progress.h"
 #include "examples/common/replicas.h"
 #include "examples/common/trainer_checkpoint.h"
+#include "framework/amp/amp.h"
 #include "framework/base/status_macros.h"
 #include "framework/device/device_registry.h"
 #include "framework/memory/cpu_allocator.h"
@@ -65,6 +66,9 @@ DEFINE_double(momentum, 0.9, "momentum's mu (with --optimizer=momentum)");
 DEFINE_string(place, "",
               "default place: gpu:N, sim:N or cpu (default: gpu:0 if present, else cpu)");
 DEFINE_bool(first_layer_on_cpu, false, "put the first layer under device_guard(\"cpu\")");
+DEFINE_string(amp, "none",
+              "mixed precision: none, bf16 or fp16 (fc and conv2d in 16 bits, float32 master "
+              "weights; fp16 has no loss scaling yet)");
 DEFINE_string(checkpoint_dir, "",
               "save a checkpoint here every epoch (and when --max_steps stops)");
 DEFINE_bool(resume, false, "continue from the checkpoint in --checkpoint_dir");
@@ -121,6 +125,7 @@ absl::StatusOr<FashionMnistConfig> ConfigFromFlags() {
   }
   config.first_layer_on_cpu = FLAGS_first_layer_on_cpu;
   config.seed = FLAGS_seed;
+  ASSIGN_OR_RETURN(config.amp, ParseAmpFlag(FLAGS_amp));
   return config;
 }
 
@@ -319,10 +324,12 @@ absl::Status Train() {
 
   if (IsMainProcess())
     std::printf(
-        "fashion_mnist: %s [%s] on %s%s, %s lr %g, batch %lld, %lld train / %lld test "
+        "fashion_mnist: %s [%s] on %s%s%s, %s lr %g, batch %lld, %lld train / %lld test "
         "examples, executor: %s\n",
         FLAGS_model.c_str(), absl::StrJoin(config.hidden, ", ").c_str(), place.ToString().c_str(),
-        FLAGS_first_layer_on_cpu ? " (first layer on cpu)" : "", FLAGS_optimizer.c_str(), FLAGS_lr,
+        FLAGS_first_layer_on_cpu ? " (first layer on cpu)" : "",
+        config.amp.has_value() ? absl::StrCat(", amp ", DataTypeName(*config.amp)).c_str() : "",
+        FLAGS_optimizer.c_str(), FLAGS_lr,
         static_cast<long long>(FLAGS_batch_size), static_cast<long long>(train->num_examples()),
         static_cast<long long>(test->num_examples()),
         ExecutorMode(ExampleExecutorOptions()).c_str());

@@ -3,8 +3,9 @@
 # MLP learns (loss falls, test accuracy far above the 0.1 of chance) on cpu,
 # on sim:0 and with the first layer on the cpu (concurrent and --in_order),
 # to the same accuracy; a resumed checkpoint gives the uninterrupted run's
-# numbers; the CNN learns; --data_parallel replicas, and the processes of an
-# mpirun job with --mpi, learn what one device does.
+# numbers; the CNN learns; --amp=bf16 learns what float32 does;
+# --data_parallel replicas, and the processes of an mpirun job with --mpi,
+# learn what one device does.
 # Skips (passes) when Debian's dataset-fashion-mnist is not installed.
 set -euo pipefail
 bin="$(dirname "$0")/fashion_mnist"
@@ -49,6 +50,15 @@ check "first layer on cpu agrees" 'a - b < 0.005 && b - a < 0.005' "${acc[cpu]}"
     "${acc[sim:0 --first_layer_on_cpu]}"
 check "in-order agrees" 'a - b < 0.002 && b - a < 0.002' "${acc[sim:0 --first_layer_on_cpu]}" \
     "${acc[sim:0 --first_layer_on_cpu --in_order]}"
+
+# --amp=bf16: the fc layers in bfloat16 learn what float32 learns, on cpu
+# and on sim:0 with the first layer on the host.
+for run in "cpu" "sim:0 --first_layer_on_cpu"; do
+  out=$("$bin" --place=$run --amp=bf16 --max_steps=300 $subset)
+  grep -q ", amp bfloat16, " <<<"$out" || { echo "FAILED: no amp on $run"; echo "$out"; exit 1; }
+  check "amp bf16 accuracy near float32's on $run" 'a - b < 0.01 && b - a < 0.01' \
+      "${acc[$run]}" "$(accuracy "$out")"
+done
 
 # --data_parallel: 2 and 4 sim replicas (and 2 with the first layer shared on
 # the host) learn what one device learns from the same batches.

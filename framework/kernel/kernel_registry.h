@@ -70,6 +70,8 @@
 namespace tandem {
 
 inline const std::vector<DataType> kFloatTypes = {DataType::kFloat32, DataType::kFloat64};
+inline const std::vector<DataType> kFloatTypesWith16Bit = {DataType::kFloat32, DataType::kFloat64,
+                                                           DataType::kBFloat16, DataType::kFloat16};
 inline const std::vector<DataType> kNumericTypes = {DataType::kFloat32, DataType::kFloat64,
                                                     DataType::kInt32, DataType::kInt64};
 

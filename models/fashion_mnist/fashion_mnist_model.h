@@ -21,6 +21,7 @@
 #define TANDEM_MODELS_FASHION_MNIST_FASHION_MNIST_MODEL_H_
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -37,6 +38,10 @@ struct FashionMnistConfig {
   std::vector<int64_t> hidden = {256, 128};  // fully connected hidden layers
   bool first_layer_on_cpu = false;
   int64_t seed = 1;  // parameter initialisation; > 0
+  // Mixed precision (framework/amp/amp.h): the fc and conv2d layers compute
+  // in this dtype (bfloat16 or float16) with float32 master weights, in
+  // training and in `eval`. nullopt: float32 throughout.
+  std::optional<DataType> amp;
 };
 
 struct FashionMnistModel {
@@ -50,8 +55,8 @@ struct FashionMnistModel {
 
 // Builds the training program into `builder` (forward, backward and the
 // updates of `optimizer`) and its startup program. InvalidArgument for an
-// empty or non-positive hidden size or a seed < 1; the builder's or the
-// optimizer's error otherwise.
+// empty or non-positive hidden size, a seed < 1 or an amp dtype that is not
+// 16-bit floating; the builder's or the optimizer's error otherwise.
 absl::StatusOr<FashionMnistModel> BuildFashionMnistModel(const FashionMnistConfig& config,
                                                          Optimizer* optimizer,
                                                          ProgramBuilder* builder);
