@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "framework/amp/amp.h"
 #include "pybind11/stl.h"
 #include "python/attr_convert.h"
 #include "python/bindings.h"
@@ -64,7 +65,9 @@ void RegisterPrograms(py::module_& m) {
       .value("float64", DataType::kFloat64)
       .value("int32", DataType::kInt32)
       .value("int64", DataType::kInt64)
-      .value("bool", DataType::kBool);
+      .value("bool", DataType::kBool)
+      .value("bfloat16", DataType::kBFloat16)
+      .value("float16", DataType::kFloat16);
   py::class_<ProgramHandle>(m, "Program", "The C++ program behind tandem.Program.")
       .def(py::init<>())
       .def("debug_string", [](const ProgramHandle& p) { return p.program.DebugString(); })
@@ -112,6 +115,16 @@ void RegisterPrograms(py::module_& m) {
              v->stop_gradient = stop;
              ++p.version;
            })
+      .def(
+          "apply_amp",
+          [](ProgramHandle& p, const std::string& dtype) {
+            AmpOptions options;
+            options.dtype = ValueOrThrow(ParseDataType(dtype));
+            AmpReport report = ValueOrThrow(ApplyAmp(options, &p.program));
+            ++p.version;
+            return report.low_precision_ops;
+          },
+          "framework/amp/amp.h's ApplyAmp; the rewritten ops ('fc #3').", py::arg("dtype"))
       .def("__eq__",
            [](const ProgramHandle& a, const ProgramHandle& b) { return a.program == b.program; });
 }

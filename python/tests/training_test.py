@@ -125,6 +125,33 @@ class PlacementTest(unittest.TestCase):
                                     fetch_list=[loss], scope=scope)[0][0] for _ in range(3)])
         self.assertEqual(results[0], results[1])
 
+    def test_amp_trains_the_products_in_bfloat16_with_float32_weights(self):
+        def net(amp):
+            def b():
+                x, t = tandem.data("x", [8, 3]), tandem.data("t", [8, 1])
+                h = L.fc(x, 4, act="tanh", name="h")
+                loss = L.mean(L.square_error_cost(L.fc(h, 1, name="o"), t))
+                if amp:
+                    self.assertEqual(tandem.amp.apply(dtype=amp), ["fc #0", "fc #2"])
+                tandem.optimizer.SGD(0.1).minimize(loss)
+                return loss
+            return build(b)
+        losses = {}
+        for amp in (None, "bf16"):
+            main, startup, loss = net(amp)
+            exe, scope = tandem.Executor(tandem.CPUPlace()), tandem.Scope()
+            exe.run(startup, scope=scope)
+            losses[amp] = [float(exe.run(main, feed={"x": X, "t": T}, fetch_list=[loss],
+                                         scope=scope)[0][0]) for _ in range(20)]
+            self.assertEqual(scope.find_var("h.w_0").get_tensor().dtype, "float32")
+        self.assertLess(losses["bf16"][-1], losses["bf16"][0])
+        np.testing.assert_allclose(losses["bf16"], losses[None], rtol=0.03)
+        self.assertNotEqual(losses["bf16"], losses[None])  # 16-bit rounding shows
+        with self.assertRaisesRegex(tandem.errors.FailedPreconditionError, "before AppendBackward"):
+            tandem.amp.apply(main)  # already has its backward ops
+        with self.assertRaisesRegex(ValueError, "unknown data type 'fp8'"):
+            tandem.amp.apply(tandem.Program(), "fp8")
+
     def test_transfer_policy_guard(self):
         def b():
             x = L.fill_constant([2], "float32", 1)
