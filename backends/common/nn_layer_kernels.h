@@ -284,7 +284,7 @@ class LayerNormGradKernel final : public OpKernel {
 // The dtypes the portable conv2d(_grad) and pool2d(_grad) kernels are
 // registered for; leave out those a backend serves with vendor kernels.
 struct NnLayerKernelTypes {
-  std::vector<DataType> conv2d = FloatTypes::DataTypes();
+  std::vector<DataType> conv2d = FloatTypesWith16Bit::DataTypes();
   std::vector<DataType> pool2d = FloatTypes::DataTypes();
 };
 

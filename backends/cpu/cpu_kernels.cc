@@ -10,8 +10,9 @@ namespace tandem {
 namespace {
 
 // float32 conv2d(_grad) and pool2d(_grad) run on oneDNN (dnnl_nn_kernels.cc).
-const HostKernelsRegistrar<CpuPolicy> host_kernels("cpu", {/*conv2d=*/{DataType::kFloat64},
-                                                           /*pool2d=*/{DataType::kFloat64}});
+const HostKernelsRegistrar<CpuPolicy> host_kernels(
+    "cpu", {/*conv2d=*/{DataType::kFloat64, DataType::kBFloat16, DataType::kFloat16},
+            /*pool2d=*/{DataType::kFloat64}});
 
 }  // namespace
 }  // namespace tandem

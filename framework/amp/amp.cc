@@ -77,6 +77,8 @@ class AmpRewriter {
                 const OpDesc& beside) {
     OpDesc cast;
     cast.type = "cast";
+    cast.origin.kind = OpOrigin::Kind::kAmpCast;  // the placer's cast-at-source rule
+    cast.origin.var = from;
     cast.inputs["X"] = {from};
     cast.outputs["Out"] = {to};
     cast.attrs["out_dtype"] = dtype;

@@ -78,6 +78,8 @@ absl::string_view OpOriginKindName(OpOrigin::Kind kind) {
       return "state_of";
     case OpOrigin::Kind::kHostState:
       return "host_state";
+    case OpOrigin::Kind::kAmpCast:
+      return "amp_cast";
   }
   return "?";
 }
@@ -86,12 +88,13 @@ absl::StatusOr<OpOrigin::Kind> ParseOpOriginKind(absl::string_view name) {
   for (OpOrigin::Kind k :
        {OpOrigin::Kind::kUser, OpOrigin::Kind::kGradOf, OpOrigin::Kind::kLossGradOf,
         OpOrigin::Kind::kGradSumOf, OpOrigin::Kind::kUpdateOf, OpOrigin::Kind::kStateOf,
-        OpOrigin::Kind::kHostState}) {
+        OpOrigin::Kind::kHostState, OpOrigin::Kind::kAmpCast}) {
     if (OpOriginKindName(k) == name) return k;
   }
   return absl::InvalidArgumentError(absl::StrCat(
       "unknown op origin '", name,
-      "'; accepted: user, grad_of, loss_grad_of, grad_sum_of, update_of, state_of, host_state"));
+      "'; accepted: user, grad_of, loss_grad_of, grad_sum_of, update_of, state_of, host_state, "
+      "amp_cast"));
 }
 
 std::string GradVarName(absl::string_view var) { return absl::StrCat(var, kGradSuffix); }

@@ -53,6 +53,7 @@ struct OpOrigin {
     kUpdateOf,    // the update op of parameter `var`
     kStateOf,     // initialises optimizer state of parameter `var`
     kHostState,   // initialises a host scalar the update kernels read (learning rate)
+    kAmpCast,     // a cast the mixed-precision rewrite inserted, of variable `var`
   };
   Kind kind = Kind::kUser;
   int op = -1;

@@ -68,6 +68,21 @@ void PlacementContext::Record(const OpDesc& op, int index, const Place& place) {
   }
 }
 
+RuleResult CastAtSourceRule(const OpDesc& op, int index, const PlacementContext& ctx) {
+  if (op.type != "cast" || op.origin.kind != OpOrigin::Kind::kAmpCast) return std::nullopt;
+  const Block& block = ctx.program().block();
+  const VarDesc* in = block.FindVar(op.Input("X"));
+  const VarDesc* out = block.FindVar(op.Output("Out"));
+  if (in == nullptr || out == nullptr || SizeOf(out->dtype) >= SizeOf(in->dtype)) {
+    return std::nullopt;
+  }
+  std::optional<std::pair<Place, int>> writer = ctx.Writer(in->name);
+  if (!writer.has_value()) return std::nullopt;
+  return PlaceDecision{writer->first, PlacementCause::kCastAtSource,
+                       absl::StrCat("narrows '", in->name, "' where #", writer->second,
+                                    " produced it: copies move ", DataTypeName(out->dtype))};
+}
+
 RuleResult GuardRule(const OpDesc& op, int index, const PlacementContext& ctx) {
   if (Unpinned(op)) return std::nullopt;
   absl::StatusOr<Place> place = ResolveOpDevice(op.op_device, ctx.options().default_place);
@@ -152,9 +167,16 @@ RuleResult DefaultRule(const OpDesc& op, int index, const PlacementContext& ctx)
 
 const std::vector<NamedPlacementRule>& PlacementRules() {
   static const auto* const kRules = new std::vector<NamedPlacementRule>{
-      {"guard", GuardRule},          {"inherit", InheritRule}, {"loss-grad", LossGradRule},
-      {"grad-sum", GradSumRule},     {"param", ParamRule},     {"state", StateRule},
-      {"host-state", HostStateRule}, {"auto", AutoRule},       {"default", DefaultRule},
+      {"cast-at-source", CastAtSourceRule},
+      {"guard", GuardRule},
+      {"inherit", InheritRule},
+      {"loss-grad", LossGradRule},
+      {"grad-sum", GradSumRule},
+      {"param", ParamRule},
+      {"state", StateRule},
+      {"host-state", HostStateRule},
+      {"auto", AutoRule},
+      {"default", DefaultRule},
   };
   return *kRules;
 }

@@ -70,6 +70,14 @@ struct NamedPlacementRule {
 const std::vector<NamedPlacementRule>& PlacementRules();
 
 // Each rule alone (for tests; PlaceOp runs them in order).
+// cast-at-source: a cast that ApplyAmp inserted (origin kAmpCast) and that
+// narrows its input (float32 to bfloat16, say) runs where that input was
+// produced, whatever its consumer's device_guard: a value crossing places
+// then moves in 16 bits, and the backward of that cast (placed with it)
+// brings the gradient back in 16 bits too. An input nothing in the program
+// wrote (a feed, a parameter) leaves the decision to the later rules.
+absl::StatusOr<std::optional<PlaceDecision>> CastAtSourceRule(const OpDesc& op, int index,
+                                                              const PlacementContext& ctx);
 absl::StatusOr<std::optional<PlaceDecision>> GuardRule(const OpDesc& op, int index,
                                                        const PlacementContext& ctx);
 absl::StatusOr<std::optional<PlaceDecision>> InheritRule(const OpDesc& op, int index,

@@ -46,8 +46,9 @@ struct Fixture {
 TEST(PlacementRules, InOrderWithTheirCauseNames) {
   std::vector<std::string> names;
   for (const NamedPlacementRule& r : PlacementRules()) names.push_back(r.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"guard", "inherit", "loss-grad", "grad-sum", "param",
-                                             "state", "host-state", "auto", "default"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"cast-at-source", "guard", "inherit", "loss-grad", "grad-sum",
+                                      "param", "state", "host-state", "auto", "default"}));
   EXPECT_EQ(PlacementCauseName(PlacementCause::kWriteBack), "write-back");
   EXPECT_EQ(PlacementCauseName(PlacementCause::kHostArg), "host-arg");
 }

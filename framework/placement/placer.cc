@@ -197,6 +197,8 @@ absl::StatusOr<PlacedProgram> Placer::Run() {
 
 absl::string_view PlacementCauseName(PlacementCause cause) {
   switch (cause) {
+    case PlacementCause::kCastAtSource:
+      return "cast-at-source";
     case PlacementCause::kGuard:
       return "guard";
     case PlacementCause::kInherit:

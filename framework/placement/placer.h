@@ -49,22 +49,24 @@ namespace tandem {
 
 // Why an op or copy is where it is: the rule that decided it.
 enum class PlacementCause {
-  kGuard,      // op_device / device_guard
-  kInherit,    // a gradient op, with its forward op
-  kLossGrad,   // the loss-gradient fill, with the loss op
-  kGradSum,    // a gradient sum, where its partial gradient was produced
-  kParam,      // an update op, where its parameter is read
-  kState,      // optimizer state, initialised with its parameter
-  kHostState,  // a host scalar the update kernels read
-  kAuto,       // the auto pass
-  kDefault,    // the executor's default place
-  kFallback,   // no kernel on the requested place: the CPU
-  kCopy,       // a copy for a reader on another place
-  kHostArg,    // a copy for a HostMemory argument
-  kWriteBack,  // a copy of an updated persistable back to where it lives
+  kCastAtSource,  // a narrowing AMP cast, where its input is produced
+  kGuard,         // op_device / device_guard
+  kInherit,       // a gradient op, with its forward op
+  kLossGrad,      // the loss-gradient fill, with the loss op
+  kGradSum,       // a gradient sum, where its partial gradient was produced
+  kParam,         // an update op, where its parameter is read
+  kState,         // optimizer state, initialised with its parameter
+  kHostState,     // a host scalar the update kernels read
+  kAuto,          // the auto pass
+  kDefault,       // the executor's default place
+  kFallback,      // no kernel on the requested place: the CPU
+  kCopy,          // a copy for a reader on another place
+  kHostArg,       // a copy for a HostMemory argument
+  kWriteBack,     // a copy of an updated persistable back to where it lives
 };
-// "guard", "inherit", "loss-grad", "grad-sum", "param", "state", "host-state",
-// "auto", "default", "fallback", "copy", "host-arg", "write-back".
+// "cast-at-source", "guard", "inherit", "loss-grad", "grad-sum", "param",
+// "state", "host-state", "auto", "default", "fallback", "copy", "host-arg",
+// "write-back".
 absl::string_view PlacementCauseName(PlacementCause cause);
 
 // A copy op the placer inserted, as typed fields.

@@ -200,6 +200,11 @@ TEST(Conformance, EveryKernelOnEveryPlaceMatchesReference) {
     EXPECT_GT(ran, 0) << "no kernel ran on " << place;
     LOG(INFO) << ran << " conformance cases on " << place;
   }
+  // A case no cpu kernel takes (an op or dtype left unregistered) would be
+  // skipped on every place: that is a failure, not a pass.
+  for (const ConformanceCase& c : cases) {
+    EXPECT_NE(KernelFor(c, DeviceType::CPU()), nullptr) << "no cpu kernel runs " << c.label;
+  }
   std::set<DeviceType> available;
   for (const Place& p : DeviceRegistry::Global().AvailablePlaces()) available.insert(p.type());
   for (const KernelRegistration* k : KernelRegistry::Global().AllKernels()) {

@@ -141,6 +141,55 @@ TEST_P(AmpTraining, LowPrecisionProductsTrainLikeFloat32WithFloat32MasterWeights
 INSTANTIATE_TEST_SUITE_P(Places, AmpTraining, ::testing::Values("cpu", "sim:0"),
                          [](const auto& info) { return info.param == "cpu" ? "cpu" : "sim"; });
 
+// An embedding table under device_guard("cpu") feeding an fc on sim:0:
+// with AMP the cast of the gathered rows runs on the host (rule
+// cast-at-source), so the rows go up and their gradient comes down in
+// bfloat16, half the bytes of float32; the table is still updated in
+// float32 on the host.
+TEST(AmpCopies, RowsCrossInSixteenBitsBothWays) {
+  constexpr int64_t kIds = 64, kDim = 32;
+  auto bytes_per_step = [&](bool amp, std::string* placement) {
+    ProgramBuilder b;
+    Var ids = b.Data("ids", DataType::kInt64, Shape({kIds, 1}));
+    Var emb;
+    {
+      auto guard = b.device_guard("cpu");
+      emb = b.Embedding(ids, {1000, kDim}, /*is_sparse=*/false, -1, Initializer::Uniform(-1, 1, 5),
+                        "table");
+    }
+    Var out = b.Fc(emb, 8, 1, true, "head", Initializer::XavierUniform(6));
+    Var loss = b.Mean(out);
+    EXPECT_OK(b.status());
+    if (amp) EXPECT_OK(ApplyAmp(AmpOptions{}, &b.main_program()).status());
+    SGD sgd(0.1);
+    EXPECT_OK(sgd.Minimize(&b, loss));
+    Executor exe(*ParsePlace("sim:0"));
+    Scope scope;
+    EXPECT_OK(exe.Run(b.startup_program(), &scope).status());
+    std::vector<int64_t> id_values(kIds);
+    for (int64_t i = 0; i < kIds; ++i) id_values[i] = (i * 37) % 1000;
+    const Tensor feed = Tensor::FromVector<int64_t>(Shape({kIds, 1}), id_values);
+    absl::StatusOr<std::unique_ptr<Plan>> plan =
+        exe.Prepare(b.main_program(), scope, {"ids"}, {loss.name});
+    EXPECT_OK(plan.status());
+    if (!plan.ok()) return std::make_pair(int64_t{-1}, int64_t{-1});
+    *placement = (*plan)->PlacementTable();
+    RunStats stats;
+    EXPECT_OK(exe.Run(plan->get(), &scope, {{"ids", feed}}, &stats).status());
+    EXPECT_EQ(scope.Find("table")->tensor().dtype(), DataType::kFloat32);
+    return std::make_pair(stats.bytes_h2d, stats.bytes_d2h);
+  };
+  std::string fp32_table, amp_table;
+  const auto [up32, down32] = bytes_per_step(false, &fp32_table);
+  const auto [up16, down16] = bytes_per_step(true, &amp_table);
+  // float32: the rows up, their gradient down (64 x 32 x 4 bytes each way).
+  EXPECT_EQ(up32, kIds * kDim * 4) << fp32_table;
+  EXPECT_EQ(down32, kIds * kDim * 4) << fp32_table;
+  EXPECT_EQ(up16, kIds * kDim * 2) << amp_table;
+  EXPECT_EQ(down16, kIds * kDim * 2) << amp_table;
+  EXPECT_THAT(amp_table, HasSubstr("cast-at-source")) << amp_table;
+}
+
 TEST(AmpErrors, SixteenBitIdsAreRejectedNamingTheOpAndArgument) {
   ProgramBuilder b;
   Var ids = b.Data("ids", DataType::kBFloat16, Shape({4}));
