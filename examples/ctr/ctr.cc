@@ -41,6 +41,7 @@
 #include "examples/common/trainer_checkpoint.h"
 #include "examples/ctr/ctr_data.h"
 #include "examples/ctr/metrics.h"
+#include "framework/amp/amp.h"
 #include "framework/base/status_macros.h"
 #include "framework/parallel/data_parallel.h"
 #include "framework/runtime/executor.h"
@@ -59,6 +60,9 @@ DEFINE_double(lr, 0.002, "Adam learning rate");
 DEFINE_string(place, "",
               "default place: gpu:N, sim:N or cpu (default: gpu:0 if present, else cpu)");
 DEFINE_bool(no_guard, false, "no device_guard: the tables also live on the default place");
+DEFINE_string(amp, "none",
+              "mixed precision: none, bf16 or fp16 (the MLP's fc layers in 16 bits, float32 master "
+              "weights)");
 DEFINE_bool(is_sparse, true,
             "sparse (SelectedRows) table gradients: update only looked-up rows; "
             "--is_sparse=false: dense gradients, slow for big tables");
@@ -265,6 +269,7 @@ absl::Status Train() {
   config.tables_on_cpu = !FLAGS_no_guard && !AutoPlaceRequested();  // --auto_place decides itself
   config.is_sparse = FLAGS_is_sparse;
   config.seed = FLAGS_seed;
+  ASSIGN_OR_RETURN(config.amp, ParseAmpFlag(FLAGS_amp));
   Adam adam(FLAGS_lr);
   ProgramBuilder builder;
   ASSIGN_OR_RETURN(CtrModel model, BuildCtrModel(config, &adam, &builder));
@@ -274,12 +279,13 @@ absl::Status Train() {
   if (IsMainProcess())
     std::printf(
         "ctr: %zu fields [%s] x dim %lld (%.1f MiB of tables, %s gradients) on %s, MLP "
-        "[%s] on %s, batch %lld, Adam lr %g, executor: %s\n",
+        "[%s] on %s%s, batch %lld, Adam lr %g, executor: %s\n",
         config.vocab_sizes.size(), absl::StrJoin(config.vocab_sizes, ", ").c_str(),
         static_cast<long long>(config.embedding_dim),
         table_rows * config.embedding_dim * 4.0 / (1 << 20), config.is_sparse ? "sparse" : "dense",
         config.tables_on_cpu ? "cpu" : place.ToString().c_str(),
         absl::StrJoin(config.hidden, ", ").c_str(), place.ToString().c_str(),
+        config.amp.has_value() ? absl::StrCat(" in ", DataTypeName(*config.amp)).c_str() : "",
         static_cast<long long>(FLAGS_batch_size), FLAGS_lr,
         ExecutorMode(ExampleExecutorOptions()).c_str());
   std::fflush(stdout);

@@ -79,8 +79,8 @@ RuleResult CastAtSourceRule(const OpDesc& op, int index, const PlacementContext&
   std::optional<std::pair<Place, int>> writer = ctx.Writer(in->name);
   if (!writer.has_value()) return std::nullopt;
   return PlaceDecision{writer->first, PlacementCause::kCastAtSource,
-                       absl::StrCat("narrows '", in->name, "' where #", writer->second,
-                                    " produced it: copies move ", DataTypeName(out->dtype))};
+                       absl::StrCat("to ", DataTypeName(out->dtype), " where #", writer->second,
+                                    " produced '", in->name, "'")};
 }
 
 RuleResult GuardRule(const OpDesc& op, int index, const PlacementContext& ctx) {

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "framework/amp/amp.h"
 #include "framework/base/status_macros.h"
 
 namespace tandem {
@@ -44,6 +45,9 @@ absl::StatusOr<CtrModel> BuildCtrModel(const CtrModelConfig& config, Optimizer* 
   m.loss =
       b->Mean(b->SoftmaxWithCrossEntropy(logits, m.label, /*ignore_index=*/-100, &m.probabilities));
   RETURN_IF_ERROR(b->status());
+  if (config.amp.has_value()) {
+    RETURN_IF_ERROR(ApplyAmp(AmpOptions{*config.amp}, &b->main_program()).status());
+  }
   m.eval = b->main_program();  // before the optimizer appends backward and updates
   RETURN_IF_ERROR(optimizer->Minimize(b, m.loss));
   return m;

@@ -22,6 +22,7 @@
 #define TANDEM_MODELS_CTR_CTR_MODEL_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,9 @@ struct CtrModelConfig {
   bool tables_on_cpu = true;  // device_guard("cpu") around the tables and lookups
   bool is_sparse = true;      // sparse table gradients and row-wise updates
   int64_t seed = 1;           // > 0
+  // Mixed precision (framework/amp/amp.h) of the dense MLP's fc layers, in
+  // training and in `eval`; nullopt: float32 throughout.
+  std::optional<DataType> amp;
 };
 
 struct CtrModel {
