@@ -15,6 +15,8 @@
 #ifndef TANDEM_BACKENDS_CUDA_KERNEL_UTIL_H_
 #define TANDEM_BACKENDS_CUDA_KERNEL_UTIL_H_
 
+#include <utility>
+
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "framework/kernel/kernel_context.h"
@@ -44,25 +46,6 @@ absl::Status DispatchNumeric(DataType t, Fn&& fn) {
   return absl::InternalError(absl::StrCat("numeric kernel called for ", DataTypeName(t)));
 }
 
-// Calls fn(TypeTag<T>{}) for float, double, bfloat16 or float16; Internal
-// otherwise.
-template <typename Fn>
-absl::Status DispatchFloatWith16Bit(DataType t, Fn&& fn) {
-  switch (t) {
-    case DataType::kBFloat16:
-      return fn(TypeTag<bfloat16>{});
-    case DataType::kFloat16:
-      return fn(TypeTag<float16>{});
-    case DataType::kFloat32:
-      return fn(TypeTag<float>{});
-    case DataType::kFloat64:
-      return fn(TypeTag<double>{});
-    default:
-      break;
-  }
-  return absl::InternalError(absl::StrCat("floating kernel called for ", DataTypeName(t)));
-}
-
 // Calls fn(TypeTag<T>{}) for float or double; Internal otherwise.
 template <typename Fn>
 absl::Status DispatchFloat(DataType t, Fn&& fn) {
@@ -75,6 +58,15 @@ absl::Status DispatchFloat(DataType t, Fn&& fn) {
       break;
   }
   return absl::InternalError(absl::StrCat("floating kernel called for ", DataTypeName(t)));
+}
+
+// Calls fn(TypeTag<T>{}) for float, double, bfloat16 or float16; Internal
+// otherwise.
+template <typename Fn>
+absl::Status DispatchFloatWith16Bit(DataType t, Fn&& fn) {
+  if (t == DataType::kBFloat16) return fn(TypeTag<bfloat16>{});
+  if (t == DataType::kFloat16) return fn(TypeTag<float16>{});
+  return DispatchFloat(t, std::forward<Fn>(fn));
 }
 
 }  // namespace cuda
