@@ -24,7 +24,7 @@ from common import MetricsLog, copies, parse_place
 CLASSES = 10
 
 
-def build_model(hidden, first_layer_on_cpu, seed):
+def build_model(hidden, first_layer_on_cpu, seed, amp="none"):
     """(main, startup, eval program, image, label, loss, correct, total, optimizer)."""
     main_program, startup_program = tandem.Program(), tandem.Program()
     with tandem.program_guard(main_program, startup_program):
@@ -43,6 +43,8 @@ def build_model(hidden, first_layer_on_cpu, seed):
         logits = fc(h, CLASSES, len(hidden))
         loss = layers.mean(layers.softmax_with_cross_entropy(logits, label))
         _, correct, total = layers.accuracy(logits, label, k=1, return_counts=True)
+        if amp != "none":  # the fc layers in 16 bits, float32 master weights
+            tandem.amp.apply(main_program, amp)
         eval_program = main_program.clone(for_test=True)  # before minimize: forward only
         optimizer = tandem.optimizer.Adam(learning_rate=1.0)  # set per epoch below
         optimizer.minimize(loss)
@@ -68,6 +70,8 @@ def main(argv=None):
     p.add_argument("--first_layer_on_cpu", action="store_true",
                    help='put the first layer under device_guard("cpu")')
     p.add_argument("--seed", type=int, default=1, help="parameters and shuffling")
+    p.add_argument("--amp", default="none", choices=["none", "bf16", "fp16"],
+                   help="mixed precision: the fc layers in bfloat16 or float16")
     p.add_argument("--data_dir", default=tandem.io.FASHION_MNIST_DIR,
                    help="directory of the gzipped IDX files")
     p.add_argument("--train_examples", type=int, default=0, help="first N training examples")
@@ -84,7 +88,7 @@ def main(argv=None):
                 "--max_steps >= 0 and --lr_decay in (0, 1]")
     place = parse_place(args.place)
     main_program, startup_program, eval_program, loss, correct, total, optimizer = build_model(
-        hidden, args.first_layer_on_cpu, args.seed)
+        hidden, args.first_layer_on_cpu, args.seed, args.amp)
 
     train = tandem.io.DataLoader(tandem.io.fashion_mnist(args.data_dir, True, args.train_examples),
                                  batch_size=args.batch_size, seed=args.seed)
