@@ -66,7 +66,7 @@ class TransposeKernel final : public OpKernel {
 template <typename Policy>
 class ConcatKernel final : public OpKernel {
  public:
-  using Types = NumericTypes;
+  using Types = NumericTypesWith16Bit;
 
   absl::Status Init(const OpDesc& op) override { return attrs_.Read(op, /*grad=*/false); }
 
@@ -91,7 +91,7 @@ class ConcatKernel final : public OpKernel {
 template <typename Policy>
 class ConcatGradKernel final : public OpKernel {
  public:
-  using Types = NumericTypes;
+  using Types = NumericTypesWith16Bit;
 
   absl::Status Init(const OpDesc& op) override { return attrs_.Read(op, /*grad=*/true); }
 
@@ -173,9 +173,12 @@ void RegisterLayoutKernels(const std::string& device_type) {
                     MakeKernelFactory<TransposeKernel<Policy, false>>());
   registry.Register(KernelDef("transpose_grad", device_type).TypeConstraint("Out@GRAD", types),
                     MakeKernelFactory<TransposeKernel<Policy, true>>());
-  registry.Register(KernelDef("concat", device_type).TypeConstraint("X", types),
+  // concat also joins 16-bit values: mixed precision joins embeddings in
+  // bfloat16 before the first fc (framework/amp/amp.h).
+  const std::vector<DataType> concat_types = NumericTypesWith16Bit::DataTypes();
+  registry.Register(KernelDef("concat", device_type).TypeConstraint("X", concat_types),
                     MakeKernelFactory<ConcatKernel<Policy>>());
-  registry.Register(KernelDef("concat_grad", device_type).TypeConstraint("X", types),
+  registry.Register(KernelDef("concat_grad", device_type).TypeConstraint("X", concat_types),
                     MakeKernelFactory<ConcatGradKernel<Policy>>());
   registry.Register(KernelDef("split", device_type).TypeConstraint("X", types),
                     MakeKernelFactory<SplitKernel<Policy>>());

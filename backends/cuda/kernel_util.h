@@ -60,6 +60,14 @@ absl::Status DispatchFloat(DataType t, Fn&& fn) {
   return absl::InternalError(absl::StrCat("floating kernel called for ", DataTypeName(t)));
 }
 
+// Calls fn(TypeTag<T>{}) for the numeric types, bfloat16 or float16.
+template <typename Fn>
+absl::Status DispatchNumericWith16Bit(DataType t, Fn&& fn) {
+  if (t == DataType::kBFloat16) return fn(TypeTag<bfloat16>{});
+  if (t == DataType::kFloat16) return fn(TypeTag<float16>{});
+  return DispatchNumeric(t, std::forward<Fn>(fn));
+}
+
 // Calls fn(TypeTag<T>{}) for float, double, bfloat16 or float16; Internal
 // otherwise.
 template <typename Fn>

@@ -79,7 +79,7 @@ absl::Status CopyPieces(KernelContext* ctx, const AxisPieces& p, const Tensor& w
     if (piece == nullptr) continue;
     ASSIGN_OR_RETURN(const RegionGeometry g,
                      PlanRegion(ctx->op().type, p.whole, PieceBox(p, static_cast<int>(i))));
-    RETURN_IF_ERROR(DispatchNumeric(whole.dtype(), [&](auto tag) -> absl::Status {
+    RETURN_IF_ERROR(DispatchNumericWith16Bit(whole.dtype(), [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
       if (kScatter) {
         CUDA_RETURN_IF_ERROR(LaunchScatterRegion<T>(piece->data<T>(), whole.data<T>(), g, stream));
@@ -105,7 +105,8 @@ class ConcatKernel : public OpKernel {
   prologue::ConcatAttrs attrs_;
 };
 
-REGISTER_KERNEL(KernelDef("concat", "gpu").TypeConstraint("X", kNumericTypes), ConcatKernel);
+REGISTER_KERNEL(KernelDef("concat", "gpu").TypeConstraint("X", kNumericTypesWith16Bit),
+                ConcatKernel);
 
 class ConcatGradKernel : public OpKernel {
  public:
@@ -120,7 +121,7 @@ class ConcatGradKernel : public OpKernel {
   prologue::ConcatAttrs attrs_;
 };
 
-REGISTER_KERNEL(KernelDef("concat_grad", "gpu").TypeConstraint("X", kNumericTypes),
+REGISTER_KERNEL(KernelDef("concat_grad", "gpu").TypeConstraint("X", kNumericTypesWith16Bit),
                 ConcatGradKernel);
 
 class SplitKernel : public OpKernel {

@@ -8,14 +8,16 @@
 //
 // Each call enqueues one kernel on `stream` and returns at once (async) with
 // the launch status; nothing is launched for an empty region. Pointers are
-// device memory of the stream's GPU. Instantiated for float, double, int32_t
-// and int64_t. Thread-safe.
+// device memory of the stream's GPU. Instantiated for float, double, int32_t,
+// int64_t, bfloat16 and float16. Thread-safe.
 #ifndef TANDEM_BACKENDS_CUDA_REGION_LAUNCHERS_H_
 #define TANDEM_BACKENDS_CUDA_REGION_LAUNCHERS_H_
 
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+
+#include "framework/types/float16.h"
 
 namespace tandem {
 namespace cuda {

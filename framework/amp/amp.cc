@@ -20,13 +20,14 @@ class AmpRewriter {
   AmpReport Run() {
     std::vector<OpDesc> rewritten;
     const std::vector<OpDesc>& ops = block_->ops();
+    const std::vector<bool> low = LowPrecisionOps();
     for (size_t i = 0; i < ops.size(); ++i) {
       const OpDesc& op = ops[i];
       // A variable written again makes its low-precision twin stale.
       for (const auto& [arg, names] : op.outputs) {
         for (const std::string& name : names) low_of_.erase(name);
       }
-      if (options_.allow.count(op.type) == 0 || !ReadsOnlyFloat32(op)) {
+      if (!low[i]) {
         rewritten.push_back(op);
         continue;
       }
@@ -41,6 +42,29 @@ class AmpRewriter {
   DataType DtypeOf(const std::string& name) const {
     const VarDesc* var = block_->FindVar(name);
     return var == nullptr ? DataType::kFloat32 : var->dtype;
+  }
+
+  // Which ops run in 16 bits: the allow-listed ones that read float32, and
+  // the pass-through ones that read float32 and whose output such an op
+  // reads (found walking backwards, so chains of them count).
+  std::vector<bool> LowPrecisionOps() const {
+    const std::vector<OpDesc>& ops = block_->ops();
+    std::vector<bool> low(ops.size(), false);
+    std::set<std::string> read_in_low;
+    for (size_t i = ops.size(); i-- > 0;) {
+      const OpDesc& op = ops[i];
+      if (!ReadsOnlyFloat32(op)) continue;
+      bool feeds_low = options_.allow.count(op.type) > 0;
+      if (!feeds_low && options_.pass_through.count(op.type) > 0) {
+        for (const auto& [arg, names] : op.outputs) {
+          for (const std::string& name : names) feeds_low |= read_in_low.count(name) > 0;
+        }
+      }
+      if (!feeds_low) continue;
+      low[i] = true;
+      for (const auto& [arg, names] : op.inputs) read_in_low.insert(names.begin(), names.end());
+    }
+    return low;
   }
 
   // True when the op has a floating input and all of them are float32.
@@ -135,6 +159,11 @@ class AmpRewriter {
 const std::set<std::string>& DefaultAmpAllowList() {
   static const auto* allow = new std::set<std::string>{"mul", "matmul", "fc", "conv2d"};
   return *allow;
+}
+
+const std::set<std::string>& DefaultAmpPassThroughList() {
+  static const auto* pass_through = new std::set<std::string>{"concat"};
+  return *pass_through;
 }
 
 absl::StatusOr<std::optional<DataType>> ParseAmpFlag(absl::string_view value) {

@@ -42,10 +42,17 @@ namespace tandem {
 
 // mul, matmul, fc, conv2d.
 const std::set<std::string>& DefaultAmpAllowList();
+// concat: ops that only move values, run in 16 bits when their output
+// feeds an allow-listed op (directly or through another such op), so the
+// casts move to their inputs: embeddings joined before the first fc are
+// cast (where they are produced, see the placer's cast-at-source rule) and
+// joined in 16 bits.
+const std::set<std::string>& DefaultAmpPassThroughList();
 
 struct AmpOptions {
   DataType dtype = DataType::kBFloat16;  // bfloat16 or float16
   std::set<std::string> allow = DefaultAmpAllowList();
+  std::set<std::string> pass_through = DefaultAmpPassThroughList();
 };
 
 struct AmpReport {

@@ -113,6 +113,31 @@ TEST(Amp, Float16AndAVariableWrittenAgainGetsAFreshCast) {
   EXPECT_EQ(report.casts, 4);
 }
 
+TEST(Amp, ConcatFeedingAProductJoinsInLowPrecision) {
+  Program p;
+  Block* b = &p.block();
+  for (const char* v : {"a", "b", "c", "d", "r", "y"}) {
+    Declare(b, v, DataType::kFloat32, Shape({4, 2}));
+  }
+  Declare(b, "w", DataType::kFloat32, Shape({4, 2}), /*parameter=*/true);
+  b->AppendOp(Op("scale", {{"X", {"w"}}}, "a", "cpu"));
+  b->AppendOp(Op("concat", {{"X", {"a", "w"}}}, "c"));  // feeds a mul: 16 bits
+  b->AppendOp(Op("concat", {{"X", {"a", "a"}}}, "d"));  // feeds relu only: float32
+  b->AppendOp(Op("relu", {{"X", {"d"}}}, "r"));
+  b->AppendOp(Op("mul", {{"X", {"c"}}, {"Y", {"w"}}}, "y"));
+  ASSERT_OK_AND_ASSIGN(AmpReport report, ApplyAmp(AmpOptions{}, &p));
+  EXPECT_THAT(report.low_precision_ops, ElementsAre("concat #1", "mul #4"));
+  EXPECT_THAT(Listing(p.block()),
+              ElementsAre("scale(w,)->a", "cast(a,)->a.cast_bfloat16", "cast(w,)->w.cast_bfloat16",
+                          "concat(a.cast_bfloat16,w.cast_bfloat16,)->c.cast_bfloat16",
+                          "cast(c.cast_bfloat16,)->c", "concat(a,a,)->d", "relu(d,)->r",
+                          "mul(c.cast_bfloat16,w.cast_bfloat16,)->y.cast_bfloat16",
+                          "cast(y.cast_bfloat16,)->y"));
+  // The cast of 'a' carries its origin: the placer runs it where 'a' is made.
+  EXPECT_EQ(p.block().ops()[1].origin.kind, OpOrigin::Kind::kAmpCast);
+  EXPECT_EQ(p.block().ops()[1].origin.var, "a");
+}
+
 TEST(Amp, RefusesProgramsWithBackwardOpsAndOtherDtypes) {
   Program p = TwoLayers();
   OpDesc grad = Op("mul_grad", {{"X", {"x"}}}, "y");

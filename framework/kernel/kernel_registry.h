@@ -74,6 +74,9 @@ inline const std::vector<DataType> kFloatTypesWith16Bit = {DataType::kFloat32, D
                                                            DataType::kBFloat16, DataType::kFloat16};
 inline const std::vector<DataType> kNumericTypes = {DataType::kFloat32, DataType::kFloat64,
                                                     DataType::kInt32, DataType::kInt64};
+inline const std::vector<DataType> kNumericTypesWith16Bit = {
+    DataType::kFloat32, DataType::kFloat64,  DataType::kInt32,
+    DataType::kInt64,   DataType::kBFloat16, DataType::kFloat16};
 
 // What a collective kernel does across its group's ranks (none: not a
 // collective). Its bus bandwidth is its algorithm bandwidth (bytes / time)

@@ -15,6 +15,7 @@ using case_util::Input;
 using case_util::kFloats;
 using case_util::kFloatsWith16Bit;
 using case_util::kNumeric;
+using case_util::kNumericWith16Bit;
 using case_util::Label;
 using case_util::SetTolerance;
 using reference::Array;
@@ -111,7 +112,7 @@ void AddConcat(std::vector<ConformanceCase>* cases) {
       {{Shape({37, 29}), Shape({41, 29})}, 0},
   };
   uint64_t seed = 22000;
-  for (DataType t : kNumeric) {
+  for (DataType t : kNumericWith16Bit) {
     for (const Config& cfg : configs) {
       ConformanceCase c;
       c.op = "concat";

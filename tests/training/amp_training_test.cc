@@ -141,23 +141,27 @@ TEST_P(AmpTraining, LowPrecisionProductsTrainLikeFloat32WithFloat32MasterWeights
 INSTANTIATE_TEST_SUITE_P(Places, AmpTraining, ::testing::Values("cpu", "sim:0"),
                          [](const auto& info) { return info.param == "cpu" ? "cpu" : "sim"; });
 
-// An embedding table under device_guard("cpu") feeding an fc on sim:0:
-// with AMP the cast of the gathered rows runs on the host (rule
-// cast-at-source), so the rows go up and their gradient comes down in
-// bfloat16, half the bytes of float32; the table is still updated in
-// float32 on the host.
+// Two embedding tables under device_guard("cpu"), joined by concat on
+// sim:0 for an fc there (the CTR model's shape): with AMP the concat runs
+// in bfloat16 (a pass-through op), the casts of the gathered rows run on
+// the host (rule cast-at-source), so the rows go up and their gradients
+// come down in bfloat16, half the bytes of float32; the tables are still
+// updated in float32 on the host.
 TEST(AmpCopies, RowsCrossInSixteenBitsBothWays) {
   constexpr int64_t kIds = 64, kDim = 32;
   auto bytes_per_step = [&](bool amp, std::string* placement) {
     ProgramBuilder b;
     Var ids = b.Data("ids", DataType::kInt64, Shape({kIds, 1}));
-    Var emb;
+    std::vector<Var> embs;
     {
       auto guard = b.device_guard("cpu");
-      emb = b.Embedding(ids, {1000, kDim}, /*is_sparse=*/false, -1, Initializer::Uniform(-1, 1, 5),
-                        "table");
+      for (int t = 0; t < 2; ++t) {
+        embs.push_back(b.Embedding(ids, {1000, kDim}, /*is_sparse=*/false, -1,
+                                   Initializer::Uniform(-1, 1, 5 + t), absl::StrCat("table", t)));
+      }
     }
-    Var out = b.Fc(emb, 8, 1, true, "head", Initializer::XavierUniform(6));
+    // Joined on sim:0 (concat runs in 16 bits there, its inputs cast on the host).
+    Var out = b.Fc(b.Concat(embs, 1), 8, 1, true, "head", Initializer::XavierUniform(6));
     Var loss = b.Mean(out);
     EXPECT_OK(b.status());
     if (amp) EXPECT_OK(ApplyAmp(AmpOptions{}, &b.main_program()).status());
@@ -176,17 +180,18 @@ TEST(AmpCopies, RowsCrossInSixteenBitsBothWays) {
     *placement = (*plan)->PlacementTable();
     RunStats stats;
     EXPECT_OK(exe.Run(plan->get(), &scope, {{"ids", feed}}, &stats).status());
-    EXPECT_EQ(scope.Find("table")->tensor().dtype(), DataType::kFloat32);
+    EXPECT_EQ(scope.Find("table0")->tensor().dtype(), DataType::kFloat32);
     return std::make_pair(stats.bytes_h2d, stats.bytes_d2h);
   };
   std::string fp32_table, amp_table;
   const auto [up32, down32] = bytes_per_step(false, &fp32_table);
   const auto [up16, down16] = bytes_per_step(true, &amp_table);
-  // float32: the rows up, their gradient down (64 x 32 x 4 bytes each way).
-  EXPECT_EQ(up32, kIds * kDim * 4) << fp32_table;
-  EXPECT_EQ(down32, kIds * kDim * 4) << fp32_table;
-  EXPECT_EQ(up16, kIds * kDim * 2) << amp_table;
-  EXPECT_EQ(down16, kIds * kDim * 2) << amp_table;
+  // float32: two tables' rows up, their gradients down (2 x 64 x 32 x 4
+  // bytes each way); bfloat16: half.
+  EXPECT_EQ(up32, 2 * kIds * kDim * 4) << fp32_table;
+  EXPECT_EQ(down32, 2 * kIds * kDim * 4) << fp32_table;
+  EXPECT_EQ(up16, 2 * kIds * kDim * 2) << amp_table;
+  EXPECT_EQ(down16, 2 * kIds * kDim * 2) << amp_table;
   EXPECT_THAT(amp_table, HasSubstr("cast-at-source")) << amp_table;
 }
 
