@@ -113,7 +113,7 @@ absl::StatusOr<const void*> UploadSource(PlanState::Step* step, const Tensor& fr
 template <typename T>
 int64_t FirstNonFinite(const T* v, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
-    if (!std::isfinite(v[i])) return i;
+    if (!std::isfinite(static_cast<double>(v[i]))) return i;  // 16-bit types: as a double
   }
   return -1;
 }
@@ -147,7 +147,7 @@ absl::Status CheckStepNumerics(const PlanState::Step& step, const std::vector<Va
     for (int id : ids) {
       const Tensor* t = slots[id]->data_tensor();
       if (t == nullptr || !t->initialized() || t->NumBytes() == 0) continue;
-      if (t->dtype() != DataType::kFloat32 && t->dtype() != DataType::kFloat64) continue;
+      if (!IsFloating(t->dtype())) continue;
       Tensor host = *t;
       if (!t->place().is_host()) {
         absl::StatusOr<Tensor> copied = CopyTensorTo(*t, CPUPlace());
@@ -155,11 +155,16 @@ absl::Status CheckStepNumerics(const PlanState::Step& step, const std::vector<Va
         host = *std::move(copied);
       }
       const int64_t n = static_cast<int64_t>(host.NumBytes() / SizeOf(host.dtype()));
-      const bool f32 = host.dtype() == DataType::kFloat32;
-      const int64_t bad =
-          f32 ? FirstNonFinite(host.data<float>(), n) : FirstNonFinite(host.data<double>(), n);
+      int64_t bad = -1;
+      double value = 0;
+      DispatchDataType(host.dtype(), [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        if constexpr (kIsFloatingType<T>) {
+          bad = FirstNonFinite(host.data<T>(), n);
+          if (bad >= 0) value = static_cast<double>(host.data<T>()[bad]);
+        }
+      });
       if (bad < 0) continue;
-      const double value = f32 ? host.data<float>()[bad] : host.data<double>()[bad];
       return AnnotateStepError(
           absl::InvalidArgumentError(absl::StrCat("check_numerics: output ", arg, " '", names[id],
                                                   "' ", host.shape().ToString(), " holds ", value,

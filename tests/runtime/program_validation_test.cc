@@ -269,6 +269,16 @@ TEST(CheckNumerics, NamesTheFirstOpWithANonFiniteOutputOnEveryPlace) {
     ASSERT_OK_AND_ASSIGN(std::vector<Tensor> out,
                          exe.Run(fine.main_program(), &scope, {{"x", xv}}, {z.name}));
     EXPECT_FLOAT_EQ(out[0].data<float>()[3], 3.0f);
+    // 16-bit outputs are checked too: 70000 overflows float16 to inf.
+    ProgramBuilder half;
+    Var h = half.Cast(half.Data("x", DataType::kFloat32, Shape({2, 2})), DataType::kFloat16);
+    ASSERT_OK(half.status());
+    xv.data<float>()[1] = 70000.0f;
+    EXPECT_THAT(exe.Run(half.main_program(), &scope, {{"x", xv}}, {h.name}).status(),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         AllOf(HasSubstr("op 'cast'"),
+                               HasSubstr(absl::StrCat("output Out '", h.name,
+                                                      "' [2, 2] holds inf at flat index 1")))));
   }
 }
 
