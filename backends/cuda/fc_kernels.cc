@@ -56,12 +56,10 @@ class FcKernel : public OpKernel {
     const FlatMatmulDims& d = a.d;
     if (a.bias == nullptr) return RunFlatMatmul(ctx, *a.input, *a.w, d.m, d.k, d.n, a.out);
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
-    RETURN_IF_ERROR(DispatchFloatWith16Bit(a.input->dtype(), [&](auto tag) -> absl::Status {
+    RETURN_IF_ERROR(Dispatch16BitFloat(a.input->dtype(), [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
-      if constexpr (kIsLowPrecisionFloat<T>) {
-        CUDA_RETURN_IF_ERROR(
-            LaunchRepeatRow<T>(a.bias->data<T>(), d.m, d.n, a.out->data<T>(), stream));
-      }
+      CUDA_RETURN_IF_ERROR(
+          LaunchRepeatRow<T>(a.bias->data<T>(), d.m, d.n, a.out->data<T>(), stream));
       return absl::OkStatus();
     }));
     if (d.k == 0) return absl::OkStatus();  // Out = Bias
@@ -113,11 +111,9 @@ class FcGradKernel : public OpKernel {
     ASSIGN_OR_RETURN(Tensor ones, AllocateScratch(ctx, a.input->dtype(), Shape({d.m}),
                                                   "the ones that sum Out@GRAD's rows"));
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
-    RETURN_IF_ERROR(DispatchFloatWith16Bit(a.input->dtype(), [&](auto tag) -> absl::Status {
+    RETURN_IF_ERROR(Dispatch16BitFloat(a.input->dtype(), [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
-      if constexpr (kIsLowPrecisionFloat<T>) {
-        CUDA_RETURN_IF_ERROR(LaunchFill<T>(ones.data<T>(), d.m, T(1.0f), stream));
-      }
+      CUDA_RETURN_IF_ERROR(LaunchFill<T>(ones.data<T>(), d.m, T(1.0f), stream));
       return absl::OkStatus();
     }));
     Gemm g;

@@ -60,21 +60,27 @@ absl::Status DispatchFloat(DataType t, Fn&& fn) {
   return absl::InternalError(absl::StrCat("floating kernel called for ", DataTypeName(t)));
 }
 
-// Calls fn(TypeTag<T>{}) for the numeric types, bfloat16 or float16.
+// Calls fn(TypeTag<T>{}) for bfloat16 or float16; Internal otherwise.
 template <typename Fn>
-absl::Status DispatchNumericWith16Bit(DataType t, Fn&& fn) {
+absl::Status Dispatch16BitFloat(DataType t, Fn&& fn) {
   if (t == DataType::kBFloat16) return fn(TypeTag<bfloat16>{});
   if (t == DataType::kFloat16) return fn(TypeTag<float16>{});
-  return DispatchNumeric(t, std::forward<Fn>(fn));
+  return absl::InternalError(absl::StrCat("16-bit kernel called for ", DataTypeName(t)));
 }
 
 // Calls fn(TypeTag<T>{}) for float, double, bfloat16 or float16; Internal
 // otherwise.
 template <typename Fn>
 absl::Status DispatchFloatWith16Bit(DataType t, Fn&& fn) {
-  if (t == DataType::kBFloat16) return fn(TypeTag<bfloat16>{});
-  if (t == DataType::kFloat16) return fn(TypeTag<float16>{});
+  if (IsLowPrecisionFloat(t)) return Dispatch16BitFloat(t, std::forward<Fn>(fn));
   return DispatchFloat(t, std::forward<Fn>(fn));
+}
+
+// Calls fn(TypeTag<T>{}) for the numeric types, bfloat16 or float16.
+template <typename Fn>
+absl::Status DispatchNumericWith16Bit(DataType t, Fn&& fn) {
+  if (IsLowPrecisionFloat(t)) return Dispatch16BitFloat(t, std::forward<Fn>(fn));
+  return DispatchNumeric(t, std::forward<Fn>(fn));
 }
 
 }  // namespace cuda
