@@ -320,8 +320,19 @@ absl::StatusOr<RunHandle> Executor::StartRun(Plan* plan, Scope* scope, const Fee
     return absl::InvalidArgumentError("Executor::RunAsync: the plan and the scope must be given");
   }
   RETURN_IF_ERROR(ValidateFeeds(*plan, feeds));  // at once, whichever way the run goes
-  RETURN_IF_ERROR(ValidatePersistableDtypes(plan->state(), *scope));
-  RETURN_IF_ERROR(MovePersistablesHome(plan->state().placed, scope));  // the planner's homes
+  PlanState& state = plan->state();
+  const bool continues_in_flight =
+      !state.in_flight.empty() && state.frames[state.in_flight.back()->frame]->bound_scope == scope;
+  if (!continues_in_flight) {
+    // Runs in flight over another scope end before this one starts anyway;
+    // they end first so that nothing below reads a variable they write.
+    while (FinishOldest(plan)) {
+    }
+    RETURN_IF_ERROR(ValidatePersistableDtypes(state, *scope));
+    RETURN_IF_ERROR(MovePersistablesHome(state.placed, scope));  // the planner's homes
+  }
+  // Else the run in flight over this scope checked its persistables when it
+  // started, and runs write them only in their declared dtype, at their homes.
   auto pending = std::make_shared<PendingRun>();
   auto run_now = [&]() {  // after the runs in flight, to the end
     while (FinishOldest(plan)) {
