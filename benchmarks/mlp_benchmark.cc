@@ -10,6 +10,12 @@
 // default 4096):
 //   mlp[_<place>]/4x1024_b<B>_step     us per training step, counter tflops
 //   sgemm[_<place>]/<B>x1024x1024      us per `mul` op, counter tflops
+//   mlp[_<place>]_bf16/4x1024_b<B>_step
+//                                      the same step with ApplyAmp(bfloat16):
+//                                      fc in bfloat16, float32 master weights
+//                                      (the peers: PyTorch's autocast, JAX
+//                                      with bfloat16 products)
+//   sgemm[_<place>]_bf16/<B>x1024x1024 one bfloat16 `mul` op (float32 accumulation)
 //   data_parallel/mlp_<type>x<N>/4x1024_b<B>_per_replica
 //                                      us per DataParallel step of N replicas
 //                                      on <type>:0..N-1 (N = 1, and 2 where
@@ -30,6 +36,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -37,11 +44,13 @@
 #include "absl/strings/str_cat.h"
 #include "benchmark/benchmark.h"
 #include "benchmarks/bench_util.h"
+#include "framework/amp/amp.h"
 #include "framework/backward/optimizer.h"
 #include "framework/base/status_macros.h"
 #include "framework/device/device_registry.h"
 #include "framework/memory/cpu_allocator.h"
 #include "framework/parallel/data_parallel.h"
+#include "framework/types/float16.h"
 
 namespace tandem {
 namespace {
@@ -55,25 +64,31 @@ constexpr int kLayers = 4;
 
 int64_t MlpBatch() { return bench::EnvInt("TANDEM_BENCH_MLP_BATCH", 4096); }
 
-// A persistable [rows, kWidth] float32 variable on the executor's place,
+// A persistable [rows, kWidth] variable of `dtype` on the executor's place,
 // created by the startup program; RunSteps fills it with FillRandom.
-Var RandomInput(const std::string& name, int64_t rows, Prepared* p) {
-  return p->builder.CreatePersistableConstant(name, DataType::kFloat32, Shape({rows, kWidth}), 0);
+Var RandomInput(const std::string& name, int64_t rows, Prepared* p,
+                DataType dtype = DataType::kFloat32) {
+  return p->builder.CreatePersistableConstant(name, dtype, Shape({rows, kWidth}), 0);
 }
 
-// Overwrites the scope's tensor `name` with normal(0, 1) values drawn from
-// `seed` on the host (one copy to its place).
+// Overwrites the scope's tensor `name` (float32 or bfloat16) with normal(0,
+// 1) values drawn from `seed` on the host (one copy to its place).
 absl::Status FillRandom(const std::string& name, uint64_t seed, Scope* scope) {
   Variable* v = scope->Find(name);
   if (v == nullptr || !v->is_tensor()) {
     return absl::InternalError(absl::StrCat("mlp benchmark: variable '", name, "' is missing"));
   }
   Tensor* t = v->mutable_tensor();
-  ASSIGN_OR_RETURN(Tensor host,
-                   Tensor::Allocate(CpuAllocator::Default(), DataType::kFloat32, t->shape()));
+  ASSIGN_OR_RETURN(Tensor host, Tensor::Allocate(CpuAllocator::Default(), t->dtype(), t->shape()));
   std::mt19937_64 rng(seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  for (int64_t i = 0; i < host.NumElements(); ++i) host.data<float>()[i] = normal(rng);
+  for (int64_t i = 0; i < host.NumElements(); ++i) {
+    if (t->dtype() == DataType::kBFloat16) {
+      host.data<bfloat16>()[i] = bfloat16(normal(rng));
+    } else {
+      host.data<float>()[i] = normal(rng);
+    }
+  }
   if (t->place().is_host()) {
     std::memcpy(t->raw_data(), host.raw_data(), host.NumBytes());
     return absl::OkStatus();
@@ -105,35 +120,39 @@ void RunSteps(benchmark::State& state, Prepared* p, const std::vector<std::strin
   ReportCopies(state, stats);
 }
 
-// The MLP of the file comment on input x and target y, with its SGD step.
-absl::Status BuildMlpStep(Var x, Var y, ProgramBuilder* b) {
+// The MLP of the file comment on input x and target y, with its SGD step;
+// its forward rewritten by ApplyAmp when `amp` is given.
+absl::Status BuildMlpStep(Var x, Var y, ProgramBuilder* b,
+                          std::optional<DataType> amp = std::nullopt) {
   Var h = x;
   for (int layer = 0; layer < kLayers; ++layer) {
     h = b->Fc(h, kWidth, /*in_num_col_dims=*/1, /*with_bias=*/true, absl::StrCat("mlp_fc", layer));
     if (layer + 1 < kLayers) h = b->Relu(h);
   }
   Var loss = b->Mean(b->SquareErrorCost(h, y));
+  if (amp.has_value()) RETURN_IF_ERROR(ApplyAmp(AmpOptions{*amp}, &b->main_program()).status());
   SGD sgd(/*learning_rate=*/0.01);
   return sgd.Minimize(b, loss);
 }
 
-// mlp[_<place>]/4x1024_b<B>_step: one training step (see the file comment).
-void BM_MlpStep(benchmark::State& state, Place place, int64_t batch) {
+// mlp[_<place>][_bf16]/4x1024_b<B>_step: one training step (see the file
+// comment).
+void BM_MlpStep(benchmark::State& state, Place place, int64_t batch, std::optional<DataType> amp) {
   Prepared p(place);
   ProgramBuilder& b = p.builder;
   if (absl::Status s =
-          BuildMlpStep(RandomInput("mlp_x", batch, &p), RandomInput("mlp_y", batch, &p), &b);
+          BuildMlpStep(RandomInput("mlp_x", batch, &p), RandomInput("mlp_y", batch, &p), &b, amp);
       !s.ok()) {
     return Fail(state, s);
   }
   RunSteps(state, &p, {"mlp_x", "mlp_y"}, 3.0 * 2 * batch * kWidth * kWidth * kLayers);
 }
 
-// sgemm[_<place>]/<B>x1024x1024: one float32 `mul` op, out = x * w.
-void BM_Sgemm(benchmark::State& state, Place place, int64_t batch) {
+// sgemm[_<place>][_bf16]/<B>x1024x1024: one `mul` op of `dtype`, out = x * w.
+void BM_Sgemm(benchmark::State& state, Place place, int64_t batch, DataType dtype) {
   Prepared p(place);
-  Var x = RandomInput("sgemm_x", batch, &p);
-  Var w = RandomInput("sgemm_w", kWidth, &p);
+  Var x = RandomInput("sgemm_x", batch, &p, dtype);
+  Var w = RandomInput("sgemm_w", kWidth, &p, dtype);
   p.builder.Mul(x, w);
   RunSteps(state, &p, {"sgemm_x", "sgemm_w"}, 2.0 * batch * kWidth * kWidth);
 }
@@ -178,14 +197,20 @@ void RegisterMlpBenchmarks() {
   for (const Place& place : bench::BenchPlaces()) {
     const std::string p = place.is_host() ? "cpu" : place.type().name();
     const std::string suffix = p == "gpu" ? "" : absl::StrCat("_", p);
-    benchmark::RegisterBenchmark(absl::StrCat("mlp", suffix, "/4x1024_b", batch, "_step").c_str(),
-                                 BM_MlpStep, place, batch)
-        ->Unit(benchmark::kMicrosecond)
-        ->UseRealTime();
-    benchmark::RegisterBenchmark(absl::StrCat("sgemm", suffix, "/", batch, "x1024x1024").c_str(),
-                                 BM_Sgemm, place, batch)
-        ->Unit(benchmark::kMicrosecond)
-        ->UseRealTime();
+    for (const bool bf16 : {false, true}) {
+      const std::string kind = absl::StrCat(suffix, bf16 ? "_bf16" : "");
+      const std::optional<DataType> amp =
+          bf16 ? std::optional<DataType>(DataType::kBFloat16) : std::nullopt;
+      benchmark::RegisterBenchmark(absl::StrCat("mlp", kind, "/4x1024_b", batch, "_step").c_str(),
+                                   BM_MlpStep, place, batch, amp)
+          ->Unit(benchmark::kMicrosecond)
+          ->UseRealTime();
+      benchmark::RegisterBenchmark(absl::StrCat("sgemm", kind, "/", batch, "x1024x1024").c_str(),
+                                   BM_Sgemm, place, batch,
+                                   bf16 ? DataType::kBFloat16 : DataType::kFloat32)
+          ->Unit(benchmark::kMicrosecond)
+          ->UseRealTime();
+    }
     if (place.is_host()) continue;
     const int devices = DeviceRegistry::Global().DeviceCount(place.type());
     for (int n = 1; n <= std::min(devices, 2); ++n) {

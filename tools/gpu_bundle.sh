@@ -29,6 +29,11 @@ for t in $targets; do
   # The mpirun worker of tests/parallel:mpi_data_parallel_test runs cpu and
   # sim ranks (CI runs it); on the GPU machine it would only take space.
   [[ "$name" == mpi_data_parallel_worker ]] && continue
+  # Host-only tools and benchmarks (the safetensors converter, the cpu
+  # kernels' benchmarks, the fuzzers' seed runners): nothing of theirs
+  # differs on the GPU machine, and the bundle must stay under 64 MiB.
+  [[ "$t" == //tools:safetensors_convert || "$t" == //backends/cpu:*_benchmark ||
+     "$t" == //tests/fuzz:* ]] && continue
   flat="${pkg//\//_}_$name"
   cp "$bin" ".bundle/tandem/bin/$flat"
   # The fuzzers' regression tests read corpora that only Bazel passes them
@@ -63,7 +68,7 @@ done
 # Fashion-MNIST (30 MB of .gz files, packed as they are) for the trainers; gpu_env.sh links it.
 fmnist=/usr/share/datasets/fashion-mnist
 if [[ -d "$fmnist" ]]; then cp -r "$fmnist" .bundle/tandem/fashion-mnist; fi
-tar -C .bundle -cJf .bundle/tandem.tar.xz tandem
+XZ_OPT=-9 tar -C .bundle -cJf .bundle/tandem.tar.xz tandem
 rm -rf .bundle/tandem
 echo "bundle: $(du -h .bundle/tandem.tar.xz | cut -f1) in .bundle/tandem.tar.xz," \
      "$(tar -tJf .bundle/tandem.tar.xz | grep -c '/bin/.') binaries"

@@ -132,6 +132,42 @@ def mlp(iters, batch=4096, width=1024):
     metric("mlp/4x1024_b4096_tflops", 3 * 2 * batch * width * width * 4 / t / 1e6, "TFLOP/s")
 
 
+def mlp_bf16(iters, batch=4096, width=1024):
+    """mlp() with its products in bfloat16 (float32 parameters cast at each
+    use, as autocast and Tandem's ApplyAmp do; relu in bfloat16, the loss in
+    float32)."""
+    key = jax.random.PRNGKey(0)
+    keys = jax.random.split(key, 8)
+    params = [(jax.random.normal(keys[2 * i], (width, width)) * 0.02, jnp.zeros(width))
+              for i in range(4)]
+    x = jax.random.normal(keys[0], (batch, width))
+    y = jax.random.normal(keys[1], (batch, width))
+    bf16 = jnp.bfloat16
+
+    def loss_fn(params):
+        h = x.astype(bf16)
+        for i, (w, b) in enumerate(params):
+            h = h @ w.astype(bf16) + b.astype(bf16)
+            if i < 3:
+                h = jax.nn.relu(h)
+        return jnp.mean((h.astype(jnp.float32) - y) ** 2)
+
+    @jax.jit
+    def step(params):
+        g = jax.grad(loss_fn)(params)
+        return jax.tree_util.tree_map(lambda p, d: p - 0.01 * d, params, g)
+
+    st = {"p": params}
+
+    def run():
+        st["p"] = step(st["p"])
+        return st["p"]
+
+    t = timeit(run, iters, warmup=3)
+    metric("mlp_bf16/4x1024_b4096_step", t, "us")
+    metric("mlp_bf16/4x1024_b4096_tflops", 3 * 2 * batch * width * width * 4 / t / 1e6, "TFLOP/s")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--rows", type=int, default=10_000_000)
@@ -142,6 +178,7 @@ def main():
     workload2(it * 5)
     workload1(args.rows, 4096, it)
     mlp(max(it // 4, 5))
+    mlp_bf16(max(it // 4, 5))
 
 
 if __name__ == "__main__":

@@ -158,6 +158,40 @@ def mlp(iters, batch=4096, width=1024):
     metric("mlp/4x1024_b4096_tflops", flops / t / 1e6, "TFLOP/s")
 
 
+def mlp_bf16(iters, batch=4096, width=1024):
+    """mlp() under torch.autocast(bfloat16): the products in bfloat16 with
+    float32 master weights, as Tandem's mlp_bf16 row (ApplyAmp)."""
+    layers = []
+    for _ in range(4):
+        layers += [torch.nn.Linear(width, width), torch.nn.ReLU()]
+    model = torch.nn.Sequential(*layers[:-1]).cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x = torch.randn(batch, width, device="cuda")
+    y = torch.randn(batch, width, device="cuda")
+
+    def step():
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = ((model(x) - y) ** 2).mean()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+
+    t = timeit(step, iters, warmup=5)
+    flops = 3 * 2 * batch * width * width * 4
+    metric("mlp_bf16/4x1024_b4096_step", t, "us")
+    metric("mlp_bf16/4x1024_b4096_tflops", flops / t / 1e6, "TFLOP/s")
+
+
+def sgemm_bf16(iters, m=4096, k=1024, n=1024):
+    """sgemm() in bfloat16 (float32 accumulation, cuBLAS's default)."""
+    a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
+    c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+    t = timeit(lambda: torch.mm(a, b, out=c), iters)
+    metric(f"sgemm_bf16/{m}x{k}x{n}", t, "us")
+    metric(f"sgemm_bf16/{m}x{k}x{n}_tflops", 2 * m * k * n / t / 1e6, "TFLOP/s")
+
+
 def sgemm(iters, m=4096, k=1024, n=1024):
     """One float32 [m, k] x [k, n] product (TF32 off), as tandem_benchmark's
     sgemm row (one `mul` op): the cuBLAS reference of the mlp goal."""
@@ -300,7 +334,7 @@ def main():
     ap.add_argument("--quick", action="store_true", help="few iterations (smoke run)")
     ap.add_argument("--only", default="",
                     help="comma-separated sections to run (workload2, dispatch, workload1, "
-                         "copies, mlp, sgemm, embedding_cpu, collectives, two_gpus); "
+                         "copies, mlp, sgemm, mlp_bf16, sgemm_bf16, embedding_cpu, collectives, two_gpus); "
                          "default: all")
     args = ap.parse_args()
     it = 20 if args.quick else 200
@@ -312,6 +346,8 @@ def main():
         ("copies", lambda: copies(args.quick)),
         ("mlp", lambda: mlp(max(it // 4, 5))),
         ("sgemm", lambda: sgemm(it)),
+        ("mlp_bf16", lambda: mlp_bf16(max(it // 4, 5))),
+        ("sgemm_bf16", lambda: sgemm_bf16(it)),
         ("embedding_cpu", lambda: embedding_cpu(min(args.rows, 1_000_000), max(it // 20, 3))),
         ("collectives", lambda: collectives(it)),
         ("two_gpus", lambda: two_gpus(it)),
