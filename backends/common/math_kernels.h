@@ -404,7 +404,7 @@ void WithKernelActivationOf(Activation act, Launch&& launch) {
 template <typename Policy, Activation kAct>
 class ActivationKernel final : public OpKernel {
  public:
-  using Types = FloatTypes;
+  using Types = FloatTypesWith16Bit;
 
   absl::Status Init(const OpDesc& op) override {
     ASSIGN_OR_RETURN(act_, prologue::ActivationOf(op, kAct));
@@ -416,8 +416,13 @@ class ActivationKernel final : public OpKernel {
     ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", x->dtype(), x->shape()));
     return DispatchType(Types(), x->dtype(), *ctx, "X", [&](auto tag) {
       using T = typename decltype(tag)::type;
+      using C = ComputeTypeOf<T>;
+      ComputeBuffers<T, Policy> buffers;
+      const C* in = buffers.In(x);
+      C* result = buffers.Out(out);
       WithKernelActivationOf<Activate, kAct>(
-          act_, [&](auto f) { Map<T, Policy>(x->data<T>(), out->data<T>(), x->NumElements(), f); });
+          act_, [&](auto f) { Map<C, Policy>(in, result, x->NumElements(), f); });
+      buffers.Finish();
       return absl::OkStatus();
     });
   }
@@ -433,7 +438,7 @@ class ActivationKernel final : public OpKernel {
 template <typename Policy, Activation kAct>
 class ActivationGradKernel final : public OpKernel {
  public:
-  using Types = FloatTypes;
+  using Types = FloatTypesWith16Bit;
 
   absl::Status Init(const OpDesc& op) override {
     ASSIGN_OR_RETURN(act_, prologue::ActivationOf(op, kAct));
@@ -446,10 +451,14 @@ class ActivationGradKernel final : public OpKernel {
                      prologue::GetActivationGradArgs(ctx, kFwd));
     return DispatchType(Types(), a.fwd->dtype(), *ctx, kFwd, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      WithKernelActivationOf<ActivationGrad, kAct>(act_, [&](auto f) {
-        Map2<T, Policy>(a.fwd->data<T>(), a.dout->data<T>(), a.dx->data<T>(), a.fwd->NumElements(),
-                        f);
-      });
+      using C = ComputeTypeOf<T>;
+      ComputeBuffers<T, Policy> buffers;
+      const C* fwd = buffers.In(a.fwd);
+      const C* dout = buffers.In(a.dout);
+      C* dx = buffers.Out(a.dx);
+      WithKernelActivationOf<ActivationGrad, kAct>(
+          act_, [&](auto f) { Map2<C, Policy>(fwd, dout, dx, a.fwd->NumElements(), f); });
+      buffers.Finish();
       return absl::OkStatus();
     });
   }

@@ -28,7 +28,7 @@ class ActivationKernel : public OpKernel {
     ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("X"));
     ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", x->dtype(), x->shape()));
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
-    return DispatchFloat(x->dtype(), [&](auto tag) -> absl::Status {
+    return DispatchFloatWith16Bit(x->dtype(), [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
       CUDA_RETURN_IF_ERROR(
           LaunchActivation<T>(act_, x->data<T>(), out->data<T>(), x->NumElements(), stream));
@@ -54,7 +54,7 @@ class ActivationGradKernel : public OpKernel {
     ASSIGN_OR_RETURN(const prologue::ActivationGradArgs a,
                      prologue::GetActivationGradArgs(ctx, kFwd));
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
-    return DispatchFloat(a.fwd->dtype(), [&](auto tag) -> absl::Status {
+    return DispatchFloatWith16Bit(a.fwd->dtype(), [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
       CUDA_RETURN_IF_ERROR(LaunchActivationGrad<T>(act_, a.fwd->data<T>(), a.dout->data<T>(),
                                                    a.dx->data<T>(), a.fwd->NumElements(), stream));
@@ -66,11 +66,12 @@ class ActivationGradKernel : public OpKernel {
   Activation act_ = kAct;
 };
 
-#define TANDEM_ACTIVATION(name, act)                                                               \
-  REGISTER_KERNEL(KernelDef(name, "gpu").TypeConstraint("X", kFloatTypes), ActivationKernel<act>); \
-  REGISTER_KERNEL(                                                                                 \
-      KernelDef(name "_grad", "gpu").TypeConstraint(ActivationGradKernel<act>::kFwd, kFloatTypes), \
-      ActivationGradKernel<act>)
+#define TANDEM_ACTIVATION(name, act)                                                          \
+  REGISTER_KERNEL(KernelDef(name, "gpu").TypeConstraint("X", kFloatTypesWith16Bit),           \
+                  ActivationKernel<act>);                                                     \
+  REGISTER_KERNEL(KernelDef(name "_grad", "gpu")                                              \
+                      .TypeConstraint(ActivationGradKernel<act>::kFwd, kFloatTypesWith16Bit), \
+                  ActivationGradKernel<act>)
 TANDEM_ACTIVATION("relu", Activation::kRelu);
 TANDEM_ACTIVATION("sigmoid", Activation::kSigmoid);
 TANDEM_ACTIVATION("tanh", Activation::kTanh);

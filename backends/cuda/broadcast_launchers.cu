@@ -3,6 +3,7 @@
 #include <type_traits>
 
 #include "backends/cuda/broadcast_launchers.h"
+#include "backends/cuda/device_float16.h"
 
 namespace tandem {
 namespace cuda {
@@ -22,9 +23,15 @@ int Blocks(int64_t n) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < (n); \
        i += int64_t{blockDim.x} * gridDim.x)
 
+// op(a, b) in T's compute type (float for the 16-bit types, rounded once).
+template <typename T, typename Op>
+__device__ __forceinline__ T Apply(Op op, T a, T b) {
+  return device::Narrow<T>(op(device::Widen(a), device::Widen(b)));
+}
+
 template <typename T, typename Op>
 __global__ void SameKernel(Op op, const T* x, const T* y, T* out, int64_t n) {
-  TANDEM_GRID_LOOP(i, n) { out[i] = op(x[i], y[i]); }
+  TANDEM_GRID_LOOP(i, n) { out[i] = Apply(op, x[i], y[i]); }
 }
 
 // Index: uint32_t when n fits (a 64-bit i % cols is a long instruction
@@ -36,7 +43,7 @@ __global__ void RowKernel(Op op, const T* full, const T* row, bool row_is_x, T* 
   for (Index i = blockIdx.x * Index{blockDim.x} + threadIdx.x; i < n;
        i += Index{blockDim.x} * gridDim.x) {
     const T r = row[i % cols];
-    out[i] = row_is_x ? op(r, full[i]) : op(full[i], r);
+    out[i] = row_is_x ? Apply(op, r, full[i]) : Apply(op, full[i], r);
   }
 }
 
@@ -50,7 +57,7 @@ __global__ void StridedKernel(Op op, const T* x, const T* y, T* out, AddGeometry
       xo += c * g.x_strides[d];
       yo += c * g.y_strides[d];
     }
-    out[i] = op(x[xo], y[yo]);
+    out[i] = Apply(op, x[xo], y[yo]);
   }
 }
 
@@ -280,6 +287,19 @@ TANDEM_INSTANTIATE(double)
 TANDEM_INSTANTIATE(int32_t)
 TANDEM_INSTANTIATE(int64_t)
 #undef TANDEM_INSTANTIATE
+
+// The 16-bit types' forward kernels (their gradients run in float32 on
+// widened copies: elementwise_binary_kernels.cc).
+#define TANDEM_INSTANTIATE_16(T)                                                           \
+  template cudaError_t LaunchBinarySame<T>(BinaryOp, const T*, const T*, T*, int64_t,      \
+                                           cudaStream_t);                                  \
+  template cudaError_t LaunchBinaryRow<T>(BinaryOp, const T*, const T*, bool, T*, int64_t, \
+                                          int64_t, cudaStream_t);                          \
+  template cudaError_t LaunchBinaryStrided<T>(BinaryOp, const T*, const T*, T*,            \
+                                              const AddGeometry&, cudaStream_t);
+TANDEM_INSTANTIATE_16(bfloat16)
+TANDEM_INSTANTIATE_16(float16)
+#undef TANDEM_INSTANTIATE_16
 
 }  // namespace cuda
 }  // namespace tandem

@@ -1,5 +1,6 @@
 // im2col and col2im kernels of conv2d. See conv_launchers.h.
 #include "backends/cuda/conv_launchers.h"
+#include "backends/cuda/device_float16.h"
 #include "backends/cuda/device_reduce.h"
 
 namespace tandem {
@@ -23,7 +24,7 @@ __global__ void Im2ColKernel(ConvShape s, const T* x, T* col, int64_t total) {
     const int64_t ix = ox * s.stride_w - s.pad_w + j * s.dilation_w;
     col[e] = iy >= 0 && iy < s.h && ix >= 0 && ix < s.w
                  ? x[((sample * s.c + ch) * s.h + iy) * s.w + ix]
-                 : T(0);
+                 : device::Narrow<T>(device::ComputeOf<T>(0));
   }
 }
 
@@ -86,6 +87,11 @@ cudaError_t LaunchCol2Im(const ConvShape& s, int64_t samples, const T* col, T* d
 TANDEM_INSTANTIATE(float)
 TANDEM_INSTANTIATE(double)
 #undef TANDEM_INSTANTIATE
+// conv2d's 16-bit forward gathers 16-bit columns (its gradient runs in float32).
+template cudaError_t LaunchIm2Col<bfloat16>(const ConvShape&, int64_t, const bfloat16*, bfloat16*,
+                                            cudaStream_t);
+template cudaError_t LaunchIm2Col<float16>(const ConvShape&, int64_t, const float16*, float16*,
+                                           cudaStream_t);
 
 }  // namespace cuda
 }  // namespace tandem

@@ -1,10 +1,8 @@
 // Element-wise kernels: fill, repeat a row, scale, cast. See
 // elementwise_launchers.h.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
 #include <type_traits>
 
+#include "backends/cuda/device_float16.h"
 #include "backends/cuda/elementwise_launchers.h"
 
 namespace tandem {
@@ -56,56 +54,6 @@ __global__ void ScaleIntKernel(const T* x, T* out, int64_t n, double scale, doub
   }
 }
 
-// The 16-bit floating types (framework/types/float16.h) are their bits on
-// the device too; they convert through float exactly as the host does:
-// to them rounds once to nearest even (from float64 by rounding to odd at
-// float32 first), from them is exact.
-template <typename T>
-constexpr bool kIs16BitFloat = kIsLowPrecisionFloat<T>;
-
-__device__ float ToFloat(bfloat16 v) {
-  return __uint_as_float(static_cast<uint32_t>(v.bits) << 16);
-}
-__device__ float ToFloat(float16 v) { return __half2float(__ushort_as_half(v.bits)); }
-
-__device__ float RoundToOddFloat(double d) {
-  const float truncated = __double2float_rz(d);
-  if (isnan(d) || static_cast<double>(truncated) == d) return truncated;
-  return __uint_as_float(__float_as_uint(truncated) | 1u);
-}
-
-template <typename T>
-__device__ T FromFloat(float f);
-template <>
-__device__ bfloat16 FromFloat<bfloat16>(float f) {
-  bfloat16 v;
-  v.bits = __bfloat16_as_ushort(__float2bfloat16_rn(f));
-  return v;
-}
-template <>
-__device__ float16 FromFloat<float16>(float f) {
-  float16 v;
-  v.bits = __half_as_ushort(__float2half_rn(f));
-  return v;
-}
-
-template <typename To, typename From>
-__device__ To Convert(From v) {
-  if constexpr (kIs16BitFloat<From>) {
-    return Convert<To>(ToFloat(v));
-  } else if constexpr (kIs16BitFloat<To>) {
-    if constexpr (std::is_same<From, float>::value) {
-      return FromFloat<To>(v);
-    } else {
-      return FromFloat<To>(RoundToOddFloat(static_cast<double>(v)));
-    }
-  } else if constexpr (std::is_same<To, bool>::value) {
-    return v != From(0);
-  } else {
-    return static_cast<To>(v);
-  }
-}
-
 template <typename T>
 __global__ void RepeatRowKernel(const T* row, int64_t total, int64_t n, T* out) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total;
@@ -118,7 +66,7 @@ template <typename From, typename To>
 __global__ void CastKernel(const From* x, To* out, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{blockDim.x} * gridDim.x) {
-    out[i] = Convert<To>(x[i]);
+    out[i] = device::Convert<To>(x[i]);
   }
 }
 

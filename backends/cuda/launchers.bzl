@@ -12,6 +12,7 @@ load("//third_party/cuda:cuda.bzl", "cuda_library", "if_cuda")
 
 # Device helpers any launcher file may include.
 DEVICE_HDRS = [
+    "device_float16.h",
     "device_lines.h",
     "device_reduce.h",
 ]

@@ -154,7 +154,9 @@ class Conv2DKernel : public OpKernel {
     const ConvPlan cp(c.g);
     Tensor col;
     RETURN_IF_ERROR(ColumnScratch(ctx, cp, dtype, &col));
-    return DispatchFloat(dtype, [&](auto tag) -> absl::Status {
+    // 16-bit: the products in 16 bits with float32 accumulation (RunGemm),
+    // each output rounded once.
+    return DispatchFloatWith16Bit(dtype, [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
       for (int64_t n0 = 0; n0 < cp.n; n0 += cp.chunk) {
         ASSIGN_OR_RETURN(const auto cols, Columns<T>(ctx, cp, c.input->data<T>(), n0, &col));
@@ -186,21 +188,43 @@ class Conv2DGradKernel : public OpKernel {
     ASSIGN_OR_RETURN(const prologue::Conv c, prologue::GetConv(*ctx, params_, true));
     const DataType dtype = c.input->dtype();
     const ConvPlan cp(c.g);
+    Tensor* dx = nullptr;
+    Tensor* dw = nullptr;
+    if (ctx->OutputVar("Input@GRAD") != nullptr) {
+      ASSIGN_OR_RETURN(dx, ctx->AllocateOutput("Input@GRAD", dtype, c.input->shape()));
+    }
+    if (ctx->OutputVar("Filter@GRAD") != nullptr) {
+      ASSIGN_OR_RETURN(dw, ctx->AllocateOutput("Filter@GRAD", dtype, c.filter->shape()));
+    }
+    if (IsLowPrecisionFloat(dtype)) return ComputeWidened(ctx, c, cp, dx, dw);
     return DispatchFloat(dtype, [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
-      if (ctx->OutputVar("Input@GRAD") != nullptr) {
-        ASSIGN_OR_RETURN(Tensor * dx, ctx->AllocateOutput("Input@GRAD", dtype, c.input->shape()));
-        RETURN_IF_ERROR(InputGrad<T>(ctx, c, cp, dx));
-      }
-      if (ctx->OutputVar("Filter@GRAD") != nullptr) {
-        ASSIGN_OR_RETURN(Tensor * dw, ctx->AllocateOutput("Filter@GRAD", dtype, c.filter->shape()));
-        RETURN_IF_ERROR(FilterGrad<T>(ctx, c, cp, dw));
-      }
+      if (dx != nullptr) RETURN_IF_ERROR(InputGrad<T>(ctx, c, cp, dx));
+      if (dw != nullptr) RETURN_IF_ERROR(FilterGrad<T>(ctx, c, cp, dw));
       return absl::OkStatus();
     });
   }
 
  private:
+  // The 16-bit gradients as the host computes them: in float32 on widened
+  // copies of Input, Filter and Output@GRAD, each rounded once.
+  static absl::Status ComputeWidened(KernelContext* ctx, const prologue::Conv& c,
+                                     const ConvPlan& cp, Tensor* dx, Tensor* dw) {
+    ASSIGN_OR_RETURN(const Tensor input, WidenedCopy(ctx, *c.input));
+    ASSIGN_OR_RETURN(const Tensor filter, WidenedCopy(ctx, *c.filter));
+    ASSIGN_OR_RETURN(const Tensor dout, WidenedCopy(ctx, *c.dout));
+    prologue::Conv wide = c;
+    wide.input = &input, wide.filter = &filter, wide.dout = &dout;
+    for (auto [grad, run] : {std::pair{dx, &InputGrad<float>}, std::pair{dw, &FilterGrad<float>}}) {
+      if (grad == nullptr) continue;
+      ASSIGN_OR_RETURN(Tensor wide_grad, AllocateScratch(ctx, DataType::kFloat32, grad->shape(),
+                                                         "a float32 gradient"));
+      RETURN_IF_ERROR(run(ctx, wide, cp, &wide_grad));
+      RETURN_IF_ERROR(NarrowInto(ctx, wide_grad, grad));
+    }
+    return absl::OkStatus();
+  }
+
   // dcol[n, gi] = Filter[gi]^T x dOutput[n, gi], gathered back into dx.
   template <typename T>
   static absl::Status InputGrad(KernelContext* ctx, const prologue::Conv& c, const ConvPlan& cp,
@@ -302,11 +326,27 @@ int64_t Conv2DScratch(const OpDesc& op, const ArgMetas& in, const ArgMetas&) {
   return ColumnBytes(*cp, dtype);
 }
 
-// InputGrad's columns, then FilterGrad's columns, products and chunk sum.
+// InputGrad's columns, then FilterGrad's columns, products and chunk sum;
+// for the 16-bit types, in float32, plus the widened copies of Input,
+// Filter and Output@GRAD and a float32 gradient.
 int64_t Conv2DGradScratch(const OpDesc& op, const ArgMetas& in, const ArgMetas& out) {
   DataType dtype = DataType::kFloat32;
   const std::optional<ConvPlan> cp = PlanFromMetas(op, in, &dtype);
   if (!cp.has_value()) return 0;
+  int64_t widened = 0;
+  if (IsLowPrecisionFloat(dtype)) {
+    dtype = DataType::kFloat32;
+    for (const char* arg : {"Input", "Filter", "Output@GRAD"}) {
+      if (const TensorMeta* m = FirstMeta(in, arg)) widened += m->shape.num_elements();
+    }
+    int64_t largest_grad = 0;
+    for (const char* arg : {"Input@GRAD", "Filter@GRAD"}) {
+      if (const TensorMeta* m = FirstMeta(out, arg)) {
+        largest_grad = std::max(largest_grad, m->shape.num_elements());
+      }
+    }
+    widened = (widened + largest_grad) * static_cast<int64_t>(sizeof(float));
+  }
   const int64_t size = static_cast<int64_t>(SizeOf(dtype));
   const TensorMeta* dx = FirstMeta(out, "Input@GRAD");
   const TensorMeta* dw = FirstMeta(out, "Filter@GRAD");
@@ -317,15 +357,16 @@ int64_t Conv2DGradScratch(const OpDesc& op, const ArgMetas& in, const ArgMetas& 
                                   ? ColumnBytes(*cp, dtype) + cp->chunk * slice * size +
                                         (cp->chunk < cp->n ? slice * size : 0)
                                   : 0;
-  return std::max(input_grad, filter_grad);
+  return widened + std::max(input_grad, filter_grad);
 }
 
 REGISTER_KERNEL(
-    KernelDef("conv2d", "gpu").TypeConstraint("Input", kFloatTypes).Scratch(Conv2DScratch),
+    KernelDef("conv2d", "gpu").TypeConstraint("Input", kFloatTypesWith16Bit).Scratch(Conv2DScratch),
     Conv2DKernel);
-REGISTER_KERNEL(
-    KernelDef("conv2d_grad", "gpu").TypeConstraint("Input", kFloatTypes).Scratch(Conv2DGradScratch),
-    Conv2DGradKernel);
+REGISTER_KERNEL(KernelDef("conv2d_grad", "gpu")
+                    .TypeConstraint("Input", kFloatTypesWith16Bit)
+                    .Scratch(Conv2DGradScratch),
+                Conv2DGradKernel);
 
 PoolWindows WindowsOf(const Pool2DGeometry& g) {
   PoolWindows w;

@@ -1,6 +1,7 @@
 // Element-wise math kernels. See math_launchers.h.
 #include <type_traits>
 
+#include "backends/cuda/device_float16.h"
 #include "backends/cuda/device_reduce.h"
 #include "backends/cuda/math_launchers.h"
 
@@ -11,14 +12,17 @@ namespace {
 using device::Blocks;
 using device::kThreads;
 
+// A 16-bit T is computed in float and rounded once per element.
 template <typename T, typename F>
 __global__ void MapKernel(F f, const T* x, T* out, int64_t n) {
-  TANDEM_GRID_LOOP(i, n) { out[i] = f(x[i]); }
+  TANDEM_GRID_LOOP(i, n) { out[i] = device::Narrow<T>(f(device::Widen(x[i]))); }
 }
 
 template <typename T, typename F>
 __global__ void Map2Kernel(F f, const T* a, const T* b, T* out, int64_t n) {
-  TANDEM_GRID_LOOP(i, n) { out[i] = f(a[i], b[i]); }
+  TANDEM_GRID_LOOP(i, n) {
+    out[i] = device::Narrow<T>(f(device::Widen(a[i]), device::Widen(b[i])));
+  }
 }
 
 struct Negate {
@@ -80,6 +84,8 @@ cudaError_t LaunchFindZero(const T* y, int64_t n, unsigned long long* first_zero
                                                cudaStream_t);
 TANDEM_ACTIVATION(float)
 TANDEM_ACTIVATION(double)
+TANDEM_ACTIVATION(bfloat16)
+TANDEM_ACTIVATION(float16)
 #undef TANDEM_ACTIVATION
 
 template cudaError_t LaunchNegate<float>(const float*, float*, int64_t, cudaStream_t);

@@ -1,5 +1,6 @@
 #include "framework/amp/amp.h"
 
+#include <algorithm>
 #include <map>
 #include <utility>
 
@@ -20,7 +21,8 @@ class AmpRewriter {
   AmpReport Run() {
     std::vector<OpDesc> rewritten;
     const std::vector<OpDesc>& ops = block_->ops();
-    const std::vector<bool> low = LowPrecisionOps();
+    low_ = LowPrecisionOps();
+    const std::vector<bool>& low = low_;
     for (size_t i = 0; i < ops.size(); ++i) {
       const OpDesc& op = ops[i];
       // A variable written again makes its low-precision twin stale.
@@ -31,7 +33,7 @@ class AmpRewriter {
         rewritten.push_back(op);
         continue;
       }
-      Rewrite(op, &rewritten);
+      Rewrite(i, &rewritten);
       report_.low_precision_ops.push_back(absl::StrCat(op.type, " #", i));
     }
     block_->mutable_ops() = std::move(rewritten);
@@ -124,7 +126,29 @@ class AmpRewriter {
     return twin;
   }
 
-  void Rewrite(const OpDesc& op, std::vector<OpDesc>* out) {
+  // Whether the float32 value of `name`, written by op #i in 16 bits, is
+  // needed: an op after it that is not a 16-bit one reads it, nothing
+  // reads it (the caller may fetch it), or it is persistable.
+  bool NeedsFloat32(size_t i, const std::string& name) const {
+    const VarDesc* var = block_->FindVar(name);
+    if (var != nullptr && var->persistable) return true;
+    const std::vector<OpDesc>& ops = block_->ops();
+    bool read = false;
+    for (size_t j = i + 1; j < ops.size(); ++j) {
+      for (const auto& [arg, names] : ops[j].inputs) {
+        if (std::find(names.begin(), names.end(), name) == names.end()) continue;
+        if (!low_[j]) return true;
+        read = true;
+      }
+      for (const auto& [arg, names] : ops[j].outputs) {
+        if (std::find(names.begin(), names.end(), name) != names.end()) return !read;
+      }
+    }
+    return !read;
+  }
+
+  void Rewrite(size_t i, std::vector<OpDesc>* out) {
+    const OpDesc& op = block_->ops()[i];
     OpDesc low = op;
     for (auto& [arg, names] : low.inputs) {
       for (std::string& name : names) {
@@ -142,7 +166,7 @@ class AmpRewriter {
     }
     out->push_back(low);
     for (const auto& [name, twin] : produced) {
-      out->push_back(CastOp(twin, name, DataType::kFloat32, op));
+      if (NeedsFloat32(i, name)) out->push_back(CastOp(twin, name, DataType::kFloat32, op));
       low_of_[name] = twin;
     }
   }
@@ -150,6 +174,7 @@ class AmpRewriter {
   const AmpOptions& options_;
   Block* block_;
   const std::string suffix_;
+  std::vector<bool> low_;                      // per op: runs in 16 bits
   std::map<std::string, std::string> low_of_;  // float32 variable -> its live twin
   AmpReport report_;
 };
@@ -162,7 +187,7 @@ const std::set<std::string>& DefaultAmpAllowList() {
 }
 
 const std::set<std::string>& DefaultAmpPassThroughList() {
-  static const auto* pass_through = new std::set<std::string>{"concat"};
+  static const auto* pass_through = new std::set<std::string>{"concat", "relu"};
   return *pass_through;
 }
 

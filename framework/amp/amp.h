@@ -15,6 +15,9 @@
 // "o.cast_bfloat16" and cast back to `o` in float32 right after, so the
 // ops that are not on the list read float32 as before, while a following
 // allow-listed op reads the low-precision output directly (no round trip).
+// The cast back is left out when only 16-bit ops read `o` (fetch
+// "o.cast_bfloat16" then); an output nothing reads, which the caller may
+// fetch, and a persistable one keep it.
 // Casts run where their consumer (or producer) runs: they inherit its
 // op_device. Parameters stay float32 ("master weights"): the backward of
 // the cast turns their low-precision gradient into a float32 one, which
@@ -42,11 +45,12 @@ namespace tandem {
 
 // mul, matmul, fc, conv2d.
 const std::set<std::string>& DefaultAmpAllowList();
-// concat: ops that only move values, run in 16 bits when their output
-// feeds an allow-listed op (directly or through another such op), so the
-// casts move to their inputs: embeddings joined before the first fc are
-// cast (where they are produced, see the placer's cast-at-source rule) and
-// joined in 16 bits.
+// concat and relu: ops that round nothing (they move or select values),
+// run in 16 bits when their output feeds an allow-listed op (directly or
+// through another such op), so the casts move to their inputs: embeddings
+// joined before the first fc are cast (where they are produced, see the
+// placer's cast-at-source rule) and joined in 16 bits, and the hidden
+// layers of an MLP stay in 16 bits from one fc to the next.
 const std::set<std::string>& DefaultAmpPassThroughList();
 
 struct AmpOptions {

@@ -60,7 +60,7 @@ Program TwoLayers() {
   Declare(b, "e", DataType::kFloat32, Shape({4, 3}));
   Declare(b, "d", DataType::kFloat64, Shape({4, 3}));
   b->AppendOp(Op("mul", {{"X", {"x"}}, {"Y", {"w"}}}, "y", "gpu:0"));
-  b->AppendOp(Op("relu", {{"X", {"y"}}}, "z"));
+  b->AppendOp(Op("sigmoid", {{"X", {"y"}}}, "z"));  // rounds: not passed through
   b->AppendOp(Op("mul", {{"X", {"z"}}, {"Y", {"w"}}}, "u"));
   b->AppendOp(Op("mul", {{"X", {"y"}}, {"Y", {"w"}}}, "v"));
   b->AppendOp(Op("lookup_table", {{"Ids", {"ids"}}, {"W", {"w"}}}, "e"));
@@ -76,8 +76,8 @@ TEST(Amp, CastsEachFloat32InputOnceAndReusesLowPrecisionOutputs) {
       Listing(p.block()),
       ElementsAre("cast(x,)->x.cast_bfloat16", "cast(w,)->w.cast_bfloat16",
                   "mul(x.cast_bfloat16,w.cast_bfloat16,)->y.cast_bfloat16",
-                  "cast(y.cast_bfloat16,)->y",  // back to float32 for relu
-                  "relu(y,)->z", "cast(z,)->z.cast_bfloat16",
+                  "cast(y.cast_bfloat16,)->y",  // back to float32 for sigmoid
+                  "sigmoid(y,)->z", "cast(z,)->z.cast_bfloat16",
                   "mul(z.cast_bfloat16,w.cast_bfloat16,)->u.cast_bfloat16",  // w's cast shared
                   "cast(u.cast_bfloat16,)->u",
                   "mul(y.cast_bfloat16,w.cast_bfloat16,)->v.cast_bfloat16",  // y: no round trip
@@ -122,7 +122,7 @@ TEST(Amp, ConcatFeedingAProductJoinsInLowPrecision) {
   Declare(b, "w", DataType::kFloat32, Shape({4, 2}), /*parameter=*/true);
   b->AppendOp(Op("scale", {{"X", {"w"}}}, "a", "cpu"));
   b->AppendOp(Op("concat", {{"X", {"a", "w"}}}, "c"));  // feeds a mul: 16 bits
-  b->AppendOp(Op("concat", {{"X", {"a", "a"}}}, "d"));  // feeds relu only: float32
+  b->AppendOp(Op("concat", {{"X", {"a", "a"}}}, "d"));  // feeds a float32 relu only
   b->AppendOp(Op("relu", {{"X", {"d"}}}, "r"));
   b->AppendOp(Op("mul", {{"X", {"c"}}, {"Y", {"w"}}}, "y"));
   ASSERT_OK_AND_ASSIGN(AmpReport report, ApplyAmp(AmpOptions{}, &p));
@@ -130,12 +130,46 @@ TEST(Amp, ConcatFeedingAProductJoinsInLowPrecision) {
   EXPECT_THAT(Listing(p.block()),
               ElementsAre("scale(w,)->a", "cast(a,)->a.cast_bfloat16", "cast(w,)->w.cast_bfloat16",
                           "concat(a.cast_bfloat16,w.cast_bfloat16,)->c.cast_bfloat16",
-                          "cast(c.cast_bfloat16,)->c", "concat(a,a,)->d", "relu(d,)->r",
+                          "concat(a,a,)->d", "relu(d,)->r",
                           "mul(c.cast_bfloat16,w.cast_bfloat16,)->y.cast_bfloat16",
                           "cast(y.cast_bfloat16,)->y"));
   // The cast of 'a' carries its origin: the placer runs it where 'a' is made.
   EXPECT_EQ(p.block().ops()[1].origin.kind, OpOrigin::Kind::kAmpCast);
   EXPECT_EQ(p.block().ops()[1].origin.var, "a");
+}
+
+// The hidden layers of an MLP: relu passes 16 bits from one product to the
+// next, and no float32 copy is made of a value only 16-bit ops read; the
+// last product's output (read by nothing here: the caller may fetch it)
+// and a persistable one are cast back.
+TEST(Amp, ReluBetweenProductsStaysInLowPrecision) {
+  Program p;
+  Block* b = &p.block();
+  for (const char* v : {"x", "h0", "r0", "h1", "r1", "out"}) {
+    Declare(b, v, DataType::kFloat32, Shape({4, 4}));
+  }
+  Declare(b, "w", DataType::kFloat32, Shape({4, 4}), /*parameter=*/true);
+  Declare(b, "kept", DataType::kFloat32, Shape({4, 4}), /*parameter=*/true);
+  b->AppendOp(Op("mul", {{"X", {"x"}}, {"Y", {"w"}}}, "h0"));
+  b->AppendOp(Op("relu", {{"X", {"h0"}}}, "r0"));
+  b->AppendOp(Op("mul", {{"X", {"r0"}}, {"Y", {"w"}}}, "h1"));
+  b->AppendOp(Op("relu", {{"X", {"h1"}}}, "r1"));
+  b->AppendOp(Op("mul", {{"X", {"r1"}}, {"Y", {"w"}}}, "out"));
+  b->AppendOp(Op("mul", {{"X", {"r1"}}, {"Y", {"w"}}}, "kept"));
+  ASSERT_OK_AND_ASSIGN(AmpReport report, ApplyAmp(AmpOptions{}, &p));
+  EXPECT_THAT(report.low_precision_ops,
+              ElementsAre("mul #0", "relu #1", "mul #2", "relu #3", "mul #4", "mul #5"));
+  EXPECT_THAT(Listing(p.block()),
+              ElementsAre("cast(x,)->x.cast_bfloat16", "cast(w,)->w.cast_bfloat16",
+                          "mul(x.cast_bfloat16,w.cast_bfloat16,)->h0.cast_bfloat16",
+                          "relu(h0.cast_bfloat16,)->r0.cast_bfloat16",
+                          "mul(r0.cast_bfloat16,w.cast_bfloat16,)->h1.cast_bfloat16",
+                          "relu(h1.cast_bfloat16,)->r1.cast_bfloat16",
+                          "mul(r1.cast_bfloat16,w.cast_bfloat16,)->out.cast_bfloat16",
+                          "cast(out.cast_bfloat16,)->out",
+                          "mul(r1.cast_bfloat16,w.cast_bfloat16,)->kept.cast_bfloat16",
+                          "cast(kept.cast_bfloat16,)->kept"));
+  EXPECT_EQ(report.casts, 4);
 }
 
 TEST(Amp, RefusesProgramsWithBackwardOpsAndOtherDtypes) {
