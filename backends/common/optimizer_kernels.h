@@ -11,6 +11,9 @@
 //   momentum  Param: float32, float64; HostMemory(LearningRate)
 //   adam      Param: float32, float64; HostMemory(LearningRate, Beta1Pow,
 //             Beta2Pow, Beta1PowOut, Beta2PowOut)
+//   (each update op also HostMemory(SkipUpdate), its optional skip flag)
+//   check_finite_and_unscale  X: float32, float64; HostMemory(Scale)
+//   update_loss_scaling       every argument in host memory
 // so the learning rate and the beta powers are read (and the powers
 // advanced) on the host and never copied. Kernels validate their inputs
 // with optimizer_prologues.h, as the gpu kernels do, update Param and its state in place
@@ -25,6 +28,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -142,6 +146,7 @@ class SgdKernel final : public OpKernel {
 
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const prologue::UpdateArgs a, prologue::GetSgdArgs(*ctx));
+    if (a.skip) return ctx->SetOutput("ParamOut", *a.param);
     const Tensor& param = *a.param;
     RETURN_IF_ERROR(DispatchType(Types(), param.dtype(), *ctx, "Param", [&](auto tag) {
       using T = typename decltype(tag)::type;
@@ -181,6 +186,7 @@ class MomentumKernel final : public OpKernel {
 
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const prologue::MomentumArgs m, prologue::GetMomentumArgs(*ctx));
+    if (m.u.skip) return prologue::BindMomentumOutputs(ctx, m);
     const prologue::UpdateArgs& a = m.u;
     const Tensor* velocity = m.velocity;
     RETURN_IF_ERROR(DispatchType(Types(), a.param->dtype(), *ctx, "Param", [&](auto tag) {
@@ -232,6 +238,7 @@ class AdamKernel final : public OpKernel {
 
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const prologue::AdamArgs args, prologue::GetAdamArgs(*ctx));
+    if (args.u.skip) return prologue::BindAdamOutputs(ctx, args);
     const prologue::UpdateArgs& a = args.u;
     RETURN_IF_ERROR(DispatchType(Types(), a.param->dtype(), *ctx, "Param", [&](auto tag) {
       using T = typename decltype(tag)::type;
@@ -281,6 +288,100 @@ class AdamKernel final : public OpKernel {
   AdamAttrs attrs_;
 };
 
+// check_finite_and_unscale (see its op doc), in T: Out = X / Scale over a
+// dense X or a SelectedRows X's values (Out keeps its rows and height);
+// FoundInfinite = whether a value of X is inf or NaN. Out may be X's
+// variable: X is read through its own handle.
+template <typename Policy>
+class CheckFiniteAndUnscaleKernel final : public OpKernel {
+ public:
+  using Types = FloatTypes;
+
+  absl::Status Compute(KernelContext* ctx) override {
+    const Variable* x = ctx->InputVar("X");
+    const Tensor* data = x == nullptr ? nullptr : x->data_tensor();
+    if (data == nullptr || !data->initialized()) {
+      return ctx->InvalidArgument(absl::StrCat("input 'X' (variable '", ctx->InputName("X"),
+                                               "') is missing or not initialised"));
+    }
+    const Tensor values = *data;  // X's buffer, kept alive if Out replaces X
+    std::optional<SelectedRows> sparse;
+    if (x->is_selected_rows()) sparse = x->selected_rows();
+    ASSIGN_OR_RETURN(const Tensor* scale, ctx->InputTensor("Scale"));
+    const float divisor = scale->data<float>()[0];
+    ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", values.dtype(), values.shape()));
+    ASSIGN_OR_RETURN(Tensor * found,
+                     ctx->AllocateOutput("FoundInfinite", DataType::kBool, Shape({1})));
+    RETURN_IF_ERROR(DispatchType(Types(), values.dtype(), *ctx, "X", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* in = values.data<T>();
+      T* o = out->data<T>();
+      const T d = static_cast<T>(divisor);
+      bool infinite = false;
+      for (int64_t i = 0; i < values.NumElements(); ++i) {
+        infinite |= !std::isfinite(in[i]);
+        o[i] = in[i] / d;
+      }
+      found->data<bool>()[0] = infinite;
+      return absl::OkStatus();
+    }));
+    if (!sparse.has_value()) return absl::OkStatus();
+    Variable* out_var = ctx->OutputVar("Out");
+    out_var->set(SelectedRows(sparse->height(), sparse->rows(), *out));
+    return absl::OkStatus();
+  }
+};
+
+// update_loss_scaling (see its op doc), on host memory.
+template <typename Policy>
+class UpdateLossScalingKernel final : public OpKernel {
+ public:
+  absl::Status Init(const OpDesc& op) override {
+    ASSIGN_OR_RETURN(attrs_, GetLossScalingAttrs(op));
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(KernelContext* ctx) override {
+    bool found = false;
+    for (int i = 0; i < ctx->InputCount("FoundInfinite"); ++i) {
+      ASSIGN_OR_RETURN(const Tensor* f, ctx->InputTensor("FoundInfinite", i));
+      found |= f->data<bool>()[0];
+    }
+    ASSIGN_OR_RETURN(const Tensor* scale, ctx->InputTensor("PrevLossScaling"));
+    ASSIGN_OR_RETURN(const Tensor* good, ctx->InputTensor("InGoodSteps"));
+    float& s = scale->data<float>()[0];
+    int32_t& g = good->data<int32_t>()[0];
+    if (found) {
+      s = static_cast<float>(s * attrs_.backoff_factor);
+      g = 0;
+    } else if (++g >= attrs_.growth_interval) {
+      const float grown = static_cast<float>(s * attrs_.growth_factor);
+      if (std::isfinite(grown)) s = grown;
+      g = 0;
+    }
+    ASSIGN_OR_RETURN(Tensor * skipped,
+                     ctx->AllocateOutput("StepSkipped", DataType::kBool, Shape({1})));
+    skipped->data<bool>()[0] = found;
+    RETURN_IF_ERROR(ctx->SetOutput("LossScaling", *scale));
+    return ctx->SetOutput("OutGoodSteps", *good);
+  }
+
+ private:
+  LossScalingAttrs attrs_;
+};
+
+// update_loss_scaling's registration line: everything in host memory, so
+// a device registers it too (backends/cuda does) and runs it on the host.
+inline KernelDef UpdateLossScalingDef(const std::string& device_type) {
+  return KernelDef("update_loss_scaling", device_type)
+      .HostMemory("FoundInfinite")
+      .HostMemory("PrevLossScaling")
+      .HostMemory("InGoodSteps")
+      .HostMemory("LossScaling")
+      .HostMemory("OutGoodSteps")
+      .HostMemory("StepSkipped");
+}
+
 // Registers every kernel above for `device_type` (see header comment).
 template <typename Policy>
 void RegisterOptimizerKernels(const std::string& device_type) {
@@ -288,12 +389,14 @@ void RegisterOptimizerKernels(const std::string& device_type) {
       KernelDef("sgd", device_type)
           .TypeConstraint("Param", SgdKernel<Policy>::Types::DataTypes())
           .HostMemory("LearningRate")
+          .HostMemory("SkipUpdate")
           .UpdatesRowsOf("Param", "Grad"),
       MakeKernelFactory<SgdKernel<Policy>>());
   KernelRegistry::Global().Register(
       KernelDef("momentum", device_type)
           .TypeConstraint("Param", MomentumKernel<Policy>::Types::DataTypes())
           .HostMemory("LearningRate")
+          .HostMemory("SkipUpdate")
           .UpdatesRowsOf("Param", "Grad"),
       MakeKernelFactory<MomentumKernel<Policy>>());
   KernelRegistry::Global().Register(
@@ -304,8 +407,16 @@ void RegisterOptimizerKernels(const std::string& device_type) {
           .HostMemory("Beta2Pow")
           .HostMemory("Beta1PowOut")
           .HostMemory("Beta2PowOut")
+          .HostMemory("SkipUpdate")
           .UpdatesRowsOf("Param", "Grad"),
       MakeKernelFactory<AdamKernel<Policy>>());
+  KernelRegistry::Global().Register(
+      KernelDef("check_finite_and_unscale", device_type)
+          .TypeConstraint("X", CheckFiniteAndUnscaleKernel<Policy>::Types::DataTypes())
+          .HostMemory("Scale"),
+      MakeKernelFactory<CheckFiniteAndUnscaleKernel<Policy>>());
+  KernelRegistry::Global().Register(UpdateLossScalingDef(device_type),
+                                    MakeKernelFactory<UpdateLossScalingKernel<Policy>>());
 }
 
 }  // namespace tandem

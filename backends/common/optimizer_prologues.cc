@@ -28,6 +28,11 @@ absl::StatusOr<UpdateArgs> GetUpdateArgs(const KernelContext& ctx) {
     return ctx.InvalidArgument(absl::StrCat("input 'Grad' (variable '", ctx.InputName("Grad"),
                                             "') is missing or not initialised"));
   }
+  if (ctx.HasInput("SkipUpdate")) {  // in host memory (the registration line)
+    ASSIGN_OR_RETURN(const Tensor* skip, ctx.InputTensor("SkipUpdate"));
+    RETURN_IF_ERROR(CheckSkipUpdate(ctx.op(), {skip->dtype(), skip->shape()}));
+    a.skip = skip->data<bool>()[0];
+  }
   return a;
 }
 

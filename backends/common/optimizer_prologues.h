@@ -39,6 +39,9 @@ struct UpdateArgs {
   const Tensor* param = nullptr;
   const Variable* grad = nullptr;
   const Tensor* learning_rate = nullptr;  // in host memory
+  // SkipUpdate's value (dynamic loss scaling skips the step): the kernel
+  // then binds its outputs to its inputs and changes nothing.
+  bool skip = false;
 
   bool sparse() const { return grad->is_selected_rows(); }
   TensorMeta param_meta() const { return {param->dtype(), param->shape()}; }

@@ -38,6 +38,15 @@ struct Negate {
 };
 
 template <typename T>
+__global__ void UnscaleKernel(const T* x, T* out, int64_t n, T divisor, bool* found_infinite) {
+  TANDEM_GRID_LOOP(i, n) {
+    const T v = x[i];
+    if (!isfinite(v)) *found_infinite = true;  // every writer writes true
+    out[i] = v / divisor;
+  }
+}
+
+template <typename T>
 __global__ void FindZeroKernel(const T* y, int64_t n, unsigned long long* first_zero) {
   TANDEM_GRID_LOOP(i, n) {
     if (y[i] == T(0)) atomicMin(first_zero, static_cast<unsigned long long>(i));
@@ -60,6 +69,15 @@ cudaError_t LaunchActivationGrad(Activation act, const T* fwd, const T* dout, T*
   if (n == 0) return cudaSuccess;
   WithActivation<ActivationGrad>(
       act, [&](auto f) { Map2Kernel<T><<<Blocks(n), kThreads, 0, stream>>>(f, fwd, dout, dx, n); });
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t LaunchUnscaleAndCheck(const T* x, T* out, int64_t n, T divisor, bool* found_infinite,
+                                  cudaStream_t stream) {
+  cudaError_t e = cudaMemsetAsync(found_infinite, 0, sizeof(bool), stream);
+  if (e != cudaSuccess || n == 0) return e;
+  UnscaleKernel<T><<<Blocks(n), kThreads, 0, stream>>>(x, out, n, divisor, found_infinite);
   return cudaGetLastError();
 }
 
@@ -88,6 +106,10 @@ TANDEM_ACTIVATION(bfloat16)
 TANDEM_ACTIVATION(float16)
 #undef TANDEM_ACTIVATION
 
+template cudaError_t LaunchUnscaleAndCheck<float>(const float*, float*, int64_t, float, bool*,
+                                                  cudaStream_t);
+template cudaError_t LaunchUnscaleAndCheck<double>(const double*, double*, int64_t, double, bool*,
+                                                   cudaStream_t);
 template cudaError_t LaunchNegate<float>(const float*, float*, int64_t, cudaStream_t);
 template cudaError_t LaunchNegate<double>(const double*, double*, int64_t, cudaStream_t);
 template cudaError_t LaunchNegate<int32_t>(const int32_t*, int32_t*, int64_t, cudaStream_t);

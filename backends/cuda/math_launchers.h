@@ -26,6 +26,12 @@ namespace cuda {
 // what the gradient reads: Out, or X for gelu (GradReadsInput). exp, erf and
 // tanh are CUDA's, so sigmoid, tanh and gelu agree with the host to a few
 // ulp. Instantiated for float and double.
+// out = x / divisor over n elements; *found_infinite (device memory) set
+// to true when some x is inf or NaN, else to false.
+template <typename T>
+cudaError_t LaunchUnscaleAndCheck(const T* x, T* out, int64_t n, T divisor, bool* found_infinite,
+                                  cudaStream_t stream);
+
 template <typename T>
 cudaError_t LaunchActivation(Activation act, const T* x, T* out, int64_t n, cudaStream_t stream);
 template <typename T>

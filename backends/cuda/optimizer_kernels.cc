@@ -11,15 +11,21 @@
 // reach the device in kernel arguments, kSgdEntriesPerLaunch value rows per
 // launch (optimizer_launchers.h); a row with more value rows than one launch
 // carries passes its partial sum on through a scratch row.
+#include "absl/strings/str_cat.h"
+#include "backends/common/optimizer_kernels.h"
+
 #include <cuda_runtime_api.h>
 
+#include <optional>
 #include <vector>
 
 #include "backends/common/math_prologues.h"
 #include "backends/common/optimizer_prologues.h"
+#include "backends/common/serial_policy.h"
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_status.h"
 #include "backends/cuda/kernel_util.h"
+#include "backends/cuda/math_launchers.h"
 #include "backends/cuda/optimizer_launchers.h"
 #include "backends/cuda/scratch.h"
 #include "framework/base/status_macros.h"
@@ -86,6 +92,7 @@ class MomentumKernel : public OpKernel {
 
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const prologue::MomentumArgs m, prologue::GetMomentumArgs(*ctx));
+    if (m.u.skip) return prologue::BindMomentumOutputs(ctx, m);
     const UpdateArgs& a = m.u;
     const Tensor* velocity = m.velocity;
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
@@ -133,6 +140,7 @@ int64_t SparseUpdateScratch(const OpDesc&, const ArgMetas& in, const ArgMetas&) 
 REGISTER_KERNEL(KernelDef("momentum", "gpu")
                     .TypeConstraint("Param", kFloatTypes)
                     .HostMemory("LearningRate")
+                    .HostMemory("SkipUpdate")
                     .Scratch(SparseUpdateScratch),
                 MomentumKernel);
 
@@ -144,6 +152,7 @@ class AdamKernel : public OpKernel {
 
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const prologue::AdamArgs args, prologue::GetAdamArgs(*ctx));
+    if (args.u.skip) return prologue::BindAdamOutputs(ctx, args);
     const UpdateArgs& a = args.u;
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
     RETURN_IF_ERROR(DispatchFloat(a.param->dtype(), [&](auto tag) -> absl::Status {
@@ -195,12 +204,54 @@ class AdamKernel : public OpKernel {
 REGISTER_KERNEL(KernelDef("adam", "gpu")
                     .TypeConstraint("Param", kFloatTypes)
                     .HostMemory("LearningRate")
+                    .HostMemory("SkipUpdate")
                     .HostMemory("Beta1Pow")
                     .HostMemory("Beta2Pow")
                     .HostMemory("Beta1PowOut")
                     .HostMemory("Beta2PowOut")
                     .Scratch(SparseUpdateScratch),
                 AdamKernel);
+
+// check_finite_and_unscale (the host kernel's contract, see its op doc):
+// Out = X / Scale on the device, FoundInfinite a device flag; a SelectedRows
+// X's values, Out keeping its rows.
+class CheckFiniteAndUnscaleKernel : public OpKernel {
+ public:
+  absl::Status Compute(KernelContext* ctx) override {
+    const Variable* x = ctx->InputVar("X");
+    const Tensor* data = x == nullptr ? nullptr : x->data_tensor();
+    if (data == nullptr || !data->initialized()) {
+      return ctx->InvalidArgument(absl::StrCat("input 'X' (variable '", ctx->InputName("X"),
+                                               "') is missing or not initialised"));
+    }
+    const Tensor values = *data;  // X's buffer, kept alive if Out replaces X
+    std::optional<SelectedRows> sparse;
+    if (x->is_selected_rows()) sparse = x->selected_rows();
+    ASSIGN_OR_RETURN(const Tensor* scale, ctx->InputTensor("Scale"));  // host memory
+    const float divisor = scale->data<float>()[0];
+    ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", values.dtype(), values.shape()));
+    ASSIGN_OR_RETURN(Tensor * found,
+                     ctx->AllocateOutput("FoundInfinite", DataType::kBool, Shape({1})));
+    RETURN_IF_ERROR(DispatchFloat(values.dtype(), [&](auto tag) -> absl::Status {
+      using T = typename decltype(tag)::type;
+      CUDA_RETURN_IF_ERROR(LaunchUnscaleAndCheck<T>(
+          values.data<T>(), out->data<T>(), values.NumElements(), static_cast<T>(divisor),
+          found->data<bool>(), CudaStreamOf(ctx->stream())));
+      return absl::OkStatus();
+    }));
+    if (sparse.has_value()) {
+      ctx->OutputVar("Out")->set(SelectedRows(sparse->height(), sparse->rows(), *out));
+    }
+    return absl::OkStatus();
+  }
+};
+
+REGISTER_KERNEL(KernelDef("check_finite_and_unscale", "gpu")
+                    .TypeConstraint("X", kFloatTypes)
+                    .HostMemory("Scale"),
+                CheckFiniteAndUnscaleKernel);
+// Host code on host memory: the host kernel itself.
+REGISTER_KERNEL(UpdateLossScalingDef("gpu"), UpdateLossScalingKernel<SerialPolicy>);
 
 }  // namespace
 }  // namespace cuda

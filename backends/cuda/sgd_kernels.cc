@@ -51,6 +51,7 @@ class SgdKernel : public OpKernel {
  public:
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const prologue::UpdateArgs a, prologue::GetSgdArgs(*ctx));
+    if (a.skip) return ctx->SetOutput("ParamOut", *a.param);
     const Tensor& param = *a.param;
     const float learning_rate = a.lr();  // host memory (HostMemory("LearningRate"))
     RETURN_IF_ERROR(DispatchFloat(param.dtype(), [&](auto tag) -> absl::Status {
@@ -129,6 +130,7 @@ int64_t SgdScratch(const OpDesc& op, const ArgMetas& in, const ArgMetas& out) {
 REGISTER_KERNEL(KernelDef("sgd", "gpu")
                     .TypeConstraint("Param", kFloatTypes)
                     .HostMemory("LearningRate")
+                    .HostMemory("SkipUpdate")
                     .Scratch(SgdScratch)
                     .HostStaging(SgdHostStaging),
                 SgdKernel);

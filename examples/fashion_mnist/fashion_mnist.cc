@@ -28,9 +28,11 @@
 // optimizer's state and the trainer's position; one is written at the end
 // of every epoch and when --max_steps stops the run, and --resume continues
 // from it with the same next step an uninterrupted run would take.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -68,7 +70,7 @@ DEFINE_string(place, "",
 DEFINE_bool(first_layer_on_cpu, false, "put the first layer under device_guard(\"cpu\")");
 DEFINE_string(amp, "none",
               "mixed precision: none, bf16 or fp16 (fc and conv2d in 16 bits, float32 master "
-              "weights; fp16 has no loss scaling yet)");
+              "weights; fp16 with dynamic loss scaling)");
 DEFINE_string(checkpoint_dir, "",
               "save a checkpoint here every epoch (and when --max_steps stops)");
 DEFINE_bool(resume, false, "continue from the checkpoint in --checkpoint_dir");
@@ -193,6 +195,20 @@ absl::StatusOr<double> TestAccuracy(Executor* exe, Plan* plan, Scope* scope, Dat
 // Training with --data_parallel: the loop of Train over DataParallel::Step;
 // evaluation and checkpoints use rank 0's scope, which holds every
 // parameter of the one-device program.
+// Dynamic loss scaling's scale and whether the last step was skipped
+// (--amp=fp16), read from the host variables; nullopt without it.
+struct LossScaleState {
+  double scale = 0;
+  bool skipped = false;
+};
+std::optional<LossScaleState> ReadLossScaling(const Optimizer& optimizer, const Scope& scope) {
+  const LossScalingVars& v = optimizer.loss_scaling_vars();
+  const Variable* scale = v.scale.empty() ? nullptr : scope.Find(v.scale);
+  const Variable* skipped = v.step_skipped.empty() ? nullptr : scope.Find(v.step_skipped);
+  if (scale == nullptr || skipped == nullptr) return std::nullopt;
+  return LossScaleState{scale->tensor().data<float>()[0], skipped->tensor().data<bool>()[0]};
+}
+
 absl::Status TrainDataParallel(const Place& place, ProgramBuilder& builder,
                                const FashionMnistModel& model, const Optimizer& optimizer,
                                DataLoader* train, DataLoader* test) {
@@ -329,9 +345,8 @@ absl::Status Train() {
         FLAGS_model.c_str(), absl::StrJoin(config.hidden, ", ").c_str(), place.ToString().c_str(),
         FLAGS_first_layer_on_cpu ? " (first layer on cpu)" : "",
         config.amp.has_value() ? absl::StrCat(", amp ", DataTypeName(*config.amp)).c_str() : "",
-        FLAGS_optimizer.c_str(), FLAGS_lr,
-        static_cast<long long>(FLAGS_batch_size), static_cast<long long>(train->num_examples()),
-        static_cast<long long>(test->num_examples()),
+        FLAGS_optimizer.c_str(), FLAGS_lr, static_cast<long long>(FLAGS_batch_size),
+        static_cast<long long>(train->num_examples()), static_cast<long long>(test->num_examples()),
         ExecutorMode(ExampleExecutorOptions()).c_str());
 
   if (Replicas(FLAGS_data_parallel) > 1 || ExampleMpi() != nullptr) {
@@ -382,7 +397,7 @@ absl::Status Train() {
   TrainingProgress progress(last_step - step);
   double loss_sum = 0, accuracy = -1;
   std::string memory_line;  // estimated vs measured, of the last epoch's training steps
-  int64_t loss_count = 0;
+  int64_t loss_count = 0, skipped_steps = 0;
   Stopwatch epoch_clock;
   RunStats stats;
   bool profiling = FLAGS_profile_steps > 0;
@@ -401,8 +416,13 @@ absl::Status Train() {
                                                       {{"image", batch.tensors.at("image")},
                                                        {"label", batch.tensors.at("label")}},
                                                       &stats));
-    loss_sum += out[0].data<float>()[0];
-    ++loss_count;
+    const std::optional<LossScaleState> scaling = ReadLossScaling(*optimizer, scope);
+    if (scaling.has_value() && scaling->skipped) {
+      ++skipped_steps;  // its loss overflowed: not averaged
+    } else {
+      loss_sum += out[0].data<float>()[0];
+      ++loss_count;
+    }
     progress.Step(batch.size);
     if (step == first_step) ResetPeakMemory(place);  // measured peaks: steady steps
     ++step;
@@ -416,9 +436,14 @@ absl::Status Train() {
       profiling = false;
     }
     if (step % FLAGS_log_every == 0) {
-      std::printf("epoch %lld/%d  step %lld/%lld  loss %.4f  %s\n", static_cast<long long>(epoch),
+      const std::string scale_note =
+          scaling.has_value()
+              ? absl::StrCat("  loss scale ", scaling->scale, ", ", skipped_steps, " steps skipped")
+              : "";
+      std::printf("epoch %lld/%d  step %lld/%lld  loss %.4f  %s%s\n", static_cast<long long>(epoch),
                   FLAGS_epochs, static_cast<long long>(in_epoch), static_cast<long long>(per_epoch),
-                  loss_sum / loss_count, progress.Summary().c_str());
+                  loss_sum / std::max<int64_t>(loss_count, 1), progress.Summary().c_str(),
+                  scale_note.c_str());
       std::fflush(stdout);
       if (metrics != nullptr) {
         RETURN_IF_ERROR(metrics->Write(MetricsRecord("train")

@@ -25,8 +25,9 @@
 // made once per step. Integer and boolean variables are never touched.
 //
 // Apply it before AppendBackward / Optimizer::Minimize (FailedPrecondition
-// if the program already holds backward or update ops). float16 has no
-// loss scaling yet: its small gradients may underflow; bfloat16 needs none.
+// if the program already holds backward or update ops). float16's small
+// gradients may underflow: train it with Optimizer::EnableDynamicLossScaling
+// (framework/backward/optimizer.h); bfloat16 needs none.
 // Not thread-safe (it edits the program).
 #ifndef TANDEM_FRAMEWORK_AMP_AMP_H_
 #define TANDEM_FRAMEWORK_AMP_AMP_H_

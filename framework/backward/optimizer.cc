@@ -64,7 +64,15 @@ absl::Status Optimizer::Minimize(ProgramBuilder* builder, Var loss) {
     return absl::InvalidArgumentError(
         absl::StrCat(op_type_, ": learning rate must be finite and > 0, got ", learning_rate_));
   }
-  ASSIGN_OR_RETURN(GradMap grads, AppendBackward(builder, loss));
+  Var target = loss;
+  if (loss_scaling_.has_value()) {
+    ASSIGN_OR_RETURN(target, ScaleLoss(builder, loss));
+  }
+  ASSIGN_OR_RETURN(GradMap grads, AppendBackward(builder, target));
+  std::string skip;
+  if (loss_scaling_.has_value()) {
+    ASSIGN_OR_RETURN(skip, AppendUnscale(builder, grads));
+  }
   lr_var_ = builder->UniqueName("learning_rate");  // read by every update kernel on the host
   CreateUnpinnedConstant(builder, lr_var_, DataType::kFloat32, Shape({1}), learning_rate_,
                          {OpOrigin::Kind::kHostState, -1, ""});
@@ -73,6 +81,7 @@ absl::Status Optimizer::Minimize(ProgramBuilder* builder, Var loss) {
     OpDesc op;
     op.type = op_type_;
     op.inputs = {{"Param", {param}}, {"Grad", {grad}}, {"LearningRate", {lr_var_}}};
+    if (!skip.empty()) op.inputs["SkipUpdate"] = {skip};
     op.outputs = {{"ParamOut", {param}}};
     op.role = OpRole::kOptimize;
     op.origin = {OpOrigin::Kind::kUpdateOf, -1, param};
@@ -86,6 +95,63 @@ absl::Status Optimizer::Minimize(ProgramBuilder* builder, Var loss) {
     block.AppendOp(std::move(op));
   }
   return builder->status();
+}
+
+absl::StatusOr<Var> Optimizer::ScaleLoss(ProgramBuilder* builder, Var loss) {
+  const LossScalingOptions& o = *loss_scaling_;
+  if (!std::isfinite(o.initial_scale) || o.initial_scale <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        op_type_, ": the initial loss scale must be finite and > 0, got ", o.initial_scale));
+  }
+  const OpOrigin host{OpOrigin::Kind::kHostState, -1, ""};
+  LossScalingVars& v = loss_scaling_vars_;
+  v.scale = builder->UniqueName("loss_scaling");
+  v.good_steps = builder->UniqueName("loss_scaling_good_steps");
+  v.step_skipped = builder->UniqueName("loss_scaling_step_skipped");
+  CreateUnpinnedConstant(builder, v.scale, DataType::kFloat32, Shape({1}), o.initial_scale, host);
+  CreateUnpinnedConstant(builder, v.good_steps, DataType::kInt32, Shape({1}), 0, host);
+  CreateUnpinnedConstant(builder, v.step_skipped, DataType::kBool, Shape({1}), 0, host);
+  RETURN_IF_ERROR(builder->status());
+  builder->main_program().block().FindVar(v.scale)->stop_gradient = true;
+  Var scaled = builder->ElementwiseMul(loss, Var{v.scale});
+  RETURN_IF_ERROR(builder->status());
+  return scaled;
+}
+
+absl::StatusOr<std::string> Optimizer::AppendUnscale(ProgramBuilder* builder,
+                                                     const GradMap& grads) {
+  const LossScalingVars& v = loss_scaling_vars_;
+  Block& block = builder->main_program().block();
+  OpDesc update;
+  update.type = "update_loss_scaling";
+  update.inputs = {{"PrevLossScaling", {v.scale}}, {"InGoodSteps", {v.good_steps}}};
+  update.outputs = {{"LossScaling", {v.scale}},
+                    {"OutGoodSteps", {v.good_steps}},
+                    {"StepSkipped", {v.step_skipped}}};
+  update.attrs = {{"growth_factor", loss_scaling_->growth_factor},
+                  {"backoff_factor", loss_scaling_->backoff_factor},
+                  {"growth_interval", loss_scaling_->growth_interval}};
+  update.role = OpRole::kOptimize;
+  for (const auto& [param, grad] : grads) {
+    VarDesc flag;
+    flag.name = builder->UniqueName(grad + ".found_infinite");
+    flag.dtype = DataType::kBool;
+    flag.shape = Shape({1});
+    flag.stop_gradient = true;
+    block.SetVar(flag);
+    OpDesc check;
+    check.type = "check_finite_and_unscale";
+    check.inputs = {{"X", {grad}}, {"Scale", {v.scale}}};
+    check.outputs = {{"Out", {grad}}, {"FoundInfinite", {flag.name}}};
+    check.role = OpRole::kOptimize;
+    check.origin = {OpOrigin::Kind::kUpdateOf, -1, param};  // placed with the update
+    RETURN_IF_ERROR(ValidateUpdate(block, &check));
+    block.AppendOp(std::move(check));
+    update.inputs["FoundInfinite"].push_back(flag.name);
+  }
+  RETURN_IF_ERROR(ValidateUpdate(block, &update));
+  block.AppendOp(std::move(update));
+  return v.step_skipped;
 }
 
 void Momentum::AddUpdateArgs(ProgramBuilder* builder, const VarDesc& param, OpDesc* op) {

@@ -33,19 +33,52 @@
 #ifndef TANDEM_FRAMEWORK_BACKWARD_OPTIMIZER_H_
 #define TANDEM_FRAMEWORK_BACKWARD_OPTIMIZER_H_
 
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "framework/backward/backward.h"
 #include "framework/program/program_builder.h"
 
 namespace tandem {
 
+// Dynamic loss scaling (float16 training, PyTorch GradScaler's defaults):
+// the loss is multiplied by a scale before the backward, every gradient is
+// divided by it and checked for inf / NaN after; a step with one is skipped
+// (no parameter or optimizer state changes) and the scale multiplied by
+// backoff_factor; growth_interval good steps in a row multiply it by
+// growth_factor. bfloat16 needs none (float32's range).
+struct LossScalingOptions {
+  double initial_scale = 65536;  // 2^16; scales stay powers of two with the defaults
+  double growth_factor = 2;
+  double backoff_factor = 0.5;
+  int64_t growth_interval = 2000;
+};
+
+// The host variables of dynamic loss scaling after Minimize: the scale
+// (float32 [1]), the good steps in a row (int32 [1]) and whether the last
+// step was skipped (bool [1]); persistable, so checkpoints keep them.
+struct LossScalingVars {
+  std::string scale, good_steps, step_skipped;
+};
+
 // The base of the optimizers (see the header comment).
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
+
+  // Minimize then scales the loss (see LossScalingOptions): it appends
+  // elementwise_mul(loss, scale) before the backward, one
+  // check_finite_and_unscale per gradient (in place, placed with the update
+  // of its parameter) and update_loss_scaling after, and gives every update
+  // op the skip flag as SkipUpdate. A skipped step costs one device-to-host
+  // copy of each gradient's flag, as PyTorch's GradScaler's does.
+  void EnableDynamicLossScaling(LossScalingOptions options = {}) { loss_scaling_ = options; }
+  // Empty names unless dynamic loss scaling was enabled before Minimize.
+  const LossScalingVars& loss_scaling_vars() const { return loss_scaling_vars_; }
 
   // Appends backward ops and one update op per trainable parameter.
   // InvalidArgument for a learning rate that is not finite and positive,
@@ -79,7 +112,14 @@ class Optimizer {
   std::string op_type_;
   double learning_rate_;
   std::string lr_var_;
+  // Dynamic loss scaling: the scaled loss, and the unscale and skip ops
+  // after the backward; returns the skip flag's name.
+  absl::StatusOr<Var> ScaleLoss(ProgramBuilder* builder, Var loss);
+  absl::StatusOr<std::string> AppendUnscale(ProgramBuilder* builder, const GradMap& grads);
+
   std::map<std::string, std::map<std::string, std::string>> state_;  // param -> slot -> var
+  std::optional<LossScalingOptions> loss_scaling_;
+  LossScalingVars loss_scaling_vars_;
 };
 
 // param -= lr * grad.

@@ -241,6 +241,12 @@ absl::StatusOr<ReplicatedPrograms> ReplicateForDataParallel(const Program& main,
   std::vector<Update> updates;
   const std::vector<OpDesc>& ops = main.block().ops();
   for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
+    if (ops[i].type == "check_finite_and_unscale") {
+      // Each rank would decide alone whether to skip a step.
+      return absl::UnimplementedError(
+          "data parallel: dynamic loss scaling (float16 AMP) is not supported across replicas "
+          "yet; train in bfloat16, which needs no loss scaling");
+    }
     if (!IsUpdate(ops[i])) continue;
     ASSIGN_OR_RETURN(Update u, DescribeUpdate(main.block(), i));
     updates.push_back(std::move(u));

@@ -41,7 +41,8 @@ struct CtrModelConfig {
   bool is_sparse = true;      // sparse table gradients and row-wise updates
   int64_t seed = 1;           // > 0
   // Mixed precision (framework/amp/amp.h) of the dense MLP's fc layers, in
-  // training and in `eval`; nullopt: float32 throughout.
+  // training and in `eval`; float16 with dynamic loss scaling
+  // (Optimizer::EnableDynamicLossScaling). nullopt: float32 throughout.
   std::optional<DataType> amp;
 };
 

@@ -72,6 +72,7 @@ absl::StatusOr<FashionMnistModel> BuildFashionMnistModel(const FashionMnistConfi
     RETURN_IF_ERROR(ApplyAmp(AmpOptions{*config.amp}, &b->main_program()).status());
   }
   m.eval = b->main_program();  // before the optimizer appends backward and updates
+  if (config.amp == DataType::kFloat16) optimizer->EnableDynamicLossScaling();
   RETURN_IF_ERROR(optimizer->Minimize(b, m.loss));
   return m;
 }

@@ -40,7 +40,8 @@ struct FashionMnistConfig {
   int64_t seed = 1;  // parameter initialisation; > 0
   // Mixed precision (framework/amp/amp.h): the fc and conv2d layers compute
   // in this dtype (bfloat16 or float16) with float32 master weights, in
-  // training and in `eval`. nullopt: float32 throughout.
+  // training and in `eval`; float16 with dynamic loss scaling
+  // (Optimizer::EnableDynamicLossScaling). nullopt: float32 throughout.
   std::optional<DataType> amp;
 };
 

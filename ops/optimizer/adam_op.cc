@@ -30,6 +30,9 @@ REGISTER_OP("adam")
     .Input("Moment2")
     .Input("Beta1Pow")
     .Input("Beta2Pow")
+    .OptionalInput("SkipUpdate",
+                   "bool with one element in host memory: when true the op leaves Param and "
+                   "its state as they are (a step that dynamic loss scaling skips)")
     .Output("ParamOut")
     .Output("Moment1Out")
     .Output("Moment2Out")
@@ -54,6 +57,10 @@ REGISTER_OP("adam")
       ASSIGN_OR_RETURN(m.beta2_pow, ctx->Input("Beta2Pow"));
       RETURN_IF_ERROR(CheckAdamArgs(ctx->op(), m));
       const TensorMeta dense{m.param.dtype, m.param.shape};
+      if (ctx->HasInput("SkipUpdate")) {
+        ASSIGN_OR_RETURN(TensorMeta skip, ctx->Input("SkipUpdate"));
+        RETURN_IF_ERROR(CheckSkipUpdate(ctx->op(), skip));
+      }
       ctx->SetOutput("ParamOut", dense);
       ctx->SetOutput("Moment1Out", dense);
       ctx->SetOutput("Moment2Out", dense);

@@ -115,4 +115,36 @@ absl::Status CheckAdamArgs(const OpDesc &op, const AdamMetas &m) {
   return CheckScalarLikeParam(op, "Beta2Pow", m.param, m.beta2_pow);
 }
 
+absl::Status CheckScalarArg(const OpDesc &op, const char *arg, const TensorMeta &meta,
+                            DataType dtype) {
+  const absl::StatusOr<int64_t> size = meta.shape.NumElements();
+  if (meta.dtype == dtype && !meta.selected_rows && (!size.ok() || *size == 1)) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat("op '", op.type, "': ", arg, " '", op.Input(arg),
+                                                 "' must be ", DataTypeName(dtype),
+                                                 " with one element, got ", Describe(meta)));
+}
+
+absl::Status CheckSkipUpdate(const OpDesc &op, const TensorMeta &skip) {
+  return CheckScalarArg(op, "SkipUpdate", skip, DataType::kBool);
+}
+
+absl::StatusOr<LossScalingAttrs> GetLossScalingAttrs(const OpDesc &op) {
+  LossScalingAttrs a;
+  ASSIGN_OR_RETURN(a.growth_factor, GetAttr<double>(op.attrs, "growth_factor", op.type));
+  ASSIGN_OR_RETURN(a.backoff_factor, GetAttr<double>(op.attrs, "backoff_factor", op.type));
+  ASSIGN_OR_RETURN(a.growth_interval, GetAttr<int64_t>(op.attrs, "growth_interval", op.type));
+  if (!std::isfinite(a.growth_factor) || a.growth_factor <= 1) {
+    return AttrError(op, "growth_factor", a.growth_factor, "finite and > 1");
+  }
+  if (!(a.backoff_factor > 0 && a.backoff_factor < 1)) {
+    return AttrError(op, "backoff_factor", a.backoff_factor, "in (0, 1)");
+  }
+  if (a.growth_interval < 1) {
+    return AttrError(op, "growth_interval", static_cast<double>(a.growth_interval), ">= 1");
+  }
+  return a;
+}
+
 }  // namespace tandem

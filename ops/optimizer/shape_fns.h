@@ -57,6 +57,25 @@ struct AdamMetas {
 // Beta1Pow and Beta2Pow of Param's dtype with one element.
 absl::Status CheckAdamArgs(const OpDesc &op, const AdamMetas &m);
 
+// An update op's optional SkipUpdate (dynamic loss scaling's "this step
+// overflowed"): bool with one element. InvalidArgument naming the op and
+// the variable otherwise.
+absl::Status CheckSkipUpdate(const OpDesc &op, const TensorMeta &skip);
+
+// Attributes of update_loss_scaling: growth_factor > 1, backoff_factor in
+// (0, 1), growth_interval >= 1.
+struct LossScalingAttrs {
+  double growth_factor = 2;
+  double backoff_factor = 0.5;
+  int64_t growth_interval = 2000;
+};
+absl::StatusOr<LossScalingAttrs> GetLossScalingAttrs(const OpDesc &op);
+
+// A float32 scalar with one element (the loss scale) or an int32 one (the
+// good-step count) of input `arg`; InvalidArgument naming it otherwise.
+absl::Status CheckScalarArg(const OpDesc &op, const char *arg, const TensorMeta &meta,
+                            DataType dtype);
+
 }  // namespace tandem
 
 #endif  // TANDEM_OPS_OPTIMIZER_SHAPE_FNS_H_

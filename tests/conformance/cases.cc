@@ -1,9 +1,14 @@
 #include "tests/conformance/cases.h"
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "framework/testing/tensor_testutil.h"
 #include "tests/conformance/case_util.h"
+#include "tests/conformance/reference_math.h"
 
 namespace tandem {
 namespace {
@@ -397,6 +402,86 @@ void AddSgd(std::vector<ConformanceCase>* cases) {
   }
 }
 
+// check_finite_and_unscale: X / Scale, dense and sparse, with and without
+// an infinity or a NaN; update_loss_scaling: back-off, a good step, growth.
+void AddLossScaling(std::vector<ConformanceCase>* cases) {
+  uint64_t seed = 8800;
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (DataType t : kFloats) {
+    for (double scale : {1024.0, 3.0}) {
+      for (double poison : {0.0, inf, nan}) {
+        for (const Shape& s : {Shape({0}), Shape({1023}), Shape({5, 3})}) {
+          if (poison != 0 && s.num_elements() == 0) continue;
+          auto [x, xa] = Input(t, s, ++seed);
+          if (poison != 0) {
+            xa.values[s.num_elements() / 2] = poison;
+            x = MakeTensor(t, s, xa.values);
+          }
+          ConformanceCase c;
+          c.op = "check_finite_and_unscale";
+          c.label = Label(c.op, t,
+                          absl::StrCat(s.ToString(), " / ", scale, poison != 0 ? ", with " : "",
+                                       poison != 0 ? (std::isnan(poison) ? "NaN" : "inf") : ""));
+          c.inputs = {{"X", x}, {"Scale", MakeTensor(DataType::kFloat32, Shape({1}), {scale})}};
+          c.expected["Out"] = {t, reference::Map(xa, [scale](double v) { return v / scale; })};
+          c.expected["FoundInfinite"] = {DataType::kBool,
+                                         Array{Shape({1}), {poison != 0 ? 1.0 : 0.0}}};
+          SetTolerance(&c, t, 1);
+          cases->push_back(c);
+        }
+      }
+    }
+    auto [value, va] = Input(t, Shape({3, 4}), ++seed);
+    ConformanceCase c;
+    c.op = "check_finite_and_unscale";
+    c.label = Label(c.op, t, "[6, 4] sparse, 3 rows / 8");
+    c.inputs = {{"Scale", MakeTensor(DataType::kFloat32, Shape({1}), {8})}};
+    c.selected_rows_inputs = {{"X", SelectedRows(6, {4, 0, 4}, value)}};
+    Array dense{Shape({6, 4}), std::vector<double>(24, 0.0)};
+    const std::vector<int64_t> rows = {4, 0, 4};
+    for (size_t r = 0; r < rows.size(); ++r) {
+      for (int j = 0; j < 4; ++j) dense.values[rows[r] * 4 + j] += va.values[r * 4 + j] / 8;
+    }
+    c.expected["Out"] = {t, dense};
+    c.selected_rows_outputs = {"Out"};
+    c.expected["FoundInfinite"] = {DataType::kBool, Array{Shape({1}), {0.0}}};
+    SetTolerance(&c, t, 2);
+    cases->push_back(c);
+  }
+  struct ScalingStep {
+    std::vector<bool> found;
+    double scale;
+    int good;
+    double want_scale;
+    int want_good;
+    const char* what;
+  };
+  for (const ScalingStep& s : std::vector<ScalingStep>{
+           {{false, true}, 1024, 5, 512, 0, "an infinite gradient backs off"},
+           {{false, false}, 1024, 5, 1024, 6, "a good step counts"},
+           {{false}, 1024, 9, 2048, 0, "the tenth good step grows"},
+           {{false}, 3e38, 9, 3e38, 0, "growth past float32's range is skipped"}}) {
+    ConformanceCase c;
+    c.op = "update_loss_scaling";
+    c.label = absl::StrCat(c.op, ": ", s.what);
+    for (bool f : s.found) {
+      c.inputs.push_back(
+          {"FoundInfinite", MakeTensor(DataType::kBool, Shape({1}), {f ? 1.0 : 0.0})});
+    }
+    c.inputs.push_back({"PrevLossScaling", MakeTensor(DataType::kFloat32, Shape({1}), {s.scale})});
+    c.inputs.push_back({"InGoodSteps", MakeTensor(DataType::kInt32, Shape({1}), {double(s.good)})});
+    c.attrs = {{"growth_interval", int64_t{10}}};
+    const bool skipped = std::find(s.found.begin(), s.found.end(), true) != s.found.end();
+    c.expected["LossScaling"] = {
+        DataType::kFloat32,
+        Array{Shape({1}), {static_cast<double>(static_cast<float>(s.want_scale))}}};
+    c.expected["OutGoodSteps"] = {DataType::kInt32, Array{Shape({1}), {double(s.want_good)}}};
+    c.expected["StepSkipped"] = {DataType::kBool, Array{Shape({1}), {skipped ? 1.0 : 0.0}}};
+    cases->push_back(c);
+  }
+}
+
 void AddShape(std::vector<ConformanceCase>* cases) {
   uint64_t seed = 9000;
   for (DataType t : AllDataTypes()) {
@@ -563,6 +648,7 @@ std::vector<ConformanceCase> AllConformanceCases() {
   AddSquareErrorCost(&cases);
   AddMean(&cases);
   AddSgd(&cases);
+  AddLossScaling(&cases);
   AddShape(&cases);
   AddSlice(&cases);
   AddCropTensor(&cases);
