@@ -5,12 +5,16 @@
 // chosen place; only the loss is copied back to the host for printing.
 //
 //   bazel run //examples/linear_regression -- --steps=200 --place=sim:0
+//   bazel run //examples/linear_regression -- --amp=bf16   # the products in bfloat16
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <random>
+#include <string>
 
 #include "absl/strings/str_format.h"
 #include "examples/common/example_util.h"
+#include "framework/amp/amp.h"
 #include "framework/base/status_macros.h"
 #include "framework/device/device.h"
 #include "framework/device/device_registry.h"
@@ -26,6 +30,9 @@ DEFINE_int32(features, 16, "input features");
 DEFINE_double(lr, 0.1, "learning rate");
 DEFINE_int32(log_every, 20, "print the loss every N steps");
 DEFINE_uint64(seed, 1, "data seed");
+DEFINE_string(amp, "none",
+              "mixed precision: none, bf16 or fp16 (the two matmuls and their gradient in 16 "
+              "bits, float32 sums; w and b stay float32 master values)");
 
 namespace tandem {
 namespace {
@@ -45,18 +52,27 @@ absl::StatusOr<Tensor> Run(const std::string& type, const Place& place,
   return result.at(out)[0].tensor();
 }
 
+// `t` cast to `dtype` on `place` (itself when it has that dtype already).
+absl::StatusOr<Tensor> CastTo(const Tensor& t, DataType dtype, const Place& place) {
+  if (t.dtype() == dtype) return t;
+  return Run("cast", place, {{"X", t}}, {{"out_dtype", dtype}});
+}
+
 absl::Status Train() {
   ASSIGN_OR_RETURN(Place place, ChooseDefaultPlace(FLAGS_place));
   ASSIGN_OR_RETURN(Device * device, DeviceRegistry::Global().GetDevice(place));
+  ASSIGN_OR_RETURN(const std::optional<DataType> amp, ParseAmpFlag(FLAGS_amp));
+  const DataType compute = amp.value_or(DataType::kFloat32);  // of the products
   if (FLAGS_samples <= 0 || FLAGS_features <= 0 || FLAGS_steps < 0) {
     return absl::InvalidArgumentError("--samples and --features must be > 0, --steps >= 0");
   }
   // No Executor here: each op runs eagerly and waits for its device, so
   // --in_order (accepted, as by every example) changes nothing.
   std::printf(
-      "training a linear model on %s (%s): %d samples x %d features, executor: none (eager ops, "
-      "one at a time)\n",
-      place.ToString().c_str(), device->Description().c_str(), FLAGS_samples, FLAGS_features);
+      "training a linear model on %s (%s): %d samples x %d features, products in %s, executor: "
+      "none (eager ops, one at a time)\n",
+      place.ToString().c_str(), device->Description().c_str(), FLAGS_samples, FLAGS_features,
+      std::string(DataTypeName(compute)).c_str());
 
   // Synthetic data: y = X w_true + 0.5 + noise.
   const int64_t n = FLAGS_samples, f = FLAGS_features;
@@ -73,6 +89,7 @@ absl::Status Train() {
     y[i] = acc + 0.01f * normal(rng);
   }
   ASSIGN_OR_RETURN(Tensor X, CopyTensorTo(Tensor::FromVector<float>({n, f}, x), place));
+  ASSIGN_OR_RETURN(const Tensor X_low, CastTo(X, compute, place));  // cast once
   ASSIGN_OR_RETURN(Tensor Y, CopyTensorTo(Tensor::FromVector<float>({n, 1}, y), place));
   ASSIGN_OR_RETURN(Tensor neg_y, Run("scale", place, {{"X", Y}}, {{"scale", -1.0}}));
   const AttrMap zeros_f = {{"shape", std::vector<int64_t>{f, 1}}, {"value", 0.0}};
@@ -84,7 +101,11 @@ absl::Status Train() {
   double first_loss = -1, loss = 0;
   for (int step = 0; step <= FLAGS_steps; ++step) {
     // Forward: diff = X W + b - y; loss = diff^T diff / n.
-    ASSIGN_OR_RETURN(Tensor z, Run("matmul", place, {{"X", X}, {"Y", W}}));
+    // With --amp the product reads 16-bit copies (W's made each step from
+    // its float32 master value) and its result is widened back.
+    ASSIGN_OR_RETURN(const Tensor W_low, CastTo(W, compute, place));
+    ASSIGN_OR_RETURN(Tensor z_low, Run("matmul", place, {{"X", X_low}, {"Y", W_low}}));
+    ASSIGN_OR_RETURN(Tensor z, CastTo(z_low, DataType::kFloat32, place));
     ASSIGN_OR_RETURN(Tensor pred, Run("elementwise_add", place, {{"X", z}, {"Y", b}}));
     ASSIGN_OR_RETURN(Tensor diff, Run("elementwise_add", place, {{"X", pred}, {"Y", neg_y}}));
     if (step % FLAGS_log_every == 0 || step == FLAGS_steps) {
@@ -109,8 +130,11 @@ absl::Status Train() {
                                      {{"X", z}, {"Y", b}, {"Out@GRAD", g_pred}}, {}, "X@GRAD"));
     ASSIGN_OR_RETURN(Tensor g_b, Run("elementwise_add_grad", place,
                                      {{"X", z}, {"Y", b}, {"Out@GRAD", g_pred}}, {}, "Y@GRAD"));
-    ASSIGN_OR_RETURN(Tensor g_w, Run("matmul_grad", place, {{"X", X}, {"Y", W}, {"Out@GRAD", g_z}},
-                                     {}, "Y@GRAD"));
+    ASSIGN_OR_RETURN(const Tensor g_z_low, CastTo(g_z, compute, place));
+    ASSIGN_OR_RETURN(Tensor g_w_low,
+                     Run("matmul_grad", place, {{"X", X_low}, {"Y", W_low}, {"Out@GRAD", g_z_low}},
+                         {}, "Y@GRAD"));
+    ASSIGN_OR_RETURN(Tensor g_w, CastTo(g_w_low, DataType::kFloat32, place));
     ASSIGN_OR_RETURN(Tensor dw, Run("scale", place, {{"X", g_w}}, {{"scale", -FLAGS_lr}}));
     ASSIGN_OR_RETURN(Tensor db, Run("scale", place, {{"X", g_b}}, {{"scale", -FLAGS_lr}}));
     ASSIGN_OR_RETURN(W, Run("elementwise_add", place, {{"X", W}, {"Y", dw}}));
