@@ -325,10 +325,32 @@ std::map<std::string, std::vector<std::string>> AppendOp(
   return out;
 }
 
-// What minimize made: the learning-rate variable and each parameter's state.
+// Dynamic loss scaling from Python's options (None: off; else a dict of
+// LossScalingOptions' fields, each optional).
+void ConfigureLossScaling(Optimizer* opt, const py::object& scaling) {
+  if (scaling.is_none()) return;
+  const py::dict d = scaling.cast<py::dict>();
+  LossScalingOptions o;
+  if (d.contains("initial_scale")) o.initial_scale = d["initial_scale"].cast<double>();
+  if (d.contains("growth_factor")) o.growth_factor = d["growth_factor"].cast<double>();
+  if (d.contains("backoff_factor")) o.backoff_factor = d["backoff_factor"].cast<double>();
+  if (d.contains("growth_interval")) o.growth_interval = d["growth_interval"].cast<int64_t>();
+  opt->EnableDynamicLossScaling(o);
+}
+
+// What minimize made: the learning-rate variable, each parameter's state
+// and dynamic loss scaling's variables (when enabled).
 py::dict Minimized(const Optimizer& opt, const Program& main) {
   py::dict d;
   d["learning_rate"] = opt.learning_rate_var();
+  const LossScalingVars& scaling = opt.loss_scaling_vars();
+  if (!scaling.scale.empty()) {
+    py::dict vars;
+    vars["scale"] = scaling.scale;
+    vars["good_steps"] = scaling.good_steps;
+    vars["step_skipped"] = scaling.step_skipped;
+    d["loss_scaling"] = vars;
+  }
   py::dict state;
   for (const VarDesc& v : main.block().vars()) {
     if (v.is_parameter && !opt.state_vars(v.name).empty())
@@ -341,27 +363,30 @@ py::dict Minimized(const Optimizer& opt, const Program& main) {
 void DefOptimizers(py::module_& m) {
   m.def(
       "minimize_sgd",
-      [](BuildTarget& t, Str loss, double lr) {
+      [](BuildTarget& t, Str loss, double lr, const py::object& scaling) {
         BuildCall call(t.main, t.startup, t.device, t.policy);
         SGD opt(lr);
+        ConfigureLossScaling(&opt, scaling);
         ThrowIfError(opt.Minimize(call.b(), {loss}));
         return Minimized(opt, call.b()->main_program());
       },
-      py::arg("target"), py::arg("loss"), py::arg("learning_rate"));
+      py::arg("target"), py::arg("loss"), py::arg("learning_rate"),
+      py::arg("loss_scaling") = py::none());
   m.def(
       "minimize_momentum",
-      [](BuildTarget& t, Str loss, double lr, double mu, bool nesterov) {
+      [](BuildTarget& t, Str loss, double lr, double mu, bool nesterov, const py::object& scaling) {
         BuildCall call(t.main, t.startup, t.device, t.policy);
         Momentum opt(lr, mu, nesterov);
+        ConfigureLossScaling(&opt, scaling);
         ThrowIfError(opt.Minimize(call.b(), {loss}));
         return Minimized(opt, call.b()->main_program());
       },
       py::arg("target"), py::arg("loss"), py::arg("learning_rate"), py::arg("momentum"),
-      py::arg("use_nesterov"));
+      py::arg("use_nesterov"), py::arg("loss_scaling") = py::none());
   m.def(
       "minimize_adam",
       [](BuildTarget& t, Str loss, double lr, double beta1, double beta2, double epsilon,
-         double weight_decay, bool decoupled) {
+         double weight_decay, bool decoupled, const py::object& scaling) {
         BuildCall call(t.main, t.startup, t.device, t.policy);
         AdamOptions options;
         options.beta1 = beta1;
@@ -370,12 +395,13 @@ void DefOptimizers(py::module_& m) {
         options.weight_decay = weight_decay;
         options.decoupled_weight_decay = decoupled;
         Adam opt(lr, options);
+        ConfigureLossScaling(&opt, scaling);
         ThrowIfError(opt.Minimize(call.b(), {loss}));
         return Minimized(opt, call.b()->main_program());
       },
       py::arg("target"), py::arg("loss"), py::arg("learning_rate"), py::arg("beta1"),
       py::arg("beta2"), py::arg("epsilon"), py::arg("weight_decay"),
-      py::arg("decoupled_weight_decay"));
+      py::arg("decoupled_weight_decay"), py::arg("loss_scaling") = py::none());
 }
 
 void DefInitializer(py::module_& m) {

@@ -9,9 +9,8 @@
 mul, matmul, fc and conv2d then compute in the 16-bit type (float32 sums,
 one rounding), every other op stays float32, and parameters keep float32
 master values that the optimizer updates in float32 (docs/design.md,
-section 5). bfloat16 needs no loss scaling; float16's dynamic loss scaling
-(Optimizer::EnableDynamicLossScaling) is C++ only so far: from Python,
-train in bfloat16.
+section 5). bfloat16 needs no loss scaling; train float16 with the
+optimizer's enable_dynamic_loss_scaling() (before minimize).
 """
 
 from tandem.framework import default_main_program

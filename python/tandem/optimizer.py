@@ -23,6 +23,28 @@ class Optimizer:
         self._lr = float(learning_rate)
         self._made = None
         self._program = None
+        self._scaling = None
+
+    def enable_dynamic_loss_scaling(self, initial_scale=65536.0, growth_factor=2.0,
+                                    backoff_factor=0.5, growth_interval=2000):
+        """float16 training (tandem.amp.apply(main, "float16")): minimize then
+        multiplies the loss by a scale, divides every gradient by it, skips a
+        step whose gradients hold inf or NaN (nothing changes) and backs the
+        scale off; growth_interval good steps in a row grow it. PyTorch
+        GradScaler's defaults. Call before minimize."""
+        self._scaling = {"initial_scale": float(initial_scale),
+                         "growth_factor": float(growth_factor),
+                         "backoff_factor": float(backoff_factor),
+                         "growth_interval": int(growth_interval)}
+        return self
+
+    @property
+    def loss_scaling_vars(self):
+        """{"scale", "good_steps", "step_skipped"}: dynamic loss scaling's host
+        variables after minimize (empty when it is off)."""
+        self._check()
+        return {k: Variable(self._program, v)
+                for k, v in self._made.get("loss_scaling", {}).items()}
 
     def _minimize(self, target, loss):
         raise NotImplementedError
@@ -40,7 +62,7 @@ class Optimizer:
             self._made = self._minimize(_target(), _name(loss, "loss"))
         self._program = program
         ops = program.ops[before:]
-        updates = [op for op in ops if op["role"] == "optimize"]
+        updates = [op for op in ops if op["role"] == "optimize" and "Param" in op["inputs"]]
         pairs = [(Variable(program, op["inputs"]["Param"][0]),
                   Variable(program, op["inputs"]["Grad"][0])) for op in updates]
         return updates, pairs
@@ -78,7 +100,7 @@ class SGD(Optimizer):
     """param -= lr * grad."""
 
     def _minimize(self, target, loss):
-        return _C.layers.minimize_sgd(target, loss, self._lr)
+        return _C.layers.minimize_sgd(target, loss, self._lr, self._scaling)
 
 
 class Momentum(Optimizer):
@@ -91,7 +113,8 @@ class Momentum(Optimizer):
         self._nesterov = bool(use_nesterov)
 
     def _minimize(self, target, loss):
-        return _C.layers.minimize_momentum(target, loss, self._lr, self._mu, self._nesterov)
+        return _C.layers.minimize_momentum(target, loss, self._lr, self._mu, self._nesterov,
+                                           self._scaling)
 
 
 class Adam(Optimizer):
@@ -105,7 +128,7 @@ class Adam(Optimizer):
                       bool(decoupled_weight_decay))
 
     def _minimize(self, target, loss):
-        return _C.layers.minimize_adam(target, loss, self._lr, *self._args)
+        return _C.layers.minimize_adam(target, loss, self._lr, *self._args, self._scaling)
 
 
 SGDOptimizer = SGD

@@ -152,6 +152,35 @@ class PlacementTest(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "unknown data type 'fp8'"):
             tandem.amp.apply(tandem.Program(), "fp8")
 
+    def test_float16_trains_with_dynamic_loss_scaling(self):
+        opts = {}
+
+        def b():
+            x, t = tandem.data("x", [8, 3]), tandem.data("t", [8, 1])
+            h = L.fc(x, 4, act="tanh", name="h")
+            loss = L.mean(L.square_error_cost(L.fc(h, 1, name="o"), t))
+            tandem.amp.apply(dtype="float16")
+            opts["sgd"] = tandem.optimizer.SGD(0.1).enable_dynamic_loss_scaling(
+                initial_scale=1024, growth_interval=5)
+            updates, pairs = opts["sgd"].minimize(loss)
+            self.assertEqual(sorted(op["type"] for op in updates), ["sgd"] * 4)
+            return loss
+        main, startup, loss = build(b)
+        sgd = opts["sgd"]
+        exe, scope = tandem.Executor(tandem.CPUPlace()), tandem.Scope()
+        exe.run(startup, scope=scope)
+        losses = [float(exe.run(main, feed={"x": X, "t": T}, fetch_list=[loss],
+                                scope=scope)[0][0]) for _ in range(12)]
+        self.assertLess(losses[-1], losses[0])
+        names = {k: v.name for k, v in sgd.loss_scaling_vars.items()}
+        self.assertEqual(sorted(names), ["good_steps", "scale", "step_skipped"])
+        value = lambda k: scope.find_var(names[k]).get_tensor().numpy().tolist()
+        self.assertEqual(value("scale"), [4096.0])  # grown twice, every 5 good steps
+        self.assertEqual(value("good_steps"), [2])
+        self.assertEqual(value("step_skipped"), [False])
+        self.assertEqual(tandem.optimizer.Adam(0.1).enable_dynamic_loss_scaling()._scaling
+                         ["initial_scale"], 65536.0)
+
     def test_transfer_policy_guard(self):
         def b():
             x = L.fill_constant([2], "float32", 1)
