@@ -53,7 +53,7 @@ namespace tandem {
 template <typename Policy>
 class DropoutKernel final : public OpKernel {
  public:
-  using Types = FloatTypes;
+  using Types = FloatTypesWith16Bit;
 
   absl::Status Init(const OpDesc& op) override { return dropout_.Read(op); }
 
@@ -63,17 +63,18 @@ class DropoutKernel final : public OpKernel {
     const prologue::DropoutAttrs& attrs = dropout_.attrs();
     return DispatchType(Types(), a.x->dtype(), *ctx, "X", [&](auto tag) {
       using T = typename decltype(tag)::type;
+      using C = ComputeTypeOf<T>;  // a 16-bit product is rounded once
       const T* xd = a.x->data<T>();
       T* o = a.out->data<T>();
       bool* m = a.mask->data<bool>();
-      const T scale = attrs.Scale<T>();
+      const C scale = attrs.Scale<C>();
       const double prob = attrs.prob;
       const bool is_test = attrs.is_test;
       Policy::ParallelFor(a.x->NumElements(), kMinElementsPerTask, [&](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) {
           const bool keep = is_test || CounterUniform(key, static_cast<uint64_t>(i)) >= prob;
           m[i] = keep;
-          o[i] = is_test ? xd[i] : keep ? xd[i] * scale : T(0);
+          o[i] = is_test ? xd[i] : keep ? T(static_cast<C>(xd[i]) * scale) : T(0);
         }
       });
       return absl::OkStatus();
@@ -89,7 +90,7 @@ class DropoutKernel final : public OpKernel {
 template <typename Policy>
 class DropoutGradKernel final : public OpKernel {
  public:
-  using Types = FloatTypes;
+  using Types = FloatTypesWith16Bit;
 
   absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
@@ -97,13 +98,16 @@ class DropoutGradKernel final : public OpKernel {
     ASSIGN_OR_RETURN(const prologue::DropoutGradArgs a, prologue::GetDropoutGradArgs(ctx));
     return DispatchType(Types(), a.dout->dtype(), *ctx, "Out@GRAD", [&](auto tag) {
       using T = typename decltype(tag)::type;
+      using C = ComputeTypeOf<T>;
       const T* d = a.dout->data<T>();
       const bool* m = a.mask->data<bool>();
       T* o = a.dx->data<T>();
-      const T scale = attrs_.Scale<T>();
+      const C scale = attrs_.Scale<C>();
       Policy::ParallelFor(a.dx->NumElements(), kMinElementsPerTask,
                           [&](int64_t begin, int64_t end) {
-                            for (int64_t i = begin; i < end; ++i) o[i] = m[i] ? d[i] * scale : T(0);
+                            for (int64_t i = begin; i < end; ++i) {
+                              o[i] = m[i] ? T(static_cast<C>(d[i]) * scale) : T(0);
+                            }
                           });
       return absl::OkStatus();
     });
@@ -294,10 +298,13 @@ void RegisterNnLayerKernels(const std::string& device_type,
                             const NnLayerKernelTypes& types = NnLayerKernelTypes()) {
   KernelRegistry& registry = KernelRegistry::Global();
   const std::vector<DataType> floats = FloatTypes::DataTypes();
-  registry.Register(KernelDef("dropout", device_type).TypeConstraint("X", floats),
+  registry.Register(KernelDef("dropout", device_type)
+                        .TypeConstraint("X", DropoutKernel<Policy>::Types::DataTypes()),
                     MakeKernelFactory<DropoutKernel<Policy>>());
-  registry.Register(KernelDef("dropout_grad", device_type).TypeConstraint("Out@GRAD", floats),
-                    MakeKernelFactory<DropoutGradKernel<Policy>>());
+  registry.Register(
+      KernelDef("dropout_grad", device_type)
+          .TypeConstraint("Out@GRAD", DropoutGradKernel<Policy>::Types::DataTypes()),
+      MakeKernelFactory<DropoutGradKernel<Policy>>());
   if (!types.conv2d.empty()) {
     registry.Register(KernelDef("conv2d", device_type).TypeConstraint("Input", types.conv2d),
                       MakeKernelFactory<Conv2DKernel<Policy>>());

@@ -51,15 +51,16 @@ class DropoutKernel : public OpKernel {
     const prologue::DropoutAttrs& attrs = dropout_.attrs();
     const int64_t n = a.x->NumElements();
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
-    return DispatchFloat(a.x->dtype(), [&](auto tag) -> absl::Status {
+    return DispatchFloatWith16Bit(a.x->dtype(), [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
+      using C = ComputeTypeOf<T>;
       if (attrs.is_test) {
         CUDA_RETURN_IF_ERROR(
-            LaunchMaskedScale<T>(a.x->data<T>(), nullptr, n, T(1), a.out->data<T>(), stream));
+            LaunchMaskedScale<T>(a.x->data<T>(), nullptr, n, C(1), a.out->data<T>(), stream));
         CUDA_RETURN_IF_ERROR(LaunchFill<bool>(a.mask->data<bool>(), n, true, stream));
         return absl::OkStatus();
       }
-      CUDA_RETURN_IF_ERROR(LaunchDropout<T>(a.x->data<T>(), n, key, attrs.prob, attrs.Scale<T>(),
+      CUDA_RETURN_IF_ERROR(LaunchDropout<T>(a.x->data<T>(), n, key, attrs.prob, attrs.Scale<C>(),
                                             a.out->data<T>(), a.mask->data<bool>(), stream));
       return absl::OkStatus();
     });
@@ -69,7 +70,8 @@ class DropoutKernel : public OpKernel {
   prologue::DropoutForward dropout_;
 };
 
-REGISTER_KERNEL(KernelDef("dropout", "gpu").TypeConstraint("X", kFloatTypes), DropoutKernel);
+REGISTER_KERNEL(KernelDef("dropout", "gpu").TypeConstraint("X", kFloatTypesWith16Bit),
+                DropoutKernel);
 
 class DropoutGradKernel : public OpKernel {
  public:
@@ -78,11 +80,11 @@ class DropoutGradKernel : public OpKernel {
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const prologue::DropoutGradArgs a, prologue::GetDropoutGradArgs(ctx));
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
-    return DispatchFloat(a.dout->dtype(), [&](auto tag) -> absl::Status {
+    return DispatchFloatWith16Bit(a.dout->dtype(), [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
-      CUDA_RETURN_IF_ERROR(LaunchMaskedScale<T>(a.dout->data<T>(), a.mask->data<bool>(),
-                                                a.dx->NumElements(), attrs_.Scale<T>(),
-                                                a.dx->data<T>(), stream));
+      CUDA_RETURN_IF_ERROR(
+          LaunchMaskedScale<T>(a.dout->data<T>(), a.mask->data<bool>(), a.dx->NumElements(),
+                               attrs_.Scale<ComputeTypeOf<T>>(), a.dx->data<T>(), stream));
       return absl::OkStatus();
     });
   }
@@ -91,7 +93,7 @@ class DropoutGradKernel : public OpKernel {
   prologue::DropoutAttrs attrs_;
 };
 
-REGISTER_KERNEL(KernelDef("dropout_grad", "gpu").TypeConstraint("Out@GRAD", kFloatTypes),
+REGISTER_KERNEL(KernelDef("dropout_grad", "gpu").TypeConstraint("Out@GRAD", kFloatTypesWith16Bit),
                 DropoutGradKernel);
 
 // Most elements of a conv2d scratch buffer (im2col columns, per-sample

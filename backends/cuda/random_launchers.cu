@@ -9,6 +9,7 @@
 // creep in). The conversion to float rounds to nearest, as static_cast does
 // on the host. gaussian_random rounds each of its multiplies, adds and its
 // square root the same way; only log and cos are CUDA's own.
+#include "backends/cuda/device_float16.h"
 #include "backends/cuda/device_reduce.h"
 #include "backends/cuda/random_launchers.h"
 
@@ -49,19 +50,25 @@ __global__ void GaussianRandomKernel(T* out, int64_t n, double mean, double std,
   }
 }
 
+// A 16-bit product is computed in float and rounded once.
 template <typename T>
-__global__ void DropoutKernel(const T* x, int64_t n, uint64_t key, double prob, T scale, T* out,
-                              bool* mask) {
+__global__ void DropoutKernel(const T* x, int64_t n, uint64_t key, double prob,
+                              device::ComputeOf<T> scale, T* out, bool* mask) {
+  using C = device::ComputeOf<T>;
   TANDEM_GRID_LOOP(i, n) {
     const bool keep = CounterUniform(key, static_cast<uint64_t>(i)) >= prob;
     mask[i] = keep;
-    out[i] = keep ? x[i] * scale : T(0);
+    out[i] = device::Narrow<T>(keep ? device::Widen(x[i]) * scale : C(0));
   }
 }
 
 template <typename T>
-__global__ void MaskedScaleKernel(const T* in, const bool* mask, int64_t n, T scale, T* out) {
-  TANDEM_GRID_LOOP(i, n) { out[i] = mask == nullptr || mask[i] ? in[i] * scale : T(0); }
+__global__ void MaskedScaleKernel(const T* in, const bool* mask, int64_t n,
+                                  device::ComputeOf<T> scale, T* out) {
+  using C = device::ComputeOf<T>;
+  TANDEM_GRID_LOOP(i, n) {
+    out[i] = device::Narrow<T>(mask == nullptr || mask[i] ? device::Widen(in[i]) * scale : C(0));
+  }
 }
 
 }  // namespace
@@ -86,16 +93,16 @@ cudaError_t LaunchGaussianRandom(T* out, int64_t n, double mean, double std, int
 }
 
 template <typename T>
-cudaError_t LaunchDropout(const T* x, int64_t n, uint64_t key, double prob, T scale, T* out,
-                          bool* mask, cudaStream_t stream) {
+cudaError_t LaunchDropout(const T* x, int64_t n, uint64_t key, double prob,
+                          ComputeTypeOf<T> scale, T* out, bool* mask, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   DropoutKernel<T><<<Blocks(n), kThreads, 0, stream>>>(x, n, key, prob, scale, out, mask);
   return cudaGetLastError();
 }
 
 template <typename T>
-cudaError_t LaunchMaskedScale(const T* in, const bool* mask, int64_t n, T scale, T* out,
-                              cudaStream_t stream) {
+cudaError_t LaunchMaskedScale(const T* in, const bool* mask, int64_t n, ComputeTypeOf<T> scale,
+                              T* out, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   MaskedScaleKernel<T><<<Blocks(n), kThreads, 0, stream>>>(in, mask, n, scale, out);
   return cudaGetLastError();
@@ -117,6 +124,13 @@ template cudaError_t LaunchMaskedScale<float>(const float*, const bool*, int64_t
                                               cudaStream_t);
 template cudaError_t LaunchMaskedScale<double>(const double*, const bool*, int64_t, double, double*,
                                                cudaStream_t);
+#define TANDEM_DROPOUT_16(T)                                                                   \
+  template cudaError_t LaunchDropout<T>(const T*, int64_t, uint64_t, double, float, T*, bool*, \
+                                        cudaStream_t);                                         \
+  template cudaError_t LaunchMaskedScale<T>(const T*, const bool*, int64_t, float, T*, cudaStream_t);
+TANDEM_DROPOUT_16(bfloat16)
+TANDEM_DROPOUT_16(float16)
+#undef TANDEM_DROPOUT_16
 
 }  // namespace cuda
 }  // namespace tandem

@@ -15,6 +15,8 @@
 
 #include <cstdint>
 
+#include "framework/types/float16.h"
+
 namespace tandem {
 namespace cuda {
 
@@ -45,18 +47,18 @@ cudaError_t LaunchGaussianRandom(T* out, int64_t n, double mean, double std, int
 
 // dropout in training: mask[i] = u(i) >= prob with u the generator above
 // seeded with `key` (CounterStreamSeed(seed, step), computed on the host),
-// out[i] = mask[i] ? x[i] * scale : 0 (one product in T). Bit-identical to
-// the host kernels.
+// out[i] = mask[i] ? x[i] * scale : 0 (one product in T; in float, rounded
+// once, for the 16-bit types). Bit-identical to the host kernels.
 template <typename T>
-cudaError_t LaunchDropout(const T* x, int64_t n, uint64_t key, double prob, T scale, T* out,
-                          bool* mask, cudaStream_t stream);
+cudaError_t LaunchDropout(const T* x, int64_t n, uint64_t key, double prob, ComputeTypeOf<T> scale,
+                          T* out, bool* mask, cudaStream_t stream);
 
 // out[i] = mask[i] ? in[i] * scale : 0: dropout's gradient (and dropout in
 // inference when mask is null: out = in * scale for every i, mask left
 // alone).
 template <typename T>
-cudaError_t LaunchMaskedScale(const T* in, const bool* mask, int64_t n, T scale, T* out,
-                              cudaStream_t stream);
+cudaError_t LaunchMaskedScale(const T* in, const bool* mask, int64_t n, ComputeTypeOf<T> scale,
+                              T* out, cudaStream_t stream);
 
 }  // namespace cuda
 }  // namespace tandem

@@ -218,7 +218,9 @@ void AddSplit(std::vector<ConformanceCase>* cases) {
 void AddDropout(std::vector<ConformanceCase>* cases) {
   const std::vector<Shape> shapes = {Shape({1023}), Shape({3, 7}), Shape({0}), Shape()};
   uint64_t seed = 24000;
-  for (DataType t : kFloats) {
+  for (DataType t : kFloatsWith16Bit) {
+    // The 16-bit types multiply in float32, then round once more.
+    const DataType compute = IsLowPrecisionFloat(t) ? DataType::kFloat32 : t;
     for (const Shape& s : shapes) {
       for (double p : {0.5, 0.0, 1.0, 0.1}) {
         auto [x, xa] = Input(t, s, ++seed);
@@ -245,13 +247,15 @@ void AddDropout(std::vector<ConformanceCase>* cases) {
         cases->push_back(test);
 
         auto [dout, douta] = Input(t, s, ++seed);
-        const double scale = reference::Convert(p >= 1 ? 0.0 : 1.0 / (1.0 - p), t);
+        const double scale = reference::Convert(p >= 1 ? 0.0 : 1.0 / (1.0 - p), compute);
         for (bool is_test : {false, true}) {
           Array dx{s, {}};
           for (size_t i = 0; i < douta.values.size(); ++i) {
-            dx.values.push_back(mask.values[i] == 0 ? 0.0
-                                : is_test           ? douta.values[i]
-                                          : reference::Convert(douta.values[i] * scale, t));
+            dx.values.push_back(
+                mask.values[i] == 0 ? 0.0
+                : is_test
+                    ? douta.values[i]
+                    : reference::Convert(reference::Convert(douta.values[i] * scale, compute), t));
           }
           ConformanceCase g;
           g.op = "dropout_grad";

@@ -101,13 +101,15 @@ std::vector<Array> Split(const Array& x, int axis, const std::vector<int64_t>& s
 std::pair<Array, Array> DropoutTrain(const Array& x, DataType dtype, double p, int64_t seed,
                                      uint64_t step) {
   const uint64_t stream = Mix(static_cast<uint64_t>(seed), step);
-  const double scale = Convert(p >= 1 ? 0.0 : 1.0 / (1.0 - p), dtype);
+  // The 16-bit types multiply in float32, then round once more.
+  const DataType compute = IsLowPrecisionFloat(dtype) ? DataType::kFloat32 : dtype;
+  const double scale = Convert(p >= 1 ? 0.0 : 1.0 / (1.0 - p), compute);
   Array out{x.shape, {}}, mask{x.shape, {}};
   for (size_t i = 0; i < x.values.size(); ++i) {
     const double u = static_cast<double>(Mix(stream, i) >> 11) * 0x1.0p-53;
     const bool keep = u >= p;
     mask.values.push_back(keep ? 1 : 0);
-    out.values.push_back(keep ? Convert(x.values[i] * scale, dtype) : 0.0);
+    out.values.push_back(keep ? Convert(Convert(x.values[i] * scale, compute), dtype) : 0.0);
   }
   return {out, mask};
 }
