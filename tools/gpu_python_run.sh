@@ -38,6 +38,8 @@ python3 -c "import tandem; print('tandem imported; places:', tandem.available_pl
 
 passed=0; failed=0
 for t in "$root"/tests/*_test.py; do
+  # It checks `bazel run //python:print_pythonpath`, which the bundle has no use for.
+  [[ "$(basename "$t")" == print_pythonpath_test.py ]] && continue
   name="$(basename "$t" .py)"
   if (cd "$root/tests" && python3 -m unittest -v "$name") >> "$out/python_tests.log" 2>&1; then
     passed=$((passed + 1)); echo "$name PASSED"

@@ -40,21 +40,33 @@ __device__ __forceinline__ T Widen(T v) {
 // `d` rounded to float by truncation, its last bit set when inexact (round
 // to odd): rounding that to a 16-bit type gives the correctly rounded value.
 __device__ __forceinline__ float RoundToOddFloat(double d) {
+  if (isnan(d)) {  // the host's conversion: the sign and the payload's top bits, quiet
+    const uint64_t b = static_cast<uint64_t>(__double_as_longlong(d));
+    return __uint_as_float((static_cast<uint32_t>(b >> 32) & 0x80000000u) | 0x7fc00000u |
+                           static_cast<uint32_t>((b >> 29) & 0x3fffffu));
+  }
   const float truncated = __double2float_rz(d);
-  if (isnan(d) || static_cast<double>(truncated) == d) return truncated;
+  if (static_cast<double>(truncated) == d) return truncated;
   return __uint_as_float(__float_as_uint(truncated) | 1u);
 }
 
-// A value of the compute type as T, rounded once.
+// A value of the compute type as T, rounded once. A NaN keeps its sign and
+// the top of its payload, made quiet, as the host's conversion does (CUDA's
+// intrinsics return one canonical NaN).
 template <typename T>
 __device__ __forceinline__ T Narrow(ComputeOf<T> v) {
   if constexpr (std::is_same<T, bfloat16>::value) {
     bfloat16 r;
-    r.bits = __bfloat16_as_ushort(__float2bfloat16_rn(v));
+    const uint32_t u = __float_as_uint(v);
+    r.bits = (u & 0x7fffffffu) > 0x7f800000u ? static_cast<uint16_t>((u >> 16) | 0x0040u)
+                                             : __bfloat16_as_ushort(__float2bfloat16_rn(v));
     return r;
   } else if constexpr (std::is_same<T, float16>::value) {
     float16 r;
-    r.bits = __half_as_ushort(__float2half_rn(v));
+    const uint32_t u = __float_as_uint(v);
+    r.bits = (u & 0x7fffffffu) > 0x7f800000u
+                 ? static_cast<uint16_t>(((u >> 16) & 0x8000u) | 0x7e00u | ((u >> 13) & 0x3ffu))
+                 : __half_as_ushort(__float2half_rn(v));
     return r;
   } else {
     return v;
