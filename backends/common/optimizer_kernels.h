@@ -298,37 +298,21 @@ class CheckFiniteAndUnscaleKernel final : public OpKernel {
   using Types = FloatTypes;
 
   absl::Status Compute(KernelContext* ctx) override {
-    const Variable* x = ctx->InputVar("X");
-    const Tensor* data = x == nullptr ? nullptr : x->data_tensor();
-    if (data == nullptr || !data->initialized()) {
-      return ctx->InvalidArgument(absl::StrCat("input 'X' (variable '", ctx->InputName("X"),
-                                               "') is missing or not initialised"));
-    }
-    const Tensor values = *data;  // X's buffer, kept alive if Out replaces X
-    std::optional<SelectedRows> sparse;
-    if (x->is_selected_rows()) sparse = x->selected_rows();
-    ASSIGN_OR_RETURN(const Tensor* scale, ctx->InputTensor("Scale"));
-    const float divisor = scale->data<float>()[0];
-    ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", values.dtype(), values.shape()));
-    ASSIGN_OR_RETURN(Tensor * found,
-                     ctx->AllocateOutput("FoundInfinite", DataType::kBool, Shape({1})));
-    RETURN_IF_ERROR(DispatchType(Types(), values.dtype(), *ctx, "X", [&](auto tag) {
+    ASSIGN_OR_RETURN(const prologue::UnscaleArgs a, prologue::GetUnscaleArgs(ctx));
+    RETURN_IF_ERROR(DispatchType(Types(), a.values.dtype(), *ctx, "X", [&](auto tag) {
       using T = typename decltype(tag)::type;
-      const T* in = values.data<T>();
-      T* o = out->data<T>();
-      const T d = static_cast<T>(divisor);
+      const T* in = a.values.data<T>();
+      T* o = a.out->data<T>();
+      const T d = static_cast<T>(a.divisor);
       bool infinite = false;
-      for (int64_t i = 0; i < values.NumElements(); ++i) {
+      for (int64_t i = 0; i < a.values.NumElements(); ++i) {
         infinite |= !std::isfinite(in[i]);
         o[i] = in[i] / d;
       }
-      found->data<bool>()[0] = infinite;
+      a.found_infinite->data<bool>()[0] = infinite;
       return absl::OkStatus();
     }));
-    if (!sparse.has_value()) return absl::OkStatus();
-    Variable* out_var = ctx->OutputVar("Out");
-    out_var->set(SelectedRows(sparse->height(), sparse->rows(), *out));
-    return absl::OkStatus();
+    return prologue::FinishUnscale(ctx, a);
   }
 };
 

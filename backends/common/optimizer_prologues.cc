@@ -103,6 +103,32 @@ absl::Status BindAdamOutputs(KernelContext* ctx, const AdamArgs& a) {
   return ctx->SetOutput("Beta2PowOut", *a.beta2_pow);
 }
 
+absl::StatusOr<UnscaleArgs> GetUnscaleArgs(KernelContext* ctx) {
+  const Variable* x = ctx->InputVar("X");
+  const Tensor* data = x == nullptr ? nullptr : x->data_tensor();
+  if (data == nullptr || !data->initialized()) {
+    return ctx->InvalidArgument(absl::StrCat("input 'X' (variable '", ctx->InputName("X"),
+                                             "') is missing or not initialised"));
+  }
+  UnscaleArgs a;
+  a.values = *data;
+  if (x->is_selected_rows()) a.sparse = x->selected_rows();
+  ASSIGN_OR_RETURN(const Tensor* scale, ctx->InputTensor("Scale"));
+  a.divisor = scale->data<float>()[0];
+  ASSIGN_OR_RETURN(a.out, ctx->AllocateOutput("Out", a.values.dtype(), a.values.shape()));
+  ASSIGN_OR_RETURN(a.found_infinite,
+                   ctx->AllocateOutput("FoundInfinite", DataType::kBool, Shape({1})));
+  return a;
+}
+
+absl::Status FinishUnscale(KernelContext* ctx, const UnscaleArgs& a) {
+  if (!a.sparse.has_value()) return absl::OkStatus();
+  Variable* out = ctx->OutputVar("Out");
+  if (out == nullptr) return ctx->InvalidArgument("output 'Out' is not bound");
+  out->set(SelectedRows(a.sparse->height(), a.sparse->rows(), *a.out));
+  return absl::OkStatus();
+}
+
 absl::Status CheckBetaPow(const KernelContext& ctx, const char* arg, double value) {
   if (value >= 0 && value < 1) return absl::OkStatus();
   return ctx.InvalidArgument(absl::StrCat(arg, " '", ctx.InputName(arg), "' is ", value,

@@ -19,6 +19,7 @@
 #define TANDEM_BACKENDS_COMMON_OPTIMIZER_PROLOGUES_H_
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -88,6 +89,21 @@ absl::Status BindAdamOutputs(KernelContext* ctx, const AdamArgs& a);
 
 // InvalidArgument unless a beta power (`arg`, one element) is in [0, 1).
 absl::Status CheckBetaPow(const KernelContext& ctx, const char* arg, double value);
+
+// check_finite_and_unscale's arguments with Out (X's values' dtype and
+// shape) and FoundInfinite (bool [1]) allocated. `values` holds X's buffer
+// (dense, or a SelectedRows X's values), alive when Out replaces X.
+struct UnscaleArgs {
+  Tensor values;
+  std::optional<SelectedRows> sparse;  // X's rows and height, when sparse
+  float divisor = 1;                   // Scale's value (host memory)
+  Tensor* out = nullptr;
+  Tensor* found_infinite = nullptr;
+};
+absl::StatusOr<UnscaleArgs> GetUnscaleArgs(KernelContext* ctx);
+// After the values are written: a sparse X's Out becomes SelectedRows with
+// X's rows and height and Out's values.
+absl::Status FinishUnscale(KernelContext* ctx, const UnscaleArgs& a);
 
 // The positions of `n` row indices grouped by row: group k is
 // order[starts[k] .. starts[k + 1]), positions ascending, all with the same

@@ -11,7 +11,6 @@
 // reach the device in kernel arguments, kSgdEntriesPerLaunch value rows per
 // launch (optimizer_launchers.h); a row with more value rows than one launch
 // carries passes its partial sum on through a scratch row.
-#include "absl/strings/str_cat.h"
 #include "backends/common/optimizer_kernels.h"
 
 #include <cuda_runtime_api.h>
@@ -19,6 +18,7 @@
 #include <optional>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "backends/common/math_prologues.h"
 #include "backends/common/optimizer_prologues.h"
 #include "backends/common/serial_policy.h"
@@ -218,31 +218,15 @@ REGISTER_KERNEL(KernelDef("adam", "gpu")
 class CheckFiniteAndUnscaleKernel : public OpKernel {
  public:
   absl::Status Compute(KernelContext* ctx) override {
-    const Variable* x = ctx->InputVar("X");
-    const Tensor* data = x == nullptr ? nullptr : x->data_tensor();
-    if (data == nullptr || !data->initialized()) {
-      return ctx->InvalidArgument(absl::StrCat("input 'X' (variable '", ctx->InputName("X"),
-                                               "') is missing or not initialised"));
-    }
-    const Tensor values = *data;  // X's buffer, kept alive if Out replaces X
-    std::optional<SelectedRows> sparse;
-    if (x->is_selected_rows()) sparse = x->selected_rows();
-    ASSIGN_OR_RETURN(const Tensor* scale, ctx->InputTensor("Scale"));  // host memory
-    const float divisor = scale->data<float>()[0];
-    ASSIGN_OR_RETURN(Tensor * out, ctx->AllocateOutput("Out", values.dtype(), values.shape()));
-    ASSIGN_OR_RETURN(Tensor * found,
-                     ctx->AllocateOutput("FoundInfinite", DataType::kBool, Shape({1})));
-    RETURN_IF_ERROR(DispatchFloat(values.dtype(), [&](auto tag) -> absl::Status {
+    ASSIGN_OR_RETURN(const prologue::UnscaleArgs a, prologue::GetUnscaleArgs(ctx));
+    RETURN_IF_ERROR(DispatchFloat(a.values.dtype(), [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
       CUDA_RETURN_IF_ERROR(LaunchUnscaleAndCheck<T>(
-          values.data<T>(), out->data<T>(), values.NumElements(), static_cast<T>(divisor),
-          found->data<bool>(), CudaStreamOf(ctx->stream())));
+          a.values.data<T>(), a.out->data<T>(), a.values.NumElements(), static_cast<T>(a.divisor),
+          a.found_infinite->data<bool>(), CudaStreamOf(ctx->stream())));
       return absl::OkStatus();
     }));
-    if (sparse.has_value()) {
-      ctx->OutputVar("Out")->set(SelectedRows(sparse->height(), sparse->rows(), *out));
-    }
-    return absl::OkStatus();
+    return prologue::FinishUnscale(ctx, a);
   }
 };
 

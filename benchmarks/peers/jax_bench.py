@@ -5,6 +5,7 @@ write them. Prints `METRIC <name> <value> <unit>` lines like torch_bench.py.
   python3 jax_bench.py [--rows 10000000] [--quick]
 """
 import argparse
+import contextlib
 import statistics
 import time
 
@@ -99,55 +100,23 @@ def workload1(rows, batch, iters):
     metric(f"workload1/b{batch}/table_cpu_rest_gpu", timeit(run_mixed, iters, warmup=3), "us")
 
 
-def mlp(iters, batch=4096, width=1024):
+def _mlp_step(name, iters, low, batch=4096, width=1024):
+    """Tandem's mlp rows' model (4 dense layers of `width`, relu between,
+    mean squared error, plain SGD), jit-compiled; with `low` the products in
+    bfloat16 (float32 parameters cast at each use, as autocast and Tandem's
+    ApplyAmp do; relu in bfloat16, the loss in float32)."""
     key = jax.random.PRNGKey(0)
     keys = jax.random.split(key, 8)
     params = [(jax.random.normal(keys[2 * i], (width, width)) * 0.02, jnp.zeros(width))
               for i in range(4)]
     x = jax.random.normal(keys[0], (batch, width))
     y = jax.random.normal(keys[1], (batch, width))
+    cast = (lambda a: a.astype(jnp.bfloat16)) if low else (lambda a: a)
 
     def loss_fn(params):
-        h = x
+        h = cast(x)
         for i, (w, b) in enumerate(params):
-            h = h @ w + b
-            if i < 3:
-                h = jax.nn.relu(h)
-        return jnp.mean((h - y) ** 2)
-
-    @jax.jit
-    def step(params):
-        g = jax.grad(loss_fn)(params)
-        return jax.tree_util.tree_map(lambda p, d: p - 0.01 * d, params, g)
-
-    st = {"p": params}
-
-    def run():
-        st["p"] = step(st["p"])
-        return st["p"]
-
-    with jax.default_matmul_precision("float32"):
-        t = timeit(run, iters, warmup=3)
-    metric("mlp/4x1024_b4096_step", t, "us")
-    metric("mlp/4x1024_b4096_tflops", 3 * 2 * batch * width * width * 4 / t / 1e6, "TFLOP/s")
-
-
-def mlp_bf16(iters, batch=4096, width=1024):
-    """mlp() with its products in bfloat16 (float32 parameters cast at each
-    use, as autocast and Tandem's ApplyAmp do; relu in bfloat16, the loss in
-    float32)."""
-    key = jax.random.PRNGKey(0)
-    keys = jax.random.split(key, 8)
-    params = [(jax.random.normal(keys[2 * i], (width, width)) * 0.02, jnp.zeros(width))
-              for i in range(4)]
-    x = jax.random.normal(keys[0], (batch, width))
-    y = jax.random.normal(keys[1], (batch, width))
-    bf16 = jnp.bfloat16
-
-    def loss_fn(params):
-        h = x.astype(bf16)
-        for i, (w, b) in enumerate(params):
-            h = h @ w.astype(bf16) + b.astype(bf16)
+            h = h @ cast(w) + cast(b)
             if i < 3:
                 h = jax.nn.relu(h)
         return jnp.mean((h.astype(jnp.float32) - y) ** 2)
@@ -163,9 +132,19 @@ def mlp_bf16(iters, batch=4096, width=1024):
         st["p"] = step(st["p"])
         return st["p"]
 
-    t = timeit(run, iters, warmup=3)
-    metric("mlp_bf16/4x1024_b4096_step", t, "us")
-    metric("mlp_bf16/4x1024_b4096_tflops", 3 * 2 * batch * width * width * 4 / t / 1e6, "TFLOP/s")
+    # float32 products at float32 precision (no TF32); bfloat16 ones as they come.
+    with contextlib.nullcontext() if low else jax.default_matmul_precision("float32"):
+        t = timeit(run, iters, warmup=3)
+    metric(f"{name}/4x1024_b4096_step", t, "us")
+    metric(f"{name}/4x1024_b4096_tflops", 3 * 2 * batch * width * width * 4 / t / 1e6, "TFLOP/s")
+
+
+def mlp(iters):
+    _mlp_step("mlp", iters, low=False)
+
+
+def mlp_bf16(iters):
+    _mlp_step("mlp_bf16", iters, low=True)
 
 
 def main():

@@ -134,10 +134,10 @@ def copies(quick):
             metric(f"copy/gpu_D2H_{mem}_sync/{n}", n / t / 1e3, "GB/s")
 
 
-def mlp(iters, batch=4096, width=1024):
-    # float32 as ours: no TF32 (PyTorch's default, stated so the rows cannot
-    # silently change meaning).
-    torch.backends.cuda.matmul.allow_tf32 = False
+def _mlp_step(name, iters, autocast, batch=4096, width=1024):
+    """Times Tandem's mlp rows' model: 4 Linear(width) with ReLU between,
+    mean squared error, plain SGD; the forward under torch.autocast(bfloat16)
+    when `autocast` (the products in bfloat16, float32 master weights)."""
     layers = []
     for _ in range(4):
         layers += [torch.nn.Linear(width, width), torch.nn.ReLU()]
@@ -147,30 +147,7 @@ def mlp(iters, batch=4096, width=1024):
     y = torch.randn(batch, width, device="cuda")
 
     def step():
-        loss = ((model(x) - y) ** 2).mean()
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-
-    t = timeit(step, iters, warmup=5)
-    flops = 3 * 2 * batch * width * width * 4
-    metric("mlp/4x1024_b4096_step", t, "us")
-    metric("mlp/4x1024_b4096_tflops", flops / t / 1e6, "TFLOP/s")
-
-
-def mlp_bf16(iters, batch=4096, width=1024):
-    """mlp() under torch.autocast(bfloat16): the products in bfloat16 with
-    float32 master weights, as Tandem's mlp_bf16 row (ApplyAmp)."""
-    layers = []
-    for _ in range(4):
-        layers += [torch.nn.Linear(width, width), torch.nn.ReLU()]
-    model = torch.nn.Sequential(*layers[:-1]).cuda()
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    x = torch.randn(batch, width, device="cuda")
-    y = torch.randn(batch, width, device="cuda")
-
-    def step():
-        with torch.autocast("cuda", dtype=torch.bfloat16):
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast):
             loss = ((model(x) - y) ** 2).mean()
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -178,8 +155,20 @@ def mlp_bf16(iters, batch=4096, width=1024):
 
     t = timeit(step, iters, warmup=5)
     flops = 3 * 2 * batch * width * width * 4
-    metric("mlp_bf16/4x1024_b4096_step", t, "us")
-    metric("mlp_bf16/4x1024_b4096_tflops", flops / t / 1e6, "TFLOP/s")
+    metric(f"{name}/4x1024_b4096_step", t, "us")
+    metric(f"{name}/4x1024_b4096_tflops", flops / t / 1e6, "TFLOP/s")
+
+
+def mlp(iters):
+    # float32 as ours: no TF32 (PyTorch's default, stated so the rows cannot
+    # silently change meaning).
+    torch.backends.cuda.matmul.allow_tf32 = False
+    _mlp_step("mlp", iters, autocast=False)
+
+
+def mlp_bf16(iters):
+    """Tandem's mlp_bf16 row (ApplyAmp bfloat16) against autocast."""
+    _mlp_step("mlp_bf16", iters, autocast=True)
 
 
 def sgemm_bf16(iters, m=4096, k=1024, n=1024):
