@@ -15,7 +15,6 @@
 
 #include <cuda_runtime_api.h>
 
-#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
