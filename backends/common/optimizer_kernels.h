@@ -26,6 +26,7 @@
 #define TANDEM_BACKENDS_COMMON_OPTIMIZER_KERNELS_H_
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -303,12 +304,17 @@ class CheckFiniteAndUnscaleKernel final : public OpKernel {
       const T* in = a.values.data<T>();
       T* o = a.out->data<T>();
       const T d = static_cast<T>(a.divisor);
-      bool infinite = false;
-      for (int64_t i = 0; i < a.values.NumElements(); ++i) {
-        infinite |= !std::isfinite(in[i]);
-        o[i] = in[i] / d;
-      }
-      a.found_infinite->data<bool>()[0] = infinite;
+      std::atomic<bool> infinite{false};  // every writer writes true
+      Policy::ParallelFor(a.values.NumElements(), kMinElementsPerTask,
+                          [&](int64_t begin, int64_t end) {
+                            bool found = false;
+                            for (int64_t i = begin; i < end; ++i) {
+                              found |= !std::isfinite(in[i]);
+                              o[i] = in[i] / d;
+                            }
+                            if (found) infinite.store(true, std::memory_order_relaxed);
+                          });
+      a.found_infinite->data<bool>()[0] = infinite.load();
       return absl::OkStatus();
     }));
     return prologue::FinishUnscale(ctx, a);

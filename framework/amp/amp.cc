@@ -22,14 +22,13 @@ class AmpRewriter {
     std::vector<OpDesc> rewritten;
     const std::vector<OpDesc>& ops = block_->ops();
     low_ = LowPrecisionOps();
-    const std::vector<bool>& low = low_;
     for (size_t i = 0; i < ops.size(); ++i) {
       const OpDesc& op = ops[i];
       // A variable written again makes its low-precision twin stale.
       for (const auto& [arg, names] : op.outputs) {
         for (const std::string& name : names) low_of_.erase(name);
       }
-      if (!low[i]) {
+      if (!low_[i]) {
         rewritten.push_back(op);
         continue;
       }
