@@ -48,7 +48,9 @@ void Build(const Setup& s, Model* m) {
   Var logits = b.Fc(h, kClasses, 1, true, "layer2", Initializer::XavierUniform(22));
   m->loss = b.Mean(b.SoftmaxWithCrossEntropy(logits, label));
   ASSERT_OK(b.status());
-  if (s.amp.has_value()) ASSERT_OK(ApplyAmp(AmpOptions{*s.amp}, &b.main_program()).status());
+  if (s.amp.has_value()) {
+    ASSERT_OK(ApplyAmp(AmpOptions{*s.amp}, &b.main_program()).status());
+  }
   if (s.opt == Opt::kSgd) {
     m->optimizer = std::make_unique<SGD>(0.5);
   } else {
