@@ -1,4 +1,4 @@
-// The kernels of dropout, conv2d, pool2d and layer_norm (ops/nn) and their
+// The kernels of dropout, conv2d, pool2d, layer_norm and self_attention (ops/nn) and their
 // gradients for every backend whose memory the host can address. Each is
 // written once, templated on an execution policy (serial_policy.h). A
 // backend registers them under its device type with one line:
@@ -12,6 +12,7 @@
 //   conv2d(_grad)         Input: NnLayerKernelTypes::conv2d (default float32, float64)
 //   pool2d(_grad)         X: NnLayerKernelTypes::pool2d (default float32, float64)
 //   layer_norm(_grad)     X: float32, float64
+//   self_attention(_grad) QKV: float32, float64, bfloat16, float16
 // A backend with a vendor convolution or pooling for some dtypes registers
 // those kernels itself and leaves the dtypes out of NnLayerKernelTypes
 // (backends/cpu: oneDNN for float32 conv2d). Kernels validate their inputs
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "backends/common/attention.h"
 #include "backends/common/conv.h"
 #include "backends/common/counter_random.h"
 #include "backends/common/elementwise.h"
@@ -285,6 +287,67 @@ class LayerNormGradKernel final : public OpKernel {
   prologue::NormAttrs attrs_;
 };
 
+// The loops' view of a prologue's attention dims.
+inline AttentionLayout LayoutOf(const AttentionDims& d) {
+  return AttentionLayout{d.batch, d.seq, d.heads, d.head_dim};
+}
+
+// Out and Lse of self_attention (attention.h; see the schema). 16-bit QKV
+// computes in float32 (Lse is float32 then).
+template <typename Policy>
+class SelfAttentionKernel final : public OpKernel {
+ public:
+  using Types = FloatTypesWith16Bit;
+
+  absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
+
+  absl::Status Compute(KernelContext* ctx) override {
+    ASSIGN_OR_RETURN(const prologue::Attention a, prologue::GetAttention(*ctx, attrs_, false));
+    ASSIGN_OR_RETURN(const prologue::AttentionOutputs o,
+                     prologue::AllocateAttentionOutputs(ctx, a));
+    return DispatchType(Types(), a.qkv->dtype(), *ctx, "QKV", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      using C = ComputeTypeOf<T>;
+      ComputeBuffers<T, Policy> buffers;
+      SelfAttention<C, Policy>(buffers.In(a.qkv), LayoutOf(a.d), attrs_.causal, a.d.scale,
+                               buffers.Out(o.out), o.lse->data<C>());
+      buffers.Finish();
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  prologue::AttentionAttrs attrs_;
+};
+
+// QKV@GRAD of self_attention from Out@GRAD and the forward's Out and Lse.
+template <typename Policy>
+class SelfAttentionGradKernel final : public OpKernel {
+ public:
+  using Types = FloatTypesWith16Bit;
+
+  absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
+
+  absl::Status Compute(KernelContext* ctx) override {
+    ASSIGN_OR_RETURN(const prologue::Attention a, prologue::GetAttention(*ctx, attrs_, true));
+    ASSIGN_OR_RETURN(Tensor * dqkv,
+                     ctx->AllocateOutput("QKV@GRAD", a.qkv->dtype(), a.qkv->shape()));
+    return DispatchType(Types(), a.qkv->dtype(), *ctx, "QKV", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      using C = ComputeTypeOf<T>;
+      ComputeBuffers<T, Policy> buffers;
+      SelfAttentionGrad<C, Policy>(buffers.In(a.qkv), buffers.In(a.out), a.lse->data<C>(),
+                                   buffers.In(a.dout), LayoutOf(a.d), attrs_.causal, a.d.scale,
+                                   buffers.Out(dqkv));
+      buffers.Finish();
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  prologue::AttentionAttrs attrs_;
+};
+
 // The dtypes the portable conv2d(_grad) and pool2d(_grad) kernels are
 // registered for; leave out those a backend serves with vendor kernels.
 struct NnLayerKernelTypes {
@@ -301,10 +364,9 @@ void RegisterNnLayerKernels(const std::string& device_type,
   registry.Register(KernelDef("dropout", device_type)
                         .TypeConstraint("X", DropoutKernel<Policy>::Types::DataTypes()),
                     MakeKernelFactory<DropoutKernel<Policy>>());
-  registry.Register(
-      KernelDef("dropout_grad", device_type)
-          .TypeConstraint("Out@GRAD", DropoutGradKernel<Policy>::Types::DataTypes()),
-      MakeKernelFactory<DropoutGradKernel<Policy>>());
+  registry.Register(KernelDef("dropout_grad", device_type)
+                        .TypeConstraint("Out@GRAD", DropoutGradKernel<Policy>::Types::DataTypes()),
+                    MakeKernelFactory<DropoutGradKernel<Policy>>());
   if (!types.conv2d.empty()) {
     registry.Register(KernelDef("conv2d", device_type).TypeConstraint("Input", types.conv2d),
                       MakeKernelFactory<Conv2DKernel<Policy>>());
@@ -321,6 +383,12 @@ void RegisterNnLayerKernels(const std::string& device_type,
                     MakeKernelFactory<LayerNormKernel<Policy>>());
   registry.Register(KernelDef("layer_norm_grad", device_type).TypeConstraint("X", floats),
                     MakeKernelFactory<LayerNormGradKernel<Policy>>());
+  registry.Register(KernelDef("self_attention", device_type)
+                        .TypeConstraint("QKV", SelfAttentionKernel<Policy>::Types::DataTypes()),
+                    MakeKernelFactory<SelfAttentionKernel<Policy>>());
+  registry.Register(KernelDef("self_attention_grad", device_type)
+                        .TypeConstraint("QKV", SelfAttentionGradKernel<Policy>::Types::DataTypes()),
+                    MakeKernelFactory<SelfAttentionGradKernel<Policy>>());
 }
 
 }  // namespace tandem

@@ -1,6 +1,7 @@
 #include "backends/common/nn_prologues.h"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -212,6 +213,41 @@ absl::StatusOr<NormGrads> AllocateNormGrads(KernelContext* ctx, const Norm& n) {
   ASSIGN_OR_RETURN(g.dscale, AllocateIfBound(ctx, "Scale@GRAD", dtype, Shape({n.d.cols})));
   ASSIGN_OR_RETURN(g.dbias, AllocateIfBound(ctx, "Bias@GRAD", dtype, Shape({n.d.cols})));
   return g;
+}
+
+absl::Status AttentionAttrs::Read(const OpDesc& op) {
+  ASSIGN_OR_RETURN(num_heads, GetAttr<int64_t>(op.attrs, "num_heads", op.type));
+  ASSIGN_OR_RETURN(causal, GetAttr<bool>(op.attrs, "causal", op.type));
+  ASSIGN_OR_RETURN(scale, GetAttr<double>(op.attrs, "scale", op.type));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Attention> GetAttention(const KernelContext& ctx, const AttentionAttrs& attrs,
+                                       bool grad) {
+  Attention a;
+  const std::string& op = ctx.op().type;
+  ASSIGN_OR_RETURN(a.qkv, ctx.InputTensor("QKV"));
+  RETURN_IF_ERROR(CheckFloating(op, "QKV", a.qkv->dtype()));
+  ASSIGN_OR_RETURN(a.d, AttentionShape(op, a.qkv->shape(), attrs.num_heads, attrs.scale));
+  if (!grad) return a;
+  const DataType dtype = a.qkv->dtype();
+  for (auto [name, tensor] : {std::pair{"Out", &a.out}, std::pair{"Out@GRAD", &a.dout}}) {
+    ASSIGN_OR_RETURN(*tensor, ctx.InputTensor(name));
+    RETURN_IF_ERROR(
+        CheckArgMeta(op, name, (*tensor)->dtype(), (*tensor)->shape(), dtype, a.d.OutShape()));
+  }
+  ASSIGN_OR_RETURN(a.lse, ctx.InputTensor("Lse"));
+  RETURN_IF_ERROR(CheckArgMeta(op, "Lse", a.lse->dtype(), a.lse->shape(), AttentionStatsType(dtype),
+                               a.d.LseShape()));
+  return a;
+}
+
+absl::StatusOr<AttentionOutputs> AllocateAttentionOutputs(KernelContext* ctx, const Attention& a) {
+  AttentionOutputs o;
+  ASSIGN_OR_RETURN(o.out, ctx->AllocateOutput("Out", a.qkv->dtype(), a.d.OutShape()));
+  ASSIGN_OR_RETURN(o.lse,
+                   ctx->AllocateOutput("Lse", AttentionStatsType(a.qkv->dtype()), a.d.LseShape()));
+  return o;
 }
 
 }  // namespace prologue

@@ -1,5 +1,5 @@
 // Kernel prologues of the nn ops (lookup_table, fc, dropout, conv2d,
-// pool2d, layer_norm and their gradients): the attributes, input checks and
+// pool2d, layer_norm, self_attention and their gradients): the attributes, input checks and
 // output shapes that the host kernels (nn_kernels.h, nn_layer_kernels.h,
 // backends/cpu's oneDNN kernels) and the gpu kernels (backends/cuda) share,
 // so every place validates in the same order with the same messages:
@@ -201,6 +201,36 @@ struct NormGrads {
   Tensor* dbias = nullptr;
 };
 absl::StatusOr<NormGrads> AllocateNormGrads(KernelContext* ctx, const Norm& n);
+
+// self_attention(_grad)'s attrs.
+struct AttentionAttrs {
+  int64_t num_heads = 1;
+  bool causal = true;
+  double scale = 0;
+
+  absl::Status Read(const OpDesc& op);
+};
+
+// The inputs of self_attention(_grad): QKV [batch, seq, 3 * width] float; for
+// the gradient, Out and Out@GRAD [batch, seq, width] of QKV's dtype and Lse
+// [batch, heads, seq] of AttentionStatsType(QKV's dtype). `d.scale` is the
+// scale the kernel applies (the attr, or 1 / sqrt(head_dim)).
+struct Attention {
+  const Tensor* qkv = nullptr;
+  const Tensor* out = nullptr;
+  const Tensor* lse = nullptr;
+  const Tensor* dout = nullptr;
+  AttentionDims d;
+};
+absl::StatusOr<Attention> GetAttention(const KernelContext& ctx, const AttentionAttrs& attrs,
+                                       bool grad);
+
+// self_attention's Out and Lse, allocated.
+struct AttentionOutputs {
+  Tensor* out = nullptr;
+  Tensor* lse = nullptr;
+};
+absl::StatusOr<AttentionOutputs> AllocateAttentionOutputs(KernelContext* ctx, const Attention& a);
 
 }  // namespace prologue
 }  // namespace tandem

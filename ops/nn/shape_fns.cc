@@ -1,5 +1,6 @@
 #include "ops/nn/shape_fns.h"
 
+#include <cmath>
 #include <limits>
 #include <vector>
 
@@ -209,6 +210,40 @@ absl::StatusOr<LayerNormDims> LayerNormShape(absl::string_view op, const Shape& 
         "op '", op, "': X ", x.ToString(), " has no elements to normalize from dim ", d.axis));
   }
   return d;
+}
+
+absl::StatusOr<AttentionDims> AttentionShape(absl::string_view op, const Shape& qkv,
+                                             int64_t num_heads, double scale) {
+  if (num_heads < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("op '", op, "': num_heads must be at least 1, got ", num_heads));
+  }
+  if (!(scale >= 0) || std::isinf(scale)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "op '", op, "': scale must be finite and >= 0 (0: 1 / sqrt(head dim)), got ", scale));
+  }
+  if (qkv.rank() != 3) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("op '", op, "': QKV must be [batch, seq, 3 * width], got ", qkv.ToString()));
+  }
+  AttentionDims d;
+  d.batch = qkv.dim(0);
+  d.seq = qkv.dim(1);
+  d.heads = num_heads;
+  const int64_t packed = qkv.dim(2);
+  if (packed >= 0 && (packed == 0 || packed % (3 * num_heads) != 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "op '", op, "': QKV ", qkv.ToString(), ": the last dim must be 3 * width with width a ",
+        "positive multiple of num_heads ", num_heads, ", got ", packed));
+  }
+  d.width = packed < 0 ? -1 : packed / 3;
+  d.head_dim = packed < 0 ? -1 : d.width / num_heads;
+  d.scale = scale != 0 || d.head_dim < 0 ? scale : 1 / std::sqrt(static_cast<double>(d.head_dim));
+  return d;
+}
+
+DataType AttentionStatsType(DataType qkv) {
+  return qkv == DataType::kFloat64 ? DataType::kFloat64 : DataType::kFloat32;
 }
 
 }  // namespace tandem

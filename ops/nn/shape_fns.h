@@ -101,6 +101,25 @@ struct LayerNormDims {
 absl::StatusOr<LayerNormDims> LayerNormShape(absl::string_view op, const Shape& x,
                                              int64_t begin_norm_axis);
 
+// self_attention of QKV [batch, seq, 3 * width]: `heads` heads of head_dim =
+// width / heads columns each (-1 where a dim is not known yet). scale is the
+// attr, or 1 / sqrt(head_dim) where the attr is 0.
+struct AttentionDims {
+  int64_t batch = 0, seq = 0, width = 0, heads = 1, head_dim = 0;
+  double scale = 0;
+  // Out's shape [batch, seq, width] and Lse's [batch, heads, seq].
+  Shape OutShape() const { return Shape({batch, seq, width}); }
+  Shape LseShape() const { return Shape({batch, heads, seq}); }
+};
+// InvalidArgument naming the op for a QKV that is not rank 3, a last dim not
+// divisible by 3 * num_heads, num_heads < 1, or a scale that is negative or
+// not finite.
+absl::StatusOr<AttentionDims> AttentionShape(absl::string_view op, const Shape& qkv,
+                                             int64_t num_heads, double scale);
+// The dtype of self_attention's Lse for QKV of `qkv`: float64 for float64,
+// float32 otherwise (16-bit attention keeps its statistics in float32).
+DataType AttentionStatsType(DataType qkv);
+
 }  // namespace tandem
 
 #endif  // TANDEM_OPS_NN_SHAPE_FNS_H_

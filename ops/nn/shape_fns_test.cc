@@ -286,6 +286,29 @@ TEST(LayerNormShape, RowsAndColumns) {
                        "< 2)"));
 }
 
+TEST(AttentionShape, HeadsScaleAndUnknownDims) {
+  ASSERT_OK_AND_ASSIGN(AttentionDims d, AttentionShape("self_attention", Shape({2, 5, 24}), 2, 0));
+  EXPECT_EQ(d.width, 8);
+  EXPECT_EQ(d.head_dim, 4);
+  EXPECT_DOUBLE_EQ(d.scale, 0.5);
+  EXPECT_EQ(d.OutShape(), Shape({2, 5, 8}));
+  EXPECT_EQ(d.LseShape(), Shape({2, 2, 5}));
+  ASSERT_OK_AND_ASSIGN(d, AttentionShape("self_attention", Shape({-1, -1, 24}), 1, 0.25));
+  EXPECT_EQ(d.OutShape(), Shape({-1, -1, 8}));
+  EXPECT_DOUBLE_EQ(d.scale, 0.25);
+  ASSERT_OK_AND_ASSIGN(d, AttentionShape("self_attention", Shape({1, 2, -1}), 3, 0));
+  EXPECT_EQ(d.head_dim, -1);
+  EXPECT_THAT(AttentionShape("self_attention", Shape({1, 2, 0}), 1, 0),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "op 'self_attention': QKV [1, 2, 0]: the last dim must be 3 * width with "
+                       "width a positive multiple of num_heads 1, got 0"));
+  EXPECT_THAT(AttentionShape("self_attention", Shape({1, 2, 6}), 0, 0),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "op 'self_attention': num_heads must be at least 1, got 0"));
+  EXPECT_EQ(AttentionStatsType(DataType::kBFloat16), DataType::kFloat32);
+  EXPECT_EQ(AttentionStatsType(DataType::kFloat64), DataType::kFloat64);
+}
+
 TEST(NnSchemas, DropoutMaskIsBoolAndGradientReadsIt) {
   ASSERT_OK_AND_ASSIGN(const OpSchema* fwd, OpRegistry::Global().Find("dropout"));
   OpDesc op = Op("dropout", {{"X", {"x"}}}, {{"Out", {"y"}}, {"Mask", {"m"}}});

@@ -50,8 +50,8 @@ void AddCollectiveCases(std::vector<ConformanceCase>* cases);
 // Cases of the momentum, adam and gaussian_random kernels (cases_training.cc).
 void AddTrainingCases(std::vector<ConformanceCase>* cases);
 
-// Cases of the reshape, transpose, concat, split, dropout, conv2d, pool2d
-// and layer_norm kernels (cases_layers.cc).
+// Cases of the reshape, transpose, concat, split, dropout, conv2d, pool2d,
+// layer_norm and self_attention kernels (cases_layers.cc).
 void AddLayerCases(std::vector<ConformanceCase>* cases);
 
 // Cases of elementwise_sub/mul/div, relu/sigmoid/tanh, reduce_sum/mean and

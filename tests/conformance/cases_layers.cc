@@ -1,6 +1,9 @@
 // Conformance cases of the layout ops (reshape, transpose, concat, split)
-// and the layer ops (dropout, conv2d, pool2d, layer_norm) and their
-// gradients.
+// and the layer ops (dropout, conv2d, pool2d, layer_norm, self_attention)
+// and their gradients.
+#include <algorithm>
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "framework/testing/tensor_testutil.h"
@@ -475,6 +478,76 @@ void AddLayerNorm(std::vector<ConformanceCase>* cases) {
   }
 }
 
+// A 16-bit kernel computes in float32 from inputs that were rounded to 16
+// bits (the gradient's Out, whose dot product with Out@GRAD is subtracted
+// from dP): its error is a few units in the last place of the largest values
+// involved, not of each result. So 16-bit attention cases get an absolute
+// tolerance of 4 units of the largest expected magnitude.
+void ScaleAbsoluteTolerance(ConformanceCase* c, DataType t) {
+  if (!IsLowPrecisionFloat(t)) return;
+  double largest = 0;
+  for (const auto& [arg, expected] : c->expected) {
+    for (double v : expected.second.values) largest = std::max(largest, std::abs(v));
+  }
+  c->atol = std::max(c->atol, 4 * c->rtol * largest);
+}
+
+void AddSelfAttention(std::vector<ConformanceCase>* cases) {
+  struct Config {
+    Shape qkv;
+    int64_t heads;
+    bool causal;
+    double scale;  // 0: 1 / sqrt(head_dim)
+  };
+  const std::vector<Config> configs = {
+      {Shape({2, 5, 12}), 2, true, 0},   {Shape({1, 7, 24}), 1, false, 0},
+      {Shape({3, 4, 18}), 3, true, 0.5}, {Shape({2, 33, 48}), 4, true, 0},
+      {Shape({0, 3, 6}), 1, true, 0},    {Shape({2, 1, 6}), 2, false, 0},
+      {Shape({1, 64, 192}), 2, true, 0}, {Shape({2, 0, 12}), 2, true, 0},
+  };
+  uint64_t seed = 28000;
+  for (DataType t : kFloatsWith16Bit) {
+    for (const Config& cfg : configs) {
+      const int64_t width = cfg.qkv.dim(2) / 3, head_dim = width / cfg.heads;
+      const double scale = cfg.scale != 0 ? cfg.scale : 1 / std::sqrt(double(head_dim));
+      const DataType stats = t == DataType::kFloat64 ? t : DataType::kFloat32;
+      auto [qkv, qkv_a] = Input(t, cfg.qkv, ++seed);
+      const std::string what = absl::StrCat(cfg.qkv.ToString(), " heads ", cfg.heads,
+                                            cfg.causal ? " causal" : "", " scale ", cfg.scale);
+      const AttrMap attrs = {
+          {"num_heads", cfg.heads}, {"causal", cfg.causal}, {"scale", cfg.scale}};
+      const reference::AttentionResult r =
+          reference::SelfAttention(qkv_a, cfg.heads, cfg.causal, scale);
+      ConformanceCase c;
+      c.op = "self_attention";
+      c.label = Label(c.op, t, what);
+      c.inputs = {{"QKV", qkv}};
+      c.attrs = attrs;
+      c.expected["Out"] = {t, r.out};
+      c.expected["Lse"] = {stats, r.lse};
+      SetTolerance(&c, t, 2 * cfg.qkv.dim(1) * head_dim);
+      ScaleAbsoluteTolerance(&c, t);
+      cases->push_back(c);
+
+      auto [dout, dout_a] = Input(t, r.out.shape, ++seed);
+      ConformanceCase g;
+      g.op = "self_attention_grad";
+      g.label = Label(g.op, t, what);
+      // Out and Lse as the kernel would see them: in T and in the stats dtype.
+      g.inputs = {{"QKV", qkv},
+                  {"Out", MakeTensor(t, r.out.shape, r.out.values)},
+                  {"Lse", MakeTensor(stats, r.lse.shape, r.lse.values)},
+                  {"Out@GRAD", dout}};
+      g.attrs = attrs;
+      g.expected["QKV@GRAD"] = {
+          t, reference::SelfAttentionGrad(qkv_a, dout_a, cfg.heads, cfg.causal, scale)};
+      SetTolerance(&g, t, 4 * cfg.qkv.dim(1) * head_dim);
+      ScaleAbsoluteTolerance(&g, t);
+      cases->push_back(g);
+    }
+  }
+}
+
 }  // namespace
 
 void AddLayerCases(std::vector<ConformanceCase>* cases) {
@@ -486,6 +559,7 @@ void AddLayerCases(std::vector<ConformanceCase>* cases) {
   AddConv2D(cases);
   AddPool2D(cases);
   AddLayerNorm(cases);
+  AddSelfAttention(cases);
 }
 
 }  // namespace tandem

@@ -33,8 +33,8 @@ OpDesc GradOp(const std::string& type, std::map<std::string, std::vector<std::st
               AttrMap attrs = {},
               const std::map<std::string, std::string>& outputs = {{"Out", "out"}});
 
-// Cases of reshape, transpose, concat, split, dropout, conv2d, pool2d and
-// layer_norm (gradcheck_cases_layers.cc).
+// Cases of reshape, transpose, concat, split, dropout, conv2d, pool2d,
+// layer_norm and self_attention (gradcheck_cases_layers.cc).
 void AddLayerGradCases(std::vector<GradCase>* cases);
 
 // Cases of elementwise_sub/mul/div, relu/sigmoid/tanh, reduce_sum/mean and

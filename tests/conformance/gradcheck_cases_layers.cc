@@ -1,5 +1,5 @@
 // Gradient-check cases of the layout ops (reshape, transpose, concat, split)
-// and the layer ops (dropout, conv2d, pool2d, layer_norm).
+// and the layer ops (dropout, conv2d, pool2d, layer_norm, self_attention).
 #include "absl/strings/str_cat.h"
 #include "framework/testing/tensor_testutil.h"
 #include "tests/conformance/gradcheck_cases.h"
@@ -130,6 +130,18 @@ void AddLayerNormCases(std::vector<GradCase>* cases) {
                     "Y"});
 }
 
+void AddSelfAttentionCases(std::vector<GradCase>* cases) {
+  const std::map<std::string, std::string> outputs = {{"Out", "out"}, {"Lse", "lse"}};
+  cases->push_back(
+      {"self_attention causal, 2 heads",
+       GradOp("self_attention", {{"QKV", {"qkv"}}}, {{"num_heads", int64_t{2}}}, outputs),
+       {{"qkv", Rnd({2, 4, 12}, 270)}}});
+  cases->push_back({"self_attention not causal, scale 0.7",
+                    GradOp("self_attention", {{"QKV", {"qkv"}}},
+                           {{"num_heads", int64_t{1}}, {"causal", false}, {"scale", 0.7}}, outputs),
+                    {{"qkv", Rnd({1, 5, 9}, 271)}}});
+}
+
 }  // namespace
 
 void AddLayerGradCases(std::vector<GradCase>* cases) {
@@ -138,6 +150,7 @@ void AddLayerGradCases(std::vector<GradCase>* cases) {
   AddConvCases(cases);
   AddPoolCases(cases);
   AddLayerNormCases(cases);
+  AddSelfAttentionCases(cases);
 }
 
 }  // namespace tandem

@@ -301,4 +301,109 @@ LayerNormGrads LayerNormGrad(const Array& x, const Array& scale, const Array& dy
   return g;
 }
 
+namespace {
+
+// One (batch, head) of self_attention: Q, K, V as [seq, head_dim] matrices
+// and the probabilities P [seq, seq] (0 above the diagonal when causal).
+struct Head {
+  int64_t seq = 0, dim = 0;
+  std::vector<double> q, k, v, p;
+  double At(const std::vector<double>& m, int64_t r, int64_t c) const { return m[r * dim + c]; }
+};
+
+Head GetHead(const Array& qkv, int64_t b, int64_t h, int64_t heads, bool causal, double scale) {
+  Head hd;
+  hd.seq = qkv.shape.dim(1);
+  const int64_t width = qkv.shape.dim(2) / 3;
+  hd.dim = width / heads;
+  for (int part = 0; part < 3; ++part) {
+    std::vector<double>& m = part == 0 ? hd.q : part == 1 ? hd.k : hd.v;
+    for (int64_t t = 0; t < hd.seq; ++t) {
+      for (int64_t c = 0; c < hd.dim; ++c) {
+        m.push_back(qkv.values[(b * hd.seq + t) * 3 * width + part * width + h * hd.dim + c]);
+      }
+    }
+  }
+  hd.p.assign(hd.seq * hd.seq, 0.0);
+  for (int64_t i = 0; i < hd.seq; ++i) {
+    const int64_t keys = causal ? i + 1 : hd.seq;
+    double max = -INFINITY, sum = 0;
+    std::vector<double> s(keys);
+    for (int64_t j = 0; j < keys; ++j) {
+      for (int64_t c = 0; c < hd.dim; ++c) s[j] += hd.At(hd.q, i, c) * hd.At(hd.k, j, c);
+      s[j] *= scale;
+      max = std::max(max, s[j]);
+    }
+    for (int64_t j = 0; j < keys; ++j) sum += std::exp(s[j] - max);
+    for (int64_t j = 0; j < keys; ++j) hd.p[i * hd.seq + j] = std::exp(s[j] - max) / sum;
+  }
+  return hd;
+}
+
+// The log of row i's sum of exp(scores), from P and the row's scores.
+double RowLse(const Head& hd, int64_t i, double scale) {
+  // p_j = exp(s_j) / sum, so log(sum) = s_0 - log(p_0) for key 0 (always seen).
+  double s0 = 0;
+  for (int64_t c = 0; c < hd.dim; ++c) s0 += hd.At(hd.q, i, c) * hd.At(hd.k, 0, c);
+  return s0 * scale - std::log(hd.p[i * hd.seq]);
+}
+
+}  // namespace
+
+AttentionResult SelfAttention(const Array& qkv, int64_t heads, bool causal, double scale) {
+  const int64_t batch = qkv.shape.dim(0), seq = qkv.shape.dim(1), width = qkv.shape.dim(2) / 3;
+  AttentionResult r{{Shape({batch, seq, width}), std::vector<double>(batch * seq * width)},
+                    {Shape({batch, heads, seq}), std::vector<double>(batch * heads * seq)}};
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t h = 0; h < heads; ++h) {
+      const Head hd = GetHead(qkv, b, h, heads, causal, scale);
+      for (int64_t i = 0; i < seq; ++i) {
+        for (int64_t c = 0; c < hd.dim; ++c) {
+          double o = 0;
+          for (int64_t j = 0; j < seq; ++j) o += hd.p[i * seq + j] * hd.At(hd.v, j, c);
+          r.out.values[(b * seq + i) * width + h * hd.dim + c] = o;
+        }
+        r.lse.values[(b * heads + h) * seq + i] = RowLse(hd, i, scale);
+      }
+    }
+  }
+  return r;
+}
+
+Array SelfAttentionGrad(const Array& qkv, const Array& dout, int64_t heads, bool causal,
+                        double scale) {
+  const int64_t batch = qkv.shape.dim(0), seq = qkv.shape.dim(1), width = qkv.shape.dim(2) / 3;
+  Array dqkv{qkv.shape, std::vector<double>(qkv.values.size())};
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t h = 0; h < heads; ++h) {
+      const Head hd = GetHead(qkv, b, h, heads, causal, scale);
+      auto grad = [&](int part, int64_t t, int64_t c) -> double& {
+        return dqkv.values[(b * seq + t) * 3 * width + part * width + h * hd.dim + c];
+      };
+      auto d_out = [&](int64_t t, int64_t c) {
+        return dout.values[(b * seq + t) * width + h * hd.dim + c];
+      };
+      for (int64_t i = 0; i < seq; ++i) {
+        // dP_ij = dO_i . v_j, then the softmax Jacobian row by row.
+        std::vector<double> dp(seq, 0.0);
+        double weighted = 0;
+        for (int64_t j = 0; j < seq; ++j) {
+          for (int64_t c = 0; c < hd.dim; ++c) dp[j] += d_out(i, c) * hd.At(hd.v, j, c);
+          weighted += hd.p[i * seq + j] * dp[j];
+        }
+        for (int64_t j = 0; j < seq; ++j) {
+          const double p = hd.p[i * seq + j];
+          const double ds = p * (dp[j] - weighted) * scale;
+          for (int64_t c = 0; c < hd.dim; ++c) {
+            grad(2, j, c) += p * d_out(i, c);
+            grad(0, i, c) += ds * hd.At(hd.k, j, c);
+            grad(1, j, c) += ds * hd.At(hd.q, i, c);
+          }
+        }
+      }
+    }
+  }
+  return dqkv;
+}
+
 }  // namespace tandem::reference

@@ -1,5 +1,5 @@
 // Float64 references of the layout ops (transpose, concat, split) and the
-// layer ops (dropout, conv2d, pool2d, layer_norm), written independently
+// layer ops (dropout, conv2d, pool2d, layer_norm, self_attention), written independently
 // of every backend and of the ops' shape functions: plain loops over
 // multi-indices and windows, no shared code with kernels. Test-only.
 //
@@ -63,6 +63,18 @@ struct LayerNormGrads {
 };
 LayerNormGrads LayerNormGrad(const Array& x, const Array& scale, const Array& dy, int axis,
                              double epsilon);
+
+// self_attention of qkv [batch, seq, 3 * width] with `heads` heads and the
+// given `scale`: the [seq, seq] score and probability matrices of every
+// (batch, head) written out. {Out, Lse}.
+struct AttentionResult {
+  Array out, lse;
+};
+AttentionResult SelfAttention(const Array& qkv, int64_t heads, bool causal, double scale);
+// QKV@GRAD from Out@GRAD through the softmax's Jacobian (dS = P * (dP -
+// rowsum(P * dP))), with P from the exact forward.
+Array SelfAttentionGrad(const Array& qkv, const Array& dout, int64_t heads, bool causal,
+                        double scale);
 
 }  // namespace tandem::reference
 

@@ -204,6 +204,28 @@ TEST_P(KernelSemantics, LayerErrorsNameOpArgumentAndShapes) {
              {{"Mask", {Var<float>({2}, {1, 0})}}, {"Out@GRAD", {Var<float>({2}, {1, 2})}}}),
       StatusIs(absl::StatusCode::kInvalidArgument,
                "op 'dropout_grad': Mask is float32[2], expected bool[2]"));
+  const Variable qkv = Var<float>({1, 2, 6}, std::vector<float>(12, 0.5f));
+  EXPECT_THAT(
+      RunAll(GetParam(), Op("self_attention", {{"num_heads", int64_t{4}}}), {{"QKV", {qkv}}}),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "op 'self_attention': QKV [1, 2, 6]: the last dim must be 3 * width with "
+               "width a positive multiple of num_heads 4, got 6"));
+  EXPECT_THAT(RunAll(GetParam(), Op("self_attention", {{"scale", -1.0}}), {{"QKV", {qkv}}}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "op 'self_attention': scale must be finite and >= 0 (0: 1 / sqrt(head "
+                       "dim)), got -1"));
+  EXPECT_THAT(
+      RunAll(GetParam(), Op("self_attention"), {{"QKV", {Var<float>({6}, {1, 2, 3, 4, 5, 6})}}}),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "op 'self_attention': QKV must be [batch, seq, 3 * width], got [6]"));
+  EXPECT_THAT(RunAll(GetParam(), Op("self_attention_grad"),
+                     {{"QKV", {qkv}},
+                      {"Out", {Var<float>({1, 2, 2}, {1, 1, 1, 1})}},
+                      {"Lse", {Var<float>({1, 1, 2}, {0, 0})}},
+                      {"Out@GRAD", {Var<float>({1, 2, 3}, {1, 1, 1, 1, 1, 1})}}}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "op 'self_attention_grad': Out@GRAD is float32[1, 2, 3], expected "
+                       "float32[1, 2, 2]"));
 }
 
 }  // namespace
