@@ -189,6 +189,25 @@ absl::Status RunGemmStrided(KernelContext* ctx, const Gemm& g, DataType dtype, v
   });
 }
 
+absl::Status RunGemmStridedWide(KernelContext* ctx, const Gemm& g, DataType dtype, void* c,
+                                int64_t stride_c) {
+  if (!IsLowPrecisionFloat(dtype)) return RunGemmStrided(ctx, g, dtype, c, stride_c);
+  if (g.sum_batches || g.k == 0) {
+    return absl::InternalError(absl::StrCat(
+        "op '", ctx->op().type, "': RunGemmStridedWide needs k > 0 and no sum over the batch"));
+  }
+  if (g.m * g.n == 0 || g.batch == 0) return absl::OkStatus();
+  return Dispatch16BitFloat(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    return CudaDeviceOf(ctx->device())
+        ->WithCublas(ctx->stream(), [&](cublasHandle_t h) -> absl::Status {
+          CUBLAS_RETURN_IF_ERROR(
+              (GemmStridedBatchedEx<T, float>(h, g, static_cast<float*>(c), stride_c)));
+          return absl::OkStatus();
+        });
+  });
+}
+
 absl::Status RunFlatMatmul(KernelContext* ctx, const Tensor& x, const Tensor& y, int64_t m,
                            int64_t k, int64_t n, Tensor* out) {
   Gemm g;

@@ -62,6 +62,12 @@ int64_t RunGemmScratchBytes(Gemm g, DataType dtype);
 absl::Status RunGemmStrided(KernelContext* ctx, const Gemm& g, DataType dtype, void* c,
                             int64_t stride_c);
 
+// As RunGemmStrided with A and B of `dtype` and C of its compute type:
+// float32 for the 16-bit types (their float32 sums kept, not rounded to 16
+// bits; self_attention's scores), `dtype` otherwise.
+absl::Status RunGemmStridedWide(KernelContext* ctx, const Gemm& g, DataType dtype, void* c,
+                                int64_t stride_c);
+
 // The flattened products of mul and fc (backends/common/flat_matmul.h), all
 // row-major of one dtype: out [m, n] = x [m, k] * y [k, n].
 absl::Status RunFlatMatmul(KernelContext* ctx, const Tensor& x, const Tensor& y, int64_t m,

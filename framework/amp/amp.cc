@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "framework/base/status_macros.h"
+#include "framework/op/op_schema.h"
 
 namespace tandem {
 namespace {
@@ -155,9 +156,14 @@ class AmpRewriter {
       }
     }
     std::vector<std::pair<std::string, std::string>> produced;  // float32 name, twin
+    const std::map<std::string, DataType> inferred = InferredOutputDtypes(low);
     for (auto& [arg, names] : low.outputs) {
       for (std::string& name : names) {
         if (DtypeOf(name) != DataType::kFloat32) continue;
+        // An output the op keeps in float32 with 16-bit inputs (statistics
+        // such as self_attention's Lse) stays as it is.
+        auto kept = inferred.find(name);
+        if (kept != inferred.end() && kept->second == DataType::kFloat32) continue;
         const std::string twin = DeclareTwin(name);
         produced.emplace_back(name, twin);
         name = twin;
@@ -168,6 +174,32 @@ class AmpRewriter {
       if (NeedsFloat32(i, name)) out->push_back(CastOp(twin, name, DataType::kFloat32, op));
       low_of_[name] = twin;
     }
+  }
+
+  // The dtype op `low` (its inputs already rewritten) gives each output
+  // variable, by its schema's shape inference; empty when it cannot tell.
+  std::map<std::string, DataType> InferredOutputDtypes(const OpDesc& low) const {
+    std::map<std::string, DataType> dtypes;
+    absl::StatusOr<const OpSchema*> schema = OpRegistry::Global().Find(low.type);
+    if (!schema.ok() || !(*schema)->infer_shape()) return dtypes;
+    std::map<std::string, std::vector<TensorMeta>> metas;
+    for (const auto& [arg, names] : low.inputs) {
+      for (const std::string& name : names) {
+        const VarDesc* d = block_->FindVar(name);
+        if (d == nullptr) return dtypes;
+        metas[arg].push_back(TensorMeta{d->dtype, d->shape, d->kind == VarKind::kSelectedRows});
+      }
+    }
+    InferShapeContext ctx(low, std::move(metas));
+    if (!(*schema)->infer_shape()(&ctx).ok()) return dtypes;
+    for (const auto& [arg, names] : low.outputs) {
+      auto it = ctx.outputs().find(arg);
+      if (it == ctx.outputs().end()) continue;
+      for (size_t k = 0; k < names.size() && k < it->second.size(); ++k) {
+        dtypes[names[k]] = it->second[k].dtype;
+      }
+    }
+    return dtypes;
   }
 
   const AmpOptions& options_;
@@ -181,7 +213,8 @@ class AmpRewriter {
 }  // namespace
 
 const std::set<std::string>& DefaultAmpAllowList() {
-  static const auto* allow = new std::set<std::string>{"mul", "matmul", "fc", "conv2d"};
+  static const auto* allow =
+      new std::set<std::string>{"mul", "matmul", "fc", "conv2d", "self_attention"};
   return *allow;
 }
 

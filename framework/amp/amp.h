@@ -1,6 +1,6 @@
 // Automatic mixed precision as a rewrite of the forward program: the ops on
-// an allow list (the products: mul, matmul, fc, conv2d) compute in bfloat16
-// or float16, every other op stays in float32.
+// an allow list (the products: mul, matmul, fc, conv2d, self_attention)
+// compute in bfloat16 or float16, every other op stays in float32.
 //
 //   ProgramBuilder b;
 //   ... build the forward program and its loss ...
@@ -12,7 +12,9 @@
 // input `v` is replaced by its low-precision twin "v.cast_bfloat16" (a cast
 // op inserted before the first op that reads it, then shared: one cast per
 // variable and dtype), and every output `o` is written as
-// "o.cast_bfloat16" and cast back to `o` in float32 right after, so the
+// "o.cast_bfloat16" and cast back to `o` in float32 right after (an output
+// the op's schema keeps in float32 for 16-bit inputs, such as
+// self_attention's Lse, stays as it is), so the
 // ops that are not on the list read float32 as before, while a following
 // allow-listed op reads the low-precision output directly (no round trip).
 // The cast back is left out when only 16-bit ops read `o` (fetch

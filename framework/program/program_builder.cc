@@ -637,4 +637,18 @@ Var ProgramBuilder::LayerNorm(Var x, int64_t begin_norm_axis, double epsilon, bo
   return out.at("Y")[0];
 }
 
+Var ProgramBuilder::SelfAttention(Var qkv, int64_t num_heads, bool causal, double scale) {
+  if (!status_.ok()) return {};
+  if (!qkv.valid()) {
+    RecordError(absl::InvalidArgumentError("op 'self_attention': input 'QKV' is an invalid Var"));
+    return {};
+  }
+  auto out =
+      AppendOp("self_attention", {{"QKV", {qkv}}},
+               {{"num_heads", num_heads}, {"causal", causal}, {"scale", scale}}, {"Out", "Lse"});
+  if (out.empty()) return {};
+  main_.block().FindVar(out.at("Lse")[0].name)->stop_gradient = true;
+  return out.at("Out")[0];
+}
+
 }  // namespace tandem

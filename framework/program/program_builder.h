@@ -232,6 +232,12 @@ class ProgramBuilder {
   // defaults to a fresh "layer_norm_<n>".
   Var LayerNorm(Var x, int64_t begin_norm_axis = 1, double epsilon = 1e-5, bool scale = true,
                 bool shift = true, const std::string& name = "");
+  // Multi-head self-attention of qkv [batch, seq, 3 * width] (the query,
+  // key and value projections side by side, e.g. one Fc of width 3 * width)
+  // with `num_heads` heads: returns Out [batch, seq, width]; the saved
+  // log-sum-exp (self_attention's Lse) is stop_gradient. scale 0: 1 /
+  // sqrt(width / num_heads).
+  Var SelfAttention(Var qkv, int64_t num_heads, bool causal = true, double scale = 0);
 
   // Records `error` as the sticky status if none is recorded yet.
   void RecordError(absl::Status error);

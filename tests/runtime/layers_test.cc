@@ -2,7 +2,9 @@
 // through every gradient, training on cpu and sim, dropout masks per step,
 // reshape's shared buffer and the builder's errors.
 #include <cmath>
+#include <optional>
 
+#include "framework/amp/amp.h"
 #include "framework/backward/optimizer.h"
 #include "framework/device/device_registry.h"
 #include "framework/kernel/eager.h"
@@ -104,6 +106,133 @@ TEST(Layers, SmallCnnTrainsAlikeOnCpuAndSim) {
   double kept = 0;
   for (double m : cpu.masks[0]) kept += m;
   EXPECT_NEAR(kept / cpu.masks[0].size(), 0.75, 0.1);
+}
+
+// Attention that must look one token back: token t holds a value and its
+// position one-hot; its label is the value of token t - 1 (0 for the first
+// token).
+struct CopyBackTask {
+  static constexpr int64_t kBatch = 8, kSeq = 6, kFeatures = 1 + kSeq;
+  Var out, loss;
+
+  explicit CopyBackTask(ProgramBuilder* b) {
+    Var x = b->Data("x", DataType::kFloat32, Shape({kBatch, kSeq, kFeatures}));
+    Var label = b->Data("label", DataType::kFloat32, Shape({kBatch, kSeq, 1}));
+    Var qkv = b->Fc(x, 3 * 8, /*in_num_col_dims=*/2, true, "qkv", Initializer::XavierUniform(31));
+    out = b->SelfAttention(qkv, /*num_heads=*/2);
+    Var pred = b->Fc(out, 1, 2, true, "head", Initializer::XavierUniform(32));
+    loss = b->Mean(b->SquareErrorCost(pred, label));
+  }
+
+  static FeedMap Feeds(uint64_t seed) {
+    const std::vector<double> values =
+        ToDoubles(RandomTensor(DataType::kFloat32, Shape({kBatch, kSeq}), seed));
+    std::vector<double> x(kBatch * kSeq * kFeatures, 0.0), label(kBatch * kSeq, 0.0);
+    for (int64_t b = 0; b < kBatch; ++b) {
+      for (int64_t t = 0; t < kSeq; ++t) {
+        x[(b * kSeq + t) * kFeatures] = values[b * kSeq + t];
+        x[(b * kSeq + t) * kFeatures + 1 + t] = 1;
+        if (t > 0) label[b * kSeq + t] = values[b * kSeq + t - 1];
+      }
+    }
+    return {{"x", MakeTensor(DataType::kFloat32, Shape({kBatch, kSeq, kFeatures}), x)},
+            {"label", MakeTensor(DataType::kFloat32, Shape({kBatch, kSeq, 1}), label)}};
+  }
+};
+
+std::vector<double> TrainCopyBack(const Place& place, int steps,
+                                  std::optional<DataType> amp = std::nullopt) {
+  ProgramBuilder b;
+  CopyBackTask task(&b);
+  if (amp.has_value()) {
+    EXPECT_OK(ApplyAmp(AmpOptions{*amp}, &b.main_program()).status());
+  }
+  EXPECT_OK(Adam(0.02).Minimize(&b, task.loss));
+  EXPECT_OK(b.status());
+  Executor exe(place);
+  Scope scope;
+  EXPECT_OK(exe.Run(b.startup_program(), &scope).status());
+  absl::StatusOr<std::unique_ptr<Plan>> plan =
+      exe.Prepare(b.main_program(), scope, {"x", "label"}, {task.loss.name});
+  EXPECT_OK(plan.status());
+  std::vector<double> losses;
+  if (!plan.ok()) return losses;
+  for (int i = 0; i < steps; ++i) {
+    absl::StatusOr<std::vector<Tensor>> out =
+        exe.Run(plan->get(), &scope, CopyBackTask::Feeds(100 + i % 8));
+    EXPECT_OK(out.status());
+    if (!out.ok()) break;
+    losses.push_back(ToDoubles((*out)[0])[0]);
+  }
+  return losses;
+}
+
+TEST(Layers, SelfAttentionLearnsToLookBackAlikeOnCpuAndSim) {
+  const int steps = 200;
+  const std::vector<double> cpu = TrainCopyBack(CPUPlace(), steps);
+  const std::vector<double> sim = TrainCopyBack(kSim0, steps);
+  ASSERT_EQ(cpu.size(), static_cast<size_t>(steps));
+  ASSERT_EQ(sim.size(), static_cast<size_t>(steps));
+  // The first features are uniform in [-1, 1): predicting 0 leaves about 1/3.
+  EXPECT_LT(cpu.back(), 0.25 * cpu.front());
+  for (int i = 0; i < steps; i += 20) {
+    EXPECT_NEAR(cpu[i], sim[i], 1e-3 * cpu[0]) << "step " << i;
+  }
+}
+
+TEST(Layers, SelfAttentionRunsInBfloat16UnderAmpWithFloat32Statistics) {
+  ProgramBuilder b;
+  CopyBackTask task(&b);
+  ASSERT_OK(ApplyAmp(AmpOptions{DataType::kBFloat16}, &b.main_program()).status());
+  int found = 0;
+  for (const OpDesc& op : b.main_program().block().ops()) {
+    if (op.type != "self_attention") continue;
+    ++found;
+    const Block& block = b.main_program().block();
+    EXPECT_EQ(block.FindVar(op.Input("QKV"))->dtype, DataType::kBFloat16);
+    EXPECT_EQ(block.FindVar(op.Output("Out"))->dtype, DataType::kBFloat16);
+    EXPECT_EQ(block.FindVar(op.Output("Lse"))->dtype, DataType::kFloat32);
+  }
+  EXPECT_EQ(found, 1);
+  const std::vector<double> losses = TrainCopyBack(CPUPlace(), 200, DataType::kBFloat16);
+  ASSERT_EQ(losses.size(), 200u);
+  EXPECT_LT(losses.back(), 0.25 * losses.front());
+}
+
+TEST(Layers, CausalSelfAttentionIgnoresLaterTokens) {
+  ProgramBuilder b;
+  CopyBackTask task(&b);
+  ASSERT_OK(b.status());
+  Executor exe(CPUPlace());
+  Scope scope;
+  ASSERT_OK(exe.Run(b.startup_program(), &scope).status());
+  ASSERT_OK_AND_ASSIGN(auto plan,
+                       exe.Prepare(b.main_program(), scope, {"x", "label"}, {task.out.name}));
+  FeedMap feeds = CopyBackTask::Feeds(7);
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> before, exe.Run(plan.get(), &scope, feeds));
+  // Change the last token of every sequence.
+  std::vector<double> xs = ToDoubles(feeds["x"]);
+  constexpr int64_t kRow = CopyBackTask::kSeq * CopyBackTask::kFeatures;
+  for (int64_t b = 0; b < CopyBackTask::kBatch; ++b) {
+    for (int64_t f = 0; f < CopyBackTask::kFeatures; ++f) xs[b * kRow + kRow - 1 - f] += 5;
+  }
+  feeds["x"] = MakeTensor(DataType::kFloat32, feeds["x"].shape(), xs);
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> after, exe.Run(plan.get(), &scope, feeds));
+  const std::vector<double> a = ToDoubles(before[0]), c = ToDoubles(after[0]);
+  ASSERT_EQ(a.size(), static_cast<size_t>(CopyBackTask::kBatch * CopyBackTask::kSeq * 8));
+  constexpr int64_t kOutRow = CopyBackTask::kSeq * 8;
+  int changed_rows = 0;
+  for (int64_t b = 0; b < CopyBackTask::kBatch; ++b) {
+    for (int64_t i = 0; i < kOutRow; ++i) {
+      const int64_t k = b * kOutRow + i;
+      if (i < kOutRow - 8) {
+        EXPECT_EQ(a[k], c[k]) << "batch " << b << " element " << i;
+      } else {
+        changed_rows += a[k] != c[k];
+      }
+    }
+  }
+  EXPECT_GT(changed_rows, CopyBackTask::kBatch);  // the last token does see itself
 }
 
 TEST(Layers, ReshapeSharesTheBuffer) {
