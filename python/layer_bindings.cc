@@ -121,6 +121,13 @@ void DefActivations(py::module_& m) {
       +[](ProgramBuilder* b, Str x, bool approximate) { return b->Gelu({x}, approximate).name; },
       "x * Phi(x); approximate: the tanh form", py::arg("x"), py::arg("approximate"));
   DefLayer(
+      m, "self_attention",
+      +[](ProgramBuilder* b, Str qkv, int64_t num_heads, bool causal, double scale) {
+        return b->SelfAttention({qkv}, num_heads, causal, scale).name;
+      },
+      "multi-head self-attention of packed [batch, seq, 3 * width] projections",
+      py::arg("qkv"), py::arg("num_heads"), py::arg("causal"), py::arg("scale"));
+  DefLayer(
       m, "softmax",
       +[](ProgramBuilder* b, Str x, int64_t axis) { return b->Softmax({x}, axis).name; },
       "softmax over `axis`", py::arg("x"), py::arg("axis"));

@@ -23,7 +23,7 @@ __all__ = [
     "data", "fill_constant", "create_parameter", "create_global_var", "embedding",
     "lookup_table", "fc", "conv2d", "pool2d", "layer_norm", "dropout", "l2_normalize",
     "square_error_cost", "mean", "softmax_with_cross_entropy", "accuracy", "relu", "sigmoid",
-    "tanh", "gelu", "softmax", "elementwise_add", "elementwise_sub", "elementwise_mul",
+    "tanh", "gelu", "softmax", "self_attention", "elementwise_add", "elementwise_sub", "elementwise_mul",
     "elementwise_div", "matmul", "mul", "scale", "cast", "reduce_sum", "reduce_mean", "shape",
     "slice", "crop_tensor", "reshape", "transpose", "concat", "split", "append_op",
 ]
@@ -223,6 +223,18 @@ def gelu(x, approximate=False, name=None):
     """x * Phi(x), Phi the standard normal CDF (Paddle's ``fluid.layers.gelu``);
     ``approximate=True``: the tanh form 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))."""
     return _var(_L.gelu(_target(), _name(x, "x"), bool(approximate)))
+
+
+def self_attention(qkv, num_heads, causal=True, scale=0.0, name=None):
+    """Multi-head scaled dot-product self-attention (Tandem's fused op; Paddle
+    1.8 has no single-op equivalent). ``qkv`` [batch, seq, 3 * width] holds the
+    query, key and value projections side by side (e.g. ``fc(x, 3 * width,
+    num_flatten_dims=2)``); head h of each is its columns [h * d, (h + 1) * d),
+    d = width / num_heads. With ``causal``, token i attends to tokens 0..i.
+    ``scale`` multiplies the scores (0: 1 / sqrt(d)). Returns [batch, seq,
+    width]. Only per-row softmax statistics are kept for the gradient."""
+    return _var(_L.self_attention(_target(), _name(qkv, "qkv"), int(num_heads), bool(causal),
+                                  float(scale)))
 
 
 def softmax(input, axis=-1, name=None):

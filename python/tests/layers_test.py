@@ -107,6 +107,31 @@ class ActivationTest(LayerCase):
                                  gelu(x), gelu_tanh, gelu(x @ w + bias)],
                    params={"f.w_0": w, "f.b_0": bias, "g.w_0": w, "g.b_0": bias})
 
+    def test_self_attention(self):
+        qkv = rand(2, 5, 12, seed=10)
+
+        def b():
+            x = tandem.data("qkv", [2, 5, 12])
+            return [L.self_attention(x, num_heads=2),
+                    L.self_attention(x, num_heads=1, causal=False, scale=0.5)]
+
+        def attention(heads, causal, scale):
+            width = qkv.shape[-1] // 3
+            d = width // heads
+            out = np.zeros((2, 5, width))
+            for h in range(heads):
+                q, k, v = (qkv[..., p * width + h * d:p * width + (h + 1) * d].astype(np.float64)
+                           for p in range(3))
+                s = scale * q @ k.transpose(0, 2, 1)
+                if causal:
+                    s = np.where(np.tril(np.ones((5, 5))) > 0, s, -np.inf)
+                p_ = np.exp(s - s.max(-1, keepdims=True))
+                out[..., h * d:(h + 1) * d] = (p_ / p_.sum(-1, keepdims=True)) @ v
+            return out.astype(np.float32)
+
+        self.check(b, {"qkv": qkv}, [attention(2, True, 1 / math.sqrt(2)),
+                                      attention(1, False, 0.5)])
+
     def test_reductions(self):
         def b():
             x = tandem.data("x", [3, 5])
