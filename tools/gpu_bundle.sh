@@ -12,7 +12,7 @@
 # Libraries the GPU machine has (glibc, libstdc++, the CUDA runtime, cuBLAS
 # and NCCL: the toolkit's or PyTorch's wheel's, see gpu_env.sh; libnccl is
 # about 200 MB, past the device tool's limit) are not packed; everything else ldd lists is, and Debian's
-# Fashion-MNIST files when they are installed here.
+# Fashion-MNIST files and fortunes corpus when they are installed here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -68,6 +68,13 @@ done
 # Fashion-MNIST (30 MB of .gz files, packed as they are) for the trainers; gpu_env.sh links it.
 fmnist=/usr/share/datasets/fashion-mnist
 if [[ -d "$fmnist" ]]; then cp -r "$fmnist" .bundle/tandem/fashion-mnist; fi
+# The GPT example's corpus (Debian's fortunes, about 1 MB packed): the text
+# files only, no symbolic links or indexes.
+fortunes=/usr/share/games/fortunes
+if [[ -d "$fortunes" ]]; then
+  mkdir -p .bundle/tandem/fortunes
+  find "$fortunes" -maxdepth 1 -type f ! -name '*.dat' -exec cp {} .bundle/tandem/fortunes/ \;
+fi
 XZ_OPT=-9 tar -C .bundle -cJf .bundle/tandem.tar.xz tandem
 rm -rf .bundle/tandem
 echo "bundle: $(du -h .bundle/tandem.tar.xz | cut -f1) in .bundle/tandem.tar.xz," \

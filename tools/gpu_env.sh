@@ -5,8 +5,9 @@
 #
 #   source tools/gpu_env.sh && /tmp/tandem/bin/benchmarks_tandem_benchmark
 #
-# The bundle's copy of Fashion-MNIST is linked where Debian's package puts it
-# (/usr/share/datasets/fashion-mnist) when the machine lacks it.
+# The bundle's copies of Fashion-MNIST and of the fortunes corpus are linked
+# where Debian's packages put them (/usr/share/datasets/fashion-mnist,
+# /usr/share/games/fortunes) when the machine lacks them.
 _tandem_here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 _tandem_bundle="$_tandem_here/tandem.tar.xz"
 [[ -f "$_tandem_bundle" ]] || _tandem_bundle="$_tandem_here/../.bundle/tandem.tar.xz"
@@ -15,6 +16,9 @@ if [[ ! -f /tmp/tandem/.unpacked || "$_tandem_bundle" -nt /tmp/tandem/.unpacked 
 fi
 if [[ -d /tmp/tandem/fashion-mnist && ! -e /usr/share/datasets/fashion-mnist ]]; then
   mkdir -p /usr/share/datasets && ln -s /tmp/tandem/fashion-mnist /usr/share/datasets/fashion-mnist
+fi
+if [[ -d /tmp/tandem/fortunes && ! -e /usr/share/games/fortunes ]]; then
+  mkdir -p /usr/share/games && ln -s /tmp/tandem/fortunes /usr/share/games/fortunes
 fi
 _pip_cublas=$(python3 -c 'import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], "lib"))' 2>/dev/null || true)
 _pip_cudart=$(python3 -c 'import nvidia.cuda_runtime, os; print(os.path.join(list(nvidia.cuda_runtime.__path__)[0], "lib"))' 2>/dev/null || true)

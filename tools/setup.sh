@@ -21,6 +21,7 @@ PACKAGES=(
   zlib1g-dev            # gzip-compressed IDX files (//data), checkpoint CRC-32
   nlohmann-json3-dev    # JSON parser and writer behind framework/base/json.h (header-only)
   dataset-fashion-mnist # Fashion-MNIST in /usr/share/datasets/fashion-mnist (//data tests, examples)
+  fortunes              # English text in /usr/share/games/fortunes: the GPT example's corpus
   python3-dev           # the Python headers //python (import tandem) is built against
   python3-numpy         # numpy, which the Python tests and examples use
   pybind11-dev          # pybind11 2.10 (header-only), the binding library of //python
