@@ -48,6 +48,17 @@ loss200() { grep -oP '^step 200/200  loss [0-9.]+|^step 200  validation loss [0-
 out=$("$bin" $small --place=cpu --steps=200 --amp=bf16)
 check "bf16 loss falls" 'b < a - 0.8 && b < 3.4' "$(first_loss "$out")" "$(last_loss "$out")"
 
+# Optimizer offload: the same losses as the run that keeps Adam on the device.
+on_device=$("$bin" $small --place=sim:0 --steps=100 --amp=bf16)
+offloaded=$("$bin" $small --place=sim:0 --steps=100 --amp=bf16 --offload=optimizer --print_placement)
+grep -q "optimizer offloaded to the cpu" <<<"$offloaded" || { echo "FAILED: no offload"; exit 1; }
+grep -qE "adam +cpu +param" <<<"$offloaded" || { echo "FAILED: adam not on the cpu"; exit 1; }
+losses() { grep -oP '^step \d+/\d+  loss [0-9.]+|validation loss [0-9.]+' <<<"$1"; }
+[[ -n "$(losses "$on_device")" && "$(losses "$on_device")" == "$(losses "$offloaded")" ]] ||
+  { echo "FAILED: offload changed the losses"; exit 1; }
+if "$bin" $small --steps=1 --offload=optimizer 2> "$tmp/err"; then echo "FAILED: no error"; exit 1; fi
+grep -q "needs --amp" "$tmp/err" || { echo "FAILED: $(cat "$tmp/err")"; exit 1; }
+
 if "$bin" --corpus=/no/such/file --steps=1 2> "$tmp/err"; then echo "FAILED: no error"; exit 1; fi
 grep -q "does not exist" "$tmp/err" || { echo "FAILED: $(cat "$tmp/err")"; exit 1; }
 printf 'abc\0def' > "$tmp/binary"

@@ -77,10 +77,17 @@ RuleResult CastAtSourceRule(const OpDesc& op, int index, const PlacementContext&
     return std::nullopt;
   }
   std::optional<std::pair<Place, int>> writer = ctx.Writer(in->name);
-  if (!writer.has_value()) return std::nullopt;
-  return PlaceDecision{writer->first, PlacementCause::kCastAtSource,
-                       absl::StrCat("to ", DataTypeName(out->dtype), " where #", writer->second,
-                                    " produced '", in->name, "'")};
+  if (writer.has_value()) {
+    return PlaceDecision{writer->first, PlacementCause::kCastAtSource,
+                         absl::StrCat("to ", DataTypeName(out->dtype), " where #", writer->second,
+                                      " produced '", in->name, "'")};
+  }
+  // A persistable nothing here wrote (a parameter): where it lives.
+  auto lives = ctx.options().initial_places.find(in->name);
+  if (!in->persistable || lives == ctx.options().initial_places.end()) return std::nullopt;
+  return PlaceDecision{
+      lives->second, PlacementCause::kCastAtSource,
+      absl::StrCat("to ", DataTypeName(out->dtype), " where '", in->name, "' lives")};
 }
 
 RuleResult GuardRule(const OpDesc& op, int index, const PlacementContext& ctx) {
@@ -122,15 +129,19 @@ RuleResult GradSumRule(const OpDesc& op, int index, const PlacementContext& ctx)
 RuleResult ParamRule(const OpDesc& op, int index, const PlacementContext& ctx) {
   if (!Unpinned(op) || op.origin.kind != OpOrigin::Kind::kUpdateOf) return std::nullopt;
   const std::string& param = op.origin.var;
-  if (std::optional<std::pair<Place, int>> reader = ctx.FirstReader(param)) {
+  auto lives = ctx.options().initial_places.find(param);
+  const bool on_host = lives != ctx.options().initial_places.end() && lives->second.is_host();
+  std::optional<std::pair<Place, int>> reader = ctx.FirstReader(param);
+  if (reader.has_value() && !(on_host && reader->first != lives->second)) {
     const OpDesc& r = ctx.program().block().ops()[reader->second];
     return PlaceDecision{
         reader->first, PlacementCause::kParam,
         absl::StrCat("where '", param, "' is read ('", r.type, "' #", reader->second, ")")};
   }
-  auto it = ctx.options().initial_places.find(param);
-  if (it == ctx.options().initial_places.end()) return std::nullopt;
-  return PlaceDecision{it->second, PlacementCause::kParam,
+  // Kept on the host and read on a device (optimizer offload): the
+  // gradient comes down, the parameter and its state stay.
+  if (lives == ctx.options().initial_places.end()) return std::nullopt;
+  return PlaceDecision{lives->second, PlacementCause::kParam,
                        absl::StrCat("where '", param, "' lives")};
 }
 

@@ -74,8 +74,10 @@ const std::vector<NamedPlacementRule>& PlacementRules();
 // narrows its input (float32 to bfloat16, say) runs where that input was
 // produced, whatever its consumer's device_guard: a value crossing places
 // then moves in 16 bits, and the backward of that cast (placed with it)
-// brings the gradient back in 16 bits too. An input nothing in the program
-// wrote (a feed, a parameter) leaves the decision to the later rules.
+// brings the gradient back in 16 bits too. A persistable input nothing in
+// the program wrote (a parameter) is cast where it lives (its place at
+// Prepare): parameters kept on the host (ProgramBuilder::parameters_on) go
+// to a device in 16 bits. A feed leaves the decision to the later rules.
 absl::StatusOr<std::optional<PlaceDecision>> CastAtSourceRule(const OpDesc& op, int index,
                                                               const PlacementContext& ctx);
 absl::StatusOr<std::optional<PlaceDecision>> GuardRule(const OpDesc& op, int index,

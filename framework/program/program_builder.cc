@@ -20,26 +20,35 @@ int64_t DefaultSeed(absl::string_view name) {
 }
 
 ProgramBuilder::DeviceGuardScope::DeviceGuardScope(DeviceGuardScope&& other) noexcept
-    : builder_(other.builder_), previous_(std::move(other.previous_)) {
-  other.builder_ = nullptr;
+    : slot_(other.slot_), previous_(std::move(other.previous_)) {
+  other.slot_ = nullptr;
 }
 
 ProgramBuilder::DeviceGuardScope::~DeviceGuardScope() {
-  if (builder_ != nullptr) builder_->device_ = previous_;
+  if (slot_ != nullptr) *slot_ = previous_;
 }
 
-ProgramBuilder::DeviceGuardScope ProgramBuilder::device_guard(absl::string_view device) {
-  std::string previous = device_;
+ProgramBuilder::DeviceGuardScope ProgramBuilder::SetDevice(absl::string_view what,
+                                                           absl::string_view device,
+                                                           std::string* slot) {
+  std::string previous = *slot;
   if (!device.empty()) {
     absl::StatusOr<Place> place = ParsePlace(device);
     if (!place.ok()) {
-      RecordError(
-          absl::InvalidArgumentError(absl::StrCat("device_guard: ", place.status().message())));
-      return DeviceGuardScope(this, previous);
+      RecordError(absl::InvalidArgumentError(absl::StrCat(what, ": ", place.status().message())));
+      return DeviceGuardScope(slot, previous);
     }
   }
-  device_ = std::string(device);
-  return DeviceGuardScope(this, previous);
+  *slot = std::string(device);
+  return DeviceGuardScope(slot, previous);
+}
+
+ProgramBuilder::DeviceGuardScope ProgramBuilder::device_guard(absl::string_view device) {
+  return SetDevice("device_guard", device, &device_);
+}
+
+ProgramBuilder::DeviceGuardScope ProgramBuilder::parameters_on(absl::string_view device) {
+  return SetDevice("parameters_on", device, &parameter_device_);
 }
 
 ProgramBuilder::TransferPolicyScope::TransferPolicyScope(TransferPolicyScope&& other) noexcept
@@ -100,12 +109,12 @@ std::pair<int64_t, int64_t> Fans(const Shape& shape) {
 }  // namespace
 
 void ProgramBuilder::AppendInitOp(const std::string& var, DataType dtype, const Shape& shape,
-                                  const Initializer& init) {
+                                  const Initializer& init, const std::string& device) {
   OpDesc op;
   op.outputs["Out"] = {var};
   op.attrs["shape"] = shape.ToVector();
   op.attrs["dtype"] = dtype;
-  op.op_device = device_;
+  op.op_device = device;
   const auto [fan_in, fan_out] = Fans(shape);
   const double fan_sum = std::max<double>(1, fan_in + fan_out);  // an empty shape: no values
   switch (init.kind) {
@@ -154,7 +163,7 @@ Var ProgramBuilder::CreateParameter(const std::string& name, DataType dtype, con
   v.persistable = true;
   v.is_parameter = true;
   if (!DeclarePersistable(v, "parameter")) return {};
-  AppendInitOp(name, dtype, shape, init);
+  AppendInitOp(name, dtype, shape, init, parameter_device_.empty() ? device_ : parameter_device_);
   return {name};
 }
 
@@ -189,7 +198,7 @@ Var ProgramBuilder::CreatePersistableConstant(const std::string& name, DataType 
   v.persistable = true;
   v.stop_gradient = true;
   if (!DeclarePersistable(v, "persistable constant")) return {};
-  AppendInitOp(name, dtype, shape, Initializer::Constant(value));
+  AppendInitOp(name, dtype, shape, Initializer::Constant(value), device_);
   return {name};
 }
 

@@ -86,7 +86,8 @@ class ProgramBuilder {
   Program& main_program() { return main_; }
   Program& startup_program() { return startup_; }
 
-  // Places every op built while it lives; scopes nest, the innermost wins,
+  // Places every op built while it lives (device_guard), or every parameter
+  // created while it lives (parameters_on); scopes nest, the innermost wins,
   // and destruction restores the enclosing device. Move-only.
   class DeviceGuardScope {
    public:
@@ -96,9 +97,9 @@ class ProgramBuilder {
 
    private:
     friend class ProgramBuilder;
-    DeviceGuardScope(ProgramBuilder* b, std::string previous)
-        : builder_(b), previous_(std::move(previous)) {}
-    ProgramBuilder* builder_;
+    DeviceGuardScope(std::string* slot, std::string previous)
+        : slot_(slot), previous_(std::move(previous)) {}
+    std::string* slot_;  // the builder's device_ or parameter_device_
     std::string previous_;
   };
   // `device`: a place string as place.h states it ("cpu", "gpu", "gpu:N",
@@ -107,6 +108,16 @@ class ProgramBuilder {
   // InvalidArgument naming the string and the accepted form.
   DeviceGuardScope device_guard(absl::string_view device);
   const std::string& current_device() const { return device_; }
+  // Parameters created while it lives are initialised on `device` (a place
+  // string as device_guard takes; "" restores the default: the device of
+  // the op that creates them), whatever device_guard the ops are built
+  // under. The placer then keeps them there: their updates run where they
+  // live (rule `param`) and the 16-bit casts ApplyAmp puts before their
+  // readers run there too (rule `cast-at-source`), so with
+  // parameters_on("cpu") and the ops on a GPU, the float32 master weights
+  // and the optimizer's state stay in host memory, 16-bit weights go up and
+  // 16-bit gradients come down (optimizer offload).
+  DeviceGuardScope parameters_on(absl::string_view device);
 
   // Sets the transfer policy of ops built while it lives. Move-only.
   class TransferPolicyScope {
@@ -247,8 +258,12 @@ class ProgramBuilder {
  private:
   Var AppendSingle(const std::string& type, const std::map<std::string, std::vector<Var>>& inputs,
                    AttrMap attrs, const std::string& output = "Out");
+  // Sets `*slot` (device_ or parameter_device_) to `device` while the scope
+  // lives; an invalid place string is recorded as `what`'s error.
+  DeviceGuardScope SetDevice(absl::string_view what, absl::string_view device, std::string* slot);
+  // The startup op that sets `var` by `init`, placed on `device`.
   void AppendInitOp(const std::string& var, DataType dtype, const Shape& shape,
-                    const Initializer& init);
+                    const Initializer& init, const std::string& device);
   // Declares the persistable `v` in the startup and the main program; false
   // (the error recorded, naming `what` and both declarations) if the startup
   // program declares it differently.
@@ -258,6 +273,7 @@ class ProgramBuilder {
   Program startup_;
   absl::Status status_;
   std::string device_;
+  std::string parameter_device_;  // parameters_on's device; "" follows device_
   TransferPolicy policy_ = TransferPolicy::kInherit;
   std::map<std::string, int> name_counters_;
 };

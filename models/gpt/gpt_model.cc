@@ -24,6 +24,11 @@ absl::Status CheckConfig(const GptConfig& c) {
     return absl::InvalidArgumentError(
         absl::StrCat("gpt model: amp must be bfloat16 or float16, got ", DataTypeName(*c.amp)));
   }
+  if (c.offload_optimizer && !c.amp.has_value()) {
+    return absl::InvalidArgumentError(
+        "gpt model: optimizer offload needs amp (bfloat16 or float16): the device holds the "
+        "16-bit working copies of the host's float32 weights");
+  }
   return absl::OkStatus();
 }
 
@@ -100,7 +105,11 @@ absl::StatusOr<GptModel> BuildGptModel(const GptConfig& config, Optimizer* optim
   m.tokens = b->Data("tokens", DataType::kInt64, Shape({-1, config.seq}));
   m.targets = b->Data("targets", DataType::kInt64, Shape({-1, config.seq, 1}));
   GptBuilder gpt(config, b);
-  Var logits = gpt.Forward(m.tokens);
+  Var logits;
+  {
+    auto parameters = b->parameters_on(config.offload_optimizer ? "cpu" : "");
+    logits = gpt.Forward(m.tokens);
+  }
   m.loss = b->Mean(b->SoftmaxWithCrossEntropy(logits, m.targets));
   RETURN_IF_ERROR(b->status());
   if (config.amp.has_value()) {

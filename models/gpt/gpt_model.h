@@ -41,6 +41,12 @@ struct GptConfig {
   // in bfloat16 or float16 with float32 master weights; float16 with
   // dynamic loss scaling. nullopt: float32 throughout.
   std::optional<DataType> amp;
+  // Optimizer offload: every parameter (its float32 master value) and its
+  // optimizer state live on the host (ProgramBuilder::parameters_on("cpu"))
+  // while the ops run on the executor's place; needs `amp` (the device
+  // holds the 16-bit working copies the casts send up, and the 16-bit
+  // gradients come down to the host updates).
+  bool offload_optimizer = false;
 
   // "tiny" (2 layers x 64, 4 heads, seq 64: CI), "small" (6 x 384, 6
   // heads, seq 256) or "gpt2" (12 x 768, 12 heads, seq 512: GPT-2 small's
@@ -59,9 +65,9 @@ struct GptModel {
 
 // Builds the training program into `builder` (forward, backward and the
 // updates of `optimizer`) and its startup program. InvalidArgument for
-// non-positive sizes, a width that is not a multiple of heads, a seed < 1 or
-// an amp dtype that is not 16-bit floating; the builder's or the optimizer's
-// error otherwise.
+// non-positive sizes, a width that is not a multiple of heads, a seed < 1,
+// an amp dtype that is not 16-bit floating or an offload without amp; the
+// builder's or the optimizer's error otherwise.
 absl::StatusOr<GptModel> BuildGptModel(const GptConfig& config, Optimizer* optimizer,
                                        ProgramBuilder* builder);
 
