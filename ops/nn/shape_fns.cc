@@ -231,7 +231,9 @@ absl::StatusOr<AttentionDims> AttentionShape(absl::string_view op, const Shape& 
   d.seq = qkv.dim(1);
   d.heads = num_heads;
   const int64_t packed = qkv.dim(2);
-  if (packed >= 0 && (packed == 0 || packed % (3 * num_heads) != 0)) {
+  // (packed / 3) % num_heads, not packed % (3 * num_heads): num_heads is an
+  // attribute from a program file and may be as large as int64 allows.
+  if (packed >= 0 && (packed == 0 || packed % 3 != 0 || packed / 3 % num_heads != 0)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "op '", op, "': QKV ", qkv.ToString(), ": the last dim must be 3 * width with width a ",
         "positive multiple of num_heads ", num_heads, ", got ", packed));

@@ -305,6 +305,10 @@ TEST(AttentionShape, HeadsScaleAndUnknownDims) {
   EXPECT_THAT(AttentionShape("self_attention", Shape({1, 2, 6}), 0, 0),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        "op 'self_attention': num_heads must be at least 1, got 0"));
+  // A huge head count (a program file's attribute) is refused, not overflowed.
+  EXPECT_THAT(AttentionShape("self_attention", Shape({1, 2, 6}), int64_t{1} << 62, 0),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("positive multiple of num_heads 4611686018427387904, got 6")));
   EXPECT_EQ(AttentionStatsType(DataType::kBFloat16), DataType::kFloat32);
   EXPECT_EQ(AttentionStatsType(DataType::kFloat64), DataType::kFloat64);
 }
