@@ -174,10 +174,10 @@ void Map2(const T* a, const T* b, T* out, int64_t n, Fn fn) {
   });
 }
 
-// The sum of `n` contiguous elements, in chunks added in a fixed order.
-template <typename T, typename Policy>
-AccumulatorT<T> Sum(const T* x, int64_t n) {
-  using Acc = AccumulatorT<T>;
+// The sum of fn(x[i]) (an Acc) over `n` contiguous elements, in chunks added
+// in a fixed order.
+template <typename Acc, typename T, typename Policy, typename Fn>
+Acc SumOf(const T* x, int64_t n, Fn fn) {
   const int64_t chunks = (n + kMinElementsPerTask - 1) / kMinElementsPerTask;
   std::vector<Acc> partial(chunks, Acc(0));
   Policy::ParallelFor(chunks, 1, [&](int64_t begin, int64_t end) {
@@ -185,13 +185,20 @@ AccumulatorT<T> Sum(const T* x, int64_t n) {
       const int64_t lo = c * kMinElementsPerTask;
       const int64_t hi = std::min(n, lo + kMinElementsPerTask);
       Acc acc = 0;
-      for (int64_t i = lo; i < hi; ++i) acc += static_cast<Acc>(x[i]);
+      for (int64_t i = lo; i < hi; ++i) acc += fn(x[i]);
       partial[c] = acc;
     }
   });
   Acc total = 0;
   for (Acc p : partial) total += p;
   return total;
+}
+
+// The sum of `n` contiguous elements, in chunks added in a fixed order.
+template <typename T, typename Policy>
+AccumulatorT<T> Sum(const T* x, int64_t n) {
+  using Acc = AccumulatorT<T>;
+  return SumOf<Acc, T, Policy>(x, n, [](T v) { return static_cast<Acc>(v); });
 }
 
 // dx = dout summed over the dims along which `dx_shape` is broadcast to

@@ -14,6 +14,8 @@
 //   (each update op also HostMemory(SkipUpdate), its optional skip flag)
 //   check_finite_and_unscale  X: float32, float64; HostMemory(Scale)
 //   update_loss_scaling       every argument in host memory
+//   squared_l2_norm           X: float32, float64, bfloat16, float16
+//   global_norm_clip          every argument in host memory
 // so the learning rate and the beta powers are read (and the powers
 // advanced) on the host and never copied. Kernels validate their inputs
 // with optimizer_prologues.h, as the gpu kernels do, update Param and its state in place
@@ -359,6 +361,59 @@ class UpdateLossScalingKernel final : public OpKernel {
   LossScalingAttrs attrs_;
 };
 
+// squared_l2_norm (see its op doc): the sum of X's squares in double, in a
+// fixed order.
+template <typename Policy>
+class SquaredL2NormKernel final : public OpKernel {
+ public:
+  using Types = FloatTypesWith16Bit;
+
+  absl::Status Compute(KernelContext* ctx) override {
+    ASSIGN_OR_RETURN(const prologue::SquaredNormArgs a, prologue::GetSquaredNormArgs(ctx));
+    return DispatchType(Types(), a.x->dtype(), *ctx, "X", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const double sum = SumOf<double, T, Policy>(a.x->data<T>(), a.x->NumElements(), [](T v) {
+        const double d = static_cast<double>(static_cast<ComputeTypeOf<T>>(v));
+        return d * d;
+      });
+      if (a.out->dtype() == DataType::kFloat64) {
+        a.out->data<double>()[0] = sum;
+      } else {
+        a.out->data<float>()[0] = static_cast<float>(sum);
+      }
+      return absl::OkStatus();
+    });
+  }
+};
+
+// global_norm_clip (see its op doc), on host memory.
+class GlobalNormClipKernel final : public OpKernel {
+ public:
+  absl::Status Init(const OpDesc& op) override {
+    ASSIGN_OR_RETURN(max_norm_, GetAttr<double>(op.attrs, "max_norm", op.type));
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(KernelContext* ctx) override {
+    ASSIGN_OR_RETURN(const prologue::GlobalNormClipArgs a,
+                     prologue::GetGlobalNormClipArgs(ctx, max_norm_));
+    prologue::FinishGlobalNormClip(a);
+    return absl::OkStatus();
+  }
+
+ private:
+  double max_norm_ = 1;
+};
+
+// global_norm_clip's registration line: everything in host memory, so a
+// device registers it too (backends/cuda does) and runs it on the host.
+inline KernelDef GlobalNormClipDef(const std::string& device_type) {
+  return KernelDef("global_norm_clip", device_type)
+      .HostMemory("SquaredNorms")
+      .HostMemory("Scale")
+      .HostMemory("GlobalNorm");
+}
+
 // update_loss_scaling's registration line: everything in host memory, so
 // a device registers it too (backends/cuda does) and runs it on the host.
 inline KernelDef UpdateLossScalingDef(const std::string& device_type) {
@@ -406,6 +461,12 @@ void RegisterOptimizerKernels(const std::string& device_type) {
       MakeKernelFactory<CheckFiniteAndUnscaleKernel<Policy>>());
   KernelRegistry::Global().Register(UpdateLossScalingDef(device_type),
                                     MakeKernelFactory<UpdateLossScalingKernel<Policy>>());
+  KernelRegistry::Global().Register(
+      KernelDef("squared_l2_norm", device_type)
+          .TypeConstraint("X", SquaredL2NormKernel<Policy>::Types::DataTypes()),
+      MakeKernelFactory<SquaredL2NormKernel<Policy>>());
+  KernelRegistry::Global().Register(GlobalNormClipDef(device_type),
+                                    MakeKernelFactory<GlobalNormClipKernel>());
 }
 
 }  // namespace tandem

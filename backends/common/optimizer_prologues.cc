@@ -1,6 +1,7 @@
 #include "backends/common/optimizer_prologues.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <utility>
 
@@ -127,6 +128,53 @@ absl::Status FinishUnscale(KernelContext* ctx, const UnscaleArgs& a) {
   if (out == nullptr) return ctx->InvalidArgument("output 'Out' is not bound");
   out->set(SelectedRows(a.sparse->height(), a.sparse->rows(), *a.out));
   return absl::OkStatus();
+}
+
+absl::StatusOr<SquaredNormArgs> GetSquaredNormArgs(KernelContext* ctx) {
+  const Variable* x = ctx->InputVar("X");
+  if (x == nullptr || x->is_selected_rows() || x->data_tensor() == nullptr ||
+      !x->data_tensor()->initialized() || !IsFloating(x->data_tensor()->dtype())) {
+    return ctx->InvalidArgument(absl::StrCat("input 'X' (variable '", ctx->InputName("X"),
+                                             "') must be an initialised dense floating tensor"));
+  }
+  SquaredNormArgs a;
+  a.x = x->data_tensor();
+  const DataType out = a.x->dtype() == DataType::kFloat64 ? DataType::kFloat64 : DataType::kFloat32;
+  ASSIGN_OR_RETURN(a.out, ctx->AllocateOutput("Out", out, Shape({1})));
+  return a;
+}
+
+absl::StatusOr<GlobalNormClipArgs> GetGlobalNormClipArgs(KernelContext* ctx, double max_norm) {
+  GlobalNormClipArgs a;
+  a.max_norm = max_norm;
+  DataType dtype = DataType::kFloat32;
+  for (int i = 0; i < ctx->InputCount("SquaredNorms"); ++i) {
+    ASSIGN_OR_RETURN(const Tensor* norm, ctx->InputTensor("SquaredNorms", i));
+    if (i == 0 && norm->dtype() == DataType::kFloat64) dtype = DataType::kFloat64;
+    if (norm->dtype() != dtype || norm->NumElements() != 1) {
+      return ctx->InvalidArgument(
+          absl::StrCat("SquaredNorms #", i, " is ", DataTypeName(norm->dtype()),
+                       norm->shape().ToString(), ", expected ", DataTypeName(dtype), "[1]"));
+    }
+    a.squared_sum += dtype == DataType::kFloat64 ? norm->data<double>()[0]
+                                                 : static_cast<double>(norm->data<float>()[0]);
+  }
+  ASSIGN_OR_RETURN(a.scale, ctx->AllocateOutput("Scale", dtype, Shape({1})));
+  ASSIGN_OR_RETURN(a.global_norm, ctx->AllocateOutput("GlobalNorm", dtype, Shape({1})));
+  return a;
+}
+
+void FinishGlobalNormClip(const GlobalNormClipArgs& a) {
+  const double norm = std::sqrt(a.squared_sum);
+  // A NaN norm gives a NaN scale (std::min would return 1 for it).
+  const double scale = std::isnan(norm) ? norm : std::min(1.0, a.max_norm / (norm + 1e-6));
+  if (a.scale->dtype() == DataType::kFloat64) {
+    a.scale->data<double>()[0] = scale;
+    a.global_norm->data<double>()[0] = norm;
+  } else {
+    a.scale->data<float>()[0] = static_cast<float>(scale);
+    a.global_norm->data<float>()[0] = static_cast<float>(norm);
+  }
 }
 
 absl::Status CheckBetaPow(const KernelContext& ctx, const char* arg, double value) {

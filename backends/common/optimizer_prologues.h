@@ -105,6 +105,28 @@ absl::StatusOr<UnscaleArgs> GetUnscaleArgs(KernelContext* ctx);
 // X's rows and height and Out's values.
 absl::Status FinishUnscale(KernelContext* ctx, const UnscaleArgs& a);
 
+// squared_l2_norm's X (dense floating) and its Out allocated: one element,
+// float64 for float64 X, float32 otherwise. InvalidArgument naming the
+// variable for a SelectedRows or non-floating X.
+struct SquaredNormArgs {
+  const Tensor* x = nullptr;
+  Tensor* out = nullptr;
+};
+absl::StatusOr<SquaredNormArgs> GetSquaredNormArgs(KernelContext* ctx);
+
+// global_norm_clip's sum of SquaredNorms (host memory, each of Scale's
+// dtype with one element), its max_norm, and its two outputs allocated.
+struct GlobalNormClipArgs {
+  double squared_sum = 0;
+  double max_norm = 1;
+  Tensor* scale = nullptr;
+  Tensor* global_norm = nullptr;
+};
+absl::StatusOr<GlobalNormClipArgs> GetGlobalNormClipArgs(KernelContext* ctx, double max_norm);
+// Writes GlobalNorm = sqrt(squared_sum) and Scale = min(1, max_norm /
+// (GlobalNorm + 1e-6)) (PyTorch's clip_grad_norm_) in their dtype.
+void FinishGlobalNormClip(const GlobalNormClipArgs& a);
+
 // The positions of `n` row indices grouped by row: group k is
 // order[starts[k] .. starts[k + 1]), positions ascending, all with the same
 // row; groups in ascending row order.

@@ -1,4 +1,5 @@
 // Element-wise math kernels. See math_launchers.h.
+#include <algorithm>
 #include <type_traits>
 
 #include "backends/cuda/device_float16.h"
@@ -82,6 +83,36 @@ cudaError_t LaunchUnscaleAndCheck(const T* x, T* out, int64_t n, T divisor, bool
 }
 
 template <typename T>
+__global__ void SquaredPartialsKernel(const T* x, int64_t n, double* partials) {
+  double sum = 0;
+  TANDEM_GRID_LOOP(i, n) {
+    const double v = static_cast<double>(device::Widen(x[i]));
+    sum += v * v;
+  }
+  sum = device::BlockSum(sum);
+  if (threadIdx.x == 0) partials[blockIdx.x] = sum;
+}
+
+template <typename Out>
+__global__ void SumPartialsKernel(const double* partials, int blocks, Out* out) {
+  double sum = 0;
+  for (int b = threadIdx.x; b < blocks; b += blockDim.x) sum += partials[b];
+  sum = device::BlockSum(sum);
+  if (threadIdx.x == 0) *out = static_cast<Out>(sum);
+}
+
+int SquaredSumBlocks(int64_t n) { return n == 0 ? 1 : std::min(Blocks(n), 1024); }
+
+template <typename T>
+cudaError_t LaunchSquaredSum(const T* x, int64_t n, double* partials, int blocks,
+                             ComputeTypeOf<T>* out, cudaStream_t stream) {
+  if (n == 0) return cudaMemsetAsync(out, 0, sizeof(*out), stream);
+  SquaredPartialsKernel<T><<<blocks, kThreads, 0, stream>>>(x, n, partials);
+  SumPartialsKernel<ComputeTypeOf<T>><<<1, kThreads, 0, stream>>>(partials, blocks, out);
+  return cudaGetLastError();
+}
+
+template <typename T>
 cudaError_t LaunchNegate(const T* x, T* out, int64_t n, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   MapKernel<T><<<Blocks(n), kThreads, 0, stream>>>(Negate(), x, out, n);
@@ -105,6 +136,15 @@ TANDEM_ACTIVATION(double)
 TANDEM_ACTIVATION(bfloat16)
 TANDEM_ACTIVATION(float16)
 #undef TANDEM_ACTIVATION
+
+#define TANDEM_SQUARED_SUM(T)                                                                  \
+  template cudaError_t LaunchSquaredSum<T>(const T*, int64_t, double*, int, ComputeTypeOf<T>*, \
+                                           cudaStream_t);
+TANDEM_SQUARED_SUM(float)
+TANDEM_SQUARED_SUM(double)
+TANDEM_SQUARED_SUM(bfloat16)
+TANDEM_SQUARED_SUM(float16)
+#undef TANDEM_SQUARED_SUM
 
 template cudaError_t LaunchUnscaleAndCheck<float>(const float*, float*, int64_t, float, bool*,
                                                   cudaStream_t);

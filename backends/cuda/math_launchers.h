@@ -17,6 +17,7 @@
 #include <cstdint>
 
 #include "backends/common/activation.h"
+#include "framework/types/float16.h"
 
 namespace tandem {
 namespace cuda {
@@ -31,6 +32,17 @@ namespace cuda {
 template <typename T>
 cudaError_t LaunchUnscaleAndCheck(const T* x, T* out, int64_t n, T divisor, bool* found_infinite,
                                   cudaStream_t stream);
+
+// *out (device memory, float for float, bfloat16 and float16 x, double for
+// double) = the sum of x's n squared values, in double: each of `blocks`
+// blocks sums its part into partials[block] (device scratch, `blocks`
+// doubles), then one block adds the partials in order. SquaredSumBlocks(n)
+// is the block count to give it. Instantiated for float, double, bfloat16
+// and float16.
+int SquaredSumBlocks(int64_t n);
+template <typename T>
+cudaError_t LaunchSquaredSum(const T* x, int64_t n, double* partials, int blocks,
+                             ComputeTypeOf<T>* out, cudaStream_t stream);
 
 template <typename T>
 cudaError_t LaunchActivation(Activation act, const T* x, T* out, int64_t n, cudaStream_t stream);

@@ -235,6 +235,38 @@ REGISTER_KERNEL(KernelDef("check_finite_and_unscale", "gpu")
                 CheckFiniteAndUnscaleKernel);
 // Host code on host memory: the host kernel itself.
 REGISTER_KERNEL(UpdateLossScalingDef("gpu"), UpdateLossScalingKernel<SerialPolicy>);
+REGISTER_KERNEL(GlobalNormClipDef("gpu"), GlobalNormClipKernel);
+
+// squared_l2_norm: block partial sums of squares in double, then one block
+// adds them in order.
+class SquaredL2NormKernel : public OpKernel {
+ public:
+  absl::Status Compute(KernelContext* ctx) override {
+    ASSIGN_OR_RETURN(const prologue::SquaredNormArgs a, prologue::GetSquaredNormArgs(ctx));
+    const int64_t n = a.x->NumElements();
+    const int blocks = SquaredSumBlocks(n);
+    ASSIGN_OR_RETURN(Tensor partials, AllocateScratch(ctx, DataType::kFloat64, Shape({blocks}),
+                                                      "partial sums of squares"));
+    return DispatchFloatWith16Bit(a.x->dtype(), [&](auto tag) -> absl::Status {
+      using T = typename decltype(tag)::type;
+      CUDA_RETURN_IF_ERROR(LaunchSquaredSum<T>(a.x->data<T>(), n, partials.data<double>(), blocks,
+                                               a.out->data<ComputeTypeOf<T>>(),
+                                               CudaStreamOf(ctx->stream())));
+      return absl::OkStatus();
+    });
+  }
+};
+
+int64_t SquaredL2NormScratch(const OpDesc&, const ArgMetas& in, const ArgMetas&) {
+  const TensorMeta* x = FirstMeta(in, "X");
+  absl::StatusOr<int64_t> n = x == nullptr ? absl::StatusOr<int64_t>(0) : x->shape.NumElements();
+  return SquaredSumBlocks(n.ok() ? *n : 0) * static_cast<int64_t>(sizeof(double));
+}
+
+REGISTER_KERNEL(KernelDef("squared_l2_norm", "gpu")
+                    .TypeConstraint("X", kFloatTypesWith16Bit)
+                    .Scratch(SquaredL2NormScratch),
+                SquaredL2NormKernel);
 
 }  // namespace
 }  // namespace cuda

@@ -1,6 +1,7 @@
 #include "framework/backward/optimizer.h"
 
 #include <cmath>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "framework/base/status_macros.h"
@@ -73,6 +74,7 @@ absl::Status Optimizer::Minimize(ProgramBuilder* builder, Var loss) {
   if (loss_scaling_.has_value()) {
     ASSIGN_OR_RETURN(skip, AppendUnscale(builder, grads));
   }
+  if (max_grad_norm_.has_value()) RETURN_IF_ERROR(AppendGradientClip(builder, grads));
   lr_var_ = builder->UniqueName("learning_rate");  // read by every update kernel on the host
   CreateUnpinnedConstant(builder, lr_var_, DataType::kFloat32, Shape({1}), learning_rate_,
                          {OpOrigin::Kind::kHostState, -1, ""});
@@ -152,6 +154,72 @@ absl::StatusOr<std::string> Optimizer::AppendUnscale(ProgramBuilder* builder,
   RETURN_IF_ERROR(ValidateUpdate(block, &update));
   block.AppendOp(std::move(update));
   return v.step_skipped;
+}
+
+absl::Status Optimizer::AppendGradientClip(ProgramBuilder* builder, const GradMap& grads) {
+  if (!(*max_grad_norm_ > 0) || std::isinf(*max_grad_norm_)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        op_type_, ": the gradient clipping norm must be finite and > 0, got ", *max_grad_norm_));
+  }
+  Block& block = builder->main_program().block();
+  std::optional<DataType> dtype;
+  for (const auto& [param, grad] : grads) {
+    const VarDesc* g = block.FindVar(grad);
+    if (g == nullptr) return absl::InternalError(absl::StrCat("no gradient variable '", grad, "'"));
+    if (g->kind == VarKind::kSelectedRows) {
+      return absl::UnimplementedError(
+          absl::StrCat(op_type_, ": gradient clipping of the sparse gradient '", grad,
+                       "' is not supported (build its lookup_table with is_sparse = false)"));
+    }
+    if ((g->dtype != DataType::kFloat32 && g->dtype != DataType::kFloat64) ||
+        (dtype.has_value() && g->dtype != *dtype)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          op_type_, ": gradient clipping needs float32 or float64 gradients of one dtype; '", grad,
+          "' is ", DataTypeName(g->dtype)));
+    }
+    dtype = g->dtype;
+  }
+  if (!dtype.has_value()) return absl::OkStatus();  // nothing to clip
+  auto declare = [&](const std::string& prefix) {
+    VarDesc v;
+    v.name = builder->UniqueName(prefix);
+    v.dtype = *dtype;
+    v.shape = Shape({1});
+    v.stop_gradient = true;
+    block.SetVar(v);
+    return v.name;
+  };
+  auto append = [&](OpDesc op, const std::string& param) -> absl::Status {
+    op.role = OpRole::kOptimize;
+    if (!param.empty()) op.origin = {OpOrigin::Kind::kUpdateOf, -1, param};  // with the update
+    RETURN_IF_ERROR(ValidateUpdate(block, &op));
+    block.AppendOp(std::move(op));
+    return absl::OkStatus();
+  };
+  OpDesc clip;
+  clip.type = "global_norm_clip";
+  clip.attrs = {{"max_norm", *max_grad_norm_}};
+  for (const auto& [param, grad] : grads) {
+    OpDesc norm;
+    norm.type = "squared_l2_norm";
+    norm.inputs = {{"X", {grad}}};
+    norm.outputs = {{"Out", {declare(grad + ".squared_norm")}}};
+    clip.inputs["SquaredNorms"].push_back(norm.Output("Out"));
+    RETURN_IF_ERROR(append(std::move(norm), param));
+  }
+  const std::string scale = declare("gradient_clip_scale");
+  global_norm_var_ = declare("gradient_global_norm");
+  clip.outputs = {{"Scale", {scale}}, {"GlobalNorm", {global_norm_var_}}};
+  RETURN_IF_ERROR(append(std::move(clip), ""));
+  for (const auto& [param, grad] : grads) {
+    OpDesc mul;
+    mul.type = "elementwise_mul";
+    mul.inputs = {{"X", {grad}}, {"Y", {scale}}};
+    mul.outputs = {{"Out", {grad}}};
+    mul.attrs = {{"axis", int64_t{-1}}};
+    RETURN_IF_ERROR(append(std::move(mul), param));
+  }
+  return absl::OkStatus();
 }
 
 void Momentum::AddUpdateArgs(ProgramBuilder* builder, const VarDesc& param, OpDesc* op) {

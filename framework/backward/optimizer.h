@@ -80,6 +80,20 @@ class Optimizer {
   // Empty names unless dynamic loss scaling was enabled before Minimize.
   const LossScalingVars& loss_scaling_vars() const { return loss_scaling_vars_; }
 
+  // Minimize then clips the gradients by their global norm (PyTorch's
+  // clip_grad_norm_): one squared_l2_norm per gradient (placed with the
+  // update of its parameter), global_norm_clip on the host, and an
+  // elementwise_mul of each gradient by its factor min(1, max_norm /
+  // (norm + 1e-6)) before the updates (after the unscaling, with loss
+  // scaling). Exact; every update then waits for every gradient.
+  // Minimize refuses sparse gradients (Unimplemented) and gradients of
+  // mixed or 16-bit dtypes (InvalidArgument).
+  void EnableGradientClipping(double max_norm) { max_grad_norm_ = max_norm; }
+  // The float32 (float64 for float64 parameters) [1] variable the global
+  // norm of the step's gradients is written to (fetch it); empty unless
+  // clipping was enabled before Minimize.
+  const std::string& global_norm_var() const { return global_norm_var_; }
+
   // Appends backward ops and one update op per trainable parameter.
   // InvalidArgument for a learning rate that is not finite and positive,
   // or for bad hyper-parameters; the builder's error if it has one.
@@ -116,10 +130,14 @@ class Optimizer {
   // after the backward; returns the skip flag's name.
   absl::StatusOr<Var> ScaleLoss(ProgramBuilder* builder, Var loss);
   absl::StatusOr<std::string> AppendUnscale(ProgramBuilder* builder, const GradMap& grads);
+  // Gradient clipping: the norms, the clip factor and the scaling ops.
+  absl::Status AppendGradientClip(ProgramBuilder* builder, const GradMap& grads);
 
   std::map<std::string, std::map<std::string, std::string>> state_;  // param -> slot -> var
   std::optional<LossScalingOptions> loss_scaling_;
   LossScalingVars loss_scaling_vars_;
+  std::optional<double> max_grad_norm_;
+  std::string global_norm_var_;
 };
 
 // param -= lr * grad.

@@ -482,6 +482,56 @@ void AddLossScaling(std::vector<ConformanceCase>* cases) {
   }
 }
 
+// squared_l2_norm: the sum of squares in double (empty, odd and large
+// sizes); global_norm_clip: below, at and above max_norm, and non-finite.
+void AddGradientClipping(std::vector<ConformanceCase>* cases) {
+  uint64_t seed = 8900;
+  for (DataType t : kFloatsWith16Bit) {
+    for (const Shape& s : {Shape({0}), Shape({1023}), Shape({5, 3}), Shape({300, 700})}) {
+      auto [x, xa] = Input(t, s, ++seed);
+      double sum = 0;
+      for (double v : xa.values) sum += v * v;
+      const DataType out = t == DataType::kFloat64 ? t : DataType::kFloat32;
+      ConformanceCase c;
+      c.op = "squared_l2_norm";
+      c.label = Label(c.op, t, s.ToString());
+      c.inputs = {{"X", x}};
+      c.expected["Out"] = {out, Array{Shape({1}), {sum}}};
+      SetTolerance(&c, out, s.num_elements());
+      cases->push_back(c);
+    }
+  }
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  struct Clip {
+    std::vector<double> squared;
+    double max_norm;
+    const char* what;
+  };
+  for (DataType t : kFloats) {
+    for (const Clip& k : std::vector<Clip>{{{9, 16}, 10, "norm 5 below 10: scale 1"},
+                                           {{9, 16}, 1, "norm 5 above 1: scale 1 / 5"},
+                                           {{0}, 1, "a zero norm: scale 1"},
+                                           {{4, inf}, 1, "an infinite norm: scale 0"},
+                                           {{nan, 1}, 1, "a NaN norm: scale NaN"}}) {
+      double sum = 0;
+      for (double v : k.squared) sum += v;
+      const double norm = std::sqrt(sum);
+      const double scale = std::isnan(norm) ? norm : std::min(1.0, k.max_norm / (norm + 1e-6));
+      ConformanceCase c;
+      c.op = "global_norm_clip";
+      c.label = Label(c.op, t, k.what);
+      for (double v : k.squared)
+        c.inputs.push_back({"SquaredNorms", MakeTensor(t, Shape({1}), {v})});
+      c.attrs = {{"max_norm", k.max_norm}};
+      c.expected["Scale"] = {t, Array{Shape({1}), {scale}}};
+      c.expected["GlobalNorm"] = {t, Array{Shape({1}), {norm}}};
+      SetTolerance(&c, t, 2);
+      cases->push_back(c);
+    }
+  }
+}
+
 void AddShape(std::vector<ConformanceCase>* cases) {
   uint64_t seed = 9000;
   for (DataType t : AllDataTypes()) {
@@ -649,6 +699,7 @@ std::vector<ConformanceCase> AllConformanceCases() {
   AddMean(&cases);
   AddSgd(&cases);
   AddLossScaling(&cases);
+  AddGradientClipping(&cases);
   AddShape(&cases);
   AddSlice(&cases);
   AddCropTensor(&cases);
