@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "examples/common/example_util.h"
 #include "examples/common/metrics_log.h"
 #include "examples/common/progress.h"
@@ -51,6 +52,8 @@ DEFINE_int64(seq, 0, "context length in bytes (0: the --size's)");
 DEFINE_int64(batch_size, 16, "sequences per step");
 DEFINE_int64(steps, 2000, "training steps (a resumed run counts the steps already taken)");
 DEFINE_double(lr, 1e-3, "Adam's learning rate");
+DEFINE_double(clip_norm, 1.0,
+              "clip the gradients by their global norm at this value (0: no clipping)");
 DEFINE_string(place, "", "gpu:0, cpu or sim:0 (default: gpu:0 when there is a GPU, else cpu)");
 DEFINE_string(amp, "none", "mixed precision: none, bf16 or fp16 (fp16 scales the loss)");
 DEFINE_string(offload, "none",
@@ -97,12 +100,13 @@ absl::StatusOr<GptConfig> ConfigFromFlags() {
 
 absl::Status CheckFlags() {
   if (FLAGS_batch_size < 1 || FLAGS_steps < 1 || FLAGS_eval_every < 1 || FLAGS_eval_batches < 1 ||
-      FLAGS_log_every < 1 || FLAGS_profile_steps < 0 || !(FLAGS_lr > 0)) {
+      FLAGS_log_every < 1 || FLAGS_profile_steps < 0 || !(FLAGS_lr > 0) ||
+      !(FLAGS_clip_norm >= 0)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--batch_size, --steps, --eval_every, --eval_batches and --log_every must be >= 1, "
-        "--profile_steps >= 0 and --lr > 0; got ",
+        "--profile_steps and --clip_norm >= 0 and --lr > 0; got ",
         FLAGS_batch_size, ", ", FLAGS_steps, ", ", FLAGS_eval_every, ", ", FLAGS_eval_batches, ", ",
-        FLAGS_log_every, ", ", FLAGS_profile_steps, ", ", FLAGS_lr));
+        FLAGS_log_every, ", ", FLAGS_profile_steps, ", ", FLAGS_clip_norm, ", ", FLAGS_lr));
   }
   if (FLAGS_resume && FLAGS_checkpoint_dir.empty()) {
     return absl::InvalidArgumentError("--resume needs --checkpoint_dir");
@@ -195,6 +199,7 @@ absl::Status Train() {
   ASSIGN_OR_RETURN(Corpus corpus, Corpus::Load(FLAGS_corpus, FLAGS_validation_fraction));
   RETURN_IF_ERROR(corpus.CheckFits(config.seq));
   Adam adam(FLAGS_lr);
+  if (FLAGS_clip_norm > 0) adam.EnableGradientClipping(FLAGS_clip_norm);
   ProgramBuilder builder;
   ASSIGN_OR_RETURN(GptModel model, BuildGptModel(config, &adam, &builder));
   std::printf(
@@ -223,9 +228,10 @@ absl::Status Train() {
     std::printf("resumed from %s after step %lld\n",
                 TrainerCheckpointPath(FLAGS_checkpoint_dir).c_str(), static_cast<long long>(step));
   }
-  ASSIGN_OR_RETURN(
-      std::unique_ptr<Plan> plan,
-      exe.Prepare(builder.main_program(), scope, {"tokens", "targets"}, {model.loss.name}));
+  std::vector<std::string> fetches = {model.loss.name};
+  if (FLAGS_clip_norm > 0) fetches.push_back(adam.global_norm_var());
+  ASSIGN_OR_RETURN(std::unique_ptr<Plan> plan,
+                   exe.Prepare(builder.main_program(), scope, {"tokens", "targets"}, fetches));
   RETURN_IF_ERROR(ReportPlacement(*plan));
   ASSIGN_OR_RETURN(std::unique_ptr<Plan> eval_plan,
                    exe.Prepare(model.eval, scope, {"tokens", "targets"}, {model.loss.name}));
@@ -242,7 +248,7 @@ absl::Status Train() {
   TrainingProgress progress(FLAGS_steps - step);
   StepProfiler profile(first_step, *plan);
   std::vector<int64_t> tokens, targets;
-  double loss_sum = 0;
+  double loss_sum = 0, grad_norm_sum = 0;
   int64_t loss_count = 0, nonfinite = 0;
   RunStats stats;
   while (step < FLAGS_steps) {
@@ -251,6 +257,7 @@ absl::Status Train() {
     ASSIGN_OR_RETURN(std::vector<Tensor> out,
                      exe.Run(plan.get(), &scope, Feeds(tokens, targets, config.seq), &stats));
     const double loss = out[0].data<float>()[0];
+    if (out.size() > 1) grad_norm_sum += out[1].data<float>()[0];
     if (std::isfinite(loss)) {
       loss_sum += loss;
       ++loss_count;
@@ -263,9 +270,13 @@ absl::Status Train() {
     RETURN_IF_ERROR(profile.AfterStep(step, step == FLAGS_steps));
     if (step % FLAGS_log_every == 0) {
       const double mean = loss_sum / std::max<int64_t>(loss_count, 1);
-      std::printf("step %lld/%lld  loss %.4f  %.0f tokens/s  ETA %s%s\n",
+      const std::string norm =
+          FLAGS_clip_norm > 0 ? absl::StrFormat("  grad norm %.3f", grad_norm_sum / FLAGS_log_every)
+                              : "";
+      std::printf("step %lld/%lld  loss %.4f  %.0f tokens/s  ETA %s%s%s\n",
                   static_cast<long long>(step), static_cast<long long>(FLAGS_steps), mean,
                   progress.ExamplesPerSecond(), FormatDuration(progress.SecondsLeft()).c_str(),
+                  norm.c_str(),
                   nonfinite > 0 ? absl::StrCat("  ", nonfinite, " steps skipped").c_str() : "");
       std::fflush(stdout);
       if (metrics != nullptr) {
@@ -276,6 +287,7 @@ absl::Status Train() {
                                            .AddCopies(stats)));
       }
       loss_sum = 0;
+      grad_norm_sum = 0;
       loss_count = 0;
     }
     if (step % FLAGS_eval_every == 0 || step == FLAGS_steps) {
