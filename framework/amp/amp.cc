@@ -219,7 +219,7 @@ const std::set<std::string>& DefaultAmpAllowList() {
 }
 
 const std::set<std::string>& DefaultAmpPassThroughList() {
-  static const auto* pass_through = new std::set<std::string>{"concat", "relu"};
+  static const auto* pass_through = new std::set<std::string>{"concat", "relu", "gelu"};
   return *pass_through;
 }
 

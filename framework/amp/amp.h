@@ -46,14 +46,18 @@
 
 namespace tandem {
 
-// mul, matmul, fc, conv2d.
+// mul, matmul, fc, conv2d, self_attention.
 const std::set<std::string>& DefaultAmpAllowList();
-// concat and relu: ops that round nothing (they move or select values),
-// run in 16 bits when their output feeds an allow-listed op (directly or
-// through another such op), so the casts move to their inputs: embeddings
-// joined before the first fc are cast (where they are produced, see the
-// placer's cast-at-source rule) and joined in 16 bits, and the hidden
-// layers of an MLP stay in 16 bits from one fc to the next.
+// concat, relu and gelu run in 16 bits when their output feeds an
+// allow-listed op (directly or through another such op), so the casts move
+// to their inputs: embeddings joined before the first fc are cast (where
+// they are produced, see the placer's cast-at-source rule) and joined in 16
+// bits, and the hidden layers of an MLP or a transformer's MLP stay in 16
+// bits from one fc to the next. They give the values the float32 program
+// with its casts gives: concat and relu round nothing (they move or select
+// values); gelu's 16-bit kernels (and its gradient's) compute in float32
+// from the widened inputs and round once, as the cast after the float32
+// op rounds.
 const std::set<std::string>& DefaultAmpPassThroughList();
 
 struct AmpOptions {

@@ -147,6 +147,52 @@ INSTANTIATE_TEST_SUITE_P(Places, AmpTraining, ::testing::Values("cpu", "sim:0"),
 // the host (rule cast-at-source), so the rows go up and their gradients
 // come down in bfloat16, half the bytes of float32; the tables are still
 // updated in float32 on the host.
+// x -> fc -> gelu -> fc -> loss in bfloat16 with gelu passed through (the
+// default) or not (float32 gelu with casts around it); losses per step.
+std::vector<double> TrainGeluMlp(bool gelu_passes, const Place& place, int* casts) {
+  ProgramBuilder b;
+  Var x = b.Data("x", DataType::kFloat32, Shape({kBatch, kIn}));
+  Var label = b.Data("label", DataType::kInt64, Shape({kBatch, 1}));
+  Var h = b.Gelu(b.Fc(x, kHidden, 1, true, "layer1", Initializer::XavierUniform(11)), true);
+  Var logits = b.Fc(h, kClasses, 1, true, "layer2", Initializer::XavierUniform(12));
+  Var loss = b.Mean(b.SoftmaxWithCrossEntropy(logits, label));
+  AmpOptions options{DataType::kBFloat16};
+  if (!gelu_passes) options.pass_through.erase("gelu");
+  absl::StatusOr<AmpReport> report = ApplyAmp(options, &b.main_program());
+  EXPECT_OK(report.status());
+  *casts = report.ok() ? report->casts : -1;
+  SGD sgd(0.5);
+  EXPECT_OK(sgd.Minimize(&b, loss));
+  Executor exe(place);
+  Scope scope;
+  EXPECT_OK(exe.Run(b.startup_program(), &scope).status());
+  auto plan = exe.Prepare(b.main_program(), scope, {"x", "label"}, {loss.name});
+  EXPECT_OK(plan.status());
+  std::vector<double> losses;
+  for (int step = 0; plan.ok() && step < 20; ++step) {
+    auto [xs, labels] = Batch(step);
+    auto out = exe.Run(plan->get(), &scope, {{"x", xs}, {"label", labels}});
+    EXPECT_OK(out.status());
+    if (!out.ok()) break;
+    losses.push_back(ToDoubles((*out)[0])[0]);
+  }
+  return losses;
+}
+
+// gelu's 16-bit kernels round once, as the cast after a float32 gelu does:
+// passing it through drops two casts and changes no value, bit for bit.
+TEST(AmpPassThrough, GeluInSixteenBitsTrainsExactlyAsWithCastsAroundIt) {
+  for (const char* place : {"cpu", "sim:0"}) {
+    int casts_through = 0, casts_around = 0;
+    const std::vector<double> through = TrainGeluMlp(true, *ParsePlace(place), &casts_through);
+    const std::vector<double> around = TrainGeluMlp(false, *ParsePlace(place), &casts_around);
+    ASSERT_EQ(through.size(), 20u) << place;
+    EXPECT_EQ(through, around) << place;
+    EXPECT_EQ(casts_through, casts_around - 2) << place;  // fc1's output back, gelu's out
+    EXPECT_LT(through.back(), 0.7 * through.front()) << place;
+  }
+}
+
 TEST(AmpCopies, RowsCrossInSixteenBitsBothWays) {
   constexpr int64_t kIds = 64, kDim = 32;
   auto bytes_per_step = [&](bool amp, std::string* placement) {
