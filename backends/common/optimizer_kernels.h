@@ -362,7 +362,7 @@ class UpdateLossScalingKernel final : public OpKernel {
 };
 
 // squared_l2_norm (see its op doc): the sum of X's squares in double, in a
-// fixed order.
+// fixed order (SumOfSquares).
 template <typename Policy>
 class SquaredL2NormKernel final : public OpKernel {
  public:
@@ -372,10 +372,7 @@ class SquaredL2NormKernel final : public OpKernel {
     ASSIGN_OR_RETURN(const prologue::SquaredNormArgs a, prologue::GetSquaredNormArgs(ctx));
     return DispatchType(Types(), a.x->dtype(), *ctx, "X", [&](auto tag) {
       using T = typename decltype(tag)::type;
-      const double sum = SumOf<double, T, Policy>(a.x->data<T>(), a.x->NumElements(), [](T v) {
-        const double d = static_cast<double>(static_cast<ComputeTypeOf<T>>(v));
-        return d * d;
-      });
+      const double sum = SumOfSquares<T, Policy>(a.x->data<T>(), a.x->NumElements());
       if (a.out->dtype() == DataType::kFloat64) {
         a.out->data<double>()[0] = sum;
       } else {
