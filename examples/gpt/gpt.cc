@@ -28,6 +28,7 @@
 #include "examples/common/example_util.h"
 #include "examples/common/metrics_log.h"
 #include "examples/common/progress.h"
+#include "examples/common/step_pipeline.h"
 #include "examples/common/trainer_checkpoint.h"
 #include "examples/gpt/corpus.h"
 #include "framework/amp/amp.h"
@@ -251,11 +252,23 @@ absl::Status Train() {
   double loss_sum = 0, grad_norm_sum = 0;
   int64_t loss_count = 0, nonfinite = 0;
   RunStats stats;
+  // Steps run pipelined (StepPipeline): the next step starts before this
+  // one's loss is read, so its forward overlaps this step's last updates
+  // (each layer waits only for its own weights). Evaluations, checkpoints,
+  // the profiled steps and the last step are waited for before going on.
+  StepPipeline steps(&exe, plan.get(), &scope);
+  auto start = [&](int64_t s) -> absl::Status {
+    RETURN_IF_ERROR(profile.BeforeStep(s));
+    corpus.TrainWindows(config.seq, FLAGS_batch_size, s, FLAGS_seed, &tokens, &targets);
+    return steps.Start(Feeds(tokens, targets, config.seq));
+  };
+  RETURN_IF_ERROR(start(step));
   while (step < FLAGS_steps) {
-    RETURN_IF_ERROR(profile.BeforeStep(step));
-    corpus.TrainWindows(config.seq, FLAGS_batch_size, step, FLAGS_seed, &tokens, &targets);
-    ASSIGN_OR_RETURN(std::vector<Tensor> out,
-                     exe.Run(plan.get(), &scope, Feeds(tokens, targets, config.seq), &stats));
+    const int64_t next = step + 1;
+    const bool profiled = FLAGS_profile_steps > 0 && next <= first_step + FLAGS_profile_steps + 1;
+    const bool sync = next == FLAGS_steps || next % FLAGS_eval_every == 0 || profiled;
+    if (!sync) RETURN_IF_ERROR(start(next));
+    ASSIGN_OR_RETURN(std::vector<Tensor> out, steps.Next(&stats));
     const double loss = out[0].data<float>()[0];
     if (out.size() > 1) grad_norm_sum += out[1].data<float>()[0];
     if (std::isfinite(loss)) {
@@ -295,9 +308,10 @@ absl::Status Train() {
                        ValidationLoss(&exe, eval_plan.get(), &scope, corpus, config.seq));
       RETURN_IF_ERROR(Evaluate(step, validation, builder.main_program(), &scope, metrics.get()));
     }
+    if (sync && step < FLAGS_steps) RETURN_IF_ERROR(start(step));
   }
   std::printf("%s (training steps)\n",
-              EstimatedVersusMeasured(*plan, place, 0, /*pipelined=*/false).c_str());
+              EstimatedVersusMeasured(*plan, place, 0, /*pipelined=*/true).c_str());
   return absl::OkStatus();
 }
 
