@@ -4,8 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "framework/amp/amp.h"
 #include "framework/base/status_macros.h"
+#include "models/common/training_program.h"
 
 namespace tandem {
 
@@ -44,13 +44,7 @@ absl::StatusOr<CtrModel> BuildCtrModel(const CtrModelConfig& config, Optimizer* 
                      Initializer::XavierUniform(config.seed * 1000 + 100 + layer));
   m.loss =
       b->Mean(b->SoftmaxWithCrossEntropy(logits, m.label, /*ignore_index=*/-100, &m.probabilities));
-  RETURN_IF_ERROR(b->status());
-  if (config.amp.has_value()) {
-    RETURN_IF_ERROR(ApplyAmp(AmpOptions{*config.amp}, &b->main_program()).status());
-  }
-  m.eval = b->main_program();  // before the optimizer appends backward and updates
-  if (config.amp == DataType::kFloat16) optimizer->EnableDynamicLossScaling();
-  RETURN_IF_ERROR(optimizer->Minimize(b, m.loss));
+  ASSIGN_OR_RETURN(m.eval, FinishTrainingProgram(config.amp, m.loss, optimizer, b));
   return m;
 }
 

@@ -8,9 +8,9 @@ namespace tandem {
 absl::StatusOr<EmbeddingModel> BuildEmbeddingModel(const EmbeddingConfig& config,
                                                    ProgramBuilder* b) {
   if (config.rows <= 0 || config.dim <= 0 || config.batch <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "embedding model: rows, dim and batch must be > 0, got ", config.rows, ", ",
-        config.dim, ", ", config.batch));
+    return absl::InvalidArgumentError(
+        absl::StrCat("embedding model: rows, dim and batch must be > 0, got ", config.rows, ", ",
+                     config.dim, ", ", config.batch));
   }
   EmbeddingModel m;
   m.ids = b->Data("ids", DataType::kInt64, Shape({config.batch}));

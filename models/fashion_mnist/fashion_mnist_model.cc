@@ -4,8 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "framework/amp/amp.h"
 #include "framework/base/status_macros.h"
+#include "models/common/training_program.h"
 
 namespace tandem {
 namespace {
@@ -67,13 +67,7 @@ absl::StatusOr<FashionMnistModel> BuildFashionMnistModel(const FashionMnistConfi
   Var logits = b->Fc(h, kClasses, 1, true, absl::StrCat("layer", layer), LayerInit(config, layer));
   m.loss = b->Mean(b->SoftmaxWithCrossEntropy(logits, m.label));
   b->Accuracy(logits, m.label, /*k=*/1, &m.correct, &m.total);
-  RETURN_IF_ERROR(b->status());
-  if (config.amp.has_value()) {
-    RETURN_IF_ERROR(ApplyAmp(AmpOptions{*config.amp}, &b->main_program()).status());
-  }
-  m.eval = b->main_program();  // before the optimizer appends backward and updates
-  if (config.amp == DataType::kFloat16) optimizer->EnableDynamicLossScaling();
-  RETURN_IF_ERROR(optimizer->Minimize(b, m.loss));
+  ASSIGN_OR_RETURN(m.eval, FinishTrainingProgram(config.amp, m.loss, optimizer, b));
   return m;
 }
 

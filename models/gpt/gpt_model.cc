@@ -3,8 +3,8 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
-#include "framework/amp/amp.h"
 #include "framework/base/status_macros.h"
+#include "models/common/training_program.h"
 
 namespace tandem {
 namespace {
@@ -111,13 +111,7 @@ absl::StatusOr<GptModel> BuildGptModel(const GptConfig& config, Optimizer* optim
     logits = gpt.Forward(m.tokens);
   }
   m.loss = b->Mean(b->SoftmaxWithCrossEntropy(logits, m.targets));
-  RETURN_IF_ERROR(b->status());
-  if (config.amp.has_value()) {
-    RETURN_IF_ERROR(ApplyAmp(AmpOptions{*config.amp}, &b->main_program()).status());
-  }
-  m.eval = b->main_program();  // before the optimizer appends backward and updates
-  if (config.amp == DataType::kFloat16) optimizer->EnableDynamicLossScaling();
-  RETURN_IF_ERROR(optimizer->Minimize(b, m.loss));
+  ASSIGN_OR_RETURN(m.eval, FinishTrainingProgram(config.amp, m.loss, optimizer, b));
   return m;
 }
 
