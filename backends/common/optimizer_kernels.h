@@ -11,7 +11,8 @@
 //   momentum  Param: float32, float64; HostMemory(LearningRate)
 //   adam      Param: float32, float64; HostMemory(LearningRate, Beta1Pow,
 //             Beta2Pow, Beta1PowOut, Beta2PowOut)
-//   (each update op also HostMemory(SkipUpdate), its optional skip flag)
+//   (each update op also HostMemory(SkipUpdate, GradScale): its optional
+//   skip flag and gradient factor)
 //   check_finite_and_unscale  X: float32, float64; HostMemory(Scale)
 //   update_loss_scaling       every argument in host memory
 //   squared_l2_norm           X: float32, float64, bfloat16, float16
@@ -113,7 +114,8 @@ void ForEachMergedRow(const SelectedRows& g, int64_t width, const std::vector<T*
 }
 
 // Runs step(offset, g, len) over Param's elements: for a dense Grad on
-// element ranges in parallel (g = Grad + offset); for a sparse one once per
+// element ranges in parallel (g = Grad + offset, or its values times
+// GradScale in a local block when bound); for a sparse one once per
 // distinct row (offset = row * width, g = the merged row, len = width),
 // prefetching the rows of Param and of `state` (Param-shaped tensors the
 // step updates too).
@@ -126,10 +128,24 @@ void ForEachUpdate(const UpdateArgs& a, std::vector<T*> state, Step&& step) {
     state.push_back(param.data<T>());
     ForEachMergedRow<T, Policy>(a.grad->selected_rows(), width, state,
                                 [&](int64_t row, const T* g) { step(row * width, g, width); });
-  } else {
+  } else if (a.grad_scale == 1) {
     const T* g = a.grad->tensor().data<T>();
     Policy::ParallelFor(param.NumElements(), kMinElementsPerTask,
                         [&](int64_t begin, int64_t end) { step(begin, g + begin, end - begin); });
+  } else {
+    // GradScale: each block of the gradient is scaled (rounded to T, as
+    // elementwise_mul would) into a local buffer the step then reads.
+    const T* g = a.grad->tensor().data<T>();
+    const T scale = static_cast<T>(a.grad_scale);
+    Policy::ParallelFor(param.NumElements(), kMinElementsPerTask, [&](int64_t begin, int64_t end) {
+      constexpr int64_t kBlock = 1024;
+      T scaled[kBlock];
+      for (int64_t lo = begin; lo < end; lo += kBlock) {
+        const int64_t len = std::min(kBlock, end - lo);
+        for (int64_t i = 0; i < len; ++i) scaled[i] = g[lo + i] * scale;
+        step(lo, scaled, len);
+      }
+    });
   }
 }
 
@@ -161,11 +177,12 @@ class SgdKernel final : public OpKernel {
                                   g.value().data<T>(),
                                   height == 0 ? 0 : param.NumElements() / height, -lr, p, height);
       } else {
-        const T* g = a.grad->tensor().data<T>();
-        Policy::ParallelFor(param.NumElements(), kMinElementsPerTask,
-                            [&](int64_t begin, int64_t end) {
-                              for (int64_t i = begin; i < end; ++i) p[i] -= lr * g[i];
-                            });
+        optimizer_kernels_internal::ForEachUpdate<T, Policy>(
+            a, {}, [&](int64_t offset, const T* g, int64_t len) {
+              const T rate = lr;
+              T* q = p + offset;
+              for (int64_t i = 0; i < len; ++i) q[i] -= rate * g[i];
+            });
       }
       return absl::OkStatus();
     }));
@@ -431,6 +448,7 @@ void RegisterOptimizerKernels(const std::string& device_type) {
           .TypeConstraint("Param", SgdKernel<Policy>::Types::DataTypes())
           .HostMemory("LearningRate")
           .HostMemory("SkipUpdate")
+          .HostMemory("GradScale")
           .UpdatesRowsOf("Param", "Grad"),
       MakeKernelFactory<SgdKernel<Policy>>());
   KernelRegistry::Global().Register(
@@ -438,6 +456,7 @@ void RegisterOptimizerKernels(const std::string& device_type) {
           .TypeConstraint("Param", MomentumKernel<Policy>::Types::DataTypes())
           .HostMemory("LearningRate")
           .HostMemory("SkipUpdate")
+          .HostMemory("GradScale")
           .UpdatesRowsOf("Param", "Grad"),
       MakeKernelFactory<MomentumKernel<Policy>>());
   KernelRegistry::Global().Register(
@@ -449,6 +468,7 @@ void RegisterOptimizerKernels(const std::string& device_type) {
           .HostMemory("Beta1PowOut")
           .HostMemory("Beta2PowOut")
           .HostMemory("SkipUpdate")
+          .HostMemory("GradScale")
           .UpdatesRowsOf("Param", "Grad"),
       MakeKernelFactory<AdamKernel<Policy>>());
   KernelRegistry::Global().Register(

@@ -34,6 +34,17 @@ absl::StatusOr<UpdateArgs> GetUpdateArgs(const KernelContext& ctx) {
     RETURN_IF_ERROR(CheckSkipUpdate(ctx.op(), {skip->dtype(), skip->shape()}));
     a.skip = skip->data<bool>()[0];
   }
+  if (ctx.HasInput("GradScale")) {  // in host memory (the registration line)
+    ASSIGN_OR_RETURN(const Tensor* scale, ctx.InputTensor("GradScale"));
+    RETURN_IF_ERROR(
+        CheckScalarArg(ctx.op(), "GradScale", {scale->dtype(), scale->shape()}, a.param->dtype()));
+    if (a.grad->is_selected_rows()) {
+      return ctx.InvalidArgument(absl::StrCat("GradScale scales a dense Grad only; '",
+                                              ctx.InputName("Grad"), "' is SelectedRows"));
+    }
+    a.grad_scale =
+        scale->dtype() == DataType::kFloat64 ? scale->data<double>()[0] : scale->data<float>()[0];
+  }
   return a;
 }
 

@@ -43,6 +43,10 @@ struct UpdateArgs {
   // SkipUpdate's value (dynamic loss scaling skips the step): the kernel
   // then binds its outputs to its inputs and changes nothing.
   bool skip = false;
+  // GradScale's value (gradient clipping's factor, host memory), 1 when not
+  // bound: the kernels use Grad * grad_scale (in Param's dtype); only a
+  // dense Grad may be scaled.
+  double grad_scale = 1;
 
   bool sparse() const { return grad->is_selected_rows(); }
   TensorMeta param_meta() const { return {param->dtype(), param->shape()}; }

@@ -23,6 +23,7 @@
 #include "backends/common/serial_policy.h"
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_status.h"
+#include "backends/cuda/grad_scale.h"
 #include "backends/cuda/kernel_util.h"
 #include "backends/cuda/math_launchers.h"
 #include "backends/cuda/optimizer_launchers.h"
@@ -102,8 +103,10 @@ class MomentumKernel : public OpKernel {
       T* param = a.param->data<T>();
       T* vel = velocity->data<T>();
       if (!a.sparse()) {
-        CUDA_RETURN_IF_ERROR(LaunchMomentumDense<T>(param, vel, a.grad->tensor().data<T>(),
-                                                    a.param->NumElements(), step, stream));
+        Tensor scaled;
+        ASSIGN_OR_RETURN(const T* grad, ScaledDenseGrad<T>(ctx, a, &scaled));
+        CUDA_RETURN_IF_ERROR(
+            LaunchMomentumDense<T>(param, vel, grad, a.param->NumElements(), step, stream));
         return absl::OkStatus();
       }
       const T* value = a.grad->selected_rows().value().data<T>();
@@ -140,7 +143,8 @@ REGISTER_KERNEL(KernelDef("momentum", "gpu")
                     .TypeConstraint("Param", kFloatTypes)
                     .HostMemory("LearningRate")
                     .HostMemory("SkipUpdate")
-                    .Scratch(SparseUpdateScratch),
+                    .HostMemory("GradScale")
+                    .Scratch(WithGradScaleScratch(SparseUpdateScratch)),
                 MomentumKernel);
 
 class AdamKernel : public OpKernel {
@@ -176,8 +180,10 @@ class AdamKernel : public OpKernel {
       T* mom1 = args.m1->data<T>();
       T* mom2 = args.m2->data<T>();
       if (!a.sparse()) {
-        CUDA_RETURN_IF_ERROR(LaunchAdamDense<T>(param, mom1, mom2, a.grad->tensor().data<T>(),
-                                                a.param->NumElements(), step, stream));
+        Tensor scaled;
+        ASSIGN_OR_RETURN(const T* grad, ScaledDenseGrad<T>(ctx, a, &scaled));
+        CUDA_RETURN_IF_ERROR(
+            LaunchAdamDense<T>(param, mom1, mom2, grad, a.param->NumElements(), step, stream));
       } else {
         const T* value = a.grad->selected_rows().value().data<T>();
         RETURN_IF_ERROR(UpdateRows<T>(ctx, a,
@@ -204,11 +210,12 @@ REGISTER_KERNEL(KernelDef("adam", "gpu")
                     .TypeConstraint("Param", kFloatTypes)
                     .HostMemory("LearningRate")
                     .HostMemory("SkipUpdate")
+                    .HostMemory("GradScale")
                     .HostMemory("Beta1Pow")
                     .HostMemory("Beta2Pow")
                     .HostMemory("Beta1PowOut")
                     .HostMemory("Beta2PowOut")
-                    .Scratch(SparseUpdateScratch),
+                    .Scratch(WithGradScaleScratch(SparseUpdateScratch)),
                 AdamKernel);
 
 // check_finite_and_unscale (the host kernel's contract, see its op doc):

@@ -26,6 +26,7 @@
 #include "backends/common/optimizer_prologues.h"
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_status.h"
+#include "backends/cuda/grad_scale.h"
 #include "backends/cuda/kernel_staging.h"
 #include "backends/cuda/kernel_util.h"
 #include "backends/cuda/scratch.h"
@@ -57,9 +58,10 @@ class SgdKernel : public OpKernel {
     RETURN_IF_ERROR(DispatchFloat(param.dtype(), [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
       if (a.sparse()) return UpdateSparse<T>(ctx, param, a.grad->selected_rows(), learning_rate);
-      CUDA_RETURN_IF_ERROR(LaunchSgdDense<T>(param.data<T>(), a.grad->tensor().data<T>(),
-                                             param.NumElements(), learning_rate,
-                                             CudaStreamOf(ctx->stream())));
+      Tensor scaled;
+      ASSIGN_OR_RETURN(const T* grad, ScaledDenseGrad<T>(ctx, a, &scaled));
+      CUDA_RETURN_IF_ERROR(LaunchSgdDense<T>(param.data<T>(), grad, param.NumElements(),
+                                             learning_rate, CudaStreamOf(ctx->stream())));
       return absl::OkStatus();
     }));
     return ctx->SetOutput("ParamOut", param);
@@ -131,7 +133,8 @@ REGISTER_KERNEL(KernelDef("sgd", "gpu")
                     .TypeConstraint("Param", kFloatTypes)
                     .HostMemory("LearningRate")
                     .HostMemory("SkipUpdate")
-                    .Scratch(SgdScratch)
+                    .HostMemory("GradScale")
+                    .Scratch(WithGradScaleScratch(SgdScratch))
                     .HostStaging(SgdHostStaging),
                 SgdKernel);
 

@@ -84,6 +84,7 @@ absl::Status Optimizer::Minimize(ProgramBuilder* builder, Var loss) {
     op.type = op_type_;
     op.inputs = {{"Param", {param}}, {"Grad", {grad}}, {"LearningRate", {lr_var_}}};
     if (!skip.empty()) op.inputs["SkipUpdate"] = {skip};
+    if (!clip_scale_var_.empty()) op.inputs["GradScale"] = {clip_scale_var_};
     op.outputs = {{"ParamOut", {param}}};
     op.role = OpRole::kOptimize;
     op.origin = {OpOrigin::Kind::kUpdateOf, -1, param};
@@ -207,19 +208,10 @@ absl::Status Optimizer::AppendGradientClip(ProgramBuilder* builder, const GradMa
     clip.inputs["SquaredNorms"].push_back(norm.Output("Out"));
     RETURN_IF_ERROR(append(std::move(norm), param));
   }
-  const std::string scale = declare("gradient_clip_scale");
+  clip_scale_var_ = declare("gradient_clip_scale");
   global_norm_var_ = declare("gradient_global_norm");
-  clip.outputs = {{"Scale", {scale}}, {"GlobalNorm", {global_norm_var_}}};
-  RETURN_IF_ERROR(append(std::move(clip), ""));
-  for (const auto& [param, grad] : grads) {
-    OpDesc mul;
-    mul.type = "elementwise_mul";
-    mul.inputs = {{"X", {grad}}, {"Y", {scale}}};
-    mul.outputs = {{"Out", {grad}}};
-    mul.attrs = {{"axis", int64_t{-1}}};
-    RETURN_IF_ERROR(append(std::move(mul), param));
-  }
-  return absl::OkStatus();
+  clip.outputs = {{"Scale", {clip_scale_var_}}, {"GlobalNorm", {global_norm_var_}}};
+  return append(std::move(clip), "");
 }
 
 void Momentum::AddUpdateArgs(ProgramBuilder* builder, const VarDesc& param, OpDesc* op) {

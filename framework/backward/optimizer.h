@@ -82,10 +82,11 @@ class Optimizer {
 
   // Minimize then clips the gradients by their global norm (PyTorch's
   // clip_grad_norm_): one squared_l2_norm per gradient (placed with the
-  // update of its parameter), global_norm_clip on the host, and an
-  // elementwise_mul of each gradient by its factor min(1, max_norm /
-  // (norm + 1e-6)) before the updates (after the unscaling, with loss
-  // scaling). Exact; every update then waits for every gradient.
+  // update of its parameter), global_norm_clip on the host, and every
+  // update op multiplies its gradient by the factor min(1, max_norm /
+  // (norm + 1e-6)) (its GradScale input) as it reads it (after the
+  // unscaling, with loss scaling). Exact; every update then waits for
+  // every gradient.
   // Minimize refuses sparse gradients (Unimplemented) and gradients of
   // mixed or 16-bit dtypes (InvalidArgument).
   void EnableGradientClipping(double max_norm) { max_grad_norm_ = max_norm; }
@@ -130,13 +131,14 @@ class Optimizer {
   // after the backward; returns the skip flag's name.
   absl::StatusOr<Var> ScaleLoss(ProgramBuilder* builder, Var loss);
   absl::StatusOr<std::string> AppendUnscale(ProgramBuilder* builder, const GradMap& grads);
-  // Gradient clipping: the norms, the clip factor and the scaling ops.
+  // Gradient clipping: the norms and the clip factor (clip_scale_var_).
   absl::Status AppendGradientClip(ProgramBuilder* builder, const GradMap& grads);
 
   std::map<std::string, std::map<std::string, std::string>> state_;  // param -> slot -> var
   std::optional<LossScalingOptions> loss_scaling_;
   LossScalingVars loss_scaling_vars_;
   std::optional<double> max_grad_norm_;
+  std::string clip_scale_var_;  // the updates' GradScale
   std::string global_norm_var_;
 };
 

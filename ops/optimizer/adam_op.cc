@@ -33,6 +33,9 @@ REGISTER_OP("adam")
     .OptionalInput("SkipUpdate",
                    "bool with one element in host memory: when true the op leaves Param and "
                    "its state as they are (a step that dynamic loss scaling skips)")
+    .OptionalInput("GradScale",
+                   "Param's dtype with one element in host memory: Grad is multiplied by it "
+                   "(in Param's dtype) before the update (gradient clipping's factor)")
     .Output("ParamOut")
     .Output("Moment1Out")
     .Output("Moment2Out")
@@ -57,10 +60,7 @@ REGISTER_OP("adam")
       ASSIGN_OR_RETURN(m.beta2_pow, ctx->Input("Beta2Pow"));
       RETURN_IF_ERROR(CheckAdamArgs(ctx->op(), m));
       const TensorMeta dense{m.param.dtype, m.param.shape};
-      if (ctx->HasInput("SkipUpdate")) {
-        ASSIGN_OR_RETURN(TensorMeta skip, ctx->Input("SkipUpdate"));
-        RETURN_IF_ERROR(CheckSkipUpdate(ctx->op(), skip));
-      }
+      RETURN_IF_ERROR(CheckOptionalUpdateArgs(ctx, m.param.dtype));
       ctx->SetOutput("ParamOut", dense);
       ctx->SetOutput("Moment1Out", dense);
       ctx->SetOutput("Moment2Out", dense);

@@ -23,6 +23,9 @@ REGISTER_OP("momentum")
     .OptionalInput("SkipUpdate",
                    "bool with one element in host memory: when true the op leaves Param and "
                    "its state as they are (a step that dynamic loss scaling skips)")
+    .OptionalInput("GradScale",
+                   "Param's dtype with one element in host memory: Grad is multiplied by it "
+                   "(in Param's dtype) before the update (gradient clipping's factor)")
     .Output("ParamOut")
     .Output("VelocityOut")
     .Attr<double>("mu", 0.9, "momentum factor, >= 0")
@@ -34,10 +37,7 @@ REGISTER_OP("momentum")
       ASSIGN_OR_RETURN(TensorMeta velocity, ctx->Input("Velocity"));
       ASSIGN_OR_RETURN(TensorMeta lr, ctx->Input("LearningRate"));
       RETURN_IF_ERROR(CheckMomentumArgs(ctx->op(), param, grad, velocity, lr));
-      if (ctx->HasInput("SkipUpdate")) {
-        ASSIGN_OR_RETURN(TensorMeta skip, ctx->Input("SkipUpdate"));
-        RETURN_IF_ERROR(CheckSkipUpdate(ctx->op(), skip));
-      }
+      RETURN_IF_ERROR(CheckOptionalUpdateArgs(ctx, param.dtype));
       ctx->SetOutput("ParamOut", TensorMeta{param.dtype, param.shape});
       ctx->SetOutput("VelocityOut", TensorMeta{param.dtype, param.shape});
       return absl::OkStatus();

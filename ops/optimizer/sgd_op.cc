@@ -19,16 +19,16 @@ REGISTER_OP("sgd")
     .OptionalInput("SkipUpdate",
                    "bool with one element in host memory: when true the op leaves Param and "
                    "its state as they are (a step that dynamic loss scaling skips)")
+    .OptionalInput("GradScale",
+                   "Param's dtype with one element in host memory: Grad is multiplied by it "
+                   "(in Param's dtype) before the update (gradient clipping's factor)")
     .Output("ParamOut")
     .SetInferShape([](InferShapeContext* ctx) -> absl::Status {
       ASSIGN_OR_RETURN(TensorMeta param, ctx->Input("Param"));
       ASSIGN_OR_RETURN(TensorMeta grad, ctx->Input("Grad"));
       ASSIGN_OR_RETURN(TensorMeta lr, ctx->Input("LearningRate"));
       RETURN_IF_ERROR(CheckSgdArgs(ctx->op(), param, grad, lr));
-      if (ctx->HasInput("SkipUpdate")) {
-        ASSIGN_OR_RETURN(TensorMeta skip, ctx->Input("SkipUpdate"));
-        RETURN_IF_ERROR(CheckSkipUpdate(ctx->op(), skip));
-      }
+      RETURN_IF_ERROR(CheckOptionalUpdateArgs(ctx, param.dtype));
       ctx->SetOutput("ParamOut", TensorMeta{param.dtype, param.shape});
       return absl::OkStatus();
     });

@@ -130,6 +130,18 @@ absl::Status CheckSkipUpdate(const OpDesc &op, const TensorMeta &skip) {
   return CheckScalarArg(op, "SkipUpdate", skip, DataType::kBool);
 }
 
+absl::Status CheckOptionalUpdateArgs(InferShapeContext *ctx, DataType param_dtype) {
+  if (ctx->HasInput("SkipUpdate")) {
+    ASSIGN_OR_RETURN(TensorMeta skip, ctx->Input("SkipUpdate"));
+    RETURN_IF_ERROR(CheckSkipUpdate(ctx->op(), skip));
+  }
+  if (ctx->HasInput("GradScale")) {
+    ASSIGN_OR_RETURN(TensorMeta scale, ctx->Input("GradScale"));
+    RETURN_IF_ERROR(CheckScalarArg(ctx->op(), "GradScale", scale, param_dtype));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<LossScalingAttrs> GetLossScalingAttrs(const OpDesc &op) {
   LossScalingAttrs a;
   ASSIGN_OR_RETURN(a.growth_factor, GetAttr<double>(op.attrs, "growth_factor", op.type));

@@ -62,6 +62,10 @@ absl::Status CheckAdamArgs(const OpDesc &op, const AdamMetas &m);
 // the variable otherwise.
 absl::Status CheckSkipUpdate(const OpDesc &op, const TensorMeta &skip);
 
+// An update op's optional inputs, when bound: SkipUpdate (CheckSkipUpdate)
+// and GradScale (gradient clipping's factor: Param's dtype with one element).
+absl::Status CheckOptionalUpdateArgs(InferShapeContext *ctx, DataType param_dtype);
+
 // Attributes of update_loss_scaling: growth_factor > 1, backoff_factor in
 // (0, 1), growth_interval >= 1.
 struct LossScalingAttrs {

@@ -383,6 +383,13 @@ void AddSgd(std::vector<ConformanceCase>* cases) {
       c.expected["ParamOut"] = {t, reference::SgdDense(pa, ga, lr)};
       SetTolerance(&c, t, 4);
       cases->push_back(c);
+      // GradScale (gradient clipping's factor), a power of two: exact.
+      ConformanceCase scaled = c;
+      scaled.label += " GradScale 0.25";
+      scaled.inputs.push_back({"GradScale", MakeTensor(t, Shape({1}), {0.25})});
+      scaled.expected["ParamOut"] = {
+          t, reference::SgdDense(pa, reference::Map(ga, [](double v) { return v * 0.25; }), lr)};
+      cases->push_back(scaled);
     }
     // Sparse: duplicate rows accumulate; no rows leave Param unchanged.
     for (const std::vector<int64_t>& rows :

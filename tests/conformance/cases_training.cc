@@ -67,6 +67,23 @@ std::pair<Tensor, Array> NonNegative(DataType t, const Shape& s, uint64_t seed) 
   return {tensor, Array{s, ToDoubles(tensor)}};
 }
 
+// GradScale (gradient clipping's factor) is 0.25 in these cases: a power of
+// two, so the scaled gradient is exact in every dtype.
+constexpr double kGradScale = 0.25;
+
+// `c` with GradScale bound (host memory, Param's dtype `t`).
+ConformanceCase WithGradScale(const ConformanceCase& c, DataType t) {
+  ConformanceCase s = c;
+  s.label += " GradScale 0.25";
+  s.inputs.push_back({"GradScale", MakeTensor(t, Shape({1}), {kGradScale})});
+  return s;
+}
+
+reference::Gradient Scaled(reference::Gradient g) {
+  for (double& v : g.dense.values) v *= kGradScale;
+  return g;
+}
+
 void AddMomentum(std::vector<ConformanceCase>* cases) {
   uint64_t seed = 20000;
   for (DataType t : kFloats) {
@@ -85,6 +102,14 @@ void AddMomentum(std::vector<ConformanceCase>* cases) {
         c.expected["ParamOut"] = {t, r.param};
         c.expected["VelocityOut"] = {t, r.velocity};
         SetTolerance(&c, t, 4 * std::max<int64_t>(1, cfg.rows.size()));
+        if (!cfg.sparse) {  // gradient clipping's factor
+          ConformanceCase s = WithGradScale(c, t);
+          const reference::MomentumResult rs =
+              reference::Momentum(pa, Scaled(g), va, kLr, mu, nesterov);
+          s.expected["ParamOut"] = {t, rs.param};
+          s.expected["VelocityOut"] = {t, rs.velocity};
+          cases->push_back(std::move(s));
+        }
         cases->push_back(std::move(c));
       }
     }
@@ -135,6 +160,15 @@ void AddAdam(std::vector<ConformanceCase>* cases) {
         c.expected["Beta1PowOut"] = {t, Array{Shape({1}), {r.beta1_pow}}};
         c.expected["Beta2PowOut"] = {t, Array{Shape({1}), {r.beta2_pow}}};
         SetTolerance(&c, t, 8 * std::max<int64_t>(1, cfg.rows.size()));
+        if (!cfg.sparse) {  // gradient clipping's factor
+          ConformanceCase s = WithGradScale(c, t);
+          const reference::AdamResult rs =
+              reference::Adam(pa, Scaled(g), m1a, m2a, ToDoubles(b1p)[0], ToDoubles(b2p)[0], a);
+          s.expected["ParamOut"] = {t, rs.param};
+          s.expected["Moment1Out"] = {t, rs.moment1};
+          s.expected["Moment2Out"] = {t, rs.moment2};
+          cases->push_back(std::move(s));
+        }
         cases->push_back(std::move(c));
       }
     }
