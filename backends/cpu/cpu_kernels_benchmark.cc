@@ -4,12 +4,14 @@
 //
 //   bazel run //backends/cpu:cpu_kernels_benchmark -- --benchmark_filter=Matmul
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "benchmark/benchmark.h"
 #include "framework/kernel/eager.h"
 #include "framework/tensor/selected_rows.h"
 #include "framework/tensor/tensor.h"
+#include "framework/types/float16.h"
 
 namespace tandem {
 namespace {
@@ -161,6 +163,69 @@ void BM_Adam(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * (batch == 0 ? rows : batch) * width);
 }
 BENCHMARK(BM_Adam)->Args({784, 256, 0})->Args({1'000'000, 16, 512})->UseRealTime();
+
+// The host side of the GPT example's optimizer offload, per parameter
+// element, against the host's memory bandwidth (BM_HostMemcpy: 8 bytes an
+// element, read and written): adam of n dense float32 elements with the
+// clip factor (GradScale) bound, 28 bytes an element (Param, Grad and the
+// two moments read; Param and the moments written); the cast of a weight to
+// bfloat16 (6 bytes) and of its bfloat16 gradient back (6 bytes);
+// squared_l2_norm (4 bytes). Arg: n (111,719 x 768 = 85.8 M, GPT-2 shape's
+// parameter count over bytes, as the example has it).
+void BM_HostMemcpy(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  std::vector<float> from(n, 1.0f), to(n);
+  for (auto _ : state) {
+    std::memcpy(to.data(), from.data(), n * sizeof(float));
+    benchmark::DoNotOptimize(to.data());
+  }
+  state.SetBytesProcessed(state.iterations() * 2 * n * sizeof(float));
+}
+
+void BM_AdamClipped(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  OpDesc op;
+  op.type = "adam";
+  RunOrSkip(state, op,
+            {{"Param", {Filled<float>({n})}},
+             {"Grad", {Filled<float>({n})}},
+             {"Moment1", {Filled<float>({n})}},
+             {"Moment2", {Filled<float>({n})}},
+             {"Beta1Pow", {Variable(Tensor::FromVector<float>({1}, {0.9f}))}},
+             {"Beta2Pow", {Variable(Tensor::FromVector<float>({1}, {0.999f}))}},
+             {"LearningRate", {Variable(Tensor::FromVector<float>({1}, {1e-3f}))}},
+             {"GradScale", {Variable(Tensor::FromVector<float>({1}, {0.5f}))}}});
+  state.SetBytesProcessed(state.iterations() * 28 * n);
+}
+
+template <DataType kFrom, DataType kTo, typename From>
+void BM_Cast(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  OpDesc op;
+  op.type = "cast";
+  op.attrs["out_dtype"] = kTo;
+  RunOrSkip(state, op, {{"X", {Filled<From>({n})}}});
+  state.SetBytesProcessed(state.iterations() * n * (SizeOf(kFrom) + SizeOf(kTo)));
+}
+
+void BM_SquaredL2Norm(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  OpDesc op;
+  op.type = "squared_l2_norm";
+  RunOrSkip(state, op, {{"X", {Filled<float>({n})}}});
+  state.SetBytesProcessed(state.iterations() * n * sizeof(float));
+}
+
+constexpr int64_t kGptParameters = 111'719 * 768;
+BENCHMARK(BM_HostMemcpy)->Arg(kGptParameters)->UseRealTime();
+BENCHMARK(BM_AdamClipped)->Arg(kGptParameters)->UseRealTime();
+BENCHMARK(BM_Cast<DataType::kFloat32, DataType::kBFloat16, float>)
+    ->Arg(kGptParameters)
+    ->UseRealTime();
+BENCHMARK(BM_Cast<DataType::kBFloat16, DataType::kFloat32, bfloat16>)
+    ->Arg(kGptParameters)
+    ->UseRealTime();
+BENCHMARK(BM_SquaredL2Norm)->Arg(kGptParameters)->UseRealTime();
 
 }  // namespace
 }  // namespace tandem
