@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <random>
 #include <sstream>
 
 #include "absl/strings/match.h"
@@ -40,6 +39,15 @@ std::vector<fs::path> TextFiles(const fs::path& dir) {
   }
   std::sort(files.begin(), files.end());
   return files;
+}
+
+// SplitMix64's output function of `x` (Steele et al.): a well-mixed 64-bit
+// value, easy to reproduce in any language (examples/python/gpt.py does).
+uint64_t SplitMix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15u;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9u;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebu;
+  return x ^ (x >> 31);
 }
 
 }  // namespace
@@ -89,9 +97,13 @@ void Corpus::TrainWindows(int64_t seq, int64_t batch, int64_t step, int64_t seed
                           std::vector<int64_t>* tokens, std::vector<int64_t>* targets) const {
   tokens->clear();
   targets->clear();
-  std::mt19937_64 rng(static_cast<uint64_t>(seed) * 1000003u + static_cast<uint64_t>(step));
-  std::uniform_int_distribution<int64_t> start(0, split_ - seq - 1);
-  for (int64_t b = 0; b < batch; ++b) Window(start(rng), seq, tokens, targets);
+  const uint64_t starts = static_cast<uint64_t>(split_ - seq);  // 0 .. split_ - seq - 1
+  for (int64_t b = 0; b < batch; ++b) {
+    const uint64_t key =
+        (static_cast<uint64_t>(seed) * 1000003u + static_cast<uint64_t>(step)) * 4096u +
+        static_cast<uint64_t>(b);
+    Window(static_cast<int64_t>(SplitMix64(key) % starts), seq, tokens, targets);
+  }
 }
 
 void Corpus::ValidationWindows(int64_t seq, int64_t batch, int64_t index, int64_t count,

@@ -37,8 +37,10 @@ class Corpus {
   absl::Status CheckFits(int64_t seq) const;
 
   // `batch` windows of the training part, drawn from (seed, step) alone (a
-  // resumed run draws what the uninterrupted one would): tokens [batch *
-  // seq] and targets, each token's next byte.
+  // resumed run draws what the uninterrupted one would): window b starts at
+  // SplitMix64(((seed * 1000003 + step) * 4096 + b) mod 2^64) mod
+  // (train_bytes - seq). Tokens [batch * seq] and targets, each token's
+  // next byte.
   void TrainWindows(int64_t seq, int64_t batch, int64_t step, int64_t seed,
                     std::vector<int64_t>* tokens, std::vector<int64_t>* targets) const;
   // Validation batch `index` of `count`: windows evenly spaced over the

@@ -56,6 +56,20 @@ class ExamplesTest(unittest.TestCase):
                                        "--test_examples=1000", "--epochs=2", "--log_every=1"],
                      [("train", "loss"), ("eval", "accuracy")])
 
+    def test_gpt_losses_equal_the_cpp_trainer(self):
+        with tempfile.TemporaryDirectory() as d:
+            corpus = os.path.join(d, "corpus.txt")
+            with open(corpus, "w") as f:
+                for i in range(300):
+                    f.write("Line %d: the quick brown fox jumps over the lazy dog.\n" % i)
+            for place in ("cpu", "sim:0"):
+                with self.subTest(place=place):
+                    self.compare("gpt", ["--place=" + place, "--corpus=" + corpus, "--layers=1",
+                                         "--width=32", "--heads=2", "--seq=16",
+                                         "--batch_size=4", "--steps=6", "--log_every=1",
+                                         "--eval_every=3", "--eval_batches=2", "--clip_norm=0"],
+                                 [("train", "loss"), ("eval", "validation_loss")])
+
     def test_crop_profile_before_and_after_the_guard(self):
         out = run([sys.executable, os.path.join(HERE, "crop_profile.py"), "--place=sim:0",
                    "--steps=20", "--warmup=2", "--advise"])
