@@ -332,11 +332,17 @@ std::map<std::string, std::vector<std::string>> AppendOp(
   return out;
 }
 
-// Dynamic loss scaling from Python's options (None: off; else a dict of
-// LossScalingOptions' fields, each optional).
+// Dynamic loss scaling and gradient clipping from Python's options (None:
+// neither; else a dict: "loss_scaling" (bool, absent: true) with
+// LossScalingOptions' fields, each optional, and "max_grad_norm" (a float,
+// or None: no clipping)).
 void ConfigureLossScaling(Optimizer* opt, const py::object& scaling) {
   if (scaling.is_none()) return;
   const py::dict d = scaling.cast<py::dict>();
+  if (d.contains("max_grad_norm") && !d["max_grad_norm"].is_none()) {
+    opt->EnableGradientClipping(d["max_grad_norm"].cast<double>());
+  }
+  if (d.contains("loss_scaling") && !d["loss_scaling"].cast<bool>()) return;
   LossScalingOptions o;
   if (d.contains("initial_scale")) o.initial_scale = d["initial_scale"].cast<double>();
   if (d.contains("growth_factor")) o.growth_factor = d["growth_factor"].cast<double>();
@@ -350,6 +356,7 @@ void ConfigureLossScaling(Optimizer* opt, const py::object& scaling) {
 py::dict Minimized(const Optimizer& opt, const Program& main) {
   py::dict d;
   d["learning_rate"] = opt.learning_rate_var();
+  if (!opt.global_norm_var().empty()) d["global_norm"] = opt.global_norm_var();
   const LossScalingVars& scaling = opt.loss_scaling_vars();
   if (!scaling.scale.empty()) {
     py::dict vars;

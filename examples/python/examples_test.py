@@ -67,7 +67,7 @@ class ExamplesTest(unittest.TestCase):
                     self.compare("gpt", ["--place=" + place, "--corpus=" + corpus, "--layers=1",
                                          "--width=32", "--heads=2", "--seq=16",
                                          "--batch_size=4", "--steps=6", "--log_every=1",
-                                         "--eval_every=3", "--eval_batches=2", "--clip_norm=0"],
+                                         "--eval_every=3", "--eval_batches=2"],
                                  [("train", "loss"), ("eval", "validation_loss")])
 
     def test_crop_profile_before_and_after_the_guard(self):

@@ -12,9 +12,9 @@ It builds the C++ trainer's model (the same parameter names and seeds),
 reads the corpus as it does (a directory's files in name order, no symbolic
 links or "*.dat" files, the last --validation_fraction held out) and draws
 the same training windows (SplitMix64 of (seed, step, row)), so on the CPU
-its losses equal the C++ trainer's with --clip_norm=0, bit for bit
-(examples_test). Gradient clipping (the C++ trainer's --clip_norm, default 1)
-is not in the Python optimizer yet: --clip_norm must be 0 here.
+its losses equal the C++ trainer's bit for bit
+(examples_test), gradient clipping by global norm (--clip_norm, default 1)
+included.
 """
 
 import argparse
@@ -72,7 +72,7 @@ def train_starts(split, seq, batch, step, seed):
     return [splitmix64((base * 4096 + b) & MASK64) % (split - seq) for b in range(batch)]
 
 
-def build_model(layers_, width, heads, seq, seed):
+def build_model(layers_, width, heads, seq, seed, clip_norm):
     """(main, startup, eval program, loss, optimizer) of models/gpt's model."""
     main_program, startup_program = tandem.Program(), tandem.Program()
     seeds = iter(range(seed * 1000 + 1, seed * 1000 + 100000))
@@ -105,7 +105,8 @@ def build_model(layers_, width, heads, seq, seed):
         logits = linear(x, VOCAB, "lm_head", bias=False)
         loss = layers.mean(layers.softmax_with_cross_entropy(logits, targets))
         eval_program = main_program.clone(for_test=True)
-        optimizer = tandem.optimizer.Adam(learning_rate=1.0)  # set below
+        clip = tandem.clip.GradientClipByGlobalNorm(clip_norm) if clip_norm > 0 else None
+        optimizer = tandem.optimizer.Adam(learning_rate=1.0, grad_clip=clip)  # lr set below
         optimizer.minimize(loss)
     return main_program, startup_program, eval_program, loss, optimizer
 
@@ -126,13 +127,12 @@ def main(argv=None):
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--place", default="", help="gpu:N, sim:N or cpu (default: gpu:0 if present)")
     p.add_argument("--eval_every", type=int, default=500, help="steps between validation runs")
-    p.add_argument("--clip_norm", type=float, default=0.0,
-                   help="must be 0: the Python optimizer does not clip gradients yet")
+    p.add_argument("--clip_norm", type=float, default=1.0,
+                   help="clip the gradients by their global norm (0: no clipping)")
     p.add_argument("--metrics_out", default="", help="one JSON line per progress line and eval")
     args = p.parse_args(argv)
-    if args.clip_norm != 0:
-        p.error("--clip_norm: gradient clipping is not in the Python optimizer yet (use 0, "
-                "or the C++ trainer //examples/gpt)")
+    if args.clip_norm < 0:
+        p.error("--clip_norm must be >= 0")
     if min(args.layers, args.width, args.heads, args.seq, args.batch_size, args.steps,
            args.eval_batches, args.log_every, args.seed) < 1 or args.width % args.heads:
         p.error("sizes, --steps, --eval_batches, --log_every and --seed must be >= 1, "
@@ -142,7 +142,7 @@ def main(argv=None):
         p.error("the corpus is too small for --seq %d" % args.seq)
     place = parse_place(args.place)
     main_program, startup_program, eval_program, loss, optimizer = build_model(
-        args.layers, args.width, args.heads, args.seq, args.seed)
+        args.layers, args.width, args.heads, args.seq, args.seed, args.clip_norm)
     print("gpt: %d layers x %d, %d heads, seq %d on %s, batch %d, %d train / %d validation bytes"
           % (args.layers, args.width, args.heads, args.seq, place, args.batch_size, split,
              len(text) - split), flush=True)

@@ -19,11 +19,42 @@ __all__ = ["SGD", "Momentum", "Adam", "SGDOptimizer", "MomentumOptimizer", "Adam
 
 
 class Optimizer:
-    def __init__(self, learning_rate):
+    def __init__(self, learning_rate, grad_clip=None):
         self._lr = float(learning_rate)
         self._made = None
         self._program = None
         self._scaling = None
+        self._clip = None
+        if grad_clip is not None:
+            from tandem.clip import GradientClipByGlobalNorm
+            if not isinstance(grad_clip, GradientClipByGlobalNorm):
+                raise ValueError("grad_clip: only tandem.clip.GradientClipByGlobalNorm is "
+                                 "supported, got %r" % (grad_clip,))
+            self.enable_gradient_clipping(grad_clip.clip_norm)
+
+    def enable_gradient_clipping(self, max_norm):
+        """Clips the gradients by their global norm (PyTorch's clip_grad_norm_,
+        Paddle's GradientClipByGlobalNorm): every gradient is multiplied by
+        min(1, max_norm / (norm + 1e-6)) before the updates. Call before
+        minimize; global_norm_var then holds each step's norm."""
+        self._clip = float(max_norm)
+        return self
+
+    @property
+    def global_norm_var(self):
+        """The float32 [1] Variable of the step's global gradient norm (after
+        minimize, with clipping on)."""
+        self._check()
+        if "global_norm" not in self._made:
+            raise ValueError("gradient clipping is off: call enable_gradient_clipping first")
+        return Variable(self._program, self._made["global_norm"])
+
+    def _options(self):
+        """What the bindings configure: None, or loss scaling and clipping."""
+        if self._scaling is None and self._clip is None:
+            return None
+        return dict(self._scaling or {}, loss_scaling=self._scaling is not None,
+                    max_grad_norm=self._clip)
 
     def enable_dynamic_loss_scaling(self, initial_scale=65536.0, growth_factor=2.0,
                                     backoff_factor=0.5, growth_interval=2000):
@@ -100,21 +131,21 @@ class SGD(Optimizer):
     """param -= lr * grad."""
 
     def _minimize(self, target, loss):
-        return _C.layers.minimize_sgd(target, loss, self._lr, self._scaling)
+        return _C.layers.minimize_sgd(target, loss, self._lr, self._options())
 
 
 class Momentum(Optimizer):
     """velocity = momentum * velocity + grad; param -= lr * velocity (Nesterov:
     param -= lr * (grad + momentum * velocity))."""
 
-    def __init__(self, learning_rate, momentum, use_nesterov=False):
-        super().__init__(learning_rate)
+    def __init__(self, learning_rate, momentum, use_nesterov=False, grad_clip=None):
+        super().__init__(learning_rate, grad_clip)
         self._mu = float(momentum)
         self._nesterov = bool(use_nesterov)
 
     def _minimize(self, target, loss):
         return _C.layers.minimize_momentum(target, loss, self._lr, self._mu, self._nesterov,
-                                           self._scaling)
+                                           self._options())
 
 
 class Adam(Optimizer):
@@ -122,13 +153,13 @@ class Adam(Optimizer):
     decoupled_weight_decay is False (then an L2 term on the gradient)."""
 
     def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8,
-                 weight_decay=0.0, decoupled_weight_decay=True):
-        super().__init__(learning_rate)
+                 weight_decay=0.0, decoupled_weight_decay=True, grad_clip=None):
+        super().__init__(learning_rate, grad_clip)
         self._args = (float(beta1), float(beta2), float(epsilon), float(weight_decay),
                       bool(decoupled_weight_decay))
 
     def _minimize(self, target, loss):
-        return _C.layers.minimize_adam(target, loss, self._lr, *self._args, self._scaling)
+        return _C.layers.minimize_adam(target, loss, self._lr, *self._args, self._options())
 
 
 SGDOptimizer = SGD

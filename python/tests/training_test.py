@@ -70,6 +70,24 @@ class OptimizerTest(unittest.TestCase):
             return w - lr * mhat / (np.sqrt(vhat) + eps)
         self.check(lambda: tandem.optimizer.Adam(0.01), update)
 
+    def test_sgd_with_gradient_clipping_by_global_norm(self):
+        def update(w, g, s, lr=0.1, clip=0.05):
+            return w - lr * g * min(1.0, clip / (np.sqrt((g * g).sum()) + 1e-6))
+        self.check(lambda: tandem.optimizer.SGD(
+            0.1, grad_clip=tandem.clip.GradientClipByGlobalNorm(0.05)), update)
+        for place in PLACES:
+            with self.subTest(place=place):
+                opt = tandem.optimizer.Adam(0.01).enable_gradient_clipping(100.0)
+                main, startup, loss = linear(opt)
+                exe, scope = tandem.Executor(tandem.Place(place)), tandem.Scope()
+                exe.run(startup, scope=scope)
+                scope.find_var("w").set(W0)
+                norm, = exe.run(main, feed={"x": X, "t": T}, fetch_list=[opt.global_norm_var],
+                                scope=scope)
+                np.testing.assert_allclose(norm[0], np.sqrt((grad(W0) ** 2).sum()), rtol=1e-5)
+        with self.assertRaisesRegex(ValueError, "GradientClipByGlobalNorm is supported"):
+            tandem.optimizer.Adam(0.01, grad_clip=1.0)
+
     def test_minimize_reports_and_set_lr(self):
         opt = tandem.optimizer.Adam(0.01)
         main, startup, loss = linear(opt)
