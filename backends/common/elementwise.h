@@ -174,26 +174,6 @@ void Map2(const T* a, const T* b, T* out, int64_t n, Fn fn) {
   });
 }
 
-// The sum of fn(x[i]) (an Acc) over `n` contiguous elements, in chunks added
-// in a fixed order.
-template <typename Acc, typename T, typename Policy, typename Fn>
-Acc SumOf(const T* x, int64_t n, Fn fn) {
-  const int64_t chunks = (n + kMinElementsPerTask - 1) / kMinElementsPerTask;
-  std::vector<Acc> partial(chunks, Acc(0));
-  Policy::ParallelFor(chunks, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t c = begin; c < end; ++c) {
-      const int64_t lo = c * kMinElementsPerTask;
-      const int64_t hi = std::min(n, lo + kMinElementsPerTask);
-      Acc acc = 0;
-      for (int64_t i = lo; i < hi; ++i) acc += fn(x[i]);
-      partial[c] = acc;
-    }
-  });
-  Acc total = 0;
-  for (Acc p : partial) total += p;
-  return total;
-}
-
 // The sum of the squares of `n` contiguous elements (16-bit ones widened to
 // float) in double: chunks added in a fixed order, each chunk summed in 8
 // interleaved lanes (element i into lane i % 8, the lanes added pairwise), so
@@ -231,7 +211,20 @@ double SumOfSquares(const T* x, int64_t n) {
 template <typename T, typename Policy>
 AccumulatorT<T> Sum(const T* x, int64_t n) {
   using Acc = AccumulatorT<T>;
-  return SumOf<Acc, T, Policy>(x, n, [](T v) { return static_cast<Acc>(v); });
+  const int64_t chunks = (n + kMinElementsPerTask - 1) / kMinElementsPerTask;
+  std::vector<Acc> partial(chunks, Acc(0));
+  Policy::ParallelFor(chunks, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t c = begin; c < end; ++c) {
+      const int64_t lo = c * kMinElementsPerTask;
+      const int64_t hi = std::min(n, lo + kMinElementsPerTask);
+      Acc acc = 0;
+      for (int64_t i = lo; i < hi; ++i) acc += static_cast<Acc>(x[i]);
+      partial[c] = acc;
+    }
+  });
+  Acc total = 0;
+  for (Acc p : partial) total += p;
+  return total;
 }
 
 // dx = dout summed over the dims along which `dx_shape` is broadcast to

@@ -237,7 +237,7 @@ absl::StatusOr<Attention> GetAttention(const KernelContext& ctx, const Attention
         CheckArgMeta(op, name, (*tensor)->dtype(), (*tensor)->shape(), dtype, a.d.OutShape()));
   }
   ASSIGN_OR_RETURN(a.lse, ctx.InputTensor("Lse"));
-  RETURN_IF_ERROR(CheckArgMeta(op, "Lse", a.lse->dtype(), a.lse->shape(), AttentionStatsType(dtype),
+  RETURN_IF_ERROR(CheckArgMeta(op, "Lse", a.lse->dtype(), a.lse->shape(), ComputeDataType(dtype),
                                a.d.LseShape()));
   return a;
 }
@@ -246,7 +246,7 @@ absl::StatusOr<AttentionOutputs> AllocateAttentionOutputs(KernelContext* ctx, co
   AttentionOutputs o;
   ASSIGN_OR_RETURN(o.out, ctx->AllocateOutput("Out", a.qkv->dtype(), a.d.OutShape()));
   ASSIGN_OR_RETURN(o.lse,
-                   ctx->AllocateOutput("Lse", AttentionStatsType(a.qkv->dtype()), a.d.LseShape()));
+                   ctx->AllocateOutput("Lse", ComputeDataType(a.qkv->dtype()), a.d.LseShape()));
   return o;
 }
 

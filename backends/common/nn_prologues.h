@@ -213,7 +213,7 @@ struct AttentionAttrs {
 
 // The inputs of self_attention(_grad): QKV [batch, seq, 3 * width] float; for
 // the gradient, Out and Out@GRAD [batch, seq, width] of QKV's dtype and Lse
-// [batch, heads, seq] of AttentionStatsType(QKV's dtype). `d.scale` is the
+// [batch, heads, seq] of ComputeDataType(QKV's dtype). `d.scale` is the
 // scale the kernel applies (the attr, or 1 / sqrt(head_dim)).
 struct Attention {
   const Tensor* qkv = nullptr;

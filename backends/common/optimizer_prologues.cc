@@ -150,8 +150,7 @@ absl::StatusOr<SquaredNormArgs> GetSquaredNormArgs(KernelContext* ctx) {
   }
   SquaredNormArgs a;
   a.x = x->data_tensor();
-  const DataType out = a.x->dtype() == DataType::kFloat64 ? DataType::kFloat64 : DataType::kFloat32;
-  ASSIGN_OR_RETURN(a.out, ctx->AllocateOutput("Out", out, Shape({1})));
+  ASSIGN_OR_RETURN(a.out, ctx->AllocateOutput("Out", ComputeDataType(a.x->dtype()), Shape({1})));
   return a;
 }
 

@@ -66,7 +66,7 @@ absl::Status SeqProduct(KernelContext* ctx, DataType dtype, const HeadMatrices& 
 
 // The scratch both kernels take, in bytes (the gradient's is the larger).
 int64_t AttentionScratchBytes(const AttentionDims& d, DataType dtype, bool grad) {
-  const int64_t t = SizeOf(dtype), s = SizeOf(AttentionStatsType(dtype));
+  const int64_t t = SizeOf(dtype), s = SizeOf(ComputeDataType(dtype));
   const int64_t part = d.batch * d.seq * d.width, scores = d.batch * d.heads * d.seq * d.seq;
   const int64_t rows = d.batch * d.heads * d.seq;
   // Forward: packed QKV, scores, probabilities, Out by heads.
@@ -94,7 +94,7 @@ class SelfAttentionKernel : public OpKernel {
     ASSIGN_OR_RETURN(const prologue::AttentionOutputs o,
                      prologue::AllocateAttentionOutputs(ctx, a));
     if (o.out->NumElements() == 0) return absl::OkStatus();
-    const DataType dtype = a.qkv->dtype(), stats = AttentionStatsType(dtype);
+    const DataType dtype = a.qkv->dtype(), stats = ComputeDataType(dtype);
     const HeadMatrices h{GeometryOf(a.d)};
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
     ASSIGN_OR_RETURN(Tensor packed, AllocateScratch(ctx, dtype, Shape({3 * h.part()}),
@@ -131,7 +131,7 @@ class SelfAttentionGradKernel : public OpKernel {
 
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const prologue::Attention a, prologue::GetAttention(*ctx, attrs_, true));
-    const DataType dtype = a.qkv->dtype(), stats = AttentionStatsType(dtype);
+    const DataType dtype = a.qkv->dtype(), stats = ComputeDataType(dtype);
     ASSIGN_OR_RETURN(Tensor * dqkv, ctx->AllocateOutput("QKV@GRAD", dtype, a.qkv->shape()));
     if (dqkv->NumElements() == 0) return absl::OkStatus();
     const HeadMatrices h{GeometryOf(a.d)};

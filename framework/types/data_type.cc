@@ -7,50 +7,62 @@ namespace tandem {
 
 const std::vector<DataType>& AllDataTypes() {
   static const auto* all = new std::vector<DataType>{
-      DataType::kFloat32, DataType::kFloat64, DataType::kInt32,
-      DataType::kInt64, DataType::kBool, DataType::kBFloat16, DataType::kFloat16};
+      DataType::kFloat32, DataType::kFloat64,  DataType::kInt32,  DataType::kInt64,
+      DataType::kBool,    DataType::kBFloat16, DataType::kFloat16};
   return *all;
 }
 
 absl::string_view DataTypeName(DataType t) {
   switch (t) {
-    case DataType::kFloat32: return "float32";
-    case DataType::kFloat64: return "float64";
-    case DataType::kInt32: return "int32";
-    case DataType::kInt64: return "int64";
-    case DataType::kBool: return "bool";
-    case DataType::kBFloat16: return "bfloat16";
-    case DataType::kFloat16: return "float16";
+    case DataType::kFloat32:
+      return "float32";
+    case DataType::kFloat64:
+      return "float64";
+    case DataType::kInt32:
+      return "int32";
+    case DataType::kInt64:
+      return "int64";
+    case DataType::kBool:
+      return "bool";
+    case DataType::kBFloat16:
+      return "bfloat16";
+    case DataType::kFloat16:
+      return "float16";
   }
   LOG(FATAL) << "bad DataType " << static_cast<int>(t);
 }
 
 absl::string_view DataTypeLogName(DataType t) {
   switch (t) {
-    case DataType::kFloat32: return "float";
-    case DataType::kFloat64: return "double";
-    case DataType::kInt32: return "int";
-    case DataType::kInt64: return "int64_t";
-    case DataType::kBool: return "bool";
-    case DataType::kBFloat16: return "bfloat16";
-    case DataType::kFloat16: return "float16";
+    case DataType::kFloat32:
+      return "float";
+    case DataType::kFloat64:
+      return "double";
+    case DataType::kInt32:
+      return "int";
+    case DataType::kInt64:
+      return "int64_t";
+    case DataType::kBool:
+      return "bool";
+    case DataType::kBFloat16:
+      return "bfloat16";
+    case DataType::kFloat16:
+      return "float16";
   }
   LOG(FATAL) << "bad DataType " << static_cast<int>(t);
 }
 
 size_t SizeOf(DataType t) {
-  return DispatchDataType(t, [](auto tag) {
-    return sizeof(typename decltype(tag)::type);
-  });
+  return DispatchDataType(t, [](auto tag) { return sizeof(typename decltype(tag)::type); });
 }
 
 bool IsFloating(DataType t) {
   return t == DataType::kFloat32 || t == DataType::kFloat64 || IsLowPrecisionFloat(t);
 }
 
-bool IsLowPrecisionFloat(DataType t) {
-  return t == DataType::kBFloat16 || t == DataType::kFloat16;
-}
+bool IsLowPrecisionFloat(DataType t) { return t == DataType::kBFloat16 || t == DataType::kFloat16; }
+
+DataType ComputeDataType(DataType t) { return IsLowPrecisionFloat(t) ? DataType::kFloat32 : t; }
 
 absl::StatusOr<DataType> ParseDataType(absl::string_view name) {
   for (DataType t : AllDataTypes()) {
@@ -67,8 +79,6 @@ absl::StatusOr<DataType> ParseDataType(absl::string_view name) {
                    "'; accepted: float32, float64, int32, int64, bool, bfloat16, float16"));
 }
 
-std::ostream& operator<<(std::ostream& os, DataType t) {
-  return os << DataTypeName(t);
-}
+std::ostream& operator<<(std::ostream& os, DataType t) { return os << DataTypeName(t); }
 
 }  // namespace tandem

@@ -42,6 +42,9 @@ size_t SizeOf(DataType t);
 bool IsFloating(DataType t);
 // bfloat16 and float16.
 bool IsLowPrecisionFloat(DataType t);
+// The dtype a floating `t` computes and reports statistics in (the DataType
+// form of ComputeTypeOf<T>): float32 for bfloat16 and float16, `t` otherwise.
+DataType ComputeDataType(DataType t);
 // Accepts the names above plus "float"/"double"/"int"/"long" and
 // "bf16"/"fp16"/"half"; anything else is InvalidArgument listing the
 // accepted names.
@@ -50,9 +53,9 @@ std::ostream& operator<<(std::ostream& os, DataType t);
 
 template <typename T>
 struct DataTypeTraits;
-#define TANDEM_DATA_TYPE_TRAIT(cpp, enum_value) \
-  template <>                                   \
-  struct DataTypeTraits<cpp> {                  \
+#define TANDEM_DATA_TYPE_TRAIT(cpp, enum_value)   \
+  template <>                                     \
+  struct DataTypeTraits<cpp> {                    \
     static constexpr DataType value = enum_value; \
   };
 TANDEM_DATA_TYPE_TRAIT(float, DataType::kFloat32)
@@ -78,13 +81,20 @@ struct TypeTag {
 template <typename Fn>
 auto DispatchDataType(DataType t, Fn&& fn) {
   switch (t) {
-    case DataType::kFloat32: return fn(TypeTag<float>{});
-    case DataType::kFloat64: return fn(TypeTag<double>{});
-    case DataType::kInt32: return fn(TypeTag<int32_t>{});
-    case DataType::kInt64: return fn(TypeTag<int64_t>{});
-    case DataType::kBFloat16: return fn(TypeTag<bfloat16>{});
-    case DataType::kFloat16: return fn(TypeTag<float16>{});
-    case DataType::kBool: break;
+    case DataType::kFloat32:
+      return fn(TypeTag<float>{});
+    case DataType::kFloat64:
+      return fn(TypeTag<double>{});
+    case DataType::kInt32:
+      return fn(TypeTag<int32_t>{});
+    case DataType::kInt64:
+      return fn(TypeTag<int64_t>{});
+    case DataType::kBFloat16:
+      return fn(TypeTag<bfloat16>{});
+    case DataType::kFloat16:
+      return fn(TypeTag<float16>{});
+    case DataType::kBool:
+      break;
   }
   return fn(TypeTag<bool>{});
 }

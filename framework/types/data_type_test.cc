@@ -25,6 +25,11 @@ TEST(DataType, NamesSizesAndRoundTrip) {
   EXPECT_TRUE(IsFloating(DataType::kBFloat16));
   EXPECT_TRUE(IsLowPrecisionFloat(DataType::kFloat16));
   EXPECT_FALSE(IsLowPrecisionFloat(DataType::kFloat32));
+  // Statistics of 16-bit values are kept in float32, float64 ones in float64.
+  EXPECT_EQ(ComputeDataType(DataType::kBFloat16), DataType::kFloat32);
+  EXPECT_EQ(ComputeDataType(DataType::kFloat16), DataType::kFloat32);
+  EXPECT_EQ(ComputeDataType(DataType::kFloat64), DataType::kFloat64);
+  EXPECT_EQ(ComputeDataType(DataType::kFloat32), DataType::kFloat32);
   EXPECT_EQ(DataTypeOf<bfloat16>(), DataType::kBFloat16);
   EXPECT_EQ(DataTypeOf<float16>(), DataType::kFloat16);
   EXPECT_THAT(ParseDataType("bf16"), IsOkAndHolds(DataType::kBFloat16));

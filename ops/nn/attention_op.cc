@@ -42,7 +42,7 @@ REGISTER_OP("self_attention")
       TensorMeta qkv;
       ASSIGN_OR_RETURN(AttentionDims d, InferAttention(ctx, &qkv));
       ctx->SetOutput("Out", TensorMeta{qkv.dtype, d.OutShape()});
-      ctx->SetOutput("Lse", TensorMeta{AttentionStatsType(qkv.dtype), d.LseShape()});
+      ctx->SetOutput("Lse", TensorMeta{ComputeDataType(qkv.dtype), d.LseShape()});
       return absl::OkStatus();
     })
     .SetGradMaker([](const OpDesc& fwd,
@@ -83,8 +83,8 @@ REGISTER_OP("self_attention_grad")
         RETURN_IF_ERROR(CheckArgMeta(op, arg, m.dtype, m.shape, qkv.dtype, d.OutShape()));
       }
       ASSIGN_OR_RETURN(TensorMeta lse, ctx->Input("Lse"));
-      RETURN_IF_ERROR(CheckArgMeta(op, "Lse", lse.dtype, lse.shape, AttentionStatsType(qkv.dtype),
-                                   d.LseShape()));
+      RETURN_IF_ERROR(
+          CheckArgMeta(op, "Lse", lse.dtype, lse.shape, ComputeDataType(qkv.dtype), d.LseShape()));
       ctx->SetOutput("QKV@GRAD", qkv);
       return absl::OkStatus();
     });

@@ -244,8 +244,4 @@ absl::StatusOr<AttentionDims> AttentionShape(absl::string_view op, const Shape& 
   return d;
 }
 
-DataType AttentionStatsType(DataType qkv) {
-  return qkv == DataType::kFloat64 ? DataType::kFloat64 : DataType::kFloat32;
-}
-
 }  // namespace tandem

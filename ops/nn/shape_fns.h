@@ -116,9 +116,6 @@ struct AttentionDims {
 // not finite.
 absl::StatusOr<AttentionDims> AttentionShape(absl::string_view op, const Shape& qkv,
                                              int64_t num_heads, double scale);
-// The dtype of self_attention's Lse for QKV of `qkv`: float64 for float64,
-// float32 otherwise (16-bit attention keeps its statistics in float32).
-DataType AttentionStatsType(DataType qkv);
 
 }  // namespace tandem
 

@@ -309,8 +309,6 @@ TEST(AttentionShape, HeadsScaleAndUnknownDims) {
   EXPECT_THAT(AttentionShape("self_attention", Shape({1, 2, 6}), int64_t{1} << 62, 0),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("positive multiple of num_heads 4611686018427387904, got 6")));
-  EXPECT_EQ(AttentionStatsType(DataType::kBFloat16), DataType::kFloat32);
-  EXPECT_EQ(AttentionStatsType(DataType::kFloat64), DataType::kFloat64);
 }
 
 TEST(NnSchemas, DropoutMaskIsBoolAndGradientReadsIt) {

@@ -12,11 +12,6 @@
 namespace tandem {
 namespace {
 
-// float32 for float32 and the 16-bit types, float64 for float64.
-DataType NormType(DataType x) {
-  return x == DataType::kFloat64 ? DataType::kFloat64 : DataType::kFloat32;
-}
-
 REGISTER_OP("squared_l2_norm")
     .Doc(
         "Out = sum of X's squared values, with one element: float32 for float32, bfloat16 and "
@@ -31,7 +26,7 @@ REGISTER_OP("squared_l2_norm")
             absl::StrCat("X '", ctx->op().Input("X"), "' must be a dense floating tensor, got ",
                          x.selected_rows ? "selected rows of " : "", DataTypeName(x.dtype)));
       }
-      ctx->SetOutput("Out", TensorMeta{NormType(x.dtype), Shape({1})});
+      ctx->SetOutput("Out", TensorMeta{ComputeDataType(x.dtype), Shape({1})});
       return absl::OkStatus();
     });
 
