@@ -47,21 +47,15 @@ DEFINE_string(cost_cache_dir, tandem::DefaultCostCacheDir(),
 
 namespace tandem {
 
-namespace {
-
-// --memory_budget_mb in bytes (saturated: the planner refuses what is out
-// of range, naming the value).
-int64_t BudgetBytesFlag() {
+int64_t MemoryBudgetBytesFlag() {
   const int64_t max_mb = std::numeric_limits<int64_t>::max() >> 20;
   return FLAGS_memory_budget_mb > max_mb || FLAGS_memory_budget_mb < -max_mb
              ? (FLAGS_memory_budget_mb < 0 ? -1 : std::numeric_limits<int64_t>::max())
              : FLAGS_memory_budget_mb * (int64_t{1} << 20);
 }
 
-}  // namespace
-
 std::shared_ptr<PlacementPlanner> ExampleAutoPlacer(bool moves_persistables) {
-  return MakeAutoPlacer({.budget_bytes = BudgetBytesFlag(),
+  return MakeAutoPlacer({.budget_bytes = MemoryBudgetBytesFlag(),
                          .move_persistables = moves_persistables,
                          .cost_cache_dir = FLAGS_cost_cache_dir});
 }
@@ -111,7 +105,7 @@ std::string ExecutorMode(const ExecutorOptions& options) {
   if (options.placement_planner != nullptr && FLAGS_auto_place) {
     absl::StrAppend(&mode, ", auto placement",
                     FLAGS_memory_budget_mb > 0
-                        ? absl::StrCat(" within ", BudgetBytesFlag() >> 20, " MiB")
+                        ? absl::StrCat(" within ", MemoryBudgetBytesFlag() >> 20, " MiB")
                         : "");
   }
   return mode;

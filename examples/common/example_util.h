@@ -47,6 +47,10 @@ ExecutorOptions ExampleExecutorOptions(bool auto_moves_persistables = true);
 // whether or not --auto_place is given.
 std::shared_ptr<PlacementPlanner> ExampleAutoPlacer(bool moves_persistables = true);
 
+// --memory_budget_mb in bytes (0: what the device can hold; saturated, so
+// that the planner refuses what is out of range, naming the value).
+int64_t MemoryBudgetBytesFlag();
+
 // InvalidArgument for a negative --memory_budget_mb, or one without
 // --auto_place.
 absl::Status CheckPlacementFlags();

@@ -10,6 +10,7 @@
 //   bazel run //examples/gpt -- --checkpoint_dir=/tmp/gpt       # then add --resume
 //   bazel run //examples/gpt -- --profile_steps=20 --metrics_out=/tmp/gpt.jsonl
 //   bazel run //examples/gpt -- --amp=bf16 --offload=optimizer  # Adam and fp32 weights on the CPU
+//   bazel run //examples/gpt -- --amp=bf16 --offload=auto --memory_budget_mb=2000  # as few as fit
 //
 // Training windows are drawn from (--seed, step) alone, so a run resumed
 // from a checkpoint continues the loss curve the uninterrupted run draws.
@@ -32,6 +33,7 @@
 #include "examples/common/trainer_checkpoint.h"
 #include "examples/gpt/corpus.h"
 #include "framework/amp/amp.h"
+#include "framework/autoplace/optimizer_offload.h"
 #include "framework/base/status_macros.h"
 #include "framework/memory/cpu_allocator.h"
 #include "framework/runtime/executor.h"
@@ -58,8 +60,12 @@ DEFINE_double(clip_norm, 1.0,
 DEFINE_string(place, "", "gpu:0, cpu or sim:0 (default: gpu:0 when there is a GPU, else cpu)");
 DEFINE_string(amp, "none", "mixed precision: none, bf16 or fp16 (fp16 scales the loss)");
 DEFINE_string(offload, "none",
-              "none, or optimizer: the float32 weights and Adam's state stay in host memory and "
-              "the updates run on the CPU, the device holds 16-bit copies (needs --amp)");
+              "none; optimizer: the float32 weights and Adam's state stay in host memory and the "
+              "updates run on the CPU, the device holds 16-bit copies (needs --amp); auto: only as "
+              "many parameters as the device's --memory_budget_mb needs, last read first");
+DEFINE_double(offload_fraction, 1.0,
+              "with --offload=optimizer: offload only this fraction of the parameters' bytes, "
+              "last read first (a hand-chosen partial offload)");
 DEFINE_int64(eval_every, 500, "steps between validation runs");
 DEFINE_int64(eval_batches, 8, "validation batches of --batch_size windows each");
 DEFINE_int32(log_every, 50, "print a progress line every N steps");
@@ -85,16 +91,16 @@ absl::StatusOr<GptConfig> ConfigFromFlags() {
   }
   c.seed = FLAGS_seed;
   ASSIGN_OR_RETURN(c.amp, ParseAmpFlag(FLAGS_amp));
-  if (FLAGS_offload != "none" && FLAGS_offload != "optimizer") {
+  if (FLAGS_offload != "none" && FLAGS_offload != "optimizer" && FLAGS_offload != "auto") {
     return absl::InvalidArgumentError(
-        absl::StrCat("--offload must be none or optimizer, got '", FLAGS_offload,
-                     "' (an automatic offload fraction under a memory budget is not built yet)"));
+        absl::StrCat("--offload must be none, optimizer or auto, got '", FLAGS_offload, "'"));
   }
-  c.offload_optimizer = FLAGS_offload == "optimizer";
+  c.offload_optimizer = FLAGS_offload != "none";
   if (c.offload_optimizer && !c.amp.has_value()) {
-    return absl::InvalidArgumentError(
-        "--offload=optimizer needs --amp=bf16 or --amp=fp16: the device holds 16-bit copies of "
-        "the host's float32 weights");
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--offload=", FLAGS_offload,
+        " needs --amp=bf16 or --amp=fp16: the device holds 16-bit copies of the host's float32 "
+        "weights"));
   }
   return c;
 }
@@ -114,6 +120,20 @@ absl::Status CheckFlags() {
   }
   if (!FLAGS_trace_out.empty() && FLAGS_profile_steps == 0) {
     return absl::InvalidArgumentError("--trace_out needs --profile_steps");
+  }
+  if (!(FLAGS_offload_fraction >= 0 && FLAGS_offload_fraction <= 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--offload_fraction must be in [0, 1], got ", FLAGS_offload_fraction));
+  }
+  if (FLAGS_offload_fraction != 1 && FLAGS_offload != "optimizer") {
+    return absl::InvalidArgumentError("--offload_fraction needs --offload=optimizer");
+  }
+  if (MemoryBudgetBytesFlag() != 0 && FLAGS_offload != "auto" && !AutoPlaceRequested()) {
+    return absl::InvalidArgumentError("--memory_budget_mb needs --offload=auto (or --auto_place)");
+  }
+  if (FLAGS_offload != "none" && AutoPlaceRequested()) {
+    return absl::InvalidArgumentError(
+        "--auto_place places ops, --offload places parameters: give one of them");
   }
   return absl::OkStatus();
 }
@@ -210,13 +230,24 @@ absl::Status Train() {
       static_cast<long long>(config.heads), static_cast<long long>(config.seq),
       config.NumParameters() / 1e6, place.ToString().c_str(),
       config.amp.has_value() ? absl::StrCat(", amp ", DataTypeName(*config.amp)).c_str() : "",
-      config.offload_optimizer ? ", optimizer offloaded to the cpu" : "",
+      FLAGS_offload == "none"   ? ""
+      : FLAGS_offload == "auto" ? ", optimizer offload within the memory budget"
+      : FLAGS_offload_fraction == 1
+          ? ", optimizer offloaded to the cpu"
+          : absl::StrFormat(", %.0f%% of the optimizer offloaded to the cpu",
+                            100 * FLAGS_offload_fraction)
+                .c_str(),
       static_cast<long long>(FLAGS_batch_size), FLAGS_corpus.c_str(),
       static_cast<long long>(corpus.files()), static_cast<long long>(corpus.train_bytes()),
       static_cast<long long>(corpus.validation_bytes()),
       ExecutorMode(ExampleExecutorOptions()).c_str());
 
   ExecutorOptions options = ExampleExecutorOptions();
+  if (FLAGS_offload == "optimizer") {
+    options.placement_planner = MakeOffloadPlanner({.fraction = FLAGS_offload_fraction});
+  } else if (FLAGS_offload == "auto") {
+    options.placement_planner = MakeOffloadPlanner({.budget_bytes = MemoryBudgetBytesFlag()});
+  }
   options.feed_shapes = {{"tokens", Shape({FLAGS_batch_size, config.seq})},
                          {"targets", Shape({FLAGS_batch_size, config.seq, 1})}};
   Executor exe(place, options);
@@ -234,6 +265,11 @@ absl::Status Train() {
   ASSIGN_OR_RETURN(std::unique_ptr<Plan> plan,
                    exe.Prepare(builder.main_program(), scope, {"tokens", "targets"}, fetches));
   RETURN_IF_ERROR(ReportPlacement(*plan));
+  if (!plan->placed().auto_summary.empty())
+    std::printf("%s\n", plan->placed().auto_summary.c_str());
+  // The parameters go where the training plan keeps them before the
+  // evaluation plan is placed around them.
+  RETURN_IF_ERROR(MovePersistablesHome(plan->placed(), &scope));
   ASSIGN_OR_RETURN(std::unique_ptr<Plan> eval_plan,
                    exe.Prepare(model.eval, scope, {"tokens", "targets"}, {model.loss.name}));
   std::unique_ptr<MetricsLog> metrics;
@@ -326,7 +362,8 @@ int main(int argc, char** argv) {
       "usage: gpt [--size=tiny|small|gpt2] [--steps=2000] [--batch_size=16] [--amp=bf16]\n"
       "  [--corpus=FILE_OR_DIR] [--place=gpu:0|cpu|sim:0] [--checkpoint_dir=DIR [--resume]]\n"
       "  [--profile_steps=N [--trace_out=FILE.json]] [--metrics_out=FILE.jsonl]\n"
-      "  [--offload=optimizer] (with --amp: weights and Adam on the CPU)\n"
+      "  [--offload=optimizer [--offload_fraction=F]] (with --amp: weights and Adam on the CPU)\n"
+      "  [--offload=auto [--memory_budget_mb=N]] (with --amp: as few as fit the budget)\n"
       "--helpmatch=gpt lists this program's flags, --helpfull every flag");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   google::InitGoogleLogging(argv[0]);

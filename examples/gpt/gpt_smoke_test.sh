@@ -56,6 +56,24 @@ grep -qE "adam +cpu +param" <<<"$offloaded" || { echo "FAILED: adam not on the c
 losses() { grep -oP '^step \d+/\d+  loss [0-9.]+|validation loss [0-9.]+' <<<"$1"; }
 [[ -n "$(losses "$on_device")" && "$(losses "$on_device")" == "$(losses "$offloaded")" ]] ||
   { echo "FAILED: offload changed the losses"; exit 1; }
+# --offload=auto under a budget half way between the all-device and the
+# all-host peaks: a partial offload, the same losses, the estimate in budget.
+peak() { grep -oP "est. peak sim:0 \K[0-9.]+(?= MiB)" <<<"$1" | head -1; }
+none=$("$bin" $small --place=sim:0 --steps=2 --amp=bf16 --offload=optimizer --offload_fraction=0)
+all=$("$bin" $small --place=sim:0 --steps=2 --amp=bf16 --offload=optimizer)
+echo "est. peaks: none offloaded $(peak "$none") MiB, all $(peak "$all") MiB"
+budget_mb=$(awk -v a="$(peak "$none")" -v b="$(peak "$all")" 'BEGIN { print int((a + b) / 2) }')
+awk -v a="$(peak "$all")" -v m="$budget_mb" -v n="$(peak "$none")" 'BEGIN { exit !(a < m && m < n) }' ||
+  { echo "FAILED: no whole MiB between the peaks"; exit 1; }
+auto=$("$bin" $small --place=sim:0 --steps=100 --amp=bf16 --offload=auto --memory_budget_mb=$budget_mb)
+echo "$auto" | grep "optimizer offload"
+grep -qP "budget $budget_mb.0 MiB; [1-9]\d* of 29 parameters on the host" <<<"$auto" ||
+  { echo "FAILED: not a partial offload"; exit 1; }
+[[ "$(losses "$on_device")" == "$(losses "$auto")" ]] || { echo "FAILED: auto changed the losses"; exit 1; }
+if "$bin" $small --place=sim:0 --steps=1 --amp=bf16 --offload=auto --memory_budget_mb=1 2> "$tmp/err"; then
+  echo "FAILED: no error"; exit 1
+fi
+grep -q "the smallest budget that would fit (memory_budget_mb=" "$tmp/err" || { echo "FAILED: $(cat "$tmp/err")"; exit 1; }
 if "$bin" $small --steps=1 --offload=optimizer 2> "$tmp/err"; then echo "FAILED: no error"; exit 1; fi
 grep -q "needs --amp" "$tmp/err" || { echo "FAILED: $(cat "$tmp/err")"; exit 1; }
 

@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "framework/autoplace/calibration.h"
+#include "framework/autoplace/memory_budget.h"
 #include "framework/base/status_macros.h"
 #include "framework/device/device_registry.h"
 #include "framework/kernel/kernel_registry.h"
@@ -22,7 +23,6 @@
 namespace tandem {
 namespace {
 
-constexpr int64_t kMaxBudget = int64_t{1} << 50;  // 1 PiB: no device is larger
 constexpr int kMaxMemoryRounds = 64;
 constexpr int kMaxTimeSweeps = 8;
 
@@ -750,33 +750,7 @@ std::string AutoPlanner::Summary(const PlacedProgram& placed, double step) {
 }
 
 absl::Status AutoPlanner::Init() {
-  if (options_.budget_bytes < 0 || options_.budget_bytes > kMaxBudget) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "auto placement: memory budget ", options_.budget_bytes, " bytes is ",
-        options_.budget_bytes < 0 ? "negative" : "more than 1 PiB, not a device's memory",
-        "; give 0 (what ", device_.ToString(), " can hold) or a size in bytes"));
-  }
-  absl::StatusOr<Device*> device = DeviceRegistry::Global().GetDevice(device_);
-  if (!device.ok()) {
-    return absl::Status(device.status().code(),
-                        absl::StrCat("auto placement on ", device_.ToString(),
-                                     " (the executor's default place) needs that device: ",
-                                     device.status().message()));
-  }
-  const AllocatorStats stats = (*device)->allocator()->GetStats();
-  const int64_t capacity =
-      stats.bytes_limit > 0 ? stats.bytes_limit : (*device)->TotalMemoryBytes();
-  if (capacity > 0 && options_.budget_bytes > capacity) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("auto placement: memory budget ", options_.budget_bytes, " bytes (",
-                     ShortBytes(options_.budget_bytes), ") is more than ", device_.ToString(),
-                     " has: ", capacity, " bytes (", ShortBytes(capacity), ")"));
-  }
-  budget_ = options_.budget_bytes;
-  if (budget_ == 0 && capacity > 0 && !device_.is_host()) {
-    const int64_t margin = std::min<int64_t>(capacity / 20, int64_t{1} << 30);
-    budget_ = std::max<int64_t>(capacity - stats.bytes_in_use - margin, 1);
-  }
+  ASSIGN_OR_RETURN(budget_, ResolveMemoryBudget(device_, options_.budget_bytes, "auto placement"));
   metas_ = ResolveArgMetas(program_, options_.feed_shapes);
   // Initialisers run on the host whatever the units do; the ops whose
   // places derive from theirs (optimizer state) follow them.

@@ -131,18 +131,21 @@ RuleResult ParamRule(const OpDesc& op, int index, const PlacementContext& ctx) {
   const std::string& param = op.origin.var;
   auto lives = ctx.options().initial_places.find(param);
   const bool on_host = lives != ctx.options().initial_places.end() && lives->second.is_host();
+  auto why = ctx.options().home_reasons.find(param);
+  const std::string planner =
+      why == ctx.options().home_reasons.end() ? "" : absl::StrCat("; ", why->second);
   std::optional<std::pair<Place, int>> reader = ctx.FirstReader(param);
   if (reader.has_value() && !(on_host && reader->first != lives->second)) {
     const OpDesc& r = ctx.program().block().ops()[reader->second];
-    return PlaceDecision{
-        reader->first, PlacementCause::kParam,
-        absl::StrCat("where '", param, "' is read ('", r.type, "' #", reader->second, ")")};
+    return PlaceDecision{reader->first, PlacementCause::kParam,
+                         absl::StrCat("where '", param, "' is read ('", r.type, "' #",
+                                      reader->second, ")", planner)};
   }
   // Kept on the host and read on a device (optimizer offload): the
   // gradient comes down, the parameter and its state stay.
   if (lives == ctx.options().initial_places.end()) return std::nullopt;
   return PlaceDecision{lives->second, PlacementCause::kParam,
-                       absl::StrCat("where '", param, "' lives")};
+                       absl::StrCat("where '", param, "' lives", planner)};
 }
 
 RuleResult StateRule(const OpDesc& op, int index, const PlacementContext& ctx) {

@@ -101,6 +101,9 @@ struct PlacerOptions {
   // Persistables the auto pass keeps elsewhere than where they are now
   // (also their initial_places); the executor moves them before a run.
   std::map<std::string, Place> homes;
+  // Why a planner chose a parameter's home, by parameter: the table's
+  // detail of its update op (rule param).
+  std::map<std::string, std::string> home_reasons;
   std::string auto_summary;     // the auto pass's summary line, for the table
   double auto_step_micros = 0;  // the auto pass's estimated step time
 };
