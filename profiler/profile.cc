@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 #include <utility>
@@ -368,6 +369,130 @@ std::vector<LedgerEntry> CopyLedger(const Profile& profile) {
     ledger.push_back(entry);
   }
   return ledger;
+}
+
+namespace {
+
+// The host ops of `plan` that are the optimizer's (HostOptimizer), by
+// placed index: true for optimize-role ops, false for casts.
+std::map<int, bool> HostOptimizerOps(const PlacedProgram& plan) {
+  const Block& block = plan.program.block();
+  auto persistable = [&](const std::string& var) {
+    const VarDesc* d = block.FindVar(var);
+    return d != nullptr && d->persistable;
+  };
+  std::set<std::string> parameter_grads;
+  for (const VarDesc& v : block.vars()) {
+    if (v.persistable) parameter_grads.insert(GradVarName(v.name));
+  }
+  std::map<int, bool> ops;
+  for (int i = 0; i < static_cast<int>(block.ops().size()); ++i) {
+    const OpDesc& op = block.ops()[i];
+    if (plan.is_copy(i) || !plan.places[i].is_host()) continue;
+    if (op.role == OpRole::kOptimize) {
+      ops[i] = true;
+    } else if (op.type == "cast" &&
+               (persistable(op.Input("X")) || parameter_grads.count(op.Output("Out")))) {
+      ops[i] = false;
+    }
+  }
+  return ops;
+}
+
+// The steady window's spans of host optimizer work, device compute (all,
+// and backward ops only) and device copies of `device`.
+struct OptimizerSpans {
+  Spans host, updates, compute, backward, copies;
+  int64_t window = 0;
+};
+
+OptimizerSpans CollectOptimizerSpans(const Profile& profile, const Place& device,
+                                     const std::map<int, bool>& optimizer_ops) {
+  OptimizerSpans s;
+  int64_t begin = std::numeric_limits<int64_t>::max(), end = 0;
+  for (const ProfileRun& r : profile.runs) {
+    if (!profile.IsSteady(r)) continue;
+    begin = std::min(begin, r.start_ns);
+    end = std::max(end, r.end_ns);
+  }
+  const Block& block = profile.plan->program.block();
+  for (const ProfileEvent& e : profile.events) {
+    if (e.run < 0 || !profile.IsSteady(e)) continue;
+    const Span device_span = {e.device_start_ns,
+                              e.device_start_ns + std::llround(e.device_ms * 1e6)};
+    if (e.kind == EventKind::kOp && e.place.is_host()) {
+      auto it = optimizer_ops.find(e.op_index);
+      if (it == optimizer_ops.end()) continue;
+      s.host.push_back({e.start_ns, e.end_ns});
+      if (it->second) s.updates.push_back({e.start_ns, e.end_ns});
+    } else if (e.kind == EventKind::kOp && e.place == device && e.has_device_time) {
+      s.compute.push_back(device_span);
+      if (e.op_index >= 0 && e.op_index < static_cast<int>(block.ops().size()) &&
+          block.ops()[e.op_index].role == OpRole::kBackward) {
+        s.backward.push_back(device_span);
+      }
+    } else if (e.kind == EventKind::kCopy && e.place == device) {
+      s.copies.push_back(e.has_device_time ? device_span : Span{e.start_ns, e.end_ns});
+    }
+  }
+  const Spans window = {{begin, end}};
+  for (Spans* x : {&s.host, &s.updates, &s.compute, &s.backward, &s.copies}) {
+    *x = Intersect(Merge(std::move(*x)), window);
+  }
+  s.window = end > begin ? end - begin : 0;
+  return s;
+}
+
+// Bytes per step each way, and the weights up / gradients down among them.
+void AddOptimizerBytes(const Profile& profile, const std::map<int, bool>& optimizer_ops,
+                       HostOptimizer* h) {
+  const Block& block = profile.plan->program.block();
+  std::set<std::string> host_casts;  // outputs of the optimizer's host casts
+  for (const auto& [index, update] : optimizer_ops) {
+    if (!update) host_casts.insert(block.ops()[index].Output("Out"));
+  }
+  for (const LedgerEntry& c : CopyLedger(profile)) {
+    if (!(c.from == h->device || c.to == h->device)) continue;
+    const int64_t bytes = std::llround(c.bytes * c.per_step);
+    const VarDesc* d = block.FindVar(c.var);
+    if (c.to == h->device) {
+      h->bytes_up += bytes;
+      if ((d != nullptr && d->persistable) || host_casts.count(c.var)) h->weights_up += bytes;
+    } else {
+      h->bytes_down += bytes;
+      if (optimizer_ops.count(c.consumer_index)) h->gradients_down += bytes;
+    }
+  }
+}
+
+}  // namespace
+
+std::optional<HostOptimizer> ComputeHostOptimizer(const Profile& profile) {
+  if (!profile.plan.has_value()) return std::nullopt;
+  const Concurrency c =
+      profile.concurrency.steps.empty() ? ComputeConcurrency(profile) : profile.concurrency;
+  const DeviceConcurrency* device = nullptr;
+  for (const DeviceConcurrency& d : c.median.devices) {
+    if (d.timed && device == nullptr) device = &d;
+  }
+  const std::map<int, bool> ops = HostOptimizerOps(*profile.plan);
+  if (device == nullptr || c.steady_steps == 0 || ops.empty()) return std::nullopt;
+  HostOptimizer h;
+  h.device = device->place;
+  for (const auto& [index, update] : ops) ++(update ? h.optimize_ops : h.cast_ops);
+  h.steady_steps = c.steady_steps;
+  const OptimizerSpans s = CollectOptimizerSpans(profile, h.device, ops);
+  const double steps = c.steady_steps;
+  auto per_step = [&](const Spans& x) { return Ms(Length(x)) / steps; };
+  h.step_ms = Ms(s.window) / steps;
+  h.busy_ms = per_step(s.host);
+  h.optimize_ms = per_step(s.updates);
+  h.hidden_ms = per_step(Intersect(s.host, s.compute));
+  h.hidden_backward_ms = per_step(Intersect(s.host, s.backward));
+  h.device_wait_ms = per_step(Subtract(s.host, s.compute));
+  h.transfer_wait_ms = per_step(Subtract(Subtract(s.copies, s.compute), s.host));
+  AddOptimizerBytes(profile, ops, &h);
+  return h;
 }
 
 }  // namespace profiler

@@ -249,6 +249,40 @@ Concurrency ComputeConcurrency(const Profile& profile);
 // the attached plan (the first non-copy op after the copy).
 std::vector<LedgerEntry> CopyLedger(const Profile& profile);
 
+// The optimizer's host side over the steady runs: what running updates on
+// the host (optimizer offload, host-resident tables) costs the device and
+// how much of it hides behind device work. Host optimizer work is, in the
+// attached plan, the host ops of role optimize (updates, the clip norm)
+// and the host casts of parameters and of their gradients (the 16-bit
+// copies an offloaded parameter sends up and receives down). Times are
+// lengths of unions of spans over the steady window (from the first steady
+// run's start to the last one's end; pipelined runs overlap in it) divided
+// by the steady runs: per step, mean.
+struct HostOptimizer {
+  Place device;          // the timed device the host work is measured against
+  int optimize_ops = 0;  // optimize-role ops (updates, clip norms) it runs on the host
+  int cast_ops = 0;      // casts of parameters and of their gradients it runs on the host
+  int steady_steps = 0;
+  double step_ms = 0;             // the steady window over the steady runs
+  double busy_ms = 0;             // the host optimizer work
+  double optimize_ms = 0;         // its optimize-role part
+  double hidden_ms = 0;           // of busy_ms, while the device computed
+  double hidden_backward_ms = 0;  // of busy_ms, while the device computed backward ops
+  // The device computing nothing while host optimizer work ran (it waits
+  // for the host's updates and casts), and while only transfers of it were
+  // in flight (it waits for the bytes).
+  double device_wait_ms = 0;
+  double transfer_wait_ms = 0;
+  // Bytes copied per step each way; of them, weights sent up (persistables
+  // and the host casts of them) and gradients sent down to host optimizer ops.
+  int64_t bytes_up = 0, bytes_down = 0;
+  int64_t weights_up = 0, gradients_down = 0;
+};
+
+// nullopt without an attached plan, a timed device, steady runs, or host
+// optimizer ops in the plan.
+std::optional<HostOptimizer> ComputeHostOptimizer(const Profile& profile);
+
 }  // namespace profiler
 }  // namespace tandem
 

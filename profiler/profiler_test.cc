@@ -1,7 +1,6 @@
 #include "profiler/profiler.h"
 
 #include <algorithm>
-
 #include <cstring>
 #include <map>
 #include <memory>
@@ -646,6 +645,131 @@ TEST(ComputeConcurrencyTest, MediansPerFigureAndUntimedDevices) {
   // gpu:0 idles before its work (0..3) while both host ops run.
   ASSERT_EQ(c.blockers.size(), 1u);
   EXPECT_EQ(c.blockers[0].device, GPUPlace(0));
+}
+
+// ComputeHostOptimizer on a hand-made profile of an offloaded step, two
+// steps of 100 us: gpu:0 computes the backward 0..60 and a forward 95..100,
+// a gradient comes down 40..50 (device time), the host updates 50..80 and
+// casts the weight 80..90, which goes up 90..95.
+TEST(ComputeHostOptimizerTest, HiddenWaitedAndBytesOfAnOffloadedStep) {
+  static const KernelRegistration kAnyKernel{KernelDef("any", "cpu"), nullptr};
+  Profile p;
+  p.streams = {{GPUPlace(0), "compute"}, {GPUPlace(0), "copy"}};
+  PlacedProgram plan;
+  Block& block = plan.program.block();
+  for (const char* v : {"w", "w.cast", "w.cast@GRAD", "w@GRAD", "w.cast@gpu:0", "x"}) {
+    ASSERT_OK(block.AddVar(VarDesc{v, DataType::kFloat32, Shape({1})}));
+  }
+  block.FindVar("w")->persistable = true;
+  struct PlanOp {
+    std::string type;
+    OpRole role;
+    Place place;
+    std::map<std::string, std::vector<std::string>> inputs, outputs;
+    bool copy;
+  };
+  const std::vector<PlanOp> ops = {
+      {"fc_grad",
+       OpRole::kBackward,
+       GPUPlace(0),
+       {{"X", {"x"}}},
+       {{"W@GRAD", {"w.cast@GRAD"}}},
+       false},
+      {"memcpy_d2h",
+       OpRole::kCopy,
+       GPUPlace(0),
+       {{"X", {"w.cast@GRAD"}}},
+       {{"Out", {"w.cast@GRAD"}}},
+       true},
+      {"cast",
+       OpRole::kBackward,
+       CPUPlace(),
+       {{"X", {"w.cast@GRAD"}}},
+       {{"Out", {"w@GRAD"}}},
+       false},
+      {"adam", OpRole::kOptimize, CPUPlace(), {{"Param", {"w"}}}, {{"ParamOut", {"w"}}}, false},
+      {"cast", OpRole::kForward, CPUPlace(), {{"X", {"w"}}}, {{"Out", {"w.cast"}}}, false},
+      {"memcpy_h2d",
+       OpRole::kCopy,
+       GPUPlace(0),
+       {{"X", {"w.cast"}}},
+       {{"Out", {"w.cast@gpu:0"}}},
+       true},
+      {"fc", OpRole::kForward, GPUPlace(0), {{"W", {"w.cast@gpu:0"}}}, {{"Out", {"x"}}}, false}};
+  for (const PlanOp& o : ops) {
+    OpDesc op;
+    op.type = o.type;
+    op.role = o.role;
+    op.inputs = o.inputs;
+    op.outputs = o.outputs;
+    block.AppendOp(op);
+    plan.places.push_back(o.place);
+    plan.kernels.push_back(o.copy ? nullptr : &kAnyKernel);
+    PlacementEntry entry;
+    if (o.copy) entry.copy = CopyStep{};
+    plan.table.push_back(entry);
+  }
+  p.plan = plan;
+  for (int r = 0; r < 2; ++r) {
+    const int64_t t = r * 100;
+    p.runs.push_back(ProfileRun{0, t * 1000, (t + 100) * 1000});
+    auto device = [&](EventKind kind, int op, int stream, int64_t from, int64_t to) {
+      ProfileEvent e = Span(kind, r, GPUPlace(0), 0, t + from, t + from + 1);
+      e.op_index = op;
+      e.stream = stream;
+      e.has_device_time = true;
+      e.device_start_ns = (t + from) * 1000;
+      e.device_ms = (to - from) * 1e-3;
+      return e;
+    };
+    p.events.push_back(device(EventKind::kOp, 0, 0, 0, 60));
+    ProfileEvent down = device(EventKind::kCopy, 1, 1, 40, 50);
+    down.copy_kind = CopyKind::kDeviceToHost;
+    down.var = "w.cast@GRAD";
+    down.bytes = 200;
+    down.consumer = "cast";
+    p.events.push_back(down);
+    ProfileEvent grad_cast = Span(EventKind::kOp, r, CPUPlace(), 1, t + 50, t + 60);
+    grad_cast.op_index = 2;
+    p.events.push_back(grad_cast);
+    ProfileEvent adam = Span(EventKind::kOp, r, CPUPlace(), 1, t + 60, t + 80);
+    adam.op_index = 3;
+    p.events.push_back(adam);
+    ProfileEvent cast = Span(EventKind::kOp, r, CPUPlace(), 1, t + 80, t + 90);
+    cast.op_index = 4;
+    p.events.push_back(cast);
+    ProfileEvent up = device(EventKind::kCopy, 5, 1, 90, 95);
+    up.var = "w.cast";
+    up.bytes = 100;
+    up.consumer = "fc";
+    p.events.push_back(up);
+    p.events.push_back(device(EventKind::kOp, 6, 0, 95, 100));
+  }
+  const std::optional<HostOptimizer> h = ComputeHostOptimizer(p);
+  ASSERT_TRUE(h.has_value());
+  EXPECT_EQ(h->device, GPUPlace(0));
+  EXPECT_EQ(h->optimize_ops, 1);
+  EXPECT_EQ(h->cast_ops, 2);  // the weight's and its gradient's
+  EXPECT_EQ(h->steady_steps, 2);
+  EXPECT_NEAR(h->step_ms, 0.100, kEps);
+  EXPECT_NEAR(h->busy_ms, 0.040, kEps);      // 50..90
+  EXPECT_NEAR(h->optimize_ms, 0.020, kEps);  // 60..80
+  EXPECT_NEAR(h->hidden_ms, 0.010, kEps);    // 50..60 beside the backward
+  EXPECT_NEAR(h->hidden_backward_ms, 0.010, kEps);
+  EXPECT_NEAR(h->device_wait_ms, 0.030, kEps);    // 60..90
+  EXPECT_NEAR(h->transfer_wait_ms, 0.005, kEps);  // 90..95; 40..50 hid behind the backward
+  EXPECT_EQ(h->bytes_up, 100);
+  EXPECT_EQ(h->weights_up, 100);
+  EXPECT_EQ(h->bytes_down, 200);
+  EXPECT_EQ(h->gradients_down, 200);
+
+  // Without the plan there is nothing to say; nor with the updates on the device.
+  Profile no_plan = p;
+  no_plan.plan.reset();
+  EXPECT_FALSE(ComputeHostOptimizer(no_plan).has_value());
+  Profile on_device = p;
+  for (int i : {2, 3, 4}) on_device.plan->places[i] = GPUPlace(0);
+  EXPECT_FALSE(ComputeHostOptimizer(on_device).has_value());
 }
 
 // On a real GPU (skipped without one): device time for ops that launch

@@ -233,6 +233,35 @@ void AppendConcurrency(const Profile& profile, std::string* out) {
                   "excluded); a device busy: its device time on all its streams.\n\n");
 }
 
+std::string MegaBytes(int64_t bytes) { return absl::StrFormat("%.3f MB", bytes * 1e-6); }
+
+// Only for plans that run optimizer work on the host (ComputeHostOptimizer).
+void AppendHostOptimizer(const Profile& profile, std::string* out) {
+  const std::optional<HostOptimizer> h = ComputeHostOptimizer(profile);
+  if (!h.has_value()) return;
+  const std::string device = h->device.ToString();
+  absl::StrAppend(out, Title("Optimizer on the Host"));
+  absl::StrAppend(out, "Per steady-state step, mean over ", h->steady_steps,
+                  h->steady_steps == 1 ? " step" : " steps", " (step time ", G(h->step_ms),
+                  "): ", h->optimize_ops, " optimize-role ops (updates, clip norms) and ",
+                  h->cast_ops, " casts of parameters and their gradients on the host\n");
+  ConcurrencyLine("Host optimizer work", h->busy_ms, h->step_ms, out);
+  ConcurrencyLine("  of it optimize-role ops", h->optimize_ms, h->step_ms, out);
+  absl::StrAppendFormat(out, "  %-34s Total: %-12s Share: %s\n", "Hidden behind " + device,
+                        G(h->hidden_ms), Percent(h->hidden_ms, h->busy_ms));
+  absl::StrAppendFormat(out, "  %-34s Total: %-12s Share: %s\n", "Hidden behind its backward",
+                        G(h->hidden_backward_ms), Percent(h->hidden_backward_ms, h->busy_ms));
+  ConcurrencyLine("Idle " + device + " waiting for it", h->device_wait_ms, h->step_ms, out);
+  ConcurrencyLine("Idle " + device + " waiting for copies", h->transfer_wait_ms, h->step_ms, out);
+  absl::StrAppendFormat(out, "  %-34s %s (weights %s)\n", "Bytes up cpu->" + device,
+                        MegaBytes(h->bytes_up), MegaBytes(h->weights_up));
+  absl::StrAppendFormat(out, "  %-34s %s (gradients %s)\n", "Bytes down " + device + "->cpu",
+                        MegaBytes(h->bytes_down), MegaBytes(h->gradients_down));
+  absl::StrAppend(out,
+                  "Shares of hidden time are of the host optimizer work; idle: the device "
+                  "computing nothing.\n\n");
+}
+
 std::vector<Row> BuildRows(const Profile& profile) {
   std::map<std::pair<bool, std::string>, Row> top;           // (user span?, name)
   std::map<std::string, std::map<std::string, Row>> copies;  // consumer -> copy name
@@ -404,6 +433,7 @@ std::string FormatReport(const Profile& profile, SortKey sort_key) {
   AppendMemcpySummary(profile, total_time, &out);
   AppendCollectives(profile, &out);
   AppendConcurrency(profile, &out);
+  AppendHostOptimizer(profile, &out);
   AppendEventSummary(profile, sort_key, total_time, &out);
   AppendLedger(profile, &out);
   AppendPlacement(profile, &out);

@@ -23,6 +23,11 @@
 //               device"; "Most waited for: ..." per device (the host op it
 //               idled longest during, DescribeHostBlocker). A device with
 //               no device time measured prints "-" (Profile::concurrency)
+//   Optimizer on the Host  only for plans with optimizer work on the host
+//               (ComputeHostOptimizer): per step, the host optimizer work,
+//               how much of it the device work hid, the device idle waiting
+//               for it and for copies, bytes each way (weights up, gradients
+//               down)
 //   Event Summary      one row per op type; the copies an op needed are
 //               nested under it ("  GpuMemcpySync:CPU->GPU"); an op's row
 //               excludes them. Total = host wall time; CPU Time and GPU Time

@@ -51,8 +51,12 @@ check "bf16 loss falls" 'b < a - 0.8 && b < 3.4' "$(first_loss "$out")" "$(last_
 # Optimizer offload: the same losses as the run that keeps Adam on the device.
 on_device=$("$bin" $small --place=sim:0 --steps=100 --amp=bf16)
 offloaded=$("$bin" $small --place=sim:0 --steps=100 --amp=bf16 --offload=optimizer --print_placement)
+profiled=$("$bin" $small --place=sim:0 --steps=6 --amp=bf16 --offload=optimizer --profile_steps=3)
 grep -q "optimizer offloaded to the cpu" <<<"$offloaded" || { echo "FAILED: no offload"; exit 1; }
 grep -qE "adam +cpu +param" <<<"$offloaded" || { echo "FAILED: adam not on the cpu"; exit 1; }
+grep -q "Optimizer on the Host" <<<"$profiled" || { echo "FAILED: no host optimizer section"; exit 1; }
+grep -qP "Bytes down sim:0->cpu +[0-9.]+ MB \(gradients (?!0\.000 )[0-9.]+ MB" <<<"$profiled" ||
+  { echo "FAILED: no gradients down in the profile"; exit 1; }
 losses() { grep -oP '^step \d+/\d+  loss [0-9.]+|validation loss [0-9.]+' <<<"$1"; }
 [[ -n "$(losses "$on_device")" && "$(losses "$on_device")" == "$(losses "$offloaded")" ]] ||
   { echo "FAILED: offload changed the losses"; exit 1; }
