@@ -7,9 +7,10 @@
 //   host_kernels.h
 //
 // RegisterOptimizerKernels holds the registration lines:
-//   sgd       Param: float32, float64; HostMemory(LearningRate)
-//   momentum  Param: float32, float64; HostMemory(LearningRate)
-//   adam      Param: float32, float64; HostMemory(LearningRate, Beta1Pow,
+//   sgd       Param: float32, float64; Grad also bfloat16, float16 (dense, of a
+//             float32 Param: widened in the kernel); HostMemory(LearningRate)
+//   momentum  the same
+//   adam      the same; HostMemory(LearningRate, Beta1Pow,
 //             Beta2Pow, Beta1PowOut, Beta2PowOut)
 //   (each update op also HostMemory(SkipUpdate, GradScale): its optional
 //   skip flag and gradient factor)
@@ -33,6 +34,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -49,6 +51,7 @@
 #include "framework/tensor/selected_rows.h"
 #include "framework/tensor/tensor.h"
 #include "framework/tensor/variable.h"
+#include "framework/types/float16.h"
 #include "ops/optimizer/shape_fns.h"
 
 namespace tandem {
@@ -113,38 +116,57 @@ void ForEachMergedRow(const SelectedRows& g, int64_t width, const std::vector<T*
       });
 }
 
+// Calls fn with Grad's dense values as T (Param's dtype), or as bfloat16
+// or float16 (a mixed-precision gradient of a float32 Param).
+template <typename T, typename Fn>
+void WithDenseGrad(const Tensor& grad, Fn&& fn) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (grad.dtype() == DataType::kBFloat16) return fn(grad.data<bfloat16>());
+    if (grad.dtype() == DataType::kFloat16) return fn(grad.data<float16>());
+  }
+  fn(grad.data<T>());
+}
+
 // Runs step(offset, g, len) over Param's elements: for a dense Grad on
-// element ranges in parallel (g = Grad + offset, or its values times
-// GradScale in a local block when bound); for a sparse one once per
-// distinct row (offset = row * width, g = the merged row, len = width),
-// prefetching the rows of Param and of `state` (Param-shaped tensors the
-// step updates too).
+// element ranges in parallel (g = Grad + offset; a 16-bit Grad widened to
+// T, exactly, and with GradScale bound the values times GradScale, rounded
+// to T as elementwise_mul would, a block at a time in a local buffer); for
+// a sparse one once per distinct row (offset = row * width, g = the merged
+// row, len = width), prefetching the rows of Param and of `state`
+// (Param-shaped tensors the step updates too).
 template <typename T, typename Policy, typename Step>
 void ForEachUpdate(const UpdateArgs& a, std::vector<T*> state, Step&& step) {
   const Tensor& param = *a.param;
+  const Tensor* grad = a.sparse() ? nullptr : &a.grad->tensor();
   if (a.sparse()) {
     const int64_t height = param.shape().dim(0);
     const int64_t width = height == 0 ? 0 : param.NumElements() / height;
     state.push_back(param.data<T>());
     ForEachMergedRow<T, Policy>(a.grad->selected_rows(), width, state,
                                 [&](int64_t row, const T* g) { step(row * width, g, width); });
-  } else if (a.grad_scale == 1) {
-    const T* g = a.grad->tensor().data<T>();
+  } else if (a.grad_scale == 1 && grad->dtype() == param.dtype()) {
+    const T* g = grad->data<T>();
     Policy::ParallelFor(param.NumElements(), kMinElementsPerTask,
                         [&](int64_t begin, int64_t end) { step(begin, g + begin, end - begin); });
   } else {
-    // GradScale: each block of the gradient is scaled (rounded to T, as
-    // elementwise_mul would) into a local buffer the step then reads.
-    const T* g = a.grad->tensor().data<T>();
+    const bool scaled = a.grad_scale != 1;
     const T scale = static_cast<T>(a.grad_scale);
-    Policy::ParallelFor(param.NumElements(), kMinElementsPerTask, [&](int64_t begin, int64_t end) {
-      constexpr int64_t kBlock = 1024;
-      T scaled[kBlock];
-      for (int64_t lo = begin; lo < end; lo += kBlock) {
-        const int64_t len = std::min(kBlock, end - lo);
-        for (int64_t i = 0; i < len; ++i) scaled[i] = g[lo + i] * scale;
-        step(lo, scaled, len);
-      }
+    WithDenseGrad<T>(*grad, [&](const auto* g) {
+      Policy::ParallelFor(param.NumElements(), kMinElementsPerTask,
+                          [&](int64_t begin, int64_t end) {
+                            constexpr int64_t kBlock = 1024;
+                            T block[kBlock];
+                            for (int64_t lo = begin; lo < end; lo += kBlock) {
+                              const int64_t len = std::min(kBlock, end - lo);
+                              for (int64_t i = 0; i < len; ++i) {
+                                block[i] = static_cast<T>(static_cast<ComputeTypeOf<T>>(g[lo + i]));
+                              }
+                              if (scaled) {
+                                for (int64_t i = 0; i < len; ++i) block[i] *= scale;
+                              }
+                              step(lo, block, len);
+                            }
+                          });
     });
   }
 }
@@ -446,6 +468,7 @@ void RegisterOptimizerKernels(const std::string& device_type) {
   KernelRegistry::Global().Register(
       KernelDef("sgd", device_type)
           .TypeConstraint("Param", SgdKernel<Policy>::Types::DataTypes())
+          .TypeConstraint("Grad", kFloatTypesWith16Bit)
           .HostMemory("LearningRate")
           .HostMemory("SkipUpdate")
           .HostMemory("GradScale")
@@ -454,6 +477,7 @@ void RegisterOptimizerKernels(const std::string& device_type) {
   KernelRegistry::Global().Register(
       KernelDef("momentum", device_type)
           .TypeConstraint("Param", MomentumKernel<Policy>::Types::DataTypes())
+          .TypeConstraint("Grad", kFloatTypesWith16Bit)
           .HostMemory("LearningRate")
           .HostMemory("SkipUpdate")
           .HostMemory("GradScale")
@@ -462,6 +486,7 @@ void RegisterOptimizerKernels(const std::string& device_type) {
   KernelRegistry::Global().Register(
       KernelDef("adam", device_type)
           .TypeConstraint("Param", AdamKernel<Policy>::Types::DataTypes())
+          .TypeConstraint("Grad", kFloatTypesWith16Bit)
           .HostMemory("LearningRate")
           .HostMemory("Beta1Pow")
           .HostMemory("Beta2Pow")

@@ -141,6 +141,7 @@ int64_t SparseUpdateScratch(const OpDesc&, const ArgMetas& in, const ArgMetas&) 
 
 REGISTER_KERNEL(KernelDef("momentum", "gpu")
                     .TypeConstraint("Param", kFloatTypes)
+                    .TypeConstraint("Grad", kFloatTypesWith16Bit)
                     .HostMemory("LearningRate")
                     .HostMemory("SkipUpdate")
                     .HostMemory("GradScale")
@@ -208,6 +209,7 @@ class AdamKernel : public OpKernel {
 
 REGISTER_KERNEL(KernelDef("adam", "gpu")
                     .TypeConstraint("Param", kFloatTypes)
+                    .TypeConstraint("Grad", kFloatTypesWith16Bit)
                     .HostMemory("LearningRate")
                     .HostMemory("SkipUpdate")
                     .HostMemory("GradScale")

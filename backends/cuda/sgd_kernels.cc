@@ -131,6 +131,7 @@ int64_t SgdScratch(const OpDesc& op, const ArgMetas& in, const ArgMetas& out) {
 
 REGISTER_KERNEL(KernelDef("sgd", "gpu")
                     .TypeConstraint("Param", kFloatTypes)
+                    .TypeConstraint("Grad", kFloatTypesWith16Bit)
                     .HostMemory("LearningRate")
                     .HostMemory("SkipUpdate")
                     .HostMemory("GradScale")

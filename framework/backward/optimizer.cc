@@ -2,6 +2,8 @@
 
 #include <cmath>
 #include <optional>
+#include <set>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "framework/base/status_macros.h"
@@ -9,6 +11,43 @@
 
 namespace tandem {
 namespace {
+
+// Optimizer::set_fold_gradient_casts: each gradient written only by a
+// widening cast of a dense 16-bit value, and read by nothing yet, is
+// replaced in `grads` by that value; the casts are removed (backward ops:
+// no op's origin points at them).
+void FoldGradientCasts(Block* block, GradMap* grads) {
+  std::map<std::string, int> readers, writers;
+  std::map<std::string, size_t> producer;
+  const std::vector<OpDesc>& ops = block->ops();
+  for (size_t i = 0; i < ops.size(); ++i) {
+    for (const std::string& v : ArgumentVars(ops[i].inputs)) ++readers[v];
+    for (const std::string& v : ArgumentVars(ops[i].outputs)) {
+      ++writers[v];
+      producer[v] = i;
+    }
+  }
+  std::set<size_t> folded;
+  for (auto& [param, grad] : *grads) {
+    auto p = producer.find(grad);
+    if (p == producer.end() || writers[grad] != 1 || readers[grad] != 0) continue;
+    const OpDesc& cast = ops[p->second];
+    const VarDesc* narrow = block->FindVar(cast.Input("X"));
+    const VarDesc* wide = block->FindVar(grad);
+    const VarDesc* param_var = block->FindVar(param);
+    if (cast.type != "cast" || narrow == nullptr || wide == nullptr || param_var == nullptr ||
+        !IsLowPrecisionFloat(narrow->dtype) || narrow->kind != VarKind::kDense ||
+        wide->dtype != DataType::kFloat32 || param_var->dtype != DataType::kFloat32) {
+      continue;
+    }
+    grad = narrow->name;
+    folded.insert(p->second);
+  }
+  std::vector<OpDesc>& mutable_ops = block->mutable_ops();
+  for (auto it = folded.rbegin(); it != folded.rend(); ++it) {
+    mutable_ops.erase(mutable_ops.begin() + static_cast<std::ptrdiff_t>(*it));
+  }
+}
 
 // Fills `op`'s attribute defaults and runs its shape inference on the
 // declared variables, so bad hyper-parameters or state fail here, naming
@@ -70,6 +109,9 @@ absl::Status Optimizer::Minimize(ProgramBuilder* builder, Var loss) {
     ASSIGN_OR_RETURN(target, ScaleLoss(builder, loss));
   }
   ASSIGN_OR_RETURN(GradMap grads, AppendBackward(builder, target));
+  if (fold_gradient_casts_ && !loss_scaling_.has_value()) {
+    FoldGradientCasts(&builder->main_program().block(), &grads);
+  }
   std::string skip;
   if (loss_scaling_.has_value()) {
     ASSIGN_OR_RETURN(skip, AppendUnscale(builder, grads));
@@ -172,13 +214,18 @@ absl::Status Optimizer::AppendGradientClip(ProgramBuilder* builder, const GradMa
           absl::StrCat(op_type_, ": gradient clipping of the sparse gradient '", grad,
                        "' is not supported (build its lookup_table with is_sparse = false)"));
     }
-    if ((g->dtype != DataType::kFloat32 && g->dtype != DataType::kFloat64) ||
-        (dtype.has_value() && g->dtype != *dtype)) {
+    // The norms and the factor in the parameters' dtype (a folded 16-bit
+    // gradient of a float32 parameter is summed in float32).
+    const VarDesc* p = block.FindVar(param);
+    const DataType t = p == nullptr ? g->dtype : p->dtype;
+    if ((t != DataType::kFloat32 && t != DataType::kFloat64) ||
+        (dtype.has_value() && t != *dtype) || (g->dtype != t && !IsLowPrecisionFloat(g->dtype))) {
       return absl::InvalidArgumentError(absl::StrCat(
-          op_type_, ": gradient clipping needs float32 or float64 gradients of one dtype; '", grad,
-          "' is ", DataTypeName(g->dtype)));
+          op_type_, ": gradient clipping needs float32 or float64 parameters of one dtype; '",
+          param, "' is ", DataTypeName(t), " (its gradient '", grad, "' ", DataTypeName(g->dtype),
+          ")"));
     }
-    dtype = g->dtype;
+    dtype = t;
   }
   if (!dtype.has_value()) return absl::OkStatus();  // nothing to clip
   auto declare = [&](const std::string& prefix) {

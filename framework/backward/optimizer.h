@@ -87,13 +87,24 @@ class Optimizer {
   // (norm + 1e-6)) (its GradScale input) as it reads it (after the
   // unscaling, with loss scaling). Exact; every update then waits for
   // every gradient.
-  // Minimize refuses sparse gradients (Unimplemented) and gradients of
-  // mixed or 16-bit dtypes (InvalidArgument).
+  // Minimize refuses sparse gradients (Unimplemented), parameters of mixed
+  // dtypes and 16-bit gradients of 16-bit parameters (InvalidArgument).
   void EnableGradientClipping(double max_norm) { max_grad_norm_ = max_norm; }
   // The float32 (float64 for float64 parameters) [1] variable the global
   // norm of the step's gradients is written to (fetch it); empty unless
   // clipping was enabled before Minimize.
   const std::string& global_norm_var() const { return global_norm_var_; }
+
+  // Mixed precision (on by default): a parameter read in 16 bits gets its
+  // gradient through the backward of its cast, a widening cast of the
+  // 16-bit gradient. Minimize lets the update (and the clip norm) read the
+  // 16-bit gradient instead, widening it inside the kernel (exact: widening
+  // is), and drops the cast: an offloaded parameter's host update then
+  // reads 2 bytes per element where the cast read 2, wrote 4 and the
+  // update read 4. Only where nothing else reads the float32 gradient, and
+  // not with dynamic loss scaling (its unscale reads float32). Off: the
+  // float32 gradient variables stay (to fetch them).
+  void set_fold_gradient_casts(bool on) { fold_gradient_casts_ = on; }
 
   // Appends backward ops and one update op per trainable parameter.
   // InvalidArgument for a learning rate that is not finite and positive,
@@ -140,6 +151,7 @@ class Optimizer {
   std::optional<double> max_grad_norm_;
   std::string clip_scale_var_;  // the updates' GradScale
   std::string global_norm_var_;
+  bool fold_gradient_casts_ = true;
 };
 
 // param -= lr * grad.

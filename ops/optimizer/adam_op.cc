@@ -24,7 +24,9 @@ REGISTER_OP("adam")
         "way. LearningRate is float32 with one element; Beta1Pow and Beta2Pow "
         "have Param's dtype and one element, in [0, 1).")
     .Input("Param")
-    .Input("Grad")
+    .Input("Grad",
+           "Param's dtype and shape, dense or SelectedRows; or, for a float32 Param, dense "
+           "bfloat16 or float16 (a mixed-precision gradient, widened exactly in the kernel)")
     .Input("LearningRate")
     .Input("Moment1")
     .Input("Moment2")

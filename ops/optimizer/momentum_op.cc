@@ -17,7 +17,9 @@ REGISTER_OP("momentum")
         "velocity of the other rows does not decay). LearningRate is float32 "
         "with one element.")
     .Input("Param")
-    .Input("Grad")
+    .Input("Grad",
+           "Param's dtype and shape, dense or SelectedRows; or, for a float32 Param, dense "
+           "bfloat16 or float16 (a mixed-precision gradient, widened exactly in the kernel)")
     .Input("Velocity")
     .Input("LearningRate")
     .OptionalInput("SkipUpdate",

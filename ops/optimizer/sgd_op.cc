@@ -14,7 +14,9 @@ REGISTER_OP("sgd")
         "Param[rows[i]] -= lr * value[i], duplicates accumulating. LearningRate "
         "is float32 with one element.")
     .Input("Param")
-    .Input("Grad")
+    .Input("Grad",
+           "Param's dtype and shape, dense or SelectedRows; or, for a float32 Param, dense "
+           "bfloat16 or float16 (a mixed-precision gradient, widened exactly in the kernel)")
     .Input("LearningRate")
     .OptionalInput("SkipUpdate",
                    "bool with one element in host memory: when true the op leaves Param and "

@@ -58,10 +58,16 @@ absl::Status AttrError(const OpDesc &op, const std::string &attr, double value,
 absl::Status CheckSgdArgs(const OpDesc &op, const TensorMeta &param, const TensorMeta &grad,
                           const TensorMeta &learning_rate) {
   RETURN_IF_ERROR(CheckFloating(op.type, "Param", param.dtype));
-  if (grad.dtype != param.dtype || !SameShape(grad.shape, param.shape)) {
+  // Mixed precision: a float32 parameter's dense 16-bit gradient, widened
+  // (exactly) inside the kernel.
+  const bool widened = IsLowPrecisionFloat(grad.dtype) && param.dtype == DataType::kFloat32 &&
+                       !grad.selected_rows;
+  if ((grad.dtype != param.dtype && !widened) || !SameShape(grad.shape, param.shape)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "op '", op.type, "': Grad '", op.Input("Grad"), "' is ", Describe(grad), " but Param '",
-        op.Input("Param"), "' is ", Describe(param), "; they must have the same dtype and shape"));
+        op.Input("Param"), "' is ", Describe(param),
+        "; they must have the same dtype and shape (or a dense bfloat16 or float16 Grad of a "
+        "float32 Param)"));
   }
   const absl::StatusOr<int64_t> lr_size = learning_rate.shape.NumElements();
   if (learning_rate.dtype != DataType::kFloat32 || (lr_size.ok() && *lr_size != 1)) {

@@ -18,7 +18,8 @@
 namespace tandem {
 
 // Checks the arguments of `op` (an sgd op): Param is float32 or float64;
-// Grad has Param's dtype and shape, dense or as SelectedRows (whose meta
+// Grad has Param's shape and dtype (or, dense, bfloat16 or float16 for a
+// float32 Param: a mixed-precision gradient), dense or as SelectedRows (whose meta
 // shape is [height, ...], so its height must be Param's dim 0); the
 // learning rate is float32 with one element. Unknown dims (-1) match any.
 // InvalidArgument naming the op, the argument, its variable and the metas.

@@ -28,7 +28,19 @@ TEST(CheckSgdArgs, DenseAndSparseGradients) {
   EXPECT_THAT(CheckSgdArgs(SgdOp(), param, {DataType::kFloat32, Shape({4, 3}), true}, kLr),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        "op 'sgd': Grad 'w@GRAD' is float32[4, 3] (SelectedRows) but Param "
-                       "'w' is float32[5, 3]; they must have the same dtype and shape"));
+                       "'w' is float32[5, 3]; they must have the same dtype and shape (or a "
+                       "dense bfloat16 or float16 Grad of a float32 Param)"));
+  // A float32 parameter's dense 16-bit gradient (mixed precision); not sparse,
+  // and not of a float64 parameter.
+  EXPECT_OK(CheckSgdArgs(SgdOp(), param, {DataType::kBFloat16, Shape({5, 3})}, kLr));
+  EXPECT_OK(CheckSgdArgs(SgdOp(), param, {DataType::kFloat16, Shape({5, 3})}, kLr));
+  EXPECT_THAT(CheckSgdArgs(SgdOp(), param, {DataType::kBFloat16, Shape({5, 3}), true}, kLr),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("Grad 'w@GRAD' is bfloat16[5, 3] (SelectedRows)")));
+  EXPECT_THAT(CheckSgdArgs(SgdOp(), {DataType::kFloat64, Shape({5, 3})},
+                           {DataType::kBFloat16, Shape({5, 3})}, kLr),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("Grad 'w@GRAD' is bfloat16[5, 3] but Param 'w' is float64")));
   EXPECT_THAT(CheckSgdArgs(SgdOp(), param, {DataType::kFloat64, Shape({5, 3})}, kLr),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("Grad 'w@GRAD' is float64[5, 3] but Param 'w' is float32")));
@@ -65,11 +77,14 @@ TEST(SgdSchema, ParamOutIsDenseParamAndThereIsNoGradient) {
 OpDesc AdamOp(AttrMap attrs = {}) {
   OpDesc op;
   op.type = "adam";
-  op.inputs = {{"Param", {"w"}},       {"Grad", {"w@GRAD"}},   {"LearningRate", {"lr"}},
-               {"Moment1", {"w_m1"}},  {"Moment2", {"w_m2"}},  {"Beta1Pow", {"w_b1"}},
+  op.inputs = {{"Param", {"w"}},      {"Grad", {"w@GRAD"}},  {"LearningRate", {"lr"}},
+               {"Moment1", {"w_m1"}}, {"Moment2", {"w_m2"}}, {"Beta1Pow", {"w_b1"}},
                {"Beta2Pow", {"w_b2"}}};
-  op.outputs = {{"ParamOut", {"w"}},     {"Moment1Out", {"w_m1"}},  {"Moment2Out", {"w_m2"}},
-                {"Beta1PowOut", {"w_b1"}}, {"Beta2PowOut", {"w_b2"}}};
+  op.outputs = {{"ParamOut", {"w"}},
+                {"Moment1Out", {"w_m1"}},
+                {"Moment2Out", {"w_m2"}},
+                {"Beta1PowOut", {"w_b1"}},
+                {"Beta2PowOut", {"w_b2"}}};
   op.attrs = std::move(attrs);
   absl::Status s = OpRegistry::Global().Find("adam").value()->Validate(&op);  // fills defaults
   EXPECT_OK(s);
@@ -80,8 +95,8 @@ TEST(MomentumSchema, VelocityLikeParamAndMuChecked) {
   ASSERT_OK_AND_ASSIGN(const OpSchema* momentum, OpRegistry::Global().Find("momentum"));
   OpDesc op;
   op.type = "momentum";
-  op.inputs = {{"Param", {"w"}}, {"Grad", {"w@GRAD"}}, {"Velocity", {"v"}},
-               {"LearningRate", {"lr"}}};
+  op.inputs = {
+      {"Param", {"w"}}, {"Grad", {"w@GRAD"}}, {"Velocity", {"v"}}, {"LearningRate", {"lr"}}};
   op.outputs = {{"ParamOut", {"w"}}, {"VelocityOut", {"v"}}};
   ASSERT_OK(momentum->Validate(&op));
   ASSERT_OK_AND_ASSIGN(MomentumAttrs attrs, GetMomentumAttrs(op));

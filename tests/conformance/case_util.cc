@@ -32,6 +32,18 @@ std::string Label(const std::string& op, DataType t, const std::string& what) {
   return absl::StrCat(op, " ", DataTypeName(t), " ", what);
 }
 
+ConformanceCase WithLowPrecisionGrad(const ConformanceCase& c, DataType grad_type,
+                                     reference::Array* grad) {
+  ConformanceCase s = c;
+  s.label += absl::StrCat(" Grad ", DataTypeName(grad_type));
+  for (auto& [arg, tensor] : s.inputs) {
+    if (arg != "Grad") continue;
+    tensor = MakeTensor(grad_type, tensor.shape(), ToDoubles(tensor));
+    *grad = reference::Array{tensor.shape(), ToDoubles(tensor)};
+  }
+  return s;
+}
+
 const std::vector<BroadcastConfig>& BroadcastConfigs() {
   static const auto* configs = new std::vector<BroadcastConfig>{
       {Shape({1023}), Shape({1023}), -1},       // same shape, odd size

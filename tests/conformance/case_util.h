@@ -45,6 +45,12 @@ std::pair<Tensor, reference::Array> Input(DataType t, const Shape& s, uint64_t s
 // "op dtype what", e.g. "relu float32 [2, 3]".
 std::string Label(const std::string& op, DataType t, const std::string& what);
 
+// An update op's case `c` (float32 Param, dense Grad) with its Grad given in
+// `grad_type` (bfloat16 or float16: a mixed-precision gradient the kernel
+// widens), the label saying so; `*grad` gets the 16-bit values as float64.
+ConformanceCase WithLowPrecisionGrad(const ConformanceCase& c, DataType grad_type,
+                                     reference::Array* grad);
+
 // X and Y shapes with the elementwise `axis`: same shape, row, column and
 // both-sided broadcasts, 0-d, scalar sides, empty, axis alignment, odd sizes.
 struct BroadcastConfig {

@@ -390,6 +390,18 @@ void AddSgd(std::vector<ConformanceCase>* cases) {
       scaled.expected["ParamOut"] = {
           t, reference::SgdDense(pa, reference::Map(ga, [](double v) { return v * 0.25; }), lr)};
       cases->push_back(scaled);
+      if (t != DataType::kFloat32) continue;
+      for (DataType g16 : {DataType::kBFloat16, DataType::kFloat16}) {  // mixed precision
+        reference::Array g;
+        for (const ConformanceCase* base : {&c, &scaled}) {
+          ConformanceCase low = case_util::WithLowPrecisionGrad(*base, g16, &g);
+          const double factor = base == &scaled ? 0.25 : 1;
+          low.expected["ParamOut"] = {
+              t,
+              reference::SgdDense(pa, reference::Map(g, [&](double v) { return v * factor; }), lr)};
+          cases->push_back(low);
+        }
+      }
     }
     // Sparse: duplicate rows accumulate; no rows leave Param unchanged.
     for (const std::vector<int64_t>& rows :

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "framework/amp/amp.h"
 #include "framework/backward/optimizer.h"
@@ -28,8 +29,10 @@ struct Model {
   std::vector<std::string> grads;  // of layer1.w_0 and layer2.w_0, in float32
 };
 
-// x -> fc(24) -> tanh -> fc(4) -> softmax cross-entropy, with or without AMP.
-void Build(std::optional<DataType> amp, Model* m) {
+// x -> fc(24) -> tanh -> fc(4) -> softmax cross-entropy, with or without
+// AMP. `fold`: the updates read the 16-bit gradients (the default, see
+// Optimizer::set_fold_gradient_casts); off keeps the float32 ones to fetch.
+void Build(std::optional<DataType> amp, Model* m, bool fold = false) {
   ProgramBuilder& b = m->b;
   Var x = b.Data("x", DataType::kFloat32, Shape({kBatch, kIn}));
   Var label = b.Data("label", DataType::kInt64, Shape({kBatch, 1}));
@@ -42,8 +45,9 @@ void Build(std::optional<DataType> amp, Model* m) {
     EXPECT_EQ(report.low_precision_ops.size(), 2u);  // the two fc
   }
   SGD sgd(0.5);
+  sgd.set_fold_gradient_casts(fold);
   ASSERT_OK(sgd.Minimize(&b, m->loss));
-  m->grads = {GradVarName("layer1.w_0"), GradVarName("layer2.w_0")};
+  if (!fold) m->grads = {GradVarName("layer1.w_0"), GradVarName("layer2.w_0")};
 }
 
 // A separable problem: the label is the arg-max of four fixed projections.
@@ -68,9 +72,11 @@ struct Trajectory {
   DataType w_dtype;
 };
 
-Trajectory Train(std::optional<DataType> amp, const Place& place) {
+Trajectory Train(std::optional<DataType> amp, const Place& place, bool fold = false,
+                 Program* program = nullptr) {
   Model m;
-  Build(amp, &m);
+  Build(amp, &m, fold);
+  if (program != nullptr) *program = m.b.main_program();
   Executor exe(place);
   Scope scope;
   Trajectory t;
@@ -100,6 +106,37 @@ Trajectory Train(std::optional<DataType> amp, const Place& place) {
 }
 
 class AmpTraining : public ::testing::TestWithParam<std::string> {};
+
+// The updates read the 16-bit gradients directly (the widening casts
+// folded into them): bit for bit the losses of the program that widens
+// them first, with no cast writing a weight's gradient, and the sgd ops'
+// Grad 16-bit.
+TEST_P(AmpTraining, UpdatesReadingSixteenBitGradientsTrainBitForBitTheSame) {
+  ASSERT_OK_AND_ASSIGN(const Place place, ParsePlace(GetParam()));
+  for (DataType dtype : {DataType::kBFloat16, DataType::kFloat16}) {
+    SCOPED_TRACE(DataTypeName(dtype));
+    Program folded, widened;
+    const Trajectory fold = Train(dtype, place, /*fold=*/true, &folded);
+    const Trajectory wide = Train(dtype, place, /*fold=*/false, &widened);
+    ASSERT_EQ(fold.losses.size(), static_cast<size_t>(kSteps));
+    EXPECT_EQ(fold.losses, wide.losses);
+    auto casts_to_weight_grads = [](const Program& p) {
+      int n = 0;
+      for (const OpDesc& op : p.block().ops()) {
+        n += op.type == "cast" && absl::StartsWith(op.Output("Out"), "layer") &&
+             absl::EndsWith(op.Output("Out"), ".w_0@GRAD");
+      }
+      return n;
+    };
+    EXPECT_EQ(casts_to_weight_grads(widened), 2);
+    EXPECT_EQ(casts_to_weight_grads(folded), 0);
+    EXPECT_EQ(folded.block().ops().size() + 4, widened.block().ops().size());  // 2 w, 2 b
+    for (const OpDesc& op : folded.block().ops()) {
+      if (op.type != "sgd") continue;
+      EXPECT_EQ(folded.block().FindVar(op.Input("Grad"))->dtype, dtype) << op.Input("Param");
+    }
+  }
+}
 
 TEST_P(AmpTraining, LowPrecisionProductsTrainLikeFloat32WithFloat32MasterWeights) {
   ASSERT_OK_AND_ASSIGN(const Place place, ParsePlace(GetParam()));
