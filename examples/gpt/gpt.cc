@@ -288,6 +288,10 @@ absl::Status Train() {
   double loss_sum = 0, grad_norm_sum = 0;
   int64_t loss_count = 0, nonfinite = 0;
   RunStats stats;
+  // Wall time between consecutive steps' results, from the third step on
+  // (the first two pay for warm-up): the step time as a trainer sees it.
+  std::vector<double> step_ms;
+  Stopwatch since_last;
   // Steps run pipelined (StepPipeline): the next step starts before this
   // one's loss is read, so its forward overlaps this step's last updates
   // (each layer waits only for its own weights). Evaluations, checkpoints,
@@ -305,6 +309,8 @@ absl::Status Train() {
     const bool sync = next == FLAGS_steps || next % FLAGS_eval_every == 0 || profiled;
     if (!sync) RETURN_IF_ERROR(start(next));
     ASSIGN_OR_RETURN(std::vector<Tensor> out, steps.Next(&stats));
+    if (step >= first_step + 2) step_ms.push_back(since_last.Seconds() * 1e3);
+    since_last = Stopwatch();
     const double loss = out[0].data<float>()[0];
     if (out.size() > 1) grad_norm_sum += out[1].data<float>()[0];
     if (std::isfinite(loss)) {
@@ -345,6 +351,11 @@ absl::Status Train() {
       RETURN_IF_ERROR(Evaluate(step, validation, builder.main_program(), &scope, metrics.get()));
     }
     if (sync && step < FLAGS_steps) RETURN_IF_ERROR(start(step));
+  }
+  if (!step_ms.empty()) {
+    std::printf("step time: median %.2f ms over %zu steps (%lld tokens a step)\n",
+                Median(step_ms), step_ms.size(),
+                static_cast<long long>(FLAGS_batch_size * config.seq));
   }
   std::printf("%s (training steps)\n",
               EstimatedVersusMeasured(*plan, place, 0, /*pipelined=*/true).c_str());
