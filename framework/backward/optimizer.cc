@@ -3,6 +3,7 @@
 #include <cmath>
 #include <optional>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -47,6 +48,28 @@ void FoldGradientCasts(Block* block, GradMap* grads) {
   for (auto it = folded.rbegin(); it != folded.rend(); ++it) {
     mutable_ops.erase(mutable_ops.begin() + static_cast<std::ptrdiff_t>(*it));
   }
+}
+
+// The (parameter, gradient) pairs in the order the program first reads
+// the parameters (never read: last, by name). Update ops appended in this
+// order let a pipelined next step start its forward as soon as its first
+// layers' parameters are updated, while the later ones still are (host
+// workers and streams take ready ops in program order).
+std::vector<std::pair<std::string, std::string>> InForwardReadOrder(const Block& block,
+                                                                    const GradMap& grads) {
+  std::map<std::string, size_t> first_read;
+  for (size_t i = 0; i < block.ops().size(); ++i) {
+    for (const std::string& v : ArgumentVars(block.ops()[i].inputs)) first_read.emplace(v, i);
+  }
+  std::vector<std::pair<std::string, std::string>> order(grads.begin(), grads.end());
+  auto read_at = [&](const std::string& param) {
+    auto it = first_read.find(param);
+    return it == first_read.end() ? block.ops().size() : it->second;
+  };
+  std::stable_sort(order.begin(), order.end(), [&](const auto& a, const auto& b) {
+    return read_at(a.first) < read_at(b.first);
+  });
+  return order;
 }
 
 // Fills `op`'s attribute defaults and runs its shape inference on the
@@ -121,7 +144,7 @@ absl::Status Optimizer::Minimize(ProgramBuilder* builder, Var loss) {
   CreateUnpinnedConstant(builder, lr_var_, DataType::kFloat32, Shape({1}), learning_rate_,
                          {OpOrigin::Kind::kHostState, -1, ""});
   Block& block = builder->main_program().block();
-  for (const auto& [param, grad] : grads) {
+  for (const auto& [param, grad] : InForwardReadOrder(block, grads)) {
     OpDesc op;
     op.type = op_type_;
     op.inputs = {{"Param", {param}}, {"Grad", {grad}}, {"LearningRate", {lr_var_}}};

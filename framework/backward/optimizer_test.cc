@@ -173,8 +173,10 @@ TEST(SGD, LearningRateIsAHostConstantAndEachParameterGetsOneUpdate) {
     EXPECT_EQ(op->origin, (OpOrigin{OpOrigin::Kind::kUpdateOf, -1, param}));
     EXPECT_EQ(op->op_device, "");
   }
-  EXPECT_EQ(updates[0]->Input("Param"), "b");  // parameters in name order
-  EXPECT_EQ(updates[1]->Input("Param"), "w");
+  // In the order the program reads the parameters (w, then b), so that a
+  // pipelined next step's forward finds its first weights updated first.
+  EXPECT_EQ(updates[0]->Input("Param"), "w");
+  EXPECT_EQ(updates[1]->Input("Param"), "b");
   // The updates come after every backward op.
   EXPECT_EQ(m.main().ops().back().role, OpRole::kOptimize);
   EXPECT_EQ(m.main().ops()[m.main().ops().size() - 3].type, "opt_scaled_mean_grad");
@@ -201,7 +203,7 @@ TEST(Momentum, VelocityIsZeroStateBesideItsParameter) {
 
   std::vector<const OpDesc*> updates = m.Updates();
   ASSERT_EQ(updates.size(), 2u);
-  const OpDesc& w_update = *updates[1];
+  const OpDesc& w_update = *updates[0];
   EXPECT_EQ(w_update.type, "momentum");
   EXPECT_EQ(w_update.Input("Velocity"), "w_velocity_0.tmp_0");
   EXPECT_EQ(w_update.Output("VelocityOut"), "w_velocity_0.tmp_0");
@@ -243,7 +245,7 @@ TEST(Adam, MomentsBesideTheParameterAndBetaPowersOnTheHost) {
             (std::vector<int64_t>{1}));
   EXPECT_EQ(beta1_pow->origin, (OpOrigin{OpOrigin::Kind::kHostState, -1, ""}));
 
-  const OpDesc& w_update = *m.Updates()[1];
+  const OpDesc& w_update = *m.Updates()[0];
   EXPECT_EQ(w_update.type, "adam");
   EXPECT_EQ(w_update.Input("Moment2"), state.at("moment2"));
   EXPECT_EQ(w_update.Output("Beta1PowOut"), state.at("beta1_pow"));
