@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "framework/autoplace/auto_placement.h"
+#include "framework/autoplace/optimizer_offload.h"
 #include "framework/device/device_registry.h"
 #include "framework/persistence/checkpoint.h"
 #include "framework/runtime/executor.h"
@@ -61,12 +63,16 @@ void SetVariable(Variable* v, py::handle value, std::optional<Place> place,
   v->set(ValueOrThrow(CopyTo(t, target)));
 }
 
-// The Executor's keyword options: the executor's own and the automatic
-// placement's (auto_placement=True makes MakeAutoPlacer the planner).
+// The Executor's keyword options: the executor's own, the automatic
+// placement's (auto_placement=True makes MakeAutoPlacer the planner) and
+// the optimizer offload's (offload="optimizer" or "auto" makes
+// MakeOffloadPlanner the planner; memory_budget_mb is shared).
 struct ExecutorSettings {
   ExecutorOptions executor;
   bool auto_placement = false;
   AutoPlacerOptions auto_placer;
+  std::string offload = "none";
+  std::optional<double> offload_fraction;
 };
 
 using OptionSetter = std::function<void(ExecutorSettings*, py::handle)>;
@@ -126,8 +132,36 @@ const std::map<std::string, OptionSetter>& OptionSetters() {
        }},
       {"measure_costs",
        [](ExecutorSettings* o, py::handle v) { o->auto_placer.measure_costs = v.cast<bool>(); }},
+      {"offload", [](ExecutorSettings* o, py::handle v) { o->offload = v.cast<std::string>(); }},
+      {"offload_fraction",
+       [](ExecutorSettings* o, py::handle v) {
+         if (py::isinstance<py::bool_>(v)) throw py::cast_error();
+         o->offload_fraction = v.cast<double>();
+       }},
   };
   return *setters;
+}
+
+// offload= and offload_fraction=: the optimizer offload's planner
+// (framework/autoplace/optimizer_offload.h).
+void SetOffloadPlanner(const ExecutorSettings& o, ExecutorOptions* executor) {
+  auto refuse = [](const std::string& why) {
+    throw StatusError(absl::InvalidArgumentError(absl::StrCat("Executor: ", why)));
+  };
+  if (o.offload != "none" && o.offload != "optimizer" && o.offload != "auto") {
+    refuse(absl::StrCat("offload must be 'none', 'optimizer' or 'auto', got '", o.offload, "'"));
+  }
+  if (o.offload_fraction.has_value() && o.offload != "optimizer") {
+    refuse("offload_fraction needs offload='optimizer'");
+  }
+  if (o.offload != "none" && o.auto_placement) {
+    refuse("auto_placement places ops, offload places parameters: give one of them");
+  }
+  if (o.offload == "optimizer") {
+    executor->placement_planner = MakeOffloadPlanner({.fraction = o.offload_fraction.value_or(1)});
+  } else if (o.offload == "auto") {
+    executor->placement_planner = MakeOffloadPlanner({.budget_bytes = o.auto_placer.budget_bytes});
+  }
 }
 
 ExecutorOptions OptionsFromKwargs(const py::dict& kwargs) {
@@ -151,6 +185,7 @@ ExecutorOptions OptionsFromKwargs(const py::dict& kwargs) {
   if (options.auto_placement) {
     options.executor.placement_planner = MakeAutoPlacer(options.auto_placer);
   }
+  SetOffloadPlanner(options, &options.executor);
   return options.executor;
 }
 

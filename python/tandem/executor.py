@@ -15,7 +15,12 @@ every op without device_guard on the cpu or ``place``: the smallest
 estimated step time with the device's estimated peak within the budget),
 memory_budget_mb (0: what the device can hold, less a margin),
 auto_moves_persistables, cost_cache_dir ("" keeps measured op times in
-memory) and measure_costs (False: analytical costs only). A run prepares
+memory) and measure_costs (False: analytical costs only); optimizer
+offload: offload ("optimizer": every trained parameter's float32 value and
+optimizer state live in host memory and are updated there, the device
+reading 16-bit copies of them, needs tandem.amp; "auto": only as many, last
+read first, as memory_budget_mb needs) and offload_fraction (with
+"optimizer": that share of the parameters' bytes). A run prepares
 its program once per (program version, feed names, fetch list, scope) and
 reuses that plan; changing the program makes the next run prepare it
 again.

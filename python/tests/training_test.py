@@ -248,6 +248,39 @@ class ProgramTest(unittest.TestCase):
                 pass
 
 
+class OptimizerOffloadTest(unittest.TestCase):
+    def test_offloaded_optimizer_trains_bit_for_bit_as_on_the_device(self):
+        def net():
+            def b():
+                x, t = tandem.data("x", [8, 3]), tandem.data("t", [8, 1])
+                h = L.fc(x, 4, act="tanh", name="h")
+                loss = L.mean(L.square_error_cost(L.fc(h, 1, name="o"), t))
+                tandem.amp.apply(dtype="bf16")
+                tandem.optimizer.Adam(0.01).minimize(loss)
+                return loss
+            return build(b)
+        losses, tables = {}, {}
+        for offload in ("none", "optimizer", "auto"):
+            main, startup, loss = net()
+            exe = tandem.Executor(tandem.SimPlace(0), offload=offload)
+            scope = tandem.Scope()
+            exe.run(startup, scope=scope)
+            losses[offload] = [float(exe.run(main, feed={"x": X, "t": T}, fetch_list=[loss],
+                                             scope=scope)[0][0]) for _ in range(10)]
+            tables[offload] = [(r.op_type, str(r.place)) for r in exe.last_plan.placement_table
+                               if r.op_type == "adam"]
+        self.assertEqual(losses["optimizer"], losses["none"])
+        self.assertEqual(losses["auto"], losses["none"])
+        self.assertEqual(tables["optimizer"], [("adam", "cpu")] * 4)
+        self.assertEqual(tables["auto"], [("adam", "sim:0")] * 4)  # room to spare: none moves
+        with self.assertRaisesRegex(tandem.errors.InvalidArgumentError,
+                                    "offload must be 'none', 'optimizer' or 'auto', got 'all'"):
+            tandem.Executor(tandem.SimPlace(0), offload="all")
+        with self.assertRaisesRegex(tandem.errors.InvalidArgumentError,
+                                    "offload_fraction needs offload='optimizer'"):
+            tandem.Executor(tandem.SimPlace(0), offload_fraction=0.5)
+
+
 class ExecutorOptionsTest(unittest.TestCase):
     def test_in_order_and_concurrent_runs_agree(self):
         results = []
