@@ -16,31 +16,39 @@ using device::Widen;
 
 constexpr int kRowThreads = 128;  // threads per softmax row
 
-// The offset in rows [batch, seq, parts * width] of heads element `i`
-// ([parts, batch * heads, seq, head_dim]).
-__device__ __forceinline__ int64_t RowOffset(int64_t i, const AttentionGeometry& g, int parts) {
-  const int64_t c = i % g.head_dim;
-  int64_t r = i / g.head_dim;
-  const int64_t t = r % g.seq;
-  r /= g.seq;
-  const int64_t bh = r % (g.batch * g.heads), part = r / (g.batch * g.heads);
-  const int64_t b = bh / g.heads, h = bh % g.heads, width = g.heads * g.head_dim;
-  return ((b * g.seq + t) * parts + part) * width + h * g.head_dim + c;
+constexpr int kHeadRowsPerBlock = 8;  // head rows per block of the layout kernels
+
+// Moves [batch, seq, parts * width] rows to or from [parts, batch * heads,
+// seq, head_dim] heads: each head row (head_dim contiguous elements on both
+// sides) is found once, by its (part, batch, head, position), and its
+// elements copied by consecutive threads: no division per element.
+template <typename T, bool kToHeads>
+__global__ void HeadLayoutKernel(const T* from, AttentionGeometry g, int parts, int64_t head_rows,
+                                 T* to) {
+  const int64_t width = g.heads * g.head_dim, bhs = g.batch * g.heads;
+  for (int64_t r = int64_t{blockIdx.x} * blockDim.y + threadIdx.y; r < head_rows;
+       r += int64_t{gridDim.x} * blockDim.y) {
+    const int64_t t = r % g.seq, q = r / g.seq;
+    const int64_t bh = q % bhs, part = q / bhs;
+    const int64_t b = bh / g.heads, h = bh % g.heads;
+    const int64_t row = ((b * g.seq + t) * parts + part) * width + h * g.head_dim;
+    const int64_t head = r * g.head_dim;
+    for (int64_t c = threadIdx.x; c < g.head_dim; c += blockDim.x) {
+      if (kToHeads) {
+        to[head + c] = from[row + c];
+      } else {
+        to[row + c] = from[head + c];
+      }
+    }
+  }
 }
 
-template <typename T>
-__global__ void RowsToHeadsKernel(const T* rows, AttentionGeometry g, int parts, int64_t n,
-                                  T* heads) {
-  TANDEM_GRID_LOOP(i, n) { heads[i] = rows[RowOffset(i, g, parts)]; }
-}
+// The kernels over the [rows, seq] score matrix: blocks stride over score
+// rows (row = (batch * heads) * seq + t), threads over a row's columns, so
+// a row's position, its statistics and its mask bound are found once.
+// Exponentials in S (float for float32 and the 16-bit types, double for
+// float64); row sums in double.
 
-template <typename T>
-__global__ void HeadsToRowsKernel(const T* heads, AttentionGeometry g, int parts, int64_t n,
-                                  T* rows) {
-  TANDEM_GRID_LOOP(i, n) { rows[RowOffset(i, g, parts)] = heads[i]; }
-}
-
-// One block per score row (grid-strided over rows).
 template <typename T, typename S>
 __global__ void SoftmaxKernel(const S* scores, AttentionGeometry g, bool causal, T* probs, S* lse) {
   const int64_t rows = g.batch * g.heads * g.seq;
@@ -50,13 +58,14 @@ __global__ void SoftmaxKernel(const S* scores, AttentionGeometry g, bool causal,
     double m = device::MaxOp::Identity();
     for (int64_t j = threadIdx.x; j < keys; j += blockDim.x) m = fmax(m, double(s[j]));
     m = BlockMax(m);
+    const S ms = static_cast<S>(m);
     double sum = 0;
-    for (int64_t j = threadIdx.x; j < keys; j += blockDim.x) sum += exp(double(s[j]) - m);
+    for (int64_t j = threadIdx.x; j < keys; j += blockDim.x) sum += exp(s[j] - ms);
     sum = BlockSum(sum);
     T* p = probs + row * g.seq;
+    const S inverse = static_cast<S>(1 / sum);
     for (int64_t j = threadIdx.x; j < g.seq; j += blockDim.x) {
-      const S v = j < keys ? static_cast<S>(exp(double(s[j]) - m) / sum) : S(0);
-      p[j] = Narrow<T>(v);
+      p[j] = Narrow<T>(j < keys ? exp(s[j] - ms) * inverse : S(0));
     }
     if (threadIdx.x == 0) lse[row] = static_cast<S>(m + log(sum));
   }
@@ -64,11 +73,15 @@ __global__ void SoftmaxKernel(const S* scores, AttentionGeometry g, bool causal,
 
 template <typename T, typename S>
 __global__ void ProbsKernel(const S* scores, const S* lse, AttentionGeometry g, bool causal,
-                            int64_t n, T* probs) {
-  TANDEM_GRID_LOOP(i, n) {
-    const int64_t row = i / g.seq, j = i % g.seq;
-    const bool masked = causal && j > row % g.seq;
-    probs[i] = Narrow<T>(masked ? S(0) : static_cast<S>(exp(double(scores[i]) - double(lse[row]))));
+                            int64_t rows, T* probs) {
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const int64_t keys = causal ? row % g.seq + 1 : g.seq;
+    const S l = lse[row];
+    const S* s = scores + row * g.seq;
+    T* p = probs + row * g.seq;
+    for (int64_t j = threadIdx.x; j < g.seq; j += blockDim.x) {
+      p[j] = Narrow<T>(j < keys ? exp(s[j] - l) : S(0));
+    }
   }
 }
 
@@ -89,10 +102,15 @@ __global__ void RowDotKernel(const T* dout, const T* out, AttentionGeometry g, i
 
 template <typename T, typename S>
 __global__ void ScoreGradKernel(T* probs, const S* dprobs, const S* delta, AttentionGeometry g,
-                                S scale, int64_t n) {
-  TANDEM_GRID_LOOP(i, n) {
-    const S p = Widen(probs[i]);
-    probs[i] = Narrow<T>(p * (dprobs[i] - delta[i / g.seq]) * scale);
+                                S scale, int64_t rows) {
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const S d = delta[row];
+    T* p = probs + row * g.seq;
+    const S* dp = dprobs + row * g.seq;
+    for (int64_t j = threadIdx.x; j < g.seq; j += blockDim.x) {
+      const S v = Widen(p[j]);
+      p[j] = Narrow<T>(v * (dp[j] - d) * scale);
+    }
   }
 }
 
@@ -103,18 +121,20 @@ int64_t Rows(const AttentionGeometry& g) { return g.batch * g.heads * g.seq; }
 template <typename T>
 cudaError_t LaunchRowsToHeads(const T* rows, const AttentionGeometry& g, int parts, T* heads,
                               cudaStream_t stream) {
-  const int64_t n = parts * Rows(g) * g.head_dim;
-  if (n == 0) return cudaSuccess;
-  RowsToHeadsKernel<T><<<Blocks(n), kThreads, 0, stream>>>(rows, g, parts, n, heads);
+  const int64_t head_rows = parts * Rows(g);
+  if (head_rows == 0 || g.head_dim == 0) return cudaSuccess;
+  HeadLayoutKernel<T, true><<<Blocks(head_rows, kHeadRowsPerBlock), dim3(32, kHeadRowsPerBlock),
+                              0, stream>>>(rows, g, parts, head_rows, heads);
   return cudaGetLastError();
 }
 
 template <typename T>
 cudaError_t LaunchHeadsToRows(const T* heads, const AttentionGeometry& g, int parts, T* rows,
                               cudaStream_t stream) {
-  const int64_t n = parts * Rows(g) * g.head_dim;
-  if (n == 0) return cudaSuccess;
-  HeadsToRowsKernel<T><<<Blocks(n), kThreads, 0, stream>>>(heads, g, parts, n, rows);
+  const int64_t head_rows = parts * Rows(g);
+  if (head_rows == 0 || g.head_dim == 0) return cudaSuccess;
+  HeadLayoutKernel<T, false><<<Blocks(head_rows, kHeadRowsPerBlock), dim3(32, kHeadRowsPerBlock),
+                               0, stream>>>(heads, g, parts, head_rows, rows);
   return cudaGetLastError();
 }
 
@@ -132,10 +152,9 @@ template <typename T>
 cudaError_t LaunchAttentionProbs(const ComputeTypeOf<T>* scores, const ComputeTypeOf<T>* lse,
                                  const AttentionGeometry& g, bool causal, T* probs,
                                  cudaStream_t stream) {
-  const int64_t n = Rows(g) * g.seq;
-  if (n == 0) return cudaSuccess;
+  if (Rows(g) == 0 || g.seq == 0) return cudaSuccess;
   ProbsKernel<T, ComputeTypeOf<T>>
-      <<<Blocks(n), kThreads, 0, stream>>>(scores, lse, g, causal, n, probs);
+      <<<Blocks(Rows(g), 1), kRowThreads, 0, stream>>>(scores, lse, g, causal, Rows(g), probs);
   return cudaGetLastError();
 }
 
@@ -152,11 +171,10 @@ template <typename T>
 cudaError_t LaunchAttentionScoreGrad(T* probs, const ComputeTypeOf<T>* dprobs,
                                      const ComputeTypeOf<T>* delta, const AttentionGeometry& g,
                                      double scale, cudaStream_t stream) {
-  const int64_t n = Rows(g) * g.seq;
-  if (n == 0) return cudaSuccess;
+  if (Rows(g) == 0 || g.seq == 0) return cudaSuccess;
   using S = ComputeTypeOf<T>;
-  ScoreGradKernel<T, S>
-      <<<Blocks(n), kThreads, 0, stream>>>(probs, dprobs, delta, g, static_cast<S>(scale), n);
+  ScoreGradKernel<T, S><<<Blocks(Rows(g), 1), kRowThreads, 0, stream>>>(
+      probs, dprobs, delta, g, static_cast<S>(scale), Rows(g));
   return cudaGetLastError();
 }
 
