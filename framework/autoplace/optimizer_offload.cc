@@ -49,6 +49,12 @@ class OffloadPlanner {
 
  private:
   absl::Status FindGroups();
+  // Whether the planner may choose `var`'s home: it lives on the host or on
+  // the default device, or nowhere yet (a value on another device stays).
+  bool Movable(const std::string& var) const {
+    auto it = base_.initial_places.find(var);
+    return it == base_.initial_places.end() || it->second.is_host() || it->second == device_;
+  }
   // The device's estimated peak with the first `k` groups of the order on
   // the host and the others on the device.
   absl::StatusOr<int64_t> DevicePeak(int k);
@@ -75,10 +81,10 @@ absl::Status OffloadPlanner::FindGroups() {
   PlacerOptions all_on_device = base_;
   const Block& block = program_.block();
   for (const OpDesc& op : block.ops()) {
-    if (op.origin.kind != OpOrigin::Kind::kUpdateOf) continue;
+    if (op.origin.kind != OpOrigin::Kind::kUpdateOf || !Movable(op.origin.var)) continue;
     for (const std::string& v : ArgumentVars(op.outputs)) {
       const VarDesc* d = block.FindVar(v);
-      if (d != nullptr && d->persistable) all_on_device.initial_places[v] = device_;
+      if (d != nullptr && d->persistable && Movable(v)) all_on_device.initial_places[v] = device_;
     }
   }
   ASSIGN_OR_RETURN(PlacedProgram placed, PlaceProgram(program_, all_on_device));
@@ -95,9 +101,10 @@ absl::Status OffloadPlanner::FindGroups() {
     if (placed.is_copy(i) || op.origin.kind != OpOrigin::Kind::kUpdateOf) continue;
     auto reader = first_reader.find(op.origin.var);
     const VarDesc* param = block.FindVar(op.origin.var);
-    if (param == nullptr || !param->persistable || reader == first_reader.end() ||
-        !(placed.places[reader->second] == device_) || !(placed.places[i] == device_)) {
-      continue;  // read on the host already, or updated there by a rule
+    if (param == nullptr || !param->persistable || !Movable(op.origin.var) ||
+        reader == first_reader.end() || !(placed.places[reader->second] == device_) ||
+        !(placed.places[i] == device_)) {
+      continue;  // read on the host already, updated there by a rule, or on another device
     }
     // One group per parameter (its clip norm is also placed as one of its updates).
     auto [at, added] = index.emplace(op.origin.var, static_cast<int>(groups_.size()));
@@ -114,7 +121,7 @@ absl::Status OffloadPlanner::FindGroups() {
       }
       for (const std::string& v : vars) {
         const VarDesc* d = block.FindVar(v);
-        if (d == nullptr || !d->persistable ||
+        if (d == nullptr || !d->persistable || !Movable(v) ||
             std::find(g.vars.begin(), g.vars.end(), v) != g.vars.end()) {
           continue;
         }

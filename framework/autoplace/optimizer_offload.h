@@ -14,6 +14,9 @@
 //   (parameters_on("cpu")) ASSIGN_OR_RETURN(auto plan, exe.Prepare(main, scope, feeds, fetches));
 //   std::cout << plan->PlacementTable();   // each update's reason, and a summary line
 //
+// Candidates: the parameters (with that state) that live on the host or on
+// the default device and whose first reader and update run on the default
+// device when they live there; a parameter on another device stays.
 // The choice: the parameters of the program's updates are ordered last
 // read first (by the index of the first op that reads them, descending):
 // their gradients are the first the backward produces and their weights

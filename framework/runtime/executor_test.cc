@@ -117,6 +117,7 @@ REGISTER_KERNEL(KernelDef("ex_check_positive", "testdev"), CheckPositiveKernel);
 REGISTER_KERNEL(KernelDef("ex_accumulate", "testdev"), AccumulateKernel);
 
 const Place kDev0 = TestDevPlace(0);
+const Place kDev1 = TestDevPlace(1);
 
 Var Op(ProgramBuilder* b, const std::string& type, std::map<std::string, std::vector<Var>> in,
        AttrMap attrs = {}) {
@@ -250,6 +251,35 @@ TEST(Executor, PersistableUpdatedOnTheDeviceIsBackInTheScopeAfterEachRun) {
     EXPECT_EQ(stats.ledger.back().reason,
               "persistable 'w' was updated on testdev:0; it lives on cpu");
   }
+}
+
+// A planner's homes (PlacedProgram::homes) are where each run starts:
+// MovePersistablesHome brings a persistable there from the host, from a
+// device, and from another device through the host.
+TEST(Executor, MovePersistablesHomeMovesBetweenAnyTwoPlaces) {
+  PlacedProgram placed;
+  placed.homes = {{"up", kDev0}, {"down", CPUPlace()}, {"across", kDev1}, {"stays", kDev0}};
+  Scope scope;
+  scope.Var("up")->set(Floats({1, 2}));
+  ASSERT_OK_AND_ASSIGN(Tensor on_dev0, CopyTensorTo(Floats({3, 4}), kDev0));
+  scope.Var("down")->set(on_dev0);
+  ASSERT_OK_AND_ASSIGN(Tensor across, CopyTensorTo(Floats({5, 6}), kDev0));
+  scope.Var("across")->set(across);
+  ASSERT_OK_AND_ASSIGN(Tensor stays, CopyTensorTo(Floats({7}), kDev0));
+  scope.Var("stays")->set(stays);
+  ASSERT_OK(MovePersistablesHome(placed, &scope));
+  for (const auto& [name, place, values] :
+       std::vector<std::tuple<std::string, Place, std::vector<double>>>{
+           {"up", kDev0, {1, 2}},
+           {"down", CPUPlace(), {3, 4}},
+           {"across", kDev1, {5, 6}},
+           {"stays", kDev0, {7}}}) {
+    const Tensor& t = scope.Find(name)->tensor();
+    EXPECT_EQ(t.place(), place) << name;
+    ASSERT_OK_AND_ASSIGN(Tensor host, CopyTensorTo(t, CPUPlace()));
+    EXPECT_EQ(ToDoubles(host), values) << name;
+  }
+  EXPECT_EQ(scope.Find("stays")->tensor().data<float>(), stays.data<float>());  // not copied
 }
 
 TEST(Executor, FailingKernelNamesItsOpAndThePlanRunsAgain) {

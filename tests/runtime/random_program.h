@@ -169,15 +169,20 @@ struct Trajectory {
 // clears it. Each step's fetches are recorded when its Run or Wait returns
 // (pipelined: after later runs started). The stream delay of the delayed
 // modes is reset to zero before returning.
+// `planner`: the executor's placement planner (ExecutorOptions::
+// placement_planner; null: the rules alone).
 Trajectory RunTrajectory(const GeneratedProgram& program, ExecMode mode, int steps,
-                         std::string* error);
+                         std::string* error, std::shared_ptr<PlacementPlanner> planner = nullptr);
 
 // "" when `got` is bitwise `expected`; else what differs first: "step 2
 // fetch 'tanh_3.tmp_0' (float32[4, 8]@cpu) differs in 3 of 32 elements;
 // first 5: 0.123456791 (0x3dfcd6ea) vs expected 0.123456784 (0x3dfcd6e9)",
 // "variable 'w0' at the end ...", a missing variable, a different count of
 // steps or fetches, a different dtype, shape or place.
-std::string CompareTrajectories(const Trajectory& expected, const Trajectory& got);
+// `compare_places` false: values may live elsewhere (a planner moved them),
+// their dtypes, shapes and bytes must still match.
+std::string CompareTrajectories(const Trajectory& expected, const Trajectory& got,
+                                bool compare_places = true);
 
 // "" when every float32 value of `t` is finite; else the first that is not.
 std::string FirstNonFinite(const Trajectory& t);
