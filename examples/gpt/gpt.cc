@@ -63,9 +63,6 @@ DEFINE_string(offload, "none",
               "none; optimizer: the float32 weights and Adam's state stay in host memory and the "
               "updates run on the CPU, the device holds 16-bit copies (needs --amp); auto: only as "
               "many parameters as the device's --memory_budget_mb needs, last read first");
-DEFINE_string(offload_casts, "host",
-              "with --offload: where an offloaded weight's 16-bit copy is made: host (16 bits "
-              "cross) or device (float32 crosses, the host does no cast)");
 DEFINE_double(offload_fraction, 1.0,
               "with --offload=optimizer: offload only this fraction of the parameters' bytes, "
               "last read first (a hand-chosen partial offload)");
@@ -127,10 +124,6 @@ absl::Status CheckFlags() {
   if (!(FLAGS_offload_fraction >= 0 && FLAGS_offload_fraction <= 1)) {
     return absl::InvalidArgumentError(
         absl::StrCat("--offload_fraction must be in [0, 1], got ", FLAGS_offload_fraction));
-  }
-  if (FLAGS_offload_casts != "host" && FLAGS_offload_casts != "device") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--offload_casts must be host or device, got '", FLAGS_offload_casts, "'"));
   }
   if (FLAGS_offload_fraction != 1 && FLAGS_offload != "optimizer") {
     return absl::InvalidArgumentError("--offload_fraction needs --offload=optimizer");
@@ -250,14 +243,10 @@ absl::Status Train() {
       ExecutorMode(ExampleExecutorOptions()).c_str());
 
   ExecutorOptions options = ExampleExecutorOptions();
-  const auto casts = FLAGS_offload_casts == "device" ? OffloadOptions::WeightCasts::kDevice
-                                                     : OffloadOptions::WeightCasts::kHost;
   if (FLAGS_offload == "optimizer") {
-    options.placement_planner =
-        MakeOffloadPlanner({.fraction = FLAGS_offload_fraction, .weight_casts = casts});
+    options.placement_planner = MakeOffloadPlanner({.fraction = FLAGS_offload_fraction});
   } else if (FLAGS_offload == "auto") {
-    options.placement_planner =
-        MakeOffloadPlanner({.budget_bytes = MemoryBudgetBytesFlag(), .weight_casts = casts});
+    options.placement_planner = MakeOffloadPlanner({.budget_bytes = MemoryBudgetBytesFlag()});
   }
   options.feed_shapes = {{"tokens", Shape({FLAGS_batch_size, config.seq})},
                          {"targets", Shape({FLAGS_batch_size, config.seq, 1})}};
@@ -364,8 +353,9 @@ absl::Status Train() {
     if (sync && step < FLAGS_steps) RETURN_IF_ERROR(start(step));
   }
   if (!step_ms.empty()) {
-    std::printf("step time: median %.2f ms over %zu steps (%lld tokens a step)\n", Median(step_ms),
-                step_ms.size(), static_cast<long long>(FLAGS_batch_size * config.seq));
+    std::printf("step time: median %.2f ms over %zu steps (%lld tokens a step)\n",
+                Median(step_ms), step_ms.size(),
+                static_cast<long long>(FLAGS_batch_size * config.seq));
   }
   std::printf("%s (training steps)\n",
               EstimatedVersusMeasured(*plan, place, 0, /*pipelined=*/true).c_str());

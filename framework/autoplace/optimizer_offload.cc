@@ -272,11 +272,6 @@ class OffloadPlacementPlanner : public PlacementPlanner {
       placer->initial_places[var] = home;
     }
     placer->home_reasons = std::move(o.reasons);
-    if (options_.weight_casts == OffloadOptions::WeightCasts::kDevice) {
-      for (const auto& [var, home] : o.homes) {
-        if (home.is_host()) placer->cast_where_read.insert(var);
-      }
-    }
     placer->auto_summary = o.summary;
     return absl::OkStatus();
   }

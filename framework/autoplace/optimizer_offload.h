@@ -60,12 +60,6 @@ struct OffloadOptions {
   // every parameter on the device, 1 offloads them all. Outside [0, 1] is
   // InvalidArgument.
   std::optional<double> fraction;
-  // Where an offloaded parameter's 16-bit working copy is made: kHost casts
-  // it where it lives and sends 16 bits up (half the bytes); kDevice sends
-  // the float32 value up and casts it there (PlacerOptions::cast_where_read),
-  // sparing a host whose memory bandwidth the updates already use up.
-  enum class WeightCasts { kHost, kDevice };
-  WeightCasts weight_casts = WeightCasts::kHost;
 };
 
 struct OffloadPlacement {

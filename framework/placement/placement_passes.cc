@@ -82,13 +82,9 @@ RuleResult CastAtSourceRule(const OpDesc& op, int index, const PlacementContext&
                          absl::StrCat("to ", DataTypeName(out->dtype), " where #", writer->second,
                                       " produced '", in->name, "'")};
   }
-  // A persistable nothing here wrote (a parameter): where it lives, unless
-  // the planner asks for the cast where it is read.
+  // A persistable nothing here wrote (a parameter): where it lives.
   auto lives = ctx.options().initial_places.find(in->name);
-  if (!in->persistable || lives == ctx.options().initial_places.end() ||
-      ctx.options().cast_where_read.count(in->name)) {
-    return std::nullopt;
-  }
+  if (!in->persistable || lives == ctx.options().initial_places.end()) return std::nullopt;
   return PlaceDecision{
       lives->second, PlacementCause::kCastAtSource,
       absl::StrCat("to ", DataTypeName(out->dtype), " where '", in->name, "' lives")};

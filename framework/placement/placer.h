@@ -37,7 +37,6 @@
 
 #include <map>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -105,12 +104,6 @@ struct PlacerOptions {
   // Why a planner chose a parameter's home, by parameter: the table's
   // detail of its update op (rule param).
   std::map<std::string, std::string> home_reasons;
-  // Persistables whose narrowing casts rule cast-at-source leaves to the
-  // later rules (so they run where the cast is placed by default: the
-  // device): the float32 value crosses instead of the 16-bit one, twice the
-  // bytes, and the host where it lives does no cast (optimizer offload with
-  // a busy host).
-  std::set<std::string> cast_where_read;
   std::string auto_summary;     // the auto pass's summary line, for the table
   double auto_step_micros = 0;  // the auto pass's estimated step time
 };
