@@ -79,16 +79,28 @@ ConformanceCase WithGradScale(const ConformanceCase& c, DataType t) {
   return s;
 }
 
-// The 16-bit gradient types a Param of type `t` may be updated with: both
-// for float32 (mixed precision), none otherwise.
-std::vector<DataType> LowPrecisionGradTypes(DataType t) {
-  if (t != DataType::kFloat32) return {};
-  return {DataType::kBFloat16, DataType::kFloat16};
-}
-
 reference::Gradient Scaled(reference::Gradient g) {
   for (double& v : g.dense.values) v *= kGradScale;
   return g;
+}
+
+// For a float32 Param: `c` and its GradScale case `scaled` again with Grad
+// in bfloat16 and in float16 (a mixed-precision gradient the kernel
+// widens); expect(gradient, &case) fills the outputs for the 16-bit values
+// (times GradScale for `scaled`).
+template <typename Expect>
+void AddLowPrecisionGradCases(const ConformanceCase& c, const ConformanceCase& scaled, DataType t,
+                              Expect&& expect, std::vector<ConformanceCase>* cases) {
+  if (t != DataType::kFloat32) return;
+  for (DataType g16 : {DataType::kBFloat16, DataType::kFloat16}) {
+    for (const ConformanceCase* base : {&c, &scaled}) {
+      reference::Array values;
+      ConformanceCase low = case_util::WithLowPrecisionGrad(*base, g16, &values);
+      const reference::Gradient g = reference::DenseGradient(values);
+      expect(base == &scaled ? Scaled(g) : g, &low);
+      cases->push_back(std::move(low));
+    }
+  }
 }
 
 void AddMomentum(std::vector<ConformanceCase>* cases) {
@@ -115,19 +127,15 @@ void AddMomentum(std::vector<ConformanceCase>* cases) {
               reference::Momentum(pa, Scaled(g), va, kLr, mu, nesterov);
           s.expected["ParamOut"] = {t, rs.param};
           s.expected["VelocityOut"] = {t, rs.velocity};
-          for (DataType g16 : LowPrecisionGradTypes(t)) {  // mixed precision, scaled and not
-            for (const ConformanceCase* base : {&c, &s}) {
-              reference::Array g16_values;
-              ConformanceCase low = case_util::WithLowPrecisionGrad(*base, g16, &g16_values);
-              reference::Gradient lg = reference::DenseGradient(g16_values);
-              if (base == &s) lg = Scaled(lg);
-              const reference::MomentumResult rl =
-                  reference::Momentum(pa, lg, va, kLr, mu, nesterov);
-              low.expected["ParamOut"] = {t, rl.param};
-              low.expected["VelocityOut"] = {t, rl.velocity};
-              cases->push_back(std::move(low));
-            }
-          }
+          AddLowPrecisionGradCases(
+              c, s, t,
+              [&](const reference::Gradient& lg, ConformanceCase* low) {
+                const reference::MomentumResult rl =
+                    reference::Momentum(pa, lg, va, kLr, mu, nesterov);
+                low->expected["ParamOut"] = {t, rl.param};
+                low->expected["VelocityOut"] = {t, rl.velocity};
+              },
+              cases);
           cases->push_back(std::move(s));
         }
         cases->push_back(std::move(c));
@@ -187,20 +195,16 @@ void AddAdam(std::vector<ConformanceCase>* cases) {
           s.expected["ParamOut"] = {t, rs.param};
           s.expected["Moment1Out"] = {t, rs.moment1};
           s.expected["Moment2Out"] = {t, rs.moment2};
-          for (DataType g16 : LowPrecisionGradTypes(t)) {  // mixed precision, scaled and not
-            for (const ConformanceCase* base : {&c, &s}) {
-              reference::Array g16_values;
-              ConformanceCase low = case_util::WithLowPrecisionGrad(*base, g16, &g16_values);
-              reference::Gradient lg = reference::DenseGradient(g16_values);
-              if (base == &s) lg = Scaled(lg);
-              const reference::AdamResult rl =
-                  reference::Adam(pa, lg, m1a, m2a, ToDoubles(b1p)[0], ToDoubles(b2p)[0], a);
-              low.expected["ParamOut"] = {t, rl.param};
-              low.expected["Moment1Out"] = {t, rl.moment1};
-              low.expected["Moment2Out"] = {t, rl.moment2};
-              cases->push_back(std::move(low));
-            }
-          }
+          AddLowPrecisionGradCases(
+              c, s, t,
+              [&](const reference::Gradient& lg, ConformanceCase* low) {
+                const reference::AdamResult rl =
+                    reference::Adam(pa, lg, m1a, m2a, ToDoubles(b1p)[0], ToDoubles(b2p)[0], a);
+                low->expected["ParamOut"] = {t, rl.param};
+                low->expected["Moment1Out"] = {t, rl.moment1};
+                low->expected["Moment2Out"] = {t, rl.moment2};
+              },
+              cases);
           cases->push_back(std::move(s));
         }
         cases->push_back(std::move(c));
