@@ -42,10 +42,12 @@ struct GptConfig {
   // dynamic loss scaling. nullopt: float32 throughout.
   std::optional<DataType> amp;
   // Optimizer offload: every parameter (its float32 master value) and its
-  // optimizer state live on the host (ProgramBuilder::parameters_on("cpu"))
+  // optimizer state start on the host (ProgramBuilder::parameters_on("cpu"))
   // while the ops run on the executor's place; needs `amp` (the device
   // holds the 16-bit working copies the casts send up, and the 16-bit
-  // gradients come down to the host updates).
+  // gradients come down to the host updates). An offload planner
+  // (framework/autoplace/optimizer_offload.h) may bring some back to the
+  // device to use a memory budget: the executor moves them before its runs.
   bool offload_optimizer = false;
 
   // "tiny" (2 layers x 64, 4 heads, seq 64: CI), "small" (6 x 384, 6
