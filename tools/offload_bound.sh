@@ -15,6 +15,9 @@
 #   tools/offload_bound.sh --size=tiny --steps=6 --place=sim:0
 # Binaries: the bundle's (/tmp/tandem/bin, via tools/gpu_env.sh) when
 # .bundle/tandem.tar.xz exists, else bazel-bin/ (--bazel_bin forces it).
+# With --size=gpt2 and PyTorch importable, the PyTorch peer of the same model
+# (benchmarks/peers/torch_gpt.py, all-GPU autocast and the overlapped
+# CPU-offload recipe) runs last at the same batch, with its practicality.
 # Raw outputs go to $OUT/offload_bound/ ($OUT defaults to /tmp/offload_bound).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -67,3 +70,14 @@ all_gpu=$(median_ms "$out/gpt_none.txt"); offload=$(median_ms "$out/gpt_optimize
 echo "== offload_bound"
 "$bound" --size="$size" --place="$place" --all_gpu_ms="$all_gpu" --offload_ms="$offload" |
   tee "$out/bound.txt"
+if [[ "$size" == gpt2 ]] && python3 -c "import torch" 2>/dev/null; then
+  echo "== PyTorch peer (benchmarks/peers/torch_gpt.py --batch $batch --amp bf16)"
+  peer_us() { grep -oP '^METRIC \S+ \K[0-9.e+]+' <<<"$1"; }
+  torch_gpu=$(timeout 120 python3 benchmarks/peers/torch_gpt.py --batch "$batch" --amp bf16 --steps 10 2>&1 | tail -1)
+  torch_off=$(timeout 180 python3 benchmarks/peers/torch_gpt.py --batch "$batch" --amp bf16 --offload --steps 5 2>&1 | tail -1)
+  echo "$torch_gpu"; echo "$torch_off"
+  if [[ -n "$(peer_us "$torch_gpu")" && -n "$(peer_us "$torch_off")" ]]; then
+    awk -v a="$(peer_us "$torch_gpu")" -v b="$(peer_us "$torch_off")" -v t="$all_gpu" -v o="$offload" \
+      'BEGIN { printf "practicality: Tandem %.2f, PyTorch %.2f\n", t / o, a / b }'
+  fi
+fi
