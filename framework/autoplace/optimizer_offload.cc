@@ -155,7 +155,7 @@ absl::StatusOr<int64_t> OffloadPlanner::DevicePeak(int k) {
   const PlaceMemory* p = m.Find(device_);
   int64_t peak = 0;
   if (p != nullptr) {
-    peak = request_.in_order ? p->peak_bytes : std::max(p->peak_bytes, p->pipelined_peak_bytes);
+    peak = request_.in_order ? p->peak_bytes : p->pipelined_peak_bytes;
   }
   peaks_[k] = peak;
   return peak;

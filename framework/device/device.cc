@@ -11,9 +11,12 @@ namespace tandem {
 
 const char* CopyKindName(CopyKind kind) {
   switch (kind) {
-    case CopyKind::kHostToDevice: return "H2D";
-    case CopyKind::kDeviceToHost: return "D2H";
-    case CopyKind::kDeviceToDevice: return "D2D";
+    case CopyKind::kHostToDevice:
+      return "H2D";
+    case CopyKind::kDeviceToHost:
+      return "D2H";
+    case CopyKind::kDeviceToDevice:
+      return "D2D";
   }
   return "?";
 }
@@ -21,9 +24,8 @@ const char* CopyKindName(CopyKind kind) {
 absl::StatusOr<Tensor> CopyTensorTo(const Tensor& src, const Place& dst_place) {
   const Place src_place = src.place();
   if (!src_place.is_host() && !dst_place.is_host() && src_place != dst_place) {
-    return absl::UnimplementedError(absl::StrCat(
-        "direct copy from ", src_place.ToString(), " to ", dst_place.ToString(),
-        " is not supported; copy through the host"));
+    ASSIGN_OR_RETURN(Tensor host, CopyTensorTo(src, CPUPlace()));  // two devices: via the host
+    return CopyTensorTo(host, dst_place);
   }
   DeviceRegistry& reg = DeviceRegistry::Global();
   Device* device = nullptr;
@@ -32,10 +34,8 @@ absl::StatusOr<Tensor> CopyTensorTo(const Tensor& src, const Place& dst_place) {
   } else if (!src_place.is_host()) {
     ASSIGN_OR_RETURN(device, reg.GetDevice(src_place));
   }
-  Allocator* dst_alloc = dst_place.is_host() ? CpuAllocator::Default()
-                                             : device->allocator();
-  ASSIGN_OR_RETURN(Tensor dst,
-                   Tensor::Allocate(dst_alloc, src.dtype(), src.shape()));
+  Allocator* dst_alloc = dst_place.is_host() ? CpuAllocator::Default() : device->allocator();
+  ASSIGN_OR_RETURN(Tensor dst, Tensor::Allocate(dst_alloc, src.dtype(), src.shape()));
   const size_t bytes = src.NumBytes();
   if (bytes == 0) return dst;
   if (device == nullptr) {

@@ -136,7 +136,7 @@ class Device {
 };
 
 // Copies `src` into a new tensor on `dst_place`, synchronously. Either side
-// may be the host; at most one side may be a device other than the host.
+// may be the host; between two devices the value goes through the host.
 // Allocates on the destination device's allocator (host: CpuAllocator).
 absl::StatusOr<Tensor> CopyTensorTo(const Tensor& src, const Place& dst_place);
 

@@ -205,9 +205,7 @@ absl::Status DataParallel::Load(const std::string& path) {
                                                           "' for rank ", r,
                                                           ": not in the checkpoint or scope"));
       }
-      // Device to device goes through the host (CopyTensorTo moves one side).
-      ASSIGN_OR_RETURN(Tensor host, CopyTensorTo(from->tensor(), CPUPlace()));
-      ASSIGN_OR_RETURN(Tensor copy, CopyTensorTo(host, to->tensor().place()));
+      ASSIGN_OR_RETURN(Tensor copy, CopyTensorTo(from->tensor(), to->tensor().place()));
       to->set(std::move(copy));
     }
   }

@@ -197,10 +197,7 @@ absl::Status MovePersistablesHome(const PlacedProgram& placed, Scope* scope) {
     Variable* v = scope->Find(var);
     const Tensor* t = v == nullptr ? nullptr : v->data_tensor();
     if (t == nullptr || !t->initialized() || t->place() == home || v->is_selected_rows()) continue;
-    // Between two devices through the host, as the placer's copies go.
-    absl::StatusOr<Tensor> moved =
-        CopyTensorTo(*t, t->place().is_host() || home.is_host() ? home : CPUPlace());
-    if (moved.ok() && !(moved->place() == home)) moved = CopyTensorTo(*moved, home);
+    absl::StatusOr<Tensor> moved = CopyTensorTo(*t, home);
     if (!moved.ok()) {
       return absl::Status(
           moved.status().code(),

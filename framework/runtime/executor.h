@@ -372,8 +372,8 @@ class Plan {
 };
 
 // Moves every persistable of `placed.homes` (where a placement planner
-// keeps it) that `scope` holds elsewhere to its home: a copy (between two
-// devices through the host), then the old tensor is released. Every run does it first (a checkpoint load or another
+// keeps it) that `scope` holds elsewhere to its home: a copy (CopyTensorTo),
+// then the old tensor is released. Every run does it first (a checkpoint load or another
 // plan over the scope may have moved one since); call it to settle the
 // scope before preparing a second plan that leaves persistables where they
 // are (AutoPlacerOptions::move_persistables off).
