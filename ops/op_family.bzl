@@ -1,6 +1,6 @@
 """tandem_op_family: the Bazel targets of one op family under ops/<family>/."""
 
-def tandem_op_family(name, srcs, deps = [], test_deps = []):
+def tandem_op_family(name, srcs, deps = [], test_deps = [], prologue_deps = None):
     """The schemas of one op family and the shape functions they share with kernels.
 
     Makes, in the family's package:
@@ -8,14 +8,18 @@ def tandem_op_family(name, srcs, deps = [], test_deps = []):
                        schemas and the kernels share (on //ops/math:shape_fns);
       :<name>          the schemas, `srcs` (REGISTER_OP: registration is a
                        side effect, so alwayslink);
-      :shape_fns_test  shape_fns_test.cc.
-    Both libraries are visible to //ops:users.
+      :shape_fns_test  shape_fns_test.cc;
+      :prologues       prologues.h / prologues.cc when `prologue_deps` is given:
+                       the argument checks every place's kernels run first.
+    The libraries are visible to //ops:users.
 
     Args:
       name: the family, also its package's last path component ("nn").
       srcs: the family's *_op.cc files.
       deps: what the schemas need beyond the shape functions, status, op and Abseil.
       test_deps: what shape_fns_test.cc needs beyond both libraries and the matchers.
+      prologue_deps: what prologues.cc needs beyond the shape functions, the
+        kernel context, tensors, status and Abseil (None: no prologues).
     """
     native.cc_library(
         name = "shape_fns",
@@ -43,6 +47,23 @@ def tandem_op_family(name, srcs, deps = [], test_deps = []):
         ] + deps,
         alwayslink = True,
     )
+    if prologue_deps != None:
+        native.cc_library(
+            name = "prologues",
+            srcs = ["prologues.cc"],
+            hdrs = ["prologues.h"],
+            visibility = ["//ops:users"],
+            deps = [
+                ":shape_fns",
+                "//framework/base:status",
+                "//framework/kernel",
+                "//framework/op",
+                "//framework/tensor",
+                "//framework/types",
+                "//ops/math:shape_fns",
+                "//third_party/absl",
+            ] + prologue_deps,
+        )
     native.cc_test(
         name = "shape_fns_test",
         size = "small",

@@ -25,7 +25,6 @@
 #include "absl/status/status.h"
 #include "backends/common/box.h"
 #include "backends/common/elementwise.h"
-#include "backends/common/math_prologues.h"
 #include "backends/common/type_dispatch.h"
 #include "framework/base/status_macros.h"
 #include "framework/kernel/kernel_context.h"
@@ -34,6 +33,7 @@
 #include "framework/op/op_desc.h"
 #include "framework/tensor/tensor.h"
 #include "ops/array/shape_fns.h"
+#include "ops/math/prologues.h"
 #include "ops/math/shape_fns.h"
 
 namespace tandem {

@@ -28,13 +28,13 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "backends/common/collective_prologues.h"
 #include "backends/common/type_dispatch.h"
 #include "framework/base/status_macros.h"
 #include "framework/kernel/kernel_context.h"
 #include "framework/kernel/kernel_registry.h"
 #include "framework/parallel/collective_group.h"
 #include "framework/tensor/selected_rows.h"
+#include "ops/collective/prologues.h"
 
 namespace tandem {
 

@@ -25,7 +25,7 @@
 #include "absl/status/status.h"
 #include "backends/common/elementwise.h"
 #include "backends/common/gemm.h"
-#include "backends/common/nn_prologues.h"
+#include "ops/nn/prologues.h"
 #include "ops/nn/shape_fns.h"
 
 namespace tandem {

@@ -11,7 +11,7 @@
 // device memory; X, or Out@GRAD for transpose_grad: float32, float64, int32,
 // int64). reshape and reshape_grad (reshape_kernels.h) move no data: the
 // output shares the input's buffer with new dims. Kernels validate their
-// inputs with layout_prologues.h, as the gpu kernels do (InvalidArgument
+// inputs with ops/array/prologues.h, as the gpu kernels do (InvalidArgument
 // naming the op, the shapes and the attributes), compute synchronously through the policy and never
 // copy between places. Compute is thread-safe across kernel instances.
 #ifndef TANDEM_BACKENDS_COMMON_LAYOUT_KERNELS_H_
@@ -23,8 +23,6 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "backends/common/layout.h"
-#include "backends/common/layout_prologues.h"
-#include "backends/common/math_prologues.h"
 #include "backends/common/reshape_kernels.h"
 #include "backends/common/type_dispatch.h"
 #include "framework/base/status_macros.h"
@@ -33,7 +31,9 @@
 #include "framework/kernel/op_kernel.h"
 #include "framework/op/op_desc.h"
 #include "framework/tensor/tensor.h"
+#include "ops/array/prologues.h"
 #include "ops/array/shape_fns.h"
+#include "ops/math/prologues.h"
 #include "ops/math/shape_fns.h"
 
 namespace tandem {

@@ -13,7 +13,7 @@
 //   softmax_with_cross_entropy               Logits: float32, float64
 //   softmax_with_cross_entropy_grad          Softmax: float32, float64
 //                                            (Label: int64)
-// Kernels validate their inputs with loss_prologues.h, as the gpu kernels do
+// Kernels validate their inputs with ops/loss/prologues.h, as the gpu kernels do
 // (InvalidArgument naming the op and both shapes, the empty input or the bad
 // label),
 // compute synchronously through the policy and never copy between places.
@@ -30,7 +30,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "backends/common/elementwise.h"
-#include "backends/common/loss_prologues.h"
 #include "backends/common/softmax.h"
 #include "backends/common/type_dispatch.h"
 #include "framework/base/status_macros.h"
@@ -38,6 +37,7 @@
 #include "framework/kernel/kernel_registry.h"
 #include "framework/kernel/op_kernel.h"
 #include "framework/tensor/tensor.h"
+#include "ops/loss/prologues.h"
 #include "ops/loss/shape_fns.h"
 #include "ops/math/shape_fns.h"
 

@@ -25,7 +25,7 @@
 // bfloat16 / float16 compute in float32 and round each output once
 // (low_precision.h).
 //
-// Kernels validate their inputs with math_prologues.h, as the gpu kernels do
+// Kernels validate their inputs with ops/math/prologues.h, as the gpu kernels do
 // (InvalidArgument naming the op, arguments, shapes and dtypes), compute synchronously on
 // the calling thread (through the policy) and never copy between places.
 // Compute is thread-safe across kernel instances.
@@ -40,13 +40,13 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "backends/common/activation.h"
+#include "backends/common/activation_of.h"
 #include "backends/common/broadcast.h"
 #include "backends/common/elementwise.h"
 #include "backends/common/flat_matmul.h"
 #include "backends/common/gemm.h"
 #include "backends/common/kernel_status.h"
 #include "backends/common/low_precision.h"
-#include "backends/common/math_prologues.h"
 #include "backends/common/type_dispatch.h"
 #include "framework/base/status_macros.h"
 #include "framework/kernel/kernel_context.h"
@@ -55,6 +55,7 @@
 #include "framework/op/op_desc.h"
 #include "framework/tensor/tensor.h"
 #include "framework/types/shape.h"
+#include "ops/math/prologues.h"
 #include "ops/math/shape_fns.h"
 
 namespace tandem {
@@ -407,7 +408,7 @@ class ActivationKernel final : public OpKernel {
   using Types = FloatTypesWith16Bit;
 
   absl::Status Init(const OpDesc& op) override {
-    ASSIGN_OR_RETURN(act_, prologue::ActivationOf(op, kAct));
+    ASSIGN_OR_RETURN(act_, ActivationOf(op, kAct));
     return absl::OkStatus();
   }
 
@@ -441,7 +442,7 @@ class ActivationGradKernel final : public OpKernel {
   using Types = FloatTypesWith16Bit;
 
   absl::Status Init(const OpDesc& op) override {
-    ASSIGN_OR_RETURN(act_, prologue::ActivationOf(op, kAct));
+    ASSIGN_OR_RETURN(act_, ActivationOf(op, kAct));
     return absl::OkStatus();
   }
 

@@ -25,7 +25,6 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "backends/common/elementwise.h"
-#include "backends/common/loss_prologues.h"
 #include "backends/common/softmax.h"
 #include "backends/common/type_dispatch.h"
 #include "framework/base/status_macros.h"
@@ -33,6 +32,7 @@
 #include "framework/kernel/kernel_registry.h"
 #include "framework/kernel/op_kernel.h"
 #include "framework/tensor/tensor.h"
+#include "ops/loss/prologues.h"
 #include "ops/loss/shape_fns.h"
 
 namespace tandem {

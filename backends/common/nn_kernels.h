@@ -14,7 +14,7 @@
 //   fc(_grad)                 Input: float32, float64
 //   softmax                   X: float32, float64 (softmax_grad: Out)
 // Semantics, including edge cases, are documented on each kernel below.
-// Kernels validate their inputs with nn_prologues.h, as the gpu kernels do
+// Kernels validate their inputs with ops/nn/prologues.h, as the gpu kernels do
 // (InvalidArgument naming the op and the offending argument or value), compute synchronously
 // through the policy and never copy between places. Compute is thread-safe across kernel instances.
 #ifndef TANDEM_BACKENDS_COMMON_NN_KERNELS_H_
@@ -31,8 +31,6 @@
 #include "backends/common/kernel_status.h"
 #include "backends/common/l2_normalize.h"
 #include "backends/common/low_precision.h"
-#include "backends/common/math_prologues.h"
-#include "backends/common/nn_prologues.h"
 #include "backends/common/rows.h"
 #include "backends/common/softmax.h"
 #include "backends/common/type_dispatch.h"
@@ -43,7 +41,9 @@
 #include "framework/op/op_desc.h"
 #include "framework/tensor/selected_rows.h"
 #include "framework/tensor/tensor.h"
+#include "ops/math/prologues.h"
 #include "ops/math/shape_fns.h"
+#include "ops/nn/prologues.h"
 #include "ops/nn/shape_fns.h"
 
 namespace tandem {

@@ -16,7 +16,7 @@
 // A backend with a vendor convolution or pooling for some dtypes registers
 // those kernels itself and leaves the dtypes out of NnLayerKernelTypes
 // (backends/cpu: oneDNN for float32 conv2d). Kernels validate their inputs
-// with nn_prologues.h, as the gpu kernels do (InvalidArgument naming the op,
+// with ops/nn/prologues.h, as the gpu kernels do (InvalidArgument naming the op,
 // the shapes and the attributes), compute synchronously through the policy and never copy
 // between places. Compute is thread-safe across kernel instances.
 #ifndef TANDEM_BACKENDS_COMMON_NN_LAYER_KERNELS_H_
@@ -30,11 +30,10 @@
 #include "backends/common/attention.h"
 #include "backends/common/conv.h"
 #include "backends/common/counter_random.h"
+#include "backends/common/dropout_stream.h"
 #include "backends/common/elementwise.h"
 #include "backends/common/layer_norm.h"
 #include "backends/common/low_precision.h"
-#include "backends/common/math_prologues.h"
-#include "backends/common/nn_prologues.h"
 #include "backends/common/pool.h"
 #include "backends/common/type_dispatch.h"
 #include "framework/base/status_macros.h"
@@ -43,7 +42,9 @@
 #include "framework/kernel/op_kernel.h"
 #include "framework/op/op_desc.h"
 #include "framework/tensor/tensor.h"
+#include "ops/math/prologues.h"
 #include "ops/math/shape_fns.h"
+#include "ops/nn/prologues.h"
 #include "ops/nn/shape_fns.h"
 
 namespace tandem {
@@ -84,7 +85,7 @@ class DropoutKernel final : public OpKernel {
   }
 
  private:
-  prologue::DropoutForward dropout_;
+  DropoutForward dropout_;
 };
 
 // X@GRAD[i] = Mask[i] ? Out@GRAD[i] * s : 0 with the forward's s (1 when

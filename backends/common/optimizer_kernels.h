@@ -20,7 +20,7 @@
 //   global_norm_clip          every argument in host memory
 // so the learning rate and the beta powers are read (and the powers
 // advanced) on the host and never copied. Kernels validate their inputs
-// with optimizer_prologues.h, as the gpu kernels do, update Param and its state in place
+// with ops/optimizer/prologues.h, as the gpu kernels do, update Param and its state in place
 // synchronously through the policy and never copy between places. Dense
 // updates split elements across threads; sparse (SelectedRows) updates
 // split ranges of table rows, so every row is written by one thread
@@ -39,8 +39,6 @@
 
 #include "absl/status/status.h"
 #include "backends/common/elementwise.h"
-#include "backends/common/math_prologues.h"
-#include "backends/common/optimizer_prologues.h"
 #include "backends/common/rows.h"
 #include "backends/common/type_dispatch.h"
 #include "framework/base/status_macros.h"
@@ -52,13 +50,13 @@
 #include "framework/tensor/tensor.h"
 #include "framework/tensor/variable.h"
 #include "framework/types/float16.h"
+#include "ops/math/prologues.h"
+#include "ops/optimizer/prologues.h"
 #include "ops/optimizer/shape_fns.h"
 
 namespace tandem {
 namespace optimizer_kernels_internal {
 
-using prologue::GroupPositions;
-using prologue::RowGroups;
 using prologue::UpdateArgs;
 
 // Calls update(row, merged) once per distinct row of `g` (a SelectedRows of

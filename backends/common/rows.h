@@ -15,9 +15,11 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <numeric>
 #include <vector>
 
 #include "backends/common/elementwise.h"
+#include "framework/tensor/selected_rows.h"  // FirstOutOfRange
 
 namespace tandem {
 namespace rows_internal {
@@ -63,23 +65,33 @@ inline void PrefetchRow(const void* p, int64_t bytes) {
 
 }  // namespace rows_internal
 
-// The position of the first of ids[0..n) outside [0, height), or -1.
-// Checks blocks of ids without branches (the loop vectorizes), then finds
-// the position within the first bad block.
-inline int64_t FirstOutOfRange(const int64_t* ids, int64_t n, int64_t height) {
-  constexpr int64_t kBlock = 512;
-  for (int64_t begin = 0; begin < n; begin += kBlock) {
-    const int64_t end = std::min(n, begin + kBlock);
-    uint64_t bad = 0;  // negative ids become huge unsigned ones
-    for (int64_t i = begin; i < end; ++i) {
-      bad |= static_cast<uint64_t>(static_cast<uint64_t>(ids[i]) >= static_cast<uint64_t>(height));
-    }
-    if (bad == 0) continue;
-    for (int64_t i = begin; i < end; ++i) {
-      if (ids[i] < 0 || ids[i] >= height) return i;
-    }
+// The positions of `n` row indices grouped by row: group k is
+// order[starts[k] .. starts[k + 1]), positions ascending, all with the same
+// row; groups in ascending row order.
+struct RowGroups {
+  std::vector<int64_t> order;
+  std::vector<int64_t> starts;  // size groups + 1
+  int64_t size() const { return static_cast<int64_t>(starts.size()) - 1; }
+};
+// GroupPositions for the ascending `positions` (indices into `rows`) only;
+// GroupRows for positions 0..n-1.
+inline RowGroups GroupPositions(const int64_t* rows, std::vector<int64_t> positions) {
+  RowGroups g;
+  g.order = std::move(positions);
+  std::stable_sort(g.order.begin(), g.order.end(),
+                   [rows](int64_t a, int64_t b) { return rows[a] < rows[b]; });
+  const int64_t n = static_cast<int64_t>(g.order.size());
+  for (int64_t i = 0; i < n; ++i) {
+    if (i == 0 || rows[g.order[i]] != rows[g.order[i - 1]]) g.starts.push_back(i);
   }
-  return -1;
+  g.starts.push_back(n);
+  return g;
+}
+
+inline RowGroups GroupRows(const int64_t* rows, int64_t n) {
+  std::vector<int64_t> positions(n);
+  std::iota(positions.begin(), positions.end(), int64_t{0});
+  return GroupPositions(rows, std::move(positions));
 }
 
 // Row i of `out` ([n, width]) = the `width` elements at source(i), or zeros

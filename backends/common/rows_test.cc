@@ -1,5 +1,6 @@
 #include "backends/common/rows.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -9,14 +10,6 @@
 
 namespace tandem {
 namespace {
-
-TEST(FirstOutOfRange, FirstBadPositionOrMinusOne) {
-  const std::vector<int64_t> ids = {0, 9, 3, 10, -1};
-  EXPECT_EQ(FirstOutOfRange(ids.data(), 3, 10), -1);
-  EXPECT_EQ(FirstOutOfRange(ids.data(), 5, 10), 3);
-  EXPECT_EQ(FirstOutOfRange(ids.data() + 4, 1, 10), 0);
-  EXPECT_EQ(FirstOutOfRange(ids.data(), 0, 0), -1);
-}
 
 TEST(CopyRows, CopiesOrZeroesEachRow) {
   const std::vector<float> table = {1, 2, 3, 4, 5, 6};  // [3, 2]
@@ -150,16 +143,6 @@ TEST(ColumnBoundary, SharesCoverTheRowAndSplitOnCacheLines) {
   EXPECT_EQ(rows_internal::ColumnBoundary(row, 150, 2, 3), 96);
 }
 
-TEST(FirstOutOfRange, FindsTheFirstBadIdPastManyBlocks) {
-  std::vector<int64_t> ids(5000, 3);
-  EXPECT_EQ(FirstOutOfRange(ids.data(), 5000, 4), -1);
-  ids[4321] = 4;
-  ids[4999] = -7;
-  EXPECT_EQ(FirstOutOfRange(ids.data(), 5000, 4), 4321);
-  EXPECT_EQ(FirstOutOfRange(ids.data(), 4321, 4), -1);
-  EXPECT_EQ(FirstOutOfRange(ids.data() + 4322, 678, 4), 677);
-}
-
 // Runs ScatterAddRows with `Policy` on a copy of `start`.
 template <typename Policy>
 std::vector<double> Scattered(const std::vector<int64_t>& rows, const std::vector<double>& values,
@@ -218,6 +201,48 @@ TEST(ScatterAddRows, NothingToDo) {
   const std::vector<int64_t> rows = {0};
   ScatterAddRows<float, SerialPolicy>(rows.data(), 1, nullptr, 0, 1.0f, nullptr, 1);
   EXPECT_EQ(table, std::vector<float>({1, 2}));
+}
+
+TEST(GroupRows, GroupsPositionsByRowInOrder) {
+  const std::vector<int64_t> rows = {5, 1, 5, 0, 1, 5};
+  const RowGroups g = GroupRows(rows.data(), 6);
+  EXPECT_EQ(g.order, (std::vector<int64_t>{3, 1, 4, 0, 2, 5}));
+  EXPECT_EQ(g.starts, (std::vector<int64_t>{0, 1, 3, 6}));
+  EXPECT_EQ(g.size(), 3);
+  EXPECT_EQ(GroupRows(rows.data(), 0).size(), 0);
+}
+
+TEST(GroupPositions, GroupsOnlyTheGivenPositions) {
+  const std::vector<int64_t> rows = {5, 1, 5, 0, 1, 5};
+  const RowGroups g = GroupPositions(rows.data(), {0, 1, 2, 5});
+  EXPECT_EQ(g.order, (std::vector<int64_t>{1, 0, 2, 5}));
+  EXPECT_EQ(g.starts, (std::vector<int64_t>{0, 1, 4}));
+}
+
+// Both ways of sorting (packed keys; pairs, for negative or huge rows) give
+// a stable grouping: rows ascending, positions ascending within a row.
+TEST(GroupPositions, MatchesAStableSortByRowForAnyRows) {
+  for (const int64_t scale : {int64_t{1}, int64_t{1} << 40, int64_t{1} << 56, int64_t{-3}}) {
+    SCOPED_TRACE(scale);
+    std::vector<int64_t> rows(3000);
+    for (size_t i = 0; i < rows.size(); ++i)
+      rows[i] = static_cast<int64_t>((i * 7919) % 97) * scale;
+    std::vector<int64_t> positions;
+    for (int64_t p = 0; p < 3000; p += 1 + p % 3) positions.push_back(p);
+    std::vector<int64_t> want = positions;
+    std::stable_sort(want.begin(), want.end(),
+                     [&](int64_t a, int64_t b) { return rows[a] < rows[b]; });
+    const RowGroups g = GroupPositions(rows.data(), positions);
+    EXPECT_EQ(g.order, want);
+    ASSERT_EQ(g.starts.front(), 0);
+    ASSERT_EQ(g.starts.back(), static_cast<int64_t>(want.size()));
+    EXPECT_EQ(g.size(), 97);
+    for (int64_t k = 0; k < g.size(); ++k) {
+      for (int64_t e = g.starts[k]; e < g.starts[k + 1]; ++e) {
+        EXPECT_EQ(rows[g.order[e]], rows[g.order[g.starts[k]]]);
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -19,13 +19,13 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "backends/common/math_prologues.h"
 #include "backends/common/nn_layer_kernels.h"
-#include "backends/common/nn_prologues.h"
 #include "backends/cpu/cpu_policy.h"
 #include "framework/kernel/kernel_registry.h"
 #include "oneapi/dnnl/dnnl.hpp"
 #include "oneapi/dnnl/dnnl_debug.h"
+#include "ops/math/prologues.h"
+#include "ops/nn/prologues.h"
 
 namespace tandem {
 namespace {

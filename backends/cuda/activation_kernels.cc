@@ -1,9 +1,9 @@
 // gpu kernels of relu, sigmoid, tanh, gelu and their gradients (which read
 // the forward Out; gelu's the forward X), with the host kernels' registration lines and, through
-// the shared prologues (backends/common/math_prologues.h), their messages.
+// the shared prologues (ops/math/prologues.h), their messages.
 #include <cuda_runtime_api.h>
 
-#include "backends/common/math_prologues.h"
+#include "backends/common/activation_of.h"
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_status.h"
 #include "backends/cuda/kernel_util.h"
@@ -11,6 +11,7 @@
 #include "framework/base/status_macros.h"
 #include "framework/kernel/kernel_context.h"
 #include "framework/kernel/kernel_registry.h"
+#include "ops/math/prologues.h"
 
 namespace tandem {
 namespace cuda {
@@ -20,7 +21,7 @@ template <Activation kAct>
 class ActivationKernel : public OpKernel {
  public:
   absl::Status Init(const OpDesc& op) override {
-    ASSIGN_OR_RETURN(act_, prologue::ActivationOf(op, kAct));
+    ASSIGN_OR_RETURN(act_, ActivationOf(op, kAct));
     return absl::OkStatus();
   }
 
@@ -46,7 +47,7 @@ class ActivationGradKernel : public OpKernel {
   static constexpr const char* kFwd = GradForwardArg(kAct);
 
   absl::Status Init(const OpDesc& op) override {
-    ASSIGN_OR_RETURN(act_, prologue::ActivationOf(op, kAct));
+    ASSIGN_OR_RETURN(act_, ActivationOf(op, kAct));
     return absl::OkStatus();
   }
 

@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "backends/common/math_prologues.h"
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_status.h"
 #include "backends/cuda/kernel_util.h"
@@ -23,6 +22,7 @@
 #include "framework/kernel/kernel_context.h"
 #include "framework/kernel/kernel_registry.h"
 #include "ops/array/shape_fns.h"
+#include "ops/math/prologues.h"
 #include "ops/math/shape_fns.h"
 
 namespace tandem {

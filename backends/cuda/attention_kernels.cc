@@ -10,7 +10,6 @@
 
 #include <cstdint>
 
-#include "backends/common/nn_prologues.h"
 #include "backends/cuda/attention_launchers.h"
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_status.h"
@@ -21,6 +20,7 @@
 #include "framework/kernel/kernel_context.h"
 #include "framework/kernel/kernel_registry.h"
 #include "framework/kernel/op_kernel.h"
+#include "ops/nn/prologues.h"
 #include "ops/nn/shape_fns.h"
 
 namespace tandem {

@@ -1,7 +1,7 @@
 // gpu kernels of elementwise_add, _sub, _mul, _div (numpy broadcasting, Y
 // aligned by `axis`) and their gradients, with the host kernels'
 // registration lines and, through the shared prologues
-// (backends/common/math_prologues.h), their validation and messages.
+// (ops/math/prologues.h), their validation and messages.
 //
 // Forward: one kernel picked by PlanAdd (same shape, a repeated row, or
 // strided). Integer division first looks for a zero in Y with a device flag
@@ -24,7 +24,6 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "backends/common/math_prologues.h"
 #include "backends/cuda/broadcast_launchers.h"
 #include "backends/cuda/broadcast_plan.h"
 #include "backends/cuda/cuda_device.h"
@@ -36,6 +35,7 @@
 #include "framework/base/status_macros.h"
 #include "framework/kernel/kernel_context.h"
 #include "framework/kernel/kernel_registry.h"
+#include "ops/math/prologues.h"
 #include "ops/math/shape_fns.h"
 
 namespace tandem {

@@ -2,13 +2,11 @@
 // added to every row and its gradient summed over the rows by the
 // broadcasting kernels (bfloat16 / float16: both inside the GEMM's float32
 // sums). Registration lines are the host kernels'; validation
-// and messages come from the shared prologues (backends/common/nn_prologues.h).
+// and messages come from the shared prologues (ops/nn/prologues.h).
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
 
-#include "backends/common/math_prologues.h"
-#include "backends/common/nn_prologues.h"
 #include "backends/cuda/broadcast_launchers.h"
 #include "backends/cuda/broadcast_plan.h"
 #include "backends/cuda/cuda_device.h"
@@ -20,6 +18,8 @@
 #include "framework/base/status_macros.h"
 #include "framework/kernel/kernel_context.h"
 #include "framework/kernel/kernel_registry.h"
+#include "ops/math/prologues.h"
+#include "ops/nn/prologues.h"
 
 namespace tandem {
 namespace cuda {

@@ -14,7 +14,6 @@
 #include <type_traits>
 
 #include "absl/status/statusor.h"
-#include "backends/common/optimizer_prologues.h"
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_status.h"
 #include "backends/cuda/elementwise_launchers.h"
@@ -22,6 +21,7 @@
 #include "framework/base/status_macros.h"
 #include "framework/kernel/kernel_registry.h"
 #include "framework/types/float16.h"
+#include "ops/optimizer/prologues.h"
 
 namespace tandem {
 namespace cuda {

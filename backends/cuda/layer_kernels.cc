@@ -1,7 +1,7 @@
 // gpu kernels of dropout, conv2d, pool2d, layer_norm and their gradients,
 // with the host kernels' registration lines (the union of the cpu's
 // oneDNN float32 and portable float64 ones for conv2d and pool2d) and,
-// through the shared prologues (backends/common/nn_prologues.h), their
+// through the shared prologues (ops/nn/prologues.h), their
 // validation and messages.
 //
 // dropout draws the host kernels' mask (the counter-based generator keyed
@@ -19,8 +19,7 @@
 #include <optional>
 #include <utility>
 
-#include "backends/common/math_prologues.h"
-#include "backends/common/nn_prologues.h"
+#include "backends/common/dropout_stream.h"
 #include "backends/cuda/broadcast_launchers.h"
 #include "backends/cuda/broadcast_plan.h"
 #include "backends/cuda/conv_launchers.h"
@@ -36,6 +35,8 @@
 #include "framework/base/status_macros.h"
 #include "framework/kernel/kernel_context.h"
 #include "framework/kernel/kernel_registry.h"
+#include "ops/math/prologues.h"
+#include "ops/nn/prologues.h"
 
 namespace tandem {
 namespace cuda {
@@ -67,7 +68,7 @@ class DropoutKernel : public OpKernel {
   }
 
  private:
-  prologue::DropoutForward dropout_;
+  DropoutForward dropout_;
 };
 
 REGISTER_KERNEL(KernelDef("dropout", "gpu").TypeConstraint("X", kFloatTypesWith16Bit),

@@ -1,6 +1,6 @@
 // gpu kernels of reshape, transpose, concat, split and their gradients,
 // with the host kernels' registration lines and, through the shared
-// prologues (backends/common/layout_prologues.h), their validation and
+// prologues (ops/array/prologues.h), their validation and
 // messages.
 //
 // reshape and reshape_grad are the host's kernels (backends/common/
@@ -13,8 +13,6 @@
 
 #include <vector>
 
-#include "backends/common/layout_prologues.h"
-#include "backends/common/math_prologues.h"
 #include "backends/common/reshape_kernels.h"
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_status.h"
@@ -24,7 +22,9 @@
 #include "framework/base/status_macros.h"
 #include "framework/kernel/kernel_context.h"
 #include "framework/kernel/kernel_registry.h"
+#include "ops/array/prologues.h"
 #include "ops/array/shape_fns.h"
+#include "ops/math/prologues.h"
 #include "ops/math/shape_fns.h"
 
 namespace tandem {

@@ -1,9 +1,8 @@
 // gpu kernels of square_error_cost(_grad) and mean(_grad), validated by the
-// prologues they share with the host kernels (backends/common/loss_prologues.h).
+// prologues they share with the host kernels (ops/loss/prologues.h).
 #include <cuda_runtime_api.h>
 
 #include "absl/strings/str_cat.h"
-#include "backends/common/loss_prologues.h"
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_status.h"
 #include "backends/cuda/kernel_util.h"
@@ -12,6 +11,7 @@
 #include "framework/base/status_macros.h"
 #include "framework/kernel/kernel_context.h"
 #include "framework/kernel/kernel_registry.h"
+#include "ops/loss/prologues.h"
 #include "ops/loss/shape_fns.h"
 #include "ops/math/shape_fns.h"
 

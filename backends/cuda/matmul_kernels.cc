@@ -1,14 +1,14 @@
 // gpu kernels of matmul, mul and their gradients on cuBLAS (gemm.h), with
 // the host kernels' registration lines and, through the shared prologues
-// (backends/common/math_prologues.h), their validation and messages.
+// (ops/math/prologues.h), their validation and messages.
 #include <algorithm>
 
-#include "backends/common/math_prologues.h"
 #include "backends/cuda/gemm.h"
 #include "backends/cuda/kernel_util.h"
 #include "framework/base/status_macros.h"
 #include "framework/kernel/kernel_context.h"
 #include "framework/kernel/kernel_registry.h"
+#include "ops/math/prologues.h"
 #include "ops/math/shape_fns.h"
 
 namespace tandem {

@@ -19,7 +19,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "backends/common/collective_prologues.h"
 #include "backends/common/type_dispatch.h"
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_status.h"
@@ -29,6 +28,7 @@
 #include "framework/kernel/kernel_context.h"
 #include "framework/kernel/kernel_registry.h"
 #include "framework/parallel/collective_group.h"
+#include "ops/collective/prologues.h"
 
 namespace tandem {
 namespace cuda {

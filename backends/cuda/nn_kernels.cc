@@ -29,7 +29,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "backends/common/nn_prologues.h"
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_status.h"
 #include "backends/cuda/kernel_staging.h"
@@ -40,6 +39,7 @@
 #include "framework/kernel/kernel_registry.h"
 #include "framework/tensor/selected_rows.h"
 #include "ops/math/shape_fns.h"
+#include "ops/nn/prologues.h"
 #include "ops/nn/shape_fns.h"
 
 namespace tandem {

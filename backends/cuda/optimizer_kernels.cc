@@ -3,7 +3,7 @@
 // input's tensor).
 //
 // Registration lines are the host kernels'; validation and messages come
-// from the shared prologues (backends/common/optimizer_prologues.h):
+// from the shared prologues (ops/optimizer/prologues.h):
 // LearningRate, and adam's Beta1Pow and Beta2Pow (and their outputs), are
 // HostMemory arguments read and advanced on the host, never copied. A sparse
 // Grad is lazy: its row indices (host data) are grouped by table row on the
@@ -18,8 +18,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "backends/common/math_prologues.h"
-#include "backends/common/optimizer_prologues.h"
+#include "backends/common/rows.h"
 #include "backends/common/serial_policy.h"
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_status.h"
@@ -32,6 +31,8 @@
 #include "framework/kernel/kernel_context.h"
 #include "framework/kernel/kernel_registry.h"
 #include "framework/tensor/selected_rows.h"
+#include "ops/math/prologues.h"
+#include "ops/optimizer/prologues.h"
 #include "ops/optimizer/shape_fns.h"
 
 namespace tandem {
@@ -58,7 +59,7 @@ absl::Status UpdateRows(const KernelContext* ctx, const UpdateArgs& a, Launch&& 
                                             "a row's partial gradient sum"));
   }
   T* carry_data = carry.initialized() ? carry.data<T>() : nullptr;
-  const prologue::RowGroups groups = prologue::GroupRows(rows.data(), n);
+  const RowGroups groups = GroupRows(rows.data(), n);
   SgdRowChunk chunk;
   chunk.begin[0] = 0;
   int entries = 0;

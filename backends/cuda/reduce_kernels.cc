@@ -1,6 +1,6 @@
 // gpu kernels of reduce_sum, reduce_mean and their gradients, with the host
 // kernels' registration lines and, through the shared prologues
-// (backends/common/math_prologues.h), their validation and messages.
+// (ops/math/prologues.h), their validation and messages.
 //
 // The forward op sums X over the reduced dims with LaunchReduceSum (a block
 // per output element and a shared-memory tree sum for long sums, a thread
@@ -10,7 +10,6 @@
 // mean).
 #include <cuda_runtime_api.h>
 
-#include "backends/common/math_prologues.h"
 #include "backends/cuda/broadcast_launchers.h"
 #include "backends/cuda/broadcast_plan.h"
 #include "backends/cuda/cuda_device.h"
@@ -19,6 +18,7 @@
 #include "framework/base/status_macros.h"
 #include "framework/kernel/kernel_context.h"
 #include "framework/kernel/kernel_registry.h"
+#include "ops/math/prologues.h"
 
 namespace tandem {
 namespace cuda {

@@ -13,7 +13,7 @@
 // deterministically and bit-identically to the host kernels.
 //
 // Validation and messages are the host kernels' (the shared prologue
-// backends/common/optimizer_prologues.h, GetSgdArgs).
+// ops/optimizer/prologues.h, GetSgdArgs).
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -23,7 +23,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "backends/common/optimizer_prologues.h"
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_status.h"
 #include "backends/cuda/grad_scale.h"
@@ -36,6 +35,7 @@
 #include "framework/kernel/kernel_registry.h"
 #include "framework/op/op_schema.h"
 #include "framework/tensor/selected_rows.h"
+#include "ops/optimizer/prologues.h"
 #include "ops/optimizer/shape_fns.h"
 
 namespace tandem {

@@ -1,7 +1,7 @@
 // gpu kernels of softmax(_grad), softmax_with_cross_entropy(_grad) and
 // accuracy (softmax_launchers.h), with the host kernels' registration
 // lines and, through the shared prologues (backends/common/
-// loss_prologues.h), their validation and messages.
+// ops/loss/prologues.h), their validation and messages.
 //
 // Labels live in device memory: a check kernel reports the first bad label
 // and its position in a deferred check (deferred_checks.h), which returns
@@ -16,8 +16,6 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "backends/common/loss_prologues.h"
-#include "backends/common/math_prologues.h"
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_status.h"
 #include "backends/cuda/kernel_util.h"
@@ -25,7 +23,9 @@
 #include "framework/base/status_macros.h"
 #include "framework/kernel/kernel_context.h"
 #include "framework/kernel/kernel_registry.h"
+#include "ops/loss/prologues.h"
 #include "ops/loss/shape_fns.h"
+#include "ops/math/prologues.h"
 #include "ops/math/shape_fns.h"
 
 namespace tandem {

@@ -12,18 +12,16 @@ Shape SelectedRows::DenseShape() const {
 }
 
 absl::Status SelectedRows::Validate() const {
-  if (value_.shape().rank() == 0 ||
-      value_.shape().dim(0) != static_cast<int64_t>(rows_.size())) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "SelectedRows: value shape ", value_.shape().ToString(), " does not have ",
-        rows_.size(), " rows"));
+  if (value_.shape().rank() == 0 || value_.shape().dim(0) != static_cast<int64_t>(rows_.size())) {
+    return absl::InvalidArgumentError(absl::StrCat("SelectedRows: value shape ",
+                                                   value_.shape().ToString(), " does not have ",
+                                                   rows_.size(), " rows"));
   }
-  for (size_t i = 0; i < rows_.size(); ++i) {
-    if (rows_[i] < 0 || rows_[i] >= height_) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "SelectedRows: row index ", rows_[i], " at position ", i,
-          " is outside [0, ", height_, ")"));
-    }
+  const int64_t bad = FirstOutOfRange(rows_.data(), static_cast<int64_t>(rows_.size()), height_);
+  if (bad >= 0) {
+    return absl::InvalidArgumentError(absl::StrCat("SelectedRows: row index ", rows_[bad],
+                                                   " at position ", bad, " is outside [0, ",
+                                                   height_, ")"));
   }
   return absl::OkStatus();
 }

@@ -8,6 +8,7 @@
 #ifndef TANDEM_FRAMEWORK_TENSOR_SELECTED_ROWS_H_
 #define TANDEM_FRAMEWORK_TENSOR_SELECTED_ROWS_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -15,6 +16,26 @@
 #include "framework/tensor/tensor.h"
 
 namespace tandem {
+
+// The position of the first of ids[0..n) outside [0, height), or -1 (row
+// indices of a SelectedRows, ids of an embedding lookup).
+// Checks blocks of ids without branches (the loop vectorizes), then finds
+// the position within the first bad block.
+inline int64_t FirstOutOfRange(const int64_t* ids, int64_t n, int64_t height) {
+  constexpr int64_t kBlock = 512;
+  for (int64_t begin = 0; begin < n; begin += kBlock) {
+    const int64_t end = std::min(n, begin + kBlock);
+    uint64_t bad = 0;  // negative ids become huge unsigned ones
+    for (int64_t i = begin; i < end; ++i) {
+      bad |= static_cast<uint64_t>(static_cast<uint64_t>(ids[i]) >= static_cast<uint64_t>(height));
+    }
+    if (bad == 0) continue;
+    for (int64_t i = begin; i < end; ++i) {
+      if (ids[i] < 0 || ids[i] >= height) return i;
+    }
+  }
+  return -1;
+}
 
 class SelectedRows {
  public:

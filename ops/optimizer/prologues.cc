@@ -1,4 +1,4 @@
-#include "backends/common/optimizer_prologues.h"
+#include "ops/optimizer/prologues.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,6 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "backends/common/rows.h"
 #include "framework/base/status_macros.h"
 
 namespace tandem {
@@ -191,25 +190,6 @@ absl::Status CheckBetaPow(const KernelContext& ctx, const char* arg, double valu
   if (value >= 0 && value < 1) return absl::OkStatus();
   return ctx.InvalidArgument(absl::StrCat(arg, " '", ctx.InputName(arg), "' is ", value,
                                           "; it must be in [0, 1) (beta^step)"));
-}
-
-RowGroups GroupRows(const int64_t* rows, int64_t n) {
-  std::vector<int64_t> positions(n);
-  std::iota(positions.begin(), positions.end(), int64_t{0});
-  return GroupPositions(rows, std::move(positions));
-}
-
-RowGroups GroupPositions(const int64_t* rows, std::vector<int64_t> positions) {
-  RowGroups g;
-  g.order = std::move(positions);
-  std::stable_sort(g.order.begin(), g.order.end(),
-                   [rows](int64_t a, int64_t b) { return rows[a] < rows[b]; });
-  const int64_t n = static_cast<int64_t>(g.order.size());
-  for (int64_t i = 0; i < n; ++i) {
-    if (i == 0 || rows[g.order[i]] != rows[g.order[i - 1]]) g.starts.push_back(i);
-  }
-  g.starts.push_back(n);
-  return g;
 }
 
 }  // namespace prologue

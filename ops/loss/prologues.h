@@ -14,8 +14,8 @@
 // shape or label (ops/loss/shape_fns.h). Nothing here reads tensor data
 // (labels are the kernels' own checks, with BadLabelError's message), so
 // every function works on any place. Stateless and thread-safe.
-#ifndef TANDEM_BACKENDS_COMMON_LOSS_PROLOGUES_H_
-#define TANDEM_BACKENDS_COMMON_LOSS_PROLOGUES_H_
+#ifndef TANDEM_OPS_LOSS_PROLOGUES_H_
+#define TANDEM_OPS_LOSS_PROLOGUES_H_
 
 #include <cstdint>
 #include <optional>
@@ -131,4 +131,4 @@ absl::StatusOr<AccuracyOutputs> AllocateAccuracyOutputs(KernelContext* ctx);
 }  // namespace prologue
 }  // namespace tandem
 
-#endif  // TANDEM_BACKENDS_COMMON_LOSS_PROLOGUES_H_
+#endif  // TANDEM_OPS_LOSS_PROLOGUES_H_

@@ -1,10 +1,10 @@
-#include "backends/common/loss_prologues.h"
+#include "ops/loss/prologues.h"
 
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "backends/common/math_prologues.h"
 #include "framework/base/status_macros.h"
+#include "ops/math/prologues.h"
 
 namespace tandem {
 namespace prologue {

@@ -1,4 +1,4 @@
-#include "backends/common/math_prologues.h"
+#include "ops/math/prologues.h"
 
 #include <string>
 #include <utility>
@@ -162,12 +162,6 @@ absl::StatusOr<MulGradArgs> GetMulGradArgs(KernelContext* ctx, const NumColDims&
   ASSIGN_OR_RETURN(a.dx, AllocateIfBound(ctx, "X@GRAD", a.x->dtype(), a.x->shape()));
   ASSIGN_OR_RETURN(a.dy, AllocateIfBound(ctx, "Y@GRAD", a.y->dtype(), a.y->shape()));
   return a;
-}
-
-absl::StatusOr<Activation> ActivationOf(const OpDesc& op, Activation act) {
-  if (act != Activation::kGelu) return act;
-  ASSIGN_OR_RETURN(const bool approximate, GetAttr<bool>(op.attrs, "approximate", op.type));
-  return approximate ? Activation::kGeluTanh : Activation::kGelu;
 }
 
 absl::StatusOr<ActivationGradArgs> GetActivationGradArgs(KernelContext* ctx,

@@ -1,4 +1,4 @@
-#include "backends/common/collective_prologues.h"
+#include "ops/collective/prologues.h"
 
 #include <vector>
 

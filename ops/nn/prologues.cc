@@ -1,13 +1,12 @@
-#include "backends/common/nn_prologues.h"
+#include "ops/nn/prologues.h"
 
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "backends/common/counter_random.h"
-#include "backends/common/math_prologues.h"
 #include "framework/base/status_macros.h"
+#include "ops/math/prologues.h"
 
 namespace tandem {
 namespace prologue {
@@ -82,19 +81,6 @@ absl::Status DropoutAttrs::Read(const OpDesc& op) {
   ASSIGN_OR_RETURN(prob, GetAttr<double>(op.attrs, "dropout_prob", op.type));
   ASSIGN_OR_RETURN(is_test, GetAttr<bool>(op.attrs, "is_test", op.type));
   return CheckDropoutProb(op.type, prob);
-}
-
-absl::Status DropoutForward::Read(const OpDesc& op) {
-  RETURN_IF_ERROR(attrs_.Read(op));
-  ASSIGN_OR_RETURN(const int64_t seed, GetAttr<int64_t>(op.attrs, "seed", op.type));
-  seed_ = static_cast<uint64_t>(seed);
-  return absl::OkStatus();
-}
-
-uint64_t DropoutForward::NextKey() {
-  const uint64_t key = CounterStreamSeed(seed_, step_);
-  if (!attrs_.is_test) ++step_;
-  return key;
 }
 
 absl::StatusOr<DropoutArgs> GetDropoutArgs(KernelContext* ctx) {

@@ -1,8 +1,7 @@
 // Kernel prologues of the optimizer ops (sgd, momentum, adam): the input
 // checks that the host kernels (optimizer_kernels.h) and the gpu kernels
 // (backends/cuda) share, so every place validates in the same order with
-// the same messages, and the grouping of a sparse gradient's rows that both
-// apply:
+// the same messages:
 //
 //   absl::Status Compute(KernelContext* ctx) override {
 //     ASSIGN_OR_RETURN(const prologue::AdamArgs a, prologue::GetAdamArgs(ctx));
@@ -15,8 +14,8 @@
 // Grad's rows and the LearningRate are host data (SelectedRows rows,
 // HostMemory), so these checks read them on every place. Stateless and
 // thread-safe.
-#ifndef TANDEM_BACKENDS_COMMON_OPTIMIZER_PROLOGUES_H_
-#define TANDEM_BACKENDS_COMMON_OPTIMIZER_PROLOGUES_H_
+#ifndef TANDEM_OPS_OPTIMIZER_PROLOGUES_H_
+#define TANDEM_OPS_OPTIMIZER_PROLOGUES_H_
 
 #include <cstdint>
 #include <optional>
@@ -131,19 +130,7 @@ absl::StatusOr<GlobalNormClipArgs> GetGlobalNormClipArgs(KernelContext* ctx, dou
 // (GlobalNorm + 1e-6)) (PyTorch's clip_grad_norm_) in their dtype.
 void FinishGlobalNormClip(const GlobalNormClipArgs& a);
 
-// The positions of `n` row indices grouped by row: group k is
-// order[starts[k] .. starts[k + 1]), positions ascending, all with the same
-// row; groups in ascending row order.
-struct RowGroups {
-  std::vector<int64_t> order;
-  std::vector<int64_t> starts;  // size groups + 1
-  int64_t size() const { return static_cast<int64_t>(starts.size()) - 1; }
-};
-RowGroups GroupRows(const int64_t* rows, int64_t n);
-// The same for the ascending `positions` (indices into `rows`) only.
-RowGroups GroupPositions(const int64_t* rows, std::vector<int64_t> positions);
-
 }  // namespace prologue
 }  // namespace tandem
 
-#endif  // TANDEM_BACKENDS_COMMON_OPTIMIZER_PROLOGUES_H_
+#endif  // TANDEM_OPS_OPTIMIZER_PROLOGUES_H_

@@ -1,4 +1,4 @@
-#include "backends/common/layout_prologues.h"
+#include "ops/array/prologues.h"
 
 #include <string>
 

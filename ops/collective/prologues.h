@@ -12,8 +12,8 @@
 //
 // Nothing here reads tensor data, so it works on any place. Stateless and
 // thread-safe.
-#ifndef TANDEM_BACKENDS_COMMON_COLLECTIVE_PROLOGUES_H_
-#define TANDEM_BACKENDS_COMMON_COLLECTIVE_PROLOGUES_H_
+#ifndef TANDEM_OPS_COLLECTIVE_PROLOGUES_H_
+#define TANDEM_OPS_COLLECTIVE_PROLOGUES_H_
 
 #include <cstdint>
 
@@ -54,4 +54,4 @@ absl::StatusOr<AllGatherArgs> GetAllGatherArgs(KernelContext* ctx, int64_t nrank
 }  // namespace prologue
 }  // namespace tandem
 
-#endif  // TANDEM_BACKENDS_COMMON_COLLECTIVE_PROLOGUES_H_
+#endif  // TANDEM_OPS_COLLECTIVE_PROLOGUES_H_

@@ -13,8 +13,8 @@
 // Errors are InvalidArgument naming the op, the argument, dtypes and shapes
 // (ops/math/shape_fns.h). Nothing here reads tensor data, so every function
 // works on any place. Stateless and thread-safe.
-#ifndef TANDEM_BACKENDS_COMMON_MATH_PROLOGUES_H_
-#define TANDEM_BACKENDS_COMMON_MATH_PROLOGUES_H_
+#ifndef TANDEM_OPS_MATH_PROLOGUES_H_
+#define TANDEM_OPS_MATH_PROLOGUES_H_
 
 #include <cstdint>
 #include <utility>
@@ -23,7 +23,6 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "backends/common/activation.h"
 #include "framework/kernel/kernel_context.h"
 #include "framework/op/op_desc.h"
 #include "framework/tensor/tensor.h"
@@ -183,13 +182,8 @@ struct MulGradArgs {
 };
 absl::StatusOr<MulGradArgs> GetMulGradArgs(KernelContext* ctx, const NumColDims& cols);
 
-// The activation an activation op's kernel computes: `act`, or for gelu
-// with attr approximate true its tanh form (InvalidArgument naming the op
-// when the attribute is not a bool).
-absl::StatusOr<Activation> ActivationOf(const OpDesc& op, Activation act);
-
 // The forward tensor an activation's gradient reads (`fwd_arg`: "Out" for
-// relu/sigmoid/tanh_grad, "X" for gelu_grad; activation.h's GradReadsInput)
+// relu/sigmoid/tanh_grad, "X" for gelu_grad; backends/common/activation.h's GradReadsInput)
 // and Out@GRAD, checked (same dtype and shape), and X@GRAD allocated.
 struct ActivationGradArgs {
   const Tensor* fwd = nullptr;
@@ -202,4 +196,4 @@ absl::StatusOr<ActivationGradArgs> GetActivationGradArgs(KernelContext* ctx,
 }  // namespace prologue
 }  // namespace tandem
 
-#endif  // TANDEM_BACKENDS_COMMON_MATH_PROLOGUES_H_
+#endif  // TANDEM_OPS_MATH_PROLOGUES_H_

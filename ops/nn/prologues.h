@@ -13,8 +13,8 @@
 // dtype, shape or attribute (ops/nn/shape_fns.h). Nothing here reads
 // tensor data (id ranges are the kernels' own checks, with BadIdError's
 // message), so every function works on any place. Stateless, thread-safe.
-#ifndef TANDEM_BACKENDS_COMMON_NN_PROLOGUES_H_
-#define TANDEM_BACKENDS_COMMON_NN_PROLOGUES_H_
+#ifndef TANDEM_OPS_NN_PROLOGUES_H_
+#define TANDEM_OPS_NN_PROLOGUES_H_
 
 #include <cstdint>
 
@@ -97,23 +97,6 @@ struct DropoutAttrs {
     return prob >= 1 ? T(0) : static_cast<T>(1.0 / (1.0 - prob));
   }
 };
-// dropout's attrs, its seed and its run count: run k (counting training
-// runs only) draws from the counter stream CounterStreamSeed(seed, k).
-// One per kernel object; not thread-safe (Compute is never concurrent for
-// one kernel).
-class DropoutForward {
- public:
-  absl::Status Read(const OpDesc& op);
-  const DropoutAttrs& attrs() const { return attrs_; }
-  // The generator key of this run; advances the count unless is_test.
-  uint64_t NextKey();
-
- private:
-  DropoutAttrs attrs_;
-  uint64_t seed_ = 0;
-  uint64_t step_ = 0;
-};
-
 // X of dropout with Out (X's dtype and shape) and Mask (bool) allocated.
 struct DropoutArgs {
   const Tensor* x = nullptr;
@@ -235,4 +218,4 @@ absl::StatusOr<AttentionOutputs> AllocateAttentionOutputs(KernelContext* ctx, co
 }  // namespace prologue
 }  // namespace tandem
 
-#endif  // TANDEM_BACKENDS_COMMON_NN_PROLOGUES_H_
+#endif  // TANDEM_OPS_NN_PROLOGUES_H_

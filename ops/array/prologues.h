@@ -12,8 +12,8 @@
 // Errors are InvalidArgument naming the op, the argument and the offending
 // shape or attribute (ops/array/shape_fns.h). Nothing here reads tensor
 // data, so every function works on any place. Stateless and thread-safe.
-#ifndef TANDEM_BACKENDS_COMMON_LAYOUT_PROLOGUES_H_
-#define TANDEM_BACKENDS_COMMON_LAYOUT_PROLOGUES_H_
+#ifndef TANDEM_OPS_ARRAY_PROLOGUES_H_
+#define TANDEM_OPS_ARRAY_PROLOGUES_H_
 
 #include <cstdint>
 #include <vector>
@@ -104,4 +104,4 @@ absl::StatusOr<SplitGradArgs> GetSplitGradArgs(KernelContext* ctx, const SplitAt
 }  // namespace prologue
 }  // namespace tandem
 
-#endif  // TANDEM_BACKENDS_COMMON_LAYOUT_PROLOGUES_H_
+#endif  // TANDEM_OPS_ARRAY_PROLOGUES_H_
