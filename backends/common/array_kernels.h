@@ -6,7 +6,7 @@
 //   const HostKernelsRegistrar<SerialPolicy> host_kernels("sim");  // host_kernels.h  //
 //   host_kernels.h
 //
-// RegisterArrayKernels holds the registration lines:
+// Each kernel class's static Contract is its registration line and RegisterArrayKernels lists them:
 //   shape                  Input: all five dtypes; HostMemory(Out)
 //   slice(_grad)           Input: float32, float64, int32, int64
 //   crop_tensor(_grad)     X: float32, float64, int32, int64; HostMemory(Shape)
@@ -90,6 +90,11 @@ absl::Status InsertBoxGradient(KernelContext* ctx, const char* x_arg, const Tens
 class ShapeKernel final : public OpKernel {
  public:
   using Types = AllTypesWith16Bit;
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef("shape", device_type)
+        .TypeConstraint("Input", Types::DataTypes())
+        .HostMemory("Out");
+  }
 
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const Tensor* input, ctx->InputTensor("Input"));
@@ -108,6 +113,9 @@ template <typename Policy>
 class SliceKernel final : public OpKernel {
  public:
   using Types = NumericTypes;
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef("slice", device_type).TypeConstraint("Input", Types::DataTypes());
+  }
 
   absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
@@ -126,6 +134,9 @@ template <typename Policy>
 class SliceGradKernel final : public OpKernel {
  public:
   using Types = NumericTypes;
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef("slice_grad", device_type).TypeConstraint("Input", Types::DataTypes());
+  }
 
   absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
@@ -148,6 +159,11 @@ template <typename Policy>
 class CropTensorKernel final : public OpKernel {
  public:
   using Types = NumericTypes;
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef("crop_tensor", device_type)
+        .TypeConstraint("X", Types::DataTypes())
+        .HostMemory("Shape");
+  }
 
   absl::Status Init(const OpDesc& op) override {
     return prologue::ReadAttr(op, "offsets", &offsets_);
@@ -168,6 +184,11 @@ template <typename Policy>
 class CropTensorGradKernel final : public OpKernel {
  public:
   using Types = NumericTypes;
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef("crop_tensor_grad", device_type)
+        .TypeConstraint("X", Types::DataTypes())
+        .HostMemory("Shape");
+  }
 
   absl::Status Init(const OpDesc& op) override {
     return prologue::ReadAttr(op, "offsets", &offsets_);
@@ -186,25 +207,8 @@ class CropTensorGradKernel final : public OpKernel {
 // Registers every kernel above for `device_type` (see header comment).
 template <typename Policy>
 void RegisterArrayKernels(const std::string& device_type) {
-  KernelRegistry& registry = KernelRegistry::Global();
-  registry.Register(KernelDef("shape", device_type)
-                        .TypeConstraint("Input", ShapeKernel::Types::DataTypes())
-                        .HostMemory("Out"),
-                    MakeKernelFactory<ShapeKernel>());
-  registry.Register(KernelDef("slice", device_type)
-                        .TypeConstraint("Input", SliceKernel<Policy>::Types::DataTypes()),
-                    MakeKernelFactory<SliceKernel<Policy>>());
-  registry.Register(KernelDef("slice_grad", device_type)
-                        .TypeConstraint("Input", SliceGradKernel<Policy>::Types::DataTypes()),
-                    MakeKernelFactory<SliceGradKernel<Policy>>());
-  registry.Register(KernelDef("crop_tensor", device_type)
-                        .TypeConstraint("X", CropTensorKernel<Policy>::Types::DataTypes())
-                        .HostMemory("Shape"),
-                    MakeKernelFactory<CropTensorKernel<Policy>>());
-  registry.Register(KernelDef("crop_tensor_grad", device_type)
-                        .TypeConstraint("X", CropTensorGradKernel<Policy>::Types::DataTypes())
-                        .HostMemory("Shape"),
-                    MakeKernelFactory<CropTensorGradKernel<Policy>>());
+  RegisterByContract<ShapeKernel, SliceKernel<Policy>, SliceGradKernel<Policy>,
+                     CropTensorKernel<Policy>, CropTensorGradKernel<Policy>>(device_type);
 }
 
 }  // namespace tandem

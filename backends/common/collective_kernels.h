@@ -108,6 +108,11 @@ class HostCollectiveKernel : public OpKernel {
 class HostAllReduceKernel final : public HostCollectiveKernel {
  public:
   using Types = NumericTypes;
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef("c_allreduce_sum", device_type)
+        .TypeConstraint("X", Types::DataTypes())
+        .Collective(CollectiveKind::kAllReduce);
+  }
   absl::Status Compute(KernelContext* ctx) override {
     RETURN_IF_ERROR(CheckCounts(ctx));
     CollectiveGroup::Call call;
@@ -121,6 +126,11 @@ class HostAllReduceKernel final : public HostCollectiveKernel {
 class HostBroadcastKernel final : public HostCollectiveKernel {
  public:
   using Types = NumericTypes;
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef("c_broadcast", device_type)
+        .TypeConstraint("X", Types::DataTypes())
+        .Collective(CollectiveKind::kBroadcast);
+  }
   absl::Status Compute(KernelContext* ctx) override {
     RETURN_IF_ERROR(CheckCounts(ctx));
     CollectiveGroup::Call call;
@@ -135,6 +145,11 @@ class HostBroadcastKernel final : public HostCollectiveKernel {
 class HostAllGatherKernel final : public HostCollectiveKernel {
  public:
   using Types = NumericTypes;
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef("c_allgather", device_type)
+        .TypeConstraint("X", Types::DataTypes())
+        .Collective(CollectiveKind::kAllGather);
+  }
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const prologue::AllGatherArgs a,
                      prologue::GetAllGatherArgs(ctx, attrs_.nranks));
@@ -171,17 +186,7 @@ class HostAllGatherKernel final : public HostCollectiveKernel {
 
 // Registers the three kernels for `device_type` (all numeric dtypes).
 inline void RegisterCollectiveKernels(const std::string& device_type) {
-  auto def = [&](const char* op, CollectiveKind kind) {
-    return KernelDef(op, device_type)
-        .TypeConstraint("X", NumericTypes::DataTypes())
-        .Collective(kind);
-  };
-  KernelRegistry::Global().Register(def("c_allreduce_sum", CollectiveKind::kAllReduce),
-                                    MakeKernelFactory<HostAllReduceKernel>());
-  KernelRegistry::Global().Register(def("c_broadcast", CollectiveKind::kBroadcast),
-                                    MakeKernelFactory<HostBroadcastKernel>());
-  KernelRegistry::Global().Register(def("c_allgather", CollectiveKind::kAllGather),
-                                    MakeKernelFactory<HostAllGatherKernel>());
+  RegisterByContract<HostAllReduceKernel, HostBroadcastKernel, HostAllGatherKernel>(device_type);
 }
 
 }  // namespace tandem

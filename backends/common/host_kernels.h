@@ -8,9 +8,11 @@
 //   const HostKernelsRegistrar<CpuPolicy> host_kernels("cpu", {{DataType::kFloat64},
 //                                                              {DataType::kFloat64}});
 //
-// Each family's Register<Family>Kernels function holds its registration
-// lines (the contract of each kernel: op, device type, dtypes); this calls
-// them all during static initialisation.
+// Each kernel class carries its registration line (the contract: op, device
+// type, dtypes, host-memory arguments) as a static Contract beside it; each
+// family's Register<Family>Kernels function lists its classes
+// (RegisterByContract, framework/kernel/kernel_registry.h); this calls them
+// all during static initialisation.
 #ifndef TANDEM_BACKENDS_COMMON_HOST_KERNELS_H_
 #define TANDEM_BACKENDS_COMMON_HOST_KERNELS_H_
 

@@ -7,8 +7,8 @@
 //   const HostKernelsRegistrar<SerialPolicy> host_kernels("sim");  // host_kernels.h  //
 //   host_kernels.h
 //
-// RegisterLayoutKernels holds the registration lines (all arguments in
-// device memory; X, or Out@GRAD for transpose_grad: float32, float64, int32,
+// Each kernel class's static Contract is its registration line and RegisterLayoutKernels lists them
+// (all arguments in device memory; X, or Out@GRAD for transpose_grad: float32, float64, int32,
 // int64). reshape and reshape_grad (reshape_kernels.h) move no data: the
 // output shares the input's buffer with new dims. Kernels validate their
 // inputs with ops/array/prologues.h, as the gpu kernels do (InvalidArgument
@@ -44,6 +44,10 @@ template <typename Policy, bool kGrad>
 class TransposeKernel final : public OpKernel {
  public:
   using Types = NumericTypes;
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef(kGrad ? "transpose_grad" : "transpose", device_type)
+        .TypeConstraint(kGrad ? "Out@GRAD" : "X", Types::DataTypes());
+  }
 
   absl::Status Init(const OpDesc& op) override { return prologue::ReadAttr(op, "axis", &axis_); }
 
@@ -67,6 +71,11 @@ template <typename Policy>
 class ConcatKernel final : public OpKernel {
  public:
   using Types = NumericTypesWith16Bit;
+  // concat also joins 16-bit values: mixed precision joins embeddings in
+  // bfloat16 before the first fc (framework/amp/amp.h).
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef("concat", device_type).TypeConstraint("X", Types::DataTypes());
+  }
 
   absl::Status Init(const OpDesc& op) override { return attrs_.Read(op, /*grad=*/false); }
 
@@ -92,6 +101,9 @@ template <typename Policy>
 class ConcatGradKernel final : public OpKernel {
  public:
   using Types = NumericTypesWith16Bit;
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef("concat_grad", device_type).TypeConstraint("X", Types::DataTypes());
+  }
 
   absl::Status Init(const OpDesc& op) override { return attrs_.Read(op, /*grad=*/true); }
 
@@ -117,6 +129,9 @@ template <typename Policy>
 class SplitKernel final : public OpKernel {
  public:
   using Types = NumericTypes;
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef("split", device_type).TypeConstraint("X", Types::DataTypes());
+  }
 
   absl::Status Init(const OpDesc& op) override { return attrs_.Read(op, /*grad=*/false); }
 
@@ -142,6 +157,9 @@ template <typename Policy>
 class SplitGradKernel final : public OpKernel {
  public:
   using Types = NumericTypes;
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef("split_grad", device_type).TypeConstraint("X", Types::DataTypes());
+  }
 
   absl::Status Init(const OpDesc& op) override { return attrs_.Read(op, /*grad=*/true); }
 
@@ -163,27 +181,9 @@ class SplitGradKernel final : public OpKernel {
 // Registers every kernel above for `device_type` (see header comment).
 template <typename Policy>
 void RegisterLayoutKernels(const std::string& device_type) {
-  KernelRegistry& registry = KernelRegistry::Global();
-  const std::vector<DataType> types = NumericTypes::DataTypes();
-  registry.Register(KernelDef("reshape", device_type).TypeConstraint("X", types),
-                    MakeKernelFactory<ReshapeKernel>());
-  registry.Register(KernelDef("reshape_grad", device_type).TypeConstraint("X", types),
-                    MakeKernelFactory<ReshapeGradKernel>());
-  registry.Register(KernelDef("transpose", device_type).TypeConstraint("X", types),
-                    MakeKernelFactory<TransposeKernel<Policy, false>>());
-  registry.Register(KernelDef("transpose_grad", device_type).TypeConstraint("Out@GRAD", types),
-                    MakeKernelFactory<TransposeKernel<Policy, true>>());
-  // concat also joins 16-bit values: mixed precision joins embeddings in
-  // bfloat16 before the first fc (framework/amp/amp.h).
-  const std::vector<DataType> concat_types = NumericTypesWith16Bit::DataTypes();
-  registry.Register(KernelDef("concat", device_type).TypeConstraint("X", concat_types),
-                    MakeKernelFactory<ConcatKernel<Policy>>());
-  registry.Register(KernelDef("concat_grad", device_type).TypeConstraint("X", concat_types),
-                    MakeKernelFactory<ConcatGradKernel<Policy>>());
-  registry.Register(KernelDef("split", device_type).TypeConstraint("X", types),
-                    MakeKernelFactory<SplitKernel<Policy>>());
-  registry.Register(KernelDef("split_grad", device_type).TypeConstraint("X", types),
-                    MakeKernelFactory<SplitGradKernel<Policy>>());
+  RegisterByContract<ReshapeKernel, ReshapeGradKernel, TransposeKernel<Policy, false>,
+                     TransposeKernel<Policy, true>, ConcatKernel<Policy>, ConcatGradKernel<Policy>,
+                     SplitKernel<Policy>, SplitGradKernel<Policy>>(device_type);
 }
 
 }  // namespace tandem

@@ -7,8 +7,8 @@
 //   const HostKernelsRegistrar<SerialPolicy> host_kernels("sim");  // host_kernels.h  //
 //   host_kernels.h
 //
-// RegisterLossKernels holds the registration lines (all arguments in
-// device memory):
+// Each kernel class's static Contract is its registration line and RegisterLossKernels lists them
+// (all arguments in device memory):
 //   square_error_cost(_grad), mean(_grad)    X: float32, float64
 //   softmax_with_cross_entropy               Logits: float32, float64
 //   softmax_with_cross_entropy_grad          Softmax: float32, float64
@@ -49,6 +49,9 @@ template <typename Policy>
 class SquareErrorCostKernel final : public OpKernel {
  public:
   using Types = FloatTypes;
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef("square_error_cost", device_type).TypeConstraint("X", Types::DataTypes());
+  }
 
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const prologue::SquareErrorCostArgs a, prologue::GetSquareErrorCostArgs(ctx));
@@ -74,6 +77,9 @@ template <typename Policy>
 class SquareErrorCostGradKernel final : public OpKernel {
  public:
   using Types = FloatTypes;
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef("square_error_cost_grad", device_type).TypeConstraint("X", Types::DataTypes());
+  }
 
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const prologue::SquareErrorCostGradArgs a,
@@ -108,6 +114,9 @@ template <typename Policy>
 class MeanKernel final : public OpKernel {
  public:
   using Types = FloatTypes;
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef("mean", device_type).TypeConstraint("X", Types::DataTypes());
+  }
 
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const prologue::MeanArgs a, prologue::GetMeanArgs(ctx));
@@ -127,6 +136,9 @@ template <typename Policy>
 class MeanGradKernel final : public OpKernel {
  public:
   using Types = FloatTypes;
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef("mean_grad", device_type).TypeConstraint("X", Types::DataTypes());
+  }
 
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const prologue::MeanGradArgs a, prologue::GetMeanGradArgs(ctx));
@@ -166,6 +178,10 @@ template <typename Policy>
 class SoftmaxWithCrossEntropyKernel final : public OpKernel {
  public:
   using Types = FloatTypes;
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef("softmax_with_cross_entropy", device_type)
+        .TypeConstraint("Logits", Types::DataTypes());
+  }
 
   absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
@@ -194,6 +210,10 @@ template <typename Policy>
 class SoftmaxWithCrossEntropyGradKernel final : public OpKernel {
  public:
   using Types = FloatTypes;
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef("softmax_with_cross_entropy_grad", device_type)
+        .TypeConstraint("Softmax", Types::DataTypes());
+  }
 
   absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
@@ -218,27 +238,10 @@ class SoftmaxWithCrossEntropyGradKernel final : public OpKernel {
 // Registers every kernel above for `device_type` (see header comment).
 template <typename Policy>
 void RegisterLossKernels(const std::string& device_type) {
-  KernelRegistry& registry = KernelRegistry::Global();
-  registry.Register(KernelDef("square_error_cost", device_type)
-                        .TypeConstraint("X", SquareErrorCostKernel<Policy>::Types::DataTypes()),
-                    MakeKernelFactory<SquareErrorCostKernel<Policy>>());
-  registry.Register(KernelDef("square_error_cost_grad", device_type)
-                        .TypeConstraint("X", SquareErrorCostGradKernel<Policy>::Types::DataTypes()),
-                    MakeKernelFactory<SquareErrorCostGradKernel<Policy>>());
-  registry.Register(
-      KernelDef("mean", device_type).TypeConstraint("X", MeanKernel<Policy>::Types::DataTypes()),
-      MakeKernelFactory<MeanKernel<Policy>>());
-  registry.Register(KernelDef("mean_grad", device_type)
-                        .TypeConstraint("X", MeanGradKernel<Policy>::Types::DataTypes()),
-                    MakeKernelFactory<MeanGradKernel<Policy>>());
-  registry.Register(
-      KernelDef("softmax_with_cross_entropy", device_type)
-          .TypeConstraint("Logits", SoftmaxWithCrossEntropyKernel<Policy>::Types::DataTypes()),
-      MakeKernelFactory<SoftmaxWithCrossEntropyKernel<Policy>>());
-  registry.Register(
-      KernelDef("softmax_with_cross_entropy_grad", device_type)
-          .TypeConstraint("Softmax", SoftmaxWithCrossEntropyGradKernel<Policy>::Types::DataTypes()),
-      MakeKernelFactory<SoftmaxWithCrossEntropyGradKernel<Policy>>());
+  RegisterByContract<SquareErrorCostKernel<Policy>, SquareErrorCostGradKernel<Policy>,
+                     MeanKernel<Policy>, MeanGradKernel<Policy>,
+                     SoftmaxWithCrossEntropyKernel<Policy>,
+                     SoftmaxWithCrossEntropyGradKernel<Policy>>(device_type);
 }
 
 }  // namespace tandem

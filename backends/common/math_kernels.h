@@ -9,8 +9,9 @@
 //   // backends/sim/sim_kernels.cc, in an anonymous namespace
 //   const HostKernelsRegistrar<SerialPolicy> host_kernels("sim");  // host_kernels.h
 //
-// RegisterMathKernels holds the registration lines, i.e. the contract of
-// each kernel: op, device type and dtypes (all arguments in device memory):
+// Each kernel class's static Contract is its registration line, i.e. its
+// contract: op, device type and dtypes (all arguments in device memory);
+// RegisterMathKernels lists the classes. In short:
 //   fill_constant         attr dtype: float32, float64, int32, int64, bool, bfloat16, float16
 //   elementwise_add/sub/mul/div, elementwise_add/sub/mul_grad
 //                         X: float32, float64, int32, int64, bfloat16, float16
@@ -59,6 +60,36 @@
 #include "ops/math/shape_fns.h"
 
 namespace tandem {
+
+// The op types computed by ElementwiseKernel<kOp> and ActivationKernel<kAct>
+// (their gradient ops append "_grad"); gelu's two forms are one op.
+constexpr const char* ElementwiseOpType(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::kAdd:
+      return "elementwise_add";
+    case BinaryOp::kSub:
+      return "elementwise_sub";
+    case BinaryOp::kMul:
+      return "elementwise_mul";
+    case BinaryOp::kDiv:
+      return "elementwise_div";
+  }
+  return "";
+}
+constexpr const char* ActivationOpType(Activation act) {
+  switch (act) {
+    case Activation::kRelu:
+      return "relu";
+    case Activation::kSigmoid:
+      return "sigmoid";
+    case Activation::kTanh:
+      return "tanh";
+    case Activation::kGelu:
+    case Activation::kGeluTanh:
+      return "gelu";
+  }
+  return "";
+}
 namespace math_kernels_internal {
 
 // GemmArgs for C = alpha * op(A) * op(B) with a dense C (ldc = n), as the
@@ -91,6 +122,9 @@ template <typename Policy>
 class FillConstantKernel final : public OpKernel {
  public:
   using Types = AllTypesWith16Bit;
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef("fill_constant", device_type).TypeConstraint("dtype", Types::DataTypes());
+  }
 
   absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
@@ -118,6 +152,9 @@ template <typename Policy, BinaryOp kOp>
 class ElementwiseKernel final : public OpKernel {
  public:
   using Types = NumericTypesWith16Bit;
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef(ElementwiseOpType(kOp), device_type).TypeConstraint("X", Types::DataTypes());
+  }
 
   absl::Status Init(const OpDesc& op) override { return prologue::ReadAttr(op, "axis", &axis_); }
 
@@ -166,6 +203,10 @@ class ElementwiseGradKernel final : public OpKernel {
  public:
   using Types =
       std::conditional_t<kOp == BinaryOp::kDiv, FloatTypesWith16Bit, NumericTypesWith16Bit>;
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef(std::string(ElementwiseOpType(kOp)) + "_grad", device_type)
+        .TypeConstraint("X", Types::DataTypes());
+  }
 
   absl::Status Init(const OpDesc& op) override { return prologue::ReadAttr(op, "axis", &axis_); }
 
@@ -247,6 +288,9 @@ template <typename Policy>
 class MatmulKernel final : public OpKernel {
  public:
   using Types = FloatTypesWith16Bit;
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef("matmul", device_type).TypeConstraint("X", Types::DataTypes());
+  }
 
   absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
@@ -282,6 +326,9 @@ template <typename Policy>
 class MatmulGradKernel final : public OpKernel {
  public:
   using Types = FloatTypesWith16Bit;
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef("matmul_grad", device_type).TypeConstraint("X", Types::DataTypes());
+  }
 
   absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
@@ -340,6 +387,9 @@ template <typename Policy>
 class ScaleKernel final : public OpKernel {
  public:
   using Types = NumericTypes;
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef("scale", device_type).TypeConstraint("X", Types::DataTypes());
+  }
 
   absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
@@ -367,6 +417,11 @@ template <typename Policy>
 class CastKernel final : public OpKernel {
  public:
   using Types = AllTypesWith16Bit;
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef("cast", device_type)
+        .TypeConstraint("X", Types::DataTypes())
+        .TypeConstraint("out_dtype", Types::DataTypes());
+  }
 
   absl::Status Init(const OpDesc& op) override {
     return prologue::ReadAttr(op, "out_dtype", &out_dtype_);
@@ -406,6 +461,9 @@ template <typename Policy, Activation kAct>
 class ActivationKernel final : public OpKernel {
  public:
   using Types = FloatTypesWith16Bit;
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef(ActivationOpType(kAct), device_type).TypeConstraint("X", Types::DataTypes());
+  }
 
   absl::Status Init(const OpDesc& op) override {
     ASSIGN_OR_RETURN(act_, ActivationOf(op, kAct));
@@ -440,6 +498,10 @@ template <typename Policy, Activation kAct>
 class ActivationGradKernel final : public OpKernel {
  public:
   using Types = FloatTypesWith16Bit;
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef(std::string(ActivationOpType(kAct)) + "_grad", device_type)
+        .TypeConstraint(GradForwardArg(kAct), Types::DataTypes());
+  }
 
   absl::Status Init(const OpDesc& op) override {
     ASSIGN_OR_RETURN(act_, ActivationOf(op, kAct));
@@ -477,6 +539,10 @@ template <typename Policy, bool kMean>
 class ReduceKernel final : public OpKernel {
  public:
   using Types = FloatTypes;
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef(kMean ? "reduce_mean" : "reduce_sum", device_type)
+        .TypeConstraint("X", Types::DataTypes());
+  }
 
   absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
@@ -507,6 +573,10 @@ template <typename Policy, bool kMean>
 class ReduceGradKernel final : public OpKernel {
  public:
   using Types = FloatTypes;
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef(kMean ? "reduce_mean_grad" : "reduce_sum_grad", device_type)
+        .TypeConstraint("X", Types::DataTypes());
+  }
 
   absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
@@ -536,6 +606,9 @@ template <typename Policy>
 class MulKernel final : public OpKernel {
  public:
   using Types = FloatTypesWith16Bit;
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef("mul", device_type).TypeConstraint("X", Types::DataTypes());
+  }
 
   absl::Status Init(const OpDesc& op) override { return cols_.Read(op); }
 
@@ -563,6 +636,9 @@ template <typename Policy>
 class MulGradKernel final : public OpKernel {
  public:
   using Types = FloatTypesWith16Bit;
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef("mul_grad", device_type).TypeConstraint("X", Types::DataTypes());
+  }
 
   absl::Status Init(const OpDesc& op) override { return cols_.Read(op); }
 
@@ -584,78 +660,25 @@ class MulGradKernel final : public OpKernel {
   prologue::NumColDims cols_;
 };
 
-namespace math_kernels_internal {
-
-// Registers Kernel for `op` and GradKernel for `op`_grad, with type
-// constraints on their arguments `arg` and `grad_arg`.
-template <typename Kernel, typename GradKernel>
-void RegisterPair(const std::string& device_type, const std::string& op, const char* arg,
-                  const char* grad_arg) {
-  KernelRegistry& registry = KernelRegistry::Global();
-  registry.Register(KernelDef(op, device_type).TypeConstraint(arg, Kernel::Types::DataTypes()),
-                    MakeKernelFactory<Kernel>());
-  registry.Register(
-      KernelDef(op + "_grad", device_type).TypeConstraint(grad_arg, GradKernel::Types::DataTypes()),
-      MakeKernelFactory<GradKernel>());
-}
-template <typename Policy, BinaryOp kOp>
-void RegisterElementwise(const std::string& device_type, const std::string& op) {
-  RegisterPair<ElementwiseKernel<Policy, kOp>, ElementwiseGradKernel<Policy, kOp>>(device_type, op,
-                                                                                   "X", "X");
-}
-template <typename Policy, Activation kAct>
-void RegisterActivation(const std::string& device_type, const std::string& op) {
-  RegisterPair<ActivationKernel<Policy, kAct>, ActivationGradKernel<Policy, kAct>>(
-      device_type, op, "X", GradForwardArg(kAct));
-}
-template <typename Policy, bool kMean>
-void RegisterReduce(const std::string& device_type, const std::string& op) {
-  RegisterPair<ReduceKernel<Policy, kMean>, ReduceGradKernel<Policy, kMean>>(device_type, op, "X",
-                                                                             "X");
-}
-
-}  // namespace math_kernels_internal
-
 // Registers every kernel above for `device_type` (see header comment).
 template <typename Policy>
 void RegisterMathKernels(const std::string& device_type) {
-  KernelRegistry& registry = KernelRegistry::Global();
-  registry.Register(KernelDef("fill_constant", device_type)
-                        .TypeConstraint("dtype", FillConstantKernel<Policy>::Types::DataTypes()),
-                    MakeKernelFactory<FillConstantKernel<Policy>>());
-  math_kernels_internal::RegisterElementwise<Policy, BinaryOp::kAdd>(device_type,
-                                                                     "elementwise_add");
-  math_kernels_internal::RegisterElementwise<Policy, BinaryOp::kSub>(device_type,
-                                                                     "elementwise_sub");
-  math_kernels_internal::RegisterElementwise<Policy, BinaryOp::kMul>(device_type,
-                                                                     "elementwise_mul");
-  math_kernels_internal::RegisterElementwise<Policy, BinaryOp::kDiv>(device_type,
-                                                                     "elementwise_div");
-  registry.Register(KernelDef("matmul", device_type)
-                        .TypeConstraint("X", MatmulKernel<Policy>::Types::DataTypes()),
-                    MakeKernelFactory<MatmulKernel<Policy>>());
-  registry.Register(KernelDef("matmul_grad", device_type)
-                        .TypeConstraint("X", MatmulGradKernel<Policy>::Types::DataTypes()),
-                    MakeKernelFactory<MatmulGradKernel<Policy>>());
-  registry.Register(
-      KernelDef("scale", device_type).TypeConstraint("X", ScaleKernel<Policy>::Types::DataTypes()),
-      MakeKernelFactory<ScaleKernel<Policy>>());
-  registry.Register(KernelDef("cast", device_type)
-                        .TypeConstraint("X", CastKernel<Policy>::Types::DataTypes())
-                        .TypeConstraint("out_dtype", CastKernel<Policy>::Types::DataTypes()),
-                    MakeKernelFactory<CastKernel<Policy>>());
-  math_kernels_internal::RegisterActivation<Policy, Activation::kRelu>(device_type, "relu");
-  math_kernels_internal::RegisterActivation<Policy, Activation::kSigmoid>(device_type, "sigmoid");
-  math_kernels_internal::RegisterActivation<Policy, Activation::kTanh>(device_type, "tanh");
-  math_kernels_internal::RegisterActivation<Policy, Activation::kGelu>(device_type, "gelu");
-  math_kernels_internal::RegisterReduce<Policy, /*kMean=*/false>(device_type, "reduce_sum");
-  math_kernels_internal::RegisterReduce<Policy, /*kMean=*/true>(device_type, "reduce_mean");
-  registry.Register(
-      KernelDef("mul", device_type).TypeConstraint("X", MulKernel<Policy>::Types::DataTypes()),
-      MakeKernelFactory<MulKernel<Policy>>());
-  registry.Register(KernelDef("mul_grad", device_type)
-                        .TypeConstraint("X", MulGradKernel<Policy>::Types::DataTypes()),
-                    MakeKernelFactory<MulGradKernel<Policy>>());
+  RegisterByContract<
+      FillConstantKernel<Policy>,  //
+      ElementwiseKernel<Policy, BinaryOp::kAdd>, ElementwiseGradKernel<Policy, BinaryOp::kAdd>,
+      ElementwiseKernel<Policy, BinaryOp::kSub>, ElementwiseGradKernel<Policy, BinaryOp::kSub>,
+      ElementwiseKernel<Policy, BinaryOp::kMul>, ElementwiseGradKernel<Policy, BinaryOp::kMul>,
+      ElementwiseKernel<Policy, BinaryOp::kDiv>, ElementwiseGradKernel<Policy, BinaryOp::kDiv>,  //
+      MatmulKernel<Policy>, MatmulGradKernel<Policy>,                                            //
+      ScaleKernel<Policy>, CastKernel<Policy>, ActivationKernel<Policy, Activation::kRelu>,
+      ActivationGradKernel<Policy, Activation::kRelu>,
+      ActivationKernel<Policy, Activation::kSigmoid>,
+      ActivationGradKernel<Policy, Activation::kSigmoid>,
+      ActivationKernel<Policy, Activation::kTanh>, ActivationGradKernel<Policy, Activation::kTanh>,
+      ActivationKernel<Policy, Activation::kGelu>, ActivationGradKernel<Policy, Activation::kGelu>,
+      ReduceKernel<Policy, /*kMean=*/false>, ReduceGradKernel<Policy, false>,
+      ReduceKernel<Policy, /*kMean=*/true>, ReduceGradKernel<Policy, true>, MulKernel<Policy>,
+      MulGradKernel<Policy>>(device_type);
 }
 
 }  // namespace tandem

@@ -6,8 +6,8 @@
 //   const HostKernelsRegistrar<SerialPolicy> host_kernels("sim");  // host_kernels.h  //
 //   host_kernels.h
 //
-// RegisterMetricKernels holds the registration line (all arguments in
-// device memory):
+// Each kernel class's static Contract is its registration line and RegisterMetricKernels lists them
+// (all arguments in device memory):
 //   accuracy    Out: float32, float64 (Label: int64)
 // The kernel validates its inputs with ops/loss/shape_fns.h
 // (InvalidArgument naming the op, the arguments or the bad label),
@@ -48,6 +48,9 @@ template <typename Policy>
 class AccuracyKernel final : public OpKernel {
  public:
   using Types = FloatTypes;
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef("accuracy", device_type).TypeConstraint("Out", Types::DataTypes());
+  }
 
   absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
@@ -97,10 +100,7 @@ class AccuracyKernel final : public OpKernel {
 // Registers the kernel above for `device_type` (see header comment).
 template <typename Policy>
 void RegisterMetricKernels(const std::string& device_type) {
-  KernelRegistry::Global().Register(
-      KernelDef("accuracy", device_type)
-          .TypeConstraint("Out", AccuracyKernel<Policy>::Types::DataTypes()),
-      MakeKernelFactory<AccuracyKernel<Policy>>());
+  RegisterByContract<AccuracyKernel<Policy>>(device_type);
 }
 
 }  // namespace tandem

@@ -7,8 +7,8 @@
 //   const HostKernelsRegistrar<SerialPolicy> host_kernels("sim");  // host_kernels.h  //
 //   host_kernels.h
 //
-// RegisterNnKernels holds the registration lines (all arguments in device
-// memory):
+// Each kernel class's static Contract is its registration line and RegisterNnKernels lists them
+// (all arguments in device memory):
 //   lookup_table(_grad)       W: float32, float64 (Ids: int64)
 //   l2_normalize(_grad)       X: float32, float64
 //   fc(_grad)                 Input: float32, float64
@@ -62,6 +62,15 @@ template <typename Policy>
 class LookupTableKernel final : public OpKernel {
  public:
   using Types = FloatTypes;
+  // Without a padding row, a lookup reads W row by row.
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef("lookup_table", device_type)
+        .TypeConstraint("W", Types::DataTypes())
+        .GathersRows("W", "Ids", "Out", [](const OpDesc& op) {
+          prologue::LookupAttrs attrs;
+          return attrs.Read(op).ok() && attrs.padding_idx == -1;
+        });
+  }
 
   absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
@@ -100,6 +109,15 @@ template <typename Policy>
 class LookupTableGradKernel final : public OpKernel {
  public:
   using Types = FloatTypes;
+  // A sparse gradient's rows are the ids.
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef("lookup_table_grad", device_type)
+        .TypeConstraint("W", Types::DataTypes())
+        .SparseRowsFrom("Ids", "W@GRAD", [](const OpDesc& op) {
+          prologue::LookupAttrs attrs;
+          return attrs.Read(op).ok() && attrs.is_sparse;
+        });
+  }
 
   absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
@@ -157,6 +175,9 @@ template <typename Policy>
 class L2NormalizeKernel final : public OpKernel {
  public:
   using Types = FloatTypes;
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef("l2_normalize", device_type).TypeConstraint("X", Types::DataTypes());
+  }
 
   absl::Status Init(const OpDesc& op) override {
     ASSIGN_OR_RETURN(axis_, GetAttr<int64_t>(op.attrs, "axis", op.type));
@@ -188,6 +209,9 @@ template <typename Policy>
 class L2NormalizeGradKernel final : public OpKernel {
  public:
   using Types = FloatTypes;
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef("l2_normalize_grad", device_type).TypeConstraint("X", Types::DataTypes());
+  }
 
   absl::Status Init(const OpDesc& op) override {
     ASSIGN_OR_RETURN(axis_, GetAttr<int64_t>(op.attrs, "axis", op.type));
@@ -227,6 +251,9 @@ template <typename Policy>
 class FcKernel final : public OpKernel {
  public:
   using Types = FloatTypesWith16Bit;
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef("fc", device_type).TypeConstraint("Input", Types::DataTypes());
+  }
 
   absl::Status Init(const OpDesc& op) override {
     return prologue::ReadAttr(op, "in_num_col_dims", &in_num_col_dims_);
@@ -257,6 +284,9 @@ template <typename Policy>
 class FcGradKernel final : public OpKernel {
  public:
   using Types = FloatTypesWith16Bit;
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef("fc_grad", device_type).TypeConstraint("Input", Types::DataTypes());
+  }
 
   absl::Status Init(const OpDesc& op) override {
     return prologue::ReadAttr(op, "in_num_col_dims", &in_num_col_dims_);
@@ -291,6 +321,9 @@ template <typename Policy>
 class SoftmaxKernel final : public OpKernel {
  public:
   using Types = FloatTypes;
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef("softmax", device_type).TypeConstraint("X", Types::DataTypes());
+  }
 
   absl::Status Init(const OpDesc& op) override { return prologue::ReadAttr(op, "axis", &axis_); }
 
@@ -315,6 +348,9 @@ template <typename Policy>
 class SoftmaxGradKernel final : public OpKernel {
  public:
   using Types = FloatTypes;
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef("softmax_grad", device_type).TypeConstraint("Out", Types::DataTypes());
+  }
 
   absl::Status Init(const OpDesc& op) override { return prologue::ReadAttr(op, "axis", &axis_); }
 
@@ -341,43 +377,10 @@ class SoftmaxGradKernel final : public OpKernel {
 // Registers every kernel above for `device_type` (see header comment).
 template <typename Policy>
 void RegisterNnKernels(const std::string& device_type) {
-  KernelRegistry& registry = KernelRegistry::Global();
-  // Without a padding row, a lookup reads W row by row; a sparse gradient's
-  // rows are the ids.
-  auto no_padding = [](const OpDesc& op) {
-    prologue::LookupAttrs attrs;
-    return attrs.Read(op).ok() && attrs.padding_idx == -1;
-  };
-  auto sparse = [](const OpDesc& op) {
-    prologue::LookupAttrs attrs;
-    return attrs.Read(op).ok() && attrs.is_sparse;
-  };
-  registry.Register(KernelDef("lookup_table", device_type)
-                        .TypeConstraint("W", LookupTableKernel<Policy>::Types::DataTypes())
-                        .GathersRows("W", "Ids", "Out", no_padding),
-                    MakeKernelFactory<LookupTableKernel<Policy>>());
-  registry.Register(KernelDef("lookup_table_grad", device_type)
-                        .TypeConstraint("W", LookupTableGradKernel<Policy>::Types::DataTypes())
-                        .SparseRowsFrom("Ids", "W@GRAD", sparse),
-                    MakeKernelFactory<LookupTableGradKernel<Policy>>());
-  registry.Register(KernelDef("l2_normalize", device_type)
-                        .TypeConstraint("X", L2NormalizeKernel<Policy>::Types::DataTypes()),
-                    MakeKernelFactory<L2NormalizeKernel<Policy>>());
-  registry.Register(KernelDef("l2_normalize_grad", device_type)
-                        .TypeConstraint("X", L2NormalizeGradKernel<Policy>::Types::DataTypes()),
-                    MakeKernelFactory<L2NormalizeGradKernel<Policy>>());
-  registry.Register(
-      KernelDef("fc", device_type).TypeConstraint("Input", FcKernel<Policy>::Types::DataTypes()),
-      MakeKernelFactory<FcKernel<Policy>>());
-  registry.Register(KernelDef("fc_grad", device_type)
-                        .TypeConstraint("Input", FcGradKernel<Policy>::Types::DataTypes()),
-                    MakeKernelFactory<FcGradKernel<Policy>>());
-  registry.Register(KernelDef("softmax", device_type)
-                        .TypeConstraint("X", SoftmaxKernel<Policy>::Types::DataTypes()),
-                    MakeKernelFactory<SoftmaxKernel<Policy>>());
-  registry.Register(KernelDef("softmax_grad", device_type)
-                        .TypeConstraint("Out", SoftmaxGradKernel<Policy>::Types::DataTypes()),
-                    MakeKernelFactory<SoftmaxGradKernel<Policy>>());
+  RegisterByContract<LookupTableKernel<Policy>, LookupTableGradKernel<Policy>,
+                     L2NormalizeKernel<Policy>, L2NormalizeGradKernel<Policy>, FcKernel<Policy>,
+                     FcGradKernel<Policy>, SoftmaxKernel<Policy>, SoftmaxGradKernel<Policy>>(
+      device_type);
 }
 
 }  // namespace tandem

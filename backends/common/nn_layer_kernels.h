@@ -6,8 +6,8 @@
 //   const HostKernelsRegistrar<SerialPolicy> host_kernels("sim");  // host_kernels.h  //
 //   host_kernels.h
 //
-// RegisterNnLayerKernels holds the registration lines (all arguments in
-// device memory):
+// Each kernel class's static Contract is its registration line and RegisterNnLayerKernels lists
+// them (all arguments in device memory):
 //   dropout(_grad)        X / Out@GRAD: float32, float64
 //   conv2d(_grad)         Input: NnLayerKernelTypes::conv2d (default float32, float64)
 //   pool2d(_grad)         X: NnLayerKernelTypes::pool2d (default float32, float64)
@@ -57,6 +57,9 @@ template <typename Policy>
 class DropoutKernel final : public OpKernel {
  public:
   using Types = FloatTypesWith16Bit;
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef("dropout", device_type).TypeConstraint("X", Types::DataTypes());
+  }
 
   absl::Status Init(const OpDesc& op) override { return dropout_.Read(op); }
 
@@ -94,6 +97,9 @@ template <typename Policy>
 class DropoutGradKernel final : public OpKernel {
  public:
   using Types = FloatTypesWith16Bit;
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef("dropout_grad", device_type).TypeConstraint("Out@GRAD", Types::DataTypes());
+  }
 
   absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
@@ -126,6 +132,11 @@ template <typename Policy>
 class Conv2DKernel final : public OpKernel {
  public:
   using Types = FloatTypesWith16Bit;
+  // `types`: the dtypes this backend registers (NnLayerKernelTypes).
+  static KernelDef Contract(const std::string& device_type,
+                            std::vector<DataType> types = Types::DataTypes()) {
+    return KernelDef("conv2d", device_type).TypeConstraint("Input", std::move(types));
+  }
 
   absl::Status Init(const OpDesc& op) override {
     return prologue::Store(ReadConv2DParams(op), &params_);
@@ -155,6 +166,11 @@ template <typename Policy>
 class Conv2DGradKernel final : public OpKernel {
  public:
   using Types = FloatTypesWith16Bit;
+  // `types`: the dtypes this backend registers (NnLayerKernelTypes).
+  static KernelDef Contract(const std::string& device_type,
+                            std::vector<DataType> types = Types::DataTypes()) {
+    return KernelDef("conv2d_grad", device_type).TypeConstraint("Input", std::move(types));
+  }
 
   absl::Status Init(const OpDesc& op) override {
     return prologue::Store(ReadConv2DParams(op), &params_);
@@ -192,6 +208,11 @@ template <typename Policy>
 class Pool2DKernel final : public OpKernel {
  public:
   using Types = FloatTypes;
+  // `types`: the dtypes this backend registers (NnLayerKernelTypes).
+  static KernelDef Contract(const std::string& device_type,
+                            std::vector<DataType> types = Types::DataTypes()) {
+    return KernelDef("pool2d", device_type).TypeConstraint("X", std::move(types));
+  }
 
   absl::Status Init(const OpDesc& op) override {
     return prologue::Store(ReadPool2DParams(op), &params_);
@@ -217,6 +238,11 @@ template <typename Policy>
 class Pool2DGradKernel final : public OpKernel {
  public:
   using Types = FloatTypes;
+  // `types`: the dtypes this backend registers (NnLayerKernelTypes).
+  static KernelDef Contract(const std::string& device_type,
+                            std::vector<DataType> types = Types::DataTypes()) {
+    return KernelDef("pool2d_grad", device_type).TypeConstraint("X", std::move(types));
+  }
 
   absl::Status Init(const OpDesc& op) override {
     return prologue::Store(ReadPool2DParams(op), &params_);
@@ -242,6 +268,9 @@ template <typename Policy>
 class LayerNormKernel final : public OpKernel {
  public:
   using Types = FloatTypes;
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef("layer_norm", device_type).TypeConstraint("X", Types::DataTypes());
+  }
 
   absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
@@ -268,6 +297,9 @@ template <typename Policy>
 class LayerNormGradKernel final : public OpKernel {
  public:
   using Types = FloatTypes;
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef("layer_norm_grad", device_type).TypeConstraint("X", Types::DataTypes());
+  }
 
   absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
@@ -299,6 +331,9 @@ template <typename Policy>
 class SelfAttentionKernel final : public OpKernel {
  public:
   using Types = FloatTypesWith16Bit;
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef("self_attention", device_type).TypeConstraint("QKV", Types::DataTypes());
+  }
 
   absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
@@ -326,6 +361,9 @@ template <typename Policy>
 class SelfAttentionGradKernel final : public OpKernel {
  public:
   using Types = FloatTypesWith16Bit;
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef("self_attention_grad", device_type).TypeConstraint("QKV", Types::DataTypes());
+  }
 
   absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
@@ -360,36 +398,22 @@ struct NnLayerKernelTypes {
 template <typename Policy>
 void RegisterNnLayerKernels(const std::string& device_type,
                             const NnLayerKernelTypes& types = NnLayerKernelTypes()) {
+  RegisterByContract<DropoutKernel<Policy>, DropoutGradKernel<Policy>, LayerNormKernel<Policy>,
+                     LayerNormGradKernel<Policy>, SelfAttentionKernel<Policy>,
+                     SelfAttentionGradKernel<Policy>>(device_type);
   KernelRegistry& registry = KernelRegistry::Global();
-  const std::vector<DataType> floats = FloatTypes::DataTypes();
-  registry.Register(KernelDef("dropout", device_type)
-                        .TypeConstraint("X", DropoutKernel<Policy>::Types::DataTypes()),
-                    MakeKernelFactory<DropoutKernel<Policy>>());
-  registry.Register(KernelDef("dropout_grad", device_type)
-                        .TypeConstraint("Out@GRAD", DropoutGradKernel<Policy>::Types::DataTypes()),
-                    MakeKernelFactory<DropoutGradKernel<Policy>>());
   if (!types.conv2d.empty()) {
-    registry.Register(KernelDef("conv2d", device_type).TypeConstraint("Input", types.conv2d),
+    registry.Register(Conv2DKernel<Policy>::Contract(device_type, types.conv2d),
                       MakeKernelFactory<Conv2DKernel<Policy>>());
-    registry.Register(KernelDef("conv2d_grad", device_type).TypeConstraint("Input", types.conv2d),
+    registry.Register(Conv2DGradKernel<Policy>::Contract(device_type, types.conv2d),
                       MakeKernelFactory<Conv2DGradKernel<Policy>>());
   }
   if (!types.pool2d.empty()) {
-    registry.Register(KernelDef("pool2d", device_type).TypeConstraint("X", types.pool2d),
+    registry.Register(Pool2DKernel<Policy>::Contract(device_type, types.pool2d),
                       MakeKernelFactory<Pool2DKernel<Policy>>());
-    registry.Register(KernelDef("pool2d_grad", device_type).TypeConstraint("X", types.pool2d),
+    registry.Register(Pool2DGradKernel<Policy>::Contract(device_type, types.pool2d),
                       MakeKernelFactory<Pool2DGradKernel<Policy>>());
   }
-  registry.Register(KernelDef("layer_norm", device_type).TypeConstraint("X", floats),
-                    MakeKernelFactory<LayerNormKernel<Policy>>());
-  registry.Register(KernelDef("layer_norm_grad", device_type).TypeConstraint("X", floats),
-                    MakeKernelFactory<LayerNormGradKernel<Policy>>());
-  registry.Register(KernelDef("self_attention", device_type)
-                        .TypeConstraint("QKV", SelfAttentionKernel<Policy>::Types::DataTypes()),
-                    MakeKernelFactory<SelfAttentionKernel<Policy>>());
-  registry.Register(KernelDef("self_attention_grad", device_type)
-                        .TypeConstraint("QKV", SelfAttentionGradKernel<Policy>::Types::DataTypes()),
-                    MakeKernelFactory<SelfAttentionGradKernel<Policy>>());
 }
 
 }  // namespace tandem

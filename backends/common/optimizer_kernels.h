@@ -6,7 +6,8 @@
 //   const HostKernelsRegistrar<SerialPolicy> host_kernels("sim");  // host_kernels.h  //
 //   host_kernels.h
 //
-// RegisterOptimizerKernels holds the registration lines:
+// Each kernel class's static Contract is its registration line and RegisterOptimizerKernels lists
+// them:
 //   sgd       Param: float32, float64; Grad also bfloat16, float16 (dense, of a
 //             float32 Param: widened in the kernel); HostMemory(LearningRate)
 //   momentum  the same
@@ -181,6 +182,15 @@ template <typename Policy>
 class SgdKernel final : public OpKernel {
  public:
   using Types = FloatTypes;
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef("sgd", device_type)
+        .TypeConstraint("Param", Types::DataTypes())
+        .TypeConstraint("Grad", kFloatTypesWith16Bit)
+        .HostMemory("LearningRate")
+        .HostMemory("SkipUpdate")
+        .HostMemory("GradScale")
+        .UpdatesRowsOf("Param", "Grad");
+  }
 
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const prologue::UpdateArgs a, prologue::GetSgdArgs(*ctx));
@@ -218,6 +228,15 @@ template <typename Policy>
 class MomentumKernel final : public OpKernel {
  public:
   using Types = FloatTypes;
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef("momentum", device_type)
+        .TypeConstraint("Param", Types::DataTypes())
+        .TypeConstraint("Grad", kFloatTypesWith16Bit)
+        .HostMemory("LearningRate")
+        .HostMemory("SkipUpdate")
+        .HostMemory("GradScale")
+        .UpdatesRowsOf("Param", "Grad");
+  }
 
   absl::Status Init(const OpDesc& op) override {
     return prologue::Store(GetMomentumAttrs(op), &attrs_);
@@ -270,6 +289,19 @@ template <typename Policy>
 class AdamKernel final : public OpKernel {
  public:
   using Types = FloatTypes;
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef("adam", device_type)
+        .TypeConstraint("Param", Types::DataTypes())
+        .TypeConstraint("Grad", kFloatTypesWith16Bit)
+        .HostMemory("LearningRate")
+        .HostMemory("Beta1Pow")
+        .HostMemory("Beta2Pow")
+        .HostMemory("Beta1PowOut")
+        .HostMemory("Beta2PowOut")
+        .HostMemory("SkipUpdate")
+        .HostMemory("GradScale")
+        .UpdatesRowsOf("Param", "Grad");
+  }
 
   absl::Status Init(const OpDesc& op) override {
     return prologue::Store(GetAdamAttrs(op), &attrs_);
@@ -335,6 +367,11 @@ template <typename Policy>
 class CheckFiniteAndUnscaleKernel final : public OpKernel {
  public:
   using Types = FloatTypes;
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef("check_finite_and_unscale", device_type)
+        .TypeConstraint("X", Types::DataTypes())
+        .HostMemory("Scale");
+  }
 
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const prologue::UnscaleArgs a, prologue::GetUnscaleArgs(ctx));
@@ -364,6 +401,17 @@ class CheckFiniteAndUnscaleKernel final : public OpKernel {
 template <typename Policy>
 class UpdateLossScalingKernel final : public OpKernel {
  public:
+  // Everything in host memory, so a device registers it too (backends/cuda
+  // does) and runs it on the host.
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef("update_loss_scaling", device_type)
+        .HostMemory("FoundInfinite")
+        .HostMemory("PrevLossScaling")
+        .HostMemory("InGoodSteps")
+        .HostMemory("LossScaling")
+        .HostMemory("OutGoodSteps")
+        .HostMemory("StepSkipped");
+  }
   absl::Status Init(const OpDesc& op) override {
     ASSIGN_OR_RETURN(attrs_, GetLossScalingAttrs(op));
     return absl::OkStatus();
@@ -404,6 +452,9 @@ template <typename Policy>
 class SquaredL2NormKernel final : public OpKernel {
  public:
   using Types = FloatTypesWith16Bit;
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef("squared_l2_norm", device_type).TypeConstraint("X", Types::DataTypes());
+  }
 
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const prologue::SquaredNormArgs a, prologue::GetSquaredNormArgs(ctx));
@@ -423,6 +474,14 @@ class SquaredL2NormKernel final : public OpKernel {
 // global_norm_clip (see its op doc), on host memory.
 class GlobalNormClipKernel final : public OpKernel {
  public:
+  // Everything in host memory, so a device registers it too (backends/cuda
+  // does) and runs it on the host.
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef("global_norm_clip", device_type)
+        .HostMemory("SquaredNorms")
+        .HostMemory("Scale")
+        .HostMemory("GlobalNorm");
+  }
   absl::Status Init(const OpDesc& op) override {
     ASSIGN_OR_RETURN(max_norm_, GetAttr<double>(op.attrs, "max_norm", op.type));
     return absl::OkStatus();
@@ -439,74 +498,12 @@ class GlobalNormClipKernel final : public OpKernel {
   double max_norm_ = 1;
 };
 
-// global_norm_clip's registration line: everything in host memory, so a
-// device registers it too (backends/cuda does) and runs it on the host.
-inline KernelDef GlobalNormClipDef(const std::string& device_type) {
-  return KernelDef("global_norm_clip", device_type)
-      .HostMemory("SquaredNorms")
-      .HostMemory("Scale")
-      .HostMemory("GlobalNorm");
-}
-
-// update_loss_scaling's registration line: everything in host memory, so
-// a device registers it too (backends/cuda does) and runs it on the host.
-inline KernelDef UpdateLossScalingDef(const std::string& device_type) {
-  return KernelDef("update_loss_scaling", device_type)
-      .HostMemory("FoundInfinite")
-      .HostMemory("PrevLossScaling")
-      .HostMemory("InGoodSteps")
-      .HostMemory("LossScaling")
-      .HostMemory("OutGoodSteps")
-      .HostMemory("StepSkipped");
-}
-
 // Registers every kernel above for `device_type` (see header comment).
 template <typename Policy>
 void RegisterOptimizerKernels(const std::string& device_type) {
-  KernelRegistry::Global().Register(
-      KernelDef("sgd", device_type)
-          .TypeConstraint("Param", SgdKernel<Policy>::Types::DataTypes())
-          .TypeConstraint("Grad", kFloatTypesWith16Bit)
-          .HostMemory("LearningRate")
-          .HostMemory("SkipUpdate")
-          .HostMemory("GradScale")
-          .UpdatesRowsOf("Param", "Grad"),
-      MakeKernelFactory<SgdKernel<Policy>>());
-  KernelRegistry::Global().Register(
-      KernelDef("momentum", device_type)
-          .TypeConstraint("Param", MomentumKernel<Policy>::Types::DataTypes())
-          .TypeConstraint("Grad", kFloatTypesWith16Bit)
-          .HostMemory("LearningRate")
-          .HostMemory("SkipUpdate")
-          .HostMemory("GradScale")
-          .UpdatesRowsOf("Param", "Grad"),
-      MakeKernelFactory<MomentumKernel<Policy>>());
-  KernelRegistry::Global().Register(
-      KernelDef("adam", device_type)
-          .TypeConstraint("Param", AdamKernel<Policy>::Types::DataTypes())
-          .TypeConstraint("Grad", kFloatTypesWith16Bit)
-          .HostMemory("LearningRate")
-          .HostMemory("Beta1Pow")
-          .HostMemory("Beta2Pow")
-          .HostMemory("Beta1PowOut")
-          .HostMemory("Beta2PowOut")
-          .HostMemory("SkipUpdate")
-          .HostMemory("GradScale")
-          .UpdatesRowsOf("Param", "Grad"),
-      MakeKernelFactory<AdamKernel<Policy>>());
-  KernelRegistry::Global().Register(
-      KernelDef("check_finite_and_unscale", device_type)
-          .TypeConstraint("X", CheckFiniteAndUnscaleKernel<Policy>::Types::DataTypes())
-          .HostMemory("Scale"),
-      MakeKernelFactory<CheckFiniteAndUnscaleKernel<Policy>>());
-  KernelRegistry::Global().Register(UpdateLossScalingDef(device_type),
-                                    MakeKernelFactory<UpdateLossScalingKernel<Policy>>());
-  KernelRegistry::Global().Register(
-      KernelDef("squared_l2_norm", device_type)
-          .TypeConstraint("X", SquaredL2NormKernel<Policy>::Types::DataTypes()),
-      MakeKernelFactory<SquaredL2NormKernel<Policy>>());
-  KernelRegistry::Global().Register(GlobalNormClipDef(device_type),
-                                    MakeKernelFactory<GlobalNormClipKernel>());
+  RegisterByContract<SgdKernel<Policy>, MomentumKernel<Policy>, AdamKernel<Policy>,
+                     CheckFiniteAndUnscaleKernel<Policy>, UpdateLossScalingKernel<Policy>,
+                     SquaredL2NormKernel<Policy>, GlobalNormClipKernel>(device_type);
 }
 
 }  // namespace tandem

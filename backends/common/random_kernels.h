@@ -6,7 +6,8 @@
 //   const HostKernelsRegistrar<SerialPolicy> host_kernels("sim");  // host_kernels.h  //
 //   host_kernels.h
 //
-// RegisterRandomKernels holds the registration lines:
+// Each kernel class's static Contract is its registration line and RegisterRandomKernels lists
+// them:
 //   uniform_random    attr dtype: float32, float64
 //   gaussian_random   attr dtype: float32, float64
 // Values come from the counter-based generators (counter_random.h): element
@@ -39,6 +40,9 @@ template <typename Policy>
 class UniformRandomKernel final : public OpKernel {
  public:
   using Types = FloatTypes;
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef("uniform_random", device_type).TypeConstraint("dtype", Types::DataTypes());
+  }
 
   absl::Status Init(const OpDesc& op) override {
     ASSIGN_OR_RETURN(attrs_, UniformRandomAttrs::Read(op));
@@ -69,6 +73,9 @@ template <typename Policy>
 class GaussianRandomKernel final : public OpKernel {
  public:
   using Types = FloatTypes;
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef("gaussian_random", device_type).TypeConstraint("dtype", Types::DataTypes());
+  }
 
   absl::Status Init(const OpDesc& op) override {
     ASSIGN_OR_RETURN(attrs_, GaussianRandomAttrs::Read(op));
@@ -96,14 +103,7 @@ class GaussianRandomKernel final : public OpKernel {
 // Registers every kernel above for `device_type` (see header comment).
 template <typename Policy>
 void RegisterRandomKernels(const std::string& device_type) {
-  KernelRegistry::Global().Register(
-      KernelDef("uniform_random", device_type)
-          .TypeConstraint("dtype", UniformRandomKernel<Policy>::Types::DataTypes()),
-      MakeKernelFactory<UniformRandomKernel<Policy>>());
-  KernelRegistry::Global().Register(
-      KernelDef("gaussian_random", device_type)
-          .TypeConstraint("dtype", GaussianRandomKernel<Policy>::Types::DataTypes()),
-      MakeKernelFactory<GaussianRandomKernel<Policy>>());
+  RegisterByContract<UniformRandomKernel<Policy>, GaussianRandomKernel<Policy>>(device_type);
 }
 
 }  // namespace tandem

@@ -11,10 +11,12 @@
 #define TANDEM_BACKENDS_COMMON_RESHAPE_KERNELS_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "framework/kernel/kernel_context.h"
+#include "framework/kernel/kernel_registry.h"
 #include "framework/kernel/op_kernel.h"
 #include "framework/op/op_desc.h"
 
@@ -24,6 +26,9 @@ namespace tandem {
 // ReshapeShape), sharing X's buffer: no element moves.
 class ReshapeKernel final : public OpKernel {
  public:
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef("reshape", device_type).TypeConstraint("X", kNumericTypes);
+  }
   absl::Status Init(const OpDesc& op) override;
   absl::Status Compute(KernelContext* ctx) override;
 
@@ -35,6 +40,9 @@ class ReshapeKernel final : public OpKernel {
 // have X's dtype and element count.
 class ReshapeGradKernel final : public OpKernel {
  public:
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef("reshape_grad", device_type).TypeConstraint("X", kNumericTypes);
+  }
   absl::Status Compute(KernelContext* ctx) override;
 };
 

@@ -31,9 +31,8 @@ namespace tandem {
 namespace cuda {
 namespace {
 
-REGISTER_KERNEL(KernelDef("reshape", "gpu").TypeConstraint("X", kNumericTypes), ReshapeKernel);
-REGISTER_KERNEL(KernelDef("reshape_grad", "gpu").TypeConstraint("X", kNumericTypes),
-                ReshapeGradKernel);
+REGISTER_KERNEL(ReshapeKernel::Contract("gpu"), ReshapeKernel);
+REGISTER_KERNEL(ReshapeGradKernel::Contract("gpu"), ReshapeGradKernel);
 
 template <bool kGrad>
 class TransposeKernel : public OpKernel {

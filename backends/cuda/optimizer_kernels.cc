@@ -244,8 +244,9 @@ REGISTER_KERNEL(KernelDef("check_finite_and_unscale", "gpu")
                     .HostMemory("Scale"),
                 CheckFiniteAndUnscaleKernel);
 // Host code on host memory: the host kernel itself.
-REGISTER_KERNEL(UpdateLossScalingDef("gpu"), UpdateLossScalingKernel<SerialPolicy>);
-REGISTER_KERNEL(GlobalNormClipDef("gpu"), GlobalNormClipKernel);
+REGISTER_KERNEL(UpdateLossScalingKernel<SerialPolicy>::Contract("gpu"),
+                UpdateLossScalingKernel<SerialPolicy>);
+REGISTER_KERNEL(GlobalNormClipKernel::Contract("gpu"), GlobalNormClipKernel);
 
 // squared_l2_norm: block partial sums of squares in double, then one block
 // adds them in order.

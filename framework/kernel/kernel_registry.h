@@ -251,6 +251,29 @@ KernelFactory MakeKernelFactory() {
   };
 }
 
+// A kernel class that several backends register (backends/common, templated
+// on an execution policy) carries its registration line beside it, as a
+// static member taking the device type:
+//
+//   template <typename Policy>
+//   class ScaleKernel final : public OpKernel {
+//    public:
+//     using Types = NumericTypes;
+//     static KernelDef Contract(const std::string& device_type) {
+//       return KernelDef("scale", device_type).TypeConstraint("X", Types::DataTypes());
+//     }
+//     ...
+//   };
+//   RegisterByContract<ScaleKernel<CpuPolicy>, MeanKernel<CpuPolicy>>("cpu");
+//
+// Registers each of `Kernels` for `device_type` with its Contract. Called
+// during static initialisation (backends/common/host_kernels.h).
+template <typename... Kernels>
+void RegisterByContract(const std::string& device_type) {
+  (KernelRegistry::Global().Register(Kernels::Contract(device_type), MakeKernelFactory<Kernels>()),
+   ...);
+}
+
 #define TANDEM_KERNEL_CONCAT_INNER_(a, b) a##b
 #define TANDEM_KERNEL_CONCAT_(a, b) TANDEM_KERNEL_CONCAT_INNER_(a, b)
 // REGISTER_KERNEL(KernelDef(...)..., KernelClass): the class is
