@@ -33,6 +33,7 @@
 #include "examples/common/trainer_checkpoint.h"
 #include "examples/gpt/corpus.h"
 #include "framework/amp/amp.h"
+#include "framework/backward/recompute.h"
 #include "framework/autoplace/optimizer_offload.h"
 #include "framework/base/status_macros.h"
 #include "framework/memory/cpu_allocator.h"
@@ -63,6 +64,10 @@ DEFINE_string(offload, "none",
               "none; optimizer: the float32 weights and Adam's state stay in host memory and the "
               "updates run on the CPU, the device holds 16-bit copies (needs --amp); auto: only as "
               "many parameters as the device's --memory_budget_mb needs, last read first");
+DEFINE_string(recompute, "none",
+              "activation recomputation: none, or cheap (the layer norms' and gelus' outputs "
+              "made again in the backward instead of kept from the forward: less device memory, "
+              "the same losses)");
 DEFINE_double(offload_fraction, 1.0,
               "with --offload=optimizer: offload only this fraction of the parameters' bytes, "
               "last read first (a hand-chosen partial offload)");
@@ -91,6 +96,7 @@ absl::StatusOr<GptConfig> ConfigFromFlags() {
   }
   c.seed = FLAGS_seed;
   ASSIGN_OR_RETURN(c.amp, ParseAmpFlag(FLAGS_amp));
+  ASSIGN_OR_RETURN(c.recompute, ParseRecomputeFlag(FLAGS_recompute));
   if (FLAGS_offload != "none" && FLAGS_offload != "optimizer" && FLAGS_offload != "auto") {
     return absl::InvalidArgumentError(
         absl::StrCat("--offload must be none, optimizer or auto, got '", FLAGS_offload, "'"));
@@ -224,8 +230,8 @@ absl::Status Train() {
   ProgramBuilder builder;
   ASSIGN_OR_RETURN(GptModel model, BuildGptModel(config, &adam, &builder));
   std::printf(
-      "gpt: %lld layers x %lld, %lld heads, seq %lld, %.2f M parameters on %s%s%s, batch %lld, "
-      "corpus %s (%lld files, %lld train / %lld validation bytes), executor: %s\n",
+      "gpt: %lld layers x %lld, %lld heads, seq %lld, %.2f M parameters on %s%s%s, batch %lld"
+      "%s, corpus %s (%lld files, %lld train / %lld validation bytes), executor: %s\n",
       static_cast<long long>(config.layers), static_cast<long long>(config.width),
       static_cast<long long>(config.heads), static_cast<long long>(config.seq),
       config.NumParameters() / 1e6, place.ToString().c_str(),
@@ -237,7 +243,8 @@ absl::Status Train() {
           : absl::StrFormat(", %.0f%% of the optimizer offloaded to the cpu",
                             100 * FLAGS_offload_fraction)
                 .c_str(),
-      static_cast<long long>(FLAGS_batch_size), FLAGS_corpus.c_str(),
+      static_cast<long long>(FLAGS_batch_size),
+      config.recompute.has_value() ? ", recomputing cheap activations" : "", FLAGS_corpus.c_str(),
       static_cast<long long>(corpus.files()), static_cast<long long>(corpus.train_bytes()),
       static_cast<long long>(corpus.validation_bytes()),
       ExecutorMode(ExampleExecutorOptions()).c_str());
@@ -353,9 +360,8 @@ absl::Status Train() {
     if (sync && step < FLAGS_steps) RETURN_IF_ERROR(start(step));
   }
   if (!step_ms.empty()) {
-    std::printf("step time: median %.2f ms over %zu steps (%lld tokens a step)\n",
-                Median(step_ms), step_ms.size(),
-                static_cast<long long>(FLAGS_batch_size * config.seq));
+    std::printf("step time: median %.2f ms over %zu steps (%lld tokens a step)\n", Median(step_ms),
+                step_ms.size(), static_cast<long long>(FLAGS_batch_size * config.seq));
   }
   std::printf("%s (training steps)\n",
               EstimatedVersusMeasured(*plan, place, 0, /*pipelined=*/true).c_str());

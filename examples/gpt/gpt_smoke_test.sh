@@ -2,7 +2,8 @@
 # Short runs of the GPT trainer on the CPU and on sim:0: the loss falls
 # well below a uniform guess over bytes (ln 256 = 5.55), the validation
 # perplexity is printed, a run resumed from its checkpoint continues the
-# uninterrupted run's losses, --amp=bf16 learns too, and a missing or
+# uninterrupted run's losses, --amp=bf16 learns too, --recompute=cheap
+# gives the same losses with less device memory, and a missing or
 # binary corpus is a clear error. The corpus is Debian's fortunes when
 # installed (tools/setup.sh), else a text written here.
 set -euo pipefail
@@ -80,6 +81,17 @@ fi
 grep -q "the smallest budget that would fit (memory_budget_mb=" "$tmp/err" || { echo "FAILED: $(cat "$tmp/err")"; exit 1; }
 if "$bin" $small --steps=1 --offload=optimizer 2> "$tmp/err"; then echo "FAILED: no error"; exit 1; fi
 grep -q "needs --amp" "$tmp/err" || { echo "FAILED: $(cat "$tmp/err")"; exit 1; }
+
+# Recomputation: the offloaded run's losses again, with a smaller device peak.
+recomputed=$("$bin" $small --place=sim:0 --steps=100 --amp=bf16 --offload=optimizer --recompute=cheap)
+grep -q "recomputing cheap activations" <<<"$recomputed" || { echo "FAILED: no recompute"; exit 1; }
+[[ "$(losses "$offloaded")" == "$(losses "$recomputed")" ]] ||
+  { echo "FAILED: recompute changed the losses"; exit 1; }
+measured() { grep -oP "sim:0 est. peak [0-9]+ bytes \([^)]*\), measured \K[0-9]+" <<<"$1"; }
+echo "measured peaks: kept $(measured "$offloaded"), recomputed $(measured "$recomputed")"
+check "recompute lowers the measured peak" 'b < a' "$(measured "$offloaded")" "$(measured "$recomputed")"
+if "$bin" $small --steps=1 --recompute=everything 2> "$tmp/err"; then echo "FAILED: no error"; exit 1; fi
+grep -q "unknown value 'everything'; accepted: none, cheap" "$tmp/err" || { echo "FAILED: $(cat "$tmp/err")"; exit 1; }
 
 if "$bin" --corpus=/no/such/file --steps=1 2> "$tmp/err"; then echo "FAILED: no error"; exit 1; fi
 grep -q "does not exist" "$tmp/err" || { echo "FAILED: $(cat "$tmp/err")"; exit 1; }

@@ -286,7 +286,8 @@ absl::Status AutoPlanner::FindUnits(const PlacedProgram& base_placed) {
       unit_of_[i] = static_cast<int>(units_.size());
       units_.push_back(Unit{i, {i}});
     } else if (op.origin.kind == OpOrigin::Kind::kGradOf ||
-               op.origin.kind == OpOrigin::Kind::kLossGradOf) {
+               op.origin.kind == OpOrigin::Kind::kLossGradOf ||
+               op.origin.kind == OpOrigin::Kind::kRecomputeOf) {
       ref = op.origin.op;
     } else if (op.origin.kind == OpOrigin::Kind::kGradSumOf && writer.count(op.origin.var)) {
       ref = writer[op.origin.var];
@@ -419,7 +420,8 @@ Place AutoPlanner::Requested(int op) const {
   const OpDesc& o = block_.ops()[op];
   const Unit& u = units_[unit_of_[op]];
   if (u.op == op) return u.on_device ? device_ : CPUPlace();
-  if (o.origin.kind == OpOrigin::Kind::kGradOf || o.origin.kind == OpOrigin::Kind::kLossGradOf) {
+  if (o.origin.kind == OpOrigin::Kind::kGradOf || o.origin.kind == OpOrigin::Kind::kLossGradOf ||
+      o.origin.kind == OpOrigin::Kind::kRecomputeOf) {
     return place_[o.origin.op];
   }
   // A sum where its partial was last produced, an update where its

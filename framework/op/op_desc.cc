@@ -80,6 +80,8 @@ absl::string_view OpOriginKindName(OpOrigin::Kind kind) {
       return "host_state";
     case OpOrigin::Kind::kAmpCast:
       return "amp_cast";
+    case OpOrigin::Kind::kRecomputeOf:
+      return "recompute_of";
   }
   return "?";
 }
@@ -88,7 +90,7 @@ absl::StatusOr<OpOrigin::Kind> ParseOpOriginKind(absl::string_view name) {
   for (OpOrigin::Kind k :
        {OpOrigin::Kind::kUser, OpOrigin::Kind::kGradOf, OpOrigin::Kind::kLossGradOf,
         OpOrigin::Kind::kGradSumOf, OpOrigin::Kind::kUpdateOf, OpOrigin::Kind::kStateOf,
-        OpOrigin::Kind::kHostState, OpOrigin::Kind::kAmpCast}) {
+        OpOrigin::Kind::kHostState, OpOrigin::Kind::kAmpCast, OpOrigin::Kind::kRecomputeOf}) {
     if (OpOriginKindName(k) == name) return k;
   }
   return absl::InvalidArgumentError(absl::StrCat(

@@ -47,13 +47,14 @@ absl::StatusOr<TransferPolicy> ParseTransferPolicy(absl::string_view name);
 struct OpOrigin {
   enum class Kind {
     kUser,
-    kGradOf,      // a gradient op of forward op `op`
-    kLossGradOf,  // the loss-gradient fill of the loss produced by op `op`
-    kGradSumOf,   // a gradient sum adding the partial gradient `var`
-    kUpdateOf,    // the update op of parameter `var`
-    kStateOf,     // initialises optimizer state of parameter `var`
-    kHostState,   // initialises a host scalar the update kernels read (learning rate)
-    kAmpCast,     // a cast the mixed-precision rewrite inserted, of variable `var`
+    kGradOf,       // a gradient op of forward op `op`
+    kLossGradOf,   // the loss-gradient fill of the loss produced by op `op`
+    kGradSumOf,    // a gradient sum adding the partial gradient `var`
+    kUpdateOf,     // the update op of parameter `var`
+    kStateOf,      // initialises optimizer state of parameter `var`
+    kHostState,    // initialises a host scalar the update kernels read (learning rate)
+    kAmpCast,      // a cast the mixed-precision rewrite inserted, of variable `var`
+    kRecomputeOf,  // forward op `op` run again in the backward (framework/backward/recompute.h)
   };
   Kind kind = Kind::kUser;
   int op = -1;
@@ -62,7 +63,8 @@ struct OpOrigin {
   bool operator==(const OpOrigin& o) const { return kind == o.kind && op == o.op && var == o.var; }
   bool operator!=(const OpOrigin& o) const { return !(*this == o); }
 };
-// "user", "grad_of", "loss_grad_of", "grad_sum_of", "update_of", "state_of", "host_state".
+// "user", "grad_of", "loss_grad_of", "grad_sum_of", "update_of", "state_of", "host_state",
+// "amp_cast", "recompute_of".
 absl::string_view OpOriginKindName(OpOrigin::Kind kind);
 // InvalidArgument listing the accepted names otherwise.
 absl::StatusOr<OpOrigin::Kind> ParseOpOriginKind(absl::string_view name);

@@ -102,11 +102,15 @@ RuleResult GuardRule(const OpDesc& op, int index, const PlacementContext& ctx) {
 }
 
 RuleResult InheritRule(const OpDesc& op, int index, const PlacementContext& ctx) {
-  if (!Unpinned(op) || op.origin.kind != OpOrigin::Kind::kGradOf) return std::nullopt;
+  const bool grad = op.origin.kind == OpOrigin::Kind::kGradOf;
+  if (!Unpinned(op) || !(grad || op.origin.kind == OpOrigin::Kind::kRecomputeOf)) {
+    return std::nullopt;
+  }
   ASSIGN_OR_RETURN(Place place, OriginOpPlace(op, index, ctx));
   const OpDesc& fwd = ctx.program().block().ops()[op.origin.op];
-  return PlaceDecision{place, PlacementCause::kInherit,
-                       absl::StrCat("gradient of '", fwd.type, "' (#", op.origin.op, ")")};
+  return PlaceDecision{
+      place, PlacementCause::kInherit,
+      absl::StrCat(grad ? "gradient of '" : "recomputes '", fwd.type, "' (#", op.origin.op, ")")};
 }
 
 RuleResult LossGradRule(const OpDesc& op, int index, const PlacementContext& ctx) {

@@ -214,20 +214,41 @@ bool IsCollective(const PlanState::Step& step) {
 // them in program order, as the ranks of one NCCL communicator must, and
 // ranks that block in a host collective never wait for each other in two
 // orders (collective_kernels.h).
+// Adds the edge i -> j (i < j) unless the graph has it.
+void AddEdge(int i, int j, DependencyGraph* graph) {
+  std::vector<int>& preds = graph->preds[j];
+  auto at = std::lower_bound(preds.begin(), preds.end(), i);
+  if (at != preds.end() && *at == i) return;
+  preds.insert(at, i);
+  std::vector<int>& succs = graph->succs[i];
+  succs.insert(std::lower_bound(succs.begin(), succs.end(), j), j);
+}
+
 void OrderCollectives(const std::vector<std::unique_ptr<PlanState::Step>>& steps,
                       DependencyGraph* graph) {
   int previous = -1;
   for (size_t j = 0; j < steps.size(); ++j) {
     if (!IsCollective(*steps[j])) continue;
-    std::vector<int>& preds = graph->preds[j];
-    auto at = std::lower_bound(preds.begin(), preds.end(), previous);
-    if (previous >= 0 && (at == preds.end() || *at != previous)) {
-      preds.insert(at, previous);
-      std::vector<int>& succs = graph->succs[previous];
-      succs.insert(std::lower_bound(succs.begin(), succs.end(), static_cast<int>(j)),
-                   static_cast<int>(j));
-    }
+    if (previous >= 0) AddEdge(previous, static_cast<int>(j), graph);
     previous = static_cast<int>(j);
+  }
+}
+
+// A recomputed forward op (origin kRecomputeOf, framework/backward/
+// recompute.h) reads only values the forward made, so nothing would keep
+// it from running right after them, holding its output through the whole
+// backward: the memory the rewrite was made to save. It follows the last
+// op before it in program order that is neither a copy nor recomputed.
+void HoldRecomputes(const std::vector<std::unique_ptr<PlanState::Step>>& steps,
+                    DependencyGraph* graph) {
+  int last_op = -1;
+  for (size_t j = 0; j < steps.size(); ++j) {
+    const PlanState::Step& step = *steps[j];
+    if (step.op.origin.kind == OpOrigin::Kind::kRecomputeOf) {
+      if (last_op >= 0) AddEdge(last_op, static_cast<int>(j), graph);
+    } else if (!step.is_copy) {
+      last_op = static_cast<int>(j);
+    }
   }
 }
 
@@ -287,6 +308,7 @@ void BuildSchedule(PlanState* plan) {
                                 [](const auto& step) { return step->is_host(); });
   DependencyGraph graph = BuildDependencyGraph(access);
   OrderCollectives(plan->steps, &graph);
+  HoldRecomputes(plan->steps, &graph);
   for (size_t j = 0; j < plan->steps.size(); ++j) {
     PlanState::Step& succ = *plan->steps[j];
     for (int i : graph.preds[j]) {

@@ -188,6 +188,26 @@ TEST(BuildSchedule, DeviceStepsOnOneStreamAreSerial) {
   EXPECT_FALSE(two_devices.get()->serial);
 }
 
+// A recomputed forward op reads only what the forward made: it still waits
+// for the last op before it that is neither a copy nor recomputed (its
+// output is meant to be made late), and a second recomputed op after it
+// follows that op too.
+TEST(BuildSchedule, RecomputedOpsWaitForTheBackwardOpBeforeThem) {
+  HandBuiltPlan plan({"x", "h", "dy", "dh", "h2", "h3"}, {});
+  plan.Step("gelu", {"x"}, {"h"})
+      .Step("scale", {"dy"}, {"dh"})
+      .Step("memcpy_h2d", {"x"}, {"h2"})
+      .Step("gelu", {"x"}, {"h2"})
+      .Step("gelu", {"x"}, {"h3"});
+  plan.step(2).is_copy = true;
+  for (int i : {3, 4}) plan.step(i).op.origin = {OpOrigin::Kind::kRecomputeOf, 0, ""};
+  plan_passes::BuildSchedule(plan.get());
+  EXPECT_THAT(plan.step(3).preds,
+              ElementsAre(Pair(1, EdgeKind::kCompletion), Pair(2, EdgeKind::kCompletion)));
+  EXPECT_THAT(plan.step(4).preds, ElementsAre(Pair(1, EdgeKind::kCompletion)));
+  EXPECT_THAT(plan.step(1).preds, IsEmpty());  // an op of the program: as its data says
+}
+
 TEST(BuildSchedule, HoldsAnUpdateThatNothingElseNeedsForTheCommit) {
   HandBuiltPlan plan({"x", "w", "g", "loss"}, {"w"});
   plan.Step("mul", {"x", "w"}, {"loss"})

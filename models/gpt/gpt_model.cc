@@ -112,6 +112,9 @@ absl::StatusOr<GptModel> BuildGptModel(const GptConfig& config, Optimizer* optim
   }
   m.loss = b->Mean(b->SoftmaxWithCrossEntropy(logits, m.targets));
   ASSIGN_OR_RETURN(m.eval, FinishTrainingProgram(config.amp, m.loss, optimizer, b));
+  if (config.recompute.has_value()) {
+    RETURN_IF_ERROR(ApplyRecompute(*config.recompute, &b->main_program()).status());
+  }
   return m;
 }
 

@@ -25,6 +25,7 @@
 
 #include "absl/status/statusor.h"
 #include "framework/backward/optimizer.h"
+#include "framework/backward/recompute.h"
 #include "framework/program/program.h"
 #include "framework/program/program_builder.h"
 
@@ -49,6 +50,11 @@ struct GptConfig {
   // (framework/autoplace/optimizer_offload.h) may bring some back to the
   // device to use a memory budget: the executor moves them before its runs.
   bool offload_optimizer = false;
+  // Activation recomputation (framework/backward/recompute.h): the layer
+  // norms' and gelus' outputs (and their 16-bit casts) are made again in
+  // the backward instead of being kept from the forward. Same losses, less
+  // device memory. nullopt: everything the backward reads is kept.
+  std::optional<RecomputeOptions> recompute;
 
   // "tiny" (2 layers x 64, 4 heads, seq 64: CI), "small" (6 x 384, 6
   // heads, seq 256) or "gpt2" (12 x 768, 12 heads, seq 512: GPT-2 small's
