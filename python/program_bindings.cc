@@ -1,10 +1,13 @@
 // tandem._C.Program (ProgramHandle), its variables and ops as plain Python
 // values, and the attribute conversions the layers use.
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "framework/amp/amp.h"
+#include "framework/backward/recompute.h"
 #include "pybind11/stl.h"
 #include "python/attr_convert.h"
 #include "python/bindings.h"
@@ -125,6 +128,19 @@ void RegisterPrograms(py::module_& m) {
             return report.low_precision_ops;
           },
           "framework/amp/amp.h's ApplyAmp; the rewritten ops ('fc #3').", py::arg("dtype"))
+      .def(
+          "apply_recompute",
+          [](ProgramHandle& p, std::optional<std::vector<std::string>> ops, bool parameter_casts) {
+            RecomputeOptions options;
+            if (ops.has_value()) options.ops = std::set<std::string>(ops->begin(), ops->end());
+            options.parameter_casts = parameter_casts;
+            RecomputeReport report = ValueOrThrow(ApplyRecompute(options, &p.program));
+            ++p.version;
+            return report.values;
+          },
+          "framework/backward/recompute.h's ApplyRecompute; the values no longer kept "
+          "('h (gelu #12)').",
+          py::arg("ops") = py::none(), py::arg("parameter_casts") = false)
       .def("__eq__",
            [](const ProgramHandle& a, const ProgramHandle& b) { return a.program == b.program; });
 }

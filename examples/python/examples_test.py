@@ -62,12 +62,12 @@ class ExamplesTest(unittest.TestCase):
             with open(corpus, "w") as f:
                 for i in range(300):
                     f.write("Line %d: the quick brown fox jumps over the lazy dog.\n" % i)
-            for place in ("cpu", "sim:0"):
-                with self.subTest(place=place):
+            for place, extra in (("cpu", []), ("sim:0", []), ("sim:0", ["--recompute=cheap"])):
+                with self.subTest(place=place, extra=extra):
                     self.compare("gpt", ["--place=" + place, "--corpus=" + corpus, "--layers=1",
                                          "--width=32", "--heads=2", "--seq=16",
                                          "--batch_size=4", "--steps=6", "--log_every=1",
-                                         "--eval_every=3", "--eval_batches=2"],
+                                         "--eval_every=3", "--eval_batches=2"] + extra,
                                  [("train", "loss"), ("eval", "validation_loss")])
 
     def test_crop_profile_before_and_after_the_guard(self):

@@ -43,7 +43,7 @@ from tandem.executor import (EXECUTOR_OPTIONS, CPUPlace, CUDAPlace, Executor, Pl
                              from_dlpack, get_flags, global_scope, is_compiled_with_cuda,
                              scope_guard, set_flags, to_tensor)
 from tandem.param_attr import ParamAttr
-from tandem import amp, clip, compiler, initializer, io, layers, optimizer, profiler  # noqa: E402
+from tandem import amp, clip, compiler, initializer, io, layers, optimizer, profiler, recompute  # noqa: E402,E501
 from tandem.layers import embedding  # noqa: E402  (Paddle 1.8's fluid.embedding)
 
 __all__ = [
@@ -52,5 +52,5 @@ __all__ = [
     "CUDAPlace", "SimPlace", "Executor", "Place", "Plan", "Scope", "Tensor", "available_places",
     "device_count", "from_dlpack", "get_flags", "global_scope", "is_compiled_with_cuda",
     "scope_guard", "set_flags", "to_tensor", "ParamAttr", "compiler", "embedding", "initializer",
-    "io", "layers", "optimizer", "profiler", "amp", "clip",
+    "io", "layers", "optimizer", "profiler", "amp", "clip", "recompute",
 ] + errors.__all__  # noqa: F405

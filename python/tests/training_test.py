@@ -170,6 +170,34 @@ class PlacementTest(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "unknown data type 'fp8'"):
             tandem.amp.apply(tandem.Program(), "fp8")
 
+    def test_recompute_gives_the_same_losses(self):
+        def net(recompute):
+            def b():
+                x, t = tandem.data("x", [8, 3]), tandem.data("t", [8, 1])
+                h = L.gelu(L.layer_norm(L.fc(x, 4, name="h"), name="ln"))
+                loss = L.mean(L.square_error_cost(L.fc(h, 1, name="o"), t))
+                tandem.optimizer.SGD(0.1).minimize(loss)
+                if recompute:
+                    values = tandem.recompute.apply()
+                    self.assertEqual(len(values), 4)  # gelu and layer_norm outputs, statistics
+                    self.assertIn("(gelu #", values[0])
+                return loss
+            return build(b)
+        losses = {}
+        for recompute in (False, True):
+            main, startup, loss = net(recompute)
+            exe, scope = tandem.Executor(tandem.SimPlace(0)), tandem.Scope()
+            exe.run(startup, scope=scope)
+            losses[recompute] = [float(exe.run(main, feed={"x": X, "t": T}, fetch_list=[loss],
+                                               scope=scope)[0][0]) for _ in range(10)]
+        self.assertEqual(losses[True], losses[False])
+        self.assertLess(losses[True][-1], losses[True][0])
+        with self.assertRaisesRegex(tandem.errors.FailedPreconditionError, "no backward op"):
+            tandem.recompute.apply(tandem.Program())
+        with self.assertRaisesRegex(tandem.errors.InvalidArgumentError,
+                                    "'dropout' draws random numbers"):
+            tandem.recompute.apply(main, ops=["dropout"])
+
     def test_float16_trains_with_dynamic_loss_scaling(self):
         opts = {}
 
