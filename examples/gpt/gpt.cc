@@ -33,8 +33,8 @@
 #include "examples/common/trainer_checkpoint.h"
 #include "examples/gpt/corpus.h"
 #include "framework/amp/amp.h"
-#include "framework/backward/recompute.h"
 #include "framework/autoplace/optimizer_offload.h"
+#include "framework/backward/recompute.h"
 #include "framework/base/status_macros.h"
 #include "framework/memory/cpu_allocator.h"
 #include "framework/runtime/executor.h"
@@ -65,9 +65,10 @@ DEFINE_string(offload, "none",
               "updates run on the CPU, the device holds 16-bit copies (needs --amp); auto: only as "
               "many parameters as the device's --memory_budget_mb needs, last read first");
 DEFINE_string(recompute, "none",
-              "activation recomputation: none, or cheap (the layer norms' and gelus' outputs "
-              "made again in the backward instead of kept from the forward: less device memory, "
-              "the same losses)");
+              "activation recomputation: none; cheap (the layer norms' and gelus' outputs made "
+              "again in the backward instead of kept from the forward: less device memory, the "
+              "same losses); cheap+weights (also the 16-bit copies of the weights: less memory "
+              "still, for a second cast per step, and with --offload a second upload)");
 DEFINE_double(offload_fraction, 1.0,
               "with --offload=optimizer: offload only this fraction of the parameters' bytes, "
               "last read first (a hand-chosen partial offload)");
@@ -244,8 +245,11 @@ absl::Status Train() {
                             100 * FLAGS_offload_fraction)
                 .c_str(),
       static_cast<long long>(FLAGS_batch_size),
-      config.recompute.has_value() ? ", recomputing cheap activations" : "", FLAGS_corpus.c_str(),
-      static_cast<long long>(corpus.files()), static_cast<long long>(corpus.train_bytes()),
+      !config.recompute.has_value()       ? ""
+      : config.recompute->parameter_casts ? ", recomputing cheap activations and 16-bit weights"
+                                          : ", recomputing cheap activations",
+      FLAGS_corpus.c_str(), static_cast<long long>(corpus.files()),
+      static_cast<long long>(corpus.train_bytes()),
       static_cast<long long>(corpus.validation_bytes()),
       ExecutorMode(ExampleExecutorOptions()).c_str());
 

@@ -130,9 +130,10 @@ def main(argv=None):
     p.add_argument("--clip_norm", type=float, default=1.0,
                    help="clip the gradients by their global norm (0: no clipping)")
     p.add_argument("--metrics_out", default="", help="one JSON line per progress line and eval")
-    p.add_argument("--recompute", choices=["none", "cheap"], default="none",
+    p.add_argument("--recompute", choices=["none", "cheap", "cheap+weights"], default="none",
                    help="cheap: the layer norms' and gelus' outputs made again in the backward "
-                        "(less device memory, the same losses)")
+                        "(less device memory, the same losses); cheap+weights: the 16-bit "
+                        "weight copies too")
     args = p.parse_args(argv)
     if args.clip_norm < 0:
         p.error("--clip_norm must be >= 0")
@@ -146,8 +147,8 @@ def main(argv=None):
     place = parse_place(args.place)
     main_program, startup_program, eval_program, loss, optimizer = build_model(
         args.layers, args.width, args.heads, args.seq, args.seed, args.clip_norm)
-    if args.recompute == "cheap":
-        tandem.recompute.apply(main_program)
+    if args.recompute != "none":
+        tandem.recompute.apply(main_program, parameter_casts=args.recompute == "cheap+weights")
     print("gpt: %d layers x %d, %d heads, seq %d on %s, batch %d, %d train / %d validation bytes"
           % (args.layers, args.width, args.heads, args.seq, place, args.batch_size, split,
              len(text) - split), flush=True)

@@ -184,9 +184,12 @@ const std::set<std::string>& DefaultRecomputeOps() {
 
 absl::StatusOr<std::optional<RecomputeOptions>> ParseRecomputeFlag(absl::string_view value) {
   if (value == "none" || value.empty()) return std::optional<RecomputeOptions>();
-  if (value == "cheap") return std::optional(RecomputeOptions{});
-  return absl::InvalidArgumentError(
-      absl::StrCat("--recompute: unknown value '", value, "'; accepted: none, cheap"));
+  RecomputeOptions options;
+  if (value == "cheap") return std::optional(options);
+  options.parameter_casts = true;
+  if (value == "cheap+weights") return std::optional(options);
+  return absl::InvalidArgumentError(absl::StrCat("--recompute: unknown value '", value,
+                                                 "'; accepted: none, cheap, cheap+weights"));
 }
 
 absl::StatusOr<RecomputeReport> ApplyRecompute(const RecomputeOptions& options, Program* program) {

@@ -61,8 +61,9 @@ struct RecomputeReport {
   int ops = 0;  // ops inserted into the backward
 };
 
-// "none" -> nullopt, "cheap" -> the default options; anything else is
-// InvalidArgument listing the accepted names (the examples' --recompute flag).
+// "none" -> nullopt, "cheap" -> the default options, "cheap+weights" -> the
+// same with parameter_casts; anything else is InvalidArgument listing the
+// accepted names (the examples' --recompute flag).
 absl::StatusOr<std::optional<RecomputeOptions>> ParseRecomputeFlag(absl::string_view value);
 
 // Rewrites `program` as the header comment says.

@@ -198,12 +198,17 @@ TEST(Recompute, ErrorsNameWhatIsWrong) {
   EXPECT_EQ(p.block().ops().size(), 10u);  // unchanged
   EXPECT_THAT(ParseRecomputeFlag("all"),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("unknown value 'all'; accepted: none, cheap")));
+                       HasSubstr("unknown value 'all'; accepted: none, cheap, cheap+weights")));
   ASSERT_OK_AND_ASSIGN(std::optional<RecomputeOptions> none, ParseRecomputeFlag("none"));
   EXPECT_FALSE(none.has_value());
   ASSERT_OK_AND_ASSIGN(std::optional<RecomputeOptions> cheap, ParseRecomputeFlag("cheap"));
   ASSERT_TRUE(cheap.has_value());
   EXPECT_EQ(cheap->ops, DefaultRecomputeOps());
+  EXPECT_FALSE(cheap->parameter_casts);
+  ASSERT_OK_AND_ASSIGN(std::optional<RecomputeOptions> weights,
+                       ParseRecomputeFlag("cheap+weights"));
+  ASSERT_TRUE(weights.has_value());
+  EXPECT_TRUE(weights->parameter_casts);
 }
 
 }  // namespace

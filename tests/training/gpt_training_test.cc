@@ -46,12 +46,13 @@ std::pair<int, int> UpdatesOnHostAndDevice(const std::string& table) {
 PeriodicRun TrainPeriodic(std::optional<DataType> amp, const Place& place = CPUPlace(),
                           bool offload = false, int steps = 60,
                           std::shared_ptr<PlacementPlanner> planner = nullptr,
-                          bool recompute = false, int64_t layers = 1) {
+                          std::optional<RecomputeOptions> recompute = std::nullopt,
+                          int64_t layers = 1) {
   GptConfig c;
   c.vocab = 16, c.seq = 8, c.layers = layers, c.width = 16, c.heads = 2;
   c.amp = amp;
   c.offload_optimizer = offload;
-  if (recompute) c.recompute = RecomputeOptions{};
+  c.recompute = std::move(recompute);
   ProgramBuilder b;
   Adam adam(1e-2);
   absl::StatusOr<GptModel> m = BuildGptModel(c, &adam, &b);
@@ -180,18 +181,27 @@ TEST(GptModel, OffloadPlannerFitsABudgetWithAPartialOffloadAndTrainsTheSame) {
 // measured by sim:0's allocator.
 TEST(GptModel, RecomputeTrainsTheSameWithLessDeviceMemory) {
   const Place sim = *ParsePlace("sim:0");
+  RecomputeOptions weights;
+  weights.parameter_casts = true;
   for (const bool offload : {false, true}) {
     SCOPED_TRACE(offload ? "optimizer offload" : "all on the device");
     const PeriodicRun kept =
-        TrainPeriodic(DataType::kBFloat16, sim, offload, 12, nullptr, false, /*layers=*/4);
+        TrainPeriodic(DataType::kBFloat16, sim, offload, 12, nullptr, std::nullopt, /*layers=*/4);
     const PeriodicRun again =
-        TrainPeriodic(DataType::kBFloat16, sim, offload, 12, nullptr, /*recompute=*/true, 4);
+        TrainPeriodic(DataType::kBFloat16, sim, offload, 12, nullptr, RecomputeOptions{}, 4);
     ASSERT_EQ(again.losses.size(), 12u);
     EXPECT_EQ(again.losses, kept.losses);
     EXPECT_LT(again.device_peak, kept.device_peak);
     EXPECT_LT(again.measured_peak, kept.measured_peak);
     EXPECT_THAT(again.table, HasSubstr("recomputes 'gelu'"));
     EXPECT_THAT(again.table, HasSubstr("recomputes 'layer_norm'"));
+    // The 16-bit weight copies too: made again (on the host when offloaded,
+    // then sent up again), less still on the device, the same losses.
+    const PeriodicRun most =
+        TrainPeriodic(DataType::kBFloat16, sim, offload, 12, nullptr, weights, 4);
+    EXPECT_EQ(most.losses, kept.losses);
+    EXPECT_LT(most.measured_peak, again.measured_peak);
+    EXPECT_THAT(most.table, HasSubstr("recomputes 'cast'"));
   }
 }
 
