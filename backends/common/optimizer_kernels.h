@@ -172,6 +172,21 @@ void ForEachUpdate(const UpdateArgs& a, std::vector<T*> state, Step&& step) {
 
 }  // namespace optimizer_kernels_internal
 
+// The registration line sgd, momentum and adam share: a float32/float64
+// Param (`param_types`) updated in place from a dense (16-bit too) or
+// sparse Grad; the learning rate, the skip flag and the clip factor read on
+// the host.
+inline KernelDef UpdateContract(const std::string& op, const std::string& device_type,
+                                std::vector<DataType> param_types) {
+  return KernelDef(op, device_type)
+      .TypeConstraint("Param", std::move(param_types))
+      .TypeConstraint("Grad", kFloatTypesWith16Bit)
+      .HostMemory("LearningRate")
+      .HostMemory("SkipUpdate")
+      .HostMemory("GradScale")
+      .UpdatesRowsOf("Param", "Grad");
+}
+
 // ParamOut = Param - LearningRate * Grad, updating Param's buffer in place
 // (ParamOut is bound to Param's tensor). Dense Grad: Param's shape. Sparse
 // Grad (SelectedRows of height Param.dim(0)): Param[rows[i]] -= lr *
@@ -183,13 +198,7 @@ class SgdKernel final : public OpKernel {
  public:
   using Types = FloatTypes;
   static KernelDef Contract(const std::string& device_type) {
-    return KernelDef("sgd", device_type)
-        .TypeConstraint("Param", Types::DataTypes())
-        .TypeConstraint("Grad", kFloatTypesWith16Bit)
-        .HostMemory("LearningRate")
-        .HostMemory("SkipUpdate")
-        .HostMemory("GradScale")
-        .UpdatesRowsOf("Param", "Grad");
+    return UpdateContract("sgd", device_type, Types::DataTypes());
   }
 
   absl::Status Compute(KernelContext* ctx) override {
@@ -229,13 +238,7 @@ class MomentumKernel final : public OpKernel {
  public:
   using Types = FloatTypes;
   static KernelDef Contract(const std::string& device_type) {
-    return KernelDef("momentum", device_type)
-        .TypeConstraint("Param", Types::DataTypes())
-        .TypeConstraint("Grad", kFloatTypesWith16Bit)
-        .HostMemory("LearningRate")
-        .HostMemory("SkipUpdate")
-        .HostMemory("GradScale")
-        .UpdatesRowsOf("Param", "Grad");
+    return UpdateContract("momentum", device_type, Types::DataTypes());
   }
 
   absl::Status Init(const OpDesc& op) override {
@@ -290,17 +293,11 @@ class AdamKernel final : public OpKernel {
  public:
   using Types = FloatTypes;
   static KernelDef Contract(const std::string& device_type) {
-    return KernelDef("adam", device_type)
-        .TypeConstraint("Param", Types::DataTypes())
-        .TypeConstraint("Grad", kFloatTypesWith16Bit)
-        .HostMemory("LearningRate")
+    return UpdateContract("adam", device_type, Types::DataTypes())
         .HostMemory("Beta1Pow")
         .HostMemory("Beta2Pow")
         .HostMemory("Beta1PowOut")
-        .HostMemory("Beta2PowOut")
-        .HostMemory("SkipUpdate")
-        .HostMemory("GradScale")
-        .UpdatesRowsOf("Param", "Grad");
+        .HostMemory("Beta2PowOut");
   }
 
   absl::Status Init(const OpDesc& op) override {

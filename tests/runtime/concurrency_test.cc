@@ -465,8 +465,7 @@ TEST(Concurrency, SoloRunOfAChainKeepsItsCopyOnTheComputeStream) {
   ASSERT_OK(pipelined.status());
   EXPECT_EQ(solo_streams, (std::vector<Stream*>{sim->compute_stream()}));
   EXPECT_EQ(crop_worker, -1);
-  EXPECT_EQ(observer.d2h_streams(),
-            (std::vector<Stream*>{sim->copy_stream(), sim->copy_stream()}));
+  EXPECT_EQ(observer.d2h_streams(), (std::vector<Stream*>{sim->copy_stream(), sim->copy_stream()}));
   EXPECT_EQ(solo->at(0).shape(), Shape({1, 3, 5, 5}));
   EXPECT_EQ(HostBytes(solo->at(0)), HostBytes(pipelined->at(0)));
 }

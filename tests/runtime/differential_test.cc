@@ -70,14 +70,6 @@ constexpr int kDefaultPrograms = 1000;
 constexpr int kSeedsPerBlock = 10;  // one test per block, so shard_count spreads them
 constexpr int kDefaultSteps = 4;
 
-int64_t EnvInt(const char* name, int64_t fallback) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return fallback;
-  char* end = nullptr;
-  const long long n = std::strtoll(v, &end, 10);
-  return end != nullptr && *end == '\0' ? n : fallback;
-}
-
 int Programs() {
   return static_cast<int>(
       std::max<int64_t>(0, EnvInt("TANDEM_DIFFERENTIAL_PROGRAMS", kDefaultPrograms)));

@@ -23,11 +23,6 @@ namespace tandem {
 namespace differential {
 namespace {
 
-int EnvInt(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  return v == nullptr ? fallback : std::atoi(v);
-}
-
 // The estimated peak of the program's device under `planner` (the pipelined
 // one: the runs below overlap), or the Prepare error.
 absl::StatusOr<int64_t> PlannedPeak(const GeneratedProgram& p,
@@ -44,8 +39,8 @@ absl::StatusOr<int64_t> PlannedPeak(const GeneratedProgram& p,
 }
 
 TEST(OffloadDifferential, BudgetsHoldAndRunsAreExactOnRandomPrograms) {
-  const int programs = EnvInt("TANDEM_OFFLOAD_PROGRAMS", 120);
-  const int first_seed = EnvInt("TANDEM_OFFLOAD_SEED", 1);
+  const int programs = static_cast<int>(EnvInt("TANDEM_OFFLOAD_PROGRAMS", 120));
+  const int first_seed = static_cast<int>(EnvInt("TANDEM_OFFLOAD_SEED", 1));
   constexpr int kSteps = 3;
   RandomProgramOptions options;
   options.default_places = {"sim:0"};

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <utility>
@@ -1346,6 +1347,14 @@ const std::vector<ExecMode>& ComparedModes() {
       ExecMode::kPipelinedDelayed,    ExecMode::kCaptureGraphs,
   };
   return modes;
+}
+
+int64_t EnvInt(const char* name, int64_t fallback) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return fallback;
+  char* end = nullptr;
+  const long long n = std::strtoll(v, &end, 10);
+  return end != nullptr && *end == '\0' ? n : fallback;
 }
 
 std::string ExecModeName(ExecMode mode) {

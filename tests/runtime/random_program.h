@@ -141,6 +141,9 @@ enum class ExecMode {
 const std::vector<ExecMode>& ComparedModes();
 // "pipelined2", "concurrent_delayed", ...
 std::string ExecModeName(ExecMode mode);
+// The integer in environment variable `name` (the tests' knobs, e.g.
+// TANDEM_DIFFERENTIAL_PROGRAMS), or `fallback` when it is unset or not one.
+int64_t EnvInt(const char* name, int64_t fallback);
 // The mode named `name` (ExecModeName); false if none is.
 bool ParseExecMode(const std::string& name, ExecMode* mode);
 

@@ -17,11 +17,6 @@ namespace tandem {
 namespace differential {
 namespace {
 
-int EnvInt(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  return v == nullptr ? fallback : std::atoi(v);
-}
-
 // Every op the generator draws that computes the same values from the same
 // inputs (not fill_constant, which the executor folds; no random op).
 RecomputeOptions EveryDeterministicOp() {
@@ -53,8 +48,8 @@ RecomputeOptions EveryDeterministicOp() {
 }
 
 TEST(RecomputeDifferential, RunsAreExactOnRandomPrograms) {
-  const int programs = EnvInt("TANDEM_RECOMPUTE_PROGRAMS", 150);
-  const int first_seed = EnvInt("TANDEM_RECOMPUTE_SEED", 1);
+  const int programs = static_cast<int>(EnvInt("TANDEM_RECOMPUTE_PROGRAMS", 150));
+  const int first_seed = static_cast<int>(EnvInt("TANDEM_RECOMPUTE_SEED", 1));
   constexpr int kSteps = 3;
   int rewritten = 0, ops_added = 0;
   for (int seed = first_seed; seed < first_seed + programs; ++seed) {

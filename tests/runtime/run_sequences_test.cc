@@ -528,9 +528,8 @@ TEST_P(RunSequences, CancelAtEveryOpOfTwoRunsInFlightKeepsTheScopeExact) {
     EXPECT_GT(completed_counts[1], 0);
     EXPECT_GT(completed_counts[2], 0);
     std::cout << GetParam().ToString() << ", " << workers << " workers: " << ops
-              << " ops in two runs; both cancelled " << completed_counts[1]
-              << ", the second only " << completed_counts[2] << ", neither "
-              << completed_counts[3] << "\n";
+              << " ops in two runs; both cancelled " << completed_counts[1] << ", the second only "
+              << completed_counts[2] << ", neither " << completed_counts[3] << "\n";
   }
 }
 
