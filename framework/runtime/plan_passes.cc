@@ -210,10 +210,6 @@ bool IsCollective(const PlanState::Step& step) {
   return step.def != nullptr && step.def->collective() != CollectiveKind::kNone;
 }
 
-// Each collective also waits for the collective before it: every rank runs
-// them in program order, as the ranks of one NCCL communicator must, and
-// ranks that block in a host collective never wait for each other in two
-// orders (collective_kernels.h).
 // Adds the edge i -> j (i < j) unless the graph has it.
 void AddEdge(int i, int j, DependencyGraph* graph) {
   std::vector<int>& preds = graph->preds[j];
@@ -224,6 +220,10 @@ void AddEdge(int i, int j, DependencyGraph* graph) {
   succs.insert(std::lower_bound(succs.begin(), succs.end(), j), j);
 }
 
+// Each collective also waits for the collective before it: every rank runs
+// them in program order, as the ranks of one NCCL communicator must, and
+// ranks that block in a host collective never wait for each other in two
+// orders (collective_kernels.h).
 void OrderCollectives(const std::vector<std::unique_ptr<PlanState::Step>>& steps,
                       DependencyGraph* graph) {
   int previous = -1;
