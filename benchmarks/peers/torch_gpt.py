@@ -13,7 +13,8 @@ random byte windows, timed per step.
 (a hook per parameter, non-blocking copies), steps a CPU Adam per parameter
 once its gradient has landed, and copies the updated weights up before the
 next step: the overlapped recipe of torchao's CPUOffloadOptimizer.
-Prints `METRIC gpt/<shape>_b<batch>[_bf16][_offload]_step <us> us`.
+Prints `METRIC gpt/<shape>_b<batch>[_bf16][_offload]_step <us> us`, after a
+comment line with the peak device memory over the timed steps.
 """
 import argparse
 import math
@@ -133,6 +134,7 @@ def main():
     for _ in range(3):
         step()
     torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
     times = []
     for _ in range(args.steps):
         t0 = time.perf_counter()
@@ -145,6 +147,9 @@ def main():
     params = sum(p.numel() for p in model.parameters())
     print(f"# torch {torch.__version__}, {torch.cuda.get_device_name()}, {params / 1e6:.1f} M "
           f"parameters", flush=True)
+    # A comment line: the scripts read the METRIC line's figure alone.
+    print(f"# peak device memory {torch.cuda.max_memory_allocated()} bytes "
+          f"(torch.cuda.max_memory_allocated over the timed steps)", flush=True)
     print(f"METRIC {name}_step {statistics.median(times):.4g} us", flush=True)
 
 
