@@ -495,5 +495,33 @@ std::optional<HostOptimizer> ComputeHostOptimizer(const Profile& profile) {
   return h;
 }
 
+std::optional<Recomputation> ComputeRecomputation(const Profile& profile) {
+  if (!profile.plan.has_value()) return std::nullopt;
+  const std::vector<OpDesc>& ops = profile.plan->program.block().ops();
+  auto recomputed = [&](int i) {
+    return i >= 0 && i < static_cast<int>(ops.size()) &&
+           ops[i].origin.kind == OpOrigin::Kind::kRecomputeOf;
+  };
+  Recomputation r;
+  for (int i = 0; i < static_cast<int>(ops.size()); ++i) r.ops += recomputed(i);
+  int64_t begin = std::numeric_limits<int64_t>::max(), end = 0;
+  for (const ProfileRun& run : profile.runs) {
+    if (!profile.IsSteady(run)) continue;
+    ++r.steady_steps;
+    begin = std::min(begin, run.start_ns);
+    end = std::max(end, run.end_ns);
+  }
+  if (r.ops == 0 || r.steady_steps == 0) return std::nullopt;
+  for (const ProfileEvent& e : profile.events) {
+    if (e.kind != EventKind::kOp || e.run < 0 || !profile.IsSteady(e) || !recomputed(e.op_index)) {
+      continue;
+    }
+    r.ms += e.has_device_time ? e.device_ms : e.self_ms();
+  }
+  r.ms /= r.steady_steps;
+  r.step_ms = Ms(end > begin ? end - begin : 0) / r.steady_steps;
+  return r;
+}
+
 }  // namespace profiler
 }  // namespace tandem

@@ -283,6 +283,19 @@ struct HostOptimizer {
 // optimizer ops in the plan.
 std::optional<HostOptimizer> ComputeHostOptimizer(const Profile& profile);
 
+// What activation recomputation (framework/backward/recompute.h) costs: the
+// attached plan's ops of origin recompute_of, per steady step (mean). Their
+// time is the device time where an op has it, else its host self time.
+struct Recomputation {
+  int ops = 0;  // recomputed ops in the plan
+  int steady_steps = 0;
+  double step_ms = 0;  // the steady window (first steady run's start to the last's end) per step
+  double ms = 0;       // the recomputed ops' time per step
+};
+
+// nullopt without an attached plan, steady runs or recomputed ops in it.
+std::optional<Recomputation> ComputeRecomputation(const Profile& profile);
+
 }  // namespace profiler
 }  // namespace tandem
 

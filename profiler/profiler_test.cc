@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -25,6 +26,7 @@ namespace {
 
 using ::testing::AllOf;
 using ::testing::ElementsAre;
+using ::testing::Not;
 
 Place Sim0() { return *ParsePlace("sim:0"); }
 
@@ -770,6 +772,58 @@ TEST(ComputeHostOptimizerTest, HiddenWaitedAndBytesOfAnOffloadedStep) {
   Profile on_device = p;
   for (int i : {2, 3, 4}) on_device.plan->places[i] = GPUPlace(0);
   EXPECT_FALSE(ComputeHostOptimizer(on_device).has_value());
+}
+
+// The recomputed ops' time per step: device time where measured, host
+// self time otherwise; steady runs only; nothing without such ops.
+TEST(ComputeRecomputationTest, TimeOfTheRecomputedOpsPerStep) {
+  static const KernelRegistration kAnyKernel{KernelDef("any", "cpu"), nullptr};
+  Profile p;
+  p.warmup_runs = 1;
+  p.streams = {{GPUPlace(0), "compute"}};
+  PlacedProgram plan;
+  for (const auto& [type, recomputed, place] :
+       std::vector<std::tuple<std::string, bool, Place>>{{"gelu", false, GPUPlace(0)},
+                                                         {"fc_grad", false, GPUPlace(0)},
+                                                         {"gelu", true, GPUPlace(0)},
+                                                         {"cast", true, CPUPlace()}}) {
+    OpDesc op;
+    op.type = type;
+    if (recomputed) op.origin = {OpOrigin::Kind::kRecomputeOf, 0, ""};
+    plan.program.block().AppendOp(op);
+    plan.places.push_back(place);
+    plan.kernels.push_back(&kAnyKernel);
+    plan.table.push_back(PlacementEntry{});
+  }
+  p.plan = plan;
+  for (int r = 0; r < 3; ++r) {
+    const int64_t t = r * 100;
+    p.runs.push_back(ProfileRun{0, t * 1000, (t + 100) * 1000, /*warmup=*/r == 0});
+    for (int op : {0, 1, 2}) {
+      ProfileEvent e = Span(EventKind::kOp, r, GPUPlace(0), 0, t + 10 * op, t + 10 * op + 1);
+      e.op_index = op;
+      e.stream = 0;
+      e.has_device_time = true;
+      e.device_ms = (op + 1) * 0.004;  // the recomputed gelu: 12 us of device time
+      p.events.push_back(e);
+    }
+    ProfileEvent cast = Span(EventKind::kOp, r, CPUPlace(), 1, t + 40, t + 47);  // 7 us on the host
+    cast.op_index = 3;
+    p.events.push_back(cast);
+  }
+  const std::optional<Recomputation> rc = ComputeRecomputation(p);
+  ASSERT_TRUE(rc.has_value());
+  EXPECT_EQ(rc->ops, 2);
+  EXPECT_EQ(rc->steady_steps, 2);
+  EXPECT_NEAR(rc->step_ms, 0.100, kEps);  // runs 1 and 2: 100..300 us
+  EXPECT_NEAR(rc->ms, 0.012 + 0.007, kEps);
+  EXPECT_THAT(FormatReport(p, SortKey::kTotal),
+              HasSubstr("2 forward ops run again in the backward"));
+
+  Profile none = p;
+  for (OpDesc& op : none.plan->program.block().mutable_ops()) op.origin = OpOrigin();
+  EXPECT_FALSE(ComputeRecomputation(none).has_value());
+  EXPECT_THAT(FormatReport(none, SortKey::kTotal), Not(HasSubstr("Recomputation")));
 }
 
 // On a real GPU (skipped without one): device time for ops that launch

@@ -262,6 +262,19 @@ void AppendHostOptimizer(const Profile& profile, std::string* out) {
                   "computing nothing.\n\n");
 }
 
+// Only for plans with recomputed ops (ComputeRecomputation).
+void AppendRecomputation(const Profile& profile, std::string* out) {
+  const std::optional<Recomputation> r = ComputeRecomputation(profile);
+  if (!r.has_value()) return;
+  absl::StrAppend(out, Title("Recomputation"));
+  absl::StrAppend(out, "Per steady-state step, mean over ", r->steady_steps,
+                  r->steady_steps == 1 ? " step" : " steps", " (step time ", G(r->step_ms),
+                  "): ", r->ops,
+                  " forward ops run again in the backward (framework/backward/recompute.h)\n");
+  ConcurrencyLine("Their time", r->ms, r->step_ms, out);
+  absl::StrAppend(out, "Time: device time where measured, else host time.\n\n");
+}
+
 std::vector<Row> BuildRows(const Profile& profile) {
   std::map<std::pair<bool, std::string>, Row> top;           // (user span?, name)
   std::map<std::string, std::map<std::string, Row>> copies;  // consumer -> copy name
@@ -434,6 +447,7 @@ std::string FormatReport(const Profile& profile, SortKey sort_key) {
   AppendCollectives(profile, &out);
   AppendConcurrency(profile, &out);
   AppendHostOptimizer(profile, &out);
+  AppendRecomputation(profile, &out);
   AppendEventSummary(profile, sort_key, total_time, &out);
   AppendLedger(profile, &out);
   AppendPlacement(profile, &out);

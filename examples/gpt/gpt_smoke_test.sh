@@ -83,8 +83,11 @@ if "$bin" $small --steps=1 --offload=optimizer 2> "$tmp/err"; then echo "FAILED:
 grep -q "needs --amp" "$tmp/err" || { echo "FAILED: $(cat "$tmp/err")"; exit 1; }
 
 # Recomputation: the offloaded run's losses again, with a smaller device peak.
-recomputed=$("$bin" $small --place=sim:0 --steps=100 --amp=bf16 --offload=optimizer --recompute=cheap)
+recomputed=$("$bin" $small --place=sim:0 --steps=100 --amp=bf16 --offload=optimizer --recompute=cheap \
+  --profile_steps=3)
 grep -q "recomputing cheap activations" <<<"$recomputed" || { echo "FAILED: no recompute"; exit 1; }
+grep -qP "^Per steady-state step, .*: \d+ forward ops run again in the backward" <<<"$recomputed" ||
+  { echo "FAILED: no Recomputation section in the profile"; exit 1; }
 [[ "$(losses "$offloaded")" == "$(losses "$recomputed")" ]] ||
   { echo "FAILED: recompute changed the losses"; exit 1; }
 measured() { grep -oP "sim:0 est. peak [0-9]+ bytes \([^)]*\), measured \K[0-9]+" <<<"$1"; }
