@@ -253,6 +253,10 @@ absl::Status Train() {
       static_cast<long long>(corpus.validation_bytes()),
       ExecutorMode(ExampleExecutorOptions()).c_str());
 
+  if (config.recompute.has_value()) {
+    std::printf("recompute: %zu forward values made again in the backward by %d ops\n",
+                model.recompute.values.size(), model.recompute.ops);
+  }
   ExecutorOptions options = ExampleExecutorOptions();
   if (FLAGS_offload == "optimizer") {
     options.placement_planner = MakeOffloadPlanner({.fraction = FLAGS_offload_fraction});

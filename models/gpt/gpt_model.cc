@@ -113,7 +113,7 @@ absl::StatusOr<GptModel> BuildGptModel(const GptConfig& config, Optimizer* optim
   m.loss = b->Mean(b->SoftmaxWithCrossEntropy(logits, m.targets));
   ASSIGN_OR_RETURN(m.eval, FinishTrainingProgram(config.amp, m.loss, optimizer, b));
   if (config.recompute.has_value()) {
-    RETURN_IF_ERROR(ApplyRecompute(*config.recompute, &b->main_program()).status());
+    ASSIGN_OR_RETURN(m.recompute, ApplyRecompute(*config.recompute, &b->main_program()));
   }
   return m;
 }

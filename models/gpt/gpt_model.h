@@ -65,10 +65,11 @@ struct GptConfig {
 };
 
 struct GptModel {
-  Var tokens;    // int64 [batch, seq], fed: bytes 0..vocab-1
-  Var targets;   // int64 [batch, seq, 1], fed: the next byte of each token
-  Var loss;      // float32 [1]: mean cross-entropy in nats per token
-  Program eval;  // the forward ops only (no backward, no update)
+  Var tokens;                 // int64 [batch, seq], fed: bytes 0..vocab-1
+  Var targets;                // int64 [batch, seq, 1], fed: the next byte of each token
+  Var loss;                   // float32 [1]: mean cross-entropy in nats per token
+  Program eval;               // the forward ops only (no backward, no update)
+  RecomputeReport recompute;  // what config.recompute made again (empty without it)
 };
 
 // Builds the training program into `builder` (forward, backward and the

@@ -50,5 +50,35 @@ TEST(GptModel, RejectsBadConfigs) {
                        HasSubstr("amp must be bfloat16 or float16, got float64")));
 }
 
+// With recomputation, per block the two layer norms, their 16-bit casts and
+// the gelu run again (and the final layer norm and its cast): their outputs
+// and the norms' statistics are no longer kept for the backward.
+TEST(GptModel, RecomputesTheLayerNormsAndGelus) {
+  for (const int64_t layers : {1, 3}) {
+    GptConfig c;
+    c.layers = layers;
+    c.amp = DataType::kBFloat16;
+    c.recompute = RecomputeOptions{};
+    ProgramBuilder b;
+    Adam adam(1e-3);
+    ASSERT_OK_AND_ASSIGN(GptModel m, BuildGptModel(c, &adam, &b));
+    EXPECT_EQ(m.recompute.ops, 5 * layers + 2);
+    EXPECT_EQ(static_cast<int64_t>(m.recompute.values.size()), 7 * layers + 3);
+    int gelus = 0;
+    for (const std::string& v : m.recompute.values) gelus += v.find("(gelu #") != std::string::npos;
+    EXPECT_EQ(gelus, layers);
+    int copies = 0;
+    for (const OpDesc& op : b.main_program().block().ops()) {
+      copies += op.origin.kind == OpOrigin::Kind::kRecomputeOf;
+    }
+    EXPECT_EQ(copies, m.recompute.ops);
+  }
+  GptConfig plain;
+  ProgramBuilder b;
+  Adam adam(1e-3);
+  ASSERT_OK_AND_ASSIGN(GptModel m, BuildGptModel(plain, &adam, &b));
+  EXPECT_EQ(m.recompute.ops, 0);
+}
+
 }  // namespace
 }  // namespace tandem
