@@ -6,6 +6,7 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "framework/types/data_type.h"
 
 namespace tandem {
 namespace profiler {
@@ -53,6 +54,7 @@ Json EventArgs(const Profile& profile, const ProfileEvent& e) {
   if (e.kind != EventKind::kUser) {
     args.Set("op_index", e.op_index).Set("place", e.place.ToString());
   }
+  if (e.dtype.has_value()) args.Set("dtype", std::string(DataTypeName(*e.dtype)));
   if (e.worker >= 0) args.Set("worker", e.worker);
   if (e.parent_op_index >= 0) args.Set("parent_op_index", e.parent_op_index);
   if (e.kind == EventKind::kCopy) {

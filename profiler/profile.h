@@ -39,6 +39,7 @@
 #include "framework/place/place.h"
 #include "framework/placement/placer.h"
 #include "framework/runtime/executor.h"
+#include "framework/types/data_type.h"
 
 namespace tandem {
 namespace profiler {
@@ -91,6 +92,9 @@ struct ProfileEvent {
   bool sync = true;
   std::string var;       // variable copied
   std::string consumer;  // type of the op that needed the copy
+  // Ops: the dtype the kernel computed in (OpEvent::dtype); none for ops
+  // without floating values.
+  std::optional<DataType> dtype;
 
   // A collective's algorithm bandwidth (bytes over its device time, else
   // its host time) and bus bandwidth (CollectiveBusFactor times that), GB/s;

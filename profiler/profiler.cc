@@ -352,6 +352,7 @@ class Collector final : public ExecutionObserver {
     if (event.op != nullptr) {
       e.name = event.op->type;
       e.op_index = event.index;
+      e.dtype = event.dtype;
     } else {
       e.name = kind == EventKind::kWait ? "end of run" : "?";
     }

@@ -774,6 +774,38 @@ TEST(ComputeHostOptimizerTest, HiddenWaitedAndBytesOfAnOffloadedStep) {
   EXPECT_FALSE(ComputeHostOptimizer(on_device).has_value());
 }
 
+// Mixed precision in the report: a kernel that computed in bfloat16 gets a
+// row of its own beside its float32 runs, keeps the copies it needed under
+// it, and the Chrome trace names each op's dtype.
+TEST(ReportTest, OpRowsAndTraceNameTheDtypeOfMixedPrecisionKernels) {
+  Profile p;
+  p.runs.push_back(ProfileRun{0, 0, 100000});
+  auto op = [&](const std::string& name, std::optional<DataType> dtype, int64_t from) {
+    ProfileEvent e = Span(EventKind::kOp, 0, CPUPlace(), 0, from, from + 10);
+    e.name = name;
+    e.op_index = static_cast<int>(from);
+    e.dtype = dtype;
+    p.events.push_back(e);
+  };
+  op("fc", DataType::kFloat32, 0);
+  op("fc", DataType::kBFloat16, 20);
+  op("fc", DataType::kBFloat16, 40);
+  op("shape", std::nullopt, 60);
+  ProfileEvent up = Span(EventKind::kCopy, 0, CPUPlace(), 0, 21, 23);
+  up.name = "memcpy_h2d";
+  up.consumer = "fc";
+  up.var = "x";
+  up.bytes = 8;
+  p.events.push_back(up);
+  const std::string report = FormatReport(p, SortKey::kDefault);
+  EXPECT_THAT(report, HasSubstr("fc [bfloat16]"));
+  EXPECT_THAT(report, Not(HasSubstr("fc [float32]")));  // float32 is the plain name
+  EXPECT_THAT(report, Not(HasSubstr("shape [")));
+  const std::string trace = ChromeTraceJson(p).Dump();
+  EXPECT_THAT(trace, HasSubstr("\"dtype\":\"bfloat16\""));
+  EXPECT_THAT(trace, HasSubstr("\"dtype\":\"float32\""));
+}
+
 // The recomputed ops' time per step: device time where measured, host
 // self time otherwise; steady runs only; nothing without such ops.
 TEST(ComputeRecomputationTest, TimeOfTheRecomputedOpsPerStep) {

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "framework/types/data_type.h"
 
 namespace tandem {
 namespace profiler {
@@ -19,7 +20,8 @@ namespace {
 // One Event Summary row: an op type, a user span, or (as a child) the
 // copies of one kind an op type needed.
 struct Row {
-  std::string name;
+  std::string name;     // what the report prints
+  std::string op_type;  // an op row's op type (its copies' consumer)
   int calls = 0;
   double total = 0;  // host wall time, ms
   double gpu = 0;    // device time, ms
@@ -286,8 +288,14 @@ std::vector<Row> BuildRows(const Profile& profile) {
       r.Add(e);
       continue;
     }
-    Row& r = top[{e.kind == EventKind::kUser, e.name}];
-    r.name = e.name;
+    // A kernel that computed in another dtype than float32 (mixed
+    // precision) gets a row of its own: "fc [bfloat16]".
+    const std::string label = e.dtype.has_value() && *e.dtype != DataType::kFloat32
+                                  ? absl::StrCat(e.name, " [", DataTypeName(*e.dtype), "]")
+                                  : e.name;
+    Row& r = top[{e.kind == EventKind::kUser, label}];
+    r.name = label;
+    r.op_type = e.name;
     r.is_user = e.kind == EventKind::kUser;
     r.Add(e);
   }
@@ -296,7 +304,7 @@ std::vector<Row> BuildRows(const Profile& profile) {
   for (auto& [consumer, by_name] : copies) {
     int parent = -1;
     for (size_t i = 0; i < rows.size(); ++i) {
-      if (!rows[i].is_copy && !rows[i].is_user && rows[i].name == consumer)
+      if (!rows[i].is_copy && !rows[i].is_user && rows[i].op_type == consumer)
         parent = static_cast<int>(i);
     }
     for (auto& [name, row] : by_name) {

@@ -30,12 +30,14 @@
 #define TANDEM_FRAMEWORK_RUNTIME_EXECUTION_OBSERVER_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "framework/device/device.h"
 #include "framework/kernel/kernel_registry.h"
 #include "framework/op/op_desc.h"
 #include "framework/place/place.h"
+#include "framework/types/data_type.h"
 
 namespace tandem {
 
@@ -61,6 +63,10 @@ struct OpEvent {
   bool sync = true;
   std::string var;       // variable copied
   std::string consumer;  // type of the op that needed the copy
+  // Kernels, at OnOpEnd: the dtype they computed in, that of their first
+  // floating input (else their first floating output); none for ops without
+  // floating values (shape, integer arithmetic).
+  std::optional<DataType> dtype;
 };
 
 class ExecutionObserver {

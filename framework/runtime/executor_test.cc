@@ -365,8 +365,10 @@ class RecordingObserver : public ExecutionObserver {
   void OnOpEnd(const OpEvent& e) override {
     std::lock_guard<std::mutex> lock(mu_);
     open_ -= 1;
-    events.push_back(absl::StrCat(e.index, " ", e.op->type, " @", e.place.ToString(),
-                                  e.is_copy ? absl::StrCat(" ", e.var, " ", e.bytes, "B") : ""));
+    events.push_back(
+        absl::StrCat(e.index, " ", e.op->type, " @", e.place.ToString(),
+                     e.is_copy ? absl::StrCat(" ", e.var, " ", e.bytes, "B") : "",
+                     e.dtype.has_value() ? absl::StrCat(" ", DataTypeName(*e.dtype)) : ""));
   }
   void OnRunEnd(const RunStats& stats) override { runs_ended += 1; }
   std::vector<std::string> events;
@@ -390,12 +392,12 @@ TEST(Executor, ObserverSeesEveryOpAndCopyInProgramOrderInOrderMode) {
   absl::Status s = exe.Run(plan.get(), &scope, {{"x", Floats({1, 2, 3, 4})}}).status();
   SetExecutionObserver(nullptr);
   ASSERT_OK(s);
-  EXPECT_THAT(
-      observer.events,
-      ElementsAreArray(std::vector<std::string>{
-          "0 memcpy_h2d @testdev:0 x 16B", "1 ex_scale @testdev:0",
-          absl::StrCat("2 memcpy_d2h @testdev:0 ", p.y.name, " 16B"), "3 ex_add @cpu",
-          absl::StrCat("4 memcpy_h2d @testdev:0 ", p.z.name, " 16B"), "5 ex_scale @testdev:0"}));
+  EXPECT_THAT(observer.events, ElementsAreArray(std::vector<std::string>{
+                                   "0 memcpy_h2d @testdev:0 x 16B", "1 ex_scale @testdev:0 float32",
+                                   absl::StrCat("2 memcpy_d2h @testdev:0 ", p.y.name, " 16B"),
+                                   "3 ex_add @cpu float32",
+                                   absl::StrCat("4 memcpy_h2d @testdev:0 ", p.z.name, " 16B"),
+                                   "5 ex_scale @testdev:0 float32"}));
   EXPECT_EQ(observer.open_, 0);
   EXPECT_EQ(observer.runs_ended, 1);
 }

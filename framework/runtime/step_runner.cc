@@ -61,6 +61,22 @@ OpEvent StepEvent(const PlanState::Step& step, const StepRunContext& run) {
   return event;
 }
 
+// The dtype a kernel step computed in: its first floating input's, else
+// its first floating output's (see OpEvent::dtype).
+std::optional<DataType> ComputeDtype(const PlanState::Step& step,
+                                     const std::vector<Variable*>& slots) {
+  for (const SlotArgs* args : {&step.inputs, &step.outputs}) {
+    for (const auto& [arg, ids] : *args) {
+      for (int id : ids) {
+        const Variable* v = slots[id];
+        const Tensor* t = v->is_selected_rows() ? &v->selected_rows().value() : v->data_tensor();
+        if (t != nullptr && t->initialized() && IsFloating(t->dtype())) return t->dtype();
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 // A collective's kind, ranks (its op's nranks) and the bytes of its inputs.
 void DescribeCollective(const PlanState::Step& step, const std::vector<Variable*>& slots,
                         OpEvent* event) {
@@ -309,7 +325,10 @@ absl::Status PlanRunner::RunKernelStep(PlanState* plan, PlanState::Step* step,
   }
   if (!computed.ok()) computed = AutoPlacedHint(*plan, *step, std::move(computed));
   RETURN_IF_ERROR(AnnotateStepError(computed, *step));
-  if (run.observer != nullptr) run.observer->OnOpEnd(event);
+  if (run.observer != nullptr) {
+    event.dtype = ComputeDtype(*step, slots);
+    run.observer->OnOpEnd(event);
+  }
   if (ExecutorVlogIsOn(3)) {
     ExecutorLog(absl::StrCat(step->place.LogName(), " Op(", step->op.type, "), inputs:{",
                              ArgsForLog(step->inputs, slots, plan->slot_names), "}, outputs:{",
