@@ -399,6 +399,18 @@ std::map<int, bool> HostOptimizerOps(const PlacedProgram& plan) {
   return ops;
 }
 
+// From the first steady run's start to the last one's end, in ns; (0, 0)
+// without steady runs.
+std::pair<int64_t, int64_t> SteadyWindow(const Profile& profile) {
+  int64_t begin = std::numeric_limits<int64_t>::max(), end = 0;
+  for (const ProfileRun& r : profile.runs) {
+    if (!profile.IsSteady(r)) continue;
+    begin = std::min(begin, r.start_ns);
+    end = std::max(end, r.end_ns);
+  }
+  return end > begin ? std::make_pair(begin, end) : std::make_pair(int64_t{0}, int64_t{0});
+}
+
 // The steady window's spans of host optimizer work, device compute (all,
 // and backward ops only) and device copies of `device`.
 struct OptimizerSpans {
@@ -409,12 +421,7 @@ struct OptimizerSpans {
 OptimizerSpans CollectOptimizerSpans(const Profile& profile, const Place& device,
                                      const std::map<int, bool>& optimizer_ops) {
   OptimizerSpans s;
-  int64_t begin = std::numeric_limits<int64_t>::max(), end = 0;
-  for (const ProfileRun& r : profile.runs) {
-    if (!profile.IsSteady(r)) continue;
-    begin = std::min(begin, r.start_ns);
-    end = std::max(end, r.end_ns);
-  }
+  const auto [begin, end] = SteadyWindow(profile);
   const Block& block = profile.plan->program.block();
   for (const ProfileEvent& e : profile.events) {
     if (e.run < 0 || !profile.IsSteady(e)) continue;
@@ -439,7 +446,7 @@ OptimizerSpans CollectOptimizerSpans(const Profile& profile, const Place& device
   for (Spans* x : {&s.host, &s.updates, &s.compute, &s.backward, &s.copies}) {
     *x = Intersect(Merge(std::move(*x)), window);
   }
-  s.window = end > begin ? end - begin : 0;
+  s.window = end - begin;
   return s;
 }
 
@@ -504,13 +511,7 @@ std::optional<Recomputation> ComputeRecomputation(const Profile& profile) {
   };
   Recomputation r;
   for (int i = 0; i < static_cast<int>(ops.size()); ++i) r.ops += recomputed(i);
-  int64_t begin = std::numeric_limits<int64_t>::max(), end = 0;
-  for (const ProfileRun& run : profile.runs) {
-    if (!profile.IsSteady(run)) continue;
-    ++r.steady_steps;
-    begin = std::min(begin, run.start_ns);
-    end = std::max(end, run.end_ns);
-  }
+  r.steady_steps = profile.SteadyRuns();
   if (r.ops == 0 || r.steady_steps == 0) return std::nullopt;
   for (const ProfileEvent& e : profile.events) {
     if (e.kind != EventKind::kOp || e.run < 0 || !profile.IsSteady(e) || !recomputed(e.op_index)) {
@@ -519,7 +520,8 @@ std::optional<Recomputation> ComputeRecomputation(const Profile& profile) {
     r.ms += e.has_device_time ? e.device_ms : e.self_ms();
   }
   r.ms /= r.steady_steps;
-  r.step_ms = Ms(end > begin ? end - begin : 0) / r.steady_steps;
+  const auto [begin, end] = SteadyWindow(profile);
+  r.step_ms = Ms(end - begin) / r.steady_steps;
   return r;
 }
 

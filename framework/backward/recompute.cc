@@ -133,7 +133,7 @@ class Recomputer {
     OpDesc copy = block_->ops()[p];
     for (auto& [arg, names] : copy.inputs) {
       for (std::string& u : names) {
-        if (!Persistable(u) && writers_.count(u) && Recomputable(u)) u = Emit(u, out);
+        if (Recomputable(u)) u = Emit(u, out);
       }
     }
     for (auto& [arg, names] : copy.outputs) {
