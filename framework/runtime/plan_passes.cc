@@ -33,12 +33,29 @@ int Slot(PlanState* plan, const std::string& name) {
   return static_cast<int>(plan->slot_names.size()) - 1;
 }
 
+// The slots a step reads and those it writes (its outputs and the inputs
+// it updates in place), each slot mapped through `rename`.
+template <typename Rename>
+StepAccess AccessOf(const PlanState::Step& step, Rename rename) {
+  StepAccess a;
+  for (const auto& [arg, ids] : step.inputs) {
+    for (int id : ids) a.reads.push_back(rename(id));
+  }
+  for (const auto& [arg, ids] : step.outputs) {
+    for (int id : ids) a.writes.push_back(rename(id));
+  }
+  for (int id : step.updated_inputs) a.writes.push_back(rename(id));
+  return a;
+}
+
+StepAccess AccessOf(const PlanState::Step& step) {
+  return AccessOf(step, [](int id) { return id; });
+}
+
 std::vector<std::vector<int>> WritersPerSlot(const PlanState& plan) {
   std::vector<std::vector<int>> writers(plan.slot_names.size());
   for (size_t i = 0; i < plan.steps.size(); ++i) {
-    for (const auto& [arg, ids] : plan.steps[i]->outputs) {
-      for (int id : ids) writers[id].push_back(static_cast<int>(i));
-    }
+    for (int id : AccessOf(*plan.steps[i]).writes) writers[id].push_back(static_cast<int>(i));
   }
   return writers;
 }
@@ -114,6 +131,31 @@ void FoldConstants(PlanState* plan) {
     step.folded = true;
     for (const auto& [arg, ids] : step.outputs) {
       for (int id : ids) plan->slot_folded[id] = true;
+    }
+  }
+}
+
+void MarkInPlaceUpdates(PlanState* plan) {
+  // The variable each slot holds a copy of (itself when no copy step made
+  // it; a write-back into a persistable keeps its own name).
+  std::vector<int> origin(plan->slot_names.size());
+  for (size_t id = 0; id < origin.size(); ++id) origin[id] = static_cast<int>(id);
+  for (const auto& owned : plan->steps) {
+    const PlanState::Step& step = *owned;
+    if (!step.is_copy) continue;
+    const int from = step.inputs[0].second[0], to = step.outputs[0].second[0];
+    if (!plan->slot_persistable[to]) origin[to] = origin[from];
+  }
+  for (auto& owned : plan->steps) {
+    PlanState::Step& step = *owned;
+    if (step.is_copy) continue;
+    std::set<int> written;
+    for (const auto& [arg, ids] : step.outputs) written.insert(ids.begin(), ids.end());
+    step.updated_inputs.clear();
+    for (const auto& [arg, ids] : step.inputs) {
+      for (int id : ids) {
+        if (origin[id] != id && written.count(origin[id]) > 0) step.updated_inputs.push_back(id);
+      }
     }
   }
 }
@@ -238,7 +280,8 @@ void OrderCollectives(const std::vector<std::unique_ptr<PlanState::Step>>& steps
 // recompute.h) reads only values the forward made, so nothing would keep
 // it from running right after them, holding its output through the whole
 // backward: the memory the rewrite was made to save. It follows the last
-// op before it in program order that is neither a copy nor recomputed.
+// op before it in program order that is neither a copy, nor recomputed,
+// nor a folded constant (which runs once, before any run).
 void HoldRecomputes(const std::vector<std::unique_ptr<PlanState::Step>>& steps,
                     DependencyGraph* graph) {
   int last_op = -1;
@@ -246,7 +289,7 @@ void HoldRecomputes(const std::vector<std::unique_ptr<PlanState::Step>>& steps,
     const PlanState::Step& step = *steps[j];
     if (step.op.origin.kind == OpOrigin::Kind::kRecomputeOf) {
       if (last_op >= 0) AddEdge(last_op, static_cast<int>(j), graph);
-    } else if (!step.is_copy) {
+    } else if (!step.is_copy && !step.folded) {
       last_op = static_cast<int>(j);
     }
   }
@@ -293,12 +336,7 @@ void BuildSchedule(PlanState* plan) {
     PlanState::Step& step = *owned;
     step.lane = LaneOf(step);
     if (step.lane == Lane::kCopy) plan->copy_lane_devices.insert(step.device);
-    StepAccess a;
-    for (const auto& [arg, ids] : step.inputs)
-      a.reads.insert(a.reads.end(), ids.begin(), ids.end());
-    for (const auto& [arg, ids] : step.outputs) {
-      a.writes.insert(a.writes.end(), ids.begin(), ids.end());
-    }
+    StepAccess a = AccessOf(step);
     std::set<int> used(a.reads.begin(), a.reads.end());
     used.insert(a.writes.begin(), a.writes.end());
     step.slots_used.assign(used.begin(), used.end());
@@ -348,13 +386,7 @@ void LinkConsecutiveRuns(PlanState* plan) {
     for (int i = 0; i < n; ++i) {
       const PlanState::Step& step = *plan->steps[i];
       if (step.folded) continue;  // runs once, before any pipelined run
-      StepAccess& a = access[run * n + i];
-      for (const auto& [arg, ids] : step.inputs) {
-        for (int id : ids) a.reads.push_back(rename(id));
-      }
-      for (const auto& [arg, ids] : step.outputs) {
-        for (int id : ids) a.writes.push_back(rename(id));
-      }
+      access[run * n + i] = AccessOf(step, rename);
     }
   }
   const DependencyGraph graph = BuildDependencyGraph(access);
@@ -572,6 +604,7 @@ absl::Status BuildPlan(PlanState* plan, const std::vector<std::string>& feeds,
                        const std::vector<std::string>& fetches) {
   RETURN_IF_ERROR(plan_passes::CreateSteps(plan, feeds, fetches));
   plan_passes::FoldConstants(plan);
+  plan_passes::MarkInPlaceUpdates(plan);
   plan_passes::BlockPipelineOnFetchedUpdates(plan);
   plan_passes::PinCopySources(plan);
   plan_passes::PlanReleases(plan);

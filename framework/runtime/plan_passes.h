@@ -28,6 +28,9 @@ absl::Status CreateSteps(PlanState* plan, const std::vector<std::string>& feeds,
                          const std::vector<std::string>& fetches);
 // Input-less fill_constant ops whose outputs nothing else writes run once.
 void FoldConstants(PlanState* plan);
+// Input slots that a step may update in place under another name
+// (Step::updated_inputs): a copy of a variable the step also writes.
+void MarkInPlaceUpdates(PlanState* plan);
 // A fetched persistable that the plan writes keeps runs from overlapping:
 // the next run would update it before this run's fetch reads it.
 void BlockPipelineOnFetchedUpdates(PlanState* plan);

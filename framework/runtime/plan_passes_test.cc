@@ -208,6 +208,51 @@ TEST(BuildSchedule, RecomputedOpsWaitForTheBackwardOpBeforeThem) {
   EXPECT_THAT(plan.step(1).preds, IsEmpty());  // an op of the program: as its data says
 }
 
+TEST(BuildSchedule, RecomputedOpsDoNotFollowAFoldedConstant) {
+  // The loss gradient's fill_constant runs once, before any run: holding
+  // the recomputed ops behind it would hold them behind nothing.
+  HandBuiltPlan plan({"x", "h", "loss", "dloss", "h2"}, {});
+  plan.Step("gelu", {"x"}, {"h"})
+      .Step("mean", {"h"}, {"loss"})
+      .Step("fill_constant", {}, {"dloss"})
+      .Step("gelu", {"x"}, {"h2"});
+  plan.step(2).folded = true;
+  plan.step(3).op.origin = {OpOrigin::Kind::kRecomputeOf, 0, ""};
+  plan_passes::BuildSchedule(plan.get());
+  EXPECT_THAT(plan.step(3).preds, ElementsAre(Pair(1, EdgeKind::kCompletion)));
+}
+
+// sgd placed on a device where its parameter is read: Param is the
+// placer's copy 'w@sim:0', ParamOut 'w' itself (written back home), and
+// the kernel updates the copy's buffer. A reader of the copy that nothing
+// in the backward depends on (a forward op whose value only a fetch or a
+// recomputed twin uses) must still come before the update.
+TEST(MarkInPlaceUpdates, AnUpdateOfACopyWaitsForTheCopysReaders) {
+  HandBuiltPlan plan({"w", "w@cpu", "w@sim:0", "x", "y", "g", "w@cpu#1"}, {"w"});
+  plan.Step("memcpy_d2h", {"w"}, {"w@cpu"})
+      .Step("memcpy_h2d", {"w@cpu"}, {"w@sim:0"})
+      .Step("matmul", {"x", "w@sim:0"}, {"y"})
+      .Step("scale", {"x"}, {"g"})
+      .Step("sgd", {"w@sim:0", "g"}, {"w"})
+      .Step("memcpy_d2h", {"w"}, {"w@cpu#1"})
+      .Step("memcpy_h2d", {"w@cpu#1"}, {"w"});
+  for (int i : {0, 1, 5, 6}) plan.step(i).is_copy = true;
+  plan_passes::MarkInPlaceUpdates(plan.get());
+  EXPECT_THAT(plan.step(4).updated_inputs, ElementsAre(2));  // w@sim:0
+  for (int i : {0, 1, 2, 3, 5, 6}) EXPECT_THAT(plan.step(i).updated_inputs, IsEmpty()) << i;
+  plan_passes::BuildSchedule(plan.get());
+  std::vector<int> preds;
+  for (const auto& [i, kind] : plan.step(4).preds) preds.push_back(i);
+  EXPECT_THAT(preds, ElementsAre(0, 1, 2, 3));  // the matmul (#2) included
+}
+
+TEST(MarkInPlaceUpdates, AnUpdateOfTheVariableItselfIsAnOrdinaryWrite) {
+  HandBuiltPlan plan({"w", "g"}, {"w"});
+  plan.Step("scale", {"w"}, {"g"}).Step("sgd", {"w", "g"}, {"w"});
+  plan_passes::MarkInPlaceUpdates(plan.get());
+  EXPECT_THAT(plan.step(1).updated_inputs, IsEmpty());
+}
+
 TEST(BuildSchedule, HoldsAnUpdateThatNothingElseNeedsForTheCommit) {
   HandBuiltPlan plan({"x", "w", "g", "loss"}, {"w"});
   plan.Step("mul", {"x", "w"}, {"loss"})

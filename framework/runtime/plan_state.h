@@ -154,6 +154,12 @@ struct PlanState::Step {
   // Concurrent runs (built by Prepare, see concurrent_run.cc).
   Lane lane = Lane::kHost;
   std::vector<int> slots_used;  // every slot read or written, once
+  // Input slots the kernel may write although no output names them: a copy
+  // of a variable that the step also writes, as an update in place reads it
+  // once placed (sgd on sim:0 reads Param 'w1@sim:0', the placer's copy of
+  // 'w1', and binds ParamOut 'w1' to that buffer, updating it). The
+  // schedule counts them as writes (plan_passes::MarkInPlaceUpdates).
+  std::vector<int> updated_inputs;
   std::vector<std::pair<int, EdgeKind>> preds, succs;
   // Pipelined runs: edges between this step of run n + 1 and steps of run
   // n (prev_preds: the steps of the run before that this step waits for;
