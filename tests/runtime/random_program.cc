@@ -67,7 +67,11 @@ struct Value {
 class Generator {
  public:
   Generator(uint64_t seed, const RandomProgramOptions& options, GeneratedProgram* out)
-      : rng_(Mix(seed ^ 0x5eedULL)), o_(options), out_(out), b_(*out->builder) {}
+      : rng_(Mix(seed ^ 0x5eedULL)),
+        probe_rng_(Mix(seed ^ 0x9b0beULL)),
+        o_(options),
+        out_(out),
+        b_(*out->builder) {}
 
   absl::Status Build();
 
@@ -123,10 +127,20 @@ class Generator {
 
   // The loss: the mean of the sum of every branch end's mean.
   absl::Status Loss();
+  // Sometimes (RandomProgramOptions::probe_probability) a forward op after
+  // the loss that reads a dense parameter (times the loss) and whose value
+  // is only fetched:
+  // nothing in the backward depends on it, so only the plan's
+  // write-after-read edges keep the parameter's update (in place, maybe of
+  // the placer's copy that the probe reads too) after it. Drawn from a
+  // stream of its own: a program without a probe is what it was before.
+  void Probe();
   absl::Status Optimize();
   void ChooseFetches();
 
   Rng rng_;
+  Rng probe_rng_;
+  std::string probe_;  // the probe's value, fetched; empty: none
   const RandomProgramOptions& o_;
   GeneratedProgram* out_;
   ProgramBuilder& b_;
@@ -948,6 +962,24 @@ absl::Status Generator::Loss() {
   return b_.status();
 }
 
+void Generator::Probe() {
+  if (dense_params_.empty() || !probe_rng_.Chance(o_.probe_probability)) return;
+  const std::string& param = probe_rng_.Pick(dense_params_);
+  // Half the time where the parameter's first reader runs, whose place its
+  // update takes (so the probe shares the copy the update writes).
+  auto first = first_reader_.find(param);
+  const std::string guard = first != first_reader_.end() && probe_rng_.Chance(0.5)
+                                ? first->second
+                                : probe_rng_.Pick(o_.guards);
+  {
+    auto g = b_.device_guard(guard);
+    // Times the loss: it starts with the backward, not before it.
+    probe_ = b_.ElementwiseMul(Var{param}, Var{out_->loss}).name;
+  }
+  Log(absl::StrCat("probe elementwise_mul@", GuardName(guard), " (", param, ", ", out_->loss,
+                   ") -> ", probe_, ", fetched only"));
+}
+
 absl::Status Generator::Optimize() {
   absl::Status s;
   switch (rng_.Below(3)) {
@@ -1088,9 +1120,11 @@ absl::Status Generator::Build() {
   if (!b_.status().ok()) return b_.status();
   absl::Status s = Loss();
   if (!s.ok()) return s;
+  Probe();
   s = Optimize();
   if (!s.ok()) return s;
   ChooseFetches();
+  if (!probe_.empty()) out_->fetches.push_back(probe_);
   // Who reads each parameter first, for the summary.
   for (const std::string& p : params_) {
     auto it = first_reader_.find(p);

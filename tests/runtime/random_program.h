@@ -24,7 +24,8 @@
 // slice, split, concat, reshape, transpose, square_error_cost,
 // fill_constant), each under a random device_guard of "cpu", "sim:0",
 // "sim:1" or none. The loss is the mean of the sum of every branch end's
-// mean (some through square_error_cost), minimised by SGD, Momentum or Adam.
+// mean (some through square_error_cost), minimised by SGD, Momentum or Adam;
+// sometimes a probe after the loss reads a parameter and is only fetched.
 // Values are kept small (a tanh follows a value that could grow), so every
 // run is finite. The fetches: the loss and up to two of forward values,
 // dense gradients, parameters and feeds. Everything is a function of the
@@ -76,6 +77,10 @@ struct RandomProgramOptions {
   // (the fetch is the value after the run's update, as in order).
   int max_extra_fetches = 2;
   bool fetch_parameters = true;
+  // A probe: a dense parameter times the loss, after the loss, under the guard
+  // of the parameter's first reader or a random one, fetched and read by
+  // nothing else (an update in place must still wait for it).
+  double probe_probability = 0.3;
 };
 
 // One fed variable and how its values are drawn.
