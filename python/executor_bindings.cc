@@ -367,6 +367,9 @@ void RegisterStats(py::module_& m) {
       .def_readonly("ledger", &RunStats::ledger)
       .def_readonly("captured", &RunStats::captured)
       .def_readonly("replayed", &RunStats::replayed)
+      .def_readonly("reports", &RunStats::reports,
+                    "values kernels reported, by name: with dynamic loss scaling "
+                    "'loss_scaling' (the scale after the step) and 'step_skipped' (1.0 or 0.0)")
       .def_property_readonly("copies", &RunStats::copies)
       .def("__repr__", [](const RunStats& s) { return "RunStats(" + s.DebugString() + ")"; });
   py::class_<PlacementEntry>(m, "PlacementEntry", "One row of a placement table.")

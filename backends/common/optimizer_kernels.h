@@ -435,6 +435,8 @@ class UpdateLossScalingKernel final : public OpKernel {
     ASSIGN_OR_RETURN(Tensor * skipped,
                      ctx->AllocateOutput("StepSkipped", DataType::kBool, Shape({1})));
     skipped->data<bool>()[0] = found;
+    ctx->Report("loss_scaling", s);
+    ctx->Report("step_skipped", found ? 1 : 0);
     RETURN_IF_ERROR(ctx->SetOutput("LossScaling", *scale));
     return ctx->SetOutput("OutGoodSteps", *good);
   }

@@ -195,18 +195,18 @@ absl::StatusOr<double> TestAccuracy(Executor* exe, Plan* plan, Scope* scope, Dat
 // Training with --data_parallel: the loop of Train over DataParallel::Step;
 // evaluation and checkpoints use rank 0's scope, which holds every
 // parameter of the one-device program.
-// Dynamic loss scaling's scale and whether the last step was skipped
-// (--amp=fp16), read from the host variables; nullopt without it.
+// Dynamic loss scaling's scale and whether the step was skipped
+// (--amp=fp16), as the run reported them (RunStats::reports); nullopt
+// without it.
 struct LossScaleState {
   double scale = 0;
   bool skipped = false;
 };
-std::optional<LossScaleState> ReadLossScaling(const Optimizer& optimizer, const Scope& scope) {
-  const LossScalingVars& v = optimizer.loss_scaling_vars();
-  const Variable* scale = v.scale.empty() ? nullptr : scope.Find(v.scale);
-  const Variable* skipped = v.step_skipped.empty() ? nullptr : scope.Find(v.step_skipped);
-  if (scale == nullptr || skipped == nullptr) return std::nullopt;
-  return LossScaleState{scale->tensor().data<float>()[0], skipped->tensor().data<bool>()[0]};
+std::optional<LossScaleState> ReportedLossScaling(const RunStats& stats) {
+  auto scale = stats.reports.find("loss_scaling");
+  auto skipped = stats.reports.find("step_skipped");
+  if (scale == stats.reports.end() || skipped == stats.reports.end()) return std::nullopt;
+  return LossScaleState{scale->second, skipped->second != 0};
 }
 
 absl::Status TrainDataParallel(const Place& place, ProgramBuilder& builder,
@@ -416,7 +416,7 @@ absl::Status Train() {
                                                       {{"image", batch.tensors.at("image")},
                                                        {"label", batch.tensors.at("label")}},
                                                       &stats));
-    const std::optional<LossScaleState> scaling = ReadLossScaling(*optimizer, scope);
+    const std::optional<LossScaleState> scaling = ReportedLossScaling(stats);
     if (scaling.has_value() && scaling->skipped) {
       ++skipped_steps;  // its loss overflowed: not averaged
     } else {

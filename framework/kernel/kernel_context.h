@@ -92,6 +92,15 @@ class KernelContext {
   void set_run_id(uint64_t id) { run_id_ = id; }
   uint64_t run_id() const { return run_id_; }
 
+  // Named values the kernel reports for the run (RunStats::reports), e.g.
+  // update_loss_scaling's scale after the step. The sink is the runner's,
+  // written only by this call; without one (outside an executor run) the
+  // values are dropped.
+  void set_report_sink(std::vector<std::pair<std::string, double>>* sink) { reports_ = sink; }
+  void Report(std::string name, double value) {
+    if (reports_ != nullptr) reports_->emplace_back(std::move(name), value);
+  }
+
   // Internal error if an input is not where the kernel's registration
   // expects it (host for HostMemory arguments, the device otherwise):
   // a copy the placer should have inserted is missing.
@@ -114,6 +123,7 @@ class KernelContext {
   const ArgVars& outputs_;
   Allocator* host_output_allocator_ = nullptr;
   uint64_t run_id_ = 0;
+  std::vector<std::pair<std::string, double>>* reports_ = nullptr;
   // The tensors InputTensor returned (list nodes never move).
   mutable std::forward_list<Tensor> held_inputs_;
 };

@@ -215,6 +215,7 @@ void Executor::BindFrame(Plan* plan, int frame_index, Scope* scope, uint64_t can
   frame.run_id = runs_bound.fetch_add(1, std::memory_order_relaxed) + 1;
   frame.cancel_requests = cancel_requests_;
   frame.cancel_requests_seen = cancel_requests;
+  for (auto& reported : frame.reports) reported.clear();  // a failed run's
   if (frame.bound_scope == scope) return;
   for (size_t id = 0; id < frame.slots.size(); ++id) {
     Variable* local =
@@ -527,6 +528,10 @@ absl::StatusOr<Stream*> Executor::FetchStream(Plan* plan, Device* device) {
 absl::StatusOr<std::vector<Tensor>> Executor::CollectFetches(Plan* plan, int frame_index,
                                                              RunStats* stats) {
   PlanState::Frame& frame = *plan->state().frames[frame_index];
+  for (auto& reported : frame.reports) {
+    for (auto& [name, value] : reported) stats->reports[name] = value;
+    reported.clear();
+  }
   std::vector<Tensor> fetched;
   for (size_t i = 0; i < plan->state().fetch_slots.size(); ++i) {
     const Variable* v = frame.slots[plan->state().fetch_slots[i]];

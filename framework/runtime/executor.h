@@ -174,6 +174,12 @@ struct RunStats {
   // run's too). Ops, copies and the ledger are then those of the captured
   // run: they still happen, inside the graph.
   bool captured = false, replayed = false;
+  // Values kernels reported during the run (KernelContext::Report), by
+  // name, the last in program order wins: dynamic loss scaling's
+  // update_loss_scaling reports "loss_scaling" (the scale after the step)
+  // and "step_skipped" (1 when the step found an infinity or a NaN in its
+  // gradients and left the parameters as they were, else 0).
+  std::map<std::string, double> reports;
 
   int copies() const { return copies_h2d + copies_d2h; }
   std::string DebugString() const;  // "3 ops, 1 H2D (4 B), 1 D2H (4 B), 2 sync"
@@ -320,7 +326,8 @@ class Executor {
   // its fetches.
   static absl::StatusOr<std::vector<Tensor>> FinishPipelinedRun(Plan* plan, PendingRun* run);
   // The fetches of frame `frame`, on the host (device values copied on
-  // the device's copy stream).
+  // the device's copy stream); the values its kernels reported go to
+  // `stats->reports`.
   static absl::StatusOr<std::vector<Tensor>> CollectFetches(Plan* plan, int frame, RunStats* stats);
   const std::shared_ptr<HostWorkerPool>& Pool();
   // Makes `plan` run its host steps on this executor's workers (a plan

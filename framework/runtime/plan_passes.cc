@@ -550,6 +550,7 @@ absl::Status AddFrame(PlanState* plan) {
   frame->out_args.resize(steps);
   frame->staging.resize(steps);
   frame->done_events.resize(steps);
+  frame->reports.resize(steps);
   RETURN_IF_ERROR(AddEvents(plan, frame.get(), /*pipelined=*/!plan->frames.empty()));
   plan->frames.push_back(std::move(frame));
   return absl::OkStatus();

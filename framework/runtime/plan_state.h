@@ -245,6 +245,10 @@ struct PlanState::Frame {
   // Per step: host->device copies from pageable memory go through it.
   std::vector<std::shared_ptr<Buffer>> staging;
   std::vector<std::unique_ptr<Event>> done_events;  // per step; null unless Step::waits.event
+  // Per step: the values its kernel reported in this frame's run
+  // (KernelContext::Report), each written by the thread running the step;
+  // cleared when the frame is bound, read into RunStats::reports at the end.
+  std::vector<std::vector<std::pair<std::string, double>>> reports;
   // Per plan device (PlanState::devices order): recorded on its compute and
   // copy streams right after a pipelined run's last device step was
   // enqueued, so that waiting for the run does not wait for the next one.

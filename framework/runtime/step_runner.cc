@@ -295,6 +295,7 @@ absl::Status PlanRunner::RunKernelStep(PlanState* plan, PlanState::Step* step,
                     run.frame->out_args[step->index]);
   ctx.set_host_output_allocator(step->host_output_allocator);
   ctx.set_run_id(run.frame->run_id);
+  ctx.set_report_sink(&run.frame->reports[step->index]);
   RETURN_IF_ERROR(AnnotateStepError(ctx.CheckInputPlaces(), *step));
   if (run.graph != nullptr) {
     for (const auto& [arg, ids] : step->inputs) {

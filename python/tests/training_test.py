@@ -224,6 +224,8 @@ class PlacementTest(unittest.TestCase):
         self.assertEqual(value("scale"), [4096.0])  # grown twice, every 5 good steps
         self.assertEqual(value("good_steps"), [2])
         self.assertEqual(value("step_skipped"), [False])
+        # The run reports them too.
+        self.assertEqual(exe.last_run_stats.reports, {"loss_scaling": 4096.0, "step_skipped": 0.0})
         self.assertEqual(tandem.optimizer.Adam(0.1).enable_dynamic_loss_scaling()._scaling
                          ["initial_scale"], 65536.0)
 

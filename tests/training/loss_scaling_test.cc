@@ -85,7 +85,7 @@ class Trainer {
   double Step(int step, std::optional<double> poison = std::nullopt) {
     auto [x, label] = Batch(step, poison);
     absl::StatusOr<std::vector<Tensor>> out =
-        exe_.Run(plan_.get(), &scope_, {{"x", x}, {"label", label}});
+        exe_.Run(plan_.get(), &scope_, {{"x", x}, {"label", label}}, &stats_);
     EXPECT_OK(out.status());
     return out.ok() ? ToDoubles((*out)[0])[0] : std::nan("");
   }
@@ -96,6 +96,13 @@ class Trainer {
     return v == nullptr ? std::vector<double>() : ToDoubles(v->tensor());
   }
 
+  // What the last step reported (RunStats::reports), -1 where absent.
+  double Reported(const std::string& name) const {
+    auto it = stats_.reports.find(name);
+    return it == stats_.reports.end() ? -1 : it->second;
+  }
+  const RunStats& stats() const { return stats_; }
+
   const Optimizer& optimizer() const { return *m_.optimizer; }
   const LossScalingVars& vars() const { return m_.optimizer->loss_scaling_vars(); }
 
@@ -104,6 +111,7 @@ class Trainer {
   Executor exe_;
   Scope scope_;
   std::unique_ptr<Plan> plan_;
+  RunStats stats_;
 };
 
 class LossScaling : public ::testing::TestWithParam<std::string> {
@@ -131,6 +139,9 @@ TEST_P(LossScaling, APowerOfTwoScaleChangesNothingInFloat32) {
     }
     EXPECT_EQ(scaled.Values(scaled.vars().scale), std::vector<double>{4096});
     EXPECT_EQ(scaled.Values(scaled.vars().good_steps), std::vector<double>{2});
+    EXPECT_EQ(scaled.Reported("loss_scaling"), 4096);  // RunStats says it too
+    EXPECT_EQ(scaled.Reported("step_skipped"), 0);
+    EXPECT_TRUE(plain.stats().reports.empty());  // nothing to report without scaling
   }
 }
 
@@ -150,6 +161,8 @@ TEST_P(LossScaling, AnInfiniteGradientSkipsTheStepAndBacksOff) {
   EXPECT_FALSE(std::isfinite(loss));
   EXPECT_EQ(t.Values(t.vars().step_skipped), std::vector<double>{1});
   EXPECT_EQ(t.Values(t.vars().scale), std::vector<double>{128});
+  EXPECT_EQ(t.Reported("step_skipped"), 1);
+  EXPECT_EQ(t.Reported("loss_scaling"), 128);
   EXPECT_EQ(t.Values(t.vars().good_steps), std::vector<double>{0});
   EXPECT_EQ(t.Values("layer1.w_0"), w);  // nothing moved
   EXPECT_EQ(t.Values("layer2.b_0"), b2);
@@ -158,10 +171,12 @@ TEST_P(LossScaling, AnInfiniteGradientSkipsTheStepAndBacksOff) {
   // Good steps again: trained, and the scale grows back after two of them.
   EXPECT_TRUE(std::isfinite(t.Step(2)));
   EXPECT_EQ(t.Values(t.vars().step_skipped), std::vector<double>{0});
+  EXPECT_EQ(t.Reported("step_skipped"), 0);
   EXPECT_NE(t.Values("layer1.w_0"), w);
   EXPECT_EQ(t.Values(t.vars().scale), std::vector<double>{128});
   t.Step(3);
   EXPECT_EQ(t.Values(t.vars().scale), std::vector<double>{256});
+  EXPECT_EQ(t.Reported("loss_scaling"), 256);
 }
 
 TEST_P(LossScaling, Float16AmpTrainsWithTheDefaultScale) {
