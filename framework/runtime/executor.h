@@ -178,7 +178,8 @@ struct RunStats {
   // name, the last in program order wins: dynamic loss scaling's
   // update_loss_scaling reports "loss_scaling" (the scale after the step)
   // and "step_skipped" (1 when the step found an infinity or a NaN in its
-  // gradients and left the parameters as they were, else 0).
+  // gradients and left the parameters as they were, else 0). A replayed
+  // graph reports nothing: no kernel's host code runs in a replay.
   std::map<std::string, double> reports;
 
   int copies() const { return copies_h2d + copies_d2h; }

@@ -250,6 +250,7 @@ class SgdKernel : public OpKernel {
     float* p = param->data<float>();
     const float* g = grad->data<float>();
     const float rate = lr->data<float>()[0];
+    ctx->Report("learning_rate", rate);  // host code: runs eagerly and at capture
     const int64_t n = param->NumElements();
     Cap()->Enqueue({p, g}, [=] {
       for (int64_t i = 0; i < n; ++i) p[i] -= rate * g[i];
@@ -377,6 +378,9 @@ TEST(GraphCaptureTest, ReplaysMatchEagerRunsWithNewFeedsEachStep) {
     EXPECT_EQ(gs.ops, es.ops);
     EXPECT_EQ(gs.ledger.size(), es.ledger.size());
     EXPECT_EQ(gs.fetch_copies, 1);
+    // Kernels' reports come from their host code: a replay has none.
+    EXPECT_EQ(es.reports.count("learning_rate"), 1u);
+    EXPECT_EQ(gs.reports.count("learning_rate"), step <= 1 ? 1u : 0u) << "step " << step;
   }
   EXPECT_EQ(Cap()->captures() - captures, 1);
   EXPECT_EQ(Cap()->launches() - launches, 19);
