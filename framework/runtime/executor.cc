@@ -215,7 +215,6 @@ void Executor::BindFrame(Plan* plan, int frame_index, Scope* scope, uint64_t can
   frame.run_id = runs_bound.fetch_add(1, std::memory_order_relaxed) + 1;
   frame.cancel_requests = cancel_requests_;
   frame.cancel_requests_seen = cancel_requests;
-  for (auto& reported : frame.reports) reported.clear();  // a failed run's
   if (frame.bound_scope == scope) return;
   for (size_t id = 0; id < frame.slots.size(); ++id) {
     Variable* local =

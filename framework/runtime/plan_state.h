@@ -247,7 +247,8 @@ struct PlanState::Frame {
   std::vector<std::unique_ptr<Event>> done_events;  // per step; null unless Step::waits.event
   // Per step: the values its kernel reported in this frame's run
   // (KernelContext::Report), each written by the thread running the step;
-  // cleared when the frame is bound, read into RunStats::reports at the end.
+  // moved into RunStats::reports when the run's fetches are collected (what
+  // a failed run left is followed by the next run's values, which win).
   std::vector<std::vector<std::pair<std::string, double>>> reports;
   // Per plan device (PlanState::devices order): recorded on its compute and
   // copy streams right after a pipelined run's last device step was

@@ -129,11 +129,10 @@ class Generator {
   absl::Status Loss();
   // Sometimes (RandomProgramOptions::probe_probability) a forward op after
   // the loss that reads a dense parameter (times the loss) and whose value
-  // is only fetched:
-  // nothing in the backward depends on it, so only the plan's
-  // write-after-read edges keep the parameter's update (in place, maybe of
-  // the placer's copy that the probe reads too) after it. Drawn from a
-  // stream of its own: a program without a probe is what it was before.
+  // is only fetched: nothing in the backward depends on it, so only the
+  // plan's write-after-read edges keep the parameter's update (in place,
+  // maybe of the placer's copy that the probe reads too) after it. Drawn
+  // from a stream of its own: a program without a probe is what it was.
   void Probe();
   absl::Status Optimize();
   void ChooseFetches();
