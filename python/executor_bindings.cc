@@ -367,6 +367,8 @@ void RegisterStats(py::module_& m) {
       .def_readonly("ledger", &RunStats::ledger)
       .def_readonly("captured", &RunStats::captured)
       .def_readonly("replayed", &RunStats::replayed)
+      .def_readonly("graph_launches", &RunStats::graph_launches)
+      .def_readonly("ungraphed_device_steps", &RunStats::ungraphed_device_steps)
       .def_readonly("reports", &RunStats::reports,
                     "values kernels reported, by name: with dynamic loss scaling "
                     "'loss_scaling' (the scale after the step) and 'step_skipped' (1.0 or 0.0)")
@@ -444,7 +446,9 @@ void RegisterStats(py::module_& m) {
       .def("placed_program_string",
            [](const PlanHandle& p) { return p.plan->placed().program.DebugString(); })
       .def_property_readonly("graph_fallback_reason",
-                             [](const PlanHandle& p) { return p.plan->graph_fallback_reason(); });
+                             [](const PlanHandle& p) { return p.plan->graph_fallback_reason(); })
+      .def_property_readonly("graph_summary",
+                             [](const PlanHandle& p) { return p.plan->graph_summary(); });
 }
 
 void RegisterScope(py::module_& m) {

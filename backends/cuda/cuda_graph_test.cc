@@ -138,14 +138,25 @@ TEST_F(CudaGraphTest, TwentyReplayedSgdStepsEqualEagerSteps) {
   }
 }
 
-TEST_F(CudaGraphTest, PlanWithAHostKernelRunsEagerly) {
+TEST_F(CudaGraphTest, PlanWithAHostKernelReplaysItsDeviceSegment) {
   Trainer eager(false, true), graph(true, true);
-  for (int step = 0; step < 3; ++step) {
+  for (int step = 0; step < 6; ++step) {
     RunStats es, gs;
-    EXPECT_EQ(graph.Step(step, &gs), eager.Step(step, &es));
-    EXPECT_FALSE(gs.replayed);
+    EXPECT_EQ(graph.Step(step, &gs), eager.Step(step, &es)) << "step " << step;
+    EXPECT_EQ(gs.replayed, step >= 1)
+        << "step " << step << ": " << graph.plan->graph_fallback_reason();
+    EXPECT_EQ(gs.captured, step == 1) << "step " << step;
+    // The host scale runs eagerly; every device step is in the one graph.
+    EXPECT_EQ(gs.graph_launches, step >= 1 ? 1 : 0) << "step " << step;
+    EXPECT_EQ(gs.ungraphed_device_steps, 0) << graph.plan->graph_summary();
+    EXPECT_EQ(gs.copies(), es.copies());
   }
-  EXPECT_THAT(graph.plan->graph_fallback_reason(), HasSubstr("'scale' on cpu is a host kernel"));
+  EXPECT_EQ(graph.plan->graph_fallback_reason(), "");
+  EXPECT_THAT(graph.plan->graph_summary(), HasSubstr("1 graph segment ("));
+  for (const VarDesc& v : eager.b.main_program().block().vars()) {
+    if (!v.persistable) continue;
+    EXPECT_THAT(graph.Param(v.name), ElementsAreArray(eager.Param(v.name))) << v.name;
+  }
 }
 
 }  // namespace

@@ -15,7 +15,9 @@
 #include "gflags/gflags.h"
 
 DEFINE_bool(cuda_graph, false,
-            "Capture the training step once as a device graph (CUDA graph on gpu) and replay it.");
+            "Capture the training step's device work once as device graphs (CUDA graphs on gpu), "
+            "one per segment of device work between host steps, and replay them; host steps run "
+            "eagerly between the launches.");
 DEFINE_bool(in_order, false,
             "Run each plan's steps one at a time in program order on the calling thread "
             "(ExecutorOptions::in_order, the debugging mode). Default: concurrent, host steps "

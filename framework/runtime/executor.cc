@@ -42,6 +42,9 @@ std::string Plan::PlacementTable() const {
 }
 const MemoryEstimate& Plan::MemoryEstimate() const { return state_->memory; }
 const std::string& Plan::graph_fallback_reason() const { return state_->graph_blocker; }
+std::string Plan::graph_summary() const {
+  return state_->graph == nullptr ? "" : state_->graph->Summary(state_->steps);
+}
 
 RunHandle::RunHandle() = default;
 RunHandle::~RunHandle() = default;
@@ -59,10 +62,13 @@ absl::StatusOr<std::vector<Tensor>> RunHandle::Wait(RunStats* stats) {
 }
 
 std::string RunStats::DebugString() const {
-  return absl::StrCat(ops, " ops, ", copies_h2d, " H2D (", bytes_h2d, " B), ", copies_d2h, " D2H (",
-                      bytes_d2h, " B), ", sync_copies, " sync, ", async_copies, " async, ",
-                      fetch_copies, " fetch", captured ? ", captured" : "",
-                      replayed ? ", replayed" : "");
+  return absl::StrCat(
+      ops, " ops, ", copies_h2d, " H2D (", bytes_h2d, " B), ", copies_d2h, " D2H (", bytes_d2h,
+      " B), ", sync_copies, " sync, ", async_copies, " async, ", fetch_copies, " fetch",
+      captured ? ", captured" : "", replayed ? ", replayed" : "",
+      graph_launches > 0 ? absl::StrCat(", ", graph_launches, " graph launches") : "",
+      ungraphed_device_steps > 0 ? absl::StrCat(", ", ungraphed_device_steps, " device steps eager")
+                                 : "");
 }
 
 Executor::Executor(Place default_place, ExecutorOptions options)
@@ -474,28 +480,15 @@ absl::StatusOr<std::vector<Tensor>> Executor::RunNow(Plan* plan, Scope* scope, c
   RETURN_IF_ERROR(BindAndFeed(plan, 0, scope, feeds, cancel_requests, /*copy_feeds=*/false));
   PlanState::Frame& frame = *plan->state().frames[0];
   absl::Status ran;
-  if (plan->state().graph != nullptr) {
-    const std::string stale =
-        plan->state().graph->StaleReason(frame.slots, plan->state().slot_names);
-    if (stale.empty()) {
-      ran = plan->state().graph->Launch(frame.slots, observer);
-      *stats = plan->state().graph->stats;
-      stats->replayed = true;
-    } else {
-      VLOG(1) << "executor: capturing the plan again: " << stale;
-      plan->state().graph.reset();
-    }
-  }
-  if (!stats->replayed) {
-    if (options_.capture_graphs && plan->state().constants_ready &&
-        plan->state().graph_blocker.empty()) {
-      absl::StatusOr<bool> launched = CaptureAndLaunch(&plan->state(), stats, observer);
-      ran = !launched.ok() ? launched.status()
-            : *launched    ? absl::OkStatus()
-                           : RunEagerly(plan, stats, observer);
-    } else {
-      ran = RunEagerly(plan, stats, observer);
-    }
+  if (!plan->state().graph_blocker.empty()) plan->state().graph.reset();  // its runs ended
+  if (options_.capture_graphs && plan->state().constants_ready &&
+      plan->state().graph_blocker.empty()) {
+    absl::StatusOr<bool> graphed = RunWithGraphs(&plan->state(), stats, observer);
+    ran = !graphed.ok() ? graphed.status()
+          : *graphed    ? absl::OkStatus()
+                        : RunEagerly(plan, stats, observer);
+  } else {
+    ran = RunEagerly(plan, stats, observer);
   }
   if (!ran.ok()) {
     // Leave nothing running: the next run starts from a quiet device.
@@ -539,11 +532,13 @@ absl::StatusOr<std::vector<Tensor>> Executor::CollectFetches(Plan* plan, int fra
       return absl::FailedPreconditionError(absl::StrCat("fetch '", plan->state().fetch_names[i],
                                                         "' was not computed by the program"));
     }
-    if (t->place().is_host() && !plan->state().slot_persistable[plan->state().fetch_slots[i]]) {
+    const int slot = plan->state().fetch_slots[i];
+    const bool graph_written = plan->state().graph != nullptr && plan->state().graph->written[slot];
+    if (t->place().is_host() && !plan->state().slot_persistable[slot] && !graph_written) {
       fetched.push_back(*t);  // this run's own value: the next run makes a new one
       continue;
     }
-    if (t->place().is_host()) {  // a copy: later runs update the variable in place
+    if (t->place().is_host()) {  // a copy: later runs (or launches) write the buffer again
       ASSIGN_OR_RETURN(Tensor copy, CopyHostTensor(plan->state().fetch_names[i], *t));
       fetched.push_back(std::move(copy));
       stats->fetch_bytes += static_cast<int64_t>(t->NumBytes());
@@ -577,7 +572,7 @@ absl::StatusOr<std::vector<Tensor>> Executor::CollectFetches(Plan* plan, int fra
     fetched.push_back(*std::move(host));
   }
   frame.fetch_host.clear();
-  if (plan->state().graph == nullptr) {  // a graph writes its fetches again on each launch
+  if (plan->state().graph == nullptr) {  // graphs write their buffers again on each launch
     for (int id : plan->state().fetch_slots) {
       if (!plan->state().slot_persistable[id] && !plan->state().slot_folded[id])
         frame.slots[id]->clear();

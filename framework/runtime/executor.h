@@ -71,23 +71,33 @@
 // can run again. Persistable variables live in the Scope. An Executor and
 // a Plan are not thread-safe: one run at a time per executor.
 
-// Graph capture (ExecutorOptions::capture_graphs, the benchmarks'
-// --cuda_graph): a plan's first run is eager (warm-up: allocations, folded
-// constants), its second run is captured with Device::BeginCapture and every
-// later run replays it as one launch: feeds are copied into the same pinned
-// staging buffers, the graph is launched, fetches are read after it. Every
-// buffer the captured run used is kept (intermediates are not freed) and
-// the graph writes the same buffers on every replay. A run re-captures when
-// a value the graph baked in changed: the host value of a kernel's
-// HostMemory argument, the shape of a copied value, the buffer of a
-// persistable variable, or the scope. Plans that cannot be captured run
-// eagerly, with one LOG(WARNING) naming the step and why
-// (Plan::graph_fallback_reason): host kernels or synchronous device->host
-// copies in the step, device kernels writing host outputs, steps on more
-// than one device, a device without capture, or a kernel that fails while
-// capturing (e.g. one that reads device values on the host). Temporaries
-// that kernels free while capturing are the device's to keep for the graph
-// (the CUDA device holds them from its allocator's cache).
+// Graph capture (ExecutorOptions::capture_graphs, the examples' and
+// benchmarks' --cuda_graph): a plan's first run is eager (warm-up:
+// allocations, folded constants); from its second run on, its steps run in
+// program order on the calling thread, and each segment of device work, a
+// maximal run of one device's kernels and copies between host steps, is
+// captured once with Device::BeginCapture and then replayed as one launch,
+// while the host steps (host kernels, device kernels that write host
+// memory) run eagerly between the launches. A plan all on one device is one
+// segment: its step is one launch. Feeds and host values a segment copies
+// up go into the same pinned staging buffers before its launch; values it
+// copies down land in the same pinned buffers, and the host waits for the
+// segment before the steps after it read them. Every buffer a captured
+// segment used is kept (its intermediates are not freed) and its graph
+// writes the same buffers on every replay. A segment is captured again when
+// a value it baked in changed: the host value of a kernel's HostMemory
+// argument, the shape of a value it copies up, the buffer of a device value
+// it reads (a persistable given a new tensor), or the scope; captured again
+// on three runs in a row, its steps run eagerly from then on. A kernel that
+// fails while being captured (e.g. one that reads device values on the
+// host) runs eagerly from then on, its segment split around it; a device
+// without capture runs its steps eagerly. Plan::graph_summary() lists the
+// segments and the device steps run eagerly and why; RunStats counts the
+// launches. Plans with nothing to capture (host-only plans, devices without
+// capture) run as without capture_graphs, with one LOG(WARNING) naming why
+// (Plan::graph_fallback_reason). Temporaries that kernels free while
+// capturing are the device's to keep for the graph (the CUDA device holds
+// them from its allocator's cache).
 //
 // Logging: --vmodule=executor=3 prints one line per op and per copy in the
 // PaddlePaddle's format; --vmodule=executor=1 says when a plan is
@@ -169,11 +179,14 @@ struct RunStats {
   int fetch_copies = 0;  // device->host copies made to return fetched values
   int64_t fetch_bytes = 0;
   std::vector<CopyRecord> ledger;  // placed copies (fetches excluded)
-  // Graph capture: `captured` when this run recorded the plan's graph,
-  // `replayed` when its device work was one graph launch (the captured
-  // run's too). Ops, copies and the ledger are then those of the captured
-  // run: they still happen, inside the graph.
+  // Graph capture: `captured` when this run recorded a device graph,
+  // `replayed` when device work of it ran as graph launches (the capturing
+  // run's too). The ops, copies and ledger of a captured segment are those
+  // of its capture: they still happen, inside the graph.
   bool captured = false, replayed = false;
+  // Graph capture: device graphs launched in this run (one per segment),
+  // and device steps (kernels, copies) run outside any graph.
+  int graph_launches = 0, ungraphed_device_steps = 0;
   // Values kernels reported during the run (KernelContext::Report), by
   // name, the last in program order wins: dynamic loss scaling's
   // update_loss_scaling reports "loss_scaling" (the scale after the step)
@@ -366,6 +379,11 @@ class Plan {
   // Prepare before anything was allocated (memory_estimate.h); Prepare
   // refused the plan if a place could not hold them.
   const ::tandem::MemoryEstimate& MemoryEstimate() const;
+  // With ExecutorOptions::capture_graphs, once the plan ran captured: its
+  // graph segments and the device steps run eagerly and why, e.g. "2 graph
+  // segments (#0-#5 on gpu:0, #8-#12 on gpu:0); device steps run eagerly:
+  // #6 'adam': writes its host-memory output ...". Empty otherwise.
+  std::string graph_summary() const;
   // Why this plan runs eagerly although ExecutorOptions::capture_graphs is
   // set (the step and the reason); empty while it is (or may be) captured.
   const std::string& graph_fallback_reason() const;

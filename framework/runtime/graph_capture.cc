@@ -1,9 +1,10 @@
 #include "framework/runtime/graph_capture.h"
 
-#include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "framework/base/status_macros.h"
 #include "framework/runtime/step_runner.h"
 #include "glog/logging.h"
@@ -11,52 +12,237 @@
 namespace tandem {
 namespace {
 
-// The device whose work a graph of `steps` would hold, or why there is none
-// (one step named with the reason).
-absl::StatusOr<Device*> CaptureDevice(const std::vector<std::unique_ptr<PlanState::Step>>& steps) {
-  if (std::all_of(steps.begin(), steps.end(), [](const std::unique_ptr<PlanState::Step>& step) {
-        return step->folded || step->place.is_host();
-      })) {
-    return absl::FailedPreconditionError("the plan has no device work to capture");
+using GraphSegment = PlanState::GraphSegment;
+using GraphState = PlanState::GraphState;
+
+// A segment captured again on this many runs in a row runs eagerly from
+// then on: what it bakes in changes on every run (a learning rate the host
+// computes each step), so capturing costs more than it saves.
+constexpr int kMaxCapturesInARow = 3;
+
+// A variable's values: its tensor, or a SelectedRows' value tensor.
+const Tensor* ValueTensor(const Variable& v) {
+  return v.is_selected_rows() ? &v.selected_rows().value() : v.data_tensor();
+}
+
+const Buffer* BufferOf(const Variable& v) {
+  const Tensor* t = ValueTensor(v);
+  return t == nullptr || !t->initialized() ? nullptr : t->buffer().get();
+}
+
+// Why step `i` runs outside any graph; empty when it can be captured.
+std::string EagerReason(const PlanState& plan, int i) {
+  const PlanState::Step& step = *plan.steps[i];
+  const GraphState& graph = *plan.graph;
+  if (auto eager = graph.eager.find(i); eager != graph.eager.end()) return eager->second;
+  if (!step.is_copy && step.place.is_host()) return "a host kernel";
+  if (auto no = graph.no_capture.find(step.device); no != graph.no_capture.end()) {
+    return no->second;
   }
-  Device* device = nullptr;
-  for (size_t i = 0; i < steps.size(); ++i) {
-    const PlanState::Step& step = *steps[i];
+  if (step.is_copy) return "";
+  if (step.def->collective() != CollectiveKind::kNone) {
+    return "a collective, which meets the other ranks' runs";
+  }
+  for (const auto& [arg, ids] : step.outputs) {
+    if (step.def->IsHostMemory(arg)) {
+      return absl::StrCat("writes its host-memory output '", arg,
+                          "' on the host, which a replay would not redo");
+    }
+  }
+  return "";
+}
+
+// Splits the steps into segments: maximal runs of capturable steps of one
+// device (folded constants do not interrupt them). A segment whose steps
+// are unchanged keeps its graph; the others retire.
+void Partition(PlanState* plan) {
+  GraphState& graph = *plan->graph;
+  std::vector<std::unique_ptr<GraphSegment>> old = std::move(graph.segments);
+  graph.segments.clear();
+  graph.segment_at.assign(plan->steps.size(), -1);
+  GraphSegment* open = nullptr;
+  for (int i = 0; i < static_cast<int>(plan->steps.size()); ++i) {
+    const PlanState::Step& step = *plan->steps[i];
     if (step.folded) continue;
-    const std::string where =
-        absl::StrCat("step #", i, " '", step.op.type, "' on ", step.place.ToString());
-    if (step.is_copy && step.copy_to.is_host()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat(where, " copies '", step.op.inputs.at("X")[0],
-                       "' to the host synchronously in the middle of the step"));
+    if (!EagerReason(*plan, i).empty()) {
+      open = nullptr;
+      continue;
     }
-    if (!step.is_copy && step.place.is_host()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat(where, " is a host kernel; only device work can be captured"));
+    if (open == nullptr || open->device != step.device) {
+      graph.segments.push_back(std::make_unique<GraphSegment>());
+      open = graph.segments.back().get();
+      open->first = i;
+      open->device = step.device;
+      open->launch_op.type = "graph_launch";
+      graph.segment_at[i] = static_cast<int>(graph.segments.size()) - 1;
     }
-    if (!step.is_copy) {
-      for (const auto& [arg, ids] : step.outputs) {
-        if (step.def->IsHostMemory(arg)) {
-          return absl::FailedPreconditionError(
-              absl::StrCat(where, " writes its host-memory output '", arg,
-                           "' on the host, which a replay would not redo"));
-        }
+    open->last = i;
+  }
+  for (auto& segment : graph.segments) {
+    for (auto& was : old) {
+      if (was != nullptr && was->first == segment->first && was->last == segment->last &&
+          was->device == segment->device) {
+        segment = std::move(was);
       }
     }
-    if (device != nullptr && step.device != device) {
-      return absl::FailedPreconditionError(
-          absl::StrCat(where, " is not on ", device->place().ToString(),
-                       " like the earlier steps; a graph holds the work of one device"));
-    }
-    device = step.device;
   }
-  return device;
+  for (auto& was : old) {
+    if (was != nullptr) graph.retired.push_back(std::move(was));
+  }
+}
+
+// Why the plan has no segment at all (for graph_blocker).
+std::string NoSegmentReason(const PlanState& plan) {
+  if (plan.host_only) return "the plan has no device work to capture";
+  for (const auto& [device, reason] : plan.graph->no_capture) return reason;
+  for (int i = 0; i < static_cast<int>(plan.steps.size()); ++i) {
+    const PlanState::Step& step = *plan.steps[i];
+    if (step.folded || step.place.is_host()) continue;
+    return absl::StrCat("no device step can be captured: step #", i, " '", step.op.type, "' on ",
+                        step.place.ToString(), ": ", EagerReason(plan, i));
+  }
+  return "the plan has no device work to capture";
+}
+
+// Adds what a segment's steps did (they ran inside its graph) to `stats`.
+void AddSegmentStats(const RunStats& segment, RunStats* stats) {
+  stats->ops += segment.ops;
+  stats->copies_h2d += segment.copies_h2d;
+  stats->copies_d2h += segment.copies_d2h;
+  stats->bytes_h2d += segment.bytes_h2d;
+  stats->bytes_d2h += segment.bytes_d2h;
+  stats->sync_copies += segment.sync_copies;
+  stats->async_copies += segment.async_copies;
+  stats->ledger.insert(stats->ledger.end(), segment.ledger.begin(), segment.ledger.end());
+  stats->graph_launches++;
+  stats->replayed = true;
+}
+
+// Every slot `step` reads, the inputs it updates in place included.
+std::vector<int> ReadSlots(const PlanState::Step& step) {
+  std::vector<int> read = step.updated_inputs;
+  for (const auto& [arg, ids] : step.inputs) read.insert(read.end(), ids.begin(), ids.end());
+  return read;
+}
+
+std::vector<int> WrittenSlots(const PlanState::Step& step) {
+  std::vector<int> written = step.updated_inputs;
+  for (const auto& [arg, ids] : step.outputs) written.insert(written.end(), ids.begin(), ids.end());
+  return written;
+}
+
+// A persistable the segment read and then wrote into another buffer: a
+// replay would read the old buffer, never updated. Its writers in
+// `*writers`.
+absl::Status CheckPersistablesKeepTheirBuffers(const PlanState& plan, const GraphSegment& segment,
+                                               const std::vector<Variable*>& slots,
+                                               std::vector<int>* writers) {
+  for (const auto& [slot, buffer] : segment.inputs) {
+    if (!plan.slot_persistable[slot] || BufferOf(*slots[slot]) == buffer) continue;
+    for (int i = segment.first; i <= segment.last; ++i) {
+      for (int w : WrittenSlots(*plan.steps[i])) {
+        if (w == slot) writers->push_back(i);
+      }
+    }
+    return absl::FailedPreconditionError(absl::StrCat(
+        "persistable '", plan.slot_names[slot],
+        "' is written into a new buffer on each run, which a replay would not read back"));
+  }
+  return absl::OkStatus();
+}
+
+// Captures `segment`'s steps as its graph (the steps' host code runs, their
+// device work is recorded, nothing of it executes). On failure the slots
+// are as before and `*failed` names the steps to run eagerly (empty: the
+// device cannot capture).
+absl::Status CaptureSegment(PlanState* plan, GraphSegment* segment, const StepRunContext& run,
+                            std::vector<int>* failed) {
+  std::vector<Variable*>& slots = run.frame->slots;
+  std::vector<Variable> before;
+  before.reserve(slots.size());
+  for (Variable* v : slots) before.push_back(*v);
+  GraphSegment fresh;
+  fresh.first = segment->first;
+  fresh.last = segment->last;
+  fresh.device = segment->device;
+  fresh.launch_op = segment->launch_op;
+  fresh.captures_in_a_row = segment->captures_in_a_row;
+  *segment = std::move(fresh);
+  Stream* stream = segment->device->compute_stream();
+  absl::Status s = segment->device->BeginCapture(stream);
+  if (!s.ok()) return s;
+  StepRunContext capture = run;
+  capture.segment = segment;
+  std::vector<bool> written(slots.size(), false);
+  for (int i = segment->first; s.ok() && i <= segment->last; ++i) {
+    PlanState::Step* step = plan->steps[i].get();
+    if (step->folded) continue;
+    for (int slot : ReadSlots(*step)) {
+      const Tensor* t = ValueTensor(*slots[slot]);
+      if (written[slot] || t == nullptr || !t->initialized() || t->place().is_host()) continue;
+      segment->inputs.emplace_back(slot, t->buffer().get());
+    }
+    s = PlanRunner::RunStep(plan, step, capture, &segment->stats);
+    if (!s.ok()) failed->push_back(i);
+    for (int slot : WrittenSlots(*step)) written[slot] = true;
+  }
+  absl::StatusOr<std::unique_ptr<DeviceGraph>> ended = segment->device->EndCapture(stream);
+  if (s.ok() && !ended.ok()) {
+    s = absl::Status(ended.status().code(),
+                     absl::StrCat("ending the capture of steps #", segment->first, "-#",
+                                  segment->last, ": ", ended.status().message()));
+    for (int i = segment->first; i <= segment->last; ++i) failed->push_back(i);
+  }
+  if (s.ok()) s = CheckPersistablesKeepTheirBuffers(*plan, *segment, slots, failed);
+  if (!s.ok()) {
+    for (size_t i = 0; i < slots.size(); ++i) *slots[i] = before[i];
+    return s;
+  }
+  segment->graph = *std::move(ended);
+  for (size_t slot = 0; slot < slots.size(); ++slot) {
+    if (!written[slot]) continue;
+    segment->outputs.emplace_back(static_cast<int>(slot), *slots[slot]);
+    plan->graph->written[slot] = true;
+  }
+  return absl::OkStatus();
+}
+
+// After a failed capture of `segment`: its failed steps (or its device)
+// run eagerly from now on, and the plan is split again.
+void RunEagerlyFromNowOn(PlanState* plan, const GraphSegment& segment, const absl::Status& why,
+                         const std::vector<int>& failed) {
+  GraphState& graph = *plan->graph;
+  if (failed.empty()) {
+    graph.no_capture[segment.device] = std::string(why.message());
+  }
+  for (int i : failed) graph.eager[i] = std::string(why.message());
+  LOG(WARNING) << "executor: steps #" << segment.first << "-#" << segment.last
+               << " cannot be captured as one device graph; "
+               << (failed.empty() ? "the device's steps" : "the failing steps")
+               << " run eagerly between graph launches: " << why.message();
+  Partition(plan);
+}
+
+// Captures `segment` (again) and launches it.
+absl::Status CaptureAndLaunch(PlanState* plan, GraphSegment* segment, const StepRunContext& run,
+                              RunStats* stats, bool* split) {
+  std::vector<int> failed;
+  const absl::Status captured = CaptureSegment(plan, segment, run, &failed);
+  if (!captured.ok()) {
+    RunEagerlyFromNowOn(plan, *segment, captured, failed);
+    *split = true;
+    return absl::OkStatus();
+  }
+  stats->captured = true;
+  RETURN_IF_ERROR(segment->Launch(run.frame->slots, run.observer));
+  AddSegmentStats(segment->stats, stats);
+  return absl::OkStatus();
 }
 
 }  // namespace
 
-std::string PlanState::GraphState::StaleReason(const std::vector<Variable*>& slots,
-                                               const std::vector<std::string>& names) const {
+std::string GraphSegment::StaleReason(const std::vector<Variable*>& slots,
+                                      const std::vector<std::string>& names) const {
   auto same = [&](int slot, DataType dtype, const Shape& shape) {
     const Tensor* t = slots[slot]->data_tensor();
     return t != nullptr && t->initialized() && t->dtype() == dtype && t->shape() == shape;
@@ -74,17 +260,16 @@ std::string PlanState::GraphState::StaleReason(const std::vector<Variable*>& slo
                           "' changed");
     }
   }
-  for (const auto& [slot, buffer] : persistable_buffers) {
-    const Tensor* t = slots[slot]->data_tensor();
-    if ((t == nullptr ? nullptr : t->buffer().get()) != buffer) {
-      return absl::StrCat("persistable '", names[slot], "' was given another buffer");
+  for (const auto& [slot, buffer] : inputs) {
+    if (BufferOf(*slots[slot]) != buffer) {
+      return absl::StrCat("'", names[slot], "' was given another buffer");
     }
   }
   return "";
 }
 
-absl::Status PlanState::GraphState::Launch(const std::vector<Variable*>& slots,
-                                           ExecutionObserver* observer) const {
+absl::Status GraphSegment::Launch(const std::vector<Variable*>& slots,
+                                  ExecutionObserver* observer) const {
   for (const Upload& u : uploads) {
     const Tensor* t = slots[u.src]->data_tensor();
     if (u.staging != nullptr) std::memcpy(u.staging->data(), t->raw_data(), t->NumBytes());
@@ -100,70 +285,89 @@ absl::Status PlanState::GraphState::Launch(const std::vector<Variable*>& slots,
     observer->OnOpBegin(event);
   }
   RETURN_IF_ERROR(graph->Launch(stream));
+  for (const auto& [slot, value] : outputs) *slots[slot] = value;
+  // The host steps after it read what it copied down.
+  if (copies_to_host) RETURN_IF_ERROR(device->SynchronizeStream(stream));
   if (observer != nullptr) observer->OnOpEnd(event);
   return absl::OkStatus();
 }
 
-absl::StatusOr<bool> CaptureAndLaunch(PlanState* plan, RunStats* stats,
-                                      ExecutionObserver* observer) {
-  auto graph = std::make_unique<PlanState::GraphState>();
-  graph->launch_op.type = "graph_launch";
-  PlanState::Frame& frame = *plan->frames[0];
-  for (size_t id = 0; id < frame.slots.size(); ++id) {
-    if (plan->slot_persistable[id]) {
-      graph->persistable_before.emplace_back(static_cast<int>(id), *frame.slots[id]);
-    }
+std::string GraphState::Summary(const std::vector<std::unique_ptr<Step>>& steps) const {
+  std::vector<std::string> ranges, eager_steps;
+  for (const auto& segment : segments) {
+    ranges.push_back(
+        absl::StrCat("#", segment->first,
+                     segment->last == segment->first ? "" : absl::StrCat("-#", segment->last),
+                     " on ", segment->device->place().ToString()));
   }
-  absl::StatusOr<Device*> device = CaptureDevice(plan->steps);
-  absl::Status captured = device.status();
-  Stream* stream = nullptr;
-  if (captured.ok()) {
-    graph->device = *device;
-    stream = graph->device->compute_stream();
-    captured = graph->device->BeginCapture(stream);
+  for (const auto& [i, reason] : eager) {
+    eager_steps.push_back(absl::StrCat("#", i, " '", steps[i]->op.type, "': ", reason));
   }
-  if (captured.ok()) {
-    plan->graph = std::move(graph);
-    StepRunContext run;
-    run.observer = observer;
-    run.graph = plan->graph.get();
-    run.frame = &frame;
-    captured = PlanRunner::RunInOrder(plan, stats, run);
-    absl::StatusOr<std::unique_ptr<DeviceGraph>> ended = plan->graph->device->EndCapture(stream);
-    if (captured.ok() && !ended.ok()) {
-      captured = absl::Status(ended.status().code(),
-                              absl::StrCat("ending the capture: ", ended.status().message()));
-    }
-    for (const auto& [slot, before] : plan->graph->persistable_before) {
-      const Tensor* was = before.data_tensor();
-      const Tensor* now = frame.slots[slot]->data_tensor();
-      const Buffer* buffer = now == nullptr ? nullptr : now->buffer().get();
-      if (captured.ok() && (was == nullptr ? nullptr : was->buffer().get()) != buffer) {
-        captured = absl::FailedPreconditionError(
-            absl::StrCat("persistable '", plan->slot_names[slot],
-                         "' is written into a new buffer on each run, which a "
-                         "replay would not "
-                         "read back"));
-      }
-      plan->graph->persistable_buffers.emplace_back(slot, buffer);
-    }
-    if (captured.ok()) plan->graph->graph = *std::move(ended);
+  std::string summary =
+      absl::StrCat(segments.size(), " graph segment", segments.size() == 1 ? "" : "s", " (",
+                   absl::StrJoin(ranges, ", "), ")");
+  if (!eager_steps.empty()) {
+    absl::StrAppend(&summary, "; device steps run eagerly: ", absl::StrJoin(eager_steps, "; "));
   }
-  if (!captured.ok()) {
-    plan->graph_blocker = std::string(captured.message());
-    LOG(WARNING) << "executor: the plan runs eagerly, it cannot be captured as "
-                    "a device graph: "
+  return summary;
+}
+
+absl::StatusOr<bool> RunWithGraphs(PlanState* plan, RunStats* stats, ExecutionObserver* observer) {
+  if (plan->graph == nullptr) {
+    plan->graph = std::make_unique<GraphState>();
+    plan->graph->written.assign(plan->slot_names.size(), false);
+    Partition(plan);
+  }
+  GraphState& graph = *plan->graph;
+  graph.retired.clear();  // the run before ended with its devices synchronised
+  if (graph.segments.empty()) {
+    plan->graph_blocker = NoSegmentReason(*plan);
+    LOG(WARNING) << "executor: the plan runs eagerly, it cannot be captured as device graphs: "
                  << plan->graph_blocker;
-    // Nothing captured ran: restore what the capture bound, then run eagerly.
-    PlanState::GraphState* failed = plan->graph != nullptr ? plan->graph.get() : graph.get();
-    for (auto& [slot, before] : failed->persistable_before) *frame.slots[slot] = before;
     plan->graph.reset();
-    *stats = RunStats();
     return false;
   }
-  plan->graph->stats = *stats;
-  stats->captured = stats->replayed = true;
-  RETURN_IF_ERROR(plan->graph->Launch(frame.slots, observer));
+  StepRunContext run;
+  run.observer = observer;
+  run.frame = plan->frames[0].get();
+  const int steps = static_cast<int>(plan->steps.size());
+  for (int i = 0; i < steps;) {
+    PlanState::Step* step = plan->steps[i].get();
+    GraphSegment* segment = graph.SegmentAt(i);
+    if (step->folded || segment == nullptr) {
+      if (!step->folded) {
+        RETURN_IF_ERROR(PlanRunner::RunStep(plan, step, run, stats));
+        if (!step->place.is_host()) stats->ungraphed_device_steps++;
+      }
+      ++i;
+      continue;
+    }
+    const std::string stale =
+        segment->graph == nullptr ? "" : segment->StaleReason(run.frame->slots, plan->slot_names);
+    if (segment->graph != nullptr && stale.empty()) {
+      segment->captures_in_a_row = 0;
+      RETURN_IF_ERROR(segment->Launch(run.frame->slots, observer));
+      AddSegmentStats(segment->stats, stats);
+      i = segment->last + 1;
+      continue;
+    }
+    if (!stale.empty()) {
+      VLOG(1) << "executor: capturing steps #" << segment->first << "-#" << segment->last
+              << " again: " << stale;
+    }
+    if (++segment->captures_in_a_row > kMaxCapturesInARow) {
+      const std::string why = absl::StrCat("captured again on ", kMaxCapturesInARow,
+                                           " runs in a row (last: ", stale, ")");
+      std::vector<int> all;
+      for (int s = segment->first; s <= segment->last; ++s) all.push_back(s);
+      RunEagerlyFromNowOn(plan, *segment, absl::FailedPreconditionError(why), all);
+      continue;
+    }
+    bool split = false;
+    RETURN_IF_ERROR(CaptureAndLaunch(plan, segment, run, stats, &split));
+    if (!split) i = segment->last + 1;  // else: step i again, in the new segments
+  }
+  if (graph.segments.empty()) plan->graph_blocker = NoSegmentReason(*plan);
   return true;
 }
 

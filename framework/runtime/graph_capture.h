@@ -1,11 +1,13 @@
 // Graph capture (ExecutorOptions::capture_graphs): a plan's steady-state
-// step recorded once as a device graph, then replayed (see executor.h).
+// step run as device graphs, one per segment of device work, with the host
+// steps between them run eagerly (see executor.h and PlanState::GraphState).
 // Private to //framework/runtime:executor.
 //
-//   ASSIGN_OR_RETURN(const bool launched, CaptureAndLaunch(&plan, &stats, observer));
-//   if (!launched) ...  // run the steps eagerly: plan.graph_blocker says why
+//   ASSIGN_OR_RETURN(const bool ran, RunWithGraphs(&plan, &stats, observer));
+//   if (!ran) ...  // run the steps eagerly: plan.graph_blocker says why
 //
-// Threads: called by the thread running the plan (one run at a time).
+// Threads: called by the thread running the plan (one run at a time); every
+// step runs, and every graph is launched, on that thread, in program order.
 #ifndef TANDEM_FRAMEWORK_RUNTIME_GRAPH_CAPTURE_H_
 #define TANDEM_FRAMEWORK_RUNTIME_GRAPH_CAPTURE_H_
 
@@ -14,13 +16,16 @@
 
 namespace tandem {
 
-// Captures frame 0's steps (all on one device, with their constants folded)
-// as plan->graph and launches it: true. When the plan cannot be captured,
-// sets plan->graph_blocker, logs it, restores what the capture bound and
-// resets *stats: false (the caller runs the steps eagerly; nothing ran).
-// An error of the launch itself is returned as is.
-absl::StatusOr<bool> CaptureAndLaunch(PlanState* plan, RunStats* stats,
-                                      ExecutionObserver* observer);
+// Runs frame 0's steps (constants folded) in program order: each segment is
+// launched from its graph, captured first when it has none yet or when a
+// value it baked in changed; the other steps run eagerly between the
+// launches. A device kernel that fails while being captured runs eagerly
+// from then on (its segment splits around it), as do the steps of a
+// segment captured again on three runs in a row. Returns false, having run
+// nothing, when the plan has no device work that could be captured
+// (plan->graph_blocker says why, and the caller runs the steps eagerly);
+// a step's error is returned as is.
+absl::StatusOr<bool> RunWithGraphs(PlanState* plan, RunStats* stats, ExecutionObserver* observer);
 
 }  // namespace tandem
 

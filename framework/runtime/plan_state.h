@@ -78,9 +78,10 @@ struct RowRefinement {
 // serialised by the executor (at most kPipelineFrames in flight, each on
 // its own Frame).
 struct PlanState {
-  struct Step;        // one op or copy
-  struct GraphState;  // a captured step and what it baked in
-  struct Frame;       // what one run binds
+  struct Step;          // one op or copy
+  struct GraphSegment;  // a run of device steps captured as one device graph
+  struct GraphState;    // the plan's graph segments and eager steps
+  struct Frame;         // what one run binds
 
   PlanState();
   ~PlanState();
@@ -128,7 +129,7 @@ struct PlanState {
   // Per device with collectives: the stream they run on (Lane::kComm).
   std::map<Device*, std::unique_ptr<Stream>> comm_streams;
   std::string graph_blocker;          // see Plan::graph_fallback_reason()
-  std::unique_ptr<GraphState> graph;  // the captured step, if any
+  std::unique_ptr<GraphState> graph;  // the plan's capture, once it ran with capture_graphs
 };
 
 struct PlanState::Step {
@@ -278,8 +279,14 @@ struct PlanState::Frame {
   }
 };
 
-// A captured step: the device graph and everything it baked in.
-struct PlanState::GraphState {
+// Graph capture of a plan (ExecutorOptions::capture_graphs, graph_capture.h):
+// its steps in program order split into segments, each a maximal run of
+// device work of one device (kernels without host-memory outputs, and the
+// copies to and from that device) between host steps, recorded as one
+// device graph and replayed as one launch; the other steps (host kernels,
+// device kernels writing host memory, kernels that cannot be captured) run
+// eagerly between the launches.
+struct PlanState::GraphSegment {
   // Host->device copies: the source slot's value goes into `staging` (whose
   // address the graph reads) before each launch.
   struct Upload {
@@ -297,27 +304,59 @@ struct PlanState::GraphState {
     std::string bytes;
   };
 
-  // Why a replay would not match an eager run of the current values (empty
+  // Why a launch would not match an eager run of the current values (empty
   // when it would): names the variable that changed.
   std::string StaleReason(const std::vector<Variable*>& slots,
                           const std::vector<std::string>& names) const;
-  // Stages the uploads and enqueues the graph on the device's compute
-  // stream, as one observer span ("graph_launch").
+  // Stages the uploads, enqueues the graph on the device's compute stream
+  // (one observer span, "graph_launch"), binds the slots it writes to the
+  // buffers it writes, and waits for it when the host reads what it copied
+  // down.
   absl::Status Launch(const std::vector<Variable*>& slots, ExecutionObserver* observer) const;
 
+  int first = 0, last = 0;  // its steps: plan step indices, inclusive
   Device* device = nullptr;
-  std::unique_ptr<DeviceGraph> graph;
+  std::unique_ptr<DeviceGraph> graph;  // null until captured
   std::vector<Upload> uploads;
   std::vector<HostValue> host_values;
-  // Persistable slots before the capture (restored if it fails), then the
-  // buffer of each that the graph reads and writes.
-  std::vector<std::pair<int, Variable>> persistable_before;
-  std::vector<std::pair<int, const Buffer*>> persistable_buffers;
+  // Device values its steps read before any of them wrote them: the slot
+  // and the buffer the graph reads.
+  std::vector<std::pair<int, const Buffer*>> inputs;
+  // Slots its steps write, bound as the capture left them (the graph
+  // writes those buffers).
+  std::vector<std::pair<int, Variable>> outputs;
+  bool copies_to_host = false;  // holds device->host copies
   // Every buffer the captured steps used, kept so that no one else gets
   // their memory while the graph may write it.
   std::vector<std::shared_ptr<Buffer>> held;
-  RunStats stats;    // of the captured run
+  RunStats stats;  // the ops and copies of its steps (they run inside it)
+  // Runs in a row that captured it again (a value it baked in changed).
+  int captures_in_a_row = 0;
   OpDesc launch_op;  // type "graph_launch", for observers
+};
+
+struct PlanState::GraphState {
+  // The segment whose first step is step `index`, or nullptr.
+  GraphSegment* SegmentAt(int index) const {
+    return segment_at[index] < 0 ? nullptr : segments[segment_at[index]].get();
+  }
+  // "2 graph segments (steps #0-#5 on gpu:0, #8-#12 on gpu:0); eager device
+  // steps: #6 'adam' (writes its host-memory output 'Beta1PowOut')".
+  std::string Summary(const std::vector<std::unique_ptr<Step>>& steps) const;
+
+  std::vector<std::unique_ptr<GraphSegment>> segments;  // in program order
+  std::vector<int> segment_at;  // per step: its segment's index if it starts one, else -1
+  // Device steps that run eagerly, and why: they write host memory, failed
+  // to be captured, or were captured again on too many runs in a row.
+  std::map<int, std::string> eager;
+  // Devices that cannot capture (Device::BeginCapture said so), and why.
+  std::map<Device*, std::string> no_capture;
+  // Per slot: a captured step writes it (its buffer is the graph's: a
+  // fetched host value of it is copied).
+  std::vector<bool> written;
+  // Segments replaced during the current run: their graphs may still be
+  // running, so they are freed when the next run starts.
+  std::vector<std::unique_ptr<GraphSegment>> retired;
 };
 
 inline constexpr int kPipelineFrames = 2;

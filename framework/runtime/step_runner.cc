@@ -116,7 +116,7 @@ void CountCopy(const PlanState::Step& step, const PlacementEntry& placed, const 
 absl::StatusOr<const void*> UploadSource(PlanState::Step* step, const Tensor& from,
                                          const StepRunContext& run) {
   const size_t bytes = from.NumBytes();
-  if (run.graph == nullptr && from.buffer()->allocator() == step->device->host_allocator()) {
+  if (run.segment == nullptr && from.buffer()->allocator() == step->device->host_allocator()) {
     run.frame->keep_alive.Add(from.buffer());  // read until the run ends
     return from.raw_data();
   }
@@ -256,7 +256,8 @@ absl::Status PlanRunner::RunCopyStep(PlanState* plan, PlanState::Step* step,
     absl::Status s;
     if (to_host) {
       s = step->device->CopyAsync(kind, to->raw_data(), from->raw_data(), bytes, stream);
-      if (s.ok() && run.in_order) s = step->device->SynchronizeStream(stream);
+      if (s.ok() && run.in_order && run.segment == nullptr)
+        s = step->device->SynchronizeStream(stream);
       if (!run.in_order) run.frame->keep_alive.Add(from->buffer());  // read on the copy stream
     } else {
       absl::StatusOr<const void*> source = UploadSource(step, *from, run);
@@ -265,11 +266,12 @@ absl::Status PlanRunner::RunCopyStep(PlanState* plan, PlanState::Step* step,
     }
     RETURN_IF_ERROR(AnnotateStepError(s, *step));
   }
-  if (run.graph != nullptr && !to_host) {
-    run.graph->uploads.push_back({step->inputs[0].second[0],
-                                  bytes > 0 ? run.frame->staging[step->index] : nullptr,
-                                  from->dtype(), from->shape()});
+  if (run.segment != nullptr && !to_host) {
+    run.segment->uploads.push_back({step->inputs[0].second[0],
+                                    bytes > 0 ? run.frame->staging[step->index] : nullptr,
+                                    from->dtype(), from->shape()});
   }
+  if (run.segment != nullptr && to_host) run.segment->copies_to_host = true;
   if (log) {
     ExecutorLog(absl::StrCat(to_host ? "TensorCopySync " : "TensorCopyAsync ", Dims(from->shape()),
                              " from ", from->place().LogName(), " to ", step->copy_to.LogName()));
@@ -282,7 +284,7 @@ absl::Status PlanRunner::RunCopyStep(PlanState* plan, PlanState::Step* step,
   } else {
     dst->set(*std::move(to));
   }
-  if (run.graph != nullptr) Hold(step->outputs, slots, &run.graph->held);
+  if (run.segment != nullptr) Hold(step->outputs, slots, &run.segment->held);
   return absl::OkStatus();
 }
 
@@ -297,18 +299,18 @@ absl::Status PlanRunner::RunKernelStep(PlanState* plan, PlanState::Step* step,
   ctx.set_run_id(run.frame->run_id);
   ctx.set_report_sink(&run.frame->reports[step->index]);
   RETURN_IF_ERROR(AnnotateStepError(ctx.CheckInputPlaces(), *step));
-  if (run.graph != nullptr) {
+  if (run.segment != nullptr) {
     for (const auto& [arg, ids] : step->inputs) {
       if (!step->def->IsHostMemory(arg)) continue;
       for (int id : ids) {
         const Tensor& t = *slots[id]->data_tensor();  // CheckInputPlaces: present
-        run.graph->host_values.push_back(
+        run.segment->host_values.push_back(
             {id, step->op.type, t.dtype(), t.shape(),
              std::string(static_cast<const char*>(t.raw_data()), t.NumBytes())});
       }
     }
-    Hold(step->inputs, slots, &run.graph->held);
-    Hold(step->outputs, slots, &run.graph->held);  // e.g. g before g = g + partial
+    Hold(step->inputs, slots, &run.segment->held);
+    Hold(step->outputs, slots, &run.segment->held);  // e.g. g before g = g + partial
   }
   const bool collective = step->def->collective() != CollectiveKind::kNone;
   if (collective && step->lane == Lane::kComm && !run.in_order) {
@@ -338,7 +340,18 @@ absl::Status PlanRunner::RunKernelStep(PlanState* plan, PlanState::Step* step,
                              ArgsForLog(step->inputs, slots, plan->slot_names), "}, outputs:{",
                              ArgsForLog(step->outputs, slots, plan->slot_names), "}"));
   }
-  if (run.graph != nullptr) Hold(step->outputs, slots, &run.graph->held);
+  if (run.segment != nullptr) Hold(step->outputs, slots, &run.segment->held);
+  return absl::OkStatus();
+}
+
+absl::Status PlanRunner::RunStep(PlanState* plan, PlanState::Step* step, const StepRunContext& run,
+                                 RunStats* stats) {
+  if (step->is_copy) return RunCopyStep(plan, step, run, stats);
+  RETURN_IF_ERROR(RunKernelStep(plan, step, run));
+  stats->ops++;
+  if (run.check_numerics) {
+    RETURN_IF_ERROR(CheckStepNumerics(*step, run.frame->slots, plan->slot_names));
+  }
   return absl::OkStatus();
 }
 
@@ -348,19 +361,9 @@ absl::Status PlanRunner::RunInOrder(PlanState* plan, RunStats* stats, const Step
     PlanState::Step* step = owned.get();
     if (step->folded && plan->constants_ready) continue;
     committing = committing || step->held_for_commit;
-    if (!committing && run.graph == nullptr) RETURN_IF_ERROR(CancelledBefore(*step, *run.frame));
-    if (step->is_copy) {
-      RETURN_IF_ERROR(RunCopyStep(plan, step, run, stats));
-    } else {
-      RETURN_IF_ERROR(RunKernelStep(plan, step, run));
-      stats->ops++;
-      if (run.check_numerics) {
-        RETURN_IF_ERROR(CheckStepNumerics(*step, run.frame->slots, plan->slot_names));
-      }
-    }
-    if (run.graph == nullptr) {
-      for (int id : step->release_after) run.frame->slots[id]->clear();
-    }
+    if (!committing) RETURN_IF_ERROR(CancelledBefore(*step, *run.frame));
+    RETURN_IF_ERROR(RunStep(plan, step, run, stats));
+    for (int id : step->release_after) run.frame->slots[id]->clear();
   }
   return absl::OkStatus();
 }

@@ -25,8 +25,8 @@ struct StepRunContext {
   bool in_order = true;
   int worker = -1;  // OpEvent::worker
   ExecutionObserver* observer = nullptr;
-  PlanState::GraphState* graph = nullptr;  // set while capturing
-  bool check_numerics = false;             // in-order runs only
+  PlanState::GraphSegment* segment = nullptr;  // set while capturing it
+  bool check_numerics = false;                 // in-order runs only
   // The kernel's inputs instead of the frame's (a refined lookup's ids).
   const ArgVars* in_args = nullptr;
 };
@@ -36,14 +36,18 @@ class PlanRunner {
  public:
   // Runs one copy step: allocates the destination and enqueues the
   // transfer on the step's stream (in-order: a device->host copy waits for
-  // it). Adds the copy to `stats` (the caller's; call from one thread).
+  // it, unless it is being captured). Adds the copy to `stats` (the
+  // caller's; call from one thread).
   static absl::Status RunCopyStep(PlanState* plan, PlanState::Step* step, const StepRunContext& run,
                                   RunStats* stats);
   // Runs one kernel step (device kernels: enqueues their work).
   static absl::Status RunKernelStep(PlanState* plan, PlanState::Step* step,
                                     const StepRunContext& run);
-  // Runs every step in program order on the calling thread (in-order mode
-  // and graph capture, see executor.h).
+  // Runs one step, kernel or copy, counting it in `stats`.
+  static absl::Status RunStep(PlanState* plan, PlanState::Step* step, const StepRunContext& run,
+                              RunStats* stats);
+  // Runs every step in program order on the calling thread (in-order mode,
+  // see executor.h), each intermediate freed after its last use.
   static absl::Status RunInOrder(PlanState* plan, RunStats* stats, const StepRunContext& run);
 };
 

@@ -199,6 +199,12 @@ class Plan:
     def graph_fallback_reason(self):
         return self._h.graph_fallback_reason
 
+    @property
+    def graph_summary(self):
+        """With capture_graphs, once the plan ran captured: its graph segments
+        and the device steps run eagerly, and why ("" otherwise)."""
+        return self._h.graph_summary
+
     def __str__(self):
         return self.placement_table_string()
 

@@ -44,6 +44,8 @@ class CapStream final : public Stream {
   std::vector<Work>* recording_ = nullptr;
 };
 
+class CapEvent final : public Event {};
+
 class CapGraph final : public DeviceGraph {
  public:
   CapGraph(std::vector<Work> work, int* launches) : work_(std::move(work)), launches_(launches) {}
@@ -98,8 +100,10 @@ class CapDevice final : public Device {
   absl::StatusOr<std::unique_ptr<Stream>> CreateStream() override {
     return absl::UnimplementedError("one stream");
   }
+  // The stream runs work as it is enqueued: an event is complete once
+  // recorded, and waiting for it has nothing to do.
   absl::StatusOr<std::unique_ptr<Event>> CreateEvent() override {
-    return absl::UnimplementedError("no events");
+    return std::unique_ptr<Event>(std::make_unique<CapEvent>());
   }
   absl::Status Copy(CopyKind kind, void* dst, const void* src, size_t bytes) override {
     RETURN_IF_ERROR(NotCapturing("Copy"));
@@ -443,37 +447,233 @@ TEST(GraphCaptureTest, ChangedFeedShapeIsCapturedAgain) {
   }
 }
 
-TEST(GraphCaptureTest, HostKernelInTheStepRunsEagerly) {
+TEST(GraphCaptureTest, MixedStepLaunchesItsDeviceSegmentBetweenHostSteps) {
   Model m(/*with_mean=*/false, /*host_scale=*/true);
   Runner eager(&m, false), graph(&m, true);
-  const int captures = Cap()->captures();
-  for (int step = 0; step < 3; ++step) {
+  const int captures = Cap()->captures(), launches = Cap()->launches();
+  for (int step = 0; step < 8; ++step) {
     RunStats es, gs;
     std::vector<Tensor> e = eager.Step(Feed(step), &es);
     std::vector<Tensor> g = graph.Step(Feed(step), &gs);
-    EXPECT_THAT(Values(g[0]), ElementsAreArray(Values(e[0])));
-    EXPECT_FALSE(gs.replayed);
+    EXPECT_THAT(Values(g[0]), ElementsAreArray(Values(e[0]))) << "step " << step;
+    EXPECT_THAT(graph.W(), ElementsAreArray(eager.W())) << "step " << step;
+    EXPECT_EQ(gs.captured, step == 1) << "step " << step;
+    EXPECT_EQ(gs.replayed, step >= 1) << "step " << step;
+    // The host scale runs eagerly; the copy up, the add and the sgd are one launch.
+    EXPECT_EQ(gs.graph_launches, step >= 1 ? 1 : 0) << "step " << step;
+    EXPECT_EQ(gs.ungraphed_device_steps, 0) << "step " << step;
+    EXPECT_EQ(gs.ops, es.ops);
+    EXPECT_EQ(gs.copies_h2d, es.copies_h2d);
   }
-  EXPECT_EQ(graph.plan->graph_fallback_reason(),
-            "step #0 'scale' on cpu is a host kernel; only device work can be captured");
-  EXPECT_EQ(Cap()->captures(), captures);
+  EXPECT_EQ(Cap()->captures() - captures, 1);
+  EXPECT_EQ(Cap()->launches() - launches, 7);
+  EXPECT_EQ(Cap()->dead_accesses(), 0);
+  EXPECT_EQ(graph.plan->graph_fallback_reason(), "");
+  EXPECT_EQ(graph.plan->graph_summary(), "1 graph segment (#1-#3 on capdev:0)");
 }
 
-TEST(GraphCaptureTest, KernelReadingDeviceValuesOnTheHostFallsBackAtCapture) {
+TEST(GraphCaptureTest, KernelReadingDeviceValuesOnTheHostRunsEagerlyBetweenTwoSegments) {
   Model m(/*with_mean=*/true);
   Runner eager(&m, false), graph(&m, true);
-  for (int step = 0; step < 4; ++step) {
+  const int captures = Cap()->captures();
+  for (int step = 0; step < 5; ++step) {
     RunStats es, gs;
     std::vector<Tensor> e = eager.Step(Feed(step), &es);
     std::vector<Tensor> g = graph.Step(Feed(step), &gs);
     ASSERT_EQ(g.size(), 2u);
+    EXPECT_THAT(Values(g[0]), ElementsAreArray(Values(e[0]))) << "step " << step;
     EXPECT_THAT(Values(g[1]), ElementsAreArray(Values(e[1]))) << "step " << step;
     EXPECT_THAT(graph.W(), ElementsAreArray(eager.W())) << "step " << step;
-    EXPECT_FALSE(gs.replayed);
+    EXPECT_EQ(gs.replayed, step >= 1);
+    EXPECT_EQ(gs.graph_launches, step >= 1 ? 2 : 0) << "step " << step;
+    EXPECT_EQ(gs.ungraphed_device_steps, step >= 1 ? 1 : 0) << "step " << step;
     EXPECT_EQ(gs.ops, es.ops);
   }
-  EXPECT_EQ(graph.plan->graph_fallback_reason(),
-            "op 'mean' (#3) on capdev:0: Copy while capturing");
+  // Step 1: the whole step's capture failed at 'mean', then its two sides.
+  EXPECT_EQ(Cap()->captures() - captures, 3);
+  EXPECT_EQ(graph.plan->graph_fallback_reason(), "");
+  EXPECT_EQ(graph.plan->graph_summary(),
+            "2 graph segments (#0-#2 on capdev:0, #4 on capdev:0); device steps run eagerly: "
+            "#3 'mean': op 'mean' (#3) on capdev:0: Copy while capturing");
+}
+
+// x (fed) -> y = 2x on capdev -> h = 3y + 1 on cpu -> z = h + w on capdev,
+// w -= lr * z: device work, a copy down, a host kernel, a copy up, device
+// work: two segments, the first copying down what the host step reads.
+struct RoundTrip {
+  RoundTrip() {
+    Var x = b.Data("x", DataType::kFloat32, Shape({-1}));
+    Var w = b.CreateParameter("w", DataType::kFloat32, Shape({4}), Initializer::Constant(0.5));
+    {
+      auto host = b.device_guard("cpu");
+      b.CreatePersistableConstant("lr", DataType::kFloat32, Shape({1}), 0.125);
+    }
+    Var y = b.Scale(x, 2.0);
+    Var h;
+    {
+      auto host = b.device_guard("cpu");
+      h = b.Scale(y, 3.0, 1.0);
+    }
+    Var z = b.ElementwiseAdd(h, w);
+    OpDesc sgd;
+    sgd.type = "sgd";
+    sgd.inputs = {{"Param", {w.name}}, {"Grad", {z.name}}, {"LearningRate", {"lr"}}};
+    sgd.outputs = {{"ParamOut", {w.name}}};
+    b.main_program().block().AppendOp(std::move(sgd));
+    fetches = {h.name, z.name};
+  }
+  ProgramBuilder b;
+  std::vector<std::string> fetches;
+};
+
+struct RoundTripRunner {
+  explicit RoundTripRunner(bool capture) {
+    ExecutorOptions options;
+    options.capture_graphs = capture;
+    exe = std::make_unique<Executor>(CapPlace(), options);
+    EXPECT_OK(m.b.status());
+    EXPECT_OK(exe->Run(m.b.startup_program(), &scope).status());
+    plan = *exe->Prepare(m.b.main_program(), scope, {"x"}, m.fetches);
+  }
+  absl::StatusOr<std::vector<Tensor>> Step(const std::vector<float>& x, RunStats* stats) {
+    return exe->Run(plan.get(), &scope, {{"x", Floats(x)}}, stats);
+  }
+  std::vector<float> W() { return Values(*CopyTensorTo(scope.Var("w")->tensor(), CPUPlace())); }
+
+  RoundTrip m;
+  std::unique_ptr<Executor> exe;
+  Scope scope;
+  std::unique_ptr<Plan> plan;
+};
+
+TEST(GraphCaptureTest, ValuesCopiedDownBetweenSegmentsAreReadAfterTheLaunch) {
+  RoundTripRunner eager(false), graph(true);
+  const int captures = Cap()->captures(), launches = Cap()->launches();
+  std::vector<Tensor> kept;  // fetched host values must stay as they were
+  std::vector<std::vector<float>> kept_values;
+  for (int step = 0; step < 10; ++step) {
+    RunStats es, gs;
+    ASSERT_OK_AND_ASSIGN(std::vector<Tensor> e, eager.Step(Feed(step), &es));
+    ASSERT_OK_AND_ASSIGN(std::vector<Tensor> g, graph.Step(Feed(step), &gs));
+    EXPECT_THAT(Values(g[0]), ElementsAreArray(Values(e[0]))) << "step " << step;
+    EXPECT_THAT(Values(g[1]), ElementsAreArray(Values(e[1]))) << "step " << step;
+    EXPECT_THAT(graph.W(), ElementsAreArray(eager.W())) << "step " << step;
+    EXPECT_EQ(gs.captured, step == 1) << "step " << step;
+    EXPECT_EQ(gs.graph_launches, step >= 1 ? 2 : 0) << "step " << step;
+    EXPECT_EQ(gs.ungraphed_device_steps, 0) << "step " << step;
+    EXPECT_EQ(gs.copies_d2h, es.copies_d2h);
+    EXPECT_EQ(gs.copies_h2d, es.copies_h2d);
+    kept.push_back(g[0]);
+    kept_values.push_back(Values(g[0]));
+  }
+  for (size_t i = 0; i < kept.size(); ++i) {
+    EXPECT_THAT(Values(kept[i]), ElementsAreArray(kept_values[i])) << "run " << i;
+  }
+  EXPECT_EQ(Cap()->captures() - captures, 2);
+  EXPECT_EQ(Cap()->launches() - launches, 18);
+  EXPECT_EQ(Cap()->dead_accesses(), 0);
+  EXPECT_EQ(graph.plan->graph_summary(), "2 graph segments (#0-#2 on capdev:0, #4-#6 on capdev:0)");
+}
+
+TEST(GraphCaptureTest, ANewFeedShapeCapturesTheSegmentsAgain) {
+  RoundTripRunner eager(false), graph(true);
+  for (int step = 0; step < 6; ++step) {
+    // The parameter has 4 elements: a feed of 1 broadcasts into it.
+    const int n = step == 3 || step == 4 ? 1 : 4;
+    RunStats es, gs;
+    ASSERT_OK_AND_ASSIGN(std::vector<Tensor> e, eager.Step(Feed(step, n), &es));
+    ASSERT_OK_AND_ASSIGN(std::vector<Tensor> g, graph.Step(Feed(step, n), &gs));
+    EXPECT_THAT(Values(g[1]), ElementsAreArray(Values(e[1]))) << "step " << step;
+    EXPECT_THAT(graph.W(), ElementsAreArray(eager.W())) << "step " << step;
+    EXPECT_EQ(gs.captured, step == 1 || step == 3 || step == 5) << "step " << step;
+    EXPECT_EQ(gs.graph_launches, step >= 1 ? 2 : 0) << "step " << step;
+  }
+}
+
+TEST(GraphCaptureTest, ASegmentCapturedOnThreeRunsInARowRunsEagerlyFromThenOn) {
+  Model m;
+  Runner eager(&m, false), graph(&m, true);
+  for (int step = 0; step < 8; ++step) {
+    for (Runner* r : {&eager, &graph}) {
+      r->scope.Var("lr")->mutable_tensor()->data<float>()[0] = 0.125f / (step + 1);
+    }
+    RunStats es, gs;
+    std::vector<Tensor> e = eager.Step(Feed(step), &es);
+    std::vector<Tensor> g = graph.Step(Feed(step), &gs);
+    EXPECT_THAT(Values(g[0]), ElementsAreArray(Values(e[0]))) << "step " << step;
+    EXPECT_THAT(graph.W(), ElementsAreArray(eager.W())) << "step " << step;
+    EXPECT_EQ(gs.captured, step >= 1 && step <= 3) << "step " << step;
+    EXPECT_EQ(gs.graph_launches, step >= 1 && step <= 3 ? 1 : 0) << "step " << step;
+  }
+  EXPECT_THAT(graph.plan->graph_fallback_reason(),
+              ::testing::HasSubstr("captured again on 3 runs in a row (last: the host value of "
+                                   "'lr' read by 'sgd' changed)"));
+}
+
+// z = 2x + w on capdev, then a host lookup of fed ids, then w -= lr * z:
+// a host step that can fail after the first segment was launched.
+struct LookupBetweenSegments {
+  explicit LookupBetweenSegments(bool capture) {
+    Var x = b.Data("x", DataType::kFloat32, Shape({4}));
+    Var ids = b.Data("ids", DataType::kInt64, Shape({2}));
+    Var w = b.CreateParameter("w", DataType::kFloat32, Shape({4}), Initializer::Constant(0.5));
+    Var z = b.ElementwiseAdd(b.Scale(x, 2.0), w);
+    Var rows;
+    {
+      auto host = b.device_guard("cpu");
+      b.CreatePersistableConstant("lr", DataType::kFloat32, Shape({1}), 0.125);
+      Var table =
+          b.CreateParameter("table", DataType::kFloat32, Shape({5, 3}), Initializer::Constant(1.5));
+      rows = b.LookupTable(ids, table);
+    }
+    OpDesc sgd;
+    sgd.type = "sgd";
+    sgd.inputs = {{"Param", {w.name}}, {"Grad", {z.name}}, {"LearningRate", {"lr"}}};
+    sgd.outputs = {{"ParamOut", {w.name}}};
+    b.main_program().block().AppendOp(std::move(sgd));
+    ExecutorOptions options;
+    options.capture_graphs = capture;
+    options.in_order = !capture;  // the reference
+    exe = std::make_unique<Executor>(CapPlace(), options);
+    EXPECT_OK(b.status());
+    EXPECT_OK(exe->Run(b.startup_program(), &scope).status());
+    plan = *exe->Prepare(b.main_program(), scope, {"x", "ids"}, {z.name, rows.name});
+  }
+  absl::StatusOr<std::vector<Tensor>> Step(int step, int64_t bad_id) {
+    std::vector<int64_t> ids = {step % 5, bad_id >= 0 ? bad_id : (step + 2) % 5};
+    return exe->Run(
+        plan.get(), &scope,
+        {{"x", Floats(Feed(step))}, {"ids", Tensor::FromVector<int64_t>(Shape({2}), ids)}});
+  }
+  std::vector<float> W() { return Values(*CopyTensorTo(scope.Var("w")->tensor(), CPUPlace())); }
+
+  ProgramBuilder b;
+  std::unique_ptr<Executor> exe;
+  Scope scope;
+  std::unique_ptr<Plan> plan;
+};
+
+TEST(GraphCaptureTest, AFailedHostStepBetweenSegmentsLeavesTheNextRunsExact) {
+  LookupBetweenSegments eager(false), graph(true);
+  for (int step = 0; step < 8; ++step) {
+    const int64_t bad = step == 4 ? 9 : -1;  // the table has 5 rows
+    absl::StatusOr<std::vector<Tensor>> e = eager.Step(step, bad);
+    absl::StatusOr<std::vector<Tensor>> g = graph.Step(step, bad);
+    if (step == 4) {
+      ASSERT_FALSE(g.ok());
+      EXPECT_THAT(std::string(g.status().message()), ::testing::HasSubstr("lookup_table"));
+      EXPECT_THAT(std::string(g.status().message()), ::testing::HasSubstr("9"));
+      EXPECT_EQ(g.status().code(), e.status().code());
+    } else {
+      ASSERT_OK(g.status());
+      ASSERT_OK(e.status());
+      EXPECT_THAT(Values((*g)[0]), ElementsAreArray(Values((*e)[0]))) << "step " << step;
+      EXPECT_THAT(Values((*g)[1]), ElementsAreArray(Values((*e)[1]))) << "step " << step;
+    }
+    // The failed run stopped before the update: w is as the run before left it.
+    EXPECT_THAT(graph.W(), ElementsAreArray(eager.W())) << "step " << step;
+  }
+  EXPECT_EQ(graph.plan->graph_summary(), "2 graph segments (#0-#2 on capdev:0, #4 on capdev:0)");
 }
 
 TEST(GraphCaptureTest, HostOnlyPlanAndDeviceWithoutCaptureRunEagerly) {
