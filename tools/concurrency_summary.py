@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Summary of tools/measure_concurrency.sh's raw outputs: ctr examples/s,
 fashion_mnist s/epoch and tandem_benchmark medians, each concurrent and
-in-order, and the practicality ratios (all-device time / mixed time).
+in-order (and with graph capture, --cuda_graph, where it was run: ctr and
+workload1 with --graphs), and the practicality ratios (all-device time /
+mixed time).
 
   concurrency_summary.py --dir=$OUT/concurrency --place=gpu:0
 """
@@ -12,6 +14,8 @@ import os
 import re
 
 MODES = ("concurrent", "in_order")
+GRAPH = "graph"  # --cuda_graph runs (measure_concurrency.sh --graphs)
+HEADERS = {"concurrent": "concurrent", "in_order": "in-order", GRAPH: "graphs"}
 
 
 def read(path):
@@ -84,18 +88,23 @@ def table(title, header, rows):
 
 
 def ctr_section(d, dev):
+    modes = MODES + ((GRAPH,) if os.path.exists(os.path.join(d, "ctr_all_graph.txt")) else ())
     vals = {(p, m): ctr_examples_per_s(read(os.path.join(d, f"ctr_{p}_{m}.txt")))
-            for p in ("all", "mixed") for m in MODES}
-    rows = [[f"all on {dev} (--no_guard)"] + [fmt(vals["all", m], 4) for m in MODES] +
+            for p in ("all", "mixed") for m in modes}
+    rows = [[f"all on {dev} (--no_guard)"] + [fmt(vals["all", m], 4) for m in modes] +
             [fmt(ratio(vals["all", "concurrent"], vals["all", "in_order"]))],
-            ["mixed (tables on cpu)"] + [fmt(vals["mixed", m], 4) for m in MODES] +
+            ["mixed (tables on cpu)"] + [fmt(vals["mixed", m], 4) for m in modes] +
             [fmt(ratio(vals["mixed", "concurrent"], vals["mixed", "in_order"]))]]
     steps = re.findall(r"^step\s+(\d+)\s+loss", read(os.path.join(d, "ctr_all_concurrent.txt")),
                        re.M)
     title = f"(a) ctr, {steps[-1] if steps else '?'} steps, examples/s (higher is better)"
     # all-device time / mixed time = mixed examples/s / all-device examples/s
-    practical = {m: ratio(vals["mixed", m], vals["all", m]) for m in MODES}
-    return table(title, ["", "concurrent", "in-order", "speed-up"], rows), practical
+    practical = {m: ratio(vals["mixed", m], vals["all", m]) for m in modes}
+    text = table(title, [""] + [HEADERS[m] for m in modes] + ["concurrent/in-order"], rows)
+    launches = re.findall(r"launches/step: .*$", read(os.path.join(d, "ctr_mixed_graph.txt")), re.M)
+    if launches:
+        text += f"\n  mixed with graphs, {launches[-1]}"
+    return text, practical
 
 
 def fmnist_section(d, dev):
@@ -111,15 +120,16 @@ def fmnist_section(d, dev):
 
 
 def bench_section(d, dev):
-    runs = {m: bench_medians(glob.glob(os.path.join(d, f"bench_*_{m}.json"))) for m in MODES}
-    names = sorted(set(runs["concurrent"]) | set(runs["in_order"]))
+    modes = MODES + ((GRAPH,) if glob.glob(os.path.join(d, f"bench_*_{GRAPH}.json")) else ())
+    runs = {m: bench_medians(glob.glob(os.path.join(d, f"bench_*_{m}.json"))) for m in modes}
+    names = sorted(set().union(*(set(runs[m]) for m in modes)))
     rows = []
     for name in names:
         cells, unit = [name], ""
-        for m in MODES:
+        for m in modes:
             b = runs[m].get(name)
             if b is None:
-                cells.append("FAILED")
+                cells.append("FAILED" if m != GRAPH else "-")
                 continue
             v, unit = bench_value(b)
             cells.append(fmt(v, 4))
@@ -138,7 +148,8 @@ def bench_section(d, dev):
                             fmt(balance) + ("" if 0.8 <= balance <= 1.25 else " UNBALANCED"),
                             f"{b['cpu_muls']:.0f}+{b['device_muls']:.0f}"])
     text = table("(c) tandem_benchmark, medians of 3 (--in_order run: every row in-order)",
-                 ["", "concurrent", "in-order", "unit"], rows or [["no results", "", "", ""]])
+                 [""] + [HEADERS[m] for m in modes] + ["unit"],
+                 rows or [["no results"] + [""] * (len(modes) + 1)])
     text += "\n\n" + table(
         "    overlap: ratio = step / longer branch (target <= 1.15 concurrent; ~2 in-order);\n"
         "    the branches alone should cost the same (cpu/device ~1; UNBALANCED: the machine\n"
@@ -146,7 +157,7 @@ def bench_section(d, dev):
         ["", "ratio", "cpu_us", "device_us", "cpu/device", "muls"],
         overlap or [["no results", "", "", "", "", ""]])
     practical = {}
-    for m in MODES:
+    for m in modes:
         all_dev = runs[m].get(f"workload1/b4096/all_{dev}")
         mixed = runs[m].get(f"workload1/b4096/table_cpu_rest_{dev}")
         practical[m] = (ratio(bench_value(all_dev)[0], bench_value(mixed)[0])
@@ -165,10 +176,12 @@ def main():
                      ("workload1 b4096", bench_section)):
         text, practical[name] = fn(args.dir, dev)
         sections.append(text)
-    rows = [[name] + [fmt(practical[name][m]) for m in MODES] for name in practical]
+    modes = MODES + ((GRAPH,) if any(GRAPH in p for p in practical.values()) else ())
+    rows = [[name] + [fmt(practical[name].get(m)) if m in practical[name] else "-" for m in modes]
+            for name in practical]
     sections.append(table(f"(d) practicality = all-{dev} time / mixed time "
                           "(1: mixed as fast as all on the device)",
-                          ["", "concurrent", "in-order"], rows))
+                          [""] + [HEADERS[m] for m in modes], rows))
     print(f"measure_concurrency summary, place {args.place}"
           + ("" if dev == "gpu" else " (no GPU: sim times are host times, not a GPU's)"))
     print("\n\n".join(sections))

@@ -12,9 +12,12 @@
 #       overlap/cpu_<device>_branches*, 3 repetitions, medians;
 #   (d) practicality = all-device time / mixed time for ctr, fashion_mnist
 #       and workload1 (1: the mixed placement is as fast as all on the device).
+#   --graphs: ctr (a) and workload1 (c) once more with graph capture
+#       (--cuda_graph: each segment of device work one launch), a third
+#       column, and ctr's launches per step.
 #
-#   tools/measure_concurrency.sh [--quick] [--place=gpu:0|sim:0] [--deadline=SECONDS]
-#                                [--cpu_threads=N] [--bazel_bin]
+#   tools/measure_concurrency.sh [--quick] [--graphs] [--place=gpu:0|sim:0]
+#                                [--deadline=SECONDS] [--cpu_threads=N] [--bazel_bin]
 #
 # On the GPU machine, after tools/gpu_bundle.sh here (device tool: carry
 # [".bundle"]; estimated 3-5 minutes on the H200 host with 16 cores, most of
@@ -40,11 +43,12 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-quick=0; place=""; deadline=450; bazel_bin=0; threads=""
+quick=0; place=""; deadline=450; bazel_bin=0; threads=""; graphs=0
 usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 for arg in "$@"; do
   case "$arg" in
     --quick) quick=1 ;;
+    --graphs) graphs=1 ;;
     --place=*) place="${arg#--place=}" ;;
     --deadline=*) deadline="${arg#--deadline=}" ;;
     --cpu_threads=*) threads="${arg#--cpu_threads=}" ;;
@@ -122,8 +126,15 @@ fi
 } > "$dir/machine.txt"
 cat "$dir/machine.txt"
 
-for mode in concurrent in_order; do
-  m=(--cpu_threads="$threads"); [[ $mode == in_order ]] && m+=(--in_order)
+# mode_flags MODE: the executor flags of a mode (graph: --cuda_graph).
+mode_flags() {
+  m=(--cpu_threads="$threads")
+  [[ $1 == in_order ]] && m+=(--in_order)
+  [[ $1 == graph ]] && m+=(--cuda_graph)
+}
+ctr_modes=(concurrent in_order); (( graphs )) && ctr_modes+=(graph)
+for mode in "${ctr_modes[@]}"; do
+  mode_flags "$mode"
   run "ctr_all_$mode" 90 "$ctr" --place="$place" --no_guard "${ctr_flags[@]}" "${m[@]}"
   run "ctr_mixed_$mode" 90 "$ctr" --place="$place" "${ctr_flags[@]}" "${m[@]}"
 done
@@ -141,8 +152,9 @@ for group in workload1 dispatch_overlap; do
   # every repetition (~15 set-ups of the 10M-row table per row and mode).
   filter='^workload1/b4096/'; limit=180
   [[ $group == dispatch_overlap ]] && filter='^(dispatch/|overlap/cpu_)' && limit=120
-  for mode in concurrent in_order; do
-    m=(--cpu_threads="$threads"); [[ $mode == in_order ]] && m+=(--in_order)
+  modes=(concurrent in_order); (( graphs )) && [[ $group == workload1 ]] && modes+=(graph)
+  for mode in "${modes[@]}"; do
+    mode_flags "$mode"
     run "bench_${group}_$mode" $limit env TANDEM_BENCH_ROWS=$rows TANDEM_BENCH_PLACES="$place,cpu" \
         "$bench" --benchmark_filter="$filter" --benchmark_repetitions=3 \
         --benchmark_report_aggregates_only=true --benchmark_out_format=json \

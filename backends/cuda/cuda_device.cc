@@ -248,7 +248,7 @@ absl::Status CudaDevice::BeginCapture(Stream* stream) {
 absl::StatusOr<std::unique_ptr<DeviceGraph>> CudaDevice::EndCapture(Stream* stream) {
   ASSIGN_OR_RETURN(cudaStream_t s, CudaStreamArg(stream, index_, "EndCapture"));
   ASSIGN_OR_RETURN(std::unique_ptr<CudaGraph> graph,
-                   CudaGraph::EndCapture(index_, s, allocator_.get()));
+                   CudaGraph::EndCapture(index_, s, allocator_.get(), &deferred_checks_));
   return std::unique_ptr<DeviceGraph>(std::move(graph));
 }
 

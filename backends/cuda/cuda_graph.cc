@@ -21,9 +21,12 @@ absl::Status BeginCudaCapture(int device, cudaStream_t stream, CachingAllocator*
 }
 
 absl::StatusOr<std::unique_ptr<CudaGraph>> CudaGraph::EndCapture(int device, cudaStream_t stream,
-                                                                 CachingAllocator* memory) {
+                                                                 CachingAllocator* memory,
+                                                                 DeferredChecks* checks) {
   CudaDeviceGuard guard(device);
   std::vector<CachingAllocator::HeldBlock> held = memory->EndHolding();
+  std::vector<DeferredChecks::Captured> captured;
+  if (checks != nullptr) captured = checks->TakeCaptured(stream);
   cudaGraph_t graph = nullptr;
   cudaError_t error = cudaStreamEndCapture(stream, &graph);
   const char* expr = "cudaStreamEndCapture(stream, &graph)";
@@ -35,9 +38,11 @@ absl::StatusOr<std::unique_ptr<CudaGraph>> CudaGraph::EndCapture(int device, cud
   }
   if (error != cudaSuccess) {
     memory->ReleaseHeld(held);  // no graph uses them
+    if (checks != nullptr) checks->ReleaseCaptured(captured);
     return CudaStatus(error, expr, __FILE__, __LINE__);
   }
-  return std::unique_ptr<CudaGraph>(new CudaGraph(device, graph, exec, memory, std::move(held)));
+  return std::unique_ptr<CudaGraph>(
+      new CudaGraph(device, graph, exec, memory, std::move(held), checks, std::move(captured)));
 }
 
 CudaGraph::~CudaGraph() {
@@ -49,10 +54,12 @@ CudaGraph::~CudaGraph() {
       CudaStatus(cudaGraphDestroy(graph_), "cudaGraphDestroy", __FILE__, __LINE__);
   LOG_IF(ERROR, !graph.ok()) << graph;
   memory_->ReleaseHeld(held_);
+  if (checks_ != nullptr) checks_->ReleaseCaptured(captured_);
 }
 
 absl::Status CudaGraph::Launch(Stream* stream) {
   CudaDeviceGuard guard(device_);
+  if (checks_ != nullptr) checks_->ArmCaptured(captured_, CudaStreamOf(stream));
   CUDA_RETURN_IF_ERROR(cudaGraphLaunch(exec_, CudaStreamOf(stream)));
   return absl::OkStatus();
 }

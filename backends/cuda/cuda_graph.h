@@ -11,7 +11,10 @@
 // captured. What breaks a capture (a stream synchronisation, a synchronous
 // copy waiting on the capturing stream) makes the call fail and the capture
 // invalid; EndCapture then ends it and returns the error, and the GPU stays
-// usable. Device memory freed while capturing (kernel temporaries) is held
+// usable. Kernels' deferred input checks (deferred_checks.h) armed while
+// capturing belong to the graph and are armed again at each launch, so a
+// replay reports bad input at the stream's next synchronisation as an eager
+// launch does. Device memory freed while capturing (kernel temporaries) is held
 // from `memory`'s cache for as long as the graph lives (it still uses it).
 // A CudaGraph owns its cudaGraph_t, cudaGraphExec_t and held blocks
 // (released with it); launches are asynchronous. Not thread-safe: one owner launches
@@ -26,6 +29,7 @@
 
 #include "absl/status/statusor.h"
 #include "backends/cuda/caching_allocator.h"
+#include "backends/cuda/deferred_checks.h"
 #include "framework/device/device.h"
 
 namespace tandem {
@@ -40,8 +44,11 @@ class CudaGraph final : public DeviceGraph {
   // Ends the capture on `stream` and instantiates what it recorded; the
   // graph keeps the blocks `memory` held since BeginCudaCapture (on error
   // they go back to the cache).
+  // `checks` (may be null): the GPU's deferred input checks; the checks
+  // armed during the capture are the graph's, armed again at each launch.
   static absl::StatusOr<std::unique_ptr<CudaGraph>> EndCapture(int device, cudaStream_t stream,
-                                                               CachingAllocator* memory);
+                                                               CachingAllocator* memory,
+                                                               DeferredChecks* checks = nullptr);
   ~CudaGraph() override;
   CudaGraph(const CudaGraph&) = delete;
   CudaGraph& operator=(const CudaGraph&) = delete;
@@ -51,13 +58,22 @@ class CudaGraph final : public DeviceGraph {
 
  private:
   CudaGraph(int device, cudaGraph_t graph, cudaGraphExec_t exec, CachingAllocator* memory,
-            std::vector<CachingAllocator::HeldBlock> held)
-      : device_(device), graph_(graph), exec_(exec), memory_(memory), held_(std::move(held)) {}
+            std::vector<CachingAllocator::HeldBlock> held, DeferredChecks* checks,
+            std::vector<DeferredChecks::Captured> captured)
+      : device_(device),
+        graph_(graph),
+        exec_(exec),
+        memory_(memory),
+        held_(std::move(held)),
+        checks_(checks),
+        captured_(std::move(captured)) {}
   const int device_;
   const cudaGraph_t graph_;
   const cudaGraphExec_t exec_;
   CachingAllocator* const memory_;
   const std::vector<CachingAllocator::HeldBlock> held_;
+  DeferredChecks* const checks_;
+  const std::vector<DeferredChecks::Captured> captured_;  // armed at each launch
 };
 
 }  // namespace cuda

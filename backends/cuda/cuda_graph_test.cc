@@ -159,6 +159,49 @@ TEST_F(CudaGraphTest, PlanWithAHostKernelReplaysItsDeviceSegment) {
   }
 }
 
+// A lookup on gpu:0 checks its ids on the device (deferred_checks.h): the
+// check belongs to the captured graph and reports a bad id of a replay at
+// the run's end; the next replay is exact again.
+TEST_F(CudaGraphTest, ReplayedLookupReportsABadIdAndTheNextReplaySucceeds) {
+  ProgramBuilder b;
+  Var ids = b.Data("ids", DataType::kInt64, Shape({4}));
+  Var table =
+      b.CreateParameter("table", DataType::kFloat32, Shape({6, 2}), Initializer::Constant(0.0));
+  Var out = b.ReduceSum(b.LookupTable(ids, table));
+  ExecutorOptions options;
+  options.capture_graphs = true;
+  Executor exe(GPUPlace(0), options);
+  Scope scope;
+  ASSERT_OK(exe.Run(b.startup_program(), &scope).status());
+  // Row r holds r and 10 r.
+  std::vector<float> rows;
+  for (int r = 0; r < 6; ++r) rows.insert(rows.end(), {1.0f * r, 10.0f * r});
+  ASSERT_OK_AND_ASSIGN(Tensor on_gpu,
+                       CopyTensorTo(Tensor::FromVector<float>(Shape({6, 2}), rows), GPUPlace(0)));
+  scope.Var("table")->set(on_gpu);
+  ASSERT_OK_AND_ASSIGN(auto plan, exe.Prepare(b.main_program(), scope, {"ids"}, {out.name}));
+  for (int run = 0; run < 8; ++run) {
+    std::vector<int64_t> v = {run % 6, (run + 1) % 6, (run + 2) % 6, (run + 3) % 6};
+    if (run == 4) v[2] = 17;
+    RunStats stats;
+    absl::StatusOr<std::vector<Tensor>> got =
+        exe.Run(plan.get(), &scope, {{"ids", Tensor::FromVector<int64_t>(Shape({4}), v)}}, &stats);
+    if (run == 4) {
+      ASSERT_FALSE(got.ok());
+      EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument) << got.status();
+      EXPECT_THAT(std::string(got.status().message()), HasSubstr("17")) << got.status();
+      continue;
+    }
+    ASSERT_OK(got.status());
+    float want = 0;
+    for (int64_t id : v) want += 11.0f * id;
+    EXPECT_EQ((*got)[0].data<float>()[0], want) << "run " << run;
+    EXPECT_EQ(stats.replayed, run >= 1) << "run " << run << ": " << plan->graph_summary();
+    EXPECT_EQ(stats.captured, run == 1) << "run " << run;
+    EXPECT_EQ(stats.ungraphed_device_steps, 0) << plan->graph_summary();
+  }
+}
+
 }  // namespace
 }  // namespace cuda
 }  // namespace tandem

@@ -81,28 +81,60 @@ absl::StatusOr<DeferredChecks::Slot> DeferredChecks::NewSlot() {
 
 absl::StatusOr<CheckSlot> DeferredChecks::Arm(cudaStream_t stream, uint64_t run_id,
                                               Describe describe) {
-  // A graph replay would write the report again but nothing would read it.
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   CUDA_RETURN_IF_ERROR(cudaStreamIsCapturing(stream, &capture));
-  if (capture != cudaStreamCaptureStatusNone) {
-    return absl::FailedPreconditionError(
-        "its input check reports at the next synchronisation (deferred_checks.h), which a "
-        "captured graph's replays would skip");
-  }
+  const bool capturing = capture != cudaStreamCaptureStatusNone;
   Slot slot;
+  bool have_slot = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!free_.empty()) {
       slot = free_.back();
       free_.pop_back();
-      pending_.push_back({slot, stream, run_id, std::move(describe)});
-      return slot.device;
+      have_slot = true;
     }
   }
-  ASSIGN_OR_RETURN(slot, NewSlot());
+  if (!have_slot) {
+    // The stream is non-blocking: the setup copy does not touch a capture.
+    ASSIGN_OR_RETURN(slot, NewSlot());
+  }
   std::lock_guard<std::mutex> lock(mu_);
-  pending_.push_back({slot, stream, run_id, std::move(describe)});
+  if (capturing) {
+    captured_[stream].push_back({slot, std::move(describe)});
+  } else {
+    pending_.push_back({slot, stream, run_id, std::move(describe)});
+  }
   return slot.device;
+}
+
+std::vector<DeferredChecks::Captured> DeferredChecks::TakeCaptured(cudaStream_t stream) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = captured_.find(stream);
+  if (it == captured_.end()) return {};
+  std::vector<Captured> taken = std::move(it->second);
+  captured_.erase(it);
+  return taken;
+}
+
+void DeferredChecks::ArmCaptured(const std::vector<Captured>& checks, cudaStream_t stream) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const Captured& c : checks) {
+    pending_.push_back({c.slot, stream, /*run_id=*/0, c.describe, /*graph_owned=*/true});
+  }
+}
+
+void DeferredChecks::ReleaseCaptured(const std::vector<Captured>& checks) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const Captured& c : checks) {
+    bool pending = false;
+    for (Pending& p : pending_) {
+      if (p.slot.report == c.slot.report) {
+        p.graph_owned = false;  // freed when resolved
+        pending = true;
+      }
+    }
+    if (!pending) free_.push_back(c.slot);
+  }
 }
 
 template <typename Done>
@@ -130,7 +162,9 @@ absl::Status DeferredChecks::ResolveWhere(Done is_done) {
     }
   }
   std::lock_guard<std::mutex> lock(mu_);
-  for (const Pending& p : done) free_.push_back(p.slot);
+  for (const Pending& p : done) {
+    if (!p.graph_owned) free_.push_back(p.slot);
+  }
   return first_error;
 }
 

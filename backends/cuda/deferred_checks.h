@@ -32,6 +32,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <vector>
 
@@ -55,11 +56,31 @@ class DeferredChecks {
 
   // A slot for one launch of a validating kernel on `stream` (allocated on
   // first need: device memory and pinned host memory, set up synchronously).
-  // FailedPrecondition while `stream` is being captured into a graph
-  // (cuda_graph.h): replays would skip the check, so the step runs eagerly.
   // `run_id`: KernelContext::run_id of the launch (0 outside a pipelined
-  // run).
+  // run). While `stream` is being captured into a graph (cuda_graph.h) the
+  // slot belongs to the capture: TakeCaptured hands it to the graph, whose
+  // every launch arms it again (ArmCaptured), so each replay's check
+  // reports at the next synchronisation like an eager launch's.
   absl::StatusOr<CheckSlot> Arm(cudaStream_t stream, uint64_t run_id, Describe describe);
+
+  // A check whose kernel launch a captured graph holds.
+  struct Slot {
+    CheckSlot device;                  // what kernels get
+    BadInputReport* report = nullptr;  // the host's address of device.report
+  };
+  struct Captured {
+    Slot slot;
+    Describe describe;
+  };
+  // The checks armed on `stream` since its capture began (for the graph
+  // that ends it; a failed capture gives them back with ReleaseCaptured).
+  std::vector<Captured> TakeCaptured(cudaStream_t stream);
+  // Before a launch of the graph holding `checks` on `stream`: they are
+  // pending there until the stream's next synchronisation (Resolve).
+  void ArmCaptured(const std::vector<Captured>& checks, cudaStream_t stream);
+  // The graph holding `checks` is gone: their slots are free once no launch
+  // of it is pending.
+  void ReleaseCaptured(const std::vector<Captured>& checks);
 
   // After `stream` (nullptr: every stream of the device) has been
   // synchronised: OK, or the error of the first armed check that found bad
@@ -77,15 +98,12 @@ class DeferredChecks {
   absl::Status ReleaseFreeSlots();
 
  private:
-  struct Slot {
-    CheckSlot device;                  // what kernels get
-    BadInputReport* report = nullptr;  // the host's address of device.report
-  };
   struct Pending {
     Slot slot;
     cudaStream_t stream;
     uint64_t run_id;
     Describe describe;
+    bool graph_owned = false;  // a captured graph's: not freed once resolved
   };
   absl::StatusOr<Slot> NewSlot();
   // Resolves the pending checks `done` says are complete.
@@ -97,6 +115,8 @@ class DeferredChecks {
   std::vector<Slot> free_;        // guarded by mu_
   std::vector<Pending> pending_;  // guarded by mu_; in arming order
   std::vector<Slot> all_;         // guarded by mu_; every slot, for the destructor
+  // Per capturing stream: the checks armed on it during the capture.
+  std::map<cudaStream_t, std::vector<Captured>> captured_;  // guarded by mu_
 };
 
 }  // namespace cuda

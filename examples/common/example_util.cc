@@ -73,6 +73,20 @@ ExecutorOptions ExampleExecutorOptions(bool auto_moves_persistables) {
 
 bool AutoPlaceRequested() { return FLAGS_auto_place; }
 
+std::string GraphLaunchesPerStep(const RunStats& stats) {
+  if (!FLAGS_cuda_graph) return "";
+  return absl::StrCat("  launches/step: ", stats.graph_launches, " graphs + ",
+                      stats.ungraphed_device_steps, " device steps outside graphs");
+}
+
+std::string GraphSummaryLine(const Plan& plan) {
+  if (!FLAGS_cuda_graph) return "";
+  return absl::StrCat("cuda graphs: ", plan.graph_fallback_reason().empty()
+                                           ? plan.graph_summary()
+                                           : absl::StrCat("none, the plan runs eagerly: ",
+                                                          plan.graph_fallback_reason()));
+}
+
 absl::Status CheckPlacementFlags() {
   if (FLAGS_memory_budget_mb < 0) {
     return absl::InvalidArgumentError(

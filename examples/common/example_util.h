@@ -43,6 +43,14 @@ class Stopwatch {
 // `auto_moves_persistables` off for a second plan, as evaluation, over a
 // scope the training plan arranged).
 ExecutorOptions ExampleExecutorOptions(bool auto_moves_persistables = true);
+// With --cuda_graph: "  launches/step: 2 graphs + 0 device steps outside
+// graphs" for one run's stats (RunStats::graph_launches and
+// ungraphed_device_steps); "" without.
+std::string GraphLaunchesPerStep(const RunStats& stats);
+// With --cuda_graph: "cuda graphs: " and the plan's Plan::graph_summary()
+// (or why it runs eagerly); "" without.
+std::string GraphSummaryLine(const Plan& plan);
+
 // The automatic placement of --memory_budget_mb and --cost_cache_dir,
 // whether or not --auto_place is given.
 std::shared_ptr<PlacementPlanner> ExampleAutoPlacer(bool moves_persistables = true);

@@ -405,10 +405,10 @@ absl::Status Train() {
       profiling = false;
     }
     if (step % FLAGS_log_every == 0 || step == FLAGS_steps) {
-      std::printf("step %6lld  loss %.4f  %s  copies/step: H2D %d (%lld B), D2H %d (%lld B)\n",
+      std::printf("step %6lld  loss %.4f  %s  copies/step: H2D %d (%lld B), D2H %d (%lld B)%s\n",
                   static_cast<long long>(step), loss_sum / loss_count, progress.Summary().c_str(),
                   stats.copies_h2d, static_cast<long long>(stats.bytes_h2d), stats.copies_d2h,
-                  static_cast<long long>(stats.bytes_d2h));
+                  static_cast<long long>(stats.bytes_d2h), GraphLaunchesPerStep(stats).c_str());
       if (metrics != nullptr) {
         RETURN_IF_ERROR(metrics->Write(MetricsRecord("train")
                                            .Add("step", step)
@@ -449,6 +449,9 @@ absl::Status Train() {
   std::printf("held-out AUC %.4f -> %.4f (best possible %.4f), logloss %.4f -> %.4f\n", first.auc,
               last.auc, oracle_auc, first.logloss, last.logloss);
   std::printf("%s\n", memory_line.c_str());
+  if (const std::string graphs = GraphSummaryLine(*plan); !graphs.empty()) {
+    std::printf("%s\n", graphs.c_str());
+  }
   // (A resumed run may start on the plateau: only a run from the start must improve.)
   if (first_step == 0 && !(last.auc > first.auc && last.logloss < first.logloss)) {
     return absl::InternalError("the held-out AUC and logloss did not improve");
