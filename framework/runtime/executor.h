@@ -87,8 +87,9 @@
 // writes the same buffers on every replay. A segment is captured again when
 // a value it baked in changed: the host value of a kernel's HostMemory
 // argument, the shape of a value it copies up, the buffer of a device value
-// it reads (a persistable given a new tensor), or the scope; captured again
-// on three runs in a row, its steps run eagerly from then on. A kernel that
+// it reads (a persistable given a new tensor), or the scope; when a segment
+// is captured on three runs in a row, the step that baked in the changing
+// value runs eagerly from then on (its segment split around it). A kernel that
 // fails while being captured (e.g. one that reads device values on the
 // host) runs eagerly from then on, its segment split around it; a device
 // without capture runs its steps eagerly. Plan::graph_summary() lists the

@@ -15,9 +15,10 @@ namespace {
 using GraphSegment = PlanState::GraphSegment;
 using GraphState = PlanState::GraphState;
 
-// A segment captured again on this many runs in a row runs eagerly from
-// then on: what it bakes in changes on every run (a learning rate the host
-// computes each step), so capturing costs more than it saves.
+// A segment captured on more runs in a row than this has a step whose
+// baked-in value changes on every run (a learning rate the host computes
+// each step): that step runs eagerly from then on, since capturing it
+// costs more than it saves.
 constexpr int kMaxCapturesInARow = 3;
 
 // A variable's values: its tensor, or a SelectedRows' value tensor.
@@ -137,8 +138,9 @@ std::vector<int> WrittenSlots(const PlanState::Step& step) {
 absl::Status CheckPersistablesKeepTheirBuffers(const PlanState& plan, const GraphSegment& segment,
                                                const std::vector<Variable*>& slots,
                                                std::vector<int>* writers) {
-  for (const auto& [slot, buffer] : segment.inputs) {
-    if (!plan.slot_persistable[slot] || BufferOf(*slots[slot]) == buffer) continue;
+  for (const GraphSegment::Input& in : segment.inputs) {
+    const int slot = in.slot;
+    if (!plan.slot_persistable[slot] || BufferOf(*slots[slot]) == in.buffer) continue;
     for (int i = segment.first; i <= segment.last; ++i) {
       for (int w : WrittenSlots(*plan.steps[i])) {
         if (w == slot) writers->push_back(i);
@@ -180,7 +182,7 @@ absl::Status CaptureSegment(PlanState* plan, GraphSegment* segment, const StepRu
     for (int slot : ReadSlots(*step)) {
       const Tensor* t = ValueTensor(*slots[slot]);
       if (written[slot] || t == nullptr || !t->initialized() || t->place().is_host()) continue;
-      segment->inputs.emplace_back(slot, t->buffer().get());
+      segment->inputs.push_back({slot, t->buffer().get(), i});
     }
     s = PlanRunner::RunStep(plan, step, capture, &segment->stats);
     if (!s.ok()) failed->push_back(i);
@@ -241,31 +243,33 @@ absl::Status CaptureAndLaunch(PlanState* plan, GraphSegment* segment, const Step
 
 }  // namespace
 
-std::string GraphSegment::StaleReason(const std::vector<Variable*>& slots,
-                                      const std::vector<std::string>& names) const {
+GraphSegment::Stale GraphSegment::StaleReason(const std::vector<Variable*>& slots,
+                                              const std::vector<std::string>& names) const {
   auto same = [&](int slot, DataType dtype, const Shape& shape) {
     const Tensor* t = slots[slot]->data_tensor();
     return t != nullptr && t->initialized() && t->dtype() == dtype && t->shape() == shape;
   };
   for (const Upload& u : uploads) {
     if (!same(u.src, u.dtype, u.shape)) {
-      return absl::StrCat("'", names[u.src], "' is no longer ", DataTypeName(u.dtype),
-                          u.shape.ToString());
+      return {absl::StrCat("'", names[u.src], "' is no longer ", DataTypeName(u.dtype),
+                           u.shape.ToString()),
+              u.step};
     }
   }
   for (const HostValue& v : host_values) {
     if (!same(v.slot, v.dtype, v.shape) || std::memcmp(slots[v.slot]->data_tensor()->raw_data(),
                                                        v.bytes.data(), v.bytes.size()) != 0) {
-      return absl::StrCat("the host value of '", names[v.slot], "' read by '", v.reader,
-                          "' changed");
+      return {
+          absl::StrCat("the host value of '", names[v.slot], "' read by '", v.reader, "' changed"),
+          v.step};
     }
   }
-  for (const auto& [slot, buffer] : inputs) {
-    if (BufferOf(*slots[slot]) != buffer) {
-      return absl::StrCat("'", names[slot], "' was given another buffer");
+  for (const Input& in : inputs) {
+    if (BufferOf(*slots[in.slot]) != in.buffer) {
+      return {absl::StrCat("'", names[in.slot], "' was given another buffer"), in.step};
     }
   }
-  return "";
+  return {};
 }
 
 absl::Status GraphSegment::Launch(const std::vector<Variable*>& slots,
@@ -342,25 +346,26 @@ absl::StatusOr<bool> RunWithGraphs(PlanState* plan, RunStats* stats, ExecutionOb
       ++i;
       continue;
     }
-    const std::string stale =
-        segment->graph == nullptr ? "" : segment->StaleReason(run.frame->slots, plan->slot_names);
-    if (segment->graph != nullptr && stale.empty()) {
+    const GraphSegment::Stale stale =
+        segment->graph == nullptr ? GraphSegment::Stale()
+                                  : segment->StaleReason(run.frame->slots, plan->slot_names);
+    if (segment->graph != nullptr && stale.reason.empty()) {
       segment->captures_in_a_row = 0;
       RETURN_IF_ERROR(segment->Launch(run.frame->slots, observer));
       AddSegmentStats(segment->stats, stats);
       i = segment->last + 1;
       continue;
     }
-    if (!stale.empty()) {
+    if (!stale.reason.empty()) {
       VLOG(1) << "executor: capturing steps #" << segment->first << "-#" << segment->last
-              << " again: " << stale;
+              << " again: " << stale.reason;
     }
     if (++segment->captures_in_a_row > kMaxCapturesInARow) {
-      const std::string why = absl::StrCat("captured again on ", kMaxCapturesInARow,
-                                           " runs in a row (last: ", stale, ")");
-      std::vector<int> all;
-      for (int s = segment->first; s <= segment->last; ++s) all.push_back(s);
-      RunEagerlyFromNowOn(plan, *segment, absl::FailedPreconditionError(why), all);
+      // What the step that baked in the changing value reads changes on
+      // every run: that step runs eagerly, the rest of its segment stays.
+      const std::string why = absl::StrCat("its segment was captured again on ", kMaxCapturesInARow,
+                                           " runs in a row (last: ", stale.reason, ")");
+      RunEagerlyFromNowOn(plan, *segment, absl::FailedPreconditionError(why), {stale.step});
       continue;
     }
     bool split = false;

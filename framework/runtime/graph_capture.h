@@ -20,8 +20,9 @@ namespace tandem {
 // launched from its graph, captured first when it has none yet or when a
 // value it baked in changed; the other steps run eagerly between the
 // launches. A device kernel that fails while being captured runs eagerly
-// from then on (its segment splits around it), as do the steps of a
-// segment captured again on three runs in a row. Returns false, having run
+// from then on (its segment splits around it), as does the step whose
+// baked-in value made its segment be captured on three runs in a row.
+// Returns false, having run
 // nothing, when the plan has no device work that could be captured
 // (plan->graph_blocker says why, and the caller runs the steps eagerly);
 // a step's error is returned as is.

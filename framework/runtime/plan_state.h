@@ -294,6 +294,7 @@ struct PlanState::GraphSegment {
     std::shared_ptr<Buffer> staging;  // nullptr for an empty value
     DataType dtype = DataType::kFloat32;
     Shape shape;
+    int step = 0;  // the copy step
   };
   // A host value a kernel read at capture (a HostMemory input).
   struct HostValue {
@@ -302,12 +303,21 @@ struct PlanState::GraphSegment {
     DataType dtype = DataType::kFloat32;
     Shape shape;
     std::string bytes;
+    int step = 0;  // the reading step
   };
-
-  // Why a launch would not match an eager run of the current values (empty
-  // when it would): names the variable that changed.
-  std::string StaleReason(const std::vector<Variable*>& slots,
-                          const std::vector<std::string>& names) const;
+  // A device value its steps read before any of them wrote it.
+  struct Input {
+    int slot = 0;
+    const Buffer* buffer = nullptr;  // the buffer the graph reads
+    int step = 0;                    // the first reading step
+  };
+  // Why a launch would not match an eager run of the current values.
+  struct Stale {
+    std::string reason;  // names the variable that changed; empty: not stale
+    int step = -1;       // the step that baked it in
+  };
+  Stale StaleReason(const std::vector<Variable*>& slots,
+                    const std::vector<std::string>& names) const;
   // Stages the uploads, enqueues the graph on the device's compute stream
   // (one observer span, "graph_launch"), binds the slots it writes to the
   // buffers it writes, and waits for it when the host reads what it copied
@@ -319,9 +329,7 @@ struct PlanState::GraphSegment {
   std::unique_ptr<DeviceGraph> graph;  // null until captured
   std::vector<Upload> uploads;
   std::vector<HostValue> host_values;
-  // Device values its steps read before any of them wrote them: the slot
-  // and the buffer the graph reads.
-  std::vector<std::pair<int, const Buffer*>> inputs;
+  std::vector<Input> inputs;
   // Slots its steps write, bound as the capture left them (the graph
   // writes those buffers).
   std::vector<std::pair<int, Variable>> outputs;

@@ -269,7 +269,7 @@ absl::Status PlanRunner::RunCopyStep(PlanState* plan, PlanState::Step* step,
   if (run.segment != nullptr && !to_host) {
     run.segment->uploads.push_back({step->inputs[0].second[0],
                                     bytes > 0 ? run.frame->staging[step->index] : nullptr,
-                                    from->dtype(), from->shape()});
+                                    from->dtype(), from->shape(), step->index});
   }
   if (run.segment != nullptr && to_host) run.segment->copies_to_host = true;
   if (log) {
@@ -306,7 +306,7 @@ absl::Status PlanRunner::RunKernelStep(PlanState* plan, PlanState::Step* step,
         const Tensor& t = *slots[id]->data_tensor();  // CheckInputPlaces: present
         run.segment->host_values.push_back(
             {id, step->op.type, t.dtype(), t.shape(),
-             std::string(static_cast<const char*>(t.raw_data()), t.NumBytes())});
+             std::string(static_cast<const char*>(t.raw_data()), t.NumBytes()), step->index});
       }
     }
     Hold(step->inputs, slots, &run.segment->held);
