@@ -576,18 +576,38 @@ TEST(GraphCaptureTest, ValuesCopiedDownBetweenSegmentsAreReadAfterTheLaunch) {
 }
 
 TEST(GraphCaptureTest, ANewFeedShapeCapturesTheSegmentsAgain) {
-  RoundTripRunner eager(false), graph(true);
-  for (int step = 0; step < 6; ++step) {
-    // The parameter has 4 elements: a feed of 1 broadcasts into it.
-    const int n = step == 3 || step == 4 ? 1 : 4;
-    RunStats es, gs;
-    ASSERT_OK_AND_ASSIGN(std::vector<Tensor> e, eager.Step(Feed(step, n), &es));
-    ASSERT_OK_AND_ASSIGN(std::vector<Tensor> g, graph.Step(Feed(step, n), &gs));
-    EXPECT_THAT(Values(g[1]), ElementsAreArray(Values(e[1]))) << "step " << step;
-    EXPECT_THAT(graph.W(), ElementsAreArray(eager.W())) << "step " << step;
-    EXPECT_EQ(gs.captured, step == 1 || step == 3 || step == 5) << "step " << step;
-    EXPECT_EQ(gs.graph_launches, step >= 1 ? 2 : 0) << "step " << step;
+  // x -> 2x on capdev -> 3(2x) + 1 on cpu -> its half on capdev.
+  ProgramBuilder b;
+  Var x = b.Data("x", DataType::kFloat32, Shape({-1}));
+  Var y = b.Scale(x, 2.0);
+  Var h;
+  {
+    auto host = b.device_guard("cpu");
+    h = b.Scale(y, 3.0, 1.0);
   }
+  Var z = b.Scale(h, 0.5);
+  ExecutorOptions options;
+  options.capture_graphs = true;
+  Executor exe(CapPlace(), options);
+  Scope scope;
+  ASSERT_OK_AND_ASSIGN(auto plan, exe.Prepare(b.main_program(), scope, {"x"}, {h.name, z.name}));
+  const std::vector<int> sizes = {4, 4, 4, 2, 2, 4, 4};
+  const std::vector<bool> captured = {false, true, false, true, false, true, false};
+  for (size_t run = 0; run < sizes.size(); ++run) {
+    const std::vector<float> feed = Feed(static_cast<int>(run), sizes[run]);
+    RunStats stats;
+    ASSERT_OK_AND_ASSIGN(auto out, exe.Run(plan.get(), &scope, {{"x", Floats(feed)}}, &stats));
+    std::vector<float> want_h, want_z;
+    for (float v : feed) {
+      want_h.push_back(3 * (2 * v) + 1);
+      want_z.push_back(0.5f * want_h.back());
+    }
+    EXPECT_THAT(Values(out[0]), ElementsAreArray(want_h)) << "run " << run;
+    EXPECT_THAT(Values(out[1]), ElementsAreArray(want_z)) << "run " << run;
+    EXPECT_EQ(stats.captured, captured[run]) << "run " << run;
+    EXPECT_EQ(stats.graph_launches, run >= 1 ? 2 : 0) << "run " << run;
+  }
+  EXPECT_EQ(plan->graph_summary(), "2 graph segments (#0-#2 on capdev:0, #4-#5 on capdev:0)");
 }
 
 TEST(GraphCaptureTest, AStepWhoseHostValueChangesOnEveryRunRunsEagerlyFromThenOn) {
