@@ -277,6 +277,26 @@ void AppendRecomputation(const Profile& profile, std::string* out) {
   absl::StrAppend(out, "Time: device time where measured, else host time.\n\n");
 }
 
+// Graph capture (ExecutorOptions::capture_graphs): graph launches and the
+// device steps run outside graphs, per steady-state step.
+void AppendGraphs(const Profile& profile, std::string* out) {
+  int steady = 0, captured = 0;
+  int64_t launches = 0, ungraphed = 0;
+  for (const ProfileRun& run : profile.runs) {
+    if (!profile.IsSteady(run)) continue;
+    ++steady;
+    captured += run.stats.captured ? 1 : 0;
+    launches += run.stats.graph_launches;
+    ungraphed += run.stats.ungraphed_device_steps;
+  }
+  if (launches == 0 && ungraphed == 0) return;
+  absl::StrAppend(out, Title("Graph capture"));
+  absl::StrAppend(out, "Per steady-state step, mean over ", steady,
+                  steady == 1 ? " step" : " steps", ": ", G(static_cast<double>(launches) / steady),
+                  " graph launches, ", G(static_cast<double>(ungraphed) / steady),
+                  " device steps outside graphs; steps that captured: ", captured, "\n\n");
+}
+
 std::vector<Row> BuildRows(const Profile& profile) {
   std::map<std::pair<bool, std::string>, Row> top;           // (user span?, name)
   std::map<std::string, std::map<std::string, Row>> copies;  // consumer -> copy name
@@ -456,6 +476,7 @@ std::string FormatReport(const Profile& profile, SortKey sort_key) {
   AppendConcurrency(profile, &out);
   AppendHostOptimizer(profile, &out);
   AppendRecomputation(profile, &out);
+  AppendGraphs(profile, &out);
   AppendEventSummary(profile, sort_key, total_time, &out);
   AppendLedger(profile, &out);
   AppendPlacement(profile, &out);

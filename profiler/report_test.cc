@@ -7,6 +7,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "framework/testing/status_matchers.h"
@@ -434,6 +436,27 @@ TEST(ReportTest, ConcurrencyOfAHandMadeProfileIsComputed) {
   profile.concurrency = Concurrency();
   const ParsedReport p = Parse(FormatReport(profile, SortKey::kDefault));
   EXPECT_NEAR(p.Number("Overlap host and gpu:0", "Total:"), 0.03, 1e-9);
+}
+
+TEST(ReportTest, GraphSectionCountsLaunchesPerSteadyStep) {
+  Profile profile = ProfileConcurrentRuns();
+  EXPECT_EQ(Parse(FormatReport(profile, SortKey::kDefault)).LineOf("Graph capture"), -1);
+  int steady = 0;
+  for (ProfileRun& run : profile.runs) {
+    if (!profile.IsSteady(run)) continue;
+    run.stats.graph_launches = 2 + steady % 2;  // 2, 3, 2, 3, ...
+    run.stats.ungraphed_device_steps = 1;
+    run.stats.captured = steady == 0;
+    ++steady;
+  }
+  ASSERT_GE(steady, 2);
+  const ParsedReport p = Parse(FormatReport(profile, SortKey::kDefault));
+  const double mean = (2.0 * ((steady + 1) / 2) + 3.0 * (steady / 2)) / steady;
+  EXPECT_GE(p.LineOf(absl::StrCat("Per steady-state step, mean over ", steady,
+                                  " steps: ", absl::StrFormat("%.6g", mean),
+                                  " graph launches, 1 device steps outside graphs; steps that "
+                                  "captured: 1")),
+            0);
 }
 
 TEST(ReportTest, AllWarmupSaysSo) {
