@@ -48,10 +48,21 @@ class DropoutKernel : public OpKernel {
 
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const prologue::DropoutArgs a, prologue::GetDropoutArgs(ctx));
+    const cudaStream_t stream = CudaStreamOf(ctx->stream());
+    if (!dropout_.attrs().is_test) {
+      // Checked before the key advances: the step then runs eagerly with
+      // the key an eager run would have drawn.
+      cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+      CUDA_RETURN_IF_ERROR(cudaStreamIsCapturing(stream, &capture));
+      if (capture != cudaStreamCaptureStatusNone) {
+        return absl::FailedPreconditionError(
+            "dropout draws a new mask on each training run, which a replay of a captured "
+            "graph would not");
+      }
+    }
     const uint64_t key = dropout_.NextKey();
     const prologue::DropoutAttrs& attrs = dropout_.attrs();
     const int64_t n = a.x->NumElements();
-    const cudaStream_t stream = CudaStreamOf(ctx->stream());
     return DispatchFloatWith16Bit(a.x->dtype(), [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
       using C = ComputeTypeOf<T>;
