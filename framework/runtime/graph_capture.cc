@@ -236,7 +236,7 @@ absl::Status CaptureAndLaunch(PlanState* plan, GraphSegment* segment, const Step
     return absl::OkStatus();
   }
   stats->captured = true;
-  RETURN_IF_ERROR(segment->Launch(run.frame->slots, run.observer));
+  RETURN_IF_ERROR(segment->Launch(run.frame->slots, run.observer, /*staged=*/true));
   AddSegmentStats(segment->stats, stats);
   return absl::OkStatus();
 }
@@ -272,9 +272,10 @@ GraphSegment::Stale GraphSegment::StaleReason(const std::vector<Variable*>& slot
   return {};
 }
 
-absl::Status GraphSegment::Launch(const std::vector<Variable*>& slots,
-                                  ExecutionObserver* observer) const {
-  for (const Upload& u : uploads) {
+absl::Status GraphSegment::Launch(const std::vector<Variable*>& slots, ExecutionObserver* observer,
+                                  bool staged) const {
+  for (size_t i = 0; !staged && i < uploads.size(); ++i) {
+    const Upload& u = uploads[i];
     const Tensor* t = slots[u.src]->data_tensor();
     if (u.staging != nullptr) std::memcpy(u.staging->data(), t->raw_data(), t->NumBytes());
   }

@@ -318,11 +318,14 @@ struct PlanState::GraphSegment {
   };
   Stale StaleReason(const std::vector<Variable*>& slots,
                     const std::vector<std::string>& names) const;
-  // Stages the uploads, enqueues the graph on the device's compute stream
-  // (one observer span, "graph_launch"), binds the slots it writes to the
-  // buffers it writes, and waits for it when the host reads what it copied
-  // down.
-  absl::Status Launch(const std::vector<Variable*>& slots, ExecutionObserver* observer) const;
+  // Stages the uploads (unless `staged`: the capture just filled the
+  // staging buffers with the values of its time, and the slots already
+  // hold what the segment writes), enqueues the graph on the device's
+  // compute stream (one observer span, "graph_launch"), binds the slots it
+  // writes to the buffers it writes, and waits for it when the host reads
+  // what it copied down.
+  absl::Status Launch(const std::vector<Variable*>& slots, ExecutionObserver* observer,
+                      bool staged = false) const;
 
   int first = 0, last = 0;  // its steps: plan step indices, inclusive
   Device* device = nullptr;

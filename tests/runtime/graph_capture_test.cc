@@ -5,13 +5,17 @@
 // arguments); synchronous copies and stream synchronisations while capturing
 // fail and spoil the capture, as they do with CUDA. Its memory knows which
 // blocks are live, so a replay touching freed memory is counted.
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "framework/base/status_macros.h"
 #include "framework/device/device_registry.h"
@@ -721,6 +725,131 @@ TEST(GraphCaptureTest, HostOnlyPlanAndDeviceWithoutCaptureRunEagerly) {
                                                  ? "the plan has no device work to capture"
                                                  : "sim:0 does not support graph capture");
   }
+}
+
+// A seeded random program over cpu and capdev: scale and add ops on feeds,
+// parameters and each other (each op on either place), sometimes a mean on
+// capdev (which cannot be captured), one sgd per parameter on either
+// place; every value has 4 elements.
+struct RandomMixedProgram {
+  explicit RandomMixedProgram(uint32_t seed) : rng(seed) {
+    std::vector<Var> pool = {b.Data("x0", DataType::kFloat32, Shape({4})),
+                             b.Data("x1", DataType::kFloat32, Shape({4}))};
+    {
+      auto host = b.device_guard("cpu");
+      b.CreatePersistableConstant("lr", DataType::kFloat32, Shape({1}), 0.0625);
+    }
+    std::vector<Var> params;
+    const int num_params = 1 + Pick(2);
+    for (int i = 0; i < num_params; ++i) {
+      const std::string name = absl::StrCat("w", i);
+      const Initializer init = Initializer::Constant(0.25 * (i + 1));
+      if (Pick(2) == 0) {
+        auto host = b.device_guard("cpu");
+        params.push_back(b.CreateParameter(name, DataType::kFloat32, Shape({4}), init));
+      } else {
+        params.push_back(b.CreateParameter(name, DataType::kFloat32, Shape({4}), init));
+      }
+      pool.push_back(params.back());
+    }
+    const int ops = 3 + Pick(8);
+    for (int i = 0; i < ops; ++i) {
+      std::optional<ProgramBuilder::DeviceGuardScope> host;
+      if (Pick(2) == 0) host.emplace(b.device_guard("cpu"));
+      const Var x = pool[Pick(pool.size())];
+      if (Pick(8) == 0) {
+        host.reset();  // on capdev, which cannot capture it
+        fetches.push_back(b.Mean(x).name);
+      } else if (Pick(2) == 0) {
+        pool.push_back(b.Scale(x, 0.25 * (1 + Pick(6)) * (Pick(2) ? 1 : -1), 0.125 * Pick(3)));
+      } else {
+        pool.push_back(b.ElementwiseAdd(x, pool[Pick(pool.size())]));
+      }
+    }
+    for (const Var& w : params) {
+      std::optional<ProgramBuilder::DeviceGuardScope> host;
+      if (Pick(2) == 0) host.emplace(b.device_guard("cpu"));
+      OpDesc sgd;
+      sgd.type = "sgd";
+      sgd.inputs = {{"Param", {w.name}},
+                    {"Grad", {pool[2 + Pick(pool.size() - 2)].name}},
+                    {"LearningRate", {"lr"}}};
+      sgd.outputs = {{"ParamOut", {w.name}}};
+      b.main_program().block().AppendOp(std::move(sgd));
+    }
+    fetches.push_back(pool[pool.size() - 1].name);
+    fetches.push_back(pool[Pick(pool.size())].name);
+  }
+  size_t Pick(size_t n) { return rng() % n; }
+
+  std::mt19937 rng;
+  ProgramBuilder b;
+  std::vector<std::string> fetches;
+};
+
+TEST(GraphCaptureTest, RandomMixedProgramsReplayExactlyAsInOrderRuns) {
+  const char* env = std::getenv("TANDEM_GRAPH_PROGRAMS");
+  const int programs = env != nullptr ? std::atoi(env) : 80;
+  int launched = 0, split = 0;
+  for (int p = 0; p < programs; ++p) {
+    const uint32_t seed = 7000 + p;
+    RandomMixedProgram program(seed);
+    ASSERT_OK(program.b.status()) << "seed " << seed;
+    struct Side {
+      std::unique_ptr<Executor> exe;
+      Scope scope;
+      std::unique_ptr<Plan> plan;
+    } sides[2];
+    for (int g = 0; g < 2; ++g) {
+      ExecutorOptions options;
+      options.capture_graphs = g == 1;
+      options.in_order = g == 0;  // the reference
+      sides[g].exe = std::make_unique<Executor>(CapPlace(), options);
+      ASSERT_OK(sides[g].exe->Run(program.b.startup_program(), &sides[g].scope).status());
+      ASSERT_OK_AND_ASSIGN(sides[g].plan,
+                           sides[g].exe->Prepare(program.b.main_program(), sides[g].scope,
+                                                 {"x0", "x1"}, program.fetches));
+    }
+    int launches = 0;
+    for (int step = 0; step < 7; ++step) {
+      if (step == 4) {  // a new learning rate: segments reading it capture again
+        for (Side& side : sides) side.scope.Var("lr")->mutable_tensor()->data<float>()[0] = 0.03f;
+      }
+      if (step == 5) {  // w0 in a new buffer (same values): segments reading it capture again
+        for (Side& side : sides) {
+          Variable* w = side.scope.Var("w0");
+          ASSERT_OK_AND_ASSIGN(Tensor moved, CopyTensorTo(w->tensor(), CPUPlace()));
+          ASSERT_OK_AND_ASSIGN(Tensor back, CopyTensorTo(moved, w->tensor().place()));
+          w->set(back);
+        }
+      }
+      const FeedMap feeds = {{"x0", Floats(Feed(step))}, {"x1", Floats(Feed(step + 9))}};
+      RunStats stats[2];
+      std::vector<std::vector<float>> got[2];
+      for (int g = 0; g < 2; ++g) {
+        absl::StatusOr<std::vector<Tensor>> out =
+            sides[g].exe->Run(sides[g].plan.get(), &sides[g].scope, feeds, &stats[g]);
+        ASSERT_OK(out.status()) << "seed " << seed << " step " << step;
+        for (const Tensor& t : *out) got[g].push_back(Values(t));
+        for (const VarDesc& v : program.b.main_program().block().vars()) {
+          if (v.persistable && v.name != "lr") {
+            got[g].push_back(
+                Values(*CopyTensorTo(sides[g].scope.Var(v.name)->tensor(), CPUPlace())));
+          }
+        }
+      }
+      ASSERT_EQ(got[1], got[0]) << "seed " << seed << " step " << step
+                                << "; graphs: " << sides[1].plan->graph_summary() << "\n"
+                                << sides[1].plan->placed().program.DebugString();
+      launches += stats[1].graph_launches;
+    }
+    launched += launches > 0 ? 1 : 0;
+    split += absl::StrContains(sides[1].plan->graph_summary(), "run eagerly") ? 1 : 0;
+  }
+  // The programs exercise what they are for: most launch graphs, some split.
+  EXPECT_GT(launched, programs / 2) << launched << " of " << programs;
+  EXPECT_GT(split, 0);
+  EXPECT_EQ(Cap()->dead_accesses(), 0);
 }
 
 class SpanCounter : public ExecutionObserver {
