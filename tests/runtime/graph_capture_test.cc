@@ -306,6 +306,11 @@ std::vector<float> Values(const Tensor& t) {
   return std::vector<float>(p, p + t.NumElements());
 }
 
+// The values of variable `name` of `scope`, wherever it lives.
+std::vector<float> ValuesOf(Scope& scope, const std::string& name) {
+  return Values(*CopyTensorTo(scope.Var(name)->tensor(), CPUPlace()));
+}
+
 std::vector<float> Feed(int step, int n = 4) {
   std::vector<float> v(n);
   for (int i = 0; i < n; ++i) v[i] = 0.25f * (step + 1) + i;
@@ -359,7 +364,7 @@ struct Runner {
     EXPECT_OK(out.status());
     return out.ok() ? *out : std::vector<Tensor>();
   }
-  std::vector<float> W() { return Values(*CopyTensorTo(scope.Var("w")->tensor(), CPUPlace())); }
+  std::vector<float> W() { return ValuesOf(scope, "w"); }
 
   std::unique_ptr<Executor> exe;
   Scope scope;
@@ -542,7 +547,7 @@ struct RoundTripRunner {
   absl::StatusOr<std::vector<Tensor>> Step(const std::vector<float>& x, RunStats* stats) {
     return exe->Run(plan.get(), &scope, {{"x", Floats(x)}}, stats);
   }
-  std::vector<float> W() { return Values(*CopyTensorTo(scope.Var("w")->tensor(), CPUPlace())); }
+  std::vector<float> W() { return ValuesOf(scope, "w"); }
 
   RoundTrip m;
   std::unique_ptr<Executor> exe;
@@ -674,7 +679,7 @@ struct LookupBetweenSegments {
         plan.get(), &scope,
         {{"x", Floats(Feed(step))}, {"ids", Tensor::FromVector<int64_t>(Shape({2}), ids)}});
   }
-  std::vector<float> W() { return Values(*CopyTensorTo(scope.Var("w")->tensor(), CPUPlace())); }
+  std::vector<float> W() { return ValuesOf(scope, "w"); }
 
   ProgramBuilder b;
   std::unique_ptr<Executor> exe;
@@ -833,8 +838,7 @@ TEST(GraphCaptureTest, RandomMixedProgramsReplayExactlyAsInOrderRuns) {
         for (const Tensor& t : *out) got[g].push_back(Values(t));
         for (const VarDesc& v : program.b.main_program().block().vars()) {
           if (v.persistable && v.name != "lr") {
-            got[g].push_back(
-                Values(*CopyTensorTo(sides[g].scope.Var(v.name)->tensor(), CPUPlace())));
+            got[g].push_back(ValuesOf(sides[g].scope, v.name));
           }
         }
       }
