@@ -5,6 +5,7 @@
 // arguments); synchronous copies and stream synchronisations while capturing
 // fail and spoil the capture, as they do with CUDA. Its memory knows which
 // blocks are live, so a replay touching freed memory is counted.
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -850,6 +851,8 @@ TEST(GraphCaptureTest, RandomMixedProgramsReplayExactlyAsInOrderRuns) {
     launched += launches > 0 ? 1 : 0;
     split += absl::StrContains(sides[1].plan->graph_summary(), "run eagerly") ? 1 : 0;
   }
+  std::printf("%d random mixed programs: %d launched graphs, %d split around an eager step\n",
+              programs, launched, split);
   // The programs exercise what they are for: most launch graphs, some split.
   EXPECT_GT(launched, programs / 2) << launched << " of " << programs;
   EXPECT_GT(split, 0);
