@@ -366,7 +366,12 @@ absl::StatusOr<bool> RunWithGraphs(PlanState* plan, RunStats* stats, ExecutionOb
       // every run: that step runs eagerly, the rest of its segment stays.
       const std::string why = absl::StrCat("its segment was captured again on ", kMaxCapturesInARow,
                                            " runs in a row (last: ", stale.reason, ")");
-      RunEagerlyFromNowOn(plan, *segment, absl::FailedPreconditionError(why), {stale.step});
+      std::vector<int> eager = {stale.step};
+      if (stale.step < 0) {  // not known: the whole segment
+        eager.clear();
+        for (int s = segment->first; s <= segment->last; ++s) eager.push_back(s);
+      }
+      RunEagerlyFromNowOn(plan, *segment, absl::FailedPreconditionError(why), eager);
       continue;
     }
     bool split = false;
