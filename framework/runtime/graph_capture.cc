@@ -26,6 +26,13 @@ const Tensor* ValueTensor(const Variable& v) {
   return v.is_selected_rows() ? &v.selected_rows().value() : v.data_tensor();
 }
 
+// Whether `v` is no longer a SelectedRows with `rows` (or no longer a plain
+// tensor, when `selected_rows` is false).
+bool RowsChanged(const Variable& v, bool selected_rows, const std::vector<int64_t>& rows) {
+  if (v.is_selected_rows() != selected_rows) return true;
+  return selected_rows && v.selected_rows().rows() != rows;
+}
+
 const Buffer* BufferOf(const Variable& v) {
   const Tensor* t = ValueTensor(v);
   return t == nullptr || !t->initialized() ? nullptr : t->buffer().get();
@@ -182,7 +189,10 @@ absl::Status CaptureSegment(PlanState* plan, GraphSegment* segment, const StepRu
     for (int slot : ReadSlots(*step)) {
       const Tensor* t = ValueTensor(*slots[slot]);
       if (written[slot] || t == nullptr || !t->initialized() || t->place().is_host()) continue;
-      segment->inputs.push_back({slot, t->buffer().get(), i});
+      const Variable& v = *slots[slot];
+      segment->inputs.push_back(
+          {slot, t->buffer().get(), i, v.is_selected_rows(),
+           v.is_selected_rows() ? v.selected_rows().rows() : std::vector<int64_t>()});
     }
     s = PlanRunner::RunStep(plan, step, capture, &segment->stats);
     if (!s.ok()) failed->push_back(i);
@@ -250,6 +260,9 @@ GraphSegment::Stale GraphSegment::StaleReason(const std::vector<Variable*>& slot
     return t != nullptr && t->initialized() && t->dtype() == dtype && t->shape() == shape;
   };
   for (const Upload& u : uploads) {
+    if (RowsChanged(*slots[u.src], u.selected_rows, u.rows)) {
+      return {absl::StrCat("the rows of '", names[u.src], "' changed"), u.step};
+    }
     if (!same(u.src, u.dtype, u.shape)) {
       return {absl::StrCat("'", names[u.src], "' is no longer ", DataTypeName(u.dtype),
                            u.shape.ToString()),
@@ -265,6 +278,9 @@ GraphSegment::Stale GraphSegment::StaleReason(const std::vector<Variable*>& slot
     }
   }
   for (const Input& in : inputs) {
+    if (RowsChanged(*slots[in.slot], in.selected_rows, in.rows)) {
+      return {absl::StrCat("the rows of '", names[in.slot], "' changed"), in.step};
+    }
     if (BufferOf(*slots[in.slot]) != in.buffer) {
       return {absl::StrCat("'", names[in.slot], "' was given another buffer"), in.step};
     }

@@ -295,6 +295,9 @@ struct PlanState::GraphSegment {
     DataType dtype = DataType::kFloat32;
     Shape shape;
     int step = 0;  // the copy step
+    // A SelectedRows' row list is host data the capture baked in.
+    bool selected_rows = false;
+    std::vector<int64_t> rows;
   };
   // A host value a kernel read at capture (a HostMemory input).
   struct HostValue {
@@ -310,6 +313,9 @@ struct PlanState::GraphSegment {
     int slot = 0;
     const Buffer* buffer = nullptr;  // the buffer the graph reads
     int step = 0;                    // the first reading step
+    // A SelectedRows' row list is host data its readers baked in.
+    bool selected_rows = false;
+    std::vector<int64_t> rows;
   };
   // Why a launch would not match an eager run of the current values.
   struct Stale {

@@ -267,9 +267,10 @@ absl::Status PlanRunner::RunCopyStep(PlanState* plan, PlanState::Step* step,
     RETURN_IF_ERROR(AnnotateStepError(s, *step));
   }
   if (run.segment != nullptr && !to_host) {
-    run.segment->uploads.push_back({step->inputs[0].second[0],
-                                    bytes > 0 ? run.frame->staging[step->index] : nullptr,
-                                    from->dtype(), from->shape(), step->index});
+    run.segment->uploads.push_back(
+        {step->inputs[0].second[0], bytes > 0 ? run.frame->staging[step->index] : nullptr,
+         from->dtype(), from->shape(), step->index, src->is_selected_rows(),
+         src->is_selected_rows() ? src->selected_rows().rows() : std::vector<int64_t>()});
   }
   if (run.segment != nullptr && to_host) run.segment->copies_to_host = true;
   if (log) {
