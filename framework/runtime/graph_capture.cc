@@ -313,16 +313,23 @@ absl::Status GraphSegment::Launch(const std::vector<Variable*>& slots, Execution
   return absl::OkStatus();
 }
 
-std::string GraphState::Summary(const std::vector<std::unique_ptr<Step>>& steps) const {
+std::string GraphState::Summary(const PlanState& plan) const {
   std::vector<std::string> ranges, eager_steps;
+  std::vector<bool> in_segment(plan.steps.size(), false);
   for (const auto& segment : segments) {
     ranges.push_back(
         absl::StrCat("#", segment->first,
                      segment->last == segment->first ? "" : absl::StrCat("-#", segment->last),
                      " on ", segment->device->place().ToString()));
+    for (int i = segment->first; i <= segment->last; ++i) in_segment[i] = true;
   }
-  for (const auto& [i, reason] : eager) {
-    eager_steps.push_back(absl::StrCat("#", i, " '", steps[i]->op.type, "': ", reason));
+  for (int i = 0; i < static_cast<int>(plan.steps.size()); ++i) {
+    const Step& step = *plan.steps[i];
+    if (in_segment[i] || step.folded || (!step.is_copy && step.place.is_host())) continue;
+    const std::string reason = EagerReason(plan, i);
+    if (!reason.empty()) {
+      eager_steps.push_back(absl::StrCat("#", i, " '", step.op.type, "': ", reason));
+    }
   }
   std::string summary =
       absl::StrCat(segments.size(), " graph segment", segments.size() == 1 ? "" : "s", " (",

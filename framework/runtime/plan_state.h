@@ -359,7 +359,7 @@ struct PlanState::GraphState {
   }
   // "2 graph segments (steps #0-#5 on gpu:0, #8-#12 on gpu:0); eager device
   // steps: #6 'adam' (writes its host-memory output 'Beta1PowOut')".
-  std::string Summary(const std::vector<std::unique_ptr<Step>>& steps) const;
+  std::string Summary(const PlanState& plan) const;
 
   std::vector<std::unique_ptr<GraphSegment>> segments;  // in program order
   std::vector<int> segment_at;  // per step: its segment's index if it starts one, else -1

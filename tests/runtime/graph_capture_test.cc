@@ -307,7 +307,23 @@ class MeanKernel : public OpKernel {
   }
 };
 
+// Out = X's shape, written on the host (a host-memory output): the step
+// runs eagerly between graph launches.
+class ShapeKernel : public OpKernel {
+ public:
+  absl::Status Compute(KernelContext* ctx) override {
+    ASSIGN_OR_RETURN(const Tensor* x, ctx->InputTensor("Input"));
+    ASSIGN_OR_RETURN(Tensor * out,
+                     ctx->AllocateOutput("Out", DataType::kInt32, Shape({x->shape().rank()})));
+    for (int d = 0; d < x->shape().rank(); ++d) {
+      out->data<int32_t>()[d] = static_cast<int32_t>(x->shape().dim(d));
+    }
+    return absl::OkStatus();
+  }
+};
+
 REGISTER_KERNEL(KernelDef("fill_constant", "capdev"), FillKernel);
+REGISTER_KERNEL(KernelDef("shape", "capdev").HostMemory("Out"), ShapeKernel);
 REGISTER_KERNEL(KernelDef("scale", "capdev"), ScaleKernel);
 REGISTER_KERNEL(KernelDef("elementwise_add", "capdev"), AddKernel);
 REGISTER_KERNEL(KernelDef("sgd", "capdev").HostMemory("LearningRate"), SgdKernel);
@@ -922,6 +938,36 @@ TEST(GraphCaptureTest, SparseRowsCopiedUpAreCheckedBeforeEachLaunch) {
     EXPECT_THAT(ValuesOf(scopes[1], "w"), ElementsAreArray(ValuesOf(scopes[0], "w")))
         << "step " << step << ": " << plans[1]->graph_summary();
   }
+}
+
+TEST(GraphCaptureTest, TheSummaryNamesADeviceStepThatWritesHostMemory) {
+  ProgramBuilder b;
+  Var x = b.Data("x", DataType::kFloat32, Shape({4}));
+  Var y = b.Scale(x, 2.0);
+  OpDesc shape;
+  shape.type = "shape";
+  shape.inputs = {{"Input", {y.name}}};
+  shape.outputs = {{"Out", {"y_shape"}}};
+  ASSERT_OK(b.main_program().block().AddVar(VarDesc{"y_shape", DataType::kInt32, Shape({1})}));
+  b.main_program().block().AppendOp(std::move(shape));
+  Var z = b.Scale(y, 0.5);
+  ExecutorOptions options;
+  options.capture_graphs = true;
+  Executor exe(CapPlace(), options);
+  Scope scope;
+  ASSERT_OK_AND_ASSIGN(auto plan, exe.Prepare(b.main_program(), scope, {"x"}, {z.name, "y_shape"}));
+  for (int run = 0; run < 4; ++run) {
+    RunStats stats;
+    ASSERT_OK_AND_ASSIGN(auto out, exe.Run(plan.get(), &scope, {{"x", Floats(Feed(run))}}, &stats));
+    EXPECT_THAT(Values(out[0]), ElementsAreArray(Feed(run))) << "run " << run;
+    EXPECT_EQ(out[1].data<int32_t>()[0], 4);
+    EXPECT_EQ(stats.graph_launches, run >= 1 ? 2 : 0) << "run " << run;
+    EXPECT_EQ(stats.ungraphed_device_steps, run >= 1 ? 1 : 0) << "run " << run;
+  }
+  EXPECT_EQ(plan->graph_summary(),
+            "2 graph segments (#0-#1 on capdev:0, #3 on capdev:0); device steps run eagerly: "
+            "#2 'shape': writes its host-memory output 'Out' on the host, which a replay would "
+            "not redo");
 }
 
 class SpanCounter : public ExecutionObserver {
