@@ -21,11 +21,6 @@ using GraphState = PlanState::GraphState;
 // costs more than it saves.
 constexpr int kMaxCapturesInARow = 3;
 
-// A variable's values: its tensor, or a SelectedRows' value tensor.
-const Tensor* ValueTensor(const Variable& v) {
-  return v.is_selected_rows() ? &v.selected_rows().value() : v.data_tensor();
-}
-
 // Whether `v` is no longer a SelectedRows with `rows` (or no longer a plain
 // tensor, when `selected_rows` is false).
 bool RowsChanged(const Variable& v, bool selected_rows, const std::vector<int64_t>& rows) {
@@ -34,7 +29,7 @@ bool RowsChanged(const Variable& v, bool selected_rows, const std::vector<int64_
 }
 
 const Buffer* BufferOf(const Variable& v) {
-  const Tensor* t = ValueTensor(v);
+  const Tensor* t = v.data_tensor();
   return t == nullptr || !t->initialized() ? nullptr : t->buffer().get();
 }
 
@@ -187,7 +182,7 @@ absl::Status CaptureSegment(PlanState* plan, GraphSegment* segment, const StepRu
     PlanState::Step* step = plan->steps[i].get();
     if (step->folded) continue;
     for (int slot : ReadSlots(*step)) {
-      const Tensor* t = ValueTensor(*slots[slot]);
+      const Tensor* t = slots[slot]->data_tensor();
       if (written[slot] || t == nullptr || !t->initialized() || t->place().is_host()) continue;
       const Variable& v = *slots[slot];
       segment->inputs.push_back(

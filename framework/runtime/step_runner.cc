@@ -61,11 +61,6 @@ OpEvent StepEvent(const PlanState::Step& step, const StepRunContext& run) {
   return event;
 }
 
-// A variable's values: its tensor, or a SelectedRows' value tensor.
-const Tensor* ValueTensor(const Variable& v) {
-  return v.is_selected_rows() ? &v.selected_rows().value() : v.data_tensor();
-}
-
 // The dtype a kernel step computed in: its first floating input's, else
 // its first floating output's (see OpEvent::dtype).
 std::optional<DataType> ComputeDtype(const PlanState::Step& step,
@@ -73,7 +68,7 @@ std::optional<DataType> ComputeDtype(const PlanState::Step& step,
   for (const SlotArgs* args : {&step.inputs, &step.outputs}) {
     for (const auto& [arg, ids] : *args) {
       for (int id : ids) {
-        const Tensor* t = ValueTensor(*slots[id]);
+        const Tensor* t = slots[id]->data_tensor();
         if (t != nullptr && t->initialized() && IsFloating(t->dtype())) return t->dtype();
       }
     }
@@ -91,7 +86,7 @@ void DescribeCollective(const PlanState::Step& step, const std::vector<Variable*
                      : 1;
   for (const auto& [arg, ids] : step.inputs) {
     for (int id : ids) {
-      const Tensor* t = ValueTensor(*slots[id]);
+      const Tensor* t = slots[id]->data_tensor();
       if (t != nullptr && t->initialized()) event->bytes += static_cast<int64_t>(t->NumBytes());
     }
   }
