@@ -30,11 +30,15 @@ mkdir -p /tmp/tandem/src && pushd /tmp/tandem/src >/dev/null
 while read -r t; do
   [[ "$t" =~ $filter ]] || continue
   start=$(date +%s%N)
-  if /tmp/tandem/bin/"$t" >> "$log" 2>&1; then
+  # A fresh temporary directory per binary, as bazel test gives: a second
+  # run on the same machine finds none of the first run's files.
+  tmp=$(mktemp -d /tmp/tandem_test.XXXXXX)
+  if TEST_TMPDIR="$tmp" /tmp/tandem/bin/"$t" >> "$log" 2>&1; then
     passed=$((passed + 1)); status=PASSED
   else
     failed=$((failed + 1)); status=FAILED
   fi
+  rm -rf "$tmp"
   printf '%-60s %s in %d ms\n' "$t" "$status" $(( ($(date +%s%N) - start) / 1000000 ))
 done < /tmp/tandem/tests.txt
 popd >/dev/null

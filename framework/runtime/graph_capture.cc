@@ -55,15 +55,30 @@ std::string EagerReason(const PlanState& plan, int i) {
   return "";
 }
 
+// The host slots `step` reads on the host: an upload's source, a kernel's
+// host-memory inputs.
+std::vector<int> HostReadSlots(const PlanState::Step& step) {
+  std::vector<int> read;
+  for (const auto& [arg, ids] : step.inputs) {
+    const bool on_host = step.is_copy ? !step.copy_to.is_host() : step.def->IsHostMemory(arg);
+    if (on_host) read.insert(read.end(), ids.begin(), ids.end());
+  }
+  return read;
+}
+
 // Splits the steps into segments: maximal runs of capturable steps of one
-// device (folded constants do not interrupt them). A segment whose steps
-// are unchanged keeps its graph; the others retire.
+// device (folded constants do not interrupt them). A step that reads on
+// the host what a copy of the open segment brings down starts a new one:
+// the copy runs only when the graph launches, so the value is there only
+// after that segment ran. A segment whose steps are unchanged keeps its
+// graph; the others retire.
 void Partition(PlanState* plan) {
   GraphState& graph = *plan->graph;
   std::vector<std::unique_ptr<GraphSegment>> old = std::move(graph.segments);
   graph.segments.clear();
   graph.segment_at.assign(plan->steps.size(), -1);
   GraphSegment* open = nullptr;
+  std::vector<bool> copied_down(plan->slot_names.size(), false);  // by the open segment
   for (int i = 0; i < static_cast<int>(plan->steps.size()); ++i) {
     const PlanState::Step& step = *plan->steps[i];
     if (step.folded) continue;
@@ -71,7 +86,11 @@ void Partition(PlanState* plan) {
       open = nullptr;
       continue;
     }
+    for (int slot : HostReadSlots(step)) {
+      if (open != nullptr && copied_down[slot]) open = nullptr;
+    }
     if (open == nullptr || open->device != step.device) {
+      copied_down.assign(copied_down.size(), false);
       graph.segments.push_back(std::make_unique<GraphSegment>());
       open = graph.segments.back().get();
       open->first = i;
@@ -80,6 +99,11 @@ void Partition(PlanState* plan) {
       graph.segment_at[i] = static_cast<int>(graph.segments.size()) - 1;
     }
     open->last = i;
+    if (step.is_copy && step.copy_to.is_host()) {
+      for (const auto& [arg, ids] : step.outputs) {
+        for (int slot : ids) copied_down[slot] = true;
+      }
+    }
   }
   for (auto& segment : graph.segments) {
     for (auto& was : old) {

@@ -653,6 +653,59 @@ TEST(GraphCaptureTest, ANewFeedShapeCapturesTheSegmentsAgain) {
   EXPECT_EQ(plan->graph_summary(), "2 graph segments (#0-#2 on capdev:0, #4-#5 on capdev:0)");
 }
 
+// A learning rate computed on capdev (a scale of the host's), copied down
+// and read on the host by capdev's sgd (HostMemory): the copy runs only
+// when the graph launches, so the sgd that reads its result starts a new
+// segment, captured after the first one ran.
+TEST(GraphCaptureTest, AHostValueCopiedDownIsReadOnlyAfterTheSegmentThatCopiesItRan) {
+  auto make = [](ProgramBuilder* b) {
+    Var x = b->Data("x", DataType::kFloat32, Shape({4}));
+    Var w = b->CreateParameter("w", DataType::kFloat32, Shape({4}), Initializer::Constant(0.5));
+    Var lr;
+    {
+      auto host = b->device_guard("cpu");
+      lr = b->CreatePersistableConstant("lr", DataType::kFloat32, Shape({1}), 0.25);
+    }
+    Var rate = b->Scale(lr, 0.5);  // on capdev
+    Var z = b->ElementwiseAdd(b->Scale(x, 2.0), w);
+    OpDesc sgd;
+    sgd.type = "sgd";
+    sgd.inputs = {{"Param", {w.name}}, {"Grad", {z.name}}, {"LearningRate", {rate.name}}};
+    sgd.outputs = {{"ParamOut", {w.name}}};
+    b->main_program().block().AppendOp(std::move(sgd));
+    return z.name;
+  };
+  ProgramBuilder b;
+  const std::string z = make(&b);
+  ASSERT_OK(b.status());
+  Scope scopes[2];
+  std::unique_ptr<Executor> exes[2];
+  std::unique_ptr<Plan> plans[2];
+  for (int g = 0; g < 2; ++g) {
+    ExecutorOptions options;
+    options.capture_graphs = g == 1;
+    options.in_order = g == 0;
+    exes[g] = std::make_unique<Executor>(CapPlace(), options);
+    ASSERT_OK(exes[g]->Run(b.startup_program(), &scopes[g]).status());
+    ASSERT_OK_AND_ASSIGN(plans[g], exes[g]->Prepare(b.main_program(), scopes[g], {"x"}, {z}));
+  }
+  for (int step = 0; step < 5; ++step) {
+    std::vector<float> got[2];
+    RunStats stats;
+    for (int g = 0; g < 2; ++g) {
+      ASSERT_OK(exes[g]
+                    ->Run(plans[g].get(), &scopes[g], {{"x", Floats(Feed(step))}},
+                          g == 1 ? &stats : nullptr)
+                    .status());
+      got[g] = ValuesOf(scopes[g], "w");
+    }
+    EXPECT_THAT(got[1], ElementsAreArray(got[0])) << "step " << step;
+    EXPECT_EQ(stats.graph_launches, step >= 1 ? 2 : 0) << "step " << step;
+    EXPECT_EQ(stats.ungraphed_device_steps, 0) << "step " << step;
+  }
+  EXPECT_THAT(plans[1]->graph_summary(), ::testing::StartsWith("2 graph segments"));
+}
+
 TEST(GraphCaptureTest, AStepWhoseHostValueChangesOnEveryRunRunsEagerlyFromThenOn) {
   Model m;
   Runner eager(&m, false), graph(&m, true);
@@ -774,10 +827,15 @@ struct RandomMixedProgram {
   explicit RandomMixedProgram(uint32_t seed) : rng(seed) {
     std::vector<Var> pool = {b.Data("x0", DataType::kFloat32, Shape({4})),
                              b.Data("x1", DataType::kFloat32, Shape({4}))};
+    Var lr;
     {
       auto host = b.device_guard("cpu");
-      b.CreatePersistableConstant("lr", DataType::kFloat32, Shape({1}), 0.0625);
+      lr = b.CreatePersistableConstant("lr", DataType::kFloat32, Shape({1}), 0.0625);
     }
+    // In a third of the programs (their own random stream: the others are
+    // as before) the updates read a rate computed on capdev and copied down.
+    std::mt19937 rate_rng(seed ^ 0x5eedu);
+    if (rate_rng() % 3 == 0) lr = b.Scale(lr, 0.5);
     std::vector<Var> params;
     const int num_params = 1 + Pick(2);
     for (int i = 0; i < num_params; ++i) {
@@ -812,7 +870,7 @@ struct RandomMixedProgram {
       sgd.type = "sgd";
       sgd.inputs = {{"Param", {w.name}},
                     {"Grad", {pool[2 + Pick(pool.size() - 2)].name}},
-                    {"LearningRate", {"lr"}}};
+                    {"LearningRate", {lr.name}}};
       sgd.outputs = {{"ParamOut", {w.name}}};
       b.main_program().block().AppendOp(std::move(sgd));
     }
