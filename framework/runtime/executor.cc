@@ -533,7 +533,8 @@ absl::StatusOr<std::vector<Tensor>> Executor::CollectFetches(Plan* plan, int fra
                                                         "' was not computed by the program"));
     }
     const int slot = plan->state().fetch_slots[i];
-    const bool graph_written = plan->state().graph != nullptr && plan->state().graph->written[slot];
+    const bool graph_written =
+        plan->state().graph != nullptr && plan->state().graph->Writes(t->buffer().get());
     if (t->place().is_host() && !plan->state().slot_persistable[slot] && !graph_written) {
       fetched.push_back(*t);  // this run's own value: the next run makes a new one
       continue;

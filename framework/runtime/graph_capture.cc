@@ -33,6 +33,11 @@ const Buffer* BufferOf(const Variable& v) {
   return t == nullptr || !t->initialized() ? nullptr : t->buffer().get();
 }
 
+// Whether `v` is no longer the value at `data` in `buffer`.
+bool MovedFrom(const Variable& v, const Buffer* buffer, const void* data) {
+  return BufferOf(v) != buffer || v.data_tensor()->raw_data() != data;
+}
+
 // Why step `i` runs outside any graph; empty when it can be captured.
 std::string EagerReason(const PlanState& plan, int i) {
   const PlanState::Step& step = *plan.steps[i];
@@ -166,7 +171,9 @@ absl::Status CheckPersistablesKeepTheirBuffers(const PlanState& plan, const Grap
                                                std::vector<int>* writers) {
   for (const GraphSegment::Input& in : segment.inputs) {
     const int slot = in.slot;
-    if (!plan.slot_persistable[slot] || BufferOf(*slots[slot]) == in.buffer) continue;
+    if (!plan.slot_persistable[slot] || !MovedFrom(*slots[slot], in.buffer.get(), in.data)) {
+      continue;
+    }
     for (int i = segment.first; i <= segment.last; ++i) {
       for (int w : WrittenSlots(*plan.steps[i])) {
         if (w == slot) writers->push_back(i);
@@ -210,7 +217,7 @@ absl::Status CaptureSegment(PlanState* plan, GraphSegment* segment, const StepRu
       if (written[slot] || t == nullptr || !t->initialized() || t->place().is_host()) continue;
       const Variable& v = *slots[slot];
       segment->inputs.push_back(
-          {slot, t->buffer().get(), i, v.is_selected_rows(),
+          {slot, t->buffer(), t->raw_data(), i, v.is_selected_rows(),
            v.is_selected_rows() ? v.selected_rows().rows() : std::vector<int64_t>()});
     }
     s = PlanRunner::RunStep(plan, step, capture, &segment->stats);
@@ -233,7 +240,6 @@ absl::Status CaptureSegment(PlanState* plan, GraphSegment* segment, const StepRu
   for (size_t slot = 0; slot < slots.size(); ++slot) {
     if (!written[slot]) continue;
     segment->outputs.emplace_back(static_cast<int>(slot), *slots[slot]);
-    plan->graph->written[slot] = true;
   }
   return absl::OkStatus();
 }
@@ -300,7 +306,7 @@ GraphSegment::Stale GraphSegment::StaleReason(const std::vector<Variable*>& slot
     if (RowsChanged(*slots[in.slot], in.selected_rows, in.rows)) {
       return {absl::StrCat("the rows of '", names[in.slot], "' changed"), in.step};
     }
-    if (BufferOf(*slots[in.slot]) != in.buffer) {
+    if (MovedFrom(*slots[in.slot], in.buffer.get(), in.data)) {
       return {absl::StrCat("'", names[in.slot], "' was given another buffer"), in.step};
     }
   }
@@ -330,6 +336,15 @@ absl::Status GraphSegment::Launch(const std::vector<Variable*>& slots, Execution
   if (copies_to_host) RETURN_IF_ERROR(device->SynchronizeStream(stream));
   if (observer != nullptr) observer->OnOpEnd(event);
   return absl::OkStatus();
+}
+
+bool GraphState::Writes(const Buffer* buffer) const {
+  for (const auto& segment : segments) {
+    for (const auto& [slot, value] : segment->outputs) {
+      if (BufferOf(value) == buffer) return true;
+    }
+  }
+  return false;
 }
 
 std::string GraphState::Summary(const PlanState& plan) const {
@@ -362,7 +377,6 @@ std::string GraphState::Summary(const PlanState& plan) const {
 absl::StatusOr<bool> RunWithGraphs(PlanState* plan, RunStats* stats, ExecutionObserver* observer) {
   if (plan->graph == nullptr) {
     plan->graph = std::make_unique<GraphState>();
-    plan->graph->written.assign(plan->slot_names.size(), false);
     Partition(plan);
   }
   GraphState& graph = *plan->graph;

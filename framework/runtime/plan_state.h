@@ -311,8 +311,12 @@ struct PlanState::GraphSegment {
   // A device value its steps read before any of them wrote it.
   struct Input {
     int slot = 0;
-    const Buffer* buffer = nullptr;  // the buffer the graph reads
-    int step = 0;                    // the first reading step
+    // The buffer the graph reads, held: while the segment lives its memory
+    // (and the Buffer's address, which the check compares) is no one
+    // else's, so a slot given a new buffer is always seen as changed.
+    std::shared_ptr<Buffer> buffer;
+    const void* data = nullptr;  // the address the graph reads
+    int step = 0;                // the first reading step
     // A SelectedRows' row list is host data its readers baked in.
     bool selected_rows = false;
     std::vector<int64_t> rows;
@@ -368,9 +372,10 @@ struct PlanState::GraphState {
   std::map<int, std::string> eager;
   // Devices that cannot capture (Device::BeginCapture said so), and why.
   std::map<Device*, std::string> no_capture;
-  // Per slot: a captured step writes it (its buffer is the graph's: a
-  // fetched host value of it is copied).
-  std::vector<bool> written;
+  // Whether a graph writes `buffer` (a fetched host value in it is
+  // copied: the next launch writes it again, and so does a host step's
+  // view of it, e.g. a reshape's output).
+  bool Writes(const Buffer* buffer) const;
   // Segments replaced during the current run: their graphs may still be
   // running, so they are freed when the next run starts.
   std::vector<std::unique_ptr<GraphSegment>> retired;

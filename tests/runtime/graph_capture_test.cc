@@ -706,6 +706,36 @@ TEST(GraphCaptureTest, AHostValueCopiedDownIsReadOnlyAfterTheSegmentThatCopiesIt
   EXPECT_THAT(plans[1]->graph_summary(), ::testing::StartsWith("2 graph segments"));
 }
 
+// A host reshape of a value a segment copies down shares the segment's
+// buffer, which the next launch writes: its fetched value is a copy.
+TEST(GraphCaptureTest, AFetchedHostViewOfAValueCopiedDownKeepsItsValues) {
+  ProgramBuilder b;
+  Var x = b.Data("x", DataType::kFloat32, Shape({4}));
+  Var y = b.Scale(x, 2.0);  // on capdev
+  Var r;
+  {
+    auto host = b.device_guard("cpu");
+    r = b.Reshape(y, {2, 2});
+  }
+  ExecutorOptions options;
+  options.capture_graphs = true;
+  Executor exe(CapPlace(), options);
+  Scope scope;
+  ASSERT_OK_AND_ASSIGN(auto plan, exe.Prepare(b.main_program(), scope, {"x"}, {r.name}));
+  std::vector<Tensor> kept;
+  for (int run = 0; run < 5; ++run) {
+    RunStats stats;
+    ASSERT_OK_AND_ASSIGN(auto out, exe.Run(plan.get(), &scope, {{"x", Floats(Feed(run))}}, &stats));
+    EXPECT_EQ(stats.graph_launches, run >= 1 ? 1 : 0) << "run " << run;
+    kept.push_back(out[0]);
+  }
+  for (int run = 0; run < 5; ++run) {
+    std::vector<float> want;
+    for (float v : Feed(run)) want.push_back(2 * v);
+    EXPECT_THAT(Values(kept[run]), ElementsAreArray(want)) << "run " << run;
+  }
+}
+
 TEST(GraphCaptureTest, AStepWhoseHostValueChangesOnEveryRunRunsEagerlyFromThenOn) {
   Model m;
   Runner eager(&m, false), graph(&m, true);
@@ -876,6 +906,10 @@ struct RandomMixedProgram {
     }
     fetches.push_back(pool[pool.size() - 1].name);
     fetches.push_back(pool[Pick(pool.size())].name);
+    if (rate_rng() % 2 == 0) {  // a host view of a value, fetched
+      auto host = b.device_guard("cpu");
+      fetches.push_back(b.Reshape(pool[2 + rate_rng() % (pool.size() - 2)], {2, 2}).name);
+    }
   }
   size_t Pick(size_t n) { return rng() % n; }
 
@@ -908,6 +942,9 @@ TEST(GraphCaptureTest, RandomMixedProgramsReplayExactlyAsInOrderRuns) {
                                                  {"x0", "x1"}, program.fetches));
     }
     int launches = 0;
+    // The graph side's fetched tensors and their values when fetched: later
+    // runs must not write them.
+    std::vector<std::pair<Tensor, std::vector<float>>> kept;
     for (int step = 0; step < 7; ++step) {
       if (step == 4) {  // a new learning rate: segments reading it capture again
         for (Side& side : sides) side.scope.Var("lr")->mutable_tensor()->data<float>()[0] = 0.03f;
@@ -927,7 +964,10 @@ TEST(GraphCaptureTest, RandomMixedProgramsReplayExactlyAsInOrderRuns) {
         absl::StatusOr<std::vector<Tensor>> out =
             sides[g].exe->Run(sides[g].plan.get(), &sides[g].scope, feeds, &stats[g]);
         ASSERT_OK(out.status()) << "seed " << seed << " step " << step;
-        for (const Tensor& t : *out) got[g].push_back(Values(t));
+        for (const Tensor& t : *out) {
+          got[g].push_back(Values(t));
+          if (g == 1) kept.emplace_back(t, got[g].back());
+        }
         for (const VarDesc& v : program.b.main_program().block().vars()) {
           if (v.persistable && v.name != "lr") {
             got[g].push_back(ValuesOf(sides[g].scope, v.name));
@@ -938,6 +978,10 @@ TEST(GraphCaptureTest, RandomMixedProgramsReplayExactlyAsInOrderRuns) {
                                 << "; graphs: " << sides[1].plan->graph_summary() << "\n"
                                 << sides[1].plan->placed().program.DebugString();
       launches += stats[1].graph_launches;
+    }
+    for (size_t k = 0; k < kept.size(); ++k) {
+      ASSERT_EQ(Values(kept[k].first), kept[k].second)
+          << "seed " << seed << ", fetch " << k << " changed after it was returned";
     }
     launched += launches > 0 ? 1 : 0;
     split += absl::StrContains(sides[1].plan->graph_summary(), "run eagerly") ? 1 : 0;
