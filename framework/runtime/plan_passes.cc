@@ -297,12 +297,16 @@ void HoldRecomputes(const std::vector<std::unique_ptr<PlanState::Step>>& steps,
 
 // The device whose compute stream every step not folded away is queued on,
 // or nullptr (a host step, a copy to the host, a collective's stream, two
-// devices).
-Device* SingleComputeStream(const std::vector<std::unique_ptr<PlanState::Step>>& steps) {
+// devices). `solo`: in a solo run, where copies that no kernel of their
+// device can overlap are queued on the compute stream too
+// (Step::waits.solo_on_compute).
+Device* SingleComputeStream(const std::vector<std::unique_ptr<PlanState::Step>>& steps, bool solo) {
   Device* device = nullptr;
   for (const auto& step : steps) {
     if (step->folded) continue;
-    if (step->lane != Lane::kCompute || (device != nullptr && step->device != device)) {
+    const bool on_compute = step->lane == Lane::kCompute ||
+                            (solo && step->lane == Lane::kCopy && step->waits.solo_on_compute);
+    if (!on_compute || (device != nullptr && step->device != device)) {
       return nullptr;
     }
     device = step->device;
@@ -312,7 +316,7 @@ Device* SingleComputeStream(const std::vector<std::unique_ptr<PlanState::Step>>&
 
 // Sets plan->serial and plan->schedule (lanes and preds set).
 void ChooseSerialDispatch(PlanState* plan) {
-  const Device* stream_device = SingleComputeStream(plan->steps);
+  const Device* stream_device = SingleComputeStream(plan->steps, /*solo=*/false);
   if (IsChain(plan->steps)) {
     plan->serial = true;
     plan->schedule = "in program order on the calling thread (each step depends on the one before)";
@@ -528,6 +532,16 @@ void ChooseSoloCopyStreams(PlanState* plan) {
     if (!all) continue;
     plan->solo_compute_copy_devices.insert(device);
     for (int c : list) plan->steps[c]->waits.solo_on_compute = true;
+  }
+  // A solo run of a plan whose steps are now all queued on one compute
+  // stream has nothing to overlap either.
+  if (const Device* device = SingleComputeStream(plan->steps, /*solo=*/true);
+      device != nullptr && !plan->serial) {
+    plan->serial = true;
+    plan->schedule =
+        absl::StrCat("in program order on the calling thread (every step is queued on ",
+                     device->place().ToString(),
+                     "'s compute stream, its copies too: no kernel could overlap them)");
   }
   for (auto& owned : plan->steps) {
     PlanState::Step& pred = *owned;

@@ -45,9 +45,11 @@ void BuildSchedule(PlanState* plan);
 void LinkConsecutiveRuns(PlanState* plan);
 // Lookups that wait for the previous run's sparse update only by rows.
 void RefineRowConflicts(PlanState* plan);
-// Per device, whether solo runs put its device->host copies on the
-// compute stream (Step::waits.solo_on_compute), and which done events solo
-// runs still need (Step::waits.event_solo).
+// Per device, whether solo runs put its copies on the compute stream
+// (Step::waits.solo_on_compute), and which done events solo runs still
+// need (Step::waits.event_solo). A plan whose steps are then all queued on
+// one compute stream is serial (PlanState::serial: runs the caller waits for
+// dispatch in order).
 void ChooseSoloCopyStreams(PlanState* plan);
 // Frame 0 (see PlanState::Frame); later frames by MakeFrame.
 absl::Status AddFrame(PlanState* plan);

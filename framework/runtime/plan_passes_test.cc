@@ -188,6 +188,36 @@ TEST(BuildSchedule, DeviceStepsOnOneStreamAreSerial) {
   EXPECT_FALSE(two_devices.get()->serial);
 }
 
+// Two independent device steps and a copy of their sum to the host: the
+// copy's own lane could overlap nothing (every kernel comes before it), so
+// a solo run queues it on the compute stream and the plan is serial. A
+// kernel that does not feed the copy could overlap it: not serial.
+TEST(ChooseSoloCopyStreams, ACopyNoKernelCanOverlapMakesTheSoloRunSerial) {
+  auto build = [](bool independent_kernel) {
+    auto plan = std::make_unique<HandBuiltPlan>(
+        std::vector<std::string>{"x", "a", "b", "c", "c@cpu", "d"}, std::vector<std::string>{});
+    plan->Step("scale", {"x"}, {"a"}, TestDevPlace(0))
+        .Step("scale", {"x"}, {"b"}, TestDevPlace(0))
+        .Step("sum", {"a", "b"}, {"c"}, TestDevPlace(0))
+        .Step("memcpy_d2h", {"c"}, {"c@cpu"}, TestDevPlace(0));
+    plan->step(3).is_copy = true;
+    plan->step(3).copy_to = CPUPlace();
+    if (independent_kernel) plan->Step("scale", {"x"}, {"d"}, TestDevPlace(0));
+    plan_passes::BuildSchedule(plan->get());
+    plan_passes::ChooseSoloCopyStreams(plan->get());
+    return plan;
+  };
+  auto only_feeders = build(false);
+  EXPECT_EQ(only_feeders->step(3).lane, Lane::kCopy);
+  EXPECT_TRUE(only_feeders->step(3).waits.solo_on_compute);
+  EXPECT_TRUE(only_feeders->get()->serial);
+  EXPECT_THAT(only_feeders->get()->schedule, HasSubstr("its copies too"));
+
+  auto beside = build(true);
+  EXPECT_FALSE(beside->step(3).waits.solo_on_compute);
+  EXPECT_FALSE(beside->get()->serial);
+}
+
 // A recomputed forward op reads only what the forward made: it still waits
 // for the last op before it that is neither a copy nor recomputed (its
 // output is meant to be made late), and a second recomputed op after it
