@@ -125,7 +125,8 @@ void BM_Workload2(benchmark::State& state, Place place, bool slice_on_cpu, bool 
 
 // workload1/b<batch>/<table place>[_pipelined]: one training step
 // (forward, backward, SGD with sparse rows) of the embedding workload,
-// random ids. Pipelined: each iteration starts the next step
+// random ids, run as a loop that waits for each step does (Executor::Run).
+// Pipelined: each iteration starts the next step
 // (Executor::RunAsync) before waiting for the one before, as a training
 // loop does; the table lookup of a step then runs during the step before
 // (only the rows that step updates wait for its update).
@@ -151,15 +152,19 @@ void BM_Workload1(benchmark::State& state, Place place, int64_t batch, bool tabl
   int i = 0;
   std::optional<RunHandle> in_flight;
   for (auto _ : state) {
-    absl::StatusOr<RunHandle> started =
-        p.exe.RunAsync(plan->get(), &p.scope, {{m.ids.name, id_batches[i++ % 16]}});
+    const FeedMap feeds = {{m.ids.name, id_batches[i++ % 16]}};
+    if (!pipelined) {
+      absl::StatusOr<std::vector<Tensor>> r = p.exe.Run(plan->get(), &p.scope, feeds, &stats);
+      if (!r.ok()) return Fail(state, r.status());
+      continue;
+    }
+    absl::StatusOr<RunHandle> started = p.exe.RunAsync(plan->get(), &p.scope, feeds);
     if (!started.ok()) return Fail(state, started.status());
-    if (!pipelined) in_flight = *std::move(started);
     if (in_flight.has_value()) {
       absl::StatusOr<std::vector<Tensor>> r = in_flight->Wait(&stats);
       if (!r.ok()) return Fail(state, r.status());
     }
-    if (pipelined) in_flight = *std::move(started);
+    in_flight = *std::move(started);
   }
   if (pipelined && in_flight.has_value()) {
     absl::StatusOr<std::vector<Tensor>> r = in_flight->Wait(&stats);
