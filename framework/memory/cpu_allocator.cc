@@ -34,7 +34,7 @@ void* AllocateFresh(size_t rounded) {
 }  // namespace
 
 CpuAllocator::CpuAllocator(int64_t bytes_limit)
-    : stats_(CPUPlace(), bytes_limit) {}
+    : stats_(CPUPlace(), bytes_limit), small_(kSmallMaxBytes / kAlignment) {}
 
 CpuAllocator::~CpuAllocator() { ReleaseCached(); }
 
@@ -46,7 +46,17 @@ CpuAllocator* CpuAllocator::Default() {
 absl::StatusOr<void*> CpuAllocator::Allocate(size_t bytes) {
   RETURN_IF_ERROR(stats_.Reserve(bytes));
   const size_t rounded = Rounded(bytes);
-  if (rounded >= kCacheMinBytes) {
+  if (rounded <= kSmallMaxBytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<void*>& stack = small_[rounded / kAlignment - 1];
+    if (!stack.empty()) {
+      void* p = stack.back();
+      stack.pop_back();
+      small_bytes_ -= rounded;
+      cached_bytes_ -= rounded;
+      return p;
+    }
+  } else if (rounded >= kCacheMinBytes) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = cached_.find(rounded);
     if (it != cached_.end()) {
@@ -60,8 +70,8 @@ absl::StatusOr<void*> CpuAllocator::Allocate(size_t bytes) {
   if (p == nullptr) {
     stats_.Release(bytes);
     return absl::ResourceExhaustedError(
-        absl::StrCat("out of host memory: the system refused ", HumanBytes(bytes),
-                     " (", HumanBytes(stats_.bytes_in_use()), " in use by Tandem)"));
+        absl::StrCat("out of host memory: the system refused ", HumanBytes(bytes), " (",
+                     HumanBytes(stats_.bytes_in_use()), " in use by Tandem)"));
   }
   return p;
 }
@@ -69,9 +79,17 @@ absl::StatusOr<void*> CpuAllocator::Allocate(size_t bytes) {
 void CpuAllocator::Deallocate(void* ptr, size_t bytes) {
   stats_.Release(bytes);
   const size_t rounded = Rounded(bytes);
-  if (rounded >= kCacheMinBytes) {
+  if (rounded <= kSmallMaxBytes) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (cached_bytes_ + rounded <= kCacheMaxBytes) {
+    if (small_bytes_ + rounded <= kSmallCacheMaxBytes) {
+      small_[rounded / kAlignment - 1].push_back(ptr);
+      small_bytes_ += rounded;
+      cached_bytes_ += rounded;
+      return;
+    }
+  } else if (rounded >= kCacheMinBytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (cached_bytes_ - small_bytes_ + rounded <= kCacheMaxBytes) {
       cached_.emplace(rounded, ptr);
       cached_bytes_ += rounded;
       return;
@@ -84,6 +102,11 @@ void CpuAllocator::ReleaseCached() {
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& [size, p] : cached_) std::free(p);
   cached_.clear();
+  for (std::vector<void*>& stack : small_) {
+    for (void* p : stack) std::free(p);
+    stack.clear();
+  }
+  small_bytes_ = 0;
   cached_bytes_ = 0;
 }
 

@@ -8,8 +8,13 @@
 // step's large temporaries (an embedding gather of 65536 x 150 floats is
 // 39 MB) then reuse memory instead of mapping fresh pages from the system
 // every step (page faults, zeroing and unmapping cost more than the
-// kernels that fill them). Cached blocks count as reserved, not in use,
-// and not against the limit; ReleaseCached returns them to the system.
+// kernels that fill them). Freed blocks of at most kSmallMaxBytes are kept
+// too, per 64-byte size class, up to kSmallCacheMaxBytes in all: a step's
+// small outputs (a loss, a shape, a scalar chain) reuse them at once, where
+// the system's aligned allocation splits and merges chunks on every call
+// (about a third of a host op's dispatch). Cached blocks count as reserved,
+// not in use, and not against the limit; ReleaseCached returns them to the
+// system.
 // Blocks of at least kHugePageMinBytes (embedding tables, their gathers)
 // are 2 MiB aligned and advised for transparent huge pages: random row
 // reads of a multi-GB table then miss the TLB far less often.
@@ -21,6 +26,7 @@
 #include <cstddef>
 #include <map>
 #include <mutex>
+#include <vector>
 
 #include "framework/memory/allocator.h"
 
@@ -32,6 +38,8 @@ class CpuAllocator final : public Allocator {
   static constexpr size_t kCacheMaxBytes = size_t{1} << 30;
   static constexpr size_t kHugePageMinBytes = size_t{32} << 20;
   static constexpr size_t kHugePageBytes = size_t{2} << 20;
+  static constexpr size_t kSmallMaxBytes = size_t{4} << 10;
+  static constexpr size_t kSmallCacheMaxBytes = size_t{4} << 20;
 
   explicit CpuAllocator(int64_t bytes_limit = 0);
   ~CpuAllocator() override;
@@ -52,7 +60,10 @@ class CpuAllocator final : public Allocator {
   MemoryStats stats_;
   std::mutex mu_;
   std::multimap<size_t, void*> cached_;  // by rounded size
-  std::atomic<size_t> cached_bytes_{0};  // written under mu_
+  // Small blocks by size class (rounded size / 64 - 1), each a stack.
+  std::vector<std::vector<void*>> small_;  // guarded by mu_
+  size_t small_bytes_ = 0;                 // guarded by mu_
+  std::atomic<size_t> cached_bytes_{0};    // both caches; written under mu_
 };
 
 }  // namespace tandem
