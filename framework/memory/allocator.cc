@@ -67,7 +67,7 @@ AllocatorStats MemoryStats::Snapshot() const {
 
 absl::StatusOr<std::shared_ptr<Buffer>> Buffer::Allocate(Allocator* allocator, size_t size) {
   ASSIGN_OR_RETURN(void* data, allocator->Allocate(size));
-  return std::shared_ptr<Buffer>(new Buffer(allocator, data, size));
+  return std::make_shared<Buffer>(Key(), allocator, data, size);
 }
 
 Buffer::~Buffer() { allocator_->Deallocate(data_, size_); }

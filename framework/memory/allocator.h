@@ -91,8 +91,14 @@ class Allocator {
 // Owns `size` bytes from an allocator and frees them when destroyed.
 // Shared between tensors through std::shared_ptr; not copyable.
 class Buffer {
+  struct Key {  // only Allocate makes buffers (one allocation with their count)
+    explicit Key() = default;
+  };
+
  public:
   static absl::StatusOr<std::shared_ptr<Buffer>> Allocate(Allocator* allocator, size_t size);
+  Buffer(Key, Allocator* allocator, void* data, size_t size)
+      : allocator_(allocator), data_(data), size_(size) {}
   ~Buffer();
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
@@ -103,8 +109,6 @@ class Buffer {
   Allocator* allocator() const { return allocator_; }
 
  private:
-  Buffer(Allocator* allocator, void* data, size_t size)
-      : allocator_(allocator), data_(data), size_(size) {}
   Allocator* allocator_;
   void* data_;
   size_t size_;
