@@ -7,6 +7,7 @@
 #include "framework/base/status_macros.h"
 #include "framework/device/device_registry.h"
 #include "gflags/gflags.h"
+#include "profiler/profiler.h"
 
 DEFINE_bool(cuda_graph, false,
             "Capture each benchmark's steady-state step as a device graph and replay it "
@@ -16,6 +17,10 @@ DEFINE_bool(in_order, false,
             "in program order on the calling thread) instead of concurrently (host steps on host "
             "workers while device steps run on their streams). Rows named *_in_order are "
             "in-order either way.");
+DEFINE_bool(profile, false,
+            "Profile every row that runs (one row: --benchmark_filter) and print the profiler's "
+            "report, sorted by total time, at the end; the rows' times then include the spans.");
+DEFINE_string(trace_out, "", "With --profile: also write the Chrome trace to this file.");
 
 namespace tandem {
 namespace bench {
@@ -51,6 +56,19 @@ ExecutorOptions WithFlags(ExecutorOptions options) {
 void AddExecutorContext() {
   benchmark::AddCustomContext("executor", FLAGS_in_order ? "in-order" : "concurrent");
   benchmark::AddCustomContext("cuda_graph", FLAGS_cuda_graph ? "true" : "false");
+}
+
+absl::Status StartProfilingIfAsked() {
+  if (!FLAGS_profile) {
+    if (!FLAGS_trace_out.empty()) return absl::InvalidArgumentError("--trace_out needs --profile");
+    return absl::OkStatus();
+  }
+  return profiler::StartProfiler("All", /*warmup_runs=*/1);
+}
+
+absl::Status StopProfilingIfAsked() {
+  if (!FLAGS_profile) return absl::OkStatus();
+  return profiler::StopProfiler("total", FLAGS_trace_out);
 }
 
 void Fail(benchmark::State& state, const absl::Status& s) {

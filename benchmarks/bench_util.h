@@ -55,6 +55,14 @@ ExecutorOptions WithFlags(ExecutorOptions options);
 // output's "context" too).
 void AddExecutorContext();
 
+// With --profile: a profiler session over every row that runs (give one
+// row with --benchmark_filter), its report printed at the end (sorted by
+// total time) and, with --trace_out=FILE, its Chrome trace written there.
+// Profiling adds a span per op and copy, so the rows' times are not the
+// unprofiled ones. Both return the profiler's error, if any.
+absl::Status StartProfilingIfAsked();
+absl::Status StopProfilingIfAsked();
+
 // A program builder, an executor on `place` and a scope: the usual setup of
 // one benchmark. Owns all three. The executor's options are WithFlags(options).
 struct Prepared {

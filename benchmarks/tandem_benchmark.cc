@@ -233,7 +233,7 @@ void PrintHelpIfAsked(int argc, char** argv) {
         "  TANDEM_BENCH_ROWS (default 1000000: embedding table rows of workload1 and\n"
         "  embedding_cpu), TANDEM_BENCH_MLP_BATCH (default 4096: batch of the mlp rows)\n"
         "flags:\n");
-    for (const char* flag : {"in_order", "cuda_graph"}) {
+    for (const char* flag : {"in_order", "cuda_graph", "profile", "trace_out"}) {
       gflags::CommandLineFlagInfo info;
       if (gflags::GetCommandLineFlagInfo(flag, &info)) {
         std::printf("%s\n", gflags::DescribeOneFlag(info).c_str());
@@ -255,7 +255,15 @@ int main(int argc, char** argv) {
   google::InitGoogleLogging(argv[0]);
   tandem::bench::AddExecutorContext();
   tandem::bench::RegisterAll();
+  if (absl::Status s = tandem::bench::StartProfilingIfAsked(); !s.ok()) {
+    std::fprintf(stderr, "tandem_benchmark: %s\n", s.ToString().c_str());
+    return 2;
+  }
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
+  if (absl::Status s = tandem::bench::StopProfilingIfAsked(); !s.ok()) {
+    std::fprintf(stderr, "tandem_benchmark: %s\n", s.ToString().c_str());
+    return 1;
+  }
   return 0;
 }

@@ -3,7 +3,8 @@
 fashion_mnist s/epoch and tandem_benchmark medians, each concurrent and
 in-order (and with graph capture, --cuda_graph, where it was run: ctr and
 workload1 with --graphs), and the practicality ratios (all-device time /
-mixed time).
+mixed time). With several rounds (NAME.rN.txt / .json), each figure is the
+median over the rounds, its spread (min-max) beside it.
 
   concurrency_summary.py --dir=$OUT/concurrency --place=gpu:0
 """
@@ -12,6 +13,7 @@ import glob
 import json
 import os
 import re
+import statistics
 
 MODES = ("concurrent", "in_order")
 GRAPH = "graph"  # --cuda_graph runs (measure_concurrency.sh --graphs)
@@ -28,6 +30,31 @@ def read(path):
 
 def ok(text):
     return re.search(r"^exit status 0$", text, re.M) is not None
+
+
+def round_paths(d, stem, ext):
+    """The files of a run: STEM.EXT (one round) or STEM.rN.EXT (rounds)."""
+    return sorted(glob.glob(os.path.join(d, f"{stem}.{ext}")) +
+                  glob.glob(os.path.join(d, f"{stem}.r*.{ext}")))
+
+
+class Rounds:
+    """A figure's values over the rounds: median (None when none succeeded)
+    and spread."""
+
+    def __init__(self, values):
+        self.values = [v for v in values if v is not None]
+        self.failed = len(values) - len(self.values)
+
+    @property
+    def median(self):
+        return statistics.median(self.values) if self.values else None
+
+    def cell(self, digits=3):
+        text = fmt(self.median, digits)
+        if len(self.values) > 1:
+            text += f" ({fmt(min(self.values), digits)}-{fmt(max(self.values), digits)})"
+        return text + (f" {self.failed} FAILED" if self.failed and self.values else "")
 
 
 def ctr_examples_per_s(text):
@@ -88,31 +115,36 @@ def table(title, header, rows):
 
 
 def ctr_section(d, dev):
-    modes = MODES + ((GRAPH,) if os.path.exists(os.path.join(d, "ctr_all_graph.txt")) else ())
-    vals = {(p, m): ctr_examples_per_s(read(os.path.join(d, f"ctr_{p}_{m}.txt")))
+    modes = MODES + ((GRAPH,) if round_paths(d, "ctr_all_graph", "txt") else ())
+    runs = {(p, m): Rounds([ctr_examples_per_s(read(f))
+                            for f in round_paths(d, f"ctr_{p}_{m}", "txt")])
             for p in ("all", "mixed") for m in modes}
-    rows = [[f"all on {dev} (--no_guard)"] + [fmt(vals["all", m], 4) for m in modes] +
+    vals = {k: r.median for k, r in runs.items()}
+    rows = [[f"all on {dev} (--no_guard)"] + [runs["all", m].cell(4) for m in modes] +
             [fmt(ratio(vals["all", "concurrent"], vals["all", "in_order"]))],
-            ["mixed (tables on cpu)"] + [fmt(vals["mixed", m], 4) for m in modes] +
+            ["mixed (tables on cpu)"] + [runs["mixed", m].cell(4) for m in modes] +
             [fmt(ratio(vals["mixed", "concurrent"], vals["mixed", "in_order"]))]]
-    steps = re.findall(r"^step\s+(\d+)\s+loss", read(os.path.join(d, "ctr_all_concurrent.txt")),
-                       re.M)
+    first = round_paths(d, "ctr_all_concurrent", "txt")
+    steps = re.findall(r"^step\s+(\d+)\s+loss", read(first[0]) if first else "", re.M)
     title = f"(a) ctr, {steps[-1] if steps else '?'} steps, examples/s (higher is better)"
     # all-device time / mixed time = mixed examples/s / all-device examples/s
     practical = {m: ratio(vals["mixed", m], vals["all", m]) for m in modes}
     text = table(title, [""] + [HEADERS[m] for m in modes] + ["concurrent/in-order"], rows)
-    launches = re.findall(r"launches/step: .*$", read(os.path.join(d, "ctr_mixed_graph.txt")), re.M)
+    launches = [line for f in round_paths(d, "ctr_mixed_graph", "txt")
+                for line in re.findall(r"launches/step: .*$", read(f), re.M)]
     if launches:
         text += f"\n  mixed with graphs, {launches[-1]}"
     return text, practical
 
 
 def fmnist_section(d, dev):
-    vals = {(p, m): fmnist_s_per_epoch(read(os.path.join(d, f"fmnist_{p}_{m}.txt")))
+    runs = {(p, m): Rounds([fmnist_s_per_epoch(read(f))
+                            for f in round_paths(d, f"fmnist_{p}_{m}", "txt")])
             for p in ("all", "mixed") for m in MODES}
-    rows = [[f"all on {dev}"] + [fmt(vals["all", m]) for m in MODES] +
+    vals = {k: r.median for k, r in runs.items()}
+    rows = [[f"all on {dev}"] + [runs["all", m].cell() for m in MODES] +
             [fmt(ratio(vals["all", "in_order"], vals["all", "concurrent"]))],
-            ["mixed (--first_layer_on_cpu)"] + [fmt(vals["mixed", m]) for m in MODES] +
+            ["mixed (--first_layer_on_cpu)"] + [runs["mixed", m].cell() for m in MODES] +
             [fmt(ratio(vals["mixed", "in_order"], vals["mixed", "concurrent"]))]]
     title = "(b) fashion_mnist mlp, s/epoch of epoch 2 (lower is better)"
     practical = {m: ratio(vals["all", m], vals["mixed", m]) for m in MODES}
@@ -120,20 +152,32 @@ def fmnist_section(d, dev):
 
 
 def bench_section(d, dev):
-    modes = MODES + ((GRAPH,) if glob.glob(os.path.join(d, f"bench_*_{GRAPH}.json")) else ())
-    runs = {m: bench_medians(glob.glob(os.path.join(d, f"bench_*_{m}.json"))) for m in modes}
+    modes = MODES + ((GRAPH,) if glob.glob(os.path.join(d, f"bench_*_{GRAPH}*.json")) else ())
+    # mode -> row name -> its median entry in each round's files
+    rounds = {m: {} for m in modes}
+    for m in modes:
+        for group in ("workload1", "dispatch_overlap"):
+            for path in round_paths(d, f"bench_{group}_{m}", "json"):
+                for name, b in bench_medians([path]).items():
+                    rounds[m].setdefault(name, []).append(b)
+    # the round whose value is the median (the lower middle of an even count):
+    # the overlap rows' and practicality's figures come from one round
+    runs = {m: {name: sorted(bs, key=lambda b: bench_value(b)[0])[(len(bs) - 1) // 2]
+                for name, bs in rounds[m].items()} for m in modes}
     names = sorted(set().union(*(set(runs[m]) for m in modes)))
     rows = []
     for name in names:
         cells, unit = [name], ""
         for m in modes:
-            b = runs[m].get(name)
-            if b is None:
+            bs = rounds[m].get(name)
+            if not bs:
                 cells.append("FAILED" if m != GRAPH else "-")
                 continue
-            v, unit = bench_value(b)
-            cells.append(fmt(v, 4))
-        rows.append(cells + [unit])
+            unit = bench_value(bs[0])[1]
+            cells.append(Rounds([bench_value(b)[0] for b in bs]).cell(4))
+        medians = {m: Rounds([bench_value(b)[0] for b in rounds[m].get(name, [])]).median
+                   for m in MODES}
+        rows.append(cells + [unit, fmt(ratio(medians["in_order"], medians["concurrent"]))])
     overlap = []
     for name in names:
         if not name.startswith("overlap/"):
@@ -147,9 +191,10 @@ def bench_section(d, dev):
                             fmt(b["cpu_branch_us"], 4), fmt(b["device_branch_us"], 4),
                             fmt(balance) + ("" if 0.8 <= balance <= 1.25 else " UNBALANCED"),
                             f"{b['cpu_muls']:.0f}+{b['device_muls']:.0f}"])
-    text = table("(c) tandem_benchmark, medians of 3 (--in_order run: every row in-order)",
-                 [""] + [HEADERS[m] for m in modes] + ["unit"],
-                 rows or [["no results"] + [""] * (len(modes) + 1)])
+    text = table("(c) tandem_benchmark, medians of 3 repetitions, then over the rounds "
+                 "(--in_order run: every row in-order)",
+                 [""] + [HEADERS[m] for m in modes] + ["unit", "speed-up"],
+                 rows or [["no results"] + [""] * (len(modes) + 2)])
     text += "\n\n" + table(
         "    overlap: ratio = step / longer branch (target <= 1.15 concurrent; ~2 in-order);\n"
         "    the branches alone should cost the same (cpu/device ~1; UNBALANCED: the machine\n"

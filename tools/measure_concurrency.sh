@@ -16,13 +16,20 @@
 #       (--cuda_graph: each segment of device work one launch), a third
 #       column, and ctr's launches per step.
 #
-#   tools/measure_concurrency.sh [--quick] [--graphs] [--place=gpu:0|sim:0]
+#   --rounds=N (default 3): every run above N times, the two modes
+#       alternating which goes first; the summary gives each figure's median
+#       over the rounds and its spread (min-max). One process of the same
+#       binary and flags varies by up to 10-20% from the next on the GPU
+#       host (workload1/b4096/all_gpu: 132 to 159 us in four processes, two
+#       per mode, 2026-12-06), so one run per mode cannot tell a 3% loss.
+#
+#   tools/measure_concurrency.sh [--quick] [--graphs] [--rounds=N] [--place=gpu:0|sim:0]
 #                                [--deadline=SECONDS] [--cpu_threads=N] [--bazel_bin]
 #
 # On the GPU machine, after tools/gpu_bundle.sh here (device tool: carry
-# [".bundle"]; estimated 3-5 minutes on the H200 host with 16 cores, most of
-# it workload1's 10M-row table set-ups; --deadline caps it):
-#   bash tools/measure_concurrency.sh
+# [".bundle"]; about 100 s a round with --graphs on the H100 host with 16
+# cores, most of it workload1's 10M-row table set-ups; --deadline caps it):
+#   bash tools/measure_concurrency.sh --graphs --deadline=540
 # Here, without a GPU, on sim:0 (and cpu), briefly:
 #   bazel build //examples/... //benchmarks:tandem_benchmark && tools/measure_concurrency.sh --quick
 #
@@ -43,7 +50,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-quick=0; place=""; deadline=450; bazel_bin=0; threads=""; graphs=0
+quick=0; place=""; deadline=450; bazel_bin=0; threads=""; graphs=0; rounds=3
 usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 for arg in "$@"; do
   case "$arg" in
@@ -51,12 +58,16 @@ for arg in "$@"; do
     --graphs) graphs=1 ;;
     --place=*) place="${arg#--place=}" ;;
     --deadline=*) deadline="${arg#--deadline=}" ;;
+    --rounds=*) rounds="${arg#--rounds=}" ;;
     --cpu_threads=*) threads="${arg#--cpu_threads=}" ;;
     --bazel_bin) bazel_bin=1 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "measure_concurrency: unknown argument '$arg' (--help lists them)" >&2; exit 2 ;;
   esac
 done
+if ! [[ $rounds =~ ^[1-9][0-9]*$ ]]; then
+  echo "measure_concurrency: --rounds must be a positive integer, not '$rounds'" >&2; exit 2
+fi
 
 if [[ -f .bundle/tandem.tar.xz && $bazel_bin == 0 ]]; then
   source tools/gpu_env.sh
@@ -119,7 +130,7 @@ else
 fi
 
 {
-  echo "place $place, quick $quick, $(nproc) cores, --cpu_threads=$threads, $(date -u +%FT%TZ)"
+  echo "place $place, quick $quick, rounds $rounds, $(nproc) cores, --cpu_threads=$threads, $(date -u +%FT%TZ)"
   echo "binaries: $ctr $fmnist $bench"
   git rev-parse --short HEAD 2>/dev/null | sed 's/^/commit /'
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null
@@ -132,33 +143,44 @@ mode_flags() {
   [[ $1 == in_order ]] && m+=(--in_order)
   [[ $1 == graph ]] && m+=(--cuda_graph)
 }
-ctr_modes=(concurrent in_order); (( graphs )) && ctr_modes+=(graph)
-for mode in "${ctr_modes[@]}"; do
-  mode_flags "$mode"
-  run "ctr_all_$mode" 90 "$ctr" --place="$place" --no_guard "${ctr_flags[@]}" "${m[@]}"
-  run "ctr_mixed_$mode" 90 "$ctr" --place="$place" "${ctr_flags[@]}" "${m[@]}"
-done
-for mode in concurrent in_order; do
-  m=(--cpu_threads="$threads"); [[ $mode == in_order ]] && m+=(--in_order)
-  run "fmnist_all_$mode" 90 "$fmnist" --place="$place" "${fm_flags[@]}" "${m[@]}"
-  run "fmnist_mixed_$mode" 90 "$fmnist" --place="$place" --first_layer_on_cpu "${fm_flags[@]}" \
-      "${m[@]}"
-done
-# Two groups, each run concurrent and then in-order, so that the pairs are
-# measured minutes apart at most (this VM's host-bound rows drift between
-# invocations; see benchmarks/RESULTS.md).
-for group in workload1 dispatch_overlap; do
-  # workload1: Google Benchmark sets each row up again for every trial of
-  # every repetition (~15 set-ups of the 10M-row table per row and mode).
-  filter='^workload1/b4096/'; limit=180
-  [[ $group == dispatch_overlap ]] && filter='^(dispatch/|overlap/cpu_)' && limit=120
-  modes=(concurrent in_order); (( graphs )) && [[ $group == workload1 ]] && modes+=(graph)
+# modes_of ROUND [graph]: concurrent and in-order, the first alternating with
+# the round (even rounds in-order first), then graph when asked.
+modes_of() {
+  if (( $1 % 2 )); then modes=(concurrent in_order); else modes=(in_order concurrent); fi
+  [[ ${2:-} == graph ]] && (( graphs )) && modes+=(graph)
+}
+for (( round = 1; round <= rounds; round++ )); do
+  r=".r$round"
+  modes_of "$round" graph
   for mode in "${modes[@]}"; do
     mode_flags "$mode"
-    run "bench_${group}_$mode" $limit env TANDEM_BENCH_ROWS=$rows TANDEM_BENCH_PLACES="$place,cpu" \
-        "$bench" --benchmark_filter="$filter" --benchmark_repetitions=3 \
-        --benchmark_report_aggregates_only=true --benchmark_out_format=json \
-        --benchmark_out="$dir/bench_${group}_$mode.json" "${bench_time[@]}" "${m[@]}"
+    run "ctr_all_$mode$r" 90 "$ctr" --place="$place" --no_guard "${ctr_flags[@]}" "${m[@]}"
+    run "ctr_mixed_$mode$r" 90 "$ctr" --place="$place" "${ctr_flags[@]}" "${m[@]}"
+  done
+  modes_of "$round"
+  for mode in "${modes[@]}"; do
+    mode_flags "$mode"
+    run "fmnist_all_$mode$r" 90 "$fmnist" --place="$place" "${fm_flags[@]}" "${m[@]}"
+    run "fmnist_mixed_$mode$r" 90 "$fmnist" --place="$place" --first_layer_on_cpu "${fm_flags[@]}" \
+        "${m[@]}"
+  done
+  # Two groups, each run in both modes back to back, so that the pairs are
+  # measured minutes apart at most (this VM's host-bound rows drift between
+  # invocations; see benchmarks/RESULTS.md).
+  for group in workload1 dispatch_overlap; do
+    # workload1: Google Benchmark sets each row up again for every trial of
+    # every repetition (~15 set-ups of the 10M-row table per row and mode).
+    filter='^workload1/b4096/'; limit=180
+    [[ $group == dispatch_overlap ]] && filter='^(dispatch/|overlap/cpu_)' && limit=120
+    if [[ $group == workload1 ]]; then modes_of "$round" graph; else modes_of "$round"; fi
+    for mode in "${modes[@]}"; do
+      mode_flags "$mode"
+      run "bench_${group}_$mode$r" $limit env TANDEM_BENCH_ROWS=$rows \
+          TANDEM_BENCH_PLACES="$place,cpu" "$bench" --benchmark_filter="$filter" \
+          --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+          --benchmark_out_format=json --benchmark_out="$dir/bench_${group}_$mode$r.json" \
+          "${bench_time[@]}" "${m[@]}"
+    done
   done
 done
 echo "total $(( $(date +%s) - start )) s"

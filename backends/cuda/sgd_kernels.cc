@@ -6,11 +6,11 @@
 // Grad's row indices are host data (SelectedRows::rows()): they are checked
 // on the host (the prologue's range scan) and reach the device raw, with one
 // asynchronous copy from the kernel's pinned staging (kernel_staging.h);
-// there they are grouped by table row (a CUB radix sort and run-length
-// encoding, sgd_launchers.h) and one launch applies the groups, without the
-// host waiting. Each table element is updated by one thread, in the
-// gradient's order (the sort is stable), so repeated rows accumulate
-// deterministically and bit-identically to the host kernels.
+// there they are grouped by table row (a radix sort, by one block for a
+// batch of up to 4096 rows, sgd_launchers.h) and one launch applies the
+// groups, without the host waiting. Each table element is updated by one
+// thread, in the gradient's order (the sort is stable), so repeated rows
+// accumulate deterministically and bit-identically to the host kernels.
 //
 // Validation and messages are the host kernels' (the shared prologue
 // ops/optimizer/prologues.h, GetSgdArgs).

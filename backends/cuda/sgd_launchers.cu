@@ -1,6 +1,7 @@
 // sgd kernels. See sgd_launchers.h.
 #include <algorithm>
 #include <cstdint>
+#include <cub/block/block_radix_sort.cuh>
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_run_length_encode.cuh>
 #include <cub/device/device_scan.cuh>
@@ -45,6 +46,60 @@ __global__ void SgdGroupsKernel(T* param, const T* value, int64_t width, T neg_l
     T acc = *p;
     const int32_t end = offsets[g] + counts[g];
     for (int32_t e = offsets[g]; e < end; ++e) {
+      acc = MulAdd(neg_lr, value[static_cast<int64_t>(positions[e]) * width + j], acc);
+    }
+    *p = acc;
+  }
+}
+
+// Gradients of at most kBlockSortItems rows whose ids fit 32 bits are
+// grouped by one block (BlockSortRowsKernel) and applied by one more launch
+// (SgdSortedRowsKernel): two launches instead of the device-wide sort's
+// eight or so, which for a training batch cost more than the update.
+constexpr int kBlockSortThreads = 512;
+constexpr int kBlockSortItemsPerThread = 8;
+constexpr int kBlockSortItems = kBlockSortThreads * kBlockSortItemsPerThread;
+
+// Sorts the n (<= kBlockSortItems) row ids by their low `bits` bits, stably
+// (equal rows keep their order in the gradient), into sorted_rows with
+// their positions in sorted_positions. One block; padding keys (all bits
+// set, positions past n) sort after every row.
+__global__ void __launch_bounds__(kBlockSortThreads)
+    BlockSortRowsKernel(const int64_t* rows, int32_t n, int bits, uint32_t* sorted_rows,
+                        int32_t* sorted_positions) {
+  using Sort = cub::BlockRadixSort<uint32_t, kBlockSortThreads, kBlockSortItemsPerThread, int32_t>;
+  __shared__ typename Sort::TempStorage temp;
+  uint32_t keys[kBlockSortItemsPerThread];
+  int32_t positions[kBlockSortItemsPerThread];
+  for (int i = 0; i < kBlockSortItemsPerThread; ++i) {
+    const int32_t at = static_cast<int32_t>(threadIdx.x) * kBlockSortItemsPerThread + i;
+    keys[i] = at < n ? static_cast<uint32_t>(rows[at]) : ~uint32_t{0};
+    positions[i] = at;
+  }
+  Sort(temp).Sort(keys, positions, 0, bits);
+  for (int i = 0; i < kBlockSortItemsPerThread; ++i) {
+    const int32_t at = static_cast<int32_t>(threadIdx.x) * kBlockSortItemsPerThread + i;
+    if (at < n) {
+      sorted_rows[at] = keys[i];
+      sorted_positions[at] = positions[i];
+    }
+  }
+}
+
+// One thread per (sorted position k, column j): the thread of a group's
+// first position applies the group's updates in order; the others return.
+template <typename T>
+__global__ void SgdSortedRowsKernel(T* param, const T* value, int64_t width, T neg_lr,
+                                    const uint32_t* sorted_rows, const int32_t* positions,
+                                    int32_t n) {
+  const int64_t total = int64_t{n} * width;
+  TANDEM_GRID_LOOP(i, total) {
+    const int64_t k = i / width, j = i - k * width;
+    const uint32_t row = sorted_rows[k];
+    if (k > 0 && sorted_rows[k - 1] == row) continue;
+    T* p = param + static_cast<int64_t>(row) * width + j;
+    T acc = *p;
+    for (int64_t e = k; e < n && sorted_rows[e] == row; ++e) {
       acc = MulAdd(neg_lr, value[static_cast<int64_t>(positions[e]) * width + j], acc);
     }
     *p = acc;
@@ -135,6 +190,18 @@ cudaError_t LaunchSgdSparse(T* param, const T* value, int64_t width, float lr, c
   cudaError_t e = Layout(static_cast<char*>(workspace), n, height, &w);
   if (e != cudaSuccess) return e;
   if (w.total_bytes > workspace_bytes) return cudaErrorInvalidValue;
+  const int64_t total = int64_t{n} * width;
+  if (n <= kBlockSortItems && KeyBits(height) <= 32) {
+    // sorted_rows' n words hold the 32-bit keys.
+    uint32_t* sorted_rows = reinterpret_cast<uint32_t*>(w.sorted_rows);
+    BlockSortRowsKernel<<<1, kBlockSortThreads, 0, stream>>>(rows, n, KeyBits(height),
+                                                             sorted_rows, w.sorted_positions);
+    e = cudaGetLastError();
+    if (e != cudaSuccess) return e;
+    SgdSortedRowsKernel<T><<<Blocks(total), kThreads, 0, stream>>>(
+        param, value, width, -static_cast<T>(lr), sorted_rows, w.sorted_positions, n);
+    return cudaGetLastError();
+  }
   IotaKernel<<<Blocks(n), kThreads, 0, stream>>>(w.positions, n);
   e = cudaGetLastError();
   if (e != cudaSuccess) return e;
@@ -155,7 +222,6 @@ cudaError_t LaunchSgdSparse(T* param, const T* value, int64_t width, float lr, c
   temp_bytes = w.temp_bytes;
   e = cub::DeviceScan::ExclusiveSum(w.temp, temp_bytes, w.counts, w.offsets, n, stream);
   if (e != cudaSuccess) return e;
-  const int64_t total = int64_t{n} * width;
   SgdGroupsKernel<T><<<Blocks(total), kThreads, 0, stream>>>(
       param, value, width, -static_cast<T>(lr), w.group_rows, w.counts, w.offsets,
       w.sorted_positions, w.num_groups);

@@ -59,9 +59,10 @@ cudaError_t SgdSparseWorkspaceBytes(int64_t n, int64_t height, int64_t* bytes);
 // The sparse update of a SelectedRows gradient, its rows grouped on the
 // device: rows[0, n) (device int64, each in [0, height), checked by the
 // caller) are radix-sorted with their positions (CUB, stable, only the bits
-// that height needs), run-length encoded into groups, and one launch of
-// n * width threads applies them, reading the number of groups from device
-// memory (so the host never waits):
+// that height needs) and one launch of n * width threads applies each
+// group of equal rows, without the host waiting. Up to 4096 rows (ids
+// below 2^32) one block sorts them (two launches in all); more go through
+// CUB's device-wide sort, a run-length encoding and a scan:
 //   for each table row r of the gradient, each column j < width:
 //     p = param[r * width + j];
 //     for each position q with rows[q] == r, increasing: p = fma(-lr, value[q * width + j], p);
