@@ -3,6 +3,7 @@
 #include <atomic>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "framework/base/status_macros.h"
 #include "framework/device/device_registry.h"
 #include "framework/placement/program_validation.h"
@@ -38,6 +39,10 @@ std::string Plan::PlacementTable() const {
       absl::StrCat("schedule: ", s.schedule, "; runs ",
                    s.pipeline_blocker.empty() ? "may overlap (RunAsync)" : "cannot overlap: ",
                    s.pipeline_blocker, "\n");
+  if (s.schedule_trial.decided()) {
+    absl::StrAppend(&schedule, "schedule chosen by timing runs: ", s.schedule_trial.Summary(),
+                    "\n");
+  }
   return s.placed.TableString() + s.memory.ToString() + schedule;
 }
 const MemoryEstimate& Plan::MemoryEstimate() const { return state_->memory; }
@@ -127,6 +132,7 @@ absl::StatusOr<std::unique_ptr<Plan>> Executor::PrepareFor(const Program& progra
   RETURN_IF_ERROR(CheckMemoryFits(plan->state().placed, plan->state().memory,
                                   AvailableMemory(plan->state().memory)));
   RETURN_IF_ERROR(BuildPlan(&plan->state(), feeds, fetches));
+  plan->state().schedule_trial = ScheduleTrial(options_.schedule_trial);
   return plan;
 }
 
@@ -283,11 +289,12 @@ void Executor::AdoptPlan(Plan* plan) {
   plan->state().scheduler = std::make_unique<RunScheduler>(&plan->state(), Pool());
 }
 
-absl::Status Executor::RunEagerly(Plan* plan, RunStats* stats, ExecutionObserver* observer) {
+absl::Status Executor::RunEagerly(Plan* plan, RunStats* stats, ExecutionObserver* observer,
+                                  bool in_order) {
   // A host-only plan with one worker, or whose steps form a chain, has
   // nothing to overlap: program order on this thread gives the same results
   // without the hand-offs.
-  if (options_.in_order || options_.check_numerics || plan->state().serial ||
+  if (in_order || options_.in_order || options_.check_numerics || plan->state().serial ||
       (plan->state().host_only && Pool()->size() == 1)) {
     StepRunContext run;
     run.frame = plan->state().frames[0].get();
@@ -307,6 +314,25 @@ absl::StatusOr<std::vector<Tensor>> Executor::Run(Plan* plan, Scope* scope, cons
                                                   RunStats* stats) {
   ASSIGN_OR_RETURN(RunHandle handle, StartRun(plan, scope, feeds, /*caller_waits=*/true));
   return handle.Wait(stats);
+}
+
+bool Executor::TrialRunsInOrder(Plan* plan) {
+  PlanState& state = plan->state();
+  if (options_.in_order || options_.check_numerics || options_.capture_graphs ||
+      (state.host_only && Pool()->size() == 1)) {
+    return false;  // in order already, or never in order
+  }
+  ScheduleTrial& trial = state.schedule_trial;
+  if (trial.NextRunStartsPhase()) {
+    while (FinishOldest(plan)) {  // their time belongs to the phase that started them
+    }
+  }
+  const bool was_decided = trial.decided();
+  const bool in_order = trial.NextRun(absl::Now()) == Schedule::kInOrder;
+  if (trial.decided() && !was_decided) {
+    LOG(INFO) << "executor: a plan of " << state.steps.size() << " steps runs " << trial.Summary();
+  }
+  return in_order;
 }
 
 bool Executor::CanPipeline(const Plan& plan) {
@@ -340,10 +366,11 @@ absl::StatusOr<RunHandle> Executor::StartRun(Plan* plan, Scope* scope, const Fee
   // Else the run in flight over this scope checked its persistables when it
   // started, and runs write them only in their declared dtype, at their homes.
   auto pending = std::make_shared<PendingRun>();
+  const bool trial_in_order = TrialRunsInOrder(plan);
   auto run_now = [&]() {  // after the runs in flight, to the end
     while (FinishOldest(plan)) {
     }
-    pending->result = RunNow(plan, scope, feeds, cancel_requests, &pending->stats);
+    pending->result = RunNow(plan, scope, feeds, cancel_requests, &pending->stats, trial_in_order);
     pending->over = true;
     return RunHandle(plan, std::move(pending));
   };
@@ -351,7 +378,7 @@ absl::StatusOr<RunHandle> Executor::StartRun(Plan* plan, Scope* scope, const Fee
   // nothing could overlap it, so it runs in order (RunEagerly).
   const bool nothing_overlaps =
       caller_waits && plan->state().serial && plan->state().in_flight.empty();
-  if (nothing_overlaps || !CanPipeline(*plan)) {
+  if (trial_in_order || nothing_overlaps || !CanPipeline(*plan)) {
     if (!caller_waits && !plan->state().pipeline_blocker.empty() &&
         !plan->state().pipeline_blocker_reported) {
       LOG(WARNING) << "executor: runs of this plan cannot overlap: "
@@ -473,7 +500,8 @@ absl::Status Executor::WaitForDevices(Plan* plan, int frame_index, bool end_even
 }
 
 absl::StatusOr<std::vector<Tensor>> Executor::RunNow(Plan* plan, Scope* scope, const FeedMap& feeds,
-                                                     uint64_t cancel_requests, RunStats* stats) {
+                                                     uint64_t cancel_requests, RunStats* stats,
+                                                     bool in_order) {
   *stats = RunStats();
   ExecutionObserver* observer = GetExecutionObserver();
   if (observer != nullptr) observer->OnRunBegin();
@@ -486,9 +514,9 @@ absl::StatusOr<std::vector<Tensor>> Executor::RunNow(Plan* plan, Scope* scope, c
     absl::StatusOr<bool> graphed = RunWithGraphs(&plan->state(), stats, observer);
     ran = !graphed.ok() ? graphed.status()
           : *graphed    ? absl::OkStatus()
-                        : RunEagerly(plan, stats, observer);
+                        : RunEagerly(plan, stats, observer, in_order);
   } else {
-    ran = RunEagerly(plan, stats, observer);
+    ran = RunEagerly(plan, stats, observer, in_order);
   }
   if (!ran.ok()) {
     // Leave nothing running: the next run starts from a quiet device.
@@ -496,11 +524,12 @@ absl::StatusOr<std::vector<Tensor>> Executor::RunNow(Plan* plan, Scope* scope, c
     frame.keep_alive.Clear();
     return ran;
   }
-  return FinishRun(plan, stats);
+  return FinishRun(plan, stats, in_order);
 }
 
-absl::StatusOr<std::vector<Tensor>> Executor::FinishRun(Plan* plan, RunStats* stats) {
-  RETURN_IF_ERROR(WaitForDevices(plan, 0, /*end_events=*/false, options_.in_order));
+absl::StatusOr<std::vector<Tensor>> Executor::FinishRun(Plan* plan, RunStats* stats,
+                                                        bool in_order) {
+  RETURN_IF_ERROR(WaitForDevices(plan, 0, /*end_events=*/false, in_order || options_.in_order));
   plan->state().constants_ready = true;
   ExecutionObserver* observer = GetExecutionObserver();
   absl::StatusOr<std::vector<Tensor>> fetched = CollectFetches(plan, 0, stats);

@@ -122,6 +122,7 @@
 #include "framework/placement/placement_planner.h"
 #include "framework/placement/placer.h"
 #include "framework/program/program.h"
+#include "framework/runtime/schedule_trial.h"
 #include "framework/tensor/scope.h"
 
 namespace tandem {
@@ -144,6 +145,13 @@ struct ExecutorOptions {
   // the plan in order (ExecutorOptions::in_order) and is slow; off by
   // default.
   bool check_numerics = false;
+  // The concurrent mode's schedule trial (schedule_trial.h): after a few
+  // warm-up runs of a plan, alternating phases of its runs go in program
+  // order and concurrently, timed, and the faster schedule takes the rest
+  // of the plan's runs (logged, and in Plan::PlacementTable). Results are
+  // the same either way. Not used with in_order, check_numerics or
+  // capture_graphs. `enabled = false`: always concurrent.
+  ScheduleTrialOptions schedule_trial;
   // Host workers of the concurrent mode (0: $TANDEM_HOST_WORKERS if set,
   // else HostWorkerPool::DefaultSize()).
   int host_workers = 0;
@@ -295,10 +303,12 @@ class Executor {
 
  private:
   friend class RunHandle;
-  // Runs the plan's steps in the configured mode (no graph).
-  absl::Status RunEagerly(Plan* plan, RunStats* stats, ExecutionObserver* observer);
+  // Runs the plan's steps in the configured mode (no graph); `in_order`:
+  // in program order on this thread whatever the mode (the schedule trial's
+  // choice).
+  absl::Status RunEagerly(Plan* plan, RunStats* stats, ExecutionObserver* observer, bool in_order);
   // Waits for every stream the run used; the fetches, on the host.
-  absl::StatusOr<std::vector<Tensor>> FinishRun(Plan* plan, RunStats* stats);
+  absl::StatusOr<std::vector<Tensor>> FinishRun(Plan* plan, RunStats* stats, bool in_order);
   // Prepare; `runs_once`: the plan is run once (Run(program)), so the
   // automatic placement budgets the one-run peak, not two runs in flight.
   absl::StatusOr<std::unique_ptr<Plan>> PrepareFor(const Program& program, const Scope& scope,
@@ -310,7 +320,12 @@ class Executor {
   // A complete run on frame 0 (after the runs in flight finished).
   // `cancel_requests` is Cancel()'s count when the run was asked for.
   absl::StatusOr<std::vector<Tensor>> RunNow(Plan* plan, Scope* scope, const FeedMap& feeds,
-                                             uint64_t cancel_requests, RunStats* stats);
+                                             uint64_t cancel_requests, RunStats* stats,
+                                             bool in_order);
+  // Whether the next run of `plan` goes in program order by the plan's
+  // schedule trial (ExecutorOptions::schedule_trial); finishes the runs in
+  // flight first when the run starts a timed phase.
+  bool TrialRunsInOrder(Plan* plan);
   // RunAsync; with `caller_waits` (Run) the caller waits for the run at
   // once, so a run that starts with none in flight is solo.
   absl::StatusOr<RunHandle> StartRun(Plan* plan, Scope* scope, const FeedMap& feeds,

@@ -28,6 +28,7 @@
 #include "framework/runtime/execution_observer.h"
 #include "framework/runtime/executor.h"
 #include "framework/runtime/host_worker_pool.h"
+#include "framework/runtime/schedule_trial.h"
 
 namespace tandem {
 
@@ -118,6 +119,9 @@ struct PlanState {
   // placement table.
   bool serial = false;
   std::string schedule;
+  // Times runs in order against concurrent ones and keeps the faster
+  // (ExecutorOptions::schedule_trial; set at Prepare).
+  ScheduleTrial schedule_trial;
   bool constants_ready = false;  // folded steps have run
   // Pipelined runs in flight (oldest first) and who runs their steps.
   std::deque<std::shared_ptr<PendingRun>> in_flight;

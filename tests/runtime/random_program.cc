@@ -1163,6 +1163,7 @@ struct ModeConfig {
   int in_flight = 1;  // kPipelined: runs started before the oldest is waited for
   bool delay = false;
   bool capture = false;
+  bool schedule_trial = false;  // ExecutorOptions::schedule_trial, switching every run
 };
 
 ModeConfig ConfigOf(ExecMode mode) {
@@ -1218,6 +1219,12 @@ ModeConfig ConfigOf(ExecMode mode) {
       break;
     case ExecMode::kCaptureGraphs:
       c.capture = true;
+      break;
+    case ExecMode::kPipelinedScheduleTrial:
+      c.pattern = Pattern::kPipelined;
+      c.in_flight = 2;
+      c.workers = 2;
+      c.schedule_trial = true;
       break;
   }
   return c;
@@ -1372,12 +1379,19 @@ std::string ProgramSummary(const GeneratedProgram& p) {
 
 const std::vector<ExecMode>& ComparedModes() {
   static const std::vector<ExecMode> modes = {
-      ExecMode::kConcurrent1,         ExecMode::kConcurrent2,
-      ExecMode::kConcurrent4,         ExecMode::kPipelined1,
-      ExecMode::kPipelined2,          ExecMode::kPipelined4,
-      ExecMode::kPipelined3InFlight,  ExecMode::kPipelinedReverseWait,
-      ExecMode::kMixedRunAndRunAsync, ExecMode::kConcurrentDelayed,
-      ExecMode::kPipelinedDelayed,    ExecMode::kCaptureGraphs,
+      ExecMode::kConcurrent1,
+      ExecMode::kConcurrent2,
+      ExecMode::kConcurrent4,
+      ExecMode::kPipelined1,
+      ExecMode::kPipelined2,
+      ExecMode::kPipelined4,
+      ExecMode::kPipelined3InFlight,
+      ExecMode::kPipelinedReverseWait,
+      ExecMode::kMixedRunAndRunAsync,
+      ExecMode::kConcurrentDelayed,
+      ExecMode::kPipelinedDelayed,
+      ExecMode::kCaptureGraphs,
+      ExecMode::kPipelinedScheduleTrial,
   };
   return modes;
 }
@@ -1418,6 +1432,8 @@ std::string ExecModeName(ExecMode mode) {
       return "pipelined_delayed";
     case ExecMode::kCaptureGraphs:
       return "capture_graphs";
+    case ExecMode::kPipelinedScheduleTrial:
+      return "pipelined_schedule_trial";
   }
   return "unknown";
 }
@@ -1451,6 +1467,13 @@ Trajectory RunTrajectory(const GeneratedProgram& program, ExecMode mode, int ste
   options.in_order = c.in_order;
   options.host_workers = c.workers;
   options.capture_graphs = c.capture;
+  // Every other mode keeps its schedule; the trial's mode switches between
+  // concurrent and in-order runs from the first (phases of one run: C I I C).
+  options.schedule_trial = c.schedule_trial ? ScheduleTrialOptions{.enabled = true,
+                                                                   .warmup_runs = 0,
+                                                                   .runs_per_phase = 1,
+                                                                   .rounds = 2}
+                                            : ScheduleTrialOptions{.enabled = false};
   options.placement_planner = std::move(planner);
   Executor exe(program.default_place, options);
   Scope scope;

@@ -127,19 +127,20 @@ absl::Status BuildRandomTrainingProgram(uint64_t seed, const RandomProgramOption
 std::string ProgramSummary(const GeneratedProgram& program);
 
 enum class ExecMode {
-  kInOrder,               // ExecutorOptions::in_order (the reference)
-  kConcurrent1,           // Run, host_workers 1
-  kConcurrent2,           // Run, host_workers 2
-  kConcurrent4,           // Run, host_workers 4
-  kPipelined1,            // RunAsync of step n + 1 before Wait of step n, 1 worker
-  kPipelined2,            // ditto, 2 workers
-  kPipelined4,            // ditto, 4 workers
-  kPipelined3InFlight,    // 3 RunAsync before the first Wait, 2 workers
-  kPipelinedReverseWait,  // RunAsync steps n, n + 1; Wait n + 1, then n; 2 workers
-  kMixedRunAndRunAsync,   // RunAsync step n, Run step n + 1, Wait n; 2 workers
-  kConcurrentDelayed,     // kConcurrent2 with a 200 us sim stream delay
-  kPipelinedDelayed,      // kPipelined2 with a 200 us sim stream delay
-  kCaptureGraphs,         // capture_graphs (eager on sim), Run
+  kInOrder,                 // ExecutorOptions::in_order (the reference)
+  kConcurrent1,             // Run, host_workers 1
+  kConcurrent2,             // Run, host_workers 2
+  kConcurrent4,             // Run, host_workers 4
+  kPipelined1,              // RunAsync of step n + 1 before Wait of step n, 1 worker
+  kPipelined2,              // ditto, 2 workers
+  kPipelined4,              // ditto, 4 workers
+  kPipelined3InFlight,      // 3 RunAsync before the first Wait, 2 workers
+  kPipelinedReverseWait,    // RunAsync steps n, n + 1; Wait n + 1, then n; 2 workers
+  kMixedRunAndRunAsync,     // RunAsync step n, Run step n + 1, Wait n; 2 workers
+  kConcurrentDelayed,       // kConcurrent2 with a 200 us sim stream delay
+  kPipelinedDelayed,        // kPipelined2 with a 200 us sim stream delay
+  kCaptureGraphs,           // capture_graphs (eager on sim), Run
+  kPipelinedScheduleTrial,  // kPipelined2, the schedule trial switching in order <-> concurrent
 };
 
 // Every mode but kInOrder, in declaration order.

@@ -1,0 +1,81 @@
+#include "framework/runtime/schedule_trial.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_format.h"
+
+namespace tandem {
+namespace {
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+}  // namespace
+
+ScheduleTrial::ScheduleTrial(ScheduleTrialOptions options) : options_(options) {
+  options_.warmup_runs = std::max(0, options_.warmup_runs);
+  options_.runs_per_phase = std::max(1, options_.runs_per_phase);
+  options_.rounds = std::max(1, options_.rounds);
+}
+
+Schedule ScheduleTrial::PhaseSchedule(int phase) {
+  const int round = phase / 2;
+  const bool first = phase % 2 == 0;
+  // Round 0: concurrent, then in order; round 1: in order, then concurrent; ...
+  return (first == (round % 2 == 0)) ? Schedule::kConcurrent : Schedule::kInOrder;
+}
+
+int ScheduleTrial::TrialRuns() const { return 2 * options_.rounds * options_.runs_per_phase; }
+
+bool ScheduleTrial::NextRunStartsPhase() const {
+  if (!options_.enabled || decided_) return false;
+  const int into = runs_ - options_.warmup_runs;
+  return into >= 0 && into % options_.runs_per_phase == 0;
+}
+
+Schedule ScheduleTrial::NextRun(absl::Time now) {
+  if (!options_.enabled || decided_) {
+    ++runs_;
+    return chosen_;
+  }
+  const int into = runs_ - options_.warmup_runs;
+  ++runs_;
+  if (into < 0) return Schedule::kConcurrent;
+  const int phase = into / options_.runs_per_phase;
+  if (into % options_.runs_per_phase == 0 && into > 0) {  // the phase before ends now
+    const double per_run = absl::ToDoubleSeconds(now - phase_start_) / options_.runs_per_phase;
+    (PhaseSchedule(phase - 1) == Schedule::kConcurrent ? concurrent_ : in_order_)
+        .push_back(per_run);
+    if (into == TrialRuns()) {
+      Decide();
+      return chosen_;
+    }
+  }
+  if (into % options_.runs_per_phase == 0) phase_start_ = now;
+  return PhaseSchedule(phase);
+}
+
+void ScheduleTrial::Decide() {
+  decided_ = true;
+  concurrent_median_ = Median(concurrent_);
+  in_order_median_ = Median(in_order_);
+  // Concurrent keeps ties: its runs may overlap where the caller pipelines
+  // more than the trial did.
+  chosen_ = in_order_median_ < concurrent_median_ ? Schedule::kInOrder : Schedule::kConcurrent;
+}
+
+std::string ScheduleTrial::Summary() const {
+  if (!decided_) return "";
+  const bool in_order = chosen_ == Schedule::kInOrder;
+  return absl::StrFormat("%s: %.3f vs %.3f ms per run %s (medians of %d phases of %d runs each)",
+                         in_order ? "in order" : "concurrent",
+                         1e3 * (in_order ? in_order_median_ : concurrent_median_),
+                         1e3 * (in_order ? concurrent_median_ : in_order_median_),
+                         in_order ? "concurrently" : "in order", options_.rounds,
+                         options_.runs_per_phase);
+}
+
+}  // namespace tandem
