@@ -111,14 +111,41 @@ struct DenseGradPlan {
 
 int64_t DenseGradWords(int64_t n) { return 3 * n + 1; }
 
-DenseGradPlan PlanDenseGrad(const int64_t* ids, int64_t n, int64_t padding_row, int64_t* staged) {
+// The positions of the ids that are not the padding row, sorted by (id,
+// position), into order; returns their number. A counting sort over the
+// table's rows when they are at most a few times the ids (a small
+// vocabulary: one pass over the ids and one over the rows), else a sort of
+// (id, position) pairs; both keep equal ids in position order.
+int64_t SortPositionsById(const int64_t* ids, int64_t n, int64_t height, int64_t padding_row,
+                          int64_t* order) {
+  if (height <= 4 * n + 4096) {
+    thread_local std::vector<int64_t> next;  // per row: where its next position goes
+    next.assign(height + 1, 0);
+    for (int64_t p = 0; p < n; ++p) {
+      if (ids[p] != padding_row) ++next[ids[p] + 1];
+    }
+    for (int64_t r = 0; r < height; ++r) next[r + 1] += next[r];
+    const int64_t count = next[height];
+    for (int64_t p = 0; p < n; ++p) {
+      if (ids[p] != padding_row) order[next[ids[p]]++] = p;
+    }
+    return count;
+  }
+  thread_local std::vector<std::pair<int64_t, int64_t>> pairs;
+  pairs.clear();
+  for (int64_t p = 0; p < n; ++p) {
+    if (ids[p] != padding_row) pairs.emplace_back(ids[p], p);
+  }
+  std::sort(pairs.begin(), pairs.end());
+  for (size_t k = 0; k < pairs.size(); ++k) order[k] = pairs[k].second;
+  return static_cast<int64_t>(pairs.size());
+}
+
+DenseGradPlan PlanDenseGrad(const int64_t* ids, int64_t n, int64_t height, int64_t padding_row,
+                            int64_t* staged) {
   DenseGradPlan plan;
   int64_t* order = staged;
-  for (int64_t p = 0; p < n; ++p) {
-    if (ids[p] != padding_row) order[plan.positions++] = p;
-  }
-  std::sort(order, order + plan.positions,
-            [ids](int64_t a, int64_t b) { return ids[a] != ids[b] ? ids[a] < ids[b] : a < b; });
+  plan.positions = SortPositionsById(ids, n, height, padding_row, order);
   for (int64_t k = 0; k < plan.positions; ++k) {
     plan.segments += k == 0 || ids[order[k]] != ids[order[k - 1]];
   }
@@ -183,7 +210,7 @@ class LookupTableGradKernel : public OpKernel {
       CUDA_RETURN_IF_ERROR(cudaMemsetAsync(dw->raw_data(), 0, dw->NumBytes(), stream));
     }
     ASSIGN_OR_RETURN(int64_t * staged, staging_.HostWords(ctx, DenseGradWords(l.n)));
-    const DenseGradPlan plan = PlanDenseGrad(ids, l.n, l.padding_row, staged);
+    const DenseGradPlan plan = PlanDenseGrad(ids, l.n, l.rows, l.padding_row, staged);
     ASSIGN_OR_RETURN(const Tensor uploaded,
                      staging_.Upload(ctx, plan.words(), "the dense gradient's row plan"));
     const int64_t* order = uploaded.data<int64_t>();

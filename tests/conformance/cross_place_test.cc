@@ -494,10 +494,18 @@ TEST_P(CrossPlace, LookupTableAndGradMatchCpu) {
     CheckLookup<float>(Shape({2, 3}), ids, Shape({8, 5}), padding_idx);
     CheckLookup<double>(Shape({6}), ids, Shape({8, 5}), padding_idx);
   }
-  CheckLookup<float>(Shape({6}), ids, Shape({8, 5}), 6);         // padding row not hit
-  CheckLookup<float>(Shape(), {4}, Shape({8, 5}), -1);           // 0-d ids
-  CheckLookup<float>(Shape({0}), {}, Shape({8, 5}), -1);         // no ids
-  CheckLookup<double>(Shape({0, 2}), {}, Shape({0, 3}), -1);     // empty table
+  CheckLookup<float>(Shape({6}), ids, Shape({8, 5}), 6);      // padding row not hit
+  CheckLookup<float>(Shape(), {4}, Shape({8, 5}), -1);        // 0-d ids
+  CheckLookup<float>(Shape({0}), {}, Shape({8, 5}), -1);      // no ids
+  CheckLookup<double>(Shape({0, 2}), {}, Shape({0, 3}), -1);  // empty table
+  // The gpu's dense gradient orders the ids by counting over a small table's
+  // rows and by sorting (id, position) pairs for a large one: both keep the
+  // position order of repeated ids.
+  std::vector<int64_t> tokens(4096);
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = (i * 37 + i / 100) % 256;
+  CheckLookup<float>(Shape({8, 512}), tokens, Shape({256, 4}), 32);
+  CheckLookup<float>(Shape({7}), {19999, 5, 19999, 0, 12345, 5, 7}, Shape({20000, 2}), 5);
+  CheckLookup<double>(Shape({7}), {19999, 5, 19999, 0, 12345, 5, 7}, Shape({20000, 2}), -1);
   CheckLookup<float>(Shape({3}), {1, 1, 0}, Shape({4, 0}), -1);  // no columns
   std::vector<int64_t> many(3000);
   for (size_t i = 0; i < many.size(); ++i) many[i] = (i * 7919) % 37;  // many repeats
