@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -27,8 +28,10 @@
 namespace tandem {
 namespace {
 
+using ::testing::ContainsRegex;
 using ::testing::ElementsAre;
 using ::testing::ElementsAreArray;
+using ::testing::Not;
 
 absl::Status SameAsX(InferShapeContext* ctx) {
   ASSIGN_OR_RETURN(TensorMeta x, ctx->Input("X"));
@@ -353,6 +356,46 @@ TEST(Executor, PipelinedRunsKeepTheirOwnResults) {
     EXPECT_EQ(stats.copies(), 3);
   }
   EXPECT_THAT(handles[0].Wait().status(), StatusIs(absl::StatusCode::kFailedPrecondition));
+}
+
+// The schedule trial (short phases here) switches pipelined runs between
+// in-order and concurrent ones: each run keeps its own results, and the
+// choice shows in the placement table once made, never when disabled.
+TEST(Executor, TheScheduleTrialSwitchesSchedulesKeepingResultsAndReportsItsChoice) {
+  for (const bool enabled : {true, false}) {
+    SCOPED_TRACE(enabled ? "trial" : "no trial");
+    CrossPlaceProgram p;
+    ExecutorOptions options;
+    options.host_workers = 2;
+    options.schedule_trial = {
+        .enabled = enabled, .warmup_runs = 1, .runs_per_phase = 2, .rounds = 2};
+    Executor exe(kDev0, options);
+    Scope scope;
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<Plan> plan,
+                         exe.Prepare(p.b.main_program(), scope, {"x"}, {p.w.name}));
+    EXPECT_THAT(plan->PlacementTable(), Not(HasSubstr("schedule chosen")));
+    // Warm-up, four phases of two runs, the deciding run and one after.
+    std::optional<RunHandle> before;
+    for (int run = 1; run <= 11; ++run) {
+      ASSERT_OK_AND_ASSIGN(RunHandle h,
+                           exe.RunAsync(plan.get(), &scope, {{"x", Floats({1.0 * run, 1, 2, 3})}}));
+      if (before.has_value()) {
+        ASSERT_OK_AND_ASSIGN(std::vector<Tensor> out, before->Wait());
+        EXPECT_THAT(ToDoubles(out[0]), ElementsAre(8 * (run - 1), 8, 16, 24)) << "run " << run - 1;
+      }
+      before = std::move(h);
+    }
+    ASSERT_OK_AND_ASSIGN(std::vector<Tensor> out, before->Wait());
+    EXPECT_THAT(ToDoubles(out[0]), ElementsAre(88, 8, 16, 24));
+    if (enabled) {
+      EXPECT_THAT(plan->PlacementTable(),
+                  ContainsRegex("schedule chosen by timing runs: (in order|concurrent): [0-9.]+ "
+                                "vs [0-9.]+ ms per run (concurrently|in order) \\(medians of 2 "
+                                "phases of 2 runs each\\)"));
+    } else {
+      EXPECT_THAT(plan->PlacementTable(), Not(HasSubstr("schedule chosen")));
+    }
+  }
 }
 
 // Records every op and copy the executor reports, in order.
