@@ -17,6 +17,10 @@ if ! command -v mpirun >/dev/null; then
 fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1  # CI runs as root
 export OMPI_MCA_rmaps_base_oversubscribe=1                         # 2 ranks on any core count
+# Bazel's per-test files are this script's: two gtest ranks sharing them
+# race (one removes the premature-exit file the other then fails to remove,
+# and its "[ ERROR ]" lands in the middle of its PASSED line).
+unset TEST_PREMATURE_EXIT_FILE XML_OUTPUT_FILE GTEST_OUTPUT
 tmp="${TEST_TMPDIR:-$(mktemp -d)}"
 failures=0
 
