@@ -15,7 +15,11 @@
 // Flags: --in_order runs every row's executor in-order (one step at a time,
 // ExecutorOptions::in_order; default concurrent), --cuda_graph captures and
 // replays every row's step (bench_util.h); the output's context says which
-// ("executor: concurrent").
+// ("executor: concurrent"). --profile profiles the rows run (one row:
+// --benchmark_filter) and prints the profiler's report at the end,
+// --trace_out=FILE.json also writes its Chrome trace. The concurrent mode's
+// schedule trial (ExecutorOptions::schedule_trial) runs in every row, as
+// in any program: its first ~100 iterations time both schedules.
 // Every time is steady-state wall time per iteration, device work included
 // (each iteration ends with the device synchronised); copies per iteration
 // are reported as counters next to it.
