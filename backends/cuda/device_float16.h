@@ -92,6 +92,18 @@ __device__ __forceinline__ To Convert(From v) {
   }
 }
 
+// An update kernel's gradient element grad[i] as T (the parameter's type):
+// a 16-bit G widened exactly, then times `scale` when `scaled`, rounded once
+// in T by a multiply that is never contracted into a later add (as the host
+// kernels scale a block of the gradient before the update reads it).
+__device__ __forceinline__ float MulRounded(float a, float b) { return __fmul_rn(a, b); }
+__device__ __forceinline__ double MulRounded(double a, double b) { return __dmul_rn(a, b); }
+template <typename T, typename G>
+__device__ __forceinline__ T GradAt(const G* grad, int64_t i, T scale, bool scaled) {
+  const T g = static_cast<T>(Widen(grad[i]));
+  return scaled ? MulRounded(g, scale) : g;
+}
+
 }  // namespace device
 }  // namespace cuda
 }  // namespace tandem

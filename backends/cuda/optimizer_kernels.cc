@@ -104,11 +104,11 @@ class MomentumKernel : public OpKernel {
       T* param = a.param->data<T>();
       T* vel = velocity->data<T>();
       if (!a.sparse()) {
-        Tensor scaled;
-        ASSIGN_OR_RETURN(const T* grad, ScaledDenseGrad<T>(ctx, a, &scaled));
-        CUDA_RETURN_IF_ERROR(
-            LaunchMomentumDense<T>(param, vel, grad, a.param->NumElements(), step, stream));
-        return absl::OkStatus();
+        return WithDenseGrad<T>(a, [&](const auto* grad) -> absl::Status {
+          CUDA_RETURN_IF_ERROR(LaunchMomentumDense<T>(param, vel, grad, a.param->NumElements(),
+                                                      GradScaleOf<T>(a), step, stream));
+          return absl::OkStatus();
+        });
       }
       const T* value = a.grad->selected_rows().value().data<T>();
       return UpdateRows<T>(ctx, a,
@@ -146,7 +146,7 @@ REGISTER_KERNEL(KernelDef("momentum", "gpu")
                     .HostMemory("LearningRate")
                     .HostMemory("SkipUpdate")
                     .HostMemory("GradScale")
-                    .Scratch(WithGradScaleScratch(SparseUpdateScratch)),
+                    .Scratch(SparseUpdateScratch),
                 MomentumKernel);
 
 class AdamKernel : public OpKernel {
@@ -182,10 +182,11 @@ class AdamKernel : public OpKernel {
       T* mom1 = args.m1->data<T>();
       T* mom2 = args.m2->data<T>();
       if (!a.sparse()) {
-        Tensor scaled;
-        ASSIGN_OR_RETURN(const T* grad, ScaledDenseGrad<T>(ctx, a, &scaled));
-        CUDA_RETURN_IF_ERROR(
-            LaunchAdamDense<T>(param, mom1, mom2, grad, a.param->NumElements(), step, stream));
+        RETURN_IF_ERROR(WithDenseGrad<T>(a, [&](const auto* grad) -> absl::Status {
+          CUDA_RETURN_IF_ERROR(LaunchAdamDense<T>(param, mom1, mom2, grad, a.param->NumElements(),
+                                                  GradScaleOf<T>(a), step, stream));
+          return absl::OkStatus();
+        }));
       } else {
         const T* value = a.grad->selected_rows().value().data<T>();
         RETURN_IF_ERROR(UpdateRows<T>(ctx, a,
@@ -218,7 +219,7 @@ REGISTER_KERNEL(KernelDef("adam", "gpu")
                     .HostMemory("Beta2Pow")
                     .HostMemory("Beta1PowOut")
                     .HostMemory("Beta2PowOut")
-                    .Scratch(WithGradScaleScratch(SparseUpdateScratch)),
+                    .Scratch(SparseUpdateScratch),
                 AdamKernel);
 
 // check_finite_and_unscale (the host kernel's contract, see its op doc):

@@ -1,4 +1,5 @@
 // momentum and adam kernels. See optimizer_launchers.h.
+#include "backends/cuda/device_float16.h"
 #include "backends/cuda/device_reduce.h"
 #include "backends/cuda/optimizer_launchers.h"
 
@@ -41,9 +42,9 @@ struct AdamUpdate {
   }
 };
 
-template <typename T, typename Update>
-__global__ void DenseKernel(Update update, const T* grad, int64_t n) {
-  TANDEM_GRID_LOOP(i, n) { update(i, grad[i]); }
+template <typename T, typename G, typename Update>
+__global__ void DenseKernel(Update update, const G* grad, int64_t n, T scale, bool scaled) {
+  TANDEM_GRID_LOOP(i, n) { update(i, device::GradAt(grad, i, scale, scaled)); }
 }
 
 template <typename T, typename Update>
@@ -63,10 +64,11 @@ __global__ void RowsKernel(Update update, const T* value, int64_t width, SgdRowC
   }
 }
 
-template <typename T, typename Update>
-cudaError_t LaunchDense(const Update& update, const T* grad, int64_t n, cudaStream_t stream) {
+template <typename T, typename G, typename Update>
+cudaError_t LaunchDense(const Update& update, const G* grad, int64_t n, T scale,
+                        cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  DenseKernel<T><<<Blocks(n), kThreads, 0, stream>>>(update, grad, n);
+  DenseKernel<T, G><<<Blocks(n), kThreads, 0, stream>>>(update, grad, n, scale, scale != T(1));
   return cudaGetLastError();
 }
 
@@ -83,16 +85,16 @@ cudaError_t LaunchRows(const Update& update, const T* value, int64_t width,
 
 }  // namespace
 
-template <typename T>
-cudaError_t LaunchMomentumDense(T* param, T* velocity, const T* grad, int64_t n,
+template <typename T, typename G>
+cudaError_t LaunchMomentumDense(T* param, T* velocity, const G* grad, int64_t n, T scale,
                                 const MomentumStep<T>& step, cudaStream_t stream) {
-  return LaunchDense<T>(MomentumUpdate<T>{step, param, velocity}, grad, n, stream);
+  return LaunchDense<T, G>(MomentumUpdate<T>{step, param, velocity}, grad, n, scale, stream);
 }
 
-template <typename T>
-cudaError_t LaunchAdamDense(T* param, T* moment1, T* moment2, const T* grad, int64_t n,
+template <typename T, typename G>
+cudaError_t LaunchAdamDense(T* param, T* moment1, T* moment2, const G* grad, int64_t n, T scale,
                             const AdamStep<T>& step, cudaStream_t stream) {
-  return LaunchDense<T>(AdamUpdate<T>{step, param, moment1, moment2}, grad, n, stream);
+  return LaunchDense<T, G>(AdamUpdate<T>{step, param, moment1, moment2}, grad, n, scale, stream);
 }
 
 template <typename T>
@@ -111,14 +113,21 @@ cudaError_t LaunchAdamRows(T* param, T* moment1, T* moment2, const T* value, int
                        carry_out, carry, stream);
 }
 
-#define TANDEM_INSTANTIATE(T)                                                                    \
-  template cudaError_t LaunchMomentumDense<T>(T*, T*, const T*, int64_t, const MomentumStep<T>&, \
-                                              cudaStream_t);                                     \
-  template cudaError_t LaunchAdamDense<T>(T*, T*, T*, const T*, int64_t, const AdamStep<T>&,     \
-                                          cudaStream_t);                                         \
-  template cudaError_t LaunchMomentumRows<T>(T*, T*, const T*, int64_t, const MomentumStep<T>&,  \
-                                             const SgdRowChunk&, bool, bool, T*, cudaStream_t);  \
-  template cudaError_t LaunchAdamRows<T>(T*, T*, T*, const T*, int64_t, const AdamStep<T>&,      \
+#define TANDEM_INSTANTIATE_DENSE(T, G)                                                             \
+  template cudaError_t LaunchMomentumDense<T, G>(T*, T*, const G*, int64_t, T,                     \
+                                                 const MomentumStep<T>&, cudaStream_t);            \
+  template cudaError_t LaunchAdamDense<T, G>(T*, T*, T*, const G*, int64_t, T, const AdamStep<T>&, \
+                                             cudaStream_t);
+TANDEM_INSTANTIATE_DENSE(float, float)
+TANDEM_INSTANTIATE_DENSE(float, bfloat16)
+TANDEM_INSTANTIATE_DENSE(float, float16)
+TANDEM_INSTANTIATE_DENSE(double, double)
+#undef TANDEM_INSTANTIATE_DENSE
+
+#define TANDEM_INSTANTIATE(T)                                                                   \
+  template cudaError_t LaunchMomentumRows<T>(T*, T*, const T*, int64_t, const MomentumStep<T>&, \
+                                             const SgdRowChunk&, bool, bool, T*, cudaStream_t); \
+  template cudaError_t LaunchAdamRows<T>(T*, T*, T*, const T*, int64_t, const AdamStep<T>&,     \
                                          const SgdRowChunk&, bool, bool, T*, cudaStream_t);
 TANDEM_INSTANTIATE(float)
 TANDEM_INSTANTIATE(double)

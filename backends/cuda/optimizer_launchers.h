@@ -3,7 +3,8 @@
 // optimizer_kernels.cc.
 //
 //   MomentumStep<float> step{lr, mu, use_nesterov};
-//   CUDA_RETURN_IF_ERROR(LaunchMomentumDense<float>(param, velocity, grad, n, step, stream));
+//   CUDA_RETURN_IF_ERROR(LaunchMomentumDense<float, bfloat16>(param, velocity, grad, n,
+//                                                             /*scale=*/1.0f, step, stream));
 //   // A sparse gradient, row group by row group (optimizer_kernels.cc):
 //   CUDA_RETURN_IF_ERROR(LaunchMomentumRows<float>(param, velocity, value, width, step,
 //                                                  chunk, carry_in, carry_out, carry, stream));
@@ -55,12 +56,17 @@ struct AdamStep {
   T shrink;
 };
 
-// The step at every element i < n of param (and its state) with grad[i].
-template <typename T>
-cudaError_t LaunchMomentumDense(T* param, T* velocity, const T* grad, int64_t n,
+// The step at every element i < n of param (and its state) with grad[i] as
+// T: a 16-bit G (the gradient of a float32 parameter in a mixed-precision
+// step) widened exactly, times `scale` unless it is 1 (gradient clipping's
+// factor), rounded once in T as the host kernels' block does, inside the
+// update (no scratch copy). Instantiated for (float, float), (float,
+// bfloat16), (float, float16) and (double, double).
+template <typename T, typename G>
+cudaError_t LaunchMomentumDense(T* param, T* velocity, const G* grad, int64_t n, T scale,
                                 const MomentumStep<T>& step, cudaStream_t stream);
-template <typename T>
-cudaError_t LaunchAdamDense(T* param, T* moment1, T* moment2, const T* grad, int64_t n,
+template <typename T, typename G>
+cudaError_t LaunchAdamDense(T* param, T* moment1, T* moment2, const G* grad, int64_t n, T scale,
                             const AdamStep<T>& step, cudaStream_t stream);
 
 // A lazy sparse update of the row groups in `chunk` (SgdRowChunk, whose

@@ -58,11 +58,12 @@ class SgdKernel : public OpKernel {
     RETURN_IF_ERROR(DispatchFloat(param.dtype(), [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
       if (a.sparse()) return UpdateSparse<T>(ctx, param, a.grad->selected_rows(), learning_rate);
-      Tensor scaled;
-      ASSIGN_OR_RETURN(const T* grad, ScaledDenseGrad<T>(ctx, a, &scaled));
-      CUDA_RETURN_IF_ERROR(LaunchSgdDense<T>(param.data<T>(), grad, param.NumElements(),
-                                             learning_rate, CudaStreamOf(ctx->stream())));
-      return absl::OkStatus();
+      return WithDenseGrad<T>(a, [&](const auto* grad) -> absl::Status {
+        CUDA_RETURN_IF_ERROR(LaunchSgdDense<T>(param.data<T>(), grad, param.NumElements(),
+                                               learning_rate, GradScaleOf<T>(a),
+                                               CudaStreamOf(ctx->stream())));
+        return absl::OkStatus();
+      });
     }));
     return ctx->SetOutput("ParamOut", param);
   }
@@ -135,7 +136,7 @@ REGISTER_KERNEL(KernelDef("sgd", "gpu")
                     .HostMemory("LearningRate")
                     .HostMemory("SkipUpdate")
                     .HostMemory("GradScale")
-                    .Scratch(WithGradScaleScratch(SgdScratch))
+                    .Scratch(SgdScratch)
                     .HostStaging(SgdHostStaging),
                 SgdKernel);
 

@@ -6,6 +6,7 @@
 #include <cub/device/device_run_length_encode.cuh>
 #include <cub/device/device_scan.cuh>
 
+#include "backends/cuda/device_float16.h"
 #include "backends/cuda/device_reduce.h"
 #include "backends/cuda/sgd_launchers.h"
 
@@ -20,9 +21,11 @@ using device::kThreads;
 __device__ __forceinline__ float MulAdd(float a, float b, float c) { return __fmaf_rn(a, b, c); }
 __device__ __forceinline__ double MulAdd(double a, double b, double c) { return __fma_rn(a, b, c); }
 
-template <typename T>
-__global__ void SgdDenseKernel(T* param, const T* grad, int64_t n, T neg_lr) {
-  TANDEM_GRID_LOOP(i, n) { param[i] = MulAdd(neg_lr, grad[i], param[i]); }
+template <typename T, typename G>
+__global__ void SgdDenseKernel(T* param, const G* grad, int64_t n, T neg_lr, T scale, bool scaled) {
+  TANDEM_GRID_LOOP(i, n) {
+    param[i] = MulAdd(neg_lr, device::GradAt(grad, i, scale, scaled), param[i]);
+  }
 }
 
 // Positions 0 .. n-1: the values sorted with the rows.
@@ -167,10 +170,12 @@ cudaError_t Layout(char* base, int64_t n, int64_t height, Workspace* w) {
 
 }  // namespace
 
-template <typename T>
-cudaError_t LaunchSgdDense(T* param, const T* grad, int64_t n, float lr, cudaStream_t stream) {
+template <typename T, typename G>
+cudaError_t LaunchSgdDense(T* param, const G* grad, int64_t n, float lr, T scale,
+                           cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  SgdDenseKernel<T><<<Blocks(n), kThreads, 0, stream>>>(param, grad, n, -static_cast<T>(lr));
+  SgdDenseKernel<T, G><<<Blocks(n), kThreads, 0, stream>>>(param, grad, n, -static_cast<T>(lr),
+                                                           scale, scale != T(1));
   return cudaGetLastError();
 }
 
@@ -194,8 +199,8 @@ cudaError_t LaunchSgdSparse(T* param, const T* value, int64_t width, float lr, c
   if (n <= kBlockSortItems && KeyBits(height) <= 32) {
     // sorted_rows' n words hold the 32-bit keys.
     uint32_t* sorted_rows = reinterpret_cast<uint32_t*>(w.sorted_rows);
-    BlockSortRowsKernel<<<1, kBlockSortThreads, 0, stream>>>(rows, n, KeyBits(height),
-                                                             sorted_rows, w.sorted_positions);
+    BlockSortRowsKernel<<<1, kBlockSortThreads, 0, stream>>>(rows, n, KeyBits(height), sorted_rows,
+                                                             w.sorted_positions);
     e = cudaGetLastError();
     if (e != cudaSuccess) return e;
     SgdSortedRowsKernel<T><<<Blocks(total), kThreads, 0, stream>>>(
@@ -228,8 +233,15 @@ cudaError_t LaunchSgdSparse(T* param, const T* value, int64_t width, float lr, c
   return cudaGetLastError();
 }
 
+#define TANDEM_INSTANTIATE_DENSE(T, G) \
+  template cudaError_t LaunchSgdDense<T, G>(T*, const G*, int64_t, float, T, cudaStream_t);
+TANDEM_INSTANTIATE_DENSE(float, float)
+TANDEM_INSTANTIATE_DENSE(float, bfloat16)
+TANDEM_INSTANTIATE_DENSE(float, float16)
+TANDEM_INSTANTIATE_DENSE(double, double)
+#undef TANDEM_INSTANTIATE_DENSE
+
 #define TANDEM_INSTANTIATE(T)                                                                    \
-  template cudaError_t LaunchSgdDense<T>(T*, const T*, int64_t, float, cudaStream_t);            \
   template cudaError_t LaunchSgdSparse<T>(T*, const T*, int64_t, float, const int64_t*, int32_t, \
                                           int64_t, void*, int64_t, cudaStream_t);
 TANDEM_INSTANTIATE(float)

@@ -2,7 +2,7 @@
 // sgd_launchers.cu. Plain C++: included by that .cu file and by
 // sgd_kernels.cc.
 //
-//   CUDA_RETURN_IF_ERROR(LaunchSgdDense<float>(param, grad, n, lr, stream));
+//   CUDA_RETURN_IF_ERROR(LaunchSgdDense<float, float>(param, grad, n, lr, 1.0f, stream));
 //   int64_t bytes;
 //   CUDA_RETURN_IF_ERROR(SgdSparseWorkspaceBytes(n, height, &bytes));
 //   ... workspace: `bytes` of device memory (scratch.h) ...
@@ -26,12 +26,20 @@
 
 #include <cstdint>
 
+#include "framework/types/float16.h"
+
 namespace tandem {
 namespace cuda {
 
-// param[i] = fma(-lr, grad[i], param[i]), lr converted to T first.
-template <typename T>
-cudaError_t LaunchSgdDense(T* param, const T* grad, int64_t n, float lr, cudaStream_t stream);
+// param[i] = fma(-lr, g, param[i]), lr converted to T first, where g is
+// grad[i] as T: a 16-bit G (bfloat16, float16: the gradient of a float32
+// parameter in a mixed-precision step) widened exactly, then times `scale`
+// unless it is 1 (gradient clipping's factor), rounded once in T as the
+// host kernels' block does: no scratch copy of the gradient. Instantiated
+// for (float, float), (float, bfloat16), (float, float16), (double, double).
+template <typename T, typename G>
+cudaError_t LaunchSgdDense(T* param, const G* grad, int64_t n, float lr, T scale,
+                           cudaStream_t stream);
 
 // A slice of a sparse gradient's updates, grouped by table row, passed by
 // value as a kernel argument (momentum and adam, optimizer_launchers.h): the
