@@ -9,7 +9,10 @@
 ``Executor(place, **options)`` takes the executor's options as keywords
 (tandem.EXECUTOR_OPTIONS lists them): strict_placement, transfer_policy
 ("allow", "log", "disallow"), capture_graphs, in_order, check_numerics,
-host_workers, feed_shapes ({name: shape}, for the memory estimate of
+host_workers, schedule_trial (default True: after a few runs a plan times
+its runs in order against concurrent ones and keeps the faster, shown in
+placement_table_string(); False: always concurrent), feed_shapes
+({name: shape}, for the memory estimate of
 programs with -1 dims), and automatic placement: auto_placement (place
 every op without device_guard on the cpu or ``place``: the smallest
 estimated step time with the device's estimated peak within the budget),

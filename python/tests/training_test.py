@@ -324,6 +324,23 @@ class ExecutorOptionsTest(unittest.TestCase):
         self.assertEqual(results[0], results[2])
         self.assertIn("capture_graphs", tandem.EXECUTOR_OPTIONS)
 
+    def test_the_schedule_trial_reports_its_choice_and_can_be_turned_off(self):
+        losses, tables = {}, {}
+        for trial in (True, False):
+            main, startup, loss = linear(tandem.optimizer.Momentum(0.05, 0.9))
+            exe = tandem.Executor(tandem.SimPlace(0), host_workers=2, schedule_trial=trial)
+            scope = tandem.Scope()
+            exe.run(startup, scope=scope)
+            # 4 warm-up runs and 3 rounds of two 16-run phases, then one more.
+            losses[trial] = [exe.run(main, feed={"x": X, "t": T}, fetch_list=[loss],
+                                     scope=scope)[0][0] for _ in range(101)]
+            tables[trial] = exe.last_plan.placement_table_string()
+        self.assertEqual(losses[True], losses[False])  # the schedules agree bit for bit
+        self.assertRegex(tables[True], r"schedule chosen by timing runs: (in order|concurrent): "
+                                       r"[0-9.]+ vs [0-9.]+ ms per run")
+        self.assertNotIn("schedule chosen", tables[False])
+        self.assertIn("schedule_trial", tandem.EXECUTOR_OPTIONS)
+
 
 class ProfilerTest(unittest.TestCase):
     def test_report_ledger_and_advice_of_workload2(self):
