@@ -210,6 +210,23 @@ def bench_section(d, dev):
     return text, practical
 
 
+TRIAL = re.compile(r"executor: a plan of (\d+) steps runs (in order|concurrent): "
+                   r"([0-9.]+) vs ([0-9.]+) ms per run")
+
+
+def trial_section(d):
+    """The schedule trial's choice in each default-mode run (its log line:
+    ExecutorOptions::schedule_trial), by configuration."""
+    rows = []
+    for path in sorted(glob.glob(os.path.join(d, "*_concurrent*.txt"))):
+        name = re.sub(r"_concurrent(\.r\d+)?\.txt$", r"\1", os.path.basename(path))
+        for steps, choice, chosen, other in TRIAL.findall(read(path)):
+            rows.append([name, f"{steps} steps", choice, f"{chosen} vs {other} ms"])
+    return table("(e) schedule trial in the default (concurrent) runs: each plan's choice and "
+                 "its per-run times (chosen vs the other)",
+                 ["run", "plan", "choice", "times"], rows or [["none logged", "", "", ""]])
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dir", required=True, help="measure_concurrency.sh's output folder")
@@ -229,6 +246,7 @@ def main():
                           [""] + [HEADERS[m] for m in modes], rows))
     print(f"measure_concurrency summary, place {args.place}"
           + ("" if dev == "gpu" else " (no GPU: sim times are host times, not a GPU's)"))
+    sections.append(trial_section(args.dir))
     print("\n\n".join(sections))
 
 

@@ -79,5 +79,18 @@ class RoundsTest(unittest.TestCase):
             self.assertIn("1.25", text)
 
 
+class TrialTest(unittest.TestCase):
+    def test_the_trials_choices_are_listed_by_run(self):
+        with tempfile.TemporaryDirectory() as d:
+            write(d, "ctr_mixed_concurrent.r2.txt",
+                  "I20261206 executor.cc:333] executor: a plan of 44 steps runs in order: "
+                  "0.614 vs 0.678 ms per run concurrently (medians of 3 phases of 16 runs each)\n")
+            write(d, "ctr_mixed_in_order.r2.txt", "executor: a plan of 44 steps runs in order: "
+                  "1.0 vs 2.0 ms per run concurrently\n")  # in-order runs have no trial
+            text = cs.trial_section(d)
+            self.assertIn("ctr_mixed.r2  44 steps  in order  0.614 vs 0.678 ms", text)
+            self.assertNotIn("1.0 vs 2.0", text)
+
+
 if __name__ == "__main__":
     unittest.main()

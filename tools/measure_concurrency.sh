@@ -11,7 +11,9 @@
 #       dispatch/* (dispatch/gpu_graph is the graph replay row) and
 #       overlap/cpu_<device>_branches*, 3 repetitions, medians;
 #   (d) practicality = all-device time / mixed time for ctr, fashion_mnist
-#       and workload1 (1: the mixed placement is as fast as all on the device).
+#       and workload1 (1: the mixed placement is as fast as all on the device);
+#   (e) the schedule trial's choice in each default-mode run (the executor's
+#       log: "a plan of N steps runs in order: 0.61 vs 0.68 ms per run ...").
 #   --graphs: ctr (a) and workload1 (c) once more with graph capture
 #       (--cuda_graph: each segment of device work one launch), a third
 #       column, and ctr's launches per step.
@@ -97,6 +99,9 @@ dev=${place%%:*}
 if [[ -z "$threads" ]]; then
   threads=0; [[ $dev != gpu ]] && (( $(nproc) < 8 )) && threads=1
 fi
+# The executor's log (its schedule trial's choices among it) goes into each
+# run's output, where the summary reads it.
+export GLOG_logtostderr=1
 dir="${OUT:-/tmp/measure_concurrency}/concurrency"
 rm -rf "$dir" && mkdir -p "$dir"
 start=$(date +%s)
