@@ -58,6 +58,13 @@ void AddExecutorContext() {
   benchmark::AddCustomContext("cuda_graph", FLAGS_cuda_graph ? "true" : "false");
 }
 
+absl::Status SettleSchedule(const Plan& plan, const std::function<absl::Status()>& step) {
+  if (FLAGS_in_order || FLAGS_cuda_graph) return absl::OkStatus();
+  const int most = ScheduleTrial(WithFlags({}).schedule_trial).MaxTrialRuns();
+  for (int i = 0; i < most && plan.schedule_choice().empty(); ++i) RETURN_IF_ERROR(step());
+  return absl::OkStatus();
+}
+
 absl::Status StartProfilingIfAsked() {
   if (!FLAGS_profile) {
     if (!FLAGS_trace_out.empty()) return absl::InvalidArgumentError("--trace_out needs --profile");

@@ -16,6 +16,7 @@
 #define TANDEM_BENCHMARKS_BENCH_UTIL_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -54,6 +55,14 @@ ExecutorOptions WithFlags(ExecutorOptions options);
 // "concurrent" or "in-order", "cuda_graph": "true" or "false"; the JSON
 // output's "context" too).
 void AddExecutorContext();
+
+// Runs `step` (one iteration as the row times it: Run, or RunAsync and the
+// wait for the run before) until `plan`'s schedule trial has chosen
+// (ExecutorOptions::schedule_trial), so that the timed iterations are the
+// steady state a long training run reaches; at most the trial's longest
+// length (a plan it does not time runs that many). Nothing with --in_order
+// or --cuda_graph. Returns the first failed step's error.
+absl::Status SettleSchedule(const Plan& plan, const std::function<absl::Status()>& step);
 
 // With --profile: a profiler session over every row that runs (give one
 // row with --benchmark_filter), its report printed at the end (sorted by

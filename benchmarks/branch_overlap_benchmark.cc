@@ -150,6 +150,12 @@ void BM_CpuDeviceBranches(benchmark::State& state, Place place, bool in_order) {
   if (absl::StatusOr<double> warm = MedianRunSeconds(&*both); !warm.ok()) {
     return Fail(state, warm.status());
   }
+  if (absl::Status s = bench::SettleSchedule(
+          *both->plan,
+          [&] { return both->p->exe.Run(both->plan.get(), &both->p->scope).status(); });
+      !s.ok()) {
+    return Fail(state, s);
+  }
 
   RunStats stats;
   const auto start = std::chrono::steady_clock::now();

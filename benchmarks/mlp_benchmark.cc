@@ -118,13 +118,15 @@ void RunSteps(benchmark::State& state, Prepared* p, const std::vector<std::strin
   if (!plan.ok()) return Fail(state, plan.status());
   RunStats stats;
   std::optional<RunHandle> in_flight;
+  auto step = [&]() -> absl::Status {
+    ASSIGN_OR_RETURN(RunHandle started, p->exe.RunAsync(plan->get(), &p->scope, {}));
+    if (in_flight.has_value()) RETURN_IF_ERROR(in_flight->Wait(&stats).status());
+    in_flight = std::move(started);
+    return absl::OkStatus();
+  };
+  if (absl::Status s = bench::SettleSchedule(**plan, step); !s.ok()) return Fail(state, s);
   for (auto _ : state) {
-    absl::StatusOr<RunHandle> started = p->exe.RunAsync(plan->get(), &p->scope, {});
-    if (!started.ok()) return Fail(state, started.status());
-    if (in_flight.has_value()) {
-      if (absl::Status s = in_flight->Wait(&stats).status(); !s.ok()) return Fail(state, s);
-    }
-    in_flight = *std::move(started);
+    if (absl::Status s = step(); !s.ok()) return Fail(state, s);
   }
   if (in_flight.has_value()) {
     if (absl::Status s = in_flight->Wait(&stats).status(); !s.ok()) return Fail(state, s);

@@ -47,6 +47,7 @@ std::string Plan::PlacementTable() const {
 }
 const MemoryEstimate& Plan::MemoryEstimate() const { return state_->memory; }
 const std::string& Plan::graph_fallback_reason() const { return state_->graph_blocker; }
+std::string Plan::schedule_choice() const { return state_->schedule_trial.Summary(); }
 std::string Plan::graph_summary() const {
   return state_->graph == nullptr ? "" : state_->graph->Summary(*state_);
 }

@@ -49,13 +49,23 @@ Schedule ScheduleTrial::NextRun(absl::Time now) {
     const double per_run = absl::ToDoubleSeconds(now - phase_start_) / options_.runs_per_phase;
     (PhaseSchedule(phase - 1) == Schedule::kConcurrent ? concurrent_ : in_order_)
         .push_back(per_run);
-    if (into == TrialRuns()) {
+    if (into == TrialRuns() || (phase % 2 == 0 && ClearlyApart())) {
       Decide();
       return chosen_;
     }
   }
   if (into % options_.runs_per_phase == 0) phase_start_ = now;
   return PhaseSchedule(phase);
+}
+
+int ScheduleTrial::MaxTrialRuns() const {
+  return options_.enabled ? options_.warmup_runs + TrialRuns() + 1 : 0;
+}
+
+bool ScheduleTrial::ClearlyApart() const {
+  if (options_.early_margin <= 0 || concurrent_.empty() || in_order_.empty()) return false;
+  const double c = Median(concurrent_), i = Median(in_order_);
+  return std::max(c, i) >= (1 + options_.early_margin) * std::min(c, i);
 }
 
 void ScheduleTrial::Decide() {
@@ -65,17 +75,18 @@ void ScheduleTrial::Decide() {
   // Concurrent keeps ties: its runs may overlap where the caller pipelines
   // more than the trial did.
   chosen_ = in_order_median_ < concurrent_median_ ? Schedule::kInOrder : Schedule::kConcurrent;
+  phases_each_ = static_cast<int>(concurrent_.size());
 }
 
 std::string ScheduleTrial::Summary() const {
   if (!decided_) return "";
   const bool in_order = chosen_ == Schedule::kInOrder;
-  return absl::StrFormat("%s: %.3f vs %.3f ms per run %s (medians of %d phases of %d runs each)",
+  return absl::StrFormat("%s: %.3f vs %.3f ms per run %s (medians of %d phase%s of %d runs each)",
                          in_order ? "in order" : "concurrent",
                          1e3 * (in_order ? in_order_median_ : concurrent_median_),
                          1e3 * (in_order ? concurrent_median_ : in_order_median_),
-                         in_order ? "concurrently" : "in order", options_.rounds,
-                         options_.runs_per_phase);
+                         in_order ? "concurrently" : "in order", phases_each_,
+                         phases_each_ == 1 ? "" : "s", options_.runs_per_phase);
 }
 
 }  // namespace tandem

@@ -24,7 +24,8 @@ std::vector<Schedule> Drive(ScheduleTrial* trial, double concurrent_ms, double i
 }
 
 TEST(ScheduleTrialTest, KeepsTheFasterScheduleAfterAlternatingPhases) {
-  ScheduleTrial trial({.enabled = true, .warmup_runs = 2, .runs_per_phase = 3, .rounds = 2});
+  ScheduleTrial trial(
+      {.enabled = true, .warmup_runs = 2, .runs_per_phase = 3, .rounds = 2, .early_margin = 0});
   const std::vector<Schedule> s = Drive(&trial, /*concurrent_ms=*/2.0, /*in_order_ms=*/1.5);
   ASSERT_TRUE(trial.decided());
   // 2 warm-up runs, phases C I | I C of 3 runs, then the deciding run.
@@ -39,7 +40,8 @@ TEST(ScheduleTrialTest, KeepsTheFasterScheduleAfterAlternatingPhases) {
 }
 
 TEST(ScheduleTrialTest, ConcurrentWinsWhenFasterAndKeepsTies) {
-  ScheduleTrial faster({.enabled = true, .warmup_runs = 0, .runs_per_phase = 2, .rounds = 3});
+  ScheduleTrial faster(
+      {.enabled = true, .warmup_runs = 0, .runs_per_phase = 2, .rounds = 3, .early_margin = 0});
   Drive(&faster, /*concurrent_ms=*/1.0, /*in_order_ms=*/1.25);
   EXPECT_EQ(faster.chosen(), Schedule::kConcurrent);
   EXPECT_EQ(faster.Summary(),
@@ -51,7 +53,8 @@ TEST(ScheduleTrialTest, ConcurrentWinsWhenFasterAndKeepsTies) {
 }
 
 TEST(ScheduleTrialTest, PhasesTakeTheMedianSoOneSlowPhaseDoesNotDecide) {
-  ScheduleTrial trial({.enabled = true, .warmup_runs = 0, .runs_per_phase = 1, .rounds = 3});
+  ScheduleTrial trial(
+      {.enabled = true, .warmup_runs = 0, .runs_per_phase = 1, .rounds = 3, .early_margin = 0});
   // Phases: C I I C C I. In-order phases 1, 1, 1 ms; concurrent 0.8, 9 (a
   // stall), 0.8 ms: concurrent's median is 0.8.
   const double concurrent_ms[] = {0.8, 9.0, 0.8};
@@ -64,6 +67,23 @@ TEST(ScheduleTrialTest, PhasesTakeTheMedianSoOneSlowPhaseDoesNotDecide) {
   }
   EXPECT_EQ(c, 3);
   EXPECT_EQ(trial.chosen(), Schedule::kConcurrent);
+}
+
+// A clear difference ends the trial after the round that shows it; a small
+// one takes every round.
+TEST(ScheduleTrialTest, AClearDifferenceDecidesAfterItsRound) {
+  ScheduleTrial clear({.enabled = true, .warmup_runs = 1, .runs_per_phase = 2, .rounds = 3});
+  const std::vector<Schedule> s = Drive(&clear, /*concurrent_ms=*/1.0, /*in_order_ms=*/2.0);
+  const Schedule C = Schedule::kConcurrent, I = Schedule::kInOrder;
+  // Warm-up, one round (C C | I I), the deciding run: 6 runs of at most 14.
+  EXPECT_EQ(s, (std::vector<Schedule>{C, C, C, I, I, C}));
+  EXPECT_EQ(clear.MaxTrialRuns(), 14);
+  EXPECT_EQ(clear.Summary(),
+            "concurrent: 1.000 vs 2.000 ms per run in order (medians of 1 phase of 2 runs each)");
+  ScheduleTrial close({.enabled = true, .warmup_runs = 1, .runs_per_phase = 2, .rounds = 3});
+  EXPECT_EQ(Drive(&close, /*concurrent_ms=*/1.05, /*in_order_ms=*/1.0).size(), 14u);
+  EXPECT_EQ(close.chosen(), I);
+  EXPECT_EQ(ScheduleTrial({.enabled = false}).MaxTrialRuns(), 0);
 }
 
 TEST(ScheduleTrialTest, PhaseStartsAreAnnouncedSoRunsInFlightFinishFirst) {

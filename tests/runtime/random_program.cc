@@ -1472,7 +1472,8 @@ Trajectory RunTrajectory(const GeneratedProgram& program, ExecMode mode, int ste
   options.schedule_trial = c.schedule_trial ? ScheduleTrialOptions{.enabled = true,
                                                                    .warmup_runs = 0,
                                                                    .runs_per_phase = 1,
-                                                                   .rounds = 2}
+                                                                   .rounds = 2,
+                                                                   .early_margin = 0}
                                             : ScheduleTrialOptions{.enabled = false};
   options.placement_planner = std::move(planner);
   Executor exe(program.default_place, options);
