@@ -5,6 +5,7 @@
 //   const AxisLines lines = AxisLines::Around(x_shape, axis);
 //   L2Normalize<float, Policy>(x, lines, epsilon, out);
 //   L2NormalizeGrad<float, Policy>(x, out, dout, lines, epsilon, dx);
+//   double loss = L2NormalizeSquareErrorMean<float, Policy>(x, label, lines, epsilon);
 //
 // Pointers are to host-addressable memory. Sums accumulate in
 // AccumulatorT<T> (double for float), lines in a fixed order, so results
@@ -15,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include "backends/common/axis_lines.h"
 #include "backends/common/elementwise.h"
@@ -69,6 +71,60 @@ void L2NormalizeGrad(const T* x, const T* out, const T* dout, const AxisLines& l
     for (int64_t k = 0; k < l.n; ++k) {
       const int64_t at = start + k * l.inner;
       dx[at] = static_cast<T>((dout[at] - out[at] * static_cast<double>(dot)) / norm);
+    }
+  });
+}
+
+// The line of AxisLines `l` whose element 0 is at `start` (Start's inverse).
+inline int64_t LineAt(const AxisLines& l, int64_t start) {
+  const int64_t outer = start / (l.n * l.inner);
+  return outer * l.inner + (start - outer * l.n * l.inner);
+}
+
+// The mean over every element of (y - label)^2, y = x / sqrt(sum(x^2 over
+// the line) + epsilon): l2_normalize, square_error_cost and mean in one
+// pass over each line, rounded as they round (y and each squared difference
+// in T), the sum in double; the lines' sums are added in line order, so
+// the result does not depend on the threads.
+template <typename T, typename Policy>
+double L2NormalizeSquareErrorMean(const T* x, const T* label, const AxisLines& l, double epsilon) {
+  std::vector<double> line_sums(l.num_lines());
+  l2_normalize_internal::ForEachLineNorm<T, Policy>(x, l, epsilon, [&](int64_t start, double norm) {
+    double sum = 0;
+    for (int64_t k = 0; k < l.n; ++k) {
+      const int64_t at = start + k * l.inner;
+      const T diff = static_cast<T>(x[at] / norm) - label[at];
+      sum += static_cast<double>(static_cast<T>(diff * diff));
+    }
+    line_sums[LineAt(l, start)] = sum;
+  });
+  double total = 0;
+  for (const double s : line_sums) total += s;
+  return total / static_cast<double>(l.num_lines() * l.n);
+}
+
+// Its gradient for Out@GRAD `dout`: with dcost = dout / N in T (mean_grad)
+// and dy = 2 (y - label) dcost in T (square_error_cost_grad), dx = (dy - y
+// * sum(dy * y over the line)) / norm (l2_normalize_grad) and dlabel = -dy;
+// either may be null.
+template <typename T, typename Policy>
+void L2NormalizeSquareErrorMeanGrad(const T* x, const T* label, const AxisLines& l, double epsilon,
+                                    T dout, T* dx, T* dlabel) {
+  const T dcost = static_cast<T>(static_cast<double>(dout) / (l.num_lines() * l.n));
+  l2_normalize_internal::ForEachLineNorm<T, Policy>(x, l, epsilon, [&](int64_t start, double norm) {
+    auto dy_at = [&](int64_t at, T y) { return static_cast<T>(T(2) * (y - label[at]) * dcost); };
+    AccumulatorT<T> dot = 0;
+    for (int64_t k = 0; k < l.n; ++k) {
+      const int64_t at = start + k * l.inner;
+      const T y = static_cast<T>(x[at] / norm);
+      dot += static_cast<AccumulatorT<T>>(dy_at(at, y)) * y;
+    }
+    for (int64_t k = 0; k < l.n; ++k) {
+      const int64_t at = start + k * l.inner;
+      const T y = static_cast<T>(x[at] / norm);
+      const T dy = dy_at(at, y);
+      if (dx != nullptr) dx[at] = static_cast<T>((dy - y * static_cast<double>(dot)) / norm);
+      if (dlabel != nullptr) dlabel[at] = -dy;
     }
   });
 }

@@ -13,6 +13,7 @@
 //   softmax_with_cross_entropy               Logits: float32, float64
 //   softmax_with_cross_entropy_grad          Softmax: float32, float64
 //                                            (Label: int64)
+//   l2_normalize_square_error_mean(_grad)    X: float32, float64
 // Kernels validate their inputs with ops/loss/prologues.h, as the gpu kernels do
 // (InvalidArgument naming the op and both shapes, the empty input or the bad
 // label),
@@ -29,7 +30,9 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "backends/common/axis_lines.h"
 #include "backends/common/elementwise.h"
+#include "backends/common/l2_normalize.h"
 #include "backends/common/softmax.h"
 #include "backends/common/type_dispatch.h"
 #include "framework/base/status_macros.h"
@@ -235,13 +238,82 @@ class SoftmaxWithCrossEntropyGradKernel final : public OpKernel {
   prologue::CrossEntropyAttrs attrs_;
 };
 
+// l2_normalize_square_error_mean: the mean of (X / its line's norm -
+// Label)^2 in one pass (l2_normalize.h), Out [1] of X's dtype.
+template <typename Policy>
+class L2NormalizeSquareErrorMeanKernel final : public OpKernel {
+ public:
+  using Types = FloatTypes;
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef("l2_normalize_square_error_mean", device_type)
+        .TypeConstraint("X", Types::DataTypes());
+  }
+
+  absl::Status Init(const OpDesc& op) override {
+    ASSIGN_OR_RETURN(axis_, GetAttr<int64_t>(op.attrs, "axis", op.type));
+    ASSIGN_OR_RETURN(epsilon_, GetAttr<double>(op.attrs, "epsilon", op.type));
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(KernelContext* ctx) override {
+    ASSIGN_OR_RETURN(const prologue::L2NormalizeSquareErrorMeanArgs a,
+                     prologue::GetL2NormalizeSquareErrorMeanArgs(ctx, axis_, /*grad=*/false));
+    return DispatchType(Types(), a.x->dtype(), *ctx, "X", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      a.out->data<T>()[0] = static_cast<T>(L2NormalizeSquareErrorMean<T, Policy>(
+          a.x->data<T>(), a.label->data<T>(), AxisLines::Around(a.x->shape(), a.axis), epsilon_));
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  int64_t axis_ = -1;
+  double epsilon_ = 1e-10;
+};
+
+// Its gradient: X@GRAD and Label@GRAD where bound (l2_normalize.h).
+template <typename Policy>
+class L2NormalizeSquareErrorMeanGradKernel final : public OpKernel {
+ public:
+  using Types = FloatTypes;
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef("l2_normalize_square_error_mean_grad", device_type)
+        .TypeConstraint("X", Types::DataTypes());
+  }
+
+  absl::Status Init(const OpDesc& op) override {
+    ASSIGN_OR_RETURN(axis_, GetAttr<int64_t>(op.attrs, "axis", op.type));
+    ASSIGN_OR_RETURN(epsilon_, GetAttr<double>(op.attrs, "epsilon", op.type));
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(KernelContext* ctx) override {
+    ASSIGN_OR_RETURN(const prologue::L2NormalizeSquareErrorMeanArgs a,
+                     prologue::GetL2NormalizeSquareErrorMeanArgs(ctx, axis_, /*grad=*/true));
+    if (a.dx == nullptr && a.dlabel == nullptr) return absl::OkStatus();
+    return DispatchType(Types(), a.x->dtype(), *ctx, "X", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      L2NormalizeSquareErrorMeanGrad<T, Policy>(
+          a.x->data<T>(), a.label->data<T>(), AxisLines::Around(a.x->shape(), a.axis), epsilon_,
+          a.dout->data<T>()[0], a.dx == nullptr ? nullptr : a.dx->data<T>(),
+          a.dlabel == nullptr ? nullptr : a.dlabel->data<T>());
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  int64_t axis_ = -1;
+  double epsilon_ = 1e-10;
+};
+
 // Registers every kernel above for `device_type` (see header comment).
 template <typename Policy>
 void RegisterLossKernels(const std::string& device_type) {
-  RegisterByContract<SquareErrorCostKernel<Policy>, SquareErrorCostGradKernel<Policy>,
-                     MeanKernel<Policy>, MeanGradKernel<Policy>,
-                     SoftmaxWithCrossEntropyKernel<Policy>,
-                     SoftmaxWithCrossEntropyGradKernel<Policy>>(device_type);
+  RegisterByContract<
+      SquareErrorCostKernel<Policy>, SquareErrorCostGradKernel<Policy>, MeanKernel<Policy>,
+      MeanGradKernel<Policy>, SoftmaxWithCrossEntropyKernel<Policy>,
+      SoftmaxWithCrossEntropyGradKernel<Policy>, L2NormalizeSquareErrorMeanKernel<Policy>,
+      L2NormalizeSquareErrorMeanGradKernel<Policy>>(device_type);
 }
 
 }  // namespace tandem

@@ -37,6 +37,29 @@ absl::StatusOr<SquareErrorCostGradArgs> GetSquareErrorCostGradArgs(KernelContext
   return a;
 }
 
+absl::StatusOr<L2NormalizeSquareErrorMeanArgs> GetL2NormalizeSquareErrorMeanArgs(KernelContext* ctx,
+                                                                                 int64_t axis,
+                                                                                 bool grad) {
+  L2NormalizeSquareErrorMeanArgs a;
+  const std::string& op = ctx->op().type;
+  ASSIGN_OR_RETURN(a.x, ctx->InputTensor("X"));
+  ASSIGN_OR_RETURN(a.label, ctx->InputTensor("Label"));
+  RETURN_IF_ERROR(CheckFloating(op, "X", a.x->dtype()));
+  RETURN_IF_ERROR(
+      CheckArgMeta(op, "Label", a.label->dtype(), a.label->shape(), a.x->dtype(), a.x->shape()));
+  ASSIGN_OR_RETURN(a.axis, NormalizeAxis(op, "X", a.x->shape(), axis));
+  ASSIGN_OR_RETURN(const TensorMeta m, MeanMeta(op, MetaOf(*a.x)));
+  if (!grad) {
+    ASSIGN_OR_RETURN(a.out, ctx->AllocateOutput("Out", m.dtype, m.shape));
+    return a;
+  }
+  ASSIGN_OR_RETURN(a.dout, ctx->InputTensor("Out@GRAD"));
+  RETURN_IF_ERROR(CheckArgMeta(op, "Out@GRAD", a.dout->dtype(), a.dout->shape(), m.dtype, m.shape));
+  ASSIGN_OR_RETURN(a.dx, AllocateIfBound(ctx, "X@GRAD", a.x->dtype(), a.x->shape()));
+  ASSIGN_OR_RETURN(a.dlabel, AllocateIfBound(ctx, "Label@GRAD", a.x->dtype(), a.x->shape()));
+  return a;
+}
+
 absl::StatusOr<MeanArgs> GetMeanArgs(KernelContext* ctx) {
   MeanArgs a;
   ASSIGN_OR_RETURN(a.x, ctx->InputTensor("X"));

@@ -58,6 +58,23 @@ struct MeanArgs {
 };
 absl::StatusOr<MeanArgs> GetMeanArgs(KernelContext* ctx);
 
+// X and Label of l2_normalize_square_error_mean(_grad) (same dtype and
+// shape, X non-empty, floating) and attr axis normalised against X's rank;
+// Out ([1]) allocated, or for the gradient Out@GRAD ([1] of X's dtype)
+// checked and X@GRAD / Label@GRAD allocated where bound (else null).
+struct L2NormalizeSquareErrorMeanArgs {
+  const Tensor* x = nullptr;
+  const Tensor* label = nullptr;
+  int axis = 0;
+  Tensor* out = nullptr;         // forward
+  const Tensor* dout = nullptr;  // gradient
+  Tensor* dx = nullptr;
+  Tensor* dlabel = nullptr;
+};
+absl::StatusOr<L2NormalizeSquareErrorMeanArgs> GetL2NormalizeSquareErrorMeanArgs(KernelContext* ctx,
+                                                                                 int64_t axis,
+                                                                                 bool grad);
+
 // X and Out@GRAD ([1] of X's dtype) of mean_grad, checked, with X@GRAD
 // allocated.
 struct MeanGradArgs {

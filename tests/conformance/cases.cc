@@ -306,6 +306,55 @@ void AddL2Normalize(std::vector<ConformanceCase>* cases) {
   }
 }
 
+// The fused l2_normalize -> square_error_cost -> mean (the fusion pass's
+// op) and its gradient, against the three float64 references composed.
+void AddL2NormalizeSquareErrorMean(std::vector<ConformanceCase>* cases) {
+  struct Config {
+    Shape x;
+    int64_t axis;
+    double epsilon;
+  };
+  const std::vector<Config> configs = {{Shape({4, 5}), -1, 1e-10},
+                                       {Shape({4, 5}), 0, 1e-10},
+                                       {Shape({2, 3, 4}), 1, 0.5},
+                                       {Shape({33, 150}), -1, 1e-12},
+                                       {Shape({7}), 0, 1e-10}};
+  uint64_t seed = 5500;
+  for (DataType t : kFloats) {
+    for (const Config& cfg : configs) {
+      auto [x, xa] = Input(t, cfg.x, ++seed);
+      auto [label, la] = Input(t, cfg.x, ++seed);
+      const int axis = static_cast<int>(cfg.axis < 0 ? cfg.axis + cfg.x.rank() : cfg.axis);
+      const std::string what =
+          absl::StrCat(cfg.x.ToString(), " axis ", cfg.axis, " epsilon ", cfg.epsilon);
+      const AttrMap attrs = {{"axis", cfg.axis}, {"epsilon", cfg.epsilon}};
+      const Array y = reference::L2Normalize(xa, axis, cfg.epsilon);
+      const Array cost = reference::SquareErrorCost(y, la);
+      ConformanceCase c;
+      c.op = "l2_normalize_square_error_mean";
+      c.label = Label(c.op, t, what);
+      c.inputs = {{"X", x}, {"Label", label}};
+      c.attrs = attrs;
+      c.expected["Out"] = {t, reference::Mean(cost)};
+      SetTolerance(&c, t, 4 * cfg.x.num_elements());
+      cases->push_back(c);
+
+      const Tensor dout = MakeTensor(t, Shape({1}), {1.75});
+      const Array dcost = reference::MeanGrad(cost, Array{Shape({1}), {1.75}});
+      auto [dy, dlabel] = reference::SquareErrorCostGrad(y, la, dcost);
+      ConformanceCase g;
+      g.op = "l2_normalize_square_error_mean_grad";
+      g.label = Label(g.op, t, what);
+      g.inputs = {{"X", x}, {"Label", label}, {"Out@GRAD", dout}};
+      g.attrs = attrs;
+      g.expected["X@GRAD"] = {t, reference::L2NormalizeGrad(xa, dy, axis, cfg.epsilon)};
+      g.expected["Label@GRAD"] = {t, dlabel};
+      SetTolerance(&g, t, 8 * cfg.x.dim(axis));
+      cases->push_back(g);
+    }
+  }
+}
+
 void AddSquareErrorCost(std::vector<ConformanceCase>* cases) {
   const std::vector<Shape> shapes = {Shape(), Shape({0}), Shape({1023}), Shape({3, 7}),
                                      Shape({4, 150})};
@@ -715,6 +764,7 @@ std::vector<ConformanceCase> AllConformanceCases() {
   AddLookupTable(&cases);
   AddL2Normalize(&cases);
   AddSquareErrorCost(&cases);
+  AddL2NormalizeSquareErrorMean(&cases);
   AddMean(&cases);
   AddSgd(&cases);
   AddLossScaling(&cases);

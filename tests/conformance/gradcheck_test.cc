@@ -212,6 +212,12 @@ std::vector<GradCase> Cases() {
   cases.push_back({"l2_normalize middle axis, epsilon 0.1",
                    GradOp("l2_normalize", {{"X", {"x"}}}, {{"axis", int64_t{1}}, {"epsilon", 0.1}}),
                    {{"x", rnd({2, 3, 2}, 72)}}});
+  for (int64_t axis : {-1, 0}) {
+    cases.push_back({absl::StrCat("l2_normalize_square_error_mean axis ", axis),
+                     GradOp("l2_normalize_square_error_mean", {{"X", {"x"}}, {"Label", {"y"}}},
+                            {{"axis", axis}}),
+                     {{"x", rnd({3, 4}, 75 + axis)}, {"y", rnd({3, 4}, 77 + axis)}}});
+  }
   cases.push_back({"square_error_cost",
                    GradOp("square_error_cost", {{"X", {"x"}}, {"Y", {"y"}}}),
                    {{"x", rnd({2, 3}, 80)}, {"y", rnd({2, 3}, 81)}}});
