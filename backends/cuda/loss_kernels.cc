@@ -117,6 +117,97 @@ class MeanGradKernel : public OpKernel {
 
 REGISTER_KERNEL(KernelDef("mean_grad", "gpu").TypeConstraint("X", kFloatTypes), MeanGradKernel);
 
+// One thread per line of the normalised axis, then one that adds the line
+// sums in order (loss_launchers.h): the host kernels' arithmetic.
+class L2NormalizeSquareErrorMeanKernel : public OpKernel {
+ public:
+  absl::Status Init(const OpDesc& op) override { return ReadAttrs(op, &axis_, &epsilon_); }
+
+  static absl::Status ReadAttrs(const OpDesc& op, int64_t* axis, double* epsilon) {
+    ASSIGN_OR_RETURN(*axis, GetAttr<int64_t>(op.attrs, "axis", op.type));
+    ASSIGN_OR_RETURN(*epsilon, GetAttr<double>(op.attrs, "epsilon", op.type));
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(KernelContext* ctx) override {
+    ASSIGN_OR_RETURN(const prologue::L2NormalizeSquareErrorMeanArgs a,
+                     prologue::GetL2NormalizeSquareErrorMeanArgs(ctx, axis_, /*grad=*/false));
+    const LineGeometry g = Geometry(a.x->shape(), a.axis);
+    ASSIGN_OR_RETURN(
+        const Tensor line_sums,
+        AllocateScratch(ctx, DataType::kFloat64, Shape({g.outer * g.inner}), "the lines' sums"));
+    return DispatchFloat(a.x->dtype(), [&](auto tag) -> absl::Status {
+      using T = typename decltype(tag)::type;
+      CUDA_RETURN_IF_ERROR(LaunchL2NormalizeSquareErrorMean<T>(
+          a.x->data<T>(), a.label->data<T>(), g.outer, g.n, g.inner, epsilon_,
+          line_sums.data<double>(), a.out->data<T>(), CudaStreamOf(ctx->stream())));
+      return absl::OkStatus();
+    });
+  }
+
+  // [outer, n, inner] around `axis` (NormalizeAxis'd).
+  struct LineGeometry {
+    int64_t outer = 1, n = 1, inner = 1;
+  };
+  static LineGeometry Geometry(const Shape& shape, int axis) {
+    LineGeometry g;
+    for (int d = 0; d < shape.rank(); ++d)
+      (d < axis ? g.outer : d == axis ? g.n : g.inner) *= shape.dim(d);
+    return g;
+  }
+
+ private:
+  int64_t axis_ = -1;
+  double epsilon_ = 1e-10;
+};
+
+// The lines' sums: one double per line of X around attr axis.
+int64_t LineSumsScratch(const OpDesc& op, const ArgMetas& in, const ArgMetas&) {
+  const TensorMeta* x = FirstMeta(in, "X");
+  absl::StatusOr<int64_t> axis = GetAttr<int64_t>(op.attrs, "axis", op.type);
+  if (x == nullptr || !axis.ok()) return 0;
+  absl::StatusOr<int> a = NormalizeAxis(op.type, "X", x->shape, *axis);
+  if (!a.ok()) return 0;
+  const L2NormalizeSquareErrorMeanKernel::LineGeometry g =
+      L2NormalizeSquareErrorMeanKernel::Geometry(x->shape, *a);
+  return g.outer * g.inner * static_cast<int64_t>(sizeof(double));
+}
+
+REGISTER_KERNEL(KernelDef("l2_normalize_square_error_mean", "gpu")
+                    .TypeConstraint("X", kFloatTypes)
+                    .Scratch(LineSumsScratch),
+                L2NormalizeSquareErrorMeanKernel);
+
+class L2NormalizeSquareErrorMeanGradKernel : public OpKernel {
+ public:
+  absl::Status Init(const OpDesc& op) override {
+    return L2NormalizeSquareErrorMeanKernel::ReadAttrs(op, &axis_, &epsilon_);
+  }
+
+  absl::Status Compute(KernelContext* ctx) override {
+    ASSIGN_OR_RETURN(const prologue::L2NormalizeSquareErrorMeanArgs a,
+                     prologue::GetL2NormalizeSquareErrorMeanArgs(ctx, axis_, /*grad=*/true));
+    const L2NormalizeSquareErrorMeanKernel::LineGeometry g =
+        L2NormalizeSquareErrorMeanKernel::Geometry(a.x->shape(), a.axis);
+    return DispatchFloat(a.x->dtype(), [&](auto tag) -> absl::Status {
+      using T = typename decltype(tag)::type;
+      CUDA_RETURN_IF_ERROR(LaunchL2NormalizeSquareErrorMeanGrad<T>(
+          a.x->data<T>(), a.label->data<T>(), g.outer, g.n, g.inner, epsilon_, a.dout->data<T>(),
+          a.dx == nullptr ? nullptr : a.dx->data<T>(),
+          a.dlabel == nullptr ? nullptr : a.dlabel->data<T>(), CudaStreamOf(ctx->stream())));
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  int64_t axis_ = -1;
+  double epsilon_ = 1e-10;
+};
+
+REGISTER_KERNEL(
+    KernelDef("l2_normalize_square_error_mean_grad", "gpu").TypeConstraint("X", kFloatTypes),
+    L2NormalizeSquareErrorMeanGradKernel);
+
 }  // namespace
 }  // namespace cuda
 }  // namespace tandem

@@ -65,7 +65,107 @@ __global__ void MeanGradKernel(const T* dout, T* dx, int64_t n) {
   TANDEM_GRID_LOOP(i, n) { dx[i] = g; }
 }
 
+// Offset of element 0 of line `line` of [outer, n, inner].
+__device__ __forceinline__ int64_t LineStart(int64_t line, int64_t n, int64_t inner) {
+  return (line / inner) * n * inner + line % inner;
+}
+
+// sqrt(sum(x^2 over the line) + epsilon), the sum in double.
+template <typename T>
+__device__ double LineNorm(const T* x, int64_t start, int64_t n, int64_t inner, double epsilon) {
+  double sum = 0;
+  for (int64_t k = 0; k < n; ++k) {
+    const double v = static_cast<double>(x[start + k * inner]);
+    sum += v * v;
+  }
+  return sqrt(sum + epsilon);
+}
+
+template <typename T>
+__global__ void L2NormSquareErrorLinesKernel(const T* x, const T* label, int64_t lines, int64_t n,
+                                             int64_t inner, double epsilon, double* line_sums) {
+  TANDEM_GRID_LOOP(line, lines) {
+    const int64_t start = LineStart(line, n, inner);
+    const double norm = LineNorm(x, start, n, inner, epsilon);
+    double sum = 0;
+    for (int64_t k = 0; k < n; ++k) {
+      const int64_t at = start + k * inner;
+      const T diff = static_cast<T>(static_cast<double>(x[at]) / norm) - label[at];
+      sum += static_cast<double>(static_cast<T>(diff * diff));
+    }
+    line_sums[line] = sum;
+  }
+}
+
+template <typename T>
+__global__ void SumLinesKernel(const double* line_sums, int64_t lines, int64_t n, T* out) {
+  if (blockIdx.x != 0 || threadIdx.x != 0) return;
+  double total = 0;
+  for (int64_t line = 0; line < lines; ++line) total += line_sums[line];
+  out[0] = static_cast<T>(total / static_cast<double>(lines * n));
+}
+
+template <typename T>
+__global__ void L2NormSquareErrorGradKernel(const T* x, const T* label, int64_t lines, int64_t n,
+                                            int64_t inner, double epsilon, const T* dout, T* dx,
+                                            T* dlabel) {
+  const T dcost = static_cast<T>(static_cast<double>(dout[0]) / static_cast<double>(lines * n));
+  TANDEM_GRID_LOOP(line, lines) {
+    const int64_t start = LineStart(line, n, inner);
+    const double norm = LineNorm(x, start, n, inner, epsilon);
+    double dot = 0;
+    for (int64_t k = 0; k < n; ++k) {
+      const int64_t at = start + k * inner;
+      const T y = static_cast<T>(static_cast<double>(x[at]) / norm);
+      const T dy = static_cast<T>(T(2) * (y - label[at]) * dcost);
+      dot += static_cast<double>(dy) * static_cast<double>(y);
+    }
+    for (int64_t k = 0; k < n; ++k) {
+      const int64_t at = start + k * inner;
+      const T y = static_cast<T>(static_cast<double>(x[at]) / norm);
+      const T dy = static_cast<T>(T(2) * (y - label[at]) * dcost);
+      if (dx != nullptr) {
+        dx[at] = static_cast<T>((static_cast<double>(dy) - static_cast<double>(y) * dot) / norm);
+      }
+      if (dlabel != nullptr) dlabel[at] = -dy;
+    }
+  }
+}
+
 }  // namespace
+
+template <typename T>
+cudaError_t LaunchL2NormalizeSquareErrorMean(const T* x, const T* label, int64_t outer, int64_t n,
+                                             int64_t inner, double epsilon, double* line_sums,
+                                             T* out, cudaStream_t stream) {
+  const int64_t lines = outer * inner;
+  if (lines == 0 || n == 0) return cudaSuccess;
+  L2NormSquareErrorLinesKernel<T>
+      <<<Blocks(lines), kThreads, 0, stream>>>(x, label, lines, n, inner, epsilon, line_sums);
+  SumLinesKernel<T><<<1, 1, 0, stream>>>(line_sums, lines, n, out);
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t LaunchL2NormalizeSquareErrorMeanGrad(const T* x, const T* label, int64_t outer,
+                                                 int64_t n, int64_t inner, double epsilon,
+                                                 const T* dout, T* dx, T* dlabel,
+                                                 cudaStream_t stream) {
+  const int64_t lines = outer * inner;
+  if (lines == 0 || n == 0 || (dx == nullptr && dlabel == nullptr)) return cudaSuccess;
+  L2NormSquareErrorGradKernel<T><<<Blocks(lines), kThreads, 0, stream>>>(x, label, lines, n, inner,
+                                                                         epsilon, dout, dx, dlabel);
+  return cudaGetLastError();
+}
+
+#define TANDEM_INSTANTIATE_FUSED(T)                                                      \
+  template cudaError_t LaunchL2NormalizeSquareErrorMean<T>(                              \
+      const T*, const T*, int64_t, int64_t, int64_t, double, double*, T*, cudaStream_t); \
+  template cudaError_t LaunchL2NormalizeSquareErrorMeanGrad<T>(                          \
+      const T*, const T*, int64_t, int64_t, int64_t, double, const T*, T*, T*, cudaStream_t);
+TANDEM_INSTANTIATE_FUSED(float)
+TANDEM_INSTANTIATE_FUSED(double)
+#undef TANDEM_INSTANTIATE_FUSED
 
 template <typename T>
 cudaError_t LaunchSquareErrorCost(const T* x, const T* y, T* out, int64_t n, cudaStream_t stream) {
@@ -107,7 +207,7 @@ cudaError_t LaunchMeanGrad(const T* dout, T* dx, int64_t n, cudaStream_t stream)
   template cudaError_t LaunchSquareErrorCost<T>(const T*, const T*, T*, int64_t, cudaStream_t);    \
   template cudaError_t LaunchSquareErrorCostGrad<T>(const T*, const T*, const T*, T*, T*, int64_t, \
                                                     cudaStream_t);                                 \
-  template cudaError_t LaunchMean<T>(const T*, int64_t, double*, int, unsigned int*, T*,          \
+  template cudaError_t LaunchMean<T>(const T*, int64_t, double*, int, unsigned int*, T*,           \
                                      cudaStream_t);                                                \
   template cudaError_t LaunchMeanGrad<T>(const T*, T*, int64_t, cudaStream_t);
 TANDEM_INSTANTIATE(float)

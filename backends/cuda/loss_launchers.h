@@ -1,6 +1,6 @@
-// Launchers of the CUDA backend's loss kernels (square_error_cost, mean and
-// their gradients), implemented in loss_launchers.cu. Plain C++: included by
-// that .cu file and by loss_kernels.cc.
+// Launchers of the CUDA backend's loss kernels (square_error_cost, mean,
+// l2_normalize_square_error_mean and their gradients), implemented in loss_launchers.cu. Plain C++:
+// included by that .cu file and by loss_kernels.cc.
 //
 //   const int parts = MeanPartCount(n);
 //   ... a device buffer of `parts` doubles, a zeroed device counter ...
@@ -46,6 +46,28 @@ cudaError_t LaunchMean(const T* x, int64_t n, double* partials, int parts,
 // dx[i] = dout[0] / n (computed once in double, then converted to T).
 template <typename T>
 cudaError_t LaunchMeanGrad(const T* dout, T* dx, int64_t n, cudaStream_t stream);
+
+// l2_normalize_square_error_mean over the outer * inner lines of n elements
+// of x viewed as [outer, n, inner] (the normalised axis in the middle):
+// line_sums[line] = the sum over its elements of (y - label)^2 rounded to T,
+// y = x / sqrt(sum(x^2 over the line, in double) + epsilon) rounded to T,
+// then out[0] = the line sums added in line order / (lines * n), in T: the
+// host kernels' arithmetic (backends/common/l2_normalize.h), one thread per
+// line, then one thread. line_sums: outer * inner doubles.
+template <typename T>
+cudaError_t LaunchL2NormalizeSquareErrorMean(const T* x, const T* label, int64_t outer, int64_t n,
+                                             int64_t inner, double epsilon, double* line_sums,
+                                             T* out, cudaStream_t stream);
+
+// Its gradient for dout[0] (device memory): dcost = dout / (lines * n) in
+// T, dy = 2 (y - label) dcost in T, dx = (dy - y * sum(dy * y over the
+// line)) / norm and dlabel = -dy; either output may be null. One thread per
+// line.
+template <typename T>
+cudaError_t LaunchL2NormalizeSquareErrorMeanGrad(const T* x, const T* label, int64_t outer,
+                                                 int64_t n, int64_t inner, double epsilon,
+                                                 const T* dout, T* dx, T* dlabel,
+                                                 cudaStream_t stream);
 
 }  // namespace cuda
 }  // namespace tandem
