@@ -1,11 +1,13 @@
 #include "framework/runtime/executor.h"
 
 #include <atomic>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "framework/base/status_macros.h"
 #include "framework/device/device_registry.h"
+#include "framework/fusion/fuse_patterns.h"
 #include "framework/placement/program_validation.h"
 #include "framework/runtime/concurrent_run.h"
 #include "framework/runtime/execution_observer.h"
@@ -89,11 +91,35 @@ absl::StatusOr<std::unique_ptr<Plan>> Executor::Prepare(const Program& program, 
   return PrepareFor(program, scope, feeds, fetches, /*runs_once=*/false);
 }
 
-absl::StatusOr<std::unique_ptr<Plan>> Executor::PrepareFor(const Program& program,
-                                                           const Scope& scope,
+absl::StatusOr<Program> Executor::FusedProgram(const Program& program,
+                                               const std::vector<std::string>& feeds,
+                                               const std::vector<std::string>& fetches) const {
+  Program fused = program;
+  FusionOptions fusion;
+  fusion.keep.insert(feeds.begin(), feeds.end());
+  fusion.keep.insert(fetches.begin(), fetches.end());
+  fusion.has_kernels = [&](const std::string& op_device) {
+    absl::StatusOr<Place> place = op_device.empty() ? default_place_ : ParsePlace(op_device);
+    if (!place.ok()) return false;
+    for (const char* type :
+         {"l2_normalize_square_error_mean", "l2_normalize_square_error_mean_grad"}) {
+      if (!KernelRegistry::Global().HasKernel(type, place->type())) return false;
+    }
+    return true;
+  };
+  RETURN_IF_ERROR(FuseL2NormalizeSquareErrorMean(fusion, &fused).status());
+  return fused;
+}
+
+absl::StatusOr<std::unique_ptr<Plan>> Executor::PrepareFor(const Program& given, const Scope& scope,
                                                            const std::vector<std::string>& feeds,
                                                            const std::vector<std::string>& fetches,
                                                            bool runs_once) {
+  std::optional<Program> fused;
+  if (options_.fuse_patterns) {
+    ASSIGN_OR_RETURN(fused, FusedProgram(given, feeds, fetches));
+  }
+  const Program& program = fused.has_value() ? *fused : given;
   PlacerOptions popts;
   popts.default_place = default_place_;
   popts.strict = options_.strict_placement;

@@ -145,6 +145,12 @@ struct ExecutorOptions {
   // the plan in order (ExecutorOptions::in_order) and is slow; off by
   // default.
   bool check_numerics = false;
+  // Fuse known op patterns at Prepare (framework/fusion/fuse_patterns.h:
+  // l2_normalize -> square_error_cost -> mean and its backward, one op each
+  // way) where the place has the fused kernels and no feed or fetch is an
+  // intermediate. Off by default until the fused kernels are measured on
+  // every place.
+  bool fuse_patterns = false;
   // The concurrent mode's schedule trial (schedule_trial.h): after a few
   // warm-up runs of a plan, alternating phases of its runs go in program
   // order and concurrently, timed, and the faster schedule takes the rest
@@ -309,6 +315,10 @@ class Executor {
   absl::Status RunEagerly(Plan* plan, RunStats* stats, ExecutionObserver* observer, bool in_order);
   // Waits for every stream the run used; the fetches, on the host.
   absl::StatusOr<std::vector<Tensor>> FinishRun(Plan* plan, RunStats* stats, bool in_order);
+  // `program` with fuse_patterns' fusions made (a copy).
+  absl::StatusOr<Program> FusedProgram(const Program& program,
+                                       const std::vector<std::string>& feeds,
+                                       const std::vector<std::string>& fetches) const;
   // Prepare; `runs_once`: the plan is run once (Run(program)), so the
   // automatic placement budgets the one-run peak, not two runs in flight.
   absl::StatusOr<std::unique_ptr<Plan>> PrepareFor(const Program& program, const Scope& scope,

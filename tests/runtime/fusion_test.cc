@@ -65,8 +65,8 @@ Trained Train(bool fuse, bool sparse, int steps) {
   for (int step = 0; step < steps; ++step) {
     std::vector<int64_t> ids(8);
     for (int k = 0; k < 8; ++k) ids[k] = (7 * step + 3 * k) % 40;  // repeats across steps
-    absl::StatusOr<std::vector<Tensor>> out = exe.Run(
-        b.main_program(), &scope, FeedMap{{m->ids.name, Int64s(ids)}}, {m->loss.name});
+    absl::StatusOr<std::vector<Tensor>> out =
+        exe.Run(b.main_program(), &scope, FeedMap{{m->ids.name, Int64s(ids)}}, {m->loss.name});
     EXPECT_OK(out.status());
     if (!out.ok()) return t;
     t.losses.push_back(ToDoubles((*out)[0])[0]);
@@ -111,6 +111,42 @@ TEST(Fusion, TheEmbeddingLossBecomesOneOpEachWayAndTrainsTheSame) {
       EXPECT_NEAR(fast.table[i], plain.table[i], 1e-6) << i;
     }
   }
+}
+
+// ExecutorOptions::fuse_patterns fuses at Prepare, on a copy: the plan
+// holds the fused ops, the program the user built does not change, and a
+// fetched intermediate keeps its chain.
+TEST(Fusion, TheExecutorFusesAtPrepareWhenAsked) {
+  ProgramBuilder b;
+  EmbeddingConfig config;
+  config.rows = 40;
+  config.dim = 6;
+  config.batch = 8;
+  ASSERT_OK_AND_ASSIGN(EmbeddingModel m, BuildEmbeddingModel(config, &b));
+  const size_t ops = b.main_program().block().ops().size();
+  ExecutorOptions options;
+  options.fuse_patterns = true;
+  Executor exe(CPUPlace(), options);
+  Scope scope;
+  ASSERT_OK(exe.Run(b.startup_program(), &scope).status());
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Plan> plan,
+                       exe.Prepare(b.main_program(), scope, {m.ids.name}, {m.loss.name}));
+  EXPECT_EQ(b.main_program().block().ops().size(), ops);
+  EXPECT_EQ(Count(OpTypes(plan->placed().program), "l2_normalize_square_error_mean"), 1);
+  EXPECT_EQ(Count(OpTypes(plan->placed().program), "l2_normalize_square_error_mean_grad"), 1);
+  ASSERT_OK_AND_ASSIGN(
+      std::vector<Tensor> out,
+      exe.Run(plan.get(), &scope, {{m.ids.name, Int64s({1, 2, 3, 4, 5, 6, 7, 8})}}));
+  EXPECT_EQ(out.size(), 1u);
+  // The normalised rows fetched: the chain stays.
+  std::string rows;
+  for (const OpDesc& op : b.main_program().block().ops()) {
+    if (op.type == "l2_normalize") rows = op.Output("Out");
+  }
+  ASSERT_FALSE(rows.empty());
+  ASSERT_OK_AND_ASSIGN(plan, exe.Prepare(b.main_program(), scope, {m.ids.name}, {rows}));
+  EXPECT_EQ(Count(OpTypes(plan->placed().program), "l2_normalize_square_error_mean"), 0);
+  EXPECT_EQ(Count(OpTypes(plan->placed().program), "l2_normalize"), 1);
 }
 
 TEST(Fusion, KeptIntermediatesOtherGuardsAndMissingKernelsLeaveTheChain) {
