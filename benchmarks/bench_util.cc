@@ -17,6 +17,8 @@ DEFINE_bool(in_order, false,
             "in program order on the calling thread) instead of concurrently (host steps on host "
             "workers while device steps run on their streams). Rows named *_in_order are "
             "in-order either way.");
+DEFINE_bool(fuse_patterns, false,
+            "Fuse known op patterns at Prepare in every row (ExecutorOptions::fuse_patterns).");
 DEFINE_bool(profile, false,
             "Profile every row that runs (one row: --benchmark_filter) and print the profiler's "
             "report, sorted by total time, at the end; the rows' times then include the spans.");
@@ -50,6 +52,7 @@ std::vector<Place> BenchPlaces() {
 ExecutorOptions WithFlags(ExecutorOptions options) {
   options.capture_graphs |= FLAGS_cuda_graph;
   options.in_order |= FLAGS_in_order;
+  options.fuse_patterns |= FLAGS_fuse_patterns;
   return options;
 }
 

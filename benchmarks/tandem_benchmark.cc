@@ -242,7 +242,7 @@ void PrintHelpIfAsked(int argc, char** argv) {
         "  TANDEM_BENCH_ROWS (default 1000000: embedding table rows of workload1 and\n"
         "  embedding_cpu), TANDEM_BENCH_MLP_BATCH (default 4096: batch of the mlp rows)\n"
         "flags:\n");
-    for (const char* flag : {"in_order", "cuda_graph", "profile", "trace_out"}) {
+    for (const char* flag : {"in_order", "cuda_graph", "fuse_patterns", "profile", "trace_out"}) {
       gflags::CommandLineFlagInfo info;
       if (gflags::GetCommandLineFlagInfo(flag, &info)) {
         std::printf("%s\n", gflags::DescribeOneFlag(info).c_str());

@@ -22,6 +22,9 @@ DEFINE_bool(in_order, false,
             "Run each plan's steps one at a time in program order on the calling thread "
             "(ExecutorOptions::in_order, the debugging mode). Default: concurrent, host steps "
             "between device steps while the devices work through their streams.");
+DEFINE_bool(fuse_patterns, false,
+            "Fuse known op patterns at Prepare (ExecutorOptions::fuse_patterns: "
+            "l2_normalize -> square_error_cost -> mean and its backward, one op each way).");
 DEFINE_bool(check_numerics, false,
             "Stop at the first op whose output holds a NaN or an infinity, naming the op, the "
             "output and the first bad index (ExecutorOptions::check_numerics; runs in order, "
@@ -67,6 +70,7 @@ ExecutorOptions ExampleExecutorOptions(bool auto_moves_persistables) {
   options.capture_graphs = FLAGS_cuda_graph;
   options.in_order = FLAGS_in_order;
   options.check_numerics = FLAGS_check_numerics;
+  options.fuse_patterns = FLAGS_fuse_patterns;
   if (FLAGS_auto_place) options.placement_planner = ExampleAutoPlacer(auto_moves_persistables);
   return options;
 }
