@@ -62,6 +62,9 @@ class ScheduleTrial {
   // True when the next run begins a timed phase, or follows the last one:
   // the runs in flight should finish before NextRun is called.
   bool NextRunStartsPhase() const;
+  // Whether NextRun reads `now` for the next run (a trial is running or due);
+  // otherwise the caller need not read the clock.
+  bool NeedsTime() const { return options_.enabled && (!decided_ || RetimeDue()); }
   // Records that a run starts at `now` and returns the schedule it takes.
   Schedule NextRun(absl::Time now);
 
