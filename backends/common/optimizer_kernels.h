@@ -56,6 +56,19 @@
 #include "ops/optimizer/shape_fns.h"
 
 namespace tandem {
+// Calls fn with Grad's dense values as T (Param's dtype), or as bfloat16
+// or float16 (a mixed-precision gradient of a float32 Param), and returns
+// what fn returns. The host kernels and the CUDA ones (grad_scale.h) read
+// their dense gradient through it.
+template <typename T, typename Fn>
+auto WithDenseGrad(const Tensor& grad, Fn&& fn) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (grad.dtype() == DataType::kBFloat16) return fn(grad.data<bfloat16>());
+    if (grad.dtype() == DataType::kFloat16) return fn(grad.data<float16>());
+  }
+  return fn(grad.data<T>());
+}
+
 namespace optimizer_kernels_internal {
 
 using prologue::UpdateArgs;
@@ -113,17 +126,6 @@ void ForEachMergedRow(const SelectedRows& g, int64_t width, const std::vector<T*
         // reaches a split load of n + 1.
         buckets.ForEachShare(begin, end, n + 1, whole, [](int64_t, int64_t, int64_t, int64_t) {});
       });
-}
-
-// Calls fn with Grad's dense values as T (Param's dtype), or as bfloat16
-// or float16 (a mixed-precision gradient of a float32 Param).
-template <typename T, typename Fn>
-void WithDenseGrad(const Tensor& grad, Fn&& fn) {
-  if constexpr (std::is_same_v<T, float>) {
-    if (grad.dtype() == DataType::kBFloat16) return fn(grad.data<bfloat16>());
-    if (grad.dtype() == DataType::kFloat16) return fn(grad.data<float16>());
-  }
-  fn(grad.data<T>());
 }
 
 // Runs step(offset, g, len) over Param's elements: for a dense Grad on

@@ -5,7 +5,7 @@
 // argument and is applied there (sgd_launchers.h, optimizer_launchers.h):
 // no scratch copy of the gradient is made.
 //
-//   RETURN_IF_ERROR(WithDenseGrad<T>(a, [&](const auto* g) -> absl::Status {
+//   RETURN_IF_ERROR(WithDenseGrad<T>(a.grad->tensor(), [&](const auto* g) -> absl::Status {
 //     CUDA_RETURN_IF_ERROR(LaunchAdamDense<T>(param, m1, m2, g, n, GradScaleOf<T>(a), step,
 //                                             stream));
 //     return absl::OkStatus();
@@ -15,28 +15,11 @@
 #ifndef TANDEM_BACKENDS_CUDA_GRAD_SCALE_H_
 #define TANDEM_BACKENDS_CUDA_GRAD_SCALE_H_
 
-#include <type_traits>
-
-#include "absl/status/status.h"
-#include "framework/types/float16.h"
+#include "backends/common/optimizer_kernels.h"  // WithDenseGrad
 #include "ops/optimizer/prologues.h"
 
 namespace tandem {
 namespace cuda {
-
-// Calls f with a's dense Grad as a device pointer of its own type: T (the
-// Param's) or, for a float32 Param, bfloat16 or float16. Internal for any
-// other pair (the kernels' registrations and the prologue exclude them).
-template <typename T, typename F>
-absl::Status WithDenseGrad(const prologue::UpdateArgs& a, F&& f) {
-  const Tensor& grad = a.grad->tensor();
-  if (grad.dtype() == a.param->dtype()) return f(grad.data<T>());
-  if constexpr (std::is_same_v<T, float>) {
-    if (grad.dtype() == DataType::kBFloat16) return f(grad.data<bfloat16>());
-    if (grad.dtype() == DataType::kFloat16) return f(grad.data<float16>());
-  }
-  return absl::InternalError("a 16-bit Grad of a Param that is not float32");
-}
 
 // GradScale's value in T (1 when not bound), as the host kernels convert it.
 template <typename T>

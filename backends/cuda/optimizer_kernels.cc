@@ -104,7 +104,7 @@ class MomentumKernel : public OpKernel {
       T* param = a.param->data<T>();
       T* vel = velocity->data<T>();
       if (!a.sparse()) {
-        return WithDenseGrad<T>(a, [&](const auto* grad) -> absl::Status {
+        return WithDenseGrad<T>(a.grad->tensor(), [&](const auto* grad) -> absl::Status {
           CUDA_RETURN_IF_ERROR(LaunchMomentumDense<T>(param, vel, grad, a.param->NumElements(),
                                                       GradScaleOf<T>(a), step, stream));
           return absl::OkStatus();
@@ -182,7 +182,7 @@ class AdamKernel : public OpKernel {
       T* mom1 = args.m1->data<T>();
       T* mom2 = args.m2->data<T>();
       if (!a.sparse()) {
-        RETURN_IF_ERROR(WithDenseGrad<T>(a, [&](const auto* grad) -> absl::Status {
+        RETURN_IF_ERROR(WithDenseGrad<T>(a.grad->tensor(), [&](const auto* grad) -> absl::Status {
           CUDA_RETURN_IF_ERROR(LaunchAdamDense<T>(param, mom1, mom2, grad, a.param->NumElements(),
                                                   GradScaleOf<T>(a), step, stream));
           return absl::OkStatus();

@@ -58,7 +58,7 @@ class SgdKernel : public OpKernel {
     RETURN_IF_ERROR(DispatchFloat(param.dtype(), [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
       if (a.sparse()) return UpdateSparse<T>(ctx, param, a.grad->selected_rows(), learning_rate);
-      return WithDenseGrad<T>(a, [&](const auto* grad) -> absl::Status {
+      return WithDenseGrad<T>(a.grad->tensor(), [&](const auto* grad) -> absl::Status {
         CUDA_RETURN_IF_ERROR(LaunchSgdDense<T>(param.data<T>(), grad, param.NumElements(),
                                                learning_rate, GradScaleOf<T>(a),
                                                CudaStreamOf(ctx->stream())));

@@ -355,7 +355,8 @@ bool Executor::TrialRunsInOrder(Plan* plan) {
     }
   }
   const bool was_decided = trial.decided();
-  const bool in_order = trial.NextRun(absl::Now()) == Schedule::kInOrder;
+  const absl::Time now = trial.NeedsTime() ? absl::Now() : absl::InfinitePast();
+  const bool in_order = trial.NextRun(now) == Schedule::kInOrder;
   if (trial.decided() && !was_decided) {
     LOG(INFO) << "executor: a plan of " << state.steps.size() << " steps runs " << trial.Summary();
   }

@@ -19,6 +19,13 @@ ScheduleTrial::ScheduleTrial(ScheduleTrialOptions options) : options_(options) {
   options_.warmup_runs = std::max(0, options_.warmup_runs);
   options_.runs_per_phase = std::max(1, options_.runs_per_phase);
   options_.rounds = std::max(1, options_.rounds);
+  options_.retime_every_runs = std::max(0, options_.retime_every_runs);
+  warmup_ = options_.warmup_runs;
+}
+
+bool ScheduleTrial::RetimeDue() const {
+  return decided_ && options_.retime_every_runs > 0 &&
+         runs_ - decided_at_ >= options_.retime_every_runs;
 }
 
 Schedule ScheduleTrial::PhaseSchedule(int phase) {
@@ -31,17 +38,25 @@ Schedule ScheduleTrial::PhaseSchedule(int phase) {
 int ScheduleTrial::TrialRuns() const { return 2 * options_.rounds * options_.runs_per_phase; }
 
 bool ScheduleTrial::NextRunStartsPhase() const {
-  if (!options_.enabled || decided_) return false;
-  const int into = runs_ - options_.warmup_runs;
+  if (!options_.enabled) return false;
+  if (decided_) return RetimeDue();
+  const int into = Into();
   return into >= 0 && into % options_.runs_per_phase == 0;
 }
 
 Schedule ScheduleTrial::NextRun(absl::Time now) {
+  if (options_.enabled && RetimeDue()) {  // a new trial from this run, no warm-up
+    decided_ = false;
+    concurrent_.clear();
+    in_order_.clear();
+    trial_start_ = runs_;
+    warmup_ = 0;
+  }
   if (!options_.enabled || decided_) {
     ++runs_;
     return chosen_;
   }
-  const int into = runs_ - options_.warmup_runs;
+  const int into = Into();
   ++runs_;
   if (into < 0) return Schedule::kConcurrent;
   const int phase = into / options_.runs_per_phase;
@@ -76,6 +91,7 @@ void ScheduleTrial::Decide() {
   // more than the trial did.
   chosen_ = in_order_median_ < concurrent_median_ ? Schedule::kInOrder : Schedule::kConcurrent;
   phases_each_ = static_cast<int>(concurrent_.size());
+  decided_at_ = runs_;
 }
 
 std::string ScheduleTrial::Summary() const {

@@ -13,6 +13,9 @@
 //     const Schedule s = trial.NextRun(absl::Now());   // run it so
 //   trial.Summary();   // "in order: 0.710 vs 0.770 ms per run (...)"
 //
+// Every retime_every_runs runs after a decision the trial runs again (no
+// warm-up) and may switch.
+//
 // A phase is timed from the start of its first run to the start of the
 // run after its last, with the runs in flight finished before that
 // timestamp (the caller does it when NextRunStartsPhase), so each phase
@@ -47,6 +50,9 @@ struct ScheduleTrialOptions {
   // difference needs no more rounds, and each round costs runs in the
   // slower schedule. <= 0: always every round.
   double early_margin = 0.10;
+  // Runs after a decision at which the trial runs again (without warm-up),
+  // in case the machine's load changed which schedule is faster; 0: never.
+  int retime_every_runs = 10000;
 };
 
 class ScheduleTrial {
@@ -56,6 +62,9 @@ class ScheduleTrial {
   // True when the next run begins a timed phase, or follows the last one:
   // the runs in flight should finish before NextRun is called.
   bool NextRunStartsPhase() const;
+  // Whether NextRun reads `now` for the next run (a trial is running or due);
+  // otherwise the caller need not read the clock.
+  bool NeedsTime() const { return options_.enabled && (!decided_ || RetimeDue()); }
   // Records that a run starts at `now` and returns the schedule it takes.
   Schedule NextRun(absl::Time now);
 
@@ -75,6 +84,10 @@ class ScheduleTrial {
   // The schedule of phase `phase` (0-based): rounds alternate which comes first.
   static Schedule PhaseSchedule(int phase);
   int TrialRuns() const;
+  // The current trial's run index of the next run (negative in warm-up).
+  int Into() const { return runs_ - trial_start_ - warmup_; }
+  // Whether a decided trial is due to run again.
+  bool RetimeDue() const;
   // Whether the phases so far show a difference of early_margin or more.
   bool ClearlyApart() const;
   void Decide();
@@ -88,6 +101,9 @@ class ScheduleTrial {
   Schedule chosen_ = Schedule::kConcurrent;
   double concurrent_median_ = 0, in_order_median_ = 0;
   int phases_each_ = 0;  // phases timed per schedule at the decision
+  int trial_start_ = 0;  // runs before the current trial
+  int warmup_ = 0;       // the current trial's warm-up runs (the first's only)
+  int decided_at_ = 0;   // runs when the last decision was made
 };
 
 }  // namespace tandem

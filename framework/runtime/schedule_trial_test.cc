@@ -99,6 +99,41 @@ TEST(ScheduleTrialTest, PhaseStartsAreAnnouncedSoRunsInFlightFinishFirst) {
   EXPECT_EQ(starts, (std::vector<bool>{false, false, true, false, true, false, true}));
 }
 
+// After retime_every_runs runs the trial runs again (no warm-up) and
+// follows a change in which schedule is faster.
+TEST(ScheduleTrialTest, RetimesAfterItsPeriodAndFollowsAChange) {
+  ScheduleTrial trial({.enabled = true,
+                       .warmup_runs = 1,
+                       .runs_per_phase = 2,
+                       .rounds = 1,
+                       .early_margin = 0,
+                       .retime_every_runs = 5});
+  const Schedule C = Schedule::kConcurrent, I = Schedule::kInOrder;
+  std::vector<Schedule> s;
+  std::vector<bool> starts;
+  absl::Time now = absl::UnixEpoch();
+  for (int run = 0; run < 16; ++run) {
+    starts.push_back(trial.NextRunStartsPhase());
+    s.push_back(trial.NextRun(now));
+    // Concurrent runs cost 1 ms for the first 8 runs, 3 ms after; in order 2 ms.
+    now += absl::Milliseconds(s.back() == I ? 2.0 : (run < 8 ? 1.0 : 3.0));
+    if (run == 5) {
+      EXPECT_EQ(trial.Summary(),
+                "concurrent: 1.000 vs 2.000 ms per run in order (medians of 1 phase of 2 runs "
+                "each)");
+    }
+  }
+  // Warm-up, C C | I I, decided (concurrent) at run 5; runs 6-10 concurrent;
+  // run 11 starts the second trial: C C | I I, decided (in order) at run 15.
+  EXPECT_EQ(s, (std::vector<Schedule>{C, C, C, I, I, C, C, C, C, C, C, C, C, I, I, I}));
+  EXPECT_EQ(starts, (std::vector<bool>{false, true, false, true, false, true, false, false, false,
+                                       false, false, true, false, true, false, true}));
+  EXPECT_TRUE(trial.decided());
+  EXPECT_EQ(trial.chosen(), I);
+  EXPECT_EQ(trial.Summary(),
+            "in order: 2.000 vs 3.000 ms per run concurrently (medians of 1 phase of 2 runs each)");
+}
+
 TEST(ScheduleTrialTest, DisabledRunsEverythingConcurrentlyWithoutPhases) {
   ScheduleTrial trial({.enabled = false});
   const std::vector<Schedule> s = Drive(&trial, 5.0, 1.0, /*max_runs=*/200);
