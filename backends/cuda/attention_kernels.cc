@@ -1,11 +1,14 @@
-// gpu kernels of self_attention and self_attention_grad (ops/nn/attention_op.cc):
-// the products on cuBLAS's strided-batched GEMMs (tensor cores for the
-// 16-bit types, float32 sums), the softmax and the layout changes in
-// attention_launchers.cu. Per (batch, head) the forward computes the scores
-// S = scale * Q K^T into float32 scratch (float64 for float64), the
-// probabilities P, and Out = P V; only Lse is kept for the gradient, which
-// recomputes S and P. The [seq, seq] matrices are the op's scratch, freed
-// when it ends (declared through KernelDef::Scratch).
+// gpu kernels of self_attention and self_attention_grad (ops/nn/attention_op.cc).
+// The 16-bit types with heads of 16, 32, 64 or 128 columns run the fused
+// kernels of flash_attention_launchers.cu: tensor-core tiles in shared
+// memory, no [seq, seq] matrix in global memory, no scratch but the
+// gradient's row dot products. Other cases run the products on cuBLAS's
+// strided-batched GEMMs (tensor cores for the 16-bit types, float32 sums),
+// the softmax and the layout changes in attention_launchers.cu: per (batch,
+// head) the forward computes the scores S = scale * Q K^T into float32
+// scratch (float64 for float64), the probabilities P, and Out = P V. Both
+// keep only Lse for the gradient, which recomputes S and P. Scratch is
+// freed when the op ends (declared through KernelDef::Scratch).
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
@@ -13,6 +16,7 @@
 #include "backends/cuda/attention_launchers.h"
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_status.h"
+#include "backends/cuda/flash_attention_launchers.h"
 #include "backends/cuda/gemm.h"
 #include "backends/cuda/kernel_util.h"
 #include "backends/cuda/scratch.h"
@@ -64,11 +68,26 @@ absl::Status SeqProduct(KernelContext* ctx, DataType dtype, const HeadMatrices& 
   return RunGemmStrided(ctx, g, dtype, c, h.matrix());
 }
 
+// Whether the op runs the fused kernels: a 16-bit type and a head size they
+// take. Every tensor starts an allocation (256-byte aligned), so the
+// addresses' check, for the kernels' 16-byte loads, guards a broken
+// allocator only.
+bool UsesFlash(DataType dtype, int64_t head_dim, std::initializer_list<const void*> data = {}) {
+  if (!IsLowPrecisionFloat(dtype)) return false;
+  if (!FlashAttentionSupports(head_dim)) return false;
+  for (const void* p : data) {
+    if (reinterpret_cast<uintptr_t>(p) % 16 != 0) return false;
+  }
+  return true;
+}
+
 // The scratch both kernels take, in bytes (the gradient's is the larger).
 int64_t AttentionScratchBytes(const AttentionDims& d, DataType dtype, bool grad) {
   const int64_t t = SizeOf(dtype), s = SizeOf(ComputeDataType(dtype));
   const int64_t part = d.batch * d.seq * d.width, scores = d.batch * d.heads * d.seq * d.seq;
   const int64_t rows = d.batch * d.heads * d.seq;
+  // The fused kernels: the gradient's delta only.
+  if (UsesFlash(dtype, d.head_dim)) return grad ? rows * s : 0;
   // Forward: packed QKV, scores, probabilities, Out by heads.
   if (!grad) return 3 * part * t + scores * (s + t) + part * t;
   // Gradient: packed QKV, dO by heads, delta, scores (then dP), P (then dS), packed dQKV.
@@ -97,6 +116,15 @@ class SelfAttentionKernel : public OpKernel {
     const DataType dtype = a.qkv->dtype(), stats = ComputeDataType(dtype);
     const HeadMatrices h{GeometryOf(a.d)};
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
+    if (UsesFlash(dtype, a.d.head_dim, {a.qkv->raw_data(), o.out->raw_data()})) {
+      return Dispatch16BitFloat(dtype, [&](auto tag) -> absl::Status {
+        using T = typename decltype(tag)::type;
+        CUDA_RETURN_IF_ERROR(LaunchFlashAttention<T>(
+            a.qkv->data<T>(), h.g, attrs_.causal, static_cast<float>(a.d.scale), o.out->data<T>(),
+            o.lse->data<float>(), stream));
+        return absl::OkStatus();
+      });
+    }
     ASSIGN_OR_RETURN(Tensor packed, AllocateScratch(ctx, dtype, Shape({3 * h.part()}),
                                                     "query, key and value by heads"));
     ASSIGN_OR_RETURN(Tensor scores,
@@ -136,6 +164,21 @@ class SelfAttentionGradKernel : public OpKernel {
     if (dqkv->NumElements() == 0) return absl::OkStatus();
     const HeadMatrices h{GeometryOf(a.d)};
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
+    if (UsesFlash(dtype, a.d.head_dim,
+                  {a.qkv->raw_data(), a.dout->raw_data(), a.out->raw_data(), dqkv->raw_data()})) {
+      ASSIGN_OR_RETURN(Tensor delta,
+                       AllocateScratch(ctx, stats, Shape({h.g.batch * h.g.heads * h.g.seq}),
+                                       "rows of Out@GRAD . Out"));
+      return Dispatch16BitFloat(dtype, [&](auto tag) -> absl::Status {
+        using T = typename decltype(tag)::type;
+        CUDA_RETURN_IF_ERROR(LaunchAttentionRowDot<T>(a.dout->data<T>(), a.out->data<T>(), h.g,
+                                                      delta.data<float>(), stream));
+        CUDA_RETURN_IF_ERROR(LaunchFlashAttentionGrad<T>(
+            a.qkv->data<T>(), a.dout->data<T>(), a.lse->data<float>(), delta.data<float>(), h.g,
+            attrs_.causal, static_cast<float>(a.d.scale), dqkv->data<T>(), stream));
+        return absl::OkStatus();
+      });
+    }
     const Shape per_score({h.g.batch * h.g.heads, h.scores()});
     ASSIGN_OR_RETURN(Tensor packed, AllocateScratch(ctx, dtype, Shape({3 * h.part()}),
                                                     "query, key and value by heads"));
