@@ -69,7 +69,7 @@ absl::Status SeqProduct(KernelContext* ctx, DataType dtype, const HeadMatrices& 
 }
 
 // Whether the op runs the fused kernels: a 16-bit type and a head size they
-// take. Every tensor starts an allocation (256-byte aligned), so the
+// take. Every tensor starts an allocation (64-byte aligned), so the
 // addresses' check, for the kernels' 16-byte loads, guards a broken
 // allocator only.
 bool UsesFlash(DataType dtype, int64_t head_dim, std::initializer_list<const void*> data = {}) {
