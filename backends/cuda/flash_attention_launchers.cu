@@ -10,7 +10,8 @@
 // and sum (the online softmax) and rescales its unnormalised output when
 // the maximum grows. The backward recomputes the probabilities from Lse;
 // dK and dV come from a kernel over key tiles, dQ from one over query
-// tiles, so every output element has one writer and a fixed order of sums.
+// tiles, so every output element has one writer and a fixed order of sums;
+// those sums stay in the warps' registers (WMMA accumulators) until the end.
 #include <mma.h>
 
 #include <cmath>
@@ -87,35 +88,56 @@ __device__ void LoadRowStat(const float* stat, int64_t first, int64_t seq, float
   }
 }
 
-// One warp: c [16, N] (float, leading dimension ldc) = (kAccumulate ? c : 0)
-// + a [16, K] b [K, N]. a is row-major (a[i * lda + k]) or, kTransA,
-// column-major (a[k * lda + i]); b row-major (b[k * ldb + j]) or, kTransB,
-// column-major (b[j * ldb + k]).
-template <typename T, int K, int N, bool kTransA, bool kTransB, bool kAccumulate>
-__device__ void WarpProduct(const T* a, int lda, const T* b, int ldb, float* c, int ldc) {
+using Accumulator = wmma::fragment<wmma::accumulator, 16, 16, 16, float>;
+
+// One warp: acc[n] (columns 16n..16n+15 of a float [16, N] product held in
+// registers) += a [16, K] b [K, N]. a is row-major (a[i * lda + k]) or,
+// kTransA, column-major (a[k * lda + i]); b row-major (b[k * ldb + j]) or,
+// kTransB, column-major (b[j * ldb + k]). Each fragment of a is loaded once.
+template <typename T, int K, int N, bool kTransA, bool kTransB>
+__device__ void WarpMma(const T* a, int lda, const T* b, int ldb, Accumulator (&acc)[N / 16]) {
   using W = typename WmmaTypeOf<T>::type;
   using LayoutA = std::conditional_t<kTransA, wmma::col_major, wmma::row_major>;
   using LayoutB = std::conditional_t<kTransB, wmma::col_major, wmma::row_major>;
   const W* wa = reinterpret_cast<const W*>(a);
   const W* wb = reinterpret_cast<const W*>(b);
 #pragma unroll
-  for (int n = 0; n < N / 16; ++n) {
-    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
-    if (kAccumulate) {
-      wmma::load_matrix_sync(acc, c + n * 16, ldc, wmma::mem_row_major);
-    } else {
-      wmma::fill_fragment(acc, 0.f);
-    }
+  for (int k = 0; k < K / 16; ++k) {
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, W, LayoutA> fa;
+    wmma::load_matrix_sync(fa, kTransA ? wa + k * 16 * lda : wa + k * 16, lda);
 #pragma unroll
-    for (int k = 0; k < K / 16; ++k) {
-      wmma::fragment<wmma::matrix_a, 16, 16, 16, W, LayoutA> fa;
+    for (int n = 0; n < N / 16; ++n) {
       wmma::fragment<wmma::matrix_b, 16, 16, 16, W, LayoutB> fb;
-      wmma::load_matrix_sync(fa, kTransA ? wa + k * 16 * lda : wa + k * 16, lda);
       wmma::load_matrix_sync(fb, kTransB ? wb + n * 16 * ldb + k * 16 : wb + k * 16 * ldb + n * 16,
                              ldb);
-      wmma::mma_sync(acc, fa, fb, acc);
+      wmma::mma_sync(acc[n], fa, fb, acc[n]);
     }
-    wmma::store_matrix_sync(c + n * 16, acc, ldc, wmma::mem_row_major);
+  }
+}
+
+template <int N>
+__device__ void ZeroAll(Accumulator (&acc)[N]) {
+#pragma unroll
+  for (int n = 0; n < N; ++n) wmma::fill_fragment(acc[n], 0.f);
+}
+
+// One warp: c [16, N] (float in shared memory, leading dimension ldc) =
+// (kAccumulate ? c : 0) + a [16, K] b [K, N], operands as in WarpMma.
+template <typename T, int K, int N, bool kTransA, bool kTransB, bool kAccumulate>
+__device__ void WarpProduct(const T* a, int lda, const T* b, int ldb, float* c, int ldc) {
+  Accumulator acc[N / 16];
+#pragma unroll
+  for (int n = 0; n < N / 16; ++n) {
+    if (kAccumulate) {
+      wmma::load_matrix_sync(acc[n], c + n * 16, ldc, wmma::mem_row_major);
+    } else {
+      wmma::fill_fragment(acc[n], 0.f);
+    }
+  }
+  WarpMma<T, K, N, kTransA, kTransB>(a, lda, b, ldb, acc);
+#pragma unroll
+  for (int n = 0; n < N / 16; ++n) {
+    wmma::store_matrix_sync(c + n * 16, acc[n], ldc, wmma::mem_row_major);
   }
 }
 
@@ -259,20 +281,17 @@ __global__ void __launch_bounds__(kBlockThreads)
   }
 }
 
-// The tiles of both gradient kernels.
+// The tiles of both gradient kernels. Their sums (dK and dV, or dQ) stay
+// in registers.
 template <typename T, int D>
 struct GradShared {
-  static constexpr size_t kBytes =
-      4 * kTile * kHeadLd<D> * sizeof(T) + 2 * kTile * kProbLd * sizeof(T) +
-      2 * kTile * kScoreLd * sizeof(float) + 2 * kTile * kAccLd<D> * sizeof(float) +
-      2 * kTile * sizeof(float);
+  static constexpr size_t kBytes = 4 * kTile * kHeadLd<D> * sizeof(T) +
+                                   2 * kTile * kProbLd * sizeof(T) +
+                                   kTile * kScoreLd * sizeof(float) + 2 * kTile * sizeof(float);
   T *q, *k, *v, *dout;
-  T* probs;    // P [queries, keys], in T
-  T* dscores;  // dS [queries, keys], in T
-  float* scores;
-  float* dprobs;
-  float* acc0;  // dK (key kernel) or dQ (query kernel)
-  float* acc1;  // dV (key kernel)
+  T* probs;       // P [queries, keys], in T
+  T* dscores;     // dS [queries, keys], in T
+  float* scores;  // S, then dP [queries, keys]; each warp's rows stage its sums at the end
   float *row_lse, *row_delta;
   __device__ explicit GradShared(unsigned char* p) {
     q = reinterpret_cast<T*>(p);
@@ -282,53 +301,67 @@ struct GradShared {
     probs = dout + kTile * kHeadLd<D>;
     dscores = probs + kTile * kProbLd;
     scores = reinterpret_cast<float*>(dscores + kTile * kProbLd);
-    dprobs = scores + kTile * kScoreLd;
-    acc0 = dprobs + kTile * kScoreLd;
-    acc1 = acc0 + kTile * kAccLd<D>;
-    row_lse = acc1 + kTile * kAccLd<D>;
+    row_lse = scores + kTile * kScoreLd;
     row_delta = row_lse + kTile;
   }
 };
 
 // One warp's 16 query rows of the tile pair (queries q0 + row, keys k0 +
-// column): S = Q K^T and dP = dO V^T, then P = exp(scale S - lse) and dS =
-// P (dP - delta) scale, in T.
+// column): P = exp(scale Q K^T - lse) in T, then dP = dO V^T and dS = P
+// (dP - delta) scale in T, P as rounded (the products read it so).
 template <typename T, int D>
 __device__ void ScoreGrads(const GradShared<T, D>& s, int warp, int64_t q0, int64_t k0,
                            const AttentionGeometry& g, bool causal, float scale) {
-  WarpProduct<T, D, kTile, false, true, false>(s.q + warp * 16 * kHeadLd<D>, kHeadLd<D>, s.k,
-                                               kHeadLd<D>, s.scores + warp * 16 * kScoreLd,
-                                               kScoreLd);
-  WarpProduct<T, D, kTile, false, true, false>(s.dout + warp * 16 * kHeadLd<D>, kHeadLd<D>, s.v,
-                                               kHeadLd<D>, s.dprobs + warp * 16 * kScoreLd,
-                                               kScoreLd);
-  __syncwarp();
   const int lane = threadIdx.x % 32;
+  float* rows = s.scores + warp * 16 * kScoreLd;
+  WarpProduct<T, D, kTile, false, true, false>(s.q + warp * 16 * kHeadLd<D>, kHeadLd<D>, s.k,
+                                               kHeadLd<D>, rows, kScoreLd);
+  __syncwarp();
   for (int i = lane; i < 16 * kTile; i += 32) {
     const int row = warp * 16 + i / kTile, col = i % kTile;
-    const int at = row * kScoreLd + col;
     const float p = Visible(q0 + row, k0 + col, g.seq, causal)
-                        ? expf(s.scores[at] * scale - s.row_lse[row])
+                        ? expf(s.scores[row * kScoreLd + col] * scale - s.row_lse[row])
                         : 0.f;
     s.probs[row * kProbLd + col] = device::Narrow<T>(p);
+  }
+  __syncwarp();  // S read: dP takes its place
+  WarpProduct<T, D, kTile, false, true, false>(s.dout + warp * 16 * kHeadLd<D>, kHeadLd<D>, s.v,
+                                               kHeadLd<D>, rows, kScoreLd);
+  __syncwarp();
+  for (int i = lane; i < 16 * kTile; i += 32) {
+    const int row = warp * 16 + i / kTile, col = i % kTile;
+    const float p = device::Widen(s.probs[row * kProbLd + col]);
     s.dscores[row * kProbLd + col] =
-        device::Narrow<T>(p * (s.dprobs[at] - s.row_delta[row]) * scale);
+        device::Narrow<T>(p * (s.scores[row * kScoreLd + col] - s.row_delta[row]) * scale);
   }
 }
 
-// acc [kTile, D] (rows r of `head`, from row first) as T, rows past seq left out.
+// One warp: its 16 rows of a [kTile, D] sum (acc, in registers) as T into
+// rows first + first_row.. of `head`, rows past seq left out; staged 64
+// columns at a time through `stage` (the warp's own [16, kScoreLd] floats).
 template <typename T, int D>
-__device__ void StoreRows(const float* acc, int first_row, int rows, int threads, int thread,
-                          HeadRows<T> head, int64_t first, int64_t seq) {
-  for (int i = thread; i < rows * D; i += threads) {
-    const int r = first_row + i / D, c = i % D;
-    if (first + r < seq)
-      head.base[(first + r) * head.stride + c] = device::Narrow<T>(acc[r * kAccLd<D> + c]);
+__device__ void StoreWarpRows(Accumulator (&acc)[D / 16], float* stage, HeadRows<T> head,
+                              int64_t first, int first_row, int64_t seq) {
+  const int lane = threadIdx.x % 32;
+  constexpr int kColumns = D < kTile ? D : kTile;
+#pragma unroll
+  for (int c0 = 0; c0 < D; c0 += kColumns) {
+#pragma unroll
+    for (int n = 0; n < kColumns / 16; ++n) {
+      wmma::store_matrix_sync(stage + n * 16, acc[c0 / 16 + n], kScoreLd, wmma::mem_row_major);
+    }
+    __syncwarp();
+    for (int i = lane; i < 16 * kColumns; i += 32) {
+      const int r = i / kColumns, c = i % kColumns;
+      const int64_t t = first + first_row + r;
+      if (t < seq) head.base[t * head.stride + c0 + c] = device::Narrow<T>(stage[r * kScoreLd + c]);
+    }
+    __syncwarp();
   }
 }
 
 // dK and dV of one key tile (block (bh, key tile)), over the query tiles
-// that see it.
+// that see it; warp w sums keys 16w..16w+15.
 template <typename T, int D>
 __global__ void __launch_bounds__(kBlockThreads)
     FlashKeyGradKernel(const T* qkv, const T* dout, const float* lse, const float* delta,
@@ -339,7 +372,9 @@ __global__ void __launch_bounds__(kBlockThreads)
   const int warp = threadIdx.x / 32;
   LoadTile<D>(HeadOf(qkv, g, bh, 3, 1), k0, g.seq, s.k);
   LoadTile<D>(HeadOf(qkv, g, bh, 3, 2), k0, g.seq, s.v);
-  for (int i = threadIdx.x; i < 2 * kTile * kAccLd<D>; i += kBlockThreads) s.acc0[i] = 0;
+  Accumulator dk[D / 16], dv[D / 16];
+  ZeroAll(dk);
+  ZeroAll(dv);
   const int64_t query_tiles = Tiles(g.seq);
   for (int64_t qt = causal ? blockIdx.y : 0; qt < query_tiles; ++qt) {
     const int64_t q0 = qt * kTile;
@@ -351,20 +386,17 @@ __global__ void __launch_bounds__(kBlockThreads)
     __syncthreads();
     ScoreGrads(s, warp, q0, k0, g, causal, scale);
     __syncthreads();  // the products below read every query row
-    // Warp w's 16 keys: dV += P^T dO, dK += dS^T Q.
-    WarpProduct<T, kTile, D, true, false, true>(s.probs + warp * 16, kProbLd, s.dout, kHeadLd<D>,
-                                                s.acc1 + warp * 16 * kAccLd<D>, kAccLd<D>);
-    WarpProduct<T, kTile, D, true, false, true>(s.dscores + warp * 16, kProbLd, s.q, kHeadLd<D>,
-                                                s.acc0 + warp * 16 * kAccLd<D>, kAccLd<D>);
+    // dV += P^T dO, dK += dS^T Q for the warp's keys.
+    WarpMma<T, kTile, D, true, false>(s.probs + warp * 16, kProbLd, s.dout, kHeadLd<D>, dv);
+    WarpMma<T, kTile, D, true, false>(s.dscores + warp * 16, kProbLd, s.q, kHeadLd<D>, dk);
   }
-  __syncthreads();
-  StoreRows<T, D>(s.acc0, 0, kTile, kBlockThreads, threadIdx.x, HeadOf(dqkv, g, bh, 3, 1), k0,
-                  g.seq);
-  StoreRows<T, D>(s.acc1, 0, kTile, kBlockThreads, threadIdx.x, HeadOf(dqkv, g, bh, 3, 2), k0,
-                  g.seq);
+  float* stage = s.scores + warp * 16 * kScoreLd;  // only this warp writes its rows
+  StoreWarpRows<T, D>(dk, stage, HeadOf(dqkv, g, bh, 3, 1), k0, warp * 16, g.seq);
+  StoreWarpRows<T, D>(dv, stage, HeadOf(dqkv, g, bh, 3, 2), k0, warp * 16, g.seq);
 }
 
-// dQ of one query tile (block (bh, query tile)), over the key tiles it sees.
+// dQ of one query tile (block (bh, query tile)), over the key tiles it
+// sees; warp w sums queries 16w..16w+15.
 template <typename T, int D>
 __global__ void __launch_bounds__(kBlockThreads)
     FlashQueryGradKernel(const T* qkv, const T* dout, const float* lse, const float* delta,
@@ -372,12 +404,13 @@ __global__ void __launch_bounds__(kBlockThreads)
   extern __shared__ __align__(128) unsigned char shared[];
   const GradShared<T, D> s(shared);
   const int64_t bh = blockIdx.x, q0 = int64_t{blockIdx.y} * kTile;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int warp = threadIdx.x / 32;
   LoadTile<D>(HeadOf(qkv, g, bh, 3, 0), q0, g.seq, s.q);
   LoadTile<D>(HeadOf(dout, g, bh, 1, 0), q0, g.seq, s.dout);
   LoadRowStat(lse + bh * g.seq, q0, g.seq, s.row_lse);
   LoadRowStat(delta + bh * g.seq, q0, g.seq, s.row_delta);
-  for (int i = threadIdx.x; i < kTile * kAccLd<D>; i += kBlockThreads) s.acc0[i] = 0;
+  Accumulator dq[D / 16];
+  ZeroAll(dq);
   const int64_t key_tiles = KeyTilesSeen(g.seq, causal, blockIdx.y);
   for (int64_t kt = 0; kt < key_tiles; ++kt) {
     const int64_t k0 = kt * kTile;
@@ -387,13 +420,12 @@ __global__ void __launch_bounds__(kBlockThreads)
     __syncthreads();
     ScoreGrads(s, warp, q0, k0, g, causal, scale);
     __syncwarp();
-    // Warp w's 16 queries: dQ += dS K.
-    WarpProduct<T, kTile, D, false, false, true>(s.dscores + warp * 16 * kProbLd, kProbLd, s.k,
-                                                 kHeadLd<D>, s.acc0 + warp * 16 * kAccLd<D>,
-                                                 kAccLd<D>);
+    // dQ += dS K for the warp's queries.
+    WarpMma<T, kTile, D, false, false>(s.dscores + warp * 16 * kProbLd, kProbLd, s.k, kHeadLd<D>,
+                                       dq);
   }
-  __syncwarp();
-  StoreRows<T, D>(s.acc0, warp * 16, 16, 32, lane, HeadOf(dqkv, g, bh, 3, 0), q0, g.seq);
+  StoreWarpRows<T, D>(dq, s.scores + warp * 16 * kScoreLd, HeadOf(dqkv, g, bh, 3, 0), q0, warp * 16,
+                      g.seq);
 }
 
 // f(std::integral_constant<int, head_dim>) for the supported head sizes.
