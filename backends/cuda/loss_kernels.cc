@@ -117,9 +117,8 @@ class MeanGradKernel : public OpKernel {
 
 REGISTER_KERNEL(KernelDef("mean_grad", "gpu").TypeConstraint("X", kFloatTypes), MeanGradKernel);
 
-// A warp per line of the normalised axis, then one block that adds the
-// line sums (loss_launchers.h): the host kernels' arithmetic, sums in
-// another fixed order.
+// One thread per line of the normalised axis, then one that adds the line
+// sums in order (loss_launchers.h): the host kernels' arithmetic.
 class L2NormalizeSquareErrorMeanKernel : public OpKernel {
  public:
   absl::Status Init(const OpDesc& op) override { return ReadAttrs(op, &axis_, &epsilon_); }
