@@ -249,26 +249,22 @@ class L2NormalizeSquareErrorMeanKernel final : public OpKernel {
         .TypeConstraint("X", Types::DataTypes());
   }
 
-  absl::Status Init(const OpDesc& op) override {
-    ASSIGN_OR_RETURN(axis_, GetAttr<int64_t>(op.attrs, "axis", op.type));
-    ASSIGN_OR_RETURN(epsilon_, GetAttr<double>(op.attrs, "epsilon", op.type));
-    return absl::OkStatus();
-  }
+  absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const prologue::L2NormalizeSquareErrorMeanArgs a,
-                     prologue::GetL2NormalizeSquareErrorMeanArgs(ctx, axis_, /*grad=*/false));
+                     prologue::GetL2NormalizeSquareErrorMeanArgs(ctx, attrs_.axis, /*grad=*/false));
     return DispatchType(Types(), a.x->dtype(), *ctx, "X", [&](auto tag) {
       using T = typename decltype(tag)::type;
       a.out->data<T>()[0] = static_cast<T>(L2NormalizeSquareErrorMean<T, Policy>(
-          a.x->data<T>(), a.label->data<T>(), AxisLines::Around(a.x->shape(), a.axis), epsilon_));
+          a.x->data<T>(), a.label->data<T>(), AxisLines::Around(a.x->shape(), a.axis),
+          attrs_.epsilon));
       return absl::OkStatus();
     });
   }
 
  private:
-  int64_t axis_ = -1;
-  double epsilon_ = 1e-10;
+  prologue::L2NormalizeSquareErrorMeanAttrs attrs_;
 };
 
 // Its gradient: X@GRAD and Label@GRAD where bound (l2_normalize.h).
@@ -281,29 +277,24 @@ class L2NormalizeSquareErrorMeanGradKernel final : public OpKernel {
         .TypeConstraint("X", Types::DataTypes());
   }
 
-  absl::Status Init(const OpDesc& op) override {
-    ASSIGN_OR_RETURN(axis_, GetAttr<int64_t>(op.attrs, "axis", op.type));
-    ASSIGN_OR_RETURN(epsilon_, GetAttr<double>(op.attrs, "epsilon", op.type));
-    return absl::OkStatus();
-  }
+  absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const prologue::L2NormalizeSquareErrorMeanArgs a,
-                     prologue::GetL2NormalizeSquareErrorMeanArgs(ctx, axis_, /*grad=*/true));
+                     prologue::GetL2NormalizeSquareErrorMeanArgs(ctx, attrs_.axis, /*grad=*/true));
     if (a.dx == nullptr && a.dlabel == nullptr) return absl::OkStatus();
     return DispatchType(Types(), a.x->dtype(), *ctx, "X", [&](auto tag) {
       using T = typename decltype(tag)::type;
       L2NormalizeSquareErrorMeanGrad<T, Policy>(
-          a.x->data<T>(), a.label->data<T>(), AxisLines::Around(a.x->shape(), a.axis), epsilon_,
-          a.dout->data<T>()[0], a.dx == nullptr ? nullptr : a.dx->data<T>(),
+          a.x->data<T>(), a.label->data<T>(), AxisLines::Around(a.x->shape(), a.axis),
+          attrs_.epsilon, a.dout->data<T>()[0], a.dx == nullptr ? nullptr : a.dx->data<T>(),
           a.dlabel == nullptr ? nullptr : a.dlabel->data<T>());
       return absl::OkStatus();
     });
   }
 
  private:
-  int64_t axis_ = -1;
-  double epsilon_ = 1e-10;
+  prologue::L2NormalizeSquareErrorMeanAttrs attrs_;
 };
 
 // Registers every kernel above for `device_type` (see header comment).

@@ -121,17 +121,11 @@ REGISTER_KERNEL(KernelDef("mean_grad", "gpu").TypeConstraint("X", kFloatTypes), 
 // sums in order (loss_launchers.h): the host kernels' arithmetic.
 class L2NormalizeSquareErrorMeanKernel : public OpKernel {
  public:
-  absl::Status Init(const OpDesc& op) override { return ReadAttrs(op, &axis_, &epsilon_); }
-
-  static absl::Status ReadAttrs(const OpDesc& op, int64_t* axis, double* epsilon) {
-    ASSIGN_OR_RETURN(*axis, GetAttr<int64_t>(op.attrs, "axis", op.type));
-    ASSIGN_OR_RETURN(*epsilon, GetAttr<double>(op.attrs, "epsilon", op.type));
-    return absl::OkStatus();
-  }
+  absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const prologue::L2NormalizeSquareErrorMeanArgs a,
-                     prologue::GetL2NormalizeSquareErrorMeanArgs(ctx, axis_, /*grad=*/false));
+                     prologue::GetL2NormalizeSquareErrorMeanArgs(ctx, attrs_.axis, /*grad=*/false));
     const LineGeometry g = Geometry(a.x->shape(), a.axis);
     ASSIGN_OR_RETURN(
         const Tensor line_sums,
@@ -139,7 +133,7 @@ class L2NormalizeSquareErrorMeanKernel : public OpKernel {
     return DispatchFloat(a.x->dtype(), [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
       CUDA_RETURN_IF_ERROR(LaunchL2NormalizeSquareErrorMean<T>(
-          a.x->data<T>(), a.label->data<T>(), g.outer, g.n, g.inner, epsilon_,
+          a.x->data<T>(), a.label->data<T>(), g.outer, g.n, g.inner, attrs_.epsilon,
           line_sums.data<double>(), a.out->data<T>(), CudaStreamOf(ctx->stream())));
       return absl::OkStatus();
     });
@@ -157,8 +151,7 @@ class L2NormalizeSquareErrorMeanKernel : public OpKernel {
   }
 
  private:
-  int64_t axis_ = -1;
-  double epsilon_ = 1e-10;
+  prologue::L2NormalizeSquareErrorMeanAttrs attrs_;
 };
 
 // The lines' sums: one double per line of X around attr axis.
@@ -180,28 +173,25 @@ REGISTER_KERNEL(KernelDef("l2_normalize_square_error_mean", "gpu")
 
 class L2NormalizeSquareErrorMeanGradKernel : public OpKernel {
  public:
-  absl::Status Init(const OpDesc& op) override {
-    return L2NormalizeSquareErrorMeanKernel::ReadAttrs(op, &axis_, &epsilon_);
-  }
+  absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }
 
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const prologue::L2NormalizeSquareErrorMeanArgs a,
-                     prologue::GetL2NormalizeSquareErrorMeanArgs(ctx, axis_, /*grad=*/true));
+                     prologue::GetL2NormalizeSquareErrorMeanArgs(ctx, attrs_.axis, /*grad=*/true));
     const L2NormalizeSquareErrorMeanKernel::LineGeometry g =
         L2NormalizeSquareErrorMeanKernel::Geometry(a.x->shape(), a.axis);
     return DispatchFloat(a.x->dtype(), [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
       CUDA_RETURN_IF_ERROR(LaunchL2NormalizeSquareErrorMeanGrad<T>(
-          a.x->data<T>(), a.label->data<T>(), g.outer, g.n, g.inner, epsilon_, a.dout->data<T>(),
-          a.dx == nullptr ? nullptr : a.dx->data<T>(),
+          a.x->data<T>(), a.label->data<T>(), g.outer, g.n, g.inner, attrs_.epsilon,
+          a.dout->data<T>(), a.dx == nullptr ? nullptr : a.dx->data<T>(),
           a.dlabel == nullptr ? nullptr : a.dlabel->data<T>(), CudaStreamOf(ctx->stream())));
       return absl::OkStatus();
     });
   }
 
  private:
-  int64_t axis_ = -1;
-  double epsilon_ = 1e-10;
+  prologue::L2NormalizeSquareErrorMeanAttrs attrs_;
 };
 
 REGISTER_KERNEL(

@@ -60,6 +60,12 @@ absl::StatusOr<L2NormalizeSquareErrorMeanArgs> GetL2NormalizeSquareErrorMeanArgs
   return a;
 }
 
+absl::Status L2NormalizeSquareErrorMeanAttrs::Read(const OpDesc& op) {
+  ASSIGN_OR_RETURN(axis, GetAttr<int64_t>(op.attrs, "axis", op.type));
+  ASSIGN_OR_RETURN(epsilon, GetAttr<double>(op.attrs, "epsilon", op.type));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<MeanArgs> GetMeanArgs(KernelContext* ctx) {
   MeanArgs a;
   ASSIGN_OR_RETURN(a.x, ctx->InputTensor("X"));

@@ -74,6 +74,12 @@ struct L2NormalizeSquareErrorMeanArgs {
 absl::StatusOr<L2NormalizeSquareErrorMeanArgs> GetL2NormalizeSquareErrorMeanArgs(KernelContext* ctx,
                                                                                  int64_t axis,
                                                                                  bool grad);
+// The attrs both l2_normalize_square_error_mean kernels read at Init.
+struct L2NormalizeSquareErrorMeanAttrs {
+  int64_t axis = -1;
+  double epsilon = 1e-10;
+  absl::Status Read(const OpDesc& op);
+};
 
 // X and Out@GRAD ([1] of X's dtype) of mean_grad, checked, with X@GRAD
 // allocated.
