@@ -12,13 +12,14 @@
 // dK and dV come from a kernel over key tiles, dQ from one over query
 // tiles, so every output element has one writer and a fixed order of sums;
 // those sums stay in the warps' registers (WMMA accumulators) until the end.
+#include "backends/cuda/flash_attention_launchers.h"
+
 #include <mma.h>
 
 #include <cmath>
 #include <type_traits>
 
 #include "backends/cuda/device_float16.h"
-#include "backends/cuda/flash_attention_launchers.h"
 
 namespace tandem {
 namespace cuda {
