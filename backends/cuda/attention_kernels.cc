@@ -68,13 +68,14 @@ absl::Status SeqProduct(KernelContext* ctx, DataType dtype, const HeadMatrices& 
   return RunGemmStrided(ctx, g, dtype, c, h.matrix());
 }
 
-// Whether the op runs the fused kernels: a 16-bit type and a head size they
-// take. Every tensor starts an allocation (64-byte aligned), so the
+// Whether the op runs the fused kernels: a 16-bit type and a geometry they
+// take (FlashAttentionSupports). Every tensor starts an allocation (64-byte aligned), so the
 // addresses' check, for the kernels' 16-byte loads, guards a broken
 // allocator only.
-bool UsesFlash(DataType dtype, int64_t head_dim, std::initializer_list<const void*> data = {}) {
+bool UsesFlash(DataType dtype, const AttentionGeometry& g,
+               std::initializer_list<const void*> data = {}) {
   if (!IsLowPrecisionFloat(dtype)) return false;
-  if (!FlashAttentionSupports(head_dim)) return false;
+  if (!FlashAttentionSupports(g)) return false;
   for (const void* p : data) {
     if (reinterpret_cast<uintptr_t>(p) % 16 != 0) return false;
   }
@@ -87,7 +88,7 @@ int64_t AttentionScratchBytes(const AttentionDims& d, DataType dtype, bool grad)
   const int64_t part = d.batch * d.seq * d.width, scores = d.batch * d.heads * d.seq * d.seq;
   const int64_t rows = d.batch * d.heads * d.seq;
   // The fused kernels: the gradient's delta only.
-  if (UsesFlash(dtype, d.head_dim)) return grad ? rows * s : 0;
+  if (UsesFlash(dtype, GeometryOf(d))) return grad ? rows * s : 0;
   // Forward: packed QKV, scores, probabilities, Out by heads.
   if (!grad) return 3 * part * t + scores * (s + t) + part * t;
   // Gradient: packed QKV, dO by heads, delta, scores (then dP), P (then dS), packed dQKV.
@@ -116,7 +117,7 @@ class SelfAttentionKernel : public OpKernel {
     const DataType dtype = a.qkv->dtype(), stats = ComputeDataType(dtype);
     const HeadMatrices h{GeometryOf(a.d)};
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
-    if (UsesFlash(dtype, a.d.head_dim, {a.qkv->raw_data(), o.out->raw_data()})) {
+    if (UsesFlash(dtype, h.g, {a.qkv->raw_data(), o.out->raw_data()})) {
       return Dispatch16BitFloat(dtype, [&](auto tag) -> absl::Status {
         using T = typename decltype(tag)::type;
         CUDA_RETURN_IF_ERROR(LaunchFlashAttention<T>(
@@ -164,7 +165,7 @@ class SelfAttentionGradKernel : public OpKernel {
     if (dqkv->NumElements() == 0) return absl::OkStatus();
     const HeadMatrices h{GeometryOf(a.d)};
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
-    if (UsesFlash(dtype, a.d.head_dim,
+    if (UsesFlash(dtype, h.g,
                   {a.qkv->raw_data(), a.dout->raw_data(), a.out->raw_data(), dqkv->raw_data()})) {
       ASSIGN_OR_RETURN(Tensor delta,
                        AllocateScratch(ctx, stats, Shape({h.g.batch * h.g.heads * h.g.seq}),

@@ -460,15 +460,16 @@ cudaError_t LaunchTiles(Kernel kernel, size_t bytes, const AttentionGeometry& g,
 
 }  // namespace
 
-bool FlashAttentionSupports(int64_t head_dim) {
-  return head_dim == 16 || head_dim == 32 || head_dim == 64 || head_dim == 128;
+bool FlashAttentionSupports(const AttentionGeometry& g) {
+  const bool head_dim =
+      g.head_dim == 16 || g.head_dim == 32 || g.head_dim == 64 || g.head_dim == 128;
+  return head_dim && Tiles(g.seq) <= 65535 && g.batch * g.heads <= 0x7fffffff;
 }
-
 template <typename T>
 cudaError_t LaunchFlashAttention(const T* qkv, const AttentionGeometry& g, bool causal, float scale,
                                  T* out, float* lse, cudaStream_t stream) {
   if (g.batch * g.heads * g.seq == 0) return cudaSuccess;
-  if (Tiles(g.seq) > 65535 || g.batch * g.heads > 0x7fffffff) return cudaErrorInvalidConfiguration;
+  if (!FlashAttentionSupports(g)) return cudaErrorInvalidConfiguration;
   return WithHeadDim(g.head_dim, [&](auto d) {
     constexpr int D = decltype(d)::value;
     return LaunchTiles(FlashForwardKernel<T, D>, ForwardShared<T, D>::kBytes, g, stream, qkv, g,
@@ -481,7 +482,7 @@ cudaError_t LaunchFlashAttentionGrad(const T* qkv, const T* dout, const float* l
                                      const float* delta, const AttentionGeometry& g, bool causal,
                                      float scale, T* dqkv, cudaStream_t stream) {
   if (g.batch * g.heads * g.seq == 0) return cudaSuccess;
-  if (Tiles(g.seq) > 65535 || g.batch * g.heads > 0x7fffffff) return cudaErrorInvalidConfiguration;
+  if (!FlashAttentionSupports(g)) return cudaErrorInvalidConfiguration;
   return WithHeadDim(g.head_dim, [&](auto d) {
     constexpr int D = decltype(d)::value;
     const size_t bytes = GradShared<T, D>::kBytes;

@@ -7,7 +7,7 @@
 // otherwise. Plain C++: included by that .cu file and by the OpKernels.
 //
 //   AttentionGeometry g{batch, seq, heads, head_dim};
-//   if (FlashAttentionSupports(g.head_dim)) {
+//   if (FlashAttentionSupports(g)) {
 //     CUDA_RETURN_IF_ERROR(LaunchFlashAttention<bfloat16>(qkv, g, causal, scale, out, lse, s));
 //   }
 //
@@ -32,9 +32,10 @@
 namespace tandem {
 namespace cuda {
 
-// Whether the fused kernels take heads of `head_dim` columns (16, 32, 64 or
-// 128: whole tensor-core tiles, shared memory within one block's limit).
-bool FlashAttentionSupports(int64_t head_dim);
+// Whether the fused kernels take `g`: heads of 16, 32, 64 or 128 columns
+// (whole tensor-core tiles, shared memory within one block's limit) and a
+// grid that fits (batch * heads below 2^31, seq at most 65535 tiles of 64).
+bool FlashAttentionSupports(const AttentionGeometry& g);
 
 // Out = softmax(scale * Q K^T, causal mask) V per (batch, head), and Lse =
 // the log of each row's softmax denominator (scaled scores, max included).
