@@ -111,6 +111,8 @@ const std::map<std::string, OptionSetter>& OptionSetters() {
        [](ExecutorSettings* o, py::handle v) { o->executor.check_numerics = v.cast<bool>(); }},
       {"host_workers",
        [](ExecutorSettings* o, py::handle v) { o->executor.host_workers = v.cast<int>(); }},
+      {"fuse_patterns",
+       [](ExecutorSettings* o, py::handle v) { o->executor.fuse_patterns = v.cast<bool>(); }},
       {"schedule_trial", [](ExecutorSettings* o,
                             py::handle v) { o->executor.schedule_trial.enabled = v.cast<bool>(); }},
       {"feed_shapes",

@@ -11,7 +11,10 @@
 ("allow", "log", "disallow"), capture_graphs, in_order, check_numerics,
 host_workers, schedule_trial (default True: after a few runs a plan times
 its runs in order against concurrent ones and keeps the faster, shown in
-placement_table_string(); False: always concurrent), feed_shapes
+placement_table_string(); False: always concurrent), fuse_patterns
+(default False: known op chains, today l2_normalize -> square_error_cost
+-> mean and its backward, run as one op each where nothing else reads the
+intermediates; the program itself is left as it is), feed_shapes
 ({name: shape}, for the memory estimate of
 programs with -1 dims), and automatic placement: auto_placement (place
 every op without device_guard on the cpu or ``place``: the smallest

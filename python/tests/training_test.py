@@ -342,6 +342,38 @@ class ExecutorOptionsTest(unittest.TestCase):
         self.assertIn("schedule_trial", tandem.EXECUTOR_OPTIONS)
 
 
+class FusionTest(unittest.TestCase):
+    def test_fuse_patterns_runs_the_loss_chain_as_one_op_and_trains_alike(self):
+        def model():
+            ids = tandem.data("ids", [16], dtype="int64")
+            label = L.fill_constant([16, 8], "float32", 0.25)
+            emb = L.embedding(ids, size=[50, 8], is_sparse=True,
+                              param_attr=tandem.ParamAttr(name="emb_w"))
+            loss = L.mean(L.square_error_cost(L.l2_normalize(emb, axis=-1), label))
+            tandem.optimizer.SGD(0.5).minimize(loss)
+            return loss
+        ids = (np.arange(16, dtype=np.int64) * 7) % 50
+        losses, types = {}, {}
+        for fuse in (False, True):
+            main, startup, loss = build(model)
+            ops_before = [op["type"] for op in main.ops]
+            exe = tandem.Executor(tandem.SimPlace(0), fuse_patterns=fuse)
+            scope = tandem.Scope()
+            exe.run(startup, scope=scope)
+            losses[fuse] = [exe.run(main, feed={"ids": ids}, fetch_list=[loss],
+                                    scope=scope)[0][0] for _ in range(5)]
+            types[fuse] = [r.op_type for r in exe.last_plan.placement_table]
+            self.assertEqual([op["type"] for op in main.ops], ops_before)
+        self.assertIn("l2_normalize_square_error_mean", types[True])
+        self.assertIn("l2_normalize_square_error_mean_grad", types[True])
+        self.assertNotIn("l2_normalize", types[True])
+        self.assertIn("l2_normalize", types[False])
+        self.assertNotIn("l2_normalize_square_error_mean", types[False])
+        self.assertLess(losses[False][-1], losses[False][0])  # it trains
+        np.testing.assert_allclose(losses[True], losses[False], rtol=1e-6)
+        self.assertIn("fuse_patterns", tandem.EXECUTOR_OPTIONS)
+
+
 class ProfilerTest(unittest.TestCase):
     def test_report_ledger_and_advice_of_workload2(self):
         def b():
