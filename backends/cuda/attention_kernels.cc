@@ -12,6 +12,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <initializer_list>
 
 #include "backends/cuda/attention_launchers.h"
 #include "backends/cuda/cuda_device.h"
@@ -69,9 +70,9 @@ absl::Status SeqProduct(KernelContext* ctx, DataType dtype, const HeadMatrices& 
 }
 
 // Whether the op runs the fused kernels: a 16-bit type and a geometry they
-// take (FlashAttentionSupports). Every tensor starts an allocation (64-byte aligned), so the
-// addresses' check, for the kernels' 16-byte loads, guards a broken
-// allocator only.
+// take (FlashAttentionSupports). Every tensor starts an allocation (64-byte
+// aligned), so the addresses' check, for the kernels' 16-byte loads, guards
+// a broken allocator only.
 bool UsesFlash(DataType dtype, const AttentionGeometry& g,
                std::initializer_list<const void*> data = {}) {
   if (!IsLowPrecisionFloat(dtype)) return false;
