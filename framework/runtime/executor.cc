@@ -45,6 +45,7 @@ std::string Plan::PlacementTable() const {
     absl::StrAppend(&schedule, "schedule chosen by timing runs: ", s.schedule_trial.Summary(),
                     "\n");
   }
+  if (!s.fusion_summary.empty()) absl::StrAppend(&schedule, s.fusion_summary, "\n");
   return s.placed.TableString() + s.memory.ToString() + schedule;
 }
 const MemoryEstimate& Plan::MemoryEstimate() const { return state_->memory; }
@@ -93,7 +94,8 @@ absl::StatusOr<std::unique_ptr<Plan>> Executor::Prepare(const Program& program, 
 
 absl::StatusOr<Program> Executor::FusedProgram(const Program& program,
                                                const std::vector<std::string>& feeds,
-                                               const std::vector<std::string>& fetches) const {
+                                               const std::vector<std::string>& fetches,
+                                               std::string* summary) const {
   Program fused = program;
   FusionOptions fusion;
   fusion.keep.insert(feeds.begin(), feeds.end());
@@ -107,7 +109,14 @@ absl::StatusOr<Program> Executor::FusedProgram(const Program& program,
     }
     return true;
   };
-  RETURN_IF_ERROR(FuseL2NormalizeSquareErrorMean(fusion, &fused).status());
+  ASSIGN_OR_RETURN(const int chains, FuseL2NormalizeSquareErrorMean(fusion, &fused));
+  *summary =
+      chains == 0
+          ? "fused at Prepare (fuse_patterns): nothing (no chain whose intermediates only "
+            "it reads, under one device_guard, on a place with the fused kernels)"
+          : absl::StrCat("fused at Prepare (fuse_patterns): ", chains,
+                         " l2_normalize -> square_error_cost -> mean chain", chains == 1 ? "" : "s",
+                         " into l2_normalize_square_error_mean (with its gradient ops)");
   return fused;
 }
 
@@ -116,8 +125,9 @@ absl::StatusOr<std::unique_ptr<Plan>> Executor::PrepareFor(const Program& given,
                                                            const std::vector<std::string>& fetches,
                                                            bool runs_once) {
   std::optional<Program> fused;
+  std::string fusion_summary;
   if (options_.fuse_patterns) {
-    ASSIGN_OR_RETURN(fused, FusedProgram(given, feeds, fetches));
+    ASSIGN_OR_RETURN(fused, FusedProgram(given, feeds, fetches, &fusion_summary));
   }
   const Program& program = fused.has_value() ? *fused : given;
   PlacerOptions popts;
@@ -160,6 +170,7 @@ absl::StatusOr<std::unique_ptr<Plan>> Executor::PrepareFor(const Program& given,
                                   AvailableMemory(plan->state().memory)));
   RETURN_IF_ERROR(BuildPlan(&plan->state(), feeds, fetches));
   plan->state().schedule_trial = ScheduleTrial(options_.schedule_trial);
+  plan->state().fusion_summary = std::move(fusion_summary);
   return plan;
 }
 

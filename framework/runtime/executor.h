@@ -315,10 +315,12 @@ class Executor {
   absl::Status RunEagerly(Plan* plan, RunStats* stats, ExecutionObserver* observer, bool in_order);
   // Waits for every stream the run used; the fetches, on the host.
   absl::StatusOr<std::vector<Tensor>> FinishRun(Plan* plan, RunStats* stats, bool in_order);
-  // `program` with fuse_patterns' fusions made (a copy).
+  // `program` with fuse_patterns' fusions made (a copy); *summary says what
+  // was fused, for the placement table.
   absl::StatusOr<Program> FusedProgram(const Program& program,
                                        const std::vector<std::string>& feeds,
-                                       const std::vector<std::string>& fetches) const;
+                                       const std::vector<std::string>& fetches,
+                                       std::string* summary) const;
   // Prepare; `runs_once`: the plan is run once (Run(program)), so the
   // automatic placement budgets the one-run peak, not two runs in flight.
   absl::StatusOr<std::unique_ptr<Plan>> PrepareFor(const Program& program, const Scope& scope,

@@ -122,6 +122,9 @@ struct PlanState {
   // Times runs in order against concurrent ones and keeps the faster
   // (ExecutorOptions::schedule_trial; set at Prepare).
   ScheduleTrial schedule_trial;
+  // What ExecutorOptions::fuse_patterns fused, for the placement table
+  // ("" when it is off).
+  std::string fusion_summary;
   bool constants_ready = false;  // folded steps have run
   // Pipelined runs in flight (oldest first) and who runs their steps.
   std::deque<std::shared_ptr<PendingRun>> in_flight;

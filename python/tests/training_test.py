@@ -363,6 +363,8 @@ class FusionTest(unittest.TestCase):
             losses[fuse] = [exe.run(main, feed={"ids": ids}, fetch_list=[loss],
                                     scope=scope)[0][0] for _ in range(5)]
             types[fuse] = [r.op_type for r in exe.last_plan.placement_table]
+            self.assertEqual("fused at Prepare (fuse_patterns): 1 " in
+                             exe.last_plan.placement_table_string(), fuse)
             self.assertEqual([op["type"] for op in main.ops], ops_before)
         self.assertIn("l2_normalize_square_error_mean", types[True])
         self.assertIn("l2_normalize_square_error_mean_grad", types[True])

@@ -12,6 +12,7 @@
 #include "framework/runtime/executor.h"
 #include "framework/testing/status_matchers.h"
 #include "framework/testing/tensor_testutil.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "models/embedding/embedding_model.h"
 
@@ -134,6 +135,10 @@ TEST(Fusion, TheExecutorFusesAtPrepareWhenAsked) {
   EXPECT_EQ(b.main_program().block().ops().size(), ops);
   EXPECT_EQ(Count(OpTypes(plan->placed().program), "l2_normalize_square_error_mean"), 1);
   EXPECT_EQ(Count(OpTypes(plan->placed().program), "l2_normalize_square_error_mean_grad"), 1);
+  EXPECT_THAT(plan->PlacementTable(),
+              ::testing::HasSubstr("fused at Prepare (fuse_patterns): 1 l2_normalize -> "
+                                   "square_error_cost -> mean chain into "
+                                   "l2_normalize_square_error_mean (with its gradient ops)\n"));
   ASSERT_OK_AND_ASSIGN(
       std::vector<Tensor> out,
       exe.Run(plan.get(), &scope, {{m.ids.name, Int64s({1, 2, 3, 4, 5, 6, 7, 8})}}));
@@ -147,6 +152,12 @@ TEST(Fusion, TheExecutorFusesAtPrepareWhenAsked) {
   ASSERT_OK_AND_ASSIGN(plan, exe.Prepare(b.main_program(), scope, {m.ids.name}, {rows}));
   EXPECT_EQ(Count(OpTypes(plan->placed().program), "l2_normalize_square_error_mean"), 0);
   EXPECT_EQ(Count(OpTypes(plan->placed().program), "l2_normalize"), 1);
+  EXPECT_THAT(plan->PlacementTable(),
+              ::testing::HasSubstr("fused at Prepare (fuse_patterns): nothing (no chain"));
+  // Without fuse_patterns the table says nothing of fusion.
+  Executor plain(CPUPlace());
+  ASSERT_OK_AND_ASSIGN(plan, plain.Prepare(b.main_program(), scope, {m.ids.name}, {m.loss.name}));
+  EXPECT_THAT(plan->PlacementTable(), ::testing::Not(::testing::HasSubstr("fused at Prepare")));
 }
 
 TEST(Fusion, KeptIntermediatesOtherGuardsAndMissingKernelsLeaveTheChain) {
