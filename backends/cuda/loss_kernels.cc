@@ -3,6 +3,7 @@
 #include <cuda_runtime_api.h>
 
 #include "absl/strings/str_cat.h"
+#include "backends/common/axis_lines.h"
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_status.h"
 #include "backends/cuda/kernel_util.h"
@@ -126,10 +127,10 @@ class L2NormalizeSquareErrorMeanKernel : public OpKernel {
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const prologue::L2NormalizeSquareErrorMeanArgs a,
                      prologue::GetL2NormalizeSquareErrorMeanArgs(ctx, attrs_.axis, /*grad=*/false));
-    const LineGeometry g = Geometry(a.x->shape(), a.axis);
+    const AxisLines g = AxisLines::Around(a.x->shape(), a.axis);
     ASSIGN_OR_RETURN(
         const Tensor line_sums,
-        AllocateScratch(ctx, DataType::kFloat64, Shape({g.outer * g.inner}), "the lines' sums"));
+        AllocateScratch(ctx, DataType::kFloat64, Shape({g.num_lines()}), "the lines' sums"));
     return DispatchFloat(a.x->dtype(), [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
       CUDA_RETURN_IF_ERROR(LaunchL2NormalizeSquareErrorMean<T>(
@@ -137,17 +138,6 @@ class L2NormalizeSquareErrorMeanKernel : public OpKernel {
           line_sums.data<double>(), a.out->data<T>(), CudaStreamOf(ctx->stream())));
       return absl::OkStatus();
     });
-  }
-
-  // [outer, n, inner] around `axis` (NormalizeAxis'd).
-  struct LineGeometry {
-    int64_t outer = 1, n = 1, inner = 1;
-  };
-  static LineGeometry Geometry(const Shape& shape, int axis) {
-    LineGeometry g;
-    for (int d = 0; d < shape.rank(); ++d)
-      (d < axis ? g.outer : d == axis ? g.n : g.inner) *= shape.dim(d);
-    return g;
   }
 
  private:
@@ -161,9 +151,7 @@ int64_t LineSumsScratch(const OpDesc& op, const ArgMetas& in, const ArgMetas&) {
   if (x == nullptr || !axis.ok()) return 0;
   absl::StatusOr<int> a = NormalizeAxis(op.type, "X", x->shape, *axis);
   if (!a.ok()) return 0;
-  const L2NormalizeSquareErrorMeanKernel::LineGeometry g =
-      L2NormalizeSquareErrorMeanKernel::Geometry(x->shape, *a);
-  return g.outer * g.inner * static_cast<int64_t>(sizeof(double));
+  return AxisLines::Around(x->shape, *a).num_lines() * static_cast<int64_t>(sizeof(double));
 }
 
 REGISTER_KERNEL(KernelDef("l2_normalize_square_error_mean", "gpu")
@@ -178,8 +166,7 @@ class L2NormalizeSquareErrorMeanGradKernel : public OpKernel {
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const prologue::L2NormalizeSquareErrorMeanArgs a,
                      prologue::GetL2NormalizeSquareErrorMeanArgs(ctx, attrs_.axis, /*grad=*/true));
-    const L2NormalizeSquareErrorMeanKernel::LineGeometry g =
-        L2NormalizeSquareErrorMeanKernel::Geometry(a.x->shape(), a.axis);
+    const AxisLines g = AxisLines::Around(a.x->shape(), a.axis);
     return DispatchFloat(a.x->dtype(), [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
       CUDA_RETURN_IF_ERROR(LaunchL2NormalizeSquareErrorMeanGrad<T>(
