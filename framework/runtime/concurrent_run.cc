@@ -207,7 +207,11 @@ ConcurrentRun* RunScheduler::Start(PlanState::Frame* frame, RunStats* stats,
 }
 
 void RunScheduler::MakeReady(ConcurrentRun* run, int i) {
-  (step(i).is_host() ? ready_host_ : ready_device_).push_back({run, i});
+  if (step(i).is_host()) {
+    PushHost({run, i});
+  } else {
+    ready_device_.push_back({run, i});
+  }
 }
 
 void RunScheduler::Satisfy(ConcurrentRun* run, int i, bool completed) {
@@ -229,7 +233,7 @@ void RunScheduler::Satisfy(ConcurrentRun* run, int i, bool completed) {
     next->rows_pending[lookup] = 0;
     if (next->patch_waiting[lookup]) {
       next->patch_waiting[lookup] = 0;
-      ready_host_.push_back({next, lookup, /*patch=*/true});
+      PushHost({next, lookup, /*patch=*/true});
     }
   }
 }
@@ -497,7 +501,7 @@ void RunScheduler::AfterHostTask(const Task& t, const HostTaskStart& start, cons
   if (t.run->rows_pending[t.step]) {
     t.run->patch_waiting[t.step] = 1;
   } else {
-    ready_host_.push_back({t.run, t.step, /*patch=*/true});
+    PushHost({t.run, t.step, /*patch=*/true});
   }
 }
 
@@ -599,11 +603,10 @@ absl::Status RunScheduler::Wait(ConcurrentRun* run) {
                         "not run: the pipelined run before it failed: ", status.message())));
   }
   // A failed run leaves steps it never started in the queues.
-  for (std::deque<Task>* queue : {&ready_device_, &ready_host_}) {
-    queue->erase(
-        std::remove_if(queue->begin(), queue->end(), [run](const Task& t) { return t.run == run; }),
-        queue->end());
-  }
+  const auto of_run = [run](const Task& t) { return t.run == run; };
+  ready_device_.erase(std::remove_if(ready_device_.begin(), ready_device_.end(), of_run),
+                      ready_device_.end());
+  ready_host_.RemoveIf(of_run);
   return status;
 }
 

@@ -24,6 +24,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "framework/runtime/host_ready_queue.h"
 #include "framework/runtime/step_runner.h"
 
 namespace tandem {
@@ -135,7 +136,10 @@ class RunScheduler {
   const bool caller_runs_host_;
   std::mutex mu_;
   std::condition_variable caller_;  // CallerNeeded() may have become true
-  std::deque<Task> ready_device_, ready_host_;
+  std::deque<Task> ready_device_;
+  HostReadyQueue<Task> ready_host_;  // steps that feed a device first
+  // Queues host task `t` of a run (ready_host_'s order).
+  void PushHost(const Task& t) { ready_host_.Push(t, step(t.step).feeds_device); }
   std::vector<Task> watches_;  // dispatched watched steps not yet waited for (counted in flight)
   int tasks_in_flight_ = 0;    // of every run
   std::vector<std::unique_ptr<ConcurrentRun>> runs_;  // in flight, oldest first

@@ -358,6 +358,7 @@ void BuildSchedule(PlanState* plan) {
       const EdgeKind kind = Classify(pred, succ);
       succ.preds.emplace_back(i, kind);
       pred.succs.emplace_back(static_cast<int>(j), kind);
+      pred.feeds_device |= pred.is_host() && !succ.is_host();
       if (pred.is_host() || kind == EdgeKind::kStreamOrder) continue;
       pred.waits.event = true;
       pred.waits.watched |= kind == EdgeKind::kCompletion;

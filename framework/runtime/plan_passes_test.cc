@@ -294,5 +294,22 @@ TEST(BuildSchedule, HoldsAnUpdateThatNothingElseNeedsForTheCommit) {
   EXPECT_FALSE(plan.step(1).held_for_commit);
 }
 
+// A host step whose result a device step of the run reads feeds a device;
+// one read only by host steps, the device step and the last host step do not.
+TEST(BuildSchedule, MarksTheHostStepsThatFeedADevice) {
+  HandBuiltPlan plan({"w", "w16", "y", "z", "s"}, {"w"});
+  plan.Step("adam", {"w"}, {"w"})
+      .Step("cast", {"w"}, {"w16"})
+      .Step("scale", {"w16"}, {"y"}, TestDevPlace(0))
+      .Step("norm", {"w"}, {"s"})
+      .Step("sum", {"s", "y"}, {"z"});
+  plan_passes::BuildSchedule(plan.get());
+  EXPECT_FALSE(plan.step(0).feeds_device);  // feeds the cast and the norm, host steps
+  EXPECT_TRUE(plan.step(1).feeds_device);
+  EXPECT_FALSE(plan.step(2).feeds_device);  // a device step
+  EXPECT_FALSE(plan.step(3).feeds_device);
+  EXPECT_FALSE(plan.step(4).feeds_device);
+}
+
 }  // namespace
 }  // namespace tandem

@@ -213,6 +213,11 @@ struct PlanState::Step {
   } waits;
   bool WatchedIn(bool solo) const { return waits.watched || (waits.watched_pipelined && !solo); }
 
+  // A host step with a successor in its run on a device lane (a copy up, a
+  // kernel): concurrent runs start it before ready host steps that feed
+  // only the host (HostReadyQueue). Set by BuildSchedule.
+  bool feeds_device = false;
+
   bool is_host() const { return lane == Lane::kHost; }
   // The stream this step's device work goes to in the given mode.
   Stream* StreamFor(bool in_order, bool solo) const {

@@ -2,6 +2,7 @@
 // identical (training programs of the examples, random programs over cpu,
 // sim:0 and sim:1), independent host branches really running at once, and
 // errors of concurrent runs.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -16,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "backends/sim/sim_device.h"
 #include "framework/backward/optimizer.h"
@@ -510,6 +512,15 @@ class HostOpOrder : public ExecutionObserver {
     std::lock_guard<std::mutex> lock(mu_);
     ops_.push_back(e.op->type);
   }
+  // How many times `pattern` occurs in the order, as consecutive host ops.
+  int Count(const std::vector<std::string>& pattern) {
+    std::lock_guard<std::mutex> lock(mu_);
+    int count = 0;
+    for (size_t i = 0; i + pattern.size() <= ops_.size(); ++i) {
+      count += std::equal(pattern.begin(), pattern.end(), ops_.begin() + i);
+    }
+    return count;
+  }
   // How many sparse updates (sgd) began after the next step's lookup had
   // begun: more lookups than updates so far, counting this one.
   int UpdatesWithTheNextLookupAhead() {
@@ -527,6 +538,42 @@ class HostOpOrder : public ExecutionObserver {
   std::mutex mu_;
   std::vector<std::string> ops_;
 };
+
+// Host steps that feed a device start before those that feed only the
+// host (HostReadyQueue). The updates of host-resident weights are held for
+// the commit and released together; the next run's host scale of the first
+// updated weight (a copy up and the device's matmul wait for it) begins
+// before the run before's remaining updates, and the values stay exact.
+TEST(Pipelining, HostStepsThatFeedADeviceOvertakeTheUpdatesOfTheRunBefore) {
+  ProgramBuilder b;
+  Var h = b.Data("x", DataType::kFloat32, Shape({4, 8}));
+  std::vector<Var> scaled;
+  {
+    auto guard = b.device_guard("cpu");
+    for (int i = 0; i < 4; ++i) {
+      Var w = b.CreateParameter(absl::StrCat("w", i), DataType::kFloat32, Shape({8, 8}));
+      scaled.push_back(b.Scale(w, 0.5));
+    }
+  }
+  for (Var w : scaled) h = b.Tanh(b.Matmul(h, w));
+  Var loss = b.Mean(h);
+  SGD sgd(0.1);
+  ASSERT_OK(sgd.Minimize(&b, loss));
+  std::mt19937 rng(7);
+  std::vector<Tensor> batches;
+  for (int i = 0; i < 6; ++i) batches.push_back(Floats(Shape({4, 8}), &rng));
+  auto feeds = [&](int step) { return FeedMap{{"x", batches[step]}}; };
+  const Trajectory expected = Train(b, kSim0, Mode::kInOrder, {"x"}, {loss.name}, feeds, 6);
+  HostOpOrder order;
+  SetExecutionObserver(&order);
+  const Trajectory got = Train(b, kSim0, Mode::kPipelined, {"x"}, {loss.name}, feeds, 6);
+  SetExecutionObserver(nullptr);
+  ExpectSameTrajectory(expected, got);
+  // sgd, scale, sgd: a scale of the next run between two updates of one
+  // run. In ready order (first come, first served) the four updates of a
+  // run would all begin before the next run's first scale.
+  EXPECT_GE(order.Count({"sgd", "scale", "sgd"}), 4);  // runs 1..4 at least
+}
 
 // Workload 1 pipelined: the lookup of step n + 1 does not wait for step n's
 // sparse update (only for the rows it writes), and the table after 6 steps
