@@ -118,8 +118,9 @@ class MeanGradKernel : public OpKernel {
 
 REGISTER_KERNEL(KernelDef("mean_grad", "gpu").TypeConstraint("X", kFloatTypes), MeanGradKernel);
 
-// One thread per line of the normalised axis, then one that adds the line
-// sums in order (loss_launchers.h): the host kernels' arithmetic.
+// A warp per line of the normalised axis, then one block that adds the
+// line sums (loss_launchers.h): the host kernels' arithmetic, sums in
+// another fixed order.
 class L2NormalizeSquareErrorMeanKernel : public OpKernel {
  public:
   absl::Status Init(const OpDesc& op) override { return attrs_.Read(op); }

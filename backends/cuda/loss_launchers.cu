@@ -1,4 +1,5 @@
 // square_error_cost and mean kernels. See loss_launchers.h.
+#include "backends/cuda/device_lines.h"
 #include "backends/cuda/device_reduce.h"
 #include "backends/cuda/loss_launchers.h"
 
@@ -65,62 +66,78 @@ __global__ void MeanGradKernel(const T* dout, T* dx, int64_t n) {
   TANDEM_GRID_LOOP(i, n) { dx[i] = g; }
 }
 
-// Offset of element 0 of line `line` of [outer, n, inner].
-__device__ __forceinline__ int64_t LineStart(int64_t line, int64_t n, int64_t inner) {
-  return (line / inner) * n * inner + line % inner;
-}
+// The fused l2_normalize -> square_error_cost -> mean, forward and
+// backward: each line (of n elements `inner` apart) is reduced by a warp, a
+// block or a thread (device_lines.h), its sums in double.
 
-// sqrt(sum(x^2 over the line) + epsilon), the sum in double.
-template <typename T>
-__device__ double LineNorm(const T* x, int64_t start, int64_t n, int64_t inner, double epsilon) {
+// sqrt(sum(x^2 over the line) + epsilon), over the group.
+template <typename T, typename G>
+__device__ double LineNorm(const T* x, int64_t start, int64_t n, int64_t inner, double epsilon,
+                           const G& g) {
   double sum = 0;
-  for (int64_t k = 0; k < n; ++k) {
+  for (int64_t k = g.first; k < n; k += g.step) {
     const double v = static_cast<double>(x[start + k * inner]);
     sum += v * v;
   }
-  return sqrt(sum + epsilon);
+  return sqrt(g.Sum(sum) + epsilon);
 }
 
+// line_sums[line] = the line's sum of (x / norm - label)^2, each term rounded in T.
 template <typename T>
-__global__ void L2NormSquareErrorLinesKernel(const T* x, const T* label, int64_t lines, int64_t n,
-                                             int64_t inner, double epsilon, double* line_sums) {
-  TANDEM_GRID_LOOP(line, lines) {
-    const int64_t start = LineStart(line, n, inner);
-    const double norm = LineNorm(x, start, n, inner, epsilon);
+struct L2NormSquareErrorLine {
+  const T* x;
+  const T* label;
+  int64_t n, inner;
+  double epsilon;
+  double* line_sums;
+  template <typename G>
+  __device__ void operator()(int64_t line, const G& g) const {
+    const int64_t start = device::LineStart(line, n, inner);
+    const double norm = LineNorm(x, start, n, inner, epsilon, g);
     double sum = 0;
-    for (int64_t k = 0; k < n; ++k) {
+    for (int64_t k = g.first; k < n; k += g.step) {
       const int64_t at = start + k * inner;
       const T diff = static_cast<T>(static_cast<double>(x[at]) / norm) - label[at];
       sum += static_cast<double>(static_cast<T>(diff * diff));
     }
-    line_sums[line] = sum;
+    sum = g.Sum(sum);
+    if (g.first == 0) line_sums[line] = sum;
   }
-}
+};
 
+// out[0] = the lines' sums' total / (lines * n): one block, in a fixed order.
 template <typename T>
 __global__ void SumLinesKernel(const double* line_sums, int64_t lines, int64_t n, T* out) {
-  if (blockIdx.x != 0 || threadIdx.x != 0) return;
   double total = 0;
-  for (int64_t line = 0; line < lines; ++line) total += line_sums[line];
-  out[0] = static_cast<T>(total / static_cast<double>(lines * n));
+  for (int64_t line = threadIdx.x; line < lines; line += blockDim.x) total += line_sums[line];
+  total = BlockSum(total);
+  if (threadIdx.x == 0) out[0] = static_cast<T>(total / static_cast<double>(lines * n));
 }
 
+// dx and dlabel of the line, from the mean's gradient dout[0].
 template <typename T>
-__global__ void L2NormSquareErrorGradKernel(const T* x, const T* label, int64_t lines, int64_t n,
-                                            int64_t inner, double epsilon, const T* dout, T* dx,
-                                            T* dlabel) {
-  const T dcost = static_cast<T>(static_cast<double>(dout[0]) / static_cast<double>(lines * n));
-  TANDEM_GRID_LOOP(line, lines) {
-    const int64_t start = LineStart(line, n, inner);
-    const double norm = LineNorm(x, start, n, inner, epsilon);
+struct L2NormSquareErrorGradLine {
+  const T* x;
+  const T* label;
+  int64_t lines, n, inner;
+  double epsilon;
+  const T* dout;
+  T* dx;
+  T* dlabel;
+  template <typename G>
+  __device__ void operator()(int64_t line, const G& g) const {
+    const T dcost = static_cast<T>(static_cast<double>(dout[0]) / static_cast<double>(lines * n));
+    const int64_t start = device::LineStart(line, n, inner);
+    const double norm = LineNorm(x, start, n, inner, epsilon, g);
     double dot = 0;
-    for (int64_t k = 0; k < n; ++k) {
+    for (int64_t k = g.first; k < n; k += g.step) {
       const int64_t at = start + k * inner;
       const T y = static_cast<T>(static_cast<double>(x[at]) / norm);
       const T dy = static_cast<T>(T(2) * (y - label[at]) * dcost);
       dot += static_cast<double>(dy) * static_cast<double>(y);
     }
-    for (int64_t k = 0; k < n; ++k) {
+    dot = g.Sum(dot);
+    for (int64_t k = g.first; k < n; k += g.step) {
       const int64_t at = start + k * inner;
       const T y = static_cast<T>(static_cast<double>(x[at]) / norm);
       const T dy = static_cast<T>(T(2) * (y - label[at]) * dcost);
@@ -130,7 +147,7 @@ __global__ void L2NormSquareErrorGradKernel(const T* x, const T* label, int64_t 
       if (dlabel != nullptr) dlabel[at] = -dy;
     }
   }
-}
+};
 
 }  // namespace
 
@@ -140,9 +157,10 @@ cudaError_t LaunchL2NormalizeSquareErrorMean(const T* x, const T* label, int64_t
                                              T* out, cudaStream_t stream) {
   const int64_t lines = outer * inner;
   if (lines == 0 || n == 0) return cudaSuccess;
-  L2NormSquareErrorLinesKernel<T>
-      <<<Blocks(lines), kThreads, 0, stream>>>(x, label, lines, n, inner, epsilon, line_sums);
-  SumLinesKernel<T><<<1, 1, 0, stream>>>(line_sums, lines, n, out);
+  const cudaError_t e = device::LaunchLines(
+      L2NormSquareErrorLine<T>{x, label, n, inner, epsilon, line_sums}, lines, n, inner, stream);
+  if (e != cudaSuccess) return e;
+  SumLinesKernel<T><<<1, kThreads, 0, stream>>>(line_sums, lines, n, out);
   return cudaGetLastError();
 }
 
@@ -153,9 +171,9 @@ cudaError_t LaunchL2NormalizeSquareErrorMeanGrad(const T* x, const T* label, int
                                                  cudaStream_t stream) {
   const int64_t lines = outer * inner;
   if (lines == 0 || n == 0 || (dx == nullptr && dlabel == nullptr)) return cudaSuccess;
-  L2NormSquareErrorGradKernel<T><<<Blocks(lines), kThreads, 0, stream>>>(x, label, lines, n, inner,
-                                                                         epsilon, dout, dx, dlabel);
-  return cudaGetLastError();
+  return device::LaunchLines(
+      L2NormSquareErrorGradLine<T>{x, label, lines, n, inner, epsilon, dout, dx, dlabel}, lines, n,
+      inner, stream);
 }
 
 #define TANDEM_INSTANTIATE_FUSED(T)                                                      \

@@ -51,9 +51,11 @@ cudaError_t LaunchMeanGrad(const T* dout, T* dx, int64_t n, cudaStream_t stream)
 // of x viewed as [outer, n, inner] (the normalised axis in the middle):
 // line_sums[line] = the sum over its elements of (y - label)^2 rounded to T,
 // y = x / sqrt(sum(x^2 over the line, in double) + epsilon) rounded to T,
-// then out[0] = the line sums added in line order / (lines * n), in T: the
-// host kernels' arithmetic (backends/common/l2_normalize.h), one thread per
-// line, then one thread. line_sums: outer * inner doubles.
+// then out[0] = the line sums' total / (lines * n), in T: the host kernels'
+// arithmetic (backends/common/l2_normalize.h) with the sums in another
+// order (each line reduced by a warp, device_lines.h, then one block adds
+// the line sums; the same order on every run). line_sums: outer * inner
+// doubles.
 template <typename T>
 cudaError_t LaunchL2NormalizeSquareErrorMean(const T* x, const T* label, int64_t outer, int64_t n,
                                              int64_t inner, double epsilon, double* line_sums,
@@ -61,8 +63,8 @@ cudaError_t LaunchL2NormalizeSquareErrorMean(const T* x, const T* label, int64_t
 
 // Its gradient for dout[0] (device memory): dcost = dout / (lines * n) in
 // T, dy = 2 (y - label) dcost in T, dx = (dy - y * sum(dy * y over the
-// line)) / norm and dlabel = -dy; either output may be null. One thread per
-// line.
+// line)) / norm and dlabel = -dy; either output may be null. A warp per
+// line (device_lines.h).
 template <typename T>
 cudaError_t LaunchL2NormalizeSquareErrorMeanGrad(const T* x, const T* label, int64_t outer,
                                                  int64_t n, int64_t inner, double epsilon,
