@@ -142,18 +142,6 @@ __device__ void WarpProduct(const T* a, int lda, const T* b, int ldb, float* c, 
   }
 }
 
-__device__ __forceinline__ float WarpMax(float v) {
-#pragma unroll
-  for (int offset = 16; offset > 0; offset /= 2) v = fmaxf(v, __shfl_xor_sync(~0u, v, offset));
-  return v;
-}
-
-__device__ __forceinline__ float WarpSum(float v) {
-#pragma unroll
-  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(~0u, v, offset);
-  return v;
-}
-
 // Whether query qi sees key kj.
 __device__ __forceinline__ bool Visible(int64_t qi, int64_t kj, int64_t seq, bool causal) {
   return qi < seq && kj < seq && (!causal || kj <= qi);
@@ -199,36 +187,36 @@ struct ForwardShared {
 template <typename T, int D>
 __device__ void OnlineSoftmax(const ForwardShared<T, D>& s, int warp, int64_t q0, int64_t k0,
                               const AttentionGeometry& g, bool causal, float scale) {
+  // Two lanes a row, 32 columns each: one shuffle per reduction. Each lane
+  // starts at column `lane` of its half and wraps, so that at every step
+  // the 32 lanes read 32 different banks.
   const int lane = threadIdx.x % 32;
-  for (int r = 0; r < 16; ++r) {
-    const int row = warp * 16 + r;
-    float x[2];
-    bool seen[2];
-    float top = -INFINITY;
-#pragma unroll
-    for (int j = 0; j < 2; ++j) {
-      const int col = lane + 32 * j;
-      seen[j] = Visible(q0 + row, k0 + col, g.seq, causal);
-      x[j] = seen[j] ? s.scores[row * kScoreLd + col] * scale : -INFINITY;
-      top = fmaxf(top, x[j]);
-    }
-    top = WarpMax(top);
-    const float old_max = s.row_max[row], new_max = fmaxf(old_max, top);
-    const float base = new_max == -INFINITY ? 0.f : new_max;
-    float sum = 0;
-#pragma unroll
-    for (int j = 0; j < 2; ++j) {
-      const float p = seen[j] ? expf(x[j] - base) : 0.f;
-      s.probs[row * kProbLd + lane + 32 * j] = device::Narrow<T>(p);
-      sum += p;
-    }
-    sum = WarpSum(sum);
-    if (lane == 0) {
-      const float rescale = expf(old_max - base);
-      s.row_rescale[row] = rescale;
-      s.row_sum[row] = s.row_sum[row] * rescale + sum;
-      s.row_max[row] = new_max;
-    }
+  const int row = warp * 16 + lane / 2, half = (lane % 2) * (kTile / 2);
+  const float* x = s.scores + row * kScoreLd + half;
+  T* p = s.probs + row * kProbLd + half;
+  const int64_t query = q0 + row, first_key = k0 + half;
+  float top = -INFINITY;
+  for (int j = 0; j < kTile / 2; ++j) {
+    const int c = (j + lane) % (kTile / 2);
+    if (Visible(query, first_key + c, g.seq, causal)) top = fmaxf(top, x[c] * scale);
+  }
+  top = fmaxf(top, __shfl_xor_sync(~0u, top, 1));
+  const float old_max = s.row_max[row], new_max = fmaxf(old_max, top);
+  const float base = new_max == -INFINITY ? 0.f : new_max;
+  float sum = 0;
+  for (int j = 0; j < kTile / 2; ++j) {
+    const int c = (j + lane) % (kTile / 2);
+    const float e = Visible(query, first_key + c, g.seq, causal) ? expf(x[c] * scale - base) : 0.f;
+    p[c] = device::Narrow<T>(e);
+    sum += e;
+  }
+  sum += __shfl_xor_sync(~0u, sum, 1);
+  __syncwarp();  // both lanes of the row have read its old maximum
+  if (half == 0) {
+    const float rescale = expf(old_max - base);
+    s.row_rescale[row] = rescale;
+    s.row_sum[row] = s.row_sum[row] * rescale + sum;
+    s.row_max[row] = new_max;
   }
 }
 
