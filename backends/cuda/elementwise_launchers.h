@@ -42,7 +42,8 @@ cudaError_t LaunchRepeatRow(const T* row, int64_t rows, int64_t n, T* out, cudaS
 
 // out[i] = static_cast<To>(x[i]); to bool: x[i] != 0; from bool: 0 or 1;
 // to bfloat16 / float16 rounds once to nearest even, bit for bit as the
-// host (float16.h; a NaN stays a NaN, its payload may differ).
+// host (float16.h; a NaN stays a NaN, its payload may differ). Eight
+// elements a thread where both tensors are aligned to eight elements.
 template <typename From, typename To>
 cudaError_t LaunchCast(const From* x, To* out, int64_t n, cudaStream_t stream);
 
