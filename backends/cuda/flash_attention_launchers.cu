@@ -17,7 +17,10 @@
 #include <mma.h>
 
 #include <cmath>
+#include <mutex>
+#include <set>
 #include <type_traits>
+#include <utility>
 
 #include "backends/cuda/device_float16.h"
 
@@ -434,12 +437,27 @@ cudaError_t WithHeadDim(int64_t head_dim, F&& f) {
   }
 }
 
+// Lets `kernel` take `bytes` of dynamic shared memory on the current device,
+// once per (kernel, device): the runtime call can wait for copies in flight,
+// which must keep overlapping with the kernels. Thread-safe.
+cudaError_t AllowSharedMemory(const void* kernel, size_t bytes) {
+  static std::mutex* mu = new std::mutex;
+  static auto* allowed = new std::set<std::pair<const void*, int>>;
+  int device = 0;
+  cudaError_t e = cudaGetDevice(&device);
+  if (e != cudaSuccess) return e;
+  std::lock_guard<std::mutex> lock(*mu);
+  if (allowed->count({kernel, device}) > 0) return cudaSuccess;
+  e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes));
+  if (e == cudaSuccess) allowed->insert({kernel, device});
+  return e;
+}
+
 // Launches kernel over (batch * heads, tiles) blocks with `bytes` of shared memory.
 template <typename Kernel, typename... Args>
 cudaError_t LaunchTiles(Kernel kernel, size_t bytes, const AttentionGeometry& g,
                         cudaStream_t stream, Args... args) {
-  const cudaError_t e =
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes));
+  const cudaError_t e = AllowSharedMemory(reinterpret_cast<const void*>(kernel), bytes);
   if (e != cudaSuccess) return e;
   const dim3 grid(static_cast<unsigned>(g.batch * g.heads), static_cast<unsigned>(Tiles(g.seq)));
   kernel<<<grid, kBlockThreads, bytes, stream>>>(args...);
