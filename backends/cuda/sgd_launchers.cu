@@ -109,6 +109,58 @@ __global__ void SgdSortedRowsKernel(T* param, const T* value, int64_t width, T n
   }
 }
 
+// Gradients of at most kScanItems rows, each at most kScanWidth wide, are
+// applied by one launch without sorting (SgdScanRowsKernel): one warp per
+// position finds, 32 positions at a time, whether an earlier position holds
+// its row (then it has nothing to do), and otherwise applies every position
+// of its row in increasing order, its columns spread over the lanes: the
+// order of the sorted paths, so the same bits. About n * n / 64 comparisons
+// on average, a few microseconds for a training batch.
+constexpr int kScanItems = 4096;
+constexpr int kScanColumnsPerLane = 8;
+constexpr int64_t kScanWidth = 32 * kScanColumnsPerLane;
+constexpr int kScanWarpsPerBlock = 8;
+
+template <typename T>
+__global__ void __launch_bounds__(32 * kScanWarpsPerBlock)
+    SgdScanRowsKernel(T* param, const T* value, int64_t width, T neg_lr, const int64_t* rows,
+                      int32_t n) {
+  const int lane = threadIdx.x % 32;
+  const int32_t i = blockIdx.x * kScanWarpsPerBlock + threadIdx.x / 32;
+  if (i >= n) return;  // the whole warp
+  const int64_t row = rows[i];
+  for (int32_t base = 0; base < i; base += 32) {
+    const int32_t j = base + lane;
+    if (__any_sync(~0u, j < i && rows[j] == row)) return;  // the earlier position applies it
+  }
+  T* p = param + row * width;
+  T acc[kScanColumnsPerLane];
+#pragma unroll
+  for (int c = 0; c < kScanColumnsPerLane; ++c) {
+    const int64_t col = c * 32 + lane;
+    acc[c] = col < width ? p[col] : T(0);
+  }
+  for (int32_t base = i; base < n; base += 32) {
+    const int32_t j = base + lane;
+    unsigned match = __ballot_sync(~0u, j < n && rows[j] == row);
+    while (match != 0) {  // the row's positions among these 32, in increasing order
+      const int64_t at = base + __ffs(match) - 1;
+      match &= match - 1;
+      const T* v = value + at * width;
+#pragma unroll
+      for (int c = 0; c < kScanColumnsPerLane; ++c) {
+        const int64_t col = c * 32 + lane;
+        if (col < width) acc[c] = MulAdd(neg_lr, v[col], acc[c]);
+      }
+    }
+  }
+#pragma unroll
+  for (int c = 0; c < kScanColumnsPerLane; ++c) {
+    const int64_t col = c * 32 + lane;
+    if (col < width) p[col] = acc[c];
+  }
+}
+
 // Bits a row id below `height` can have set (at least one: CUB sorts
 // nothing in an empty bit range).
 int KeyBits(int64_t height) {
@@ -196,6 +248,12 @@ cudaError_t LaunchSgdSparse(T* param, const T* value, int64_t width, float lr, c
   if (e != cudaSuccess) return e;
   if (w.total_bytes > workspace_bytes) return cudaErrorInvalidValue;
   const int64_t total = int64_t{n} * width;
+  if (n <= kScanItems && width <= kScanWidth) {
+    const int blocks = (n + kScanWarpsPerBlock - 1) / kScanWarpsPerBlock;
+    SgdScanRowsKernel<T><<<blocks, 32 * kScanWarpsPerBlock, 0, stream>>>(
+        param, value, width, -static_cast<T>(lr), rows, n);
+    return cudaGetLastError();
+  }
   if (n <= kBlockSortItems && KeyBits(height) <= 32) {
     // sorted_rows' n words hold the 32-bit keys.
     uint32_t* sorted_rows = reinterpret_cast<uint32_t*>(w.sorted_rows);

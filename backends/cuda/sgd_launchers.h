@@ -68,9 +68,11 @@ cudaError_t SgdSparseWorkspaceBytes(int64_t n, int64_t height, int64_t* bytes);
 // device: rows[0, n) (device int64, each in [0, height), checked by the
 // caller) are radix-sorted with their positions (CUB, stable, only the bits
 // that height needs) and one launch of n * width threads applies each
-// group of equal rows, without the host waiting. Up to 4096 rows (ids
-// below 2^32) one block sorts them (two launches in all); more go through
-// CUB's device-wide sort, a run-length encoding and a scan:
+// group of equal rows, without the host waiting. Up to 4096 rows of at
+// most 256 columns, one launch finds each row's positions by comparing ids
+// (no sort); up to 4096 wider rows (ids below 2^32) one block sorts them
+// (two launches in all); more go through CUB's device-wide sort, a
+// run-length encoding and a scan. Every path applies the same order:
 //   for each table row r of the gradient, each column j < width:
 //     p = param[r * width + j];
 //     for each position q with rows[q] == r, increasing: p = fma(-lr, value[q * width + j], p);

@@ -758,7 +758,8 @@ void CheckSparseSgd(const Shape& param_shape, const std::vector<int64_t>& rows) 
 TEST_P(CrossPlace, SgdSparseRowSetsOfEveryBatchMatchCpuBitwise) {
   const int64_t height = 70001;  // room for 65536 distinct rows; ids need 17 bits
   const Shape param_shape({height, 3});
-  // 4096 rows and fewer are grouped by one block on the gpu, more by a device-wide sort.
+  // On the gpu 4096 rows and fewer of at most 256 columns are grouped by comparing ids,
+  // wider ones by one block's sort, more rows by a device-wide sort.
   for (const int64_t batch : {1, 2, 7, 4096, 4097, 65536}) {
     std::vector<int64_t> all_same(batch, 12345), distinct(batch), random(batch), padding(batch);
     uint64_t state = 88172645463325252ull + static_cast<uint64_t>(batch);
@@ -783,6 +784,10 @@ TEST_P(CrossPlace, SgdSparseRowSetsOfEveryBatchMatchCpuBitwise) {
   // A one-row table (a one-bit key) and rows longer than a block of threads.
   CheckSparseSgd<float>(Shape({1, 5}), std::vector<int64_t>(300, 0));
   CheckSparseSgd<double>(Shape({3, 700}), {2, 0, 2, 1, 2});
+  // 4096 rows of 300 columns (wider than the comparing path takes), repeats among them.
+  std::vector<int64_t> wide(4096);
+  for (int64_t i = 0; i < 4096; ++i) wide[i] = (i * 7919) % 3001;
+  CheckSparseSgd<float>(Shape({3001, 300}), wide);
 }
 
 TEST_P(CrossPlace, SgdBadSparseGradientsAreInvalidArgument) {
