@@ -108,17 +108,31 @@ __global__ void ParamPartialsKernel(const T* x, const T* mean, const T* var, con
   }
 }
 
+// A warp per column j: lane l adds chunks l, l + 32, ... in order, then the
+// warp adds the lanes' sums (a fixed tree): the same sums on every run, and
+// every chunk read by a thread of its own instead of one thread per column
+// walking all of them (3 blocks of threads for 768 columns, each waiting on
+// one load per chunk).
+constexpr int kFinalWarpsPerBlock = kThreads / 32;
+
 template <typename T>
 __global__ void ParamFinalKernel(const double* partials, int64_t chunks, int64_t cols, T* dscale,
                                  T* dbias) {
-  TANDEM_GRID_LOOP(j, cols) {
+  const int lane = threadIdx.x % 32;
+  const int64_t warps = int64_t{gridDim.x} * kFinalWarpsPerBlock;
+  for (int64_t j = int64_t{blockIdx.x} * kFinalWarpsPerBlock + threadIdx.x / 32; j < cols;
+       j += warps) {  // the whole warp takes the same columns
     double s = 0, b = 0;
-    for (int64_t c = 0; c < chunks; ++c) {
+    for (int64_t c = lane; c < chunks; c += 32) {
       s += partials[c * cols + j];
       b += partials[(chunks + c) * cols + j];
     }
-    if (dscale != nullptr) dscale[j] = static_cast<T>(s);
-    if (dbias != nullptr) dbias[j] = static_cast<T>(b);
+    s = device::WarpSum(s);
+    b = device::WarpSum(b);
+    if (lane == 0) {
+      if (dscale != nullptr) dscale[j] = static_cast<T>(s);
+      if (dbias != nullptr) dbias[j] = static_cast<T>(b);
+    }
   }
 }
 
@@ -156,7 +170,8 @@ cudaError_t LaunchLayerNormParamGrads(const T* x, const T* mean, const T* var, c
   if (cols == 0) return cudaSuccess;
   ParamPartialsKernel<T><<<Blocks(chunks * cols), kThreads, 0, stream>>>(
       x, mean, var, dy, rows, cols, epsilon, chunks, ChunkRows(rows), partials);
-  ParamFinalKernel<T><<<Blocks(cols), kThreads, 0, stream>>>(partials, chunks, cols, dscale, dbias);
+  ParamFinalKernel<T>
+      <<<Blocks(cols * 32), kThreads, 0, stream>>>(partials, chunks, cols, dscale, dbias);
   return cudaGetLastError();
 }
 

@@ -43,7 +43,8 @@ int64_t LayerNormRowChunks(int64_t rows);
 // dscale[j] = sum over rows of dy * xhat and dbias[j] = sum over rows of dy
 // (either may be null), in double by a two-pass reduction: each of `chunks`
 // = LayerNormRowChunks(rows) row chunks sums into `partials` (2 * chunks *
-// cols doubles), then each column adds its chunks in order (deterministic).
+// cols doubles), then a warp per column adds its chunks (each lane every
+// 32nd chunk in order, then a fixed tree: deterministic).
 template <typename T>
 cudaError_t LaunchLayerNormParamGrads(const T* x, const T* mean, const T* var, const T* dy,
                                       int64_t rows, int64_t cols, double epsilon, double* partials,
