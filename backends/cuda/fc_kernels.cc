@@ -1,8 +1,8 @@
 // gpu kernels of fc and fc_grad: the products on cuBLAS (gemm.h), the bias
 // added to every row and its gradient summed over the rows by the
-// broadcasting kernels (bfloat16 / float16: both inside the GEMM's float32
-// sums). Registration lines are the host kernels'; validation
-// and messages come from the shared prologues (ops/nn/prologues.h).
+// broadcasting kernels (bfloat16 / float16: both inside the products'
+// float32 sums, the bias by a cuBLASLt epilogue). Registration lines are the host kernels';
+// validation and messages come from the shared prologues (ops/nn/prologues.h).
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -49,12 +49,18 @@ class FcKernel : public OpKernel {
   }
 
  private:
-  // bfloat16 / float16: Out starts as Bias in every row and the product is
-  // added to it inside the GEMM, so Input * W + Bias is summed in float32
-  // and rounded once, as on the host.
+  // bfloat16 / float16: Input * W + Bias summed in float32 and rounded once,
+  // as on the host: the bias added by the cuBLASLt product's epilogue, or
+  // where cuBLASLt has no algorithm, Out starts as Bias in every row and the
+  // product is added to it inside the GEMM.
   absl::Status Compute16Bit(KernelContext* ctx, const prologue::FcArgs& a) {
     const FlatMatmulDims& d = a.d;
     if (a.bias == nullptr) return RunFlatMatmul(ctx, *a.input, *a.w, d.m, d.k, d.n, a.out);
+    if (d.k > 0 && d.m > 0 && d.n > 0) {  // the bias in the product's epilogue
+      bool done = false;
+      RETURN_IF_ERROR(RunFlatMatmulBias(ctx, *a.input, *a.w, *a.bias, d.m, d.k, d.n, a.out, &done));
+      if (done) return absl::OkStatus();
+    }
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
     RETURN_IF_ERROR(Dispatch16BitFloat(a.input->dtype(), [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;

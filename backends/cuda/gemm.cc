@@ -1,14 +1,18 @@
 #include "backends/cuda/gemm.h"
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include <map>
+#include <mutex>
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
 #include "backends/cuda/broadcast_launchers.h"
 #include "backends/cuda/broadcast_plan.h"
 #include "backends/cuda/cuda_device.h"
+#include "backends/cuda/cuda_device_guard.h"
 #include "backends/cuda/cuda_status.h"
 #include "backends/cuda/elementwise_launchers.h"
 #include "backends/cuda/kernel_util.h"
@@ -215,6 +219,81 @@ absl::Status RunFlatMatmul(KernelContext* ctx, const Tensor& x, const Tensor& y,
   g.a = x.raw_data();
   g.b = y.raw_data();
   return RunGemm(ctx, g, out);
+}
+
+namespace {
+
+// The current device's cuBLASLt handle, made on first use (the stream is
+// given per product, so one handle serves every stream). Thread-safe.
+absl::StatusOr<cublasLtHandle_t> LtHandle() {
+  static std::mutex* mu = new std::mutex;
+  static auto* handles = new std::map<int, cublasLtHandle_t>;
+  int device = 0;
+  CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
+  std::lock_guard<std::mutex> lock(*mu);
+  auto it = handles->find(device);
+  if (it != handles->end()) return it->second;
+  cublasLtHandle_t handle = nullptr;
+  CUBLAS_RETURN_IF_ERROR(cublasLtCreate(&handle));
+  handles->emplace(device, handle);
+  return handle;
+}
+
+// The descriptors of one cuBLASLt product, destroyed with it.
+struct LtProduct {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
+  cublasLtMatmulPreference_t preference = nullptr;
+  ~LtProduct() {
+    if (preference != nullptr) cublasLtMatmulPreferenceDestroy(preference);
+    if (d != nullptr) cublasLtMatrixLayoutDestroy(d);
+    if (b != nullptr) cublasLtMatrixLayoutDestroy(b);
+    if (a != nullptr) cublasLtMatrixLayoutDestroy(a);
+    if (op != nullptr) cublasLtMatmulDescDestroy(op);
+  }
+};
+
+}  // namespace
+
+absl::Status RunFlatMatmulBias(KernelContext* ctx, const Tensor& x, const Tensor& y,
+                               const Tensor& bias, int64_t m, int64_t k, int64_t n, Tensor* out,
+                               bool* done) {
+  *done = false;
+  const DataType dtype = x.dtype();
+  if (!IsLowPrecisionFloat(dtype)) return absl::OkStatus();
+  const cudaDataType_t type = dtype == DataType::kBFloat16 ? CUDA_R_16BF : CUDA_R_16F;
+  CudaDeviceGuard guard(ctx->device()->place().index());
+  ASSIGN_OR_RETURN(const cublasLtHandle_t handle, LtHandle());
+  // Column-major, as RunGemm: D^T [n, m] = Y^T [n, k] * X^T [k, m] + bias
+  // along D^T's rows.
+  LtProduct p;
+  CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescCreate(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+  const void* bias_data = bias.raw_data();
+  CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                                        &epilogue, sizeof(epilogue)));
+  CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                        &bias_data, sizeof(bias_data)));
+  CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+                                                        &type, sizeof(type)));
+  CUBLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&p.a, type, n, k, n));
+  CUBLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&p.b, type, k, m, k));
+  CUBLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&p.d, type, n, m, n));
+  CUBLAS_RETURN_IF_ERROR(cublasLtMatmulPreferenceCreate(&p.preference));
+  const size_t no_workspace = 0;  // capturable in a graph, no scratch to hold
+  CUBLAS_RETURN_IF_ERROR(cublasLtMatmulPreferenceSetAttribute(
+      p.preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &no_workspace, sizeof(no_workspace)));
+  cublasLtMatmulHeuristicResult_t result = {};
+  int found = 0;
+  CUBLAS_RETURN_IF_ERROR(cublasLtMatmulAlgoGetHeuristic(handle, p.op, p.a, p.b, p.d, p.d,
+                                                        p.preference, 1, &result, &found));
+  if (found == 0) return absl::OkStatus();
+  const float alpha = 1.0f, beta = 0.0f;
+  CUBLAS_RETURN_IF_ERROR(cublasLtMatmul(handle, p.op, &alpha, y.raw_data(), p.a, x.raw_data(), p.b,
+                                        &beta, out->raw_data(), p.d, out->raw_data(), p.d,
+                                        &result.algo, nullptr, 0, CudaStreamOf(ctx->stream())));
+  *done = true;
+  return absl::OkStatus();
 }
 
 absl::Status RunFlatMatmulGrad(KernelContext* ctx, const Tensor& x, const Tensor& y,

@@ -72,6 +72,13 @@ absl::Status RunGemmStridedWide(KernelContext* ctx, const Gemm& g, DataType dtyp
 // row-major of one dtype: out [m, n] = x [m, k] * y [k, n].
 absl::Status RunFlatMatmul(KernelContext* ctx, const Tensor& x, const Tensor& y, int64_t m,
                            int64_t k, int64_t n, Tensor* out);
+// bfloat16 / float16 only: out [m, n] = x [m, k] * y [k, n] + bias [n] in
+// one cuBLASLt product whose epilogue adds the bias to the float32 sums
+// before the one rounding. *done false (nothing enqueued) where cuBLASLt
+// offers no algorithm for the shapes: the caller computes it another way.
+absl::Status RunFlatMatmulBias(KernelContext* ctx, const Tensor& x, const Tensor& y,
+                               const Tensor& bias, int64_t m, int64_t k, int64_t n, Tensor* out,
+                               bool* done);
 // Its gradients from dout [m, n]: dx [m, k] = dout * y^T and dy [k, n] =
 // x^T * dout, each skipped when null.
 absl::Status RunFlatMatmulGrad(KernelContext* ctx, const Tensor& x, const Tensor& y,
