@@ -1,7 +1,8 @@
 // Fused (flash) self_attention kernels of the CUDA backend for the 16-bit
-// types: the products on tensor cores (WMMA, float32 sums), the softmax
-// online, one tile of 64 queries by 64 keys at a time in shared memory, so
-// no [seq, seq] matrix is ever written to global memory. Implemented in
+// types: the products on tensor cores (mma.sync, float32 sums) with their
+// results in registers, the softmax online, one tile of 64 queries (or
+// keys) against the other side's tiles streamed through shared memory, so
+// no [seq, seq] matrix is ever written to memory. Implemented in
 // flash_attention_launchers.cu; attention_kernels.cc chooses them where
 // FlashAttentionSupports says so and falls back to its cuBLAS products
 // otherwise. Plain C++: included by that .cu file and by the OpKernels.

@@ -513,6 +513,11 @@ void AddSelfAttention(std::vector<ConformanceCase>* cases) {
       {Shape({2, 65, 96}), 2, true, 0},
       {Shape({2, 130, 384}), 2, true, 0},
       {Shape({1, 70, 384}), 1, false, 0.3},
+      // Not causal over several tiles with heads of 32 and 64 columns; causal
+      // with a head of 128 (its gradient walks query tiles of 32 rows).
+      {Shape({1, 200, 192}), 2, false, 0},
+      {Shape({1, 150, 384}), 2, false, 0},
+      {Shape({1, 100, 384}), 1, true, 0},
   };
   uint64_t seed = 28000;
   for (DataType t : kFloatsWith16Bit) {
