@@ -111,17 +111,22 @@ template <typename T, typename Policy>
 void L2NormalizeSquareErrorMeanGrad(const T* x, const T* label, const AxisLines& l, double epsilon,
                                     T dout, T* dx, T* dlabel) {
   const T dcost = static_cast<T>(static_cast<double>(dout) / (l.num_lines() * l.n));
+  // The first pass keeps each y in an output (dx, else dlabel) for the
+  // second, so each element is divided by the norm once there.
+  T* ys = dx != nullptr ? dx : dlabel;
+  if (ys == nullptr) return;
   l2_normalize_internal::ForEachLineNorm<T, Policy>(x, l, epsilon, [&](int64_t start, double norm) {
     auto dy_at = [&](int64_t at, T y) { return static_cast<T>(T(2) * (y - label[at]) * dcost); };
     AccumulatorT<T> dot = 0;
     for (int64_t k = 0; k < l.n; ++k) {
       const int64_t at = start + k * l.inner;
       const T y = static_cast<T>(x[at] / norm);
+      ys[at] = y;
       dot += static_cast<AccumulatorT<T>>(dy_at(at, y)) * y;
     }
     for (int64_t k = 0; k < l.n; ++k) {
       const int64_t at = start + k * l.inner;
-      const T y = static_cast<T>(x[at] / norm);
+      const T y = ys[at];
       const T dy = dy_at(at, y);
       if (dx != nullptr) dx[at] = static_cast<T>((dy - y * static_cast<double>(dot)) / norm);
       if (dlabel != nullptr) dlabel[at] = -dy;
