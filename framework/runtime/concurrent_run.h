@@ -116,6 +116,8 @@ class RunScheduler {
   void Commit(ConcurrentRun* run);
   void Satisfy(ConcurrentRun* run, int i, bool completed);
   void MakeReady(ConcurrentRun* run, int i);
+  // Queues host task `t` (ready_host_: steps that feed a device first).
+  void PushHost(const Task& t) { ready_host_.Push(t, step(t.step).feeds_device); }
   void ReleaseSlots(ConcurrentRun* run, int i);
   void Fail(ConcurrentRun* run, const absl::Status& s);
   bool Poisoned(const ConcurrentRun* run) const;
@@ -138,8 +140,6 @@ class RunScheduler {
   std::condition_variable caller_;  // CallerNeeded() may have become true
   std::deque<Task> ready_device_;
   HostReadyQueue<Task> ready_host_;  // steps that feed a device first
-  // Queues host task `t` of a run (ready_host_'s order).
-  void PushHost(const Task& t) { ready_host_.Push(t, step(t.step).feeds_device); }
   std::vector<Task> watches_;  // dispatched watched steps not yet waited for (counted in flight)
   int tasks_in_flight_ = 0;    // of every run
   std::vector<std::unique_ptr<ConcurrentRun>> runs_;  // in flight, oldest first
