@@ -3,7 +3,10 @@
 # trainer all on the device and with --offload=optimizer (median step
 # times), then benchmarks/offload_bound with both (the host's memory
 # bandwidth and the pinned copy bandwidth, measured, as the CPU AdamW and
-# transfer terms; the bound is the largest term).
+# transfer terms; the bound is the largest term), then the host kernels of
+# the offloaded optimizer alone (cpu_kernels_benchmark: adam with its clip
+# factor, the casts, squared_l2_norm, memcpy; skipped where not built), to
+# set beside their share of the offloaded step in its profile.
 #
 #   tools/offload_bound.sh [--size=gpt2] [--batch_size=8] [--steps=20] [--place=gpu:0]
 #                          [--bazel_bin] [-- extra trainer flags]
@@ -42,9 +45,11 @@ if [[ -f .bundle/tandem.tar.xz && $bazel_bin == 0 ]]; then
   source tools/gpu_env.sh
   gpt=/tmp/tandem/bin/examples_gpt_gpt
   bound=/tmp/tandem/bin/benchmarks_offload_bound
+  host_kernels=/tmp/tandem/bin/backends_cpu_cpu_kernels_benchmark
 else
   gpt=bazel-bin/examples/gpt/gpt
   bound=bazel-bin/benchmarks/offload_bound
+  host_kernels=bazel-bin/backends/cpu/cpu_kernels_benchmark
 fi
 for b in "$gpt" "$bound"; do
   [[ -x "$b" ]] || { echo "offload_bound: $b is missing: run tools/gpu_bundle.sh or" \
@@ -70,6 +75,12 @@ all_gpu=$(median_ms "$out/gpt_none.txt"); offload=$(median_ms "$out/gpt_optimize
 echo "== offload_bound"
 "$bound" --size="$size" --place="$place" --all_gpu_ms="$all_gpu" --offload_ms="$offload" |
   tee "$out/bound.txt"
+if [[ -x "$host_kernels" ]]; then
+  echo "== host kernels of the offloaded optimizer (cpu_kernels_benchmark, GPT-2 shape's parameters)"
+  "$host_kernels" --benchmark_filter='HostMemcpy|AdamClipped|Cast|SquaredL2Norm' \
+    --benchmark_repetitions=3 --benchmark_report_aggregates_only=true 2>&1 |
+    grep -E "_median" | tee "$out/host_kernels.txt"
+fi
 if [[ "$size" == gpt2 ]] && python3 -c "import torch" 2>/dev/null; then
   echo "== PyTorch peer (benchmarks/peers/torch_gpt.py --batch $batch --amp bf16)"
   peer_us() { grep -oP '^METRIC \S+ \K[0-9.e+]+' <<<"$1"; }

@@ -170,7 +170,7 @@ BENCHMARK(BM_Adam)->Args({784, 256, 0})->Args({1'000'000, 16, 512})->UseRealTime
 // clip factor (GradScale) bound, 28 bytes an element (Param, Grad and the
 // two moments read; Param and the moments written); the cast of a weight to
 // bfloat16 (6 bytes) and of its bfloat16 gradient back (6 bytes);
-// squared_l2_norm (4 bytes). Arg: n (111,719 x 768 = 85.8 M, GPT-2 shape's
+// squared_l2_norm (4 bytes, 2 of bfloat16). Arg: n (111,719 x 768 = 85.8 M, GPT-2 shape's
 // parameter count over bytes, as the example has it).
 void BM_HostMemcpy(benchmark::State& state) {
   const int64_t n = state.range(0);
@@ -208,12 +208,14 @@ void BM_Cast(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * n * (SizeOf(kFrom) + SizeOf(kTo)));
 }
 
+// float32, or bfloat16 as the offloaded GPT's gradients come down.
+template <typename T>
 void BM_SquaredL2Norm(benchmark::State& state) {
   const int64_t n = state.range(0);
   OpDesc op;
   op.type = "squared_l2_norm";
-  RunOrSkip(state, op, {{"X", {Filled<float>({n})}}});
-  state.SetBytesProcessed(state.iterations() * n * sizeof(float));
+  RunOrSkip(state, op, {{"X", {Filled<T>({n})}}});
+  state.SetBytesProcessed(state.iterations() * n * sizeof(T));
 }
 
 constexpr int64_t kGptParameters = 111'719 * 768;
@@ -225,7 +227,8 @@ BENCHMARK(BM_Cast<DataType::kFloat32, DataType::kBFloat16, float>)
 BENCHMARK(BM_Cast<DataType::kBFloat16, DataType::kFloat32, bfloat16>)
     ->Arg(kGptParameters)
     ->UseRealTime();
-BENCHMARK(BM_SquaredL2Norm)->Arg(kGptParameters)->UseRealTime();
+BENCHMARK(BM_SquaredL2Norm<float>)->Arg(kGptParameters)->UseRealTime();
+BENCHMARK(BM_SquaredL2Norm<bfloat16>)->Arg(kGptParameters)->UseRealTime();
 
 }  // namespace
 }  // namespace tandem
