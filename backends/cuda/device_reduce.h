@@ -22,6 +22,12 @@ namespace device {
 constexpr int kThreads = 256;  // threads per block of the element-wise kernels
 constexpr int64_t kMaxBlocks = 65536;
 
+// Whether `p` is a multiple of `bytes` (a vectorised kernel's loads and
+// stores of that size are aligned). Host and device.
+__host__ __device__ inline bool AlignedTo(const void* p, uintptr_t bytes) {
+  return reinterpret_cast<uintptr_t>(p) % bytes == 0;
+}
+
 // Blocks for one thread per element (capped; kernels loop over the rest).
 inline int Blocks(int64_t n, int threads = kThreads) {
   const int64_t blocks = (n + threads - 1) / threads;

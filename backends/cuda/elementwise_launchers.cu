@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "backends/cuda/device_float16.h"
+#include "backends/cuda/device_reduce.h"
 #include "backends/cuda/elementwise_launchers.h"
 
 namespace tandem {
@@ -91,8 +92,6 @@ __global__ void CastPackedKernel(const CastPack<From>* x, CastPack<To>* out, int
   }
 }
 
-bool AlignedTo(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
-
 }  // namespace
 
 template <typename T>
@@ -129,7 +128,8 @@ cudaError_t LaunchCast(const From* x, To* out, int64_t n, cudaStream_t stream) {
   // Whole packs, where both tensors are aligned to a pack (allocations are
   // 64-byte aligned), then the rest element by element.
   int64_t done = 0;
-  if (AlignedTo(x, sizeof(CastPack<From>)) && AlignedTo(out, sizeof(CastPack<To>))) {
+  if (device::AlignedTo(x, sizeof(CastPack<From>)) &&
+      device::AlignedTo(out, sizeof(CastPack<To>))) {
     const int64_t packs = n / kCastPack;
     if (packs > 0) {
       CastPackedKernel<From, To><<<Blocks(packs), kThreads, 0, stream>>>(

@@ -110,10 +110,6 @@ __global__ void DenseQuadKernel(Update update, const G* grad, int64_t n, float s
   if (tail < n % 4) update(quads * 4 + tail, device::GradAt(grad, quads * 4 + tail, scale, scaled));
 }
 
-__host__ __device__ inline bool Aligned(const void* p, uintptr_t bytes) {
-  return reinterpret_cast<uintptr_t>(p) % bytes == 0;
-}
-
 template <typename T, typename Update>
 __global__ void RowsKernel(Update update, const T* value, int64_t width, SgdRowChunk chunk,
                            bool carry_in, bool carry_out, T* carry) {
@@ -135,8 +131,9 @@ __global__ void RowsKernel(Update update, const T* value, int64_t width, SgdRowC
 // four of its elements.
 template <typename G, typename Update>
 bool TakesQuads(const Update& update, const G* grad) {
-  bool aligned = Aligned(update.param, 16) && Aligned(grad, 4 * sizeof(G));
-  for (int k = 0; k < Update::kStates; ++k) aligned = aligned && Aligned(update.State(k), 16);
+  bool aligned = device::AlignedTo(update.param, 16) && device::AlignedTo(grad, 4 * sizeof(G));
+  for (int k = 0; k < Update::kStates; ++k)
+    aligned = aligned && device::AlignedTo(update.State(k), 16);
   return aligned;
 }
 
