@@ -384,8 +384,9 @@ void RegisterStats(py::module_& m) {
       .def_readonly("place", &PlacementEntry::place)
       .def_property_readonly(
           "cause", [](const PlacementEntry& e) { return std::string(PlacementCauseName(e.cause)); },
-          "the rule that placed it: guard, inherit, loss-grad, grad-sum, param, state, "
-          "host-state, auto, default, fallback; copy, host-arg, write-back for copies")
+          "the rule that placed it: cast-at-source, guard, inherit, loss-grad, grad-sum, "
+          "grad-norm, param, state, host-state, auto, default, fallback; copy, host-arg, "
+          "write-back for copies")
       .def_readonly("detail", &PlacementEntry::detail,
                     "why, in words and numbers (for cause auto: the estimated times on each "
                     "place, and the value that did not fit the budget when memory decided)")

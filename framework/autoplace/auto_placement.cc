@@ -289,7 +289,9 @@ absl::Status AutoPlanner::FindUnits(const PlacedProgram& base_placed) {
                op.origin.kind == OpOrigin::Kind::kLossGradOf ||
                op.origin.kind == OpOrigin::Kind::kRecomputeOf) {
       ref = op.origin.op;
-    } else if (op.origin.kind == OpOrigin::Kind::kGradSumOf && writer.count(op.origin.var)) {
+    } else if ((op.origin.kind == OpOrigin::Kind::kGradSumOf ||
+                op.origin.kind == OpOrigin::Kind::kGradNormOf) &&
+               writer.count(op.origin.var)) {
       ref = writer[op.origin.var];
     } else if (op.origin.kind == OpOrigin::Kind::kUpdateOf && first_reader.count(op.origin.var)) {
       ref = first_reader[op.origin.var];
@@ -424,9 +426,11 @@ Place AutoPlanner::Requested(int op) const {
       o.origin.kind == OpOrigin::Kind::kRecomputeOf) {
     return place_[o.origin.op];
   }
-  // A sum where its partial was last produced, an update where its
-  // parameter is first read: ops of the same unit, placed before this one.
-  const bool sum = o.origin.kind == OpOrigin::Kind::kGradSumOf;
+  // A sum where its partial was last produced (a clip norm where its
+  // gradient was), an update where its parameter is first read: ops of the
+  // same unit, placed before this one.
+  const bool sum =
+      o.origin.kind == OpOrigin::Kind::kGradSumOf || o.origin.kind == OpOrigin::Kind::kGradNormOf;
   int found = -1;
   for (int i : u.ops) {
     if (i >= op || (!sum && found >= 0)) break;

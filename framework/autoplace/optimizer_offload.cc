@@ -106,7 +106,7 @@ absl::Status OffloadPlanner::FindGroups() {
         !(placed.places[i] == device_)) {
       continue;  // read on the host already, updated there by a rule, or on another device
     }
-    // One group per parameter (its clip norm is also placed as one of its updates).
+    // One group per parameter (a check_finite_and_unscale is placed as one of its updates).
     auto [at, added] = index.emplace(op.origin.var, static_cast<int>(groups_.size()));
     if (added) {
       groups_.push_back(

@@ -260,9 +260,8 @@ absl::Status Optimizer::AppendGradientClip(ProgramBuilder* builder, const GradMa
     block.SetVar(v);
     return v.name;
   };
-  auto append = [&](OpDesc op, const std::string& param) -> absl::Status {
+  auto append = [&](OpDesc op) -> absl::Status {
     op.role = OpRole::kOptimize;
-    if (!param.empty()) op.origin = {OpOrigin::Kind::kUpdateOf, -1, param};  // with the update
     RETURN_IF_ERROR(ValidateUpdate(block, &op));
     block.AppendOp(std::move(op));
     return absl::OkStatus();
@@ -276,12 +275,15 @@ absl::Status Optimizer::AppendGradientClip(ProgramBuilder* builder, const GradMa
     norm.inputs = {{"X", {grad}}};
     norm.outputs = {{"Out", {declare(grad + ".squared_norm")}}};
     clip.inputs["SquaredNorms"].push_back(norm.Output("Out"));
-    RETURN_IF_ERROR(append(std::move(norm), param));
+    // Where the gradient is produced (rule grad-norm): only the scalar
+    // crosses when the update runs elsewhere (optimizer offload).
+    norm.origin = {OpOrigin::Kind::kGradNormOf, -1, grad};
+    RETURN_IF_ERROR(append(std::move(norm)));
   }
   clip_scale_var_ = declare("gradient_clip_scale");
   global_norm_var_ = declare("gradient_global_norm");
   clip.outputs = {{"Scale", {clip_scale_var_}}, {"GlobalNorm", {global_norm_var_}}};
-  return append(std::move(clip), "");
+  return append(std::move(clip));
 }
 
 void Momentum::AddUpdateArgs(ProgramBuilder* builder, const VarDesc& param, OpDesc* op) {

@@ -82,6 +82,8 @@ absl::string_view OpOriginKindName(OpOrigin::Kind kind) {
       return "amp_cast";
     case OpOrigin::Kind::kRecomputeOf:
       return "recompute_of";
+    case OpOrigin::Kind::kGradNormOf:
+      return "grad_norm_of";
   }
   return "?";
 }
@@ -90,13 +92,14 @@ absl::StatusOr<OpOrigin::Kind> ParseOpOriginKind(absl::string_view name) {
   for (OpOrigin::Kind k :
        {OpOrigin::Kind::kUser, OpOrigin::Kind::kGradOf, OpOrigin::Kind::kLossGradOf,
         OpOrigin::Kind::kGradSumOf, OpOrigin::Kind::kUpdateOf, OpOrigin::Kind::kStateOf,
-        OpOrigin::Kind::kHostState, OpOrigin::Kind::kAmpCast, OpOrigin::Kind::kRecomputeOf}) {
+        OpOrigin::Kind::kHostState, OpOrigin::Kind::kAmpCast, OpOrigin::Kind::kRecomputeOf,
+        OpOrigin::Kind::kGradNormOf}) {
     if (OpOriginKindName(k) == name) return k;
   }
   return absl::InvalidArgumentError(absl::StrCat(
       "unknown op origin '", name,
       "'; accepted: user, grad_of, loss_grad_of, grad_sum_of, update_of, state_of, host_state, "
-      "amp_cast"));
+      "amp_cast, recompute_of, grad_norm_of"));
 }
 
 std::string GradVarName(absl::string_view var) { return absl::StrCat(var, kGradSuffix); }

@@ -55,6 +55,7 @@ struct OpOrigin {
     kHostState,    // initialises a host scalar the update kernels read (learning rate)
     kAmpCast,      // a cast the mixed-precision rewrite inserted, of variable `var`
     kRecomputeOf,  // forward op `op` run again in the backward (framework/backward/recompute.h)
+    kGradNormOf,   // reduces gradient `var` to a scalar (the clip's squared norm)
   };
   Kind kind = Kind::kUser;
   int op = -1;
@@ -64,7 +65,7 @@ struct OpOrigin {
   bool operator!=(const OpOrigin& o) const { return !(*this == o); }
 };
 // "user", "grad_of", "loss_grad_of", "grad_sum_of", "update_of", "state_of", "host_state",
-// "amp_cast", "recompute_of".
+// "amp_cast", "recompute_of", "grad_norm_of".
 absl::string_view OpOriginKindName(OpOrigin::Kind kind);
 // InvalidArgument listing the accepted names otherwise.
 absl::StatusOr<OpOrigin::Kind> ParseOpOriginKind(absl::string_view name);

@@ -130,6 +130,15 @@ RuleResult GradSumRule(const OpDesc& op, int index, const PlacementContext& ctx)
       absl::StrCat("where partial '", op.origin.var, "' was produced (#", writer->second, ")")};
 }
 
+RuleResult GradNormRule(const OpDesc& op, int index, const PlacementContext& ctx) {
+  if (!Unpinned(op) || op.origin.kind != OpOrigin::Kind::kGradNormOf) return std::nullopt;
+  std::optional<std::pair<Place, int>> writer = ctx.Writer(op.origin.var);
+  if (!writer.has_value()) return std::nullopt;  // a fed gradient: the later rules
+  return PlaceDecision{
+      writer->first, PlacementCause::kGradNorm,
+      absl::StrCat("where gradient '", op.origin.var, "' was produced (#", writer->second, ")")};
+}
+
 RuleResult ParamRule(const OpDesc& op, int index, const PlacementContext& ctx) {
   if (!Unpinned(op) || op.origin.kind != OpOrigin::Kind::kUpdateOf) return std::nullopt;
   const std::string& param = op.origin.var;
@@ -190,6 +199,7 @@ const std::vector<NamedPlacementRule>& PlacementRules() {
       {"inherit", InheritRule},
       {"loss-grad", LossGradRule},
       {"grad-sum", GradSumRule},
+      {"grad-norm", GradNormRule},
       {"param", ParamRule},
       {"state", StateRule},
       {"host-state", HostStateRule},

@@ -88,6 +88,13 @@ absl::StatusOr<std::optional<PlaceDecision>> LossGradRule(const OpDesc& op, int 
                                                           const PlacementContext& ctx);
 absl::StatusOr<std::optional<PlaceDecision>> GradSumRule(const OpDesc& op, int index,
                                                          const PlacementContext& ctx);
+// grad-norm: a reduction of a gradient to a scalar (the squared norm that
+// clipping by global norm sums; origin kGradNormOf) runs where the gradient
+// was produced, so only the scalar crosses when the update runs on another
+// place (optimizer offload: the norms of 16-bit gradients on the device, not
+// a host pass over every gradient). A fed gradient leaves it to later rules.
+absl::StatusOr<std::optional<PlaceDecision>> GradNormRule(const OpDesc& op, int index,
+                                                          const PlacementContext& ctx);
 absl::StatusOr<std::optional<PlaceDecision>> ParamRule(const OpDesc& op, int index,
                                                        const PlacementContext& ctx);
 absl::StatusOr<std::optional<PlaceDecision>> StateRule(const OpDesc& op, int index,

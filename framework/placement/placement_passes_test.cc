@@ -46,9 +46,9 @@ struct Fixture {
 TEST(PlacementRules, InOrderWithTheirCauseNames) {
   std::vector<std::string> names;
   for (const NamedPlacementRule& r : PlacementRules()) names.push_back(r.name);
-  EXPECT_EQ(names,
-            (std::vector<std::string>{"cast-at-source", "guard", "inherit", "loss-grad", "grad-sum",
-                                      "param", "state", "host-state", "auto", "default"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"cast-at-source", "guard", "inherit", "loss-grad",
+                                             "grad-sum", "grad-norm", "param", "state",
+                                             "host-state", "auto", "default"}));
   EXPECT_EQ(PlacementCauseName(PlacementCause::kWriteBack), "write-back");
   EXPECT_EQ(PlacementCauseName(PlacementCause::kHostArg), "host-arg");
 }
@@ -119,6 +119,22 @@ TEST(GradSumRule, SumRunsWhereThePartialWasProduced) {
   EXPECT_EQ(d->cause, PlacementCause::kGradSum);
   EXPECT_EQ(d->detail, "where partial 'h@GRAD@RENAME@0' was produced (#0)");
   ASSERT_OK_AND_ASSIGN(d, f.Apply(GradSumRule, 2));  // no producer: later rules decide
+  EXPECT_FALSE(d.has_value());
+}
+
+TEST(GradNormRule, NormRunsWhereTheGradientWasProduced) {
+  Fixture f({Op("fc_grad", {}, {{"W@GRAD", {"w@GRAD"}}}),
+             Op("squared_l2_norm", {{"X", {"w@GRAD"}}}, {{"Out", {"w@GRAD.squared_norm"}}},
+                {OpOrigin::Kind::kGradNormOf, -1, "w@GRAD"}),
+             Op("squared_l2_norm", {{"X", {"fed@GRAD"}}}, {{"Out", {"n"}}},
+                {OpOrigin::Kind::kGradNormOf, -1, "fed@GRAD"})},
+            {kDev});
+  ASSERT_OK_AND_ASSIGN(std::optional<PlaceDecision> d, f.Apply(GradNormRule, 1));
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->place, kDev);
+  EXPECT_EQ(d->cause, PlacementCause::kGradNorm);
+  EXPECT_EQ(d->detail, "where gradient 'w@GRAD' was produced (#0)");
+  ASSERT_OK_AND_ASSIGN(d, f.Apply(GradNormRule, 2));  // no producer: later rules decide
   EXPECT_FALSE(d.has_value());
 }
 

@@ -207,6 +207,8 @@ absl::string_view PlacementCauseName(PlacementCause cause) {
       return "loss-grad";
     case PlacementCause::kGradSum:
       return "grad-sum";
+    case PlacementCause::kGradNorm:
+      return "grad-norm";
     case PlacementCause::kParam:
       return "param";
     case PlacementCause::kState:

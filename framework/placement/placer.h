@@ -18,6 +18,7 @@
 //   inherit    a gradient op runs with its forward op;
 //   loss-grad  the loss-gradient fill runs with the op that produced the loss;
 //   grad-sum   a gradient sum runs where its partial gradient was produced;
+//   grad-norm  a gradient's clip norm runs where the gradient was produced;
 //   param      an update op runs where its parameter is first read;
 //   state      optimizer state is initialised where its parameter is;
 //   host-state host scalars read as HostMemory (the learning rate) are
@@ -54,6 +55,7 @@ enum class PlacementCause {
   kInherit,       // a gradient op, with its forward op
   kLossGrad,      // the loss-gradient fill, with the loss op
   kGradSum,       // a gradient sum, where its partial gradient was produced
+  kGradNorm,      // a gradient's squared norm (clipping), where the gradient was produced
   kParam,         // an update op, where its parameter is read
   kState,         // optimizer state, initialised with its parameter
   kHostState,     // a host scalar the update kernels read
@@ -64,7 +66,7 @@ enum class PlacementCause {
   kHostArg,       // a copy for a HostMemory argument
   kWriteBack,     // a copy of an updated persistable back to where it lives
 };
-// "cast-at-source", "guard", "inherit", "loss-grad", "grad-sum", "param",
+// "cast-at-source", "guard", "inherit", "loss-grad", "grad-sum", "grad-norm", "param",
 // "state", "host-state", "auto", "default", "fallback", "copy", "host-arg",
 // "write-back".
 absl::string_view PlacementCauseName(PlacementCause cause);

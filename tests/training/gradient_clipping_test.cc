@@ -3,7 +3,8 @@
 // / (norm + 1e-6)), the norm computed in float64 from the unclipped run's
 // gradients; a norm below max_norm changes nothing, bit for bit; on cpu,
 // sim:0 and with the parameters on the host and the ops on sim:0. Sparse
-// gradients are refused by name.
+// gradients are refused by name; offloaded, the norms run where the
+// gradients are produced.
 #include <cmath>
 #include <map>
 #include <string>
@@ -107,6 +108,52 @@ INSTANTIATE_TEST_SUITE_P(Places, GradientClipping, ::testing::Values("cpu", "sim
                          [](const auto& info) {
                            return info.param == "sim:0" ? std::string("sim") : info.param;
                          });
+
+// With the parameters on the host and the ops on sim:0 (optimizer
+// offload), each gradient's squared norm runs on sim:0 where the gradient
+// is produced: the clip's host kernel reads four scalars copied down, and
+// no copy moves a gradient for a norm (the gradients come down once each,
+// for the host updates).
+TEST(GradientClippingPlacement, OffloadedNormsRunWhereTheGradientsAre) {
+  ProgramBuilder b;
+  Var x = b.Data("x", DataType::kFloat32, Shape({8, 5}));
+  Var y = b.Data("y", DataType::kFloat32, Shape({8, 1}));
+  Var loss;
+  {
+    auto params = b.parameters_on("cpu");
+    Var h = b.Tanh(b.Fc(x, 3, 1, true, "l1", Initializer::XavierUniform(7)));
+    loss = b.Mean(b.SquareErrorCost(b.Fc(h, 1, 1, true, "l2", Initializer::XavierUniform(8)), y));
+  }
+  SGD sgd(0.5);
+  sgd.EnableGradientClipping(1.0);
+  ASSERT_OK(sgd.Minimize(&b, loss));
+  Executor exe(*ParsePlace("sim:0"));
+  Scope scope;
+  ASSERT_OK(exe.Run(b.startup_program(), &scope).status());
+  ASSERT_OK_AND_ASSIGN(auto plan, exe.Prepare(b.main_program(), scope, {"x", "y"}, {}));
+  const PlacedProgram& placed = plan->placed();
+  int norms = 0, updates = 0;
+  std::map<std::string, int> copied_down;  // variable -> copies to the host
+  for (const PlacementEntry& e : placed.table) {
+    if (e.op_type == "squared_l2_norm") {
+      ++norms;
+      EXPECT_EQ(e.place.ToString(), "sim:0") << e.detail;
+      EXPECT_EQ(e.cause, PlacementCause::kGradNorm);
+      EXPECT_THAT(e.detail, HasSubstr("where gradient '"));
+    }
+    if (e.op_type == "sgd") {
+      ++updates;
+      EXPECT_EQ(e.place, CPUPlace()) << e.detail;
+    }
+    if (e.copy.has_value() && e.copy->to.is_host()) copied_down[e.copy->var]++;
+  }
+  EXPECT_EQ(norms, 4);
+  EXPECT_EQ(updates, 4);
+  for (const std::string& p : kParams) {
+    EXPECT_EQ(copied_down[p + "@GRAD"], 1) << p;
+    EXPECT_EQ(copied_down[p + "@GRAD.squared_norm_0.tmp_0"], 1) << p;
+  }
+}
 
 TEST(GradientClippingErrors, SparseGradientsAndBadNormsAreRefused) {
   ProgramBuilder b;
