@@ -172,6 +172,32 @@ void ForEachUpdate(const UpdateArgs& a, std::vector<T*> state, Step&& step) {
   }
 }
 
+// out[offset + i] = p[i] rounded to `out`'s 16-bit dtype (to nearest even,
+// as cast does), for i < len; `out` is bfloat16 or float16.
+inline void NarrowBlock(const float* p, Tensor* out, int64_t offset, int64_t len) {
+  if (out->dtype() == DataType::kBFloat16) {
+    bfloat16* o = out->data<bfloat16>() + offset;
+    for (int64_t i = 0; i < len; ++i) o[i] = ConvertValue<bfloat16>(p[i]);
+  } else {
+    float16* o = out->data<float16>() + offset;
+    for (int64_t i = 0; i < len; ++i) o[i] = ConvertValue<float16>(p[i]);
+  }
+}
+
+// NarrowBlock over [begin, end) of `param`, split across threads.
+template <typename Policy>
+absl::Status NarrowInto(const KernelContext& ctx, const float* param, Tensor* out, int64_t begin,
+                        int64_t end) {
+  if (out->dtype() != DataType::kBFloat16 && out->dtype() != DataType::kFloat16) {
+    return ctx.InvalidArgument(
+        absl::StrCat("ParamCastOut must be bfloat16 or float16, got ", DataTypeName(out->dtype())));
+  }
+  Policy::ParallelFor(end - begin, kMinElementsPerTask, [&](int64_t b, int64_t e) {
+    NarrowBlock(param + begin + b, out, begin + b, e - b);
+  });
+  return absl::OkStatus();
+}
+
 }  // namespace optimizer_kernels_internal
 
 // The registration line sgd, momentum and adam share: a float32/float64
@@ -308,7 +334,14 @@ class AdamKernel final : public OpKernel {
 
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const prologue::AdamArgs args, prologue::GetAdamArgs(*ctx));
-    if (args.u.skip) return prologue::BindAdamOutputs(ctx, args);
+    ASSIGN_OR_RETURN(Tensor * working_copy, prologue::AllocateParamCast(ctx, args));
+    if (args.u.skip) {
+      if (working_copy != nullptr) {
+        RETURN_IF_ERROR(optimizer_kernels_internal::NarrowInto<Policy>(
+            *ctx, args.u.param->data<float>(), working_copy, 0, args.u.param->NumElements()));
+      }
+      return prologue::BindAdamOutputs(ctx, args);
+    }
     const prologue::UpdateArgs& a = args.u;
     RETURN_IF_ERROR(DispatchType(Types(), a.param->dtype(), *ctx, "Param", [&](auto tag) {
       using T = typename decltype(tag)::type;
@@ -345,6 +378,12 @@ class AdamKernel final : public OpKernel {
               u[i] = b1 * u[i] + omb1 * grad;
               v[i] = b2 * v[i] + omb2 * grad * grad;
               p[i] = p[i] * keep - rate * (u[i] / c1) / (std::sqrt(v[i] / c2) + eps);
+            }
+            // The working copy of the block just written, while it is in cache.
+            if constexpr (std::is_same_v<T, float>) {
+              if (working_copy != nullptr) {
+                optimizer_kernels_internal::NarrowBlock(p, working_copy, offset, len);
+              }
             }
           });
       *beta1_pow *= beta1;

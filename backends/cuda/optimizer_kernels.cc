@@ -22,6 +22,7 @@
 #include "backends/common/serial_policy.h"
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_status.h"
+#include "backends/cuda/elementwise_launchers.h"
 #include "backends/cuda/grad_scale.h"
 #include "backends/cuda/kernel_util.h"
 #include "backends/cuda/math_launchers.h"
@@ -157,9 +158,13 @@ class AdamKernel : public OpKernel {
 
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const prologue::AdamArgs args, prologue::GetAdamArgs(*ctx));
-    if (args.u.skip) return prologue::BindAdamOutputs(ctx, args);
+    ASSIGN_OR_RETURN(Tensor * working_copy, prologue::AllocateParamCast(ctx, args));
     const UpdateArgs& a = args.u;
     const cudaStream_t stream = CudaStreamOf(ctx->stream());
+    if (a.skip) {
+      RETURN_IF_ERROR(NarrowParam(a, working_copy, stream));
+      return prologue::BindAdamOutputs(ctx, args);
+    }
     RETURN_IF_ERROR(DispatchFloat(a.param->dtype(), [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
       T* beta1_pow = args.beta1_pow->data<T>();  // host memory
@@ -202,10 +207,27 @@ class AdamKernel : public OpKernel {
       *beta2_pow *= step.beta2;
       return absl::OkStatus();
     }));
+    RETURN_IF_ERROR(NarrowParam(a, working_copy, stream));
     return prologue::BindAdamOutputs(ctx, args);
   }
 
  private:
+  // The 16-bit working copy of the (updated) float32 Param, when bound: a
+  // second kernel, rounding as cast does.
+  static absl::Status NarrowParam(const UpdateArgs& a, Tensor* working_copy, cudaStream_t stream) {
+    if (working_copy == nullptr) return absl::OkStatus();
+    const float* param = a.param->data<float>();
+    const int64_t n = a.param->NumElements();
+    if (working_copy->dtype() == DataType::kBFloat16) {
+      CUDA_RETURN_IF_ERROR(
+          (LaunchCast<float, bfloat16>(param, working_copy->data<bfloat16>(), n, stream)));
+    } else {
+      CUDA_RETURN_IF_ERROR(
+          (LaunchCast<float, float16>(param, working_copy->data<float16>(), n, stream)));
+    }
+    return absl::OkStatus();
+  }
+
   AdamAttrs attrs_;
 };
 

@@ -1,6 +1,8 @@
 #include "framework/backward/optimizer.h"
 
+#include <algorithm>
 #include <cmath>
+#include <map>
 #include <optional>
 #include <set>
 #include <utility>
@@ -92,6 +94,66 @@ absl::Status ValidateUpdate(const Block& block, OpDesc* op) {
   return schema->infer_shape()(&ctx);
 }
 
+// Removes the ops at `indices` (ascending) from `block`; the origins of the
+// others that point at ops after a removed one are renumbered. No op may
+// derive from a removed one.
+void EraseOps(Block* block, const std::vector<int>& indices) {
+  std::vector<OpDesc>& ops = block->mutable_ops();
+  for (OpDesc& op : ops) {
+    if (op.origin.op < 0) continue;
+    op.origin.op -= static_cast<int>(
+        std::lower_bound(indices.begin(), indices.end(), op.origin.op) - indices.begin());
+  }
+  for (auto it = indices.rbegin(); it != indices.rend(); ++it) {
+    ops.erase(ops.begin() + *it);
+  }
+}
+
+// Optimizer::set_working_copies, after the updates were appended: each
+// forward cast of a parameter to 16 bits whose update op (of type
+// `update_type`, with a dense gradient) can write it becomes that update's
+// ParamCastOut, persistable, initialised by a cast in `startup`.
+absl::Status FoldWorkingCopies(const std::string& update_type, Block* block, Block* startup) {
+  std::map<std::string, int> update_of, writers;
+  std::set<int> derived_from;
+  const std::vector<OpDesc>& ops = block->ops();
+  for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
+    if (ops[i].origin.op >= 0) derived_from.insert(ops[i].origin.op);
+    for (const std::string& v : ArgumentVars(ops[i].outputs)) ++writers[v];
+    if (ops[i].type == update_type && ops[i].origin.kind == OpOrigin::Kind::kUpdateOf) {
+      update_of[ops[i].origin.var] = i;
+    }
+  }
+  std::vector<int> folded;
+  for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
+    const OpDesc& cast = ops[i];
+    if (cast.type != "cast" || cast.origin.kind != OpOrigin::Kind::kAmpCast) continue;
+    auto update = update_of.find(cast.Input("X"));
+    const VarDesc* param = block->FindVar(cast.Input("X"));
+    VarDesc* copy = block->FindVar(cast.Output("Out"));
+    if (update == update_of.end() || param == nullptr || copy == nullptr || !param->persistable ||
+        param->dtype != DataType::kFloat32 || !IsLowPrecisionFloat(copy->dtype) ||
+        copy->persistable || writers[copy->name] != 1 || derived_from.count(i) > 0) {
+      continue;
+    }
+    OpDesc& op = block->mutable_ops()[update->second];
+    const VarDesc* grad = block->FindVar(op.Input("Grad"));
+    if (grad == nullptr || grad->kind != VarKind::kDense) continue;
+    op.outputs["ParamCastOut"] = {copy->name};
+    op.attrs["param_cast_dtype"] = copy->dtype;
+    RETURN_IF_ERROR(ValidateUpdate(*block, &op));
+    copy->persistable = true;
+    copy->stop_gradient = true;
+    startup->SetVar(*copy);
+    OpDesc initial = cast;  // once, where the parameter is initialised (cast-at-source)
+    initial.origin.op = -1;
+    startup->AppendOp(std::move(initial));
+    folded.push_back(i);
+  }
+  EraseOps(block, folded);
+  return absl::OkStatus();
+}
+
 // A persistable constant initialised by the startup program, outside any
 // device_guard of the caller: the placer places its initialiser from `origin`.
 void CreateUnpinnedConstant(ProgramBuilder* builder, const std::string& name, DataType dtype,
@@ -162,7 +224,11 @@ absl::Status Optimizer::Minimize(ProgramBuilder* builder, Var loss) {
     RETURN_IF_ERROR(ValidateUpdate(block, &op));
     block.AppendOp(std::move(op));
   }
-  return builder->status();
+  RETURN_IF_ERROR(builder->status());
+  if (working_copies_ && WritesWorkingCopies()) {
+    RETURN_IF_ERROR(FoldWorkingCopies(op_type_, &block, &builder->startup_program().block()));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<Var> Optimizer::ScaleLoss(ProgramBuilder* builder, Var loss) {

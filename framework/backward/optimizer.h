@@ -108,6 +108,22 @@ class Optimizer {
   // float32 gradient variables stay (to fetch them).
   void set_fold_gradient_casts(bool on) { fold_gradient_casts_ = on; }
 
+  // Mixed precision's working copies (on by default; Adam only): a float32
+  // parameter that the forward reads through a narrowing cast the AMP pass
+  // inserted keeps that cast's 16-bit output as a persistable variable (its
+  // working copy, "<param>.cast_bfloat16"), which the update writes as it
+  // writes the parameter (adam's ParamCastOut) instead of a cast at the
+  // start of the next step; the startup program casts it once. Each step's
+  // forward reads the values the cast gave: training is bit for bit the
+  // same. An offloaded parameter's host update then makes its 16-bit copy
+  // from the block it just wrote (2 bytes written per element, where the
+  // cast read 4 and wrote 2), and the copy goes up as soon as the update is
+  // done. Only with a dense gradient, and where no op derives from the
+  // cast (its gradient cast stays with dynamic loss scaling or with
+  // set_fold_gradient_casts(false); a recomputed cast). Off: the casts stay
+  // in the forward.
+  void set_working_copies(bool on) { working_copies_ = on; }
+
   // Appends backward ops and one update op per trainable parameter.
   // InvalidArgument for a learning rate that is not finite and positive,
   // or for bad hyper-parameters; the builder's error if it has one.
@@ -127,6 +143,8 @@ class Optimizer {
   // update op of parameter `param` (Param, Grad, LearningRate and ParamOut
   // are set), creating state with AddState.
   virtual void AddUpdateArgs(ProgramBuilder* builder, const VarDesc& param, OpDesc* op) = 0;
+  // Whether the update op writes a 16-bit working copy (ParamCastOut).
+  virtual bool WritesWorkingCopies() const { return false; }
 
   // Creates a persistable variable for slot `slot` of `param`, of `dtype`
   // and `shape`, set to `value` by the startup program on the host or with
@@ -154,6 +172,7 @@ class Optimizer {
   std::string clip_scale_var_;  // the updates' GradScale
   std::string global_norm_var_;
   bool fold_gradient_casts_ = true;
+  bool working_copies_ = true;
 };
 
 // param -= lr * grad.
@@ -196,6 +215,7 @@ class Adam final : public Optimizer {
 
  private:
   void AddUpdateArgs(ProgramBuilder* builder, const VarDesc& param, OpDesc* op) override;
+  bool WritesWorkingCopies() const override { return true; }
   AdamOptions options_;
 };
 

@@ -201,6 +201,16 @@ absl::StatusOr<RecomputeReport> ApplyRecompute(const RecomputeOptions& options, 
                        "values the backward needs"));
     }
   }
+  if (options.parameter_casts) {
+    for (const OpDesc& op : program->block().ops()) {
+      if (op.outputs.count("ParamCastOut") == 0) continue;
+      return absl::FailedPreconditionError(
+          absl::StrCat("recompute: parameter_casts, but '", op.type, "' of '", op.Input("Param"),
+                       "' writes its 16-bit working copy '", op.Output("ParamCastOut"),
+                       "', which no forward cast makes: build the program with "
+                       "Optimizer::set_working_copies(false) to recompute the weights' casts"));
+    }
+  }
   return Recomputer(options, &program->block()).Run();
 }
 

@@ -50,7 +50,9 @@ struct RecomputeOptions {
   // Also recompute casts of parameters (their 16-bit copies under AMP):
   // saves the copies' memory between forward and backward for a second
   // cast per step, which with the parameter on the host (optimizer offload)
-  // is a second upload too. Off by default.
+  // is a second upload too. Off by default. Needs the forward casts:
+  // ApplyRecompute refuses (FailedPrecondition) a program whose updates
+  // write 16-bit working copies (Optimizer::set_working_copies(false)).
   bool parameter_casts = false;
 };
 

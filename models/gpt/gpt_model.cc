@@ -111,6 +111,10 @@ absl::StatusOr<GptModel> BuildGptModel(const GptConfig& config, Optimizer* optim
     logits = gpt.Forward(m.tokens);
   }
   m.loss = b->Mean(b->SoftmaxWithCrossEntropy(logits, m.targets));
+  // Recomputed weight casts replace the persistent 16-bit working copies.
+  if (config.recompute.has_value() && config.recompute->parameter_casts) {
+    optimizer->set_working_copies(false);
+  }
   ASSIGN_OR_RETURN(m.eval, FinishTrainingProgram(config.amp, m.loss, optimizer, b));
   if (config.recompute.has_value()) {
     ASSIGN_OR_RETURN(m.recompute, ApplyRecompute(*config.recompute, &b->main_program()));

@@ -1,5 +1,6 @@
 // adam: Adam with bias correction and optional (decoupled or L2) weight
 // decay, in place, for a dense or a sparse (SelectedRows) gradient.
+#include "absl/strings/str_cat.h"
 #include "framework/base/status_macros.h"
 #include "framework/op/op_schema.h"
 #include "ops/optimizer/shape_fns.h"
@@ -43,6 +44,12 @@ REGISTER_OP("adam")
     .Output("Moment2Out")
     .Output("Beta1PowOut")
     .Output("Beta2PowOut")
+    .OptionalOutput("ParamCastOut",
+                    "ParamOut cast to param_cast_dtype (round to nearest even), written with the "
+                    "update: the 16-bit working copy of a float32 parameter that mixed precision's "
+                    "forward reads (Optimizer's working copies); a dense Grad only")
+    .Attr<DataType>("param_cast_dtype", DataType::kBFloat16,
+                    "ParamCastOut's dtype: bfloat16 or float16")
     .Attr<double>("beta1", 0.9, "in [0, 1)")
     .Attr<double>("beta2", 0.999, "in [0, 1)")
     .Attr<double>("epsilon", 1e-8, ">= 0")
@@ -68,6 +75,18 @@ REGISTER_OP("adam")
       ctx->SetOutput("Moment2Out", dense);
       ctx->SetOutput("Beta1PowOut", TensorMeta{m.beta1_pow.dtype, m.beta1_pow.shape});
       ctx->SetOutput("Beta2PowOut", TensorMeta{m.beta2_pow.dtype, m.beta2_pow.shape});
+      if (ctx->op().outputs.count("ParamCastOut") == 0) return absl::OkStatus();
+      ASSIGN_OR_RETURN(DataType cast, ctx->Attr<DataType>("param_cast_dtype"));
+      if (!IsLowPrecisionFloat(cast) || m.param.dtype != DataType::kFloat32 ||
+          m.grad.selected_rows) {
+        return ctx->Error(absl::StrCat(
+            "ParamCastOut '", ctx->op().Output("ParamCastOut"),
+            "' needs a float32 Param with a dense Grad and param_cast_dtype bfloat16 or float16; "
+            "got Param ",
+            DataTypeName(m.param.dtype), m.grad.selected_rows ? " with a sparse" : "",
+            m.grad.selected_rows ? " Grad" : "", ", param_cast_dtype ", DataTypeName(cast)));
+      }
+      ctx->SetOutput("ParamCastOut", TensorMeta{cast, m.param.shape});
       return absl::OkStatus();
     });
 

@@ -83,6 +83,11 @@ struct AdamArgs {
   const Tensor* beta2_pow = nullptr;
 };
 absl::StatusOr<AdamArgs> GetAdamArgs(const KernelContext& ctx);
+// adam's ParamCastOut (the 16-bit working copy) allocated with Param's
+// shape and the op's param_cast_dtype; nullptr when the op does not bind
+// it. InvalidArgument (naming the op and the variable) unless Param is
+// float32 with a dense Grad and the dtype bfloat16 or float16.
+absl::StatusOr<Tensor*> AllocateParamCast(KernelContext* ctx, const AdamArgs& a);
 
 // Binds momentum's ParamOut and VelocityOut, and adam's ParamOut,
 // Moment1Out, Moment2Out, Beta1PowOut and Beta2PowOut, to their inputs'

@@ -817,6 +817,17 @@ TEST_P(CrossPlace, SgdBadSparseGradientsAreInvalidArgument) {
                   "Param 'Param_0'");
 }
 
+// An adam op binding its in-place outputs (and ParamCastOut, the optional
+// 16-bit working copy, when `working_copy`).
+OpDesc AdamOp(AttrMap attrs, bool working_copy = false) {
+  OpDesc op = Op("adam", std::move(attrs));
+  for (const char* arg : {"ParamOut", "Moment1Out", "Moment2Out", "Beta1PowOut", "Beta2PowOut"}) {
+    op.outputs[arg] = {absl::StrCat(arg, "_0")};
+  }
+  if (working_copy) op.outputs["ParamCastOut"] = {"ParamCastOut_0"};
+  return op;
+}
+
 // Momentum and adam on dense and sparse gradients: the same updates as on the
 // cpu, up to how each compiler contracts multiply-adds.
 template <typename T>
@@ -858,8 +869,7 @@ void CheckMomentumAndAdam(const Shape& param_shape, const std::vector<int64_t>& 
                            {"Beta1Pow", {HostVar<T>(Shape({1}), {T(0.729)})}},
                            {"Beta2Pow", {HostVar<T>(Shape({1}), {T(0.997)})}}};
       };
-      const OpDesc adam =
-          Op("adam", {{"weight_decay", 0.25}, {"decoupled_weight_decay", decoupled}});
+      const OpDesc adam = AdamOp({{"weight_decay", 0.25}, {"decoupled_weight_decay", decoupled}});
       ExpectMatchesCpu(adam, inputs, Tol<T>() * 4);
       // The beta powers stay in host memory and advance there.
       ASSERT_OK_AND_ASSIGN(EagerOutputs out, RunOpEager(adam, TestedPlace(), inputs()));
@@ -884,9 +894,66 @@ TEST_P(CrossPlace, MomentumAndAdamMatchCpu) {
   CheckMomentumAndAdam<double>(Shape({9, 3}), many);
 }
 
+// adam's 16-bit working copy (ParamCastOut): the updated float32 Param
+// rounded as cast rounds, bit for bit, on every place (a size that is no
+// multiple of a vector's width); a skipped step (SkipUpdate) rounds the
+// unchanged Param; a float64 Param or a sparse Grad is refused alike.
+TEST_P(CrossPlace, AdamWorkingCopyIsTheUpdatedParamRoundedAsCastRounds) {
+  const Shape s({37, 5});
+  const int64_t n = s.num_elements();
+  std::vector<float> m2 = Values<float>(n, 9);
+  for (float& v : m2) v = std::abs(v);
+  for (const DataType dtype : {DataType::kBFloat16, DataType::kFloat16}) {
+    for (const bool skip : {false, true}) {
+      SCOPED_TRACE(absl::StrCat(DataTypeName(dtype), skip ? " skipped" : ""));
+      EagerInputs in = {{"Param", {Param<float>(s)}},
+                        {"Grad", {HostVar<float>(s, Values<float>(n, 6))}},
+                        {"LearningRate", {LearningRate(0.37f)}},
+                        {"Moment1", {HostVar<float>(s, Values<float>(n, 8))}},
+                        {"Moment2", {HostVar<float>(s, m2)}},
+                        {"Beta1Pow", {HostVar<float>(Shape({1}), {0.729f})}},
+                        {"Beta2Pow", {HostVar<float>(Shape({1}), {0.997f})}},
+                        {"GradScale", {HostVar<float>(Shape({1}), {0.5f})}}};
+      if (skip) {
+        in["SkipUpdate"] = {Variable(Tensor::FromVector<bool>(Shape({1}), {true}))};
+      }
+      ASSERT_OK_AND_ASSIGN(EagerOutputs out, RunOpEager(AdamOp({{"param_cast_dtype", dtype}}, true),
+                                                        TestedPlace(), in));
+      const Tensor& copy_there = out.at("ParamCastOut")[0].tensor();
+      EXPECT_EQ(copy_there.place(), TestedPlace());
+      ASSERT_EQ(copy_there.dtype(), dtype);
+      ASSERT_OK_AND_ASSIGN(Tensor copy, CopyTensorTo(copy_there, CPUPlace()));
+      ASSERT_OK_AND_ASSIGN(Tensor param, CopyTensorTo(out.at("ParamOut")[0].tensor(), CPUPlace()));
+      const std::vector<float> before = Values<float>(n, 5);
+      int changed = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        const float p = param.data<float>()[i];
+        changed += p != before[i];
+        const uint16_t want = dtype == DataType::kBFloat16 ? bfloat16(p).bits : float16(p).bits;
+        const uint16_t got = dtype == DataType::kBFloat16 ? copy.data<bfloat16>()[i].bits
+                                                          : copy.data<float16>()[i].bits;
+        ASSERT_EQ(got, want) << "element " << i << " of " << p;
+      }
+      EXPECT_EQ(changed > 0, !skip);
+    }
+  }
+  ExpectSameError(AdamOp({}, true),
+                  {{"Param", {Param<double>(s)}},
+                   {"Grad", {HostVar<double>(s, Values<double>(n))}},
+                   {"LearningRate", {LearningRate(0.1f)}},
+                   {"Moment1", {HostVar<double>(s, Values<double>(n))}},
+                   {"Moment2", {HostVar<double>(s, std::vector<double>(n, 1))}},
+                   {"Beta1Pow", {HostVar<double>(Shape({1}), {0.5})}},
+                   {"Beta2Pow", {HostVar<double>(Shape({1}), {0.5})}}},
+                  absl::StatusCode::kInvalidArgument,
+                  "op 'adam': ParamCastOut 'ParamCastOut_0' needs a float32 Param with a dense "
+                  "Grad and param_cast_dtype bfloat16 or float16; got Param float64, "
+                  "param_cast_dtype bfloat16");
+}
+
 TEST_P(CrossPlace, AdamBadBetaPowIsInvalidArgument) {
   const Shape s({2, 3});
-  ExpectSameError(Op("adam"),
+  ExpectSameError(AdamOp({}),
                   {{"Param", {Param<float>(s)}},
                    {"Grad", {HostVar<float>(s, Values<float>(6))}},
                    {"LearningRate", {LearningRate(0.1f)}},

@@ -4,6 +4,7 @@
 // weights), and the errors a user meets (16-bit ids, a 16-bit checkpoint in
 // a float32 program).
 #include <cmath>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -177,6 +178,107 @@ TEST_P(AmpTraining, LowPrecisionProductsTrainLikeFloat32WithFloat32MasterWeights
 
 INSTANTIATE_TEST_SUITE_P(Places, AmpTraining, ::testing::Values("cpu", "sim:0"),
                          [](const auto& info) { return info.param == "cpu" ? "cpu" : "sim"; });
+
+// Adam's 16-bit working copies (Optimizer::set_working_copies, on by
+// default): the update writes each weight's bfloat16 copy, which the
+// next step's forward reads instead of casting the weight. Bit for bit the
+// losses and weights of the program that casts in the forward, on cpu,
+// sim:0 and with the weights on the host and the ops on sim:0 (optimizer
+// offload); the copy left in the scope is the cast of the final weight.
+struct AdamRun {
+  std::vector<double> losses;
+  std::map<std::string, std::vector<double>> weights, copies;
+  Program main, startup;
+};
+
+AdamRun TrainAdam(const std::string& place, bool working_copies) {
+  AdamRun r;
+  ProgramBuilder b;
+  Var x = b.Data("x", DataType::kFloat32, Shape({kBatch, kIn}));
+  Var label = b.Data("label", DataType::kInt64, Shape({kBatch, 1}));
+  Var loss;
+  {
+    auto params = b.parameters_on(place == "mixed" ? "cpu" : "");
+    Var h = b.Tanh(b.Fc(x, kHidden, 1, true, "layer1", Initializer::XavierUniform(11)));
+    Var logits = b.Fc(h, kClasses, 1, true, "layer2", Initializer::XavierUniform(12));
+    loss = b.Mean(b.SoftmaxWithCrossEntropy(logits, label));
+  }
+  EXPECT_OK(ApplyAmp(AmpOptions{DataType::kBFloat16}, &b.main_program()).status());
+  Adam adam(0.01);
+  adam.EnableGradientClipping(0.5);
+  adam.set_working_copies(working_copies);
+  EXPECT_OK(adam.Minimize(&b, loss));
+  r.main = b.main_program();
+  r.startup = b.startup_program();
+  Executor exe(*ParsePlace(place == "mixed" ? "sim:0" : place));
+  Scope scope;
+  EXPECT_OK(exe.Run(b.startup_program(), &scope).status());
+  absl::StatusOr<std::unique_ptr<Plan>> plan =
+      exe.Prepare(b.main_program(), scope, {"x", "label"}, {loss.name});
+  EXPECT_OK(plan.status());
+  if (!plan.ok()) return r;
+  for (int step = 0; step < 12; ++step) {
+    auto [xs, labels] = Batch(step);
+    absl::StatusOr<std::vector<Tensor>> out =
+        exe.Run(plan->get(), &scope, {{"x", xs}, {"label", labels}});
+    EXPECT_OK(out.status());
+    if (!out.ok()) return r;
+    r.losses.push_back(ToDoubles((*out)[0])[0]);
+  }
+  for (const char* w : {"layer1.w_0", "layer2.w_0", "layer1.b_0"}) {
+    r.weights[w] = ToDoubles(scope.Find(w)->tensor());
+    const Variable* copy = scope.Find(absl::StrCat(w, ".cast_bfloat16"));
+    if (copy != nullptr && copy->is_tensor()) r.copies[w] = ToDoubles(copy->tensor());
+  }
+  return r;
+}
+
+TEST(AmpWorkingCopies, AdamWritesTheSixteenBitCopiesAndTrainsBitForBitTheSame) {
+  for (const std::string place : {"cpu", "sim:0", "mixed"}) {
+    SCOPED_TRACE(place);
+    const AdamRun copies = TrainAdam(place, true);
+    const AdamRun casts = TrainAdam(place, false);
+    ASSERT_EQ(copies.losses.size(), 12u);
+    EXPECT_EQ(copies.losses, casts.losses);
+    EXPECT_EQ(copies.weights, casts.weights);
+    EXPECT_LT(copies.losses.back(), copies.losses.front());
+    // No forward cast of a parameter is left; each adam writes the copy.
+    int forward_casts = 0, copies_written = 0;
+    for (const OpDesc& op : copies.main.block().ops()) {
+      forward_casts += op.type == "cast" && copies.main.block().FindVar(op.Input("X")) != nullptr &&
+                       copies.main.block().FindVar(op.Input("X"))->persistable;
+      if (op.type != "adam" || op.outputs.count("ParamCastOut") == 0) continue;
+      ++copies_written;
+      const VarDesc* copy = copies.main.block().FindVar(op.Output("ParamCastOut"));
+      ASSERT_NE(copy, nullptr);
+      EXPECT_TRUE(copy->persistable);
+      EXPECT_EQ(copy->dtype, DataType::kBFloat16);
+      EXPECT_EQ(op.Output("ParamCastOut"), op.Input("Param") + ".cast_bfloat16");
+    }
+    EXPECT_EQ(forward_casts, 0);
+    EXPECT_EQ(copies_written, 4);  // the weights and biases of both fc
+    int startup_casts = 0;
+    for (const OpDesc& op : copies.startup.block().ops()) startup_casts += op.type == "cast";
+    EXPECT_EQ(startup_casts, 4);
+    int casts_kept = 0;
+    for (const OpDesc& op : casts.main.block().ops()) {
+      casts_kept += op.type == "cast" && op.origin.kind == OpOrigin::Kind::kAmpCast &&
+                    casts.main.block().FindVar(op.Input("X"))->persistable;
+    }
+    EXPECT_EQ(casts_kept, 4);
+    // The copy in the scope: the final weights rounded to bfloat16.
+    ASSERT_EQ(copies.copies.size(), 3u);
+    for (const auto& [w, copy] : copies.copies) {
+      const std::vector<double>& weight = copies.weights.at(w);
+      ASSERT_EQ(copy.size(), weight.size()) << w;
+      for (size_t i = 0; i < copy.size(); ++i) {
+        ASSERT_EQ(copy[i],
+                  static_cast<double>(static_cast<float>(bfloat16(static_cast<float>(weight[i])))))
+            << w << "[" << i << "]";
+      }
+    }
+  }
+}
 
 // Two embedding tables under device_guard("cpu"), joined by concat on
 // sim:0 for an fc there (the CTR model's shape): with AMP the concat runs
