@@ -69,6 +69,9 @@ DEFINE_string(recompute, "none",
               "again in the backward instead of kept from the forward: less device memory, the "
               "same losses); cheap+weights (also the 16-bit copies of the weights: less memory "
               "still, for a second cast per step, and with --offload a second upload)");
+DEFINE_bool(working_copies, true,
+            "with --amp: Adam writes each weight's 16-bit copy as it updates the weight (false: "
+            "every forward casts the weights; the same losses, bit for bit)");
 DEFINE_double(offload_fraction, 1.0,
               "with --offload=optimizer: offload only this fraction of the parameters' bytes, "
               "last read first (a hand-chosen partial offload)");
@@ -228,6 +231,7 @@ absl::Status Train() {
   RETURN_IF_ERROR(corpus.CheckFits(config.seq));
   Adam adam(FLAGS_lr);
   if (FLAGS_clip_norm > 0) adam.EnableGradientClipping(FLAGS_clip_norm);
+  adam.set_working_copies(FLAGS_working_copies);
   ProgramBuilder builder;
   ASSIGN_OR_RETURN(GptModel model, BuildGptModel(config, &adam, &builder));
   std::printf(

@@ -41,10 +41,13 @@ inline bool ReleasedAfterLastUse(const VarKeep& v) {
 }
 
 // Pinned copy sources: for each host->device copy of `placed`, the op that
-// last wrote its source before it, when that op is a kernel (not a copy),
-// writes its output in the pinned host memory of the copy's device, so the
-// copy reads it in place, asynchronously. Producer op index -> that device
-// (the first such copy's, when several devices read the value).
+// last wrote its source before it (for a persistable no op wrote before
+// the copy: the op that writes it last in the program, whose value the
+// next run copies, e.g. an offloaded update's 16-bit working copy), when
+// that op is a kernel (not a copy), writes its output in the pinned host
+// memory of the copy's device, so the copy reads it in place,
+// asynchronously. Producer op index -> that device (the first such copy's,
+// when several devices read the value).
 std::map<int, Place> PinnedCopySources(const PlacedProgram& placed);
 
 // Staged uploads: a host->device copy to a device with pinned host memory of

@@ -90,6 +90,29 @@ TEST(PinnedCopySources, KernelsWhoseOutputIsUploadedNextWriteInTheDevicesPinnedM
   EXPECT_EQ(pinned.begin()->second, dev0);
 }
 
+// A persistable uploaded before the op that writes it (an offloaded
+// update's 16-bit working copy): the next run uploads what that op wrote,
+// so it writes in pinned memory; a non-persistable written after its
+// upload (the upload reads a feed of that name) is not pinned.
+TEST(PinnedCopySources, APersistableWrittenLaterInTheProgramIsPinnedForTheNextRunsUpload) {
+  const Place dev0 = GPUPlace(0);
+  PlacedProgram placed;
+  for (const char* name : {"w16", "x"}) {
+    VarDesc v;
+    v.name = name;
+    v.persistable = std::string(name) == "w16";
+    ASSERT_TRUE(placed.program.block().AddVar(v).ok());
+  }
+  Append(&placed, "memcpy_h2d", "w16", "w16@sim:0", dev0);  // #0: reads the run before's
+  Append(&placed, "memcpy_h2d", "x", "x@sim:0", dev0);      // #1
+  Append(&placed, "scale", "g", "w16");                     // #2: the update writes it
+  Append(&placed, "scale", "g", "x");                       // #3: x is not persistable
+  const std::map<int, Place> pinned = PinnedCopySources(placed);
+  ASSERT_EQ(pinned.size(), 1u);
+  EXPECT_EQ(pinned.begin()->first, 2);
+  EXPECT_EQ(pinned.begin()->second, dev0);
+}
+
 TEST(UploadIsStaged, OnlyUnwrittenValuesToDevicesWithPinnedMemory) {
   EXPECT_TRUE(UploadIsStaged(/*device_has_pinned_memory=*/true, /*written_before=*/false));
   EXPECT_FALSE(UploadIsStaged(true, true));    // read in place
