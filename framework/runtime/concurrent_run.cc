@@ -77,7 +77,6 @@ class ConcurrentRun {
   // done events, a refined lookup's update ids): the run is not over, and
   // its frame not bound again, before they finished.
   int next_readers = 0;
-  uint64_t sequence = 0;  // runs started earlier have smaller ones (program order)
   absl::Status error;
   ConcurrentRun* prev = nullptr;
   ConcurrentRun* next = nullptr;
@@ -155,7 +154,6 @@ ConcurrentRun* RunScheduler::Start(PlanState::Frame* frame, RunStats* stats,
   Lock lock(mu_);
   runs_.push_back(std::make_unique<ConcurrentRun>(plan_, frame, stats, observer));
   ConcurrentRun* run = runs_.back().get();
-  run->sequence = runs_started_++;
   ConcurrentRun* prev = runs_.size() > 1 ? runs_[runs_.size() - 2].get() : nullptr;
   run->prev = prev;
   if (prev != nullptr) prev->next = run;
@@ -214,10 +212,6 @@ void RunScheduler::MakeReady(ConcurrentRun* run, int i) {
   } else {
     ready_device_.push_back({run, i});
   }
-}
-
-void RunScheduler::PushHost(const Task& t) {
-  ready_host_.Push(t, step(t.step).feeds_device, {t.run->sequence, t.step});
 }
 
 void RunScheduler::Satisfy(ConcurrentRun* run, int i, bool completed) {

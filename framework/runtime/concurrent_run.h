@@ -17,7 +17,6 @@
 #define TANDEM_FRAMEWORK_RUNTIME_CONCURRENT_RUN_H_
 
 #include <condition_variable>
-#include <cstdint>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -117,8 +116,8 @@ class RunScheduler {
   void Commit(ConcurrentRun* run);
   void Satisfy(ConcurrentRun* run, int i, bool completed);
   void MakeReady(ConcurrentRun* run, int i);
-  // Queues host task `t` (ready_host_: steps that feed a device first, then program order).
-  void PushHost(const Task& t);
+  // Queues host task `t` (ready_host_: steps that feed a device first).
+  void PushHost(const Task& t) { ready_host_.Push(t, step(t.step).feeds_device); }
   void ReleaseSlots(ConcurrentRun* run, int i);
   void Fail(ConcurrentRun* run, const absl::Status& s);
   bool Poisoned(const ConcurrentRun* run) const;
@@ -140,11 +139,10 @@ class RunScheduler {
   std::mutex mu_;
   std::condition_variable caller_;  // CallerNeeded() may have become true
   std::deque<Task> ready_device_;
-  HostReadyQueue<Task> ready_host_;  // steps that feed a device first, then program order
+  HostReadyQueue<Task> ready_host_;  // steps that feed a device first
   std::vector<Task> watches_;  // dispatched watched steps not yet waited for (counted in flight)
   int tasks_in_flight_ = 0;    // of every run
   std::vector<std::unique_ptr<ConcurrentRun>> runs_;  // in flight, oldest first
-  uint64_t runs_started_ = 0;                         // numbers the runs (ConcurrentRun::sequence)
 };
 
 // A run that Executor::RunAsync started: in flight on the plan's scheduler,

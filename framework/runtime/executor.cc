@@ -168,6 +168,7 @@ absl::StatusOr<std::unique_ptr<Plan>> Executor::PrepareFor(const Program& given,
                                        options_.in_order || options_.check_numerics)));
   RETURN_IF_ERROR(CheckMemoryFits(plan->state().placed, plan->state().memory,
                                   AvailableMemory(plan->state().memory)));
+  plan->state().atomic_updates = options_.atomic_updates;
   RETURN_IF_ERROR(BuildPlan(&plan->state(), feeds, fetches));
   plan->state().schedule_trial = ScheduleTrial(options_.schedule_trial);
   plan->state().fusion_summary = std::move(fusion_summary);

@@ -376,7 +376,7 @@ void BuildSchedule(PlanState* plan) {
     for (const auto& [succ, kind] : step.succs) {
       feeds_others[i] = feeds_others[i] || !plan->steps[succ]->held_for_commit;
     }
-    step.held_for_commit = writes && !feeds_others[i] && !step.folded;
+    step.held_for_commit = plan->atomic_updates && writes && !feeds_others[i] && !step.folded;
   }
 }
 

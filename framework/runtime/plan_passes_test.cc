@@ -294,6 +294,16 @@ TEST(BuildSchedule, HoldsAnUpdateThatNothingElseNeedsForTheCommit) {
   EXPECT_FALSE(plan.step(1).held_for_commit);
 }
 
+TEST(BuildSchedule, HoldsNoUpdateWithoutAtomicUpdates) {
+  HandBuiltPlan plan({"x", "w", "g", "loss"}, {"w"});
+  plan.Step("mul", {"x", "w"}, {"loss"})
+      .Step("scale", {"loss"}, {"g"})
+      .Step("sgd", {"w", "g"}, {"w"});
+  plan.get()->atomic_updates = false;
+  plan_passes::BuildSchedule(plan.get());
+  for (int i : {0, 1, 2}) EXPECT_FALSE(plan.step(i).held_for_commit) << i;
+}
+
 // A host step whose result a device step of the run reads feeds a device;
 // one read only by host steps, the device step and the last host step do not.
 TEST(BuildSchedule, MarksTheHostStepsThatFeedADevice) {

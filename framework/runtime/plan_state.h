@@ -119,6 +119,9 @@ struct PlanState {
   // placement table.
   bool serial = false;
   std::string schedule;
+  // ExecutorOptions::atomic_updates: BuildSchedule holds updates for the
+  // commit (Step::held_for_commit) only when set.
+  bool atomic_updates = true;
   // Times runs in order against concurrent ones and keeps the faster
   // (ExecutorOptions::schedule_trial; set at Prepare).
   ScheduleTrial schedule_trial;

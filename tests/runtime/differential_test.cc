@@ -3,7 +3,8 @@
 // order (the reference) and in every other mode of the executor
 // (concurrent and pipelined with 1, 2 and 4 host workers, three runs in
 // flight, handles waited in reverse order, Run between RunAsync and Wait,
-// delayed sim streams, graph capture); every fetch of every step and every
+// delayed sim streams, graph capture, updates not held for the commit:
+// ExecutorOptions::atomic_updates off); every fetch of every step and every
 // scope variable at the end must be bitwise the reference's, and no fetched
 // tensor may change after its run returned it. Any error fails too.
 //

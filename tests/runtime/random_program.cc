@@ -1164,6 +1164,7 @@ struct ModeConfig {
   bool delay = false;
   bool capture = false;
   bool schedule_trial = false;  // ExecutorOptions::schedule_trial, switching every run
+  bool atomic_updates = true;   // ExecutorOptions::atomic_updates
 };
 
 ModeConfig ConfigOf(ExecMode mode) {
@@ -1225,6 +1226,12 @@ ModeConfig ConfigOf(ExecMode mode) {
       c.in_flight = 2;
       c.workers = 2;
       c.schedule_trial = true;
+      break;
+    case ExecMode::kPipelinedEagerUpdates:
+      c.pattern = Pattern::kPipelined;
+      c.in_flight = 2;
+      c.workers = 2;
+      c.atomic_updates = false;
       break;
   }
   return c;
@@ -1392,6 +1399,7 @@ const std::vector<ExecMode>& ComparedModes() {
       ExecMode::kPipelinedDelayed,
       ExecMode::kCaptureGraphs,
       ExecMode::kPipelinedScheduleTrial,
+      ExecMode::kPipelinedEagerUpdates,
   };
   return modes;
 }
@@ -1434,6 +1442,8 @@ std::string ExecModeName(ExecMode mode) {
       return "capture_graphs";
     case ExecMode::kPipelinedScheduleTrial:
       return "pipelined_schedule_trial";
+    case ExecMode::kPipelinedEagerUpdates:
+      return "pipelined_eager_updates";
   }
   return "unknown";
 }
@@ -1467,6 +1477,7 @@ Trajectory RunTrajectory(const GeneratedProgram& program, ExecMode mode, int ste
   options.in_order = c.in_order;
   options.host_workers = c.workers;
   options.capture_graphs = c.capture;
+  options.atomic_updates = c.atomic_updates;
   // Every other mode keeps its schedule; the trial's mode switches between
   // concurrent and in-order runs from the first (phases of one run: C I I C).
   options.schedule_trial = c.schedule_trial ? ScheduleTrialOptions{.enabled = true,

@@ -141,6 +141,7 @@ enum class ExecMode {
   kPipelinedDelayed,        // kPipelined2 with a 200 us sim stream delay
   kCaptureGraphs,           // capture_graphs (eager on sim), Run
   kPipelinedScheduleTrial,  // kPipelined2, the schedule trial switching in order <-> concurrent
+  kPipelinedEagerUpdates,   // kPipelined2 with ExecutorOptions::atomic_updates off
 };
 
 // Every mode but kInOrder, in declaration order.
