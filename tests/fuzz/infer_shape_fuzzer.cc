@@ -43,7 +43,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (bound == op.outputs.end()) continue;
     CHECK_LE(metas.size(), bound->second.size()) << op.type << " infers too many " << arg;
     for (const tandem::TensorMeta& m : metas) {
-      CHECK_LE(static_cast<int>(m.dtype), static_cast<int>(tandem::DataType::kBool)) << op.type;
+      CHECK_LE(static_cast<int>(m.dtype), static_cast<int>(tandem::AllDataTypes().back()))
+          << op.type << " output " << arg;
       for (int64_t d : m.shape.dims()) {
         CHECK_GE(d, -1) << op.type << " output " << arg << " " << m.shape.ToString();
       }
