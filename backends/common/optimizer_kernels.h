@@ -184,18 +184,12 @@ inline void NarrowBlock(const float* p, Tensor* out, int64_t offset, int64_t len
   }
 }
 
-// NarrowBlock over [begin, end) of `param`, split across threads.
+// NarrowBlock over all n elements of `param`, split across threads.
 template <typename Policy>
-absl::Status NarrowInto(const KernelContext& ctx, const float* param, Tensor* out, int64_t begin,
-                        int64_t end) {
-  if (out->dtype() != DataType::kBFloat16 && out->dtype() != DataType::kFloat16) {
-    return ctx.InvalidArgument(
-        absl::StrCat("ParamCastOut must be bfloat16 or float16, got ", DataTypeName(out->dtype())));
-  }
-  Policy::ParallelFor(end - begin, kMinElementsPerTask, [&](int64_t b, int64_t e) {
-    NarrowBlock(param + begin + b, out, begin + b, e - b);
+void NarrowAll(const float* param, Tensor* out, int64_t n) {
+  Policy::ParallelFor(n, kMinElementsPerTask, [&](int64_t begin, int64_t end) {
+    NarrowBlock(param + begin, out, begin, end - begin);
   });
-  return absl::OkStatus();
 }
 
 }  // namespace optimizer_kernels_internal
@@ -336,9 +330,9 @@ class AdamKernel final : public OpKernel {
     ASSIGN_OR_RETURN(const prologue::AdamArgs args, prologue::GetAdamArgs(*ctx));
     ASSIGN_OR_RETURN(Tensor * working_copy, prologue::AllocateParamCast(ctx, args));
     if (args.u.skip) {
-      if (working_copy != nullptr) {
-        RETURN_IF_ERROR(optimizer_kernels_internal::NarrowInto<Policy>(
-            *ctx, args.u.param->data<float>(), working_copy, 0, args.u.param->NumElements()));
+      if (working_copy != nullptr) {  // float32 Param (AllocateParamCast checked)
+        optimizer_kernels_internal::NarrowAll<Policy>(args.u.param->data<float>(), working_copy,
+                                                      args.u.param->NumElements());
       }
       return prologue::BindAdamOutputs(ctx, args);
     }
