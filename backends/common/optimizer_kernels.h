@@ -184,14 +184,6 @@ inline void NarrowBlock(const float* p, Tensor* out, int64_t offset, int64_t len
   }
 }
 
-// NarrowBlock over all n elements of `param`, split across threads.
-template <typename Policy>
-void NarrowAll(const float* param, Tensor* out, int64_t n) {
-  Policy::ParallelFor(n, kMinElementsPerTask, [&](int64_t begin, int64_t end) {
-    NarrowBlock(param + begin, out, begin, end - begin);
-  });
-}
-
 }  // namespace optimizer_kernels_internal
 
 // The registration line sgd, momentum and adam share: a float32/float64
@@ -330,9 +322,14 @@ class AdamKernel final : public OpKernel {
     ASSIGN_OR_RETURN(const prologue::AdamArgs args, prologue::GetAdamArgs(*ctx));
     ASSIGN_OR_RETURN(Tensor * working_copy, prologue::AllocateParamCast(ctx, args));
     if (args.u.skip) {
-      if (working_copy != nullptr) {  // float32 Param (AllocateParamCast checked)
-        optimizer_kernels_internal::NarrowAll<Policy>(args.u.param->data<float>(), working_copy,
-                                                      args.u.param->NumElements());
+      if (working_copy != nullptr) {  // a float32 Param (AllocateParamCast checked)
+        const float* p = args.u.param->data<float>();
+        const int64_t n = args.u.param->NumElements();
+        if (working_copy->dtype() == DataType::kBFloat16) {
+          Cast<bfloat16, float, Policy>(p, working_copy->data<bfloat16>(), n);
+        } else {
+          Cast<float16, float, Policy>(p, working_copy->data<float16>(), n);
+        }
       }
       return prologue::BindAdamOutputs(ctx, args);
     }

@@ -1,6 +1,5 @@
 // adam: Adam with bias correction and optional (decoupled or L2) weight
 // decay, in place, for a dense or a sparse (SelectedRows) gradient.
-#include "absl/strings/str_cat.h"
 #include "framework/base/status_macros.h"
 #include "framework/op/op_schema.h"
 #include "ops/optimizer/shape_fns.h"
@@ -77,15 +76,7 @@ REGISTER_OP("adam")
       ctx->SetOutput("Beta2PowOut", TensorMeta{m.beta2_pow.dtype, m.beta2_pow.shape});
       if (ctx->op().outputs.count("ParamCastOut") == 0) return absl::OkStatus();
       ASSIGN_OR_RETURN(DataType cast, ctx->Attr<DataType>("param_cast_dtype"));
-      if (!IsLowPrecisionFloat(cast) || m.param.dtype != DataType::kFloat32 ||
-          m.grad.selected_rows) {
-        return ctx->Error(absl::StrCat(
-            "ParamCastOut '", ctx->op().Output("ParamCastOut"),
-            "' needs a float32 Param with a dense Grad and param_cast_dtype bfloat16 or float16; "
-            "got Param ",
-            DataTypeName(m.param.dtype), m.grad.selected_rows ? " with a sparse" : "",
-            m.grad.selected_rows ? " Grad" : "", ", param_cast_dtype ", DataTypeName(cast)));
-      }
+      RETURN_IF_ERROR(CheckParamCast(ctx->op(), m.param.dtype, m.grad.selected_rows, cast));
       ctx->SetOutput("ParamCastOut", TensorMeta{cast, m.param.shape});
       return absl::OkStatus();
     });

@@ -104,14 +104,7 @@ absl::StatusOr<AdamArgs> GetAdamArgs(const KernelContext& ctx) {
 absl::StatusOr<Tensor*> AllocateParamCast(KernelContext* ctx, const AdamArgs& a) {
   if (ctx->OutputVar("ParamCastOut") == nullptr) return nullptr;
   ASSIGN_OR_RETURN(const DataType dtype, ctx->Attr<DataType>("param_cast_dtype"));
-  if (!IsLowPrecisionFloat(dtype) || a.u.param->dtype() != DataType::kFloat32 || a.u.sparse()) {
-    return ctx->InvalidArgument(absl::StrCat(
-        "ParamCastOut '", ctx->op().Output("ParamCastOut"),
-        "' needs a float32 Param with a dense Grad and param_cast_dtype bfloat16 or float16; got "
-        "Param ",
-        DataTypeName(a.u.param->dtype()), a.u.sparse() ? " with a sparse Grad" : "",
-        ", param_cast_dtype ", DataTypeName(dtype)));
-  }
+  RETURN_IF_ERROR(CheckParamCast(ctx->op(), a.u.param->dtype(), a.u.sparse(), dtype));
   return ctx->AllocateOutput("ParamCastOut", dtype, a.u.param->shape());
 }
 

@@ -165,4 +165,17 @@ absl::StatusOr<LossScalingAttrs> GetLossScalingAttrs(const OpDesc &op) {
   return a;
 }
 
+absl::Status CheckParamCast(const OpDesc &op, DataType param_dtype, bool sparse_grad,
+                            DataType cast_dtype) {
+  if (IsLowPrecisionFloat(cast_dtype) && param_dtype == DataType::kFloat32 && !sparse_grad) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "op '", op.type, "': ParamCastOut '", op.Output("ParamCastOut"),
+      "' needs a float32 Param with a dense Grad and param_cast_dtype bfloat16 or float16; got "
+      "Param ",
+      DataTypeName(param_dtype), sparse_grad ? " with a sparse Grad" : "", ", param_cast_dtype ",
+      DataTypeName(cast_dtype)));
+}
+
 }  // namespace tandem

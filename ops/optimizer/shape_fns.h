@@ -67,6 +67,12 @@ absl::Status CheckSkipUpdate(const OpDesc &op, const TensorMeta &skip);
 // and GradScale (gradient clipping's factor: Param's dtype with one element).
 absl::Status CheckOptionalUpdateArgs(InferShapeContext *ctx, DataType param_dtype);
 
+// adam's ParamCastOut (the 16-bit working copy): a float32 Param, a dense
+// Grad and param_cast_dtype bfloat16 or float16; else InvalidArgument
+// naming the op and the output's variable.
+absl::Status CheckParamCast(const OpDesc &op, DataType param_dtype, bool sparse_grad,
+                            DataType cast_dtype);
+
 // Attributes of update_loss_scaling: growth_factor > 1, backoff_factor in
 // (0, 1), growth_interval >= 1.
 struct LossScalingAttrs {
