@@ -7,6 +7,8 @@ random byte windows, timed per step.
   python3 torch_gpt.py --layers 12 --width 768 --heads 12 --seq 512 --batch 8
   python3 torch_gpt.py ... --amp bf16            # torch.autocast(bfloat16)
   python3 torch_gpt.py ... --amp bf16 --offload  # Adam and fp32 weights on the CPU
+  python3 torch_gpt.py ... --profile 3           # then the GPU kernels of 3 steps
+  python3 torch_gpt.py ... --clip_norm 1         # clip by the global norm, as examples/gpt
 
 --offload keeps the float32 master weights and Adam's state on the CPU
 (pinned), moves each bf16 gradient down as the backward produces it
@@ -107,6 +109,13 @@ def main():
     ap.add_argument("--amp", choices=["none", "bf16"], default="none")
     ap.add_argument("--offload", action="store_true")
     ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--clip_norm", type=float, default=0,
+                    help="clip the gradients by their global norm at this value before each "
+                         "update (torch.nn.utils.clip_grad_norm_, foreach); 0: no clipping. "
+                         "examples/gpt clips at 1 by default")
+    ap.add_argument("--profile", type=int, default=0, metavar="STEPS",
+                    help="after the timed steps, print the GPU kernels' total time per step "
+                         "over STEPS more steps (torch.profiler), longest first")
     args = ap.parse_args()
     torch.manual_seed(1)
     dev = "cuda"
@@ -114,6 +123,9 @@ def main():
     if args.offload:
         if args.amp != "bf16":
             raise SystemExit("--offload needs --amp bf16")
+        if args.clip_norm > 0:
+            raise SystemExit("--clip_norm is not offered with --offload (its hooks step each "
+                             "parameter as its gradient lands)")
         offload = CpuOffload(model, 1e-3)
     else:
         opt = torch.optim.Adam(model.parameters(), lr=1e-3, fused=True)
@@ -127,6 +139,8 @@ def main():
         if args.offload:
             offload.step()
         else:
+            if args.clip_norm > 0:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip_norm, foreach=True)
             opt.step()
             opt.zero_grad(set_to_none=True)
         return loss
@@ -144,6 +158,7 @@ def main():
     name = f"gpt/{args.layers}x{args.width}_s{args.seq}_b{args.batch}"
     name += "_bf16" if args.amp == "bf16" else ""
     name += "_offload" if args.offload else ""
+    name += f"_clip{args.clip_norm:g}" if args.clip_norm > 0 else ""
     params = sum(p.numel() for p in model.parameters())
     print(f"# torch {torch.__version__}, {torch.cuda.get_device_name()}, {params / 1e6:.1f} M "
           f"parameters", flush=True)
@@ -151,6 +166,24 @@ def main():
     print(f"# peak device memory {torch.cuda.max_memory_allocated()} bytes "
           f"(torch.cuda.max_memory_allocated over the timed steps)", flush=True)
     print(f"METRIC {name}_step {statistics.median(times):.4g} us", flush=True)
+    if args.profile > 0:
+        print_kernel_profile(step, args.profile)
+
+
+def print_kernel_profile(step, steps):
+    """The GPU kernels of `steps` steps, summed by name, per step, longest first."""
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(steps):
+            step()
+        torch.cuda.synchronize()
+    rows = [(e.device_time_total / steps, e.count / steps, e.key) for e in prof.key_averages()
+            if e.device_time_total > 0]
+    rows.sort(reverse=True)
+    total = sum(r[0] for r in rows)
+    print(f"# GPU kernel time per step: {total / 1e3:.2f} ms over {len(rows)} kernels", flush=True)
+    for us, count, key in rows[:40]:
+        print(f"#   {us / 1e3:8.3f} ms  {count:6.1f}x  {key[:110]}", flush=True)
 
 
 if __name__ == "__main__":
