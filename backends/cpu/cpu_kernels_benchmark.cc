@@ -67,6 +67,20 @@ void BM_AddGradRowBroadcast(benchmark::State& state) {
 }
 BENCHMARK(BM_AddGradRowBroadcast)->Arg(64)->Arg(4096)->UseRealTime();
 
+// elementwise_add_grad of [rows, 768] + [rows, 768] (a residual add): both
+// gradients are Out@GRAD itself; bytes read and written per second.
+void BM_AddGradSameShape(benchmark::State& state) {
+  const int64_t rows = state.range(0);
+  OpDesc op;
+  op.type = "elementwise_add_grad";
+  RunOrSkip(state, op,
+            {{"X", {Filled<float>({rows, 768})}},
+             {"Y", {Filled<float>({rows, 768})}},
+             {"Out@GRAD", {Filled<float>({rows, 768})}}});
+  state.SetBytesProcessed(state.iterations() * 3 * rows * 768 * sizeof(float));
+}
+BENCHMARK(BM_AddGradSameShape)->Arg(64)->Arg(4096)->Arg(16384)->UseRealTime();
+
 // Square matmul of size n: FLOP/s reported as items (2 n^3 per op).
 template <typename T>
 void BM_Matmul(benchmark::State& state) {
