@@ -246,20 +246,8 @@ class ElementwiseGradKernel final : public OpKernel {
       };
       auto copy = [&](C* buf) { Map<C, Policy>(g, buf, n, [](C v) { return v; }); };
       if constexpr (kOp == BinaryOp::kAdd) {
-        if (ctx->OutputVar("X@GRAD") != nullptr && ctx->OutputVar("Y@GRAD") != nullptr &&
-            a.x->NumElements() == n && a.y->NumElements() == n) {
-          // Both gradients are G itself: one parallel pass writes the two.
-          ASSIGN_OR_RETURN(Tensor * dx, ctx->AllocateOutput("X@GRAD", a.x->dtype(), a.x->shape()));
-          ASSIGN_OR_RETURN(Tensor * dy, ctx->AllocateOutput("Y@GRAD", a.y->dtype(), a.y->shape()));
-          C* dxd = buffers.Out(dx);
-          C* dyd = buffers.Out(dy);
-          Policy::ParallelFor(n, kMinElementsPerTask, [&](int64_t begin, int64_t end) {
-            for (int64_t i = begin; i < end; ++i) dxd[i] = dyd[i] = g[i];
-          });
-        } else {
-          RETURN_IF_ERROR(grad("X@GRAD", *a.x, a.x->shape(), copy));
-          RETURN_IF_ERROR(grad("Y@GRAD", *a.y, a.shapes.y_aligned, copy));
-        }
+        RETURN_IF_ERROR(grad("X@GRAD", *a.x, a.x->shape(), copy));
+        RETURN_IF_ERROR(grad("Y@GRAD", *a.y, a.shapes.y_aligned, copy));
       } else if constexpr (kOp == BinaryOp::kSub) {
         RETURN_IF_ERROR(grad("X@GRAD", *a.x, a.x->shape(), copy));
         RETURN_IF_ERROR(grad("Y@GRAD", *a.y, a.shapes.y_aligned, [&](C* buf) {
