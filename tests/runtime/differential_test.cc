@@ -175,7 +175,7 @@ struct ModeStats {
 
 struct Stats {
   int programs = 0, failed_programs = 0;
-  int sparse = 0, dense_table = 0, host_param_on_device = 0, param_elsewhere = 0;
+  int sparse = 0, dense_table = 0, host_param_on_device = 0, param_elsewhere = 0, clipped = 0;
   double seconds = 0;
   std::map<std::string, ModeStats> modes;  // by name, the reference as "in_order"
   // Failure groups: "<mode>: <cause>" -> seeds.
@@ -227,10 +227,11 @@ class StatsPrinter : public ::testing::Environment {
     const Stats& s = GlobalStats();
     std::string report = absl::StrCat(
         "\n=== differential_test: ", s.programs, " programs (", s.sparse, " with a sparse table, ",
-        s.dense_table, " with a dense table, ", s.param_elsewhere,
-        " with a parameter first read away from its place, ", s.host_param_on_device,
-        " of them a host parameter read on a device), ", Steps(), " steps per run, ",
-        absl::StrFormat("%.1f", s.seconds), " s; ", s.failed_programs, " programs failed\n");
+        s.dense_table, " with a dense table, ", s.clipped, " clipping gradients, ",
+        s.param_elsewhere, " with a parameter first read away from its place, ",
+        s.host_param_on_device, " of them a host parameter read on a device), ", Steps(),
+        " steps per run, ", absl::StrFormat("%.1f", s.seconds), " s; ", s.failed_programs,
+        " programs failed\n");
     for (const auto& [mode, m] : s.modes) {
       absl::StrAppend(&report, absl::StrFormat("  %-24s %5d runs %5d failed %7.1f s\n", mode,
                                                m.runs, m.failures, m.seconds));
@@ -328,6 +329,7 @@ TEST_P(DifferentialTest, RandomTrainingProgramsMatchInOrderInEveryMode) {
     }
     stats.sparse += program.has_sparse_table;
     stats.dense_table += program.has_dense_table;
+    stats.clipped += program.clips_gradients;
     stats.host_param_on_device += program.has_host_parameter_used_on_device;
     stats.param_elsewhere += program.has_parameter_used_elsewhere;
     // Failures of this program: "mode: what"; the summary once.

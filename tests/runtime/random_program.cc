@@ -69,6 +69,7 @@ class Generator {
   Generator(uint64_t seed, const RandomProgramOptions& options, GeneratedProgram* out)
       : rng_(Mix(seed ^ 0x5eedULL)),
         probe_rng_(Mix(seed ^ 0x9b0beULL)),
+        clip_rng_(Mix(seed ^ 0xc11bULL)),
         o_(options),
         out_(out),
         b_(*out->builder) {}
@@ -139,6 +140,7 @@ class Generator {
 
   Rng rng_;
   Rng probe_rng_;
+  Rng clip_rng_;       // its own stream: programs drawn before it stay the same
   std::string probe_;  // the probe's value, fetched; empty: none
   const RandomProgramOptions& o_;
   GeneratedProgram* out_;
@@ -981,12 +983,18 @@ void Generator::Probe() {
 
 absl::Status Generator::Optimize() {
   absl::Status s;
+  const bool clip = !out_->has_sparse_table && clip_rng_.Chance(o_.clip_probability);
+  const double max_norm = clip_rng_.Pick(std::vector<double>{0.05, 1.0, 100.0});
+  auto minimize = [&](Optimizer& optimizer) {
+    if (clip) optimizer.EnableGradientClipping(max_norm);
+    return optimizer.Minimize(&b_, Var{out_->loss});
+  };
   switch (rng_.Below(3)) {
     case 0: {
       const double lr = rng_.Chance(0.5) ? 0.01 : 0.1;
       SGD sgd(lr);
       out_->optimizer = absl::StrCat("sgd(lr=", lr, ")");
-      s = sgd.Minimize(&b_, Var{out_->loss});
+      s = minimize(sgd);
       break;
     }
     case 1: {
@@ -995,7 +1003,7 @@ absl::Status Generator::Optimize() {
       Momentum momentum(lr, 0.9, nesterov);
       out_->optimizer =
           absl::StrCat("momentum(lr=", lr, ", mu=0.9", nesterov ? ", nesterov" : "", ")");
-      s = momentum.Minimize(&b_, Var{out_->loss});
+      s = minimize(momentum);
       break;
     }
     default: {
@@ -1013,10 +1021,12 @@ absl::Status Generator::Optimize() {
                                           options.decoupled_weight_decay ? " decoupled" : " l2")
                            : "",
                        ")");
-      s = adam.Minimize(&b_, Var{out_->loss});
+      s = minimize(adam);
       break;
     }
   }
+  if (clip) absl::StrAppend(&out_->optimizer, ", clipped at global norm ", max_norm);
+  out_->clips_gradients = clip;
   if (!s.ok()) return s;
   return b_.status();
 }
@@ -1345,6 +1355,7 @@ absl::Status BuildRandomTrainingProgram(uint64_t seed, const RandomProgramOption
   out->fetches.clear();
   out->log.clear();
   out->has_sparse_table = out->has_dense_table = false;
+  out->clips_gradients = false;
   out->has_host_parameter_used_on_device = false;
   out->has_parameter_used_elsewhere = false;
   if (options.guards.empty() || options.default_places.empty() || options.min_ops < 1 ||

@@ -24,7 +24,8 @@
 // slice, split, concat, reshape, transpose, square_error_cost,
 // fill_constant), each under a random device_guard of "cpu", "sim:0",
 // "sim:1" or none. The loss is the mean of the sum of every branch end's
-// mean (some through square_error_cost), minimised by SGD, Momentum or Adam;
+// mean (some through square_error_cost), minimised by SGD, Momentum or Adam,
+// sometimes with gradient clipping by global norm;
 // sometimes a probe after the loss reads a parameter and is only fetched.
 // Values are kept small (a tanh follows a value that could grow), so every
 // run is finite. The fetches: the loss and up to two of forward values,
@@ -81,6 +82,11 @@ struct RandomProgramOptions {
   // of the parameter's first reader or a random one, fetched and read by
   // nothing else (an update in place must still wait for it).
   double probe_probability = 0.3;
+  // Gradient clipping by global norm (programs without sparse tables): the
+  // squared norms where the gradients are, the factor where the clip runs,
+  // read by every update (max_norm 0.05, 1 or 100: clipping every step,
+  // some steps or none).
+  double clip_probability = 0.3;
 };
 
 // One fed variable and how its values are drawn.
@@ -106,6 +112,7 @@ struct GeneratedProgram {
   std::vector<std::string> log;
   // Feature flags of the program, for the test's statistics.
   bool has_sparse_table = false, has_dense_table = false;
+  bool clips_gradients = false;  // gradient clipping by global norm
   // A parameter initialised on the host (guard "cpu", or none with a cpu
   // default place) whose first forward reader runs on a device; one whose
   // first reader runs anywhere but where it was initialised.
