@@ -216,6 +216,9 @@ class ElementwiseGradKernel final : public OpKernel {
     return DispatchType(Types(), a.x->dtype(), *ctx, "X", [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
       using C = ComputeTypeOf<T>;
+      if constexpr (kIsLowPrecisionFloat<T> && (kOp == BinaryOp::kAdd || kOp == BinaryOp::kSub)) {
+        if (Unbroadcast(*ctx, a)) return CopyLowPrecision<T>(ctx, a);
+      }
       ComputeBuffers<T, Policy> buffers;
       const Shape& os = a.shapes.out;
       const int64_t n = os.num_elements();
@@ -274,6 +277,38 @@ class ElementwiseGradKernel final : public OpKernel {
       buffers.Finish();
       return absl::OkStatus();
     });
+  }
+
+  // Whether every bound gradient has Out's elements (nothing to sum over
+  // broadcast dims).
+  static bool Unbroadcast(const KernelContext& ctx, const prologue::ElementwiseGradArgs& a) {
+    const int64_t n = a.shapes.out.num_elements();
+    return (ctx.OutputVar("X@GRAD") == nullptr || a.x->NumElements() == n) &&
+           (ctx.OutputVar("Y@GRAD") == nullptr || a.y->NumElements() == n);
+  }
+
+  // An unbroadcast 16-bit add's or sub's gradients straight from Out@GRAD:
+  // copies and (a sub's Y@GRAD) a sign flip computed as the widened path
+  // computes it (0 - v in float, rounded back: exact), so the same bits
+  // without its float32 buffers.
+  template <typename T>
+  static absl::Status CopyLowPrecision(KernelContext* ctx, const prologue::ElementwiseGradArgs& a) {
+    const T* g = a.dout->data<T>();
+    const int64_t n = a.shapes.out.num_elements();
+    for (const bool is_y : {false, true}) {
+      const char* arg = is_y ? "Y@GRAD" : "X@GRAD";
+      const Tensor* in = is_y ? a.y : a.x;
+      if (ctx->OutputVar(arg) == nullptr) continue;
+      ASSIGN_OR_RETURN(Tensor * d, ctx->AllocateOutput(arg, in->dtype(), in->shape()));
+      if (kOp == BinaryOp::kSub && is_y) {
+        Map<T, Policy>(g, d->data<T>(), n, [](T v) {
+          return ConvertValue<T>(Binary<BinaryOp::kSub>()(0.0f, static_cast<float>(v)));
+        });
+      } else {
+        Map<T, Policy>(g, d->data<T>(), n, [](T v) { return v; });
+      }
+    }
+    return absl::OkStatus();
   }
 
  private:

@@ -67,19 +67,22 @@ void BM_AddGradRowBroadcast(benchmark::State& state) {
 }
 BENCHMARK(BM_AddGradRowBroadcast)->Arg(64)->Arg(4096)->UseRealTime();
 
-// elementwise_add_grad of [rows, 768] + [rows, 768] (a residual add): both
-// gradients are Out@GRAD itself; bytes read and written per second.
+// elementwise_add_grad of [rows, 768] + [rows, 768] (a residual add, of
+// GPT's bfloat16 activations too): both gradients are Out@GRAD itself;
+// bytes read and written per second.
+template <typename T>
 void BM_AddGradSameShape(benchmark::State& state) {
   const int64_t rows = state.range(0);
   OpDesc op;
   op.type = "elementwise_add_grad";
   RunOrSkip(state, op,
-            {{"X", {Filled<float>({rows, 768})}},
-             {"Y", {Filled<float>({rows, 768})}},
-             {"Out@GRAD", {Filled<float>({rows, 768})}}});
-  state.SetBytesProcessed(state.iterations() * 3 * rows * 768 * sizeof(float));
+            {{"X", {Filled<T>({rows, 768})}},
+             {"Y", {Filled<T>({rows, 768})}},
+             {"Out@GRAD", {Filled<T>({rows, 768})}}});
+  state.SetBytesProcessed(state.iterations() * 3 * rows * 768 * sizeof(T));
 }
-BENCHMARK(BM_AddGradSameShape)->Arg(64)->Arg(4096)->Arg(16384)->UseRealTime();
+BENCHMARK_TEMPLATE(BM_AddGradSameShape, float)->Arg(64)->Arg(4096)->Arg(16384)->UseRealTime();
+BENCHMARK_TEMPLATE(BM_AddGradSameShape, bfloat16)->Arg(4096)->Arg(16384)->UseRealTime();
 
 // Square matmul of size n: FLOP/s reported as items (2 n^3 per op).
 template <typename T>

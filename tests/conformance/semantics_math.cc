@@ -229,6 +229,66 @@ TEST_P(KernelSemantics, AddGradWithAxisAndBroadcastX) {
   EXPECT_EQ(both.at("Y@GRAD").ToVector<double>(), std::vector<double>({9, 12}));
 }
 
+// A 16-bit add's gradients are Out@GRAD's bits, a sub's Y@GRAD those of
+// 0 - Out@GRAD in float rounded back (exact: -0 becomes +0), whichever
+// path a backend takes (its widened float32 path or a 16-bit copy); only
+// bound outputs are written, and a broadcast Y still gets the sum.
+template <typename T>
+void ExpectAddSubGradBits(const Place& place) {
+  SCOPED_TRACE(DataTypeName(DataTypeOf<T>()));
+  const std::vector<float> values = {1.5f,   -0.0f, 0.0f,      3.0e-6f, -65504.0f,
+                                     1e30f,  -2.5f, 0.333333f, 7.0f,    -1e-3f,
+                                     100.0f, 0.5f,  -7.75f,    2.0f,    -1.0f};
+  std::vector<T> g;
+  for (float v : values) g.push_back(T(v));
+  auto bits = [](const std::vector<T>& v) {
+    std::vector<uint16_t> b;
+    for (const T& e : v) b.push_back(e.bits);
+    return b;
+  };
+  std::vector<T> flipped;
+  for (const T& e : g) flipped.push_back(T(0.0f - static_cast<float>(e)));
+  const std::vector<T> zeros(15, T(0.0f));
+  for (const char* type : {"elementwise_add_grad", "elementwise_sub_grad"}) {
+    SCOPED_TRACE(type);
+    ASSERT_OK_AND_ASSIGN(auto both, RunOp(place, Op(type),
+                                          {{"X", {Var<T>({3, 5}, zeros)}},
+                                           {"Y", {Var<T>({3, 5}, zeros)}},
+                                           {"Out@GRAD", {Var<T>({3, 5}, g)}}}));
+    EXPECT_EQ(bits(both.at("X@GRAD").template ToVector<T>()), bits(g));
+    const bool sub = std::string(type) == "elementwise_sub_grad";
+    EXPECT_EQ(bits(both.at("Y@GRAD").template ToVector<T>()), bits(sub ? flipped : g));
+    OpDesc only_y = Op(type);
+    only_y.outputs["X@GRAD"] = {};
+    only_y.outputs["Y@GRAD"] = {"y@GRAD"};
+    ASSERT_OK_AND_ASSIGN(auto y_only, RunOp(place, only_y,
+                                            {{"X", {Var<T>({3, 5}, zeros)}},
+                                             {"Y", {Var<T>({3, 5}, zeros)}},
+                                             {"Out@GRAD", {Var<T>({3, 5}, g)}}}));
+    EXPECT_EQ(y_only.count("X@GRAD"), 0u);
+    EXPECT_EQ(bits(y_only.at("Y@GRAD").template ToVector<T>()), bits(sub ? flipped : g));
+  }
+  // Y [5] broadcast over 3 rows: its gradient is a sum, X's still a copy.
+  const std::vector<T> small = {T(1.0f), T(2.0f), T(-3.0f), T(0.5f), T(4.0f)};
+  std::vector<T> tiled;
+  for (int r = 0; r < 3; ++r) tiled.insert(tiled.end(), small.begin(), small.end());
+  ASSERT_OK_AND_ASSIGN(auto broadcast, RunOp(place, Op("elementwise_add_grad"),
+                                             {{"X", {Var<T>({3, 5}, zeros)}},
+                                              {"Y", {Var<T>({5}, std::vector<T>(5, T(0.0f)))}},
+                                              {"Out@GRAD", {Var<T>({3, 5}, tiled)}}}));
+  EXPECT_EQ(bits(broadcast.at("X@GRAD").template ToVector<T>()), bits(tiled));
+  std::vector<float> y_sum;
+  for (const T& e : broadcast.at("Y@GRAD").template ToVector<T>()) {
+    y_sum.push_back(static_cast<float>(e));
+  }
+  EXPECT_EQ(y_sum, std::vector<float>({3.0f, 6.0f, -9.0f, 1.5f, 12.0f}));
+}
+
+TEST_P(KernelSemantics, SixteenBitAddAndSubGradsAreOutGradsBits) {
+  ExpectAddSubGradBits<bfloat16>(GetParam());
+  ExpectAddSubGradBits<float16>(GetParam());
+}
+
 TEST_P(KernelSemantics, AddGradComputesOnlyBoundOutputs) {
   OpDesc op = Op("elementwise_add_grad");
   op.outputs["X@GRAD"] = {"x@GRAD"};
