@@ -14,8 +14,9 @@
 //   });
 //
 // So a 16-bit product accumulates in float32 and is rounded once, as the
-// GPU's tensor cores do. The scratch copies cost memory and time: the cpu
-// and sim kernels of the 16-bit types are correct, not fast. Not
+// GPU's tensor cores do. The scratch copies come from the calling thread's
+// FloatScratch pool (float_scratch.h: reused blocks, no page faults after
+// the first step) and cost a widening and a rounding pass each. Not
 // thread-safe (one kernel's Compute); the tensors must outlive the object.
 #ifndef TANDEM_BACKENDS_COMMON_LOW_PRECISION_H_
 #define TANDEM_BACKENDS_COMMON_LOW_PRECISION_H_
@@ -25,6 +26,7 @@
 #include <vector>
 
 #include "backends/common/elementwise.h"
+#include "backends/common/float_scratch.h"
 #include "framework/tensor/tensor.h"
 #include "framework/types/float16.h"
 
@@ -45,20 +47,21 @@ class ComputeBuffers {
     if constexpr (!kIsLowPrecisionFloat<T>) {
       return t->data<T>();
     } else {
-      std::vector<float>& wide = scratch_.emplace_back(t->NumElements());
+      const FloatScratch& wide = scratch_.emplace_back(t->NumElements());
       Cast<float, T, Policy>(t->data<T>(), wide.data(), t->NumElements());
       return wide.data();
     }
   }
 
   // Where a kernel writes the values of `t` (of type T) as Compute; they
-  // reach `t` at Finish. nullptr for a null `t`.
+  // reach `t` at Finish. nullptr for a null `t`. Uninitialised, as `t`'s own
+  // memory is for float32: the kernel writes every element.
   Compute* Out(Tensor* t) {
     if (t == nullptr) return nullptr;
     if constexpr (!kIsLowPrecisionFloat<T>) {
       return t->data<T>();
     } else {
-      outputs_.emplace_back(t, std::vector<float>(t->NumElements()));
+      outputs_.emplace_back(t, FloatScratch(t->NumElements()));
       return outputs_.back().second.data();
     }
   }
@@ -74,8 +77,8 @@ class ComputeBuffers {
   }
 
  private:
-  std::vector<std::vector<float>> scratch_;
-  std::vector<std::pair<Tensor*, std::vector<float>>> outputs_;
+  std::vector<FloatScratch> scratch_;
+  std::vector<std::pair<Tensor*, FloatScratch>> outputs_;
 };
 
 }  // namespace tandem

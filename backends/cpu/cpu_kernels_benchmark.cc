@@ -84,6 +84,39 @@ void BM_AddGradSameShape(benchmark::State& state) {
 BENCHMARK_TEMPLATE(BM_AddGradSameShape, float)->Arg(64)->Arg(4096)->Arg(16384)->UseRealTime();
 BENCHMARK_TEMPLATE(BM_AddGradSameShape, bfloat16)->Arg(4096)->Arg(16384)->UseRealTime();
 
+// The host ops of a 16-bit GPT layer that compute through float32 scratch
+// (backends/common/low_precision.h), on [rows, 768] bfloat16 activations:
+// the bias add ([rows, 768] + [768]), gelu and its gradient; bytes of the
+// 16-bit tensors read and written per second.
+void BM_Bf16BiasAdd(benchmark::State& state) {
+  const int64_t rows = state.range(0);
+  OpDesc op;
+  op.type = "elementwise_add";
+  RunOrSkip(state, op, {{"X", {Filled<bfloat16>({rows, 768})}}, {"Y", {Filled<bfloat16>({768})}}});
+  state.SetBytesProcessed(state.iterations() * 2 * rows * 768 * sizeof(bfloat16));
+}
+BENCHMARK(BM_Bf16BiasAdd)->Arg(64)->Arg(4096)->UseRealTime();
+
+void BM_Bf16Gelu(benchmark::State& state) {
+  const int64_t rows = state.range(0);
+  OpDesc op;
+  op.type = "gelu";
+  RunOrSkip(state, op, {{"X", {Filled<bfloat16>({rows, 768})}}});
+  state.SetBytesProcessed(state.iterations() * 2 * rows * 768 * sizeof(bfloat16));
+}
+BENCHMARK(BM_Bf16Gelu)->Arg(64)->Arg(4096)->UseRealTime();
+
+void BM_Bf16GeluGrad(benchmark::State& state) {
+  const int64_t rows = state.range(0);
+  OpDesc op;
+  op.type = "gelu_grad";
+  RunOrSkip(
+      state, op,
+      {{"X", {Filled<bfloat16>({rows, 768})}}, {"Out@GRAD", {Filled<bfloat16>({rows, 768})}}});
+  state.SetBytesProcessed(state.iterations() * 3 * rows * 768 * sizeof(bfloat16));
+}
+BENCHMARK(BM_Bf16GeluGrad)->Arg(64)->Arg(4096)->UseRealTime();
+
 // Square matmul of size n: FLOP/s reported as items (2 n^3 per op).
 template <typename T>
 void BM_Matmul(benchmark::State& state) {
@@ -96,6 +129,7 @@ void BM_Matmul(benchmark::State& state) {
 }
 BENCHMARK_TEMPLATE(BM_Matmul, float)->Arg(64)->Arg(256)->Arg(1024)->UseRealTime();
 BENCHMARK_TEMPLATE(BM_Matmul, double)->Arg(64)->Arg(256)->Arg(1024)->UseRealTime();
+BENCHMARK_TEMPLATE(BM_Matmul, bfloat16)->Arg(64)->Arg(256)->Arg(1024)->UseRealTime();
 
 // A batch-64 layer's product x[64, k] * W[k, n] in float32 (the
 // fashion_mnist MLP's layers), where the thread count matters most:
