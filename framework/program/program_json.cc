@@ -224,6 +224,73 @@ std::string Program::ToJson() const {
   return root.Dump(1);
 }
 
+namespace {
+
+// vars[i] of a program's json (`where` names it in errors).
+absl::StatusOr<VarDesc> VarFromJson(const Json& j, const std::string& where) {
+  VarDesc v;
+  absl::StatusOr<std::string> name = j.GetString("name");
+  if (!name.ok()) return Err(where, name.status());
+  v.name = *name;
+  absl::StatusOr<std::string> dtype = j.GetString("dtype");
+  if (!dtype.ok()) return Err(where, dtype.status());
+  absl::StatusOr<DataType> t = ParseDataType(*dtype);
+  if (!t.ok()) return Err(where, t.status());
+  v.dtype = *t;
+  absl::StatusOr<const Json::Elements*> shape = j.GetArray("shape");
+  if (!shape.ok()) return Err(where, shape.status());
+  std::vector<int64_t> dims;
+  for (const Json& d : **shape) {
+    absl::StatusOr<int64_t> dim = d.AsInt();
+    if (!dim.ok() || *dim < -1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("program json: ", where, ".shape: dims must be integers >= -1"));
+    }
+    dims.push_back(*dim);
+  }
+  v.shape = Shape(dims);
+  v.persistable = j.GetBool("persistable").value_or(false);
+  v.is_parameter = j.GetBool("parameter").value_or(false);
+  v.stop_gradient = j.GetBool("stop_gradient").value_or(false);
+  v.kind = j.GetString("kind").value_or("dense") == "selected_rows" ? VarKind::kSelectedRows
+                                                                    : VarKind::kDense;
+  return v;
+}
+
+// ops[i] of a program's json (`where` names it in errors).
+absl::StatusOr<OpDesc> OpFromJson(const Json& j, size_t i, const std::string& where) {
+  OpDesc op;
+  absl::StatusOr<std::string> type = j.GetString("type");
+  if (!type.ok()) return Err(where, type.status());
+  op.type = *type;
+  absl::StatusOr<OpRole> role = ParseRole(j.GetString("role").value_or("forward"));
+  if (!role.ok()) return Err(where, role.status());
+  op.role = *role;
+  op.op_device = j.GetString("device").value_or("");
+  if (const Json* policy = j.Find("transfer_policy")) {
+    absl::StatusOr<std::string> name = policy->AsString();
+    if (!name.ok()) return Err(where, name.status());
+    absl::StatusOr<TransferPolicy> p = ParseTransferPolicy(*name);
+    if (!p.ok()) return Err(where, p.status());
+    op.transfer_policy = *p;
+  }
+  ASSIGN_OR_RETURN(op.inputs, ArgsFromJson(j, "inputs", where));
+  ASSIGN_OR_RETURN(op.outputs, ArgsFromJson(j, "outputs", where));
+  if (const Json* attrs = j.Find("attrs")) {
+    absl::StatusOr<const Json::Members*> members = attrs->AsObject();
+    if (!members.ok()) return Err(where + ".attrs", members.status());
+    for (const auto& [name, value] : **members) {
+      ASSIGN_OR_RETURN(op.attrs[name], AttrFromJson(value, absl::StrCat(where, ".attrs.", name)));
+    }
+  }
+  if (const Json* origin = j.Find("origin")) {
+    ASSIGN_OR_RETURN(op.origin, OriginFromJson(*origin, i, where + ".origin"));
+  }
+  return op;
+}
+
+}  // namespace
+
 absl::StatusOr<Program> Program::FromJson(absl::string_view text) {
   ASSIGN_OR_RETURN(Json root, ParseJson(text));
   absl::StatusOr<std::string> format = root.GetString("format");
@@ -241,69 +308,15 @@ absl::StatusOr<Program> Program::FromJson(absl::string_view text) {
   absl::StatusOr<const Json::Elements*> vars = root.GetArray("vars");
   if (!vars.ok()) return Err("vars", vars.status());
   for (size_t i = 0; i < (*vars)->size(); ++i) {
-    const Json& j = (**vars)[i];
     const std::string where = absl::StrCat("vars[", i, "]");
-    VarDesc v;
-    absl::StatusOr<std::string> name = j.GetString("name");
-    if (!name.ok()) return Err(where, name.status());
-    v.name = *name;
-    absl::StatusOr<std::string> dtype = j.GetString("dtype");
-    if (!dtype.ok()) return Err(where, dtype.status());
-    absl::StatusOr<DataType> t = ParseDataType(*dtype);
-    if (!t.ok()) return Err(where, t.status());
-    v.dtype = *t;
-    absl::StatusOr<const Json::Elements*> shape = j.GetArray("shape");
-    if (!shape.ok()) return Err(where, shape.status());
-    std::vector<int64_t> dims;
-    for (const Json& d : **shape) {
-      absl::StatusOr<int64_t> dim = d.AsInt();
-      if (!dim.ok() || *dim < -1) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("program json: ", where, ".shape: dims must be integers >= -1"));
-      }
-      dims.push_back(*dim);
-    }
-    v.shape = Shape(dims);
-    v.persistable = j.GetBool("persistable").value_or(false);
-    v.is_parameter = j.GetBool("parameter").value_or(false);
-    v.stop_gradient = j.GetBool("stop_gradient").value_or(false);
-    v.kind = j.GetString("kind").value_or("dense") == "selected_rows" ? VarKind::kSelectedRows
-                                                                      : VarKind::kDense;
+    ASSIGN_OR_RETURN(VarDesc v, VarFromJson((**vars)[i], where));
     absl::Status declared = prog.block().AddVar(std::move(v));
     if (!declared.ok()) return Err(where, declared);
   }
   absl::StatusOr<const Json::Elements*> ops = root.GetArray("ops");
   if (!ops.ok()) return Err("ops", ops.status());
   for (size_t i = 0; i < (*ops)->size(); ++i) {
-    const Json& j = (**ops)[i];
-    const std::string where = absl::StrCat("ops[", i, "]");
-    OpDesc op;
-    absl::StatusOr<std::string> type = j.GetString("type");
-    if (!type.ok()) return Err(where, type.status());
-    op.type = *type;
-    absl::StatusOr<OpRole> role = ParseRole(j.GetString("role").value_or("forward"));
-    if (!role.ok()) return Err(where, role.status());
-    op.role = *role;
-    op.op_device = j.GetString("device").value_or("");
-    if (const Json* policy = j.Find("transfer_policy")) {
-      absl::StatusOr<std::string> name = policy->AsString();
-      if (!name.ok()) return Err(where, name.status());
-      absl::StatusOr<TransferPolicy> p = ParseTransferPolicy(*name);
-      if (!p.ok()) return Err(where, p.status());
-      op.transfer_policy = *p;
-    }
-    ASSIGN_OR_RETURN(op.inputs, ArgsFromJson(j, "inputs", where));
-    ASSIGN_OR_RETURN(op.outputs, ArgsFromJson(j, "outputs", where));
-    if (const Json* attrs = j.Find("attrs")) {
-      absl::StatusOr<const Json::Members*> members = attrs->AsObject();
-      if (!members.ok()) return Err(where + ".attrs", members.status());
-      for (const auto& [name, value] : **members) {
-        ASSIGN_OR_RETURN(op.attrs[name], AttrFromJson(value, absl::StrCat(where, ".attrs.", name)));
-      }
-    }
-    if (const Json* origin = j.Find("origin")) {
-      ASSIGN_OR_RETURN(op.origin, OriginFromJson(*origin, i, where + ".origin"));
-    }
+    ASSIGN_OR_RETURN(OpDesc op, OpFromJson((**ops)[i], i, absl::StrCat("ops[", i, "]")));
     prog.block().AppendOp(std::move(op));
   }
   return prog;
