@@ -176,6 +176,7 @@ struct ModeStats {
 struct Stats {
   int programs = 0, failed_programs = 0;
   int sparse = 0, dense_table = 0, host_param_on_device = 0, param_elsewhere = 0, clipped = 0;
+  int layer_ops = 0, bf16 = 0, fp16 = 0, scale_changed = 0;
   double seconds = 0;
   std::map<std::string, ModeStats> modes;  // by name, the reference as "in_order"
   // Failure groups: "<mode>: <cause>" -> seeds.
@@ -221,17 +222,29 @@ std::string Cause(const std::string& message) {
   return out;
 }
 
+// Whether a float16 program's run ended with a loss scale other than its
+// first (a step was skipped, or the scale grew).
+bool LossScaleChanged(const GeneratedProgram& program, const Trajectory& t) {
+  if (program.loss_scale_var.empty()) return false;
+  auto it = t.variables.find(program.loss_scale_var);
+  if (it == t.variables.end() || it->second.bytes.size() != sizeof(float)) return false;
+  float scale;
+  std::memcpy(&scale, it->second.bytes.data(), sizeof(float));
+  return scale != static_cast<float>(program.initial_loss_scale);
+}
+
 class StatsPrinter : public ::testing::Environment {
  public:
   void TearDown() override {
     const Stats& s = GlobalStats();
     std::string report = absl::StrCat(
         "\n=== differential_test: ", s.programs, " programs (", s.sparse, " with a sparse table, ",
-        s.dense_table, " with a dense table, ", s.clipped, " clipping gradients, ",
-        s.param_elsewhere, " with a parameter first read away from its place, ",
-        s.host_param_on_device, " of them a host parameter read on a device), ", Steps(),
-        " steps per run, ", absl::StrFormat("%.1f", s.seconds), " s; ", s.failed_programs,
-        " programs failed\n");
+        s.dense_table, " with a dense table, ", s.clipped, " clipping gradients, ", s.layer_ops,
+        " with layer ops, ", s.bf16, " in bfloat16 and ", s.fp16, " in float16 (AMP; ",
+        s.scale_changed, " of them skipped a step or grew the loss scale), ", s.param_elsewhere,
+        " with a parameter first read away from its place, ", s.host_param_on_device,
+        " of them a host parameter read on a device), ", Steps(), " steps per run, ",
+        absl::StrFormat("%.1f", s.seconds), " s; ", s.failed_programs, " programs failed\n");
     for (const auto& [mode, m] : s.modes) {
       absl::StrAppend(&report, absl::StrFormat("  %-24s %5d runs %5d failed %7.1f s\n", mode,
                                                m.runs, m.failures, m.seconds));
@@ -330,6 +343,9 @@ TEST_P(DifferentialTest, RandomTrainingProgramsMatchInOrderInEveryMode) {
     stats.sparse += program.has_sparse_table;
     stats.dense_table += program.has_dense_table;
     stats.clipped += program.clips_gradients;
+    stats.layer_ops += program.has_layer_ops;
+    stats.bf16 += program.amp == DataType::kBFloat16;
+    stats.fp16 += program.amp == DataType::kFloat16;
     stats.host_param_on_device += program.has_host_parameter_used_on_device;
     stats.param_elsewhere += program.has_parameter_used_elsewhere;
     // Failures of this program: "mode: what"; the summary once.
@@ -352,6 +368,7 @@ TEST_P(DifferentialTest, RandomTrainingProgramsMatchInOrderInEveryMode) {
       fail(ExecMode::kInOrder, "the reference is not finite: " + bad);
     } else {
       check_kept(ExecMode::kInOrder, expected);
+      stats.scale_changed += LossScaleChanged(program, expected);
       for (ExecMode mode : modes) {
         const Trajectory got = TimedRun(program, mode, steps, &error);
         if (!error.empty()) {

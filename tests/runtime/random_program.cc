@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <optional>
+#include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -12,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "backends/sim/sim_device.h"
+#include "framework/amp/amp.h"
 #include "framework/backward/optimizer.h"
 #include "framework/device/device.h"
 #include "framework/tensor/scope.h"
@@ -70,6 +73,8 @@ class Generator {
       : rng_(Mix(seed ^ 0x5eedULL)),
         probe_rng_(Mix(seed ^ 0x9b0beULL)),
         clip_rng_(Mix(seed ^ 0xc11bULL)),
+        layer_rng_(Mix(seed ^ 0x1a7e5ULL)),
+        amp_rng_(Mix(seed ^ 0xa3b0ULL)),
         o_(options),
         out_(out),
         b_(*out->builder) {}
@@ -125,6 +130,16 @@ class Generator {
   bool TransposeOp();
   bool SquareError();
   bool Lookup();
+  // A transformer layer op (RandomProgramOptions::layer_op_probability).
+  bool LayerOp();
+  bool LayerNormOp();
+  bool DropoutOp();
+  bool AttentionOp();
+  // Registers a parameter an op made under `guard`.
+  void AddOpParameter(const std::string& name, const std::string& guard);
+  // AMP (RandomProgramOptions::amp_probability): rewrites the forward
+  // program; returns the loss scaling the optimizer then enables (float16).
+  absl::StatusOr<std::optional<LossScalingOptions>> MaybeApplyAmp();
 
   // The loss: the mean of the sum of every branch end's mean.
   absl::Status Loss();
@@ -141,6 +156,8 @@ class Generator {
   Rng rng_;
   Rng probe_rng_;
   Rng clip_rng_;       // its own stream: programs drawn before it stay the same
+  Rng layer_rng_;      // whether (and which) layer ops are drawn
+  Rng amp_rng_;        // AMP and its loss scaling
   std::string probe_;  // the probe's value, fetched; empty: none
   const RandomProgramOptions& o_;
   GeneratedProgram* out_;
@@ -840,7 +857,100 @@ bool Generator::Lookup() {
   return true;
 }
 
+void Generator::AddOpParameter(const std::string& name, const std::string& guard) {
+  param_guard_[name] = guard;
+  params_.push_back(name);
+  dense_params_.push_back(name);
+  ReadParameter(name, guard);
+}
+
+bool Generator::LayerOp() {
+  switch (layer_rng_.Below(3)) {
+    case 0:
+      return LayerNormOp();
+    case 1:
+      return DropoutOp();
+    default:
+      return AttentionOp();
+  }
+}
+
+bool Generator::LayerNormOp() {
+  Value* x = PickValue([](const Value& v) { return v.cols >= 2; });
+  if (x == nullptr) return false;
+  x->consumed = true;
+  const std::string& guard = RandomGuard();
+  const std::string name = absl::StrCat("ln", NextId());
+  const bool scale = layer_rng_.Chance(0.7), shift = layer_rng_.Chance(0.7);
+  const double epsilon = layer_rng_.Chance(0.5) ? 1e-5 : 1e-3;
+  Value v = *x;
+  {
+    auto g = b_.device_guard(guard);
+    v.var = b_.LayerNorm(x->var, 1, epsilon, scale, shift, name);
+  }
+  if (scale) AddOpParameter(absl::StrCat(name, ".scale_0"), guard);
+  if (shift) AddOpParameter(absl::StrCat(name, ".b_0"), guard);
+  v.bound = 1.5 * std::sqrt(static_cast<double>(x->cols)) + 0.5;  // |x_hat| <= sqrt(cols)
+  v.uses_param = x->uses_param || scale || shift;
+  v.is_input = false;
+  v.consumed = false;
+  Add(v, guard,
+      absl::StrCat("layer_norm@", GuardName(guard), " (", x->var.name, ", epsilon ", epsilon,
+                   scale ? ", scale" : "", shift ? ", shift" : "", ") params ", name, ".*"));
+  return true;
+}
+
+bool Generator::DropoutOp() {
+  Value* x = PickAny();
+  if (x == nullptr) return false;
+  x->consumed = true;
+  const std::string& guard = RandomGuard();
+  const double prob = layer_rng_.Chance(0.5) ? 0.25 : 0.5;
+  const int64_t seed = 1 + static_cast<int64_t>(layer_rng_.Below(1000));
+  Value v = *x;
+  {
+    auto g = b_.device_guard(guard);
+    v.var = b_.Dropout(x->var, prob, /*is_test=*/false, seed);
+  }
+  v.bound = x->bound / (1 - prob);  // upscale_in_train
+  v.is_input = false;
+  v.consumed = false;
+  Add(v, guard,
+      absl::StrCat("dropout@", GuardName(guard), " (", x->var.name, ", p ", prob, ", seed ", seed,
+                   ")"));
+  return true;
+}
+
+bool Generator::AttentionOp() {
+  Value* x = PickValue([](const Value& v) { return v.cols >= 3 && v.cols % 3 == 0; });
+  if (x == nullptr) return false;
+  x->consumed = true;
+  const std::string& guard = RandomGuard();
+  const int64_t width = x->cols / 3;
+  const int64_t heads = width % 2 == 0 && layer_rng_.Chance(0.5) ? 2 : 1;
+  const int64_t batch = x->rows % 2 == 0 && layer_rng_.Chance(0.5) ? 2 : 1;
+  const bool causal = layer_rng_.Chance(0.7);
+  Value v = *x;
+  {
+    auto g = b_.device_guard(guard);
+    const Var qkv = b_.Reshape(x->var, {batch, x->rows / batch, x->cols});
+    v.var = b_.Reshape(b_.SelfAttention(qkv, heads, causal), {x->rows, width});
+  }
+  v.cols = width;  // each output row is a convex combination of value rows: the bound stays
+  v.is_input = false;
+  v.consumed = false;
+  Add(v, guard,
+      absl::StrCat("reshape; self_attention@", GuardName(guard), " (", x->var.name, " as [", batch,
+                   ", ", x->rows / batch, ", ", x->cols, "], ", heads, " heads",
+                   causal ? ", causal" : "", "); reshape"));
+  return true;
+}
+
 bool Generator::RandomOp() {
+  if (layer_rng_.Chance(o_.layer_op_probability)) {
+    out_->has_layer_ops = true;
+    return LayerOp();
+  }
   // Weights: activations 3, scale 2, softmax 1, binary 4, matmul with a
   // parameter 2, mul 1, fc 2, matmul of two values 1, reduce 2, slice 1,
   // concat 1, reshape 1, transpose 1, square_error_cost 1, lookup 3, split 1,
@@ -981,13 +1091,42 @@ void Generator::Probe() {
                    ") -> ", probe_, ", fetched only"));
 }
 
+absl::StatusOr<std::optional<LossScalingOptions>> Generator::MaybeApplyAmp() {
+  if (!amp_rng_.Chance(o_.amp_probability)) return std::nullopt;
+  const bool fp16 = !out_->has_sparse_table && amp_rng_.Chance(0.5);
+  out_->amp = fp16 ? DataType::kFloat16 : DataType::kBFloat16;
+  absl::StatusOr<AmpReport> report = ApplyAmp(AmpOptions{out_->amp}, &b_.main_program());
+  if (!report.ok()) return report.status();
+  out_->amp_working_copies = amp_rng_.Chance(0.5);
+  const char* copies = out_->amp_working_copies ? ", working copies" : "";
+  if (!fp16) {
+    Log(absl::StrCat("amp bfloat16", copies));
+    return std::nullopt;
+  }
+  LossScalingOptions scaling;
+  scaling.initial_scale = amp_rng_.Pick(std::vector<double>{16.0, 65536.0, 16777216.0});
+  scaling.growth_interval = amp_rng_.Pick(std::vector<int64_t>{1, 3, 2000});
+  Log(absl::StrCat("amp float16", copies, ", dynamic loss scaling from ", scaling.initial_scale,
+                   ", growth every ", scaling.growth_interval, " good steps"));
+  return scaling;
+}
+
 absl::Status Generator::Optimize() {
   absl::Status s;
   const bool clip = !out_->has_sparse_table && clip_rng_.Chance(o_.clip_probability);
   const double max_norm = clip_rng_.Pick(std::vector<double>{0.05, 1.0, 100.0});
+  absl::StatusOr<std::optional<LossScalingOptions>> scaling = MaybeApplyAmp();
+  if (!scaling.ok()) return scaling.status();
   auto minimize = [&](Optimizer& optimizer) {
     if (clip) optimizer.EnableGradientClipping(max_norm);
-    return optimizer.Minimize(&b_, Var{out_->loss});
+    if (scaling->has_value()) optimizer.EnableDynamicLossScaling(**scaling);
+    optimizer.set_working_copies(out_->amp_working_copies);
+    absl::Status minimized = optimizer.Minimize(&b_, Var{out_->loss});
+    if (scaling->has_value()) {
+      out_->loss_scale_var = optimizer.loss_scaling_vars().scale;
+      out_->initial_loss_scale = (*scaling)->initial_scale;
+    }
+    return minimized;
   };
   switch (rng_.Below(3)) {
     case 0: {
@@ -1036,15 +1175,28 @@ void Generator::ChooseFetches() {
   // Candidates by kind: forward values, dense gradients, parameters
   // (persistables the run updates), feeds.
   std::vector<std::string> values, grads, params, feeds;
+  const Block& block = b_.main_program().block();
+  // AMP leaves out the float32 twin of a value only 16-bit ops read, and
+  // a weight's float32 gradient when its update reads the 16-bit one.
+  std::set<std::string> written;
+  for (const OpDesc& op : block.ops()) {
+    for (const auto& [arg, vars] : op.outputs) written.insert(vars.begin(), vars.end());
+  }
   for (const Value& v : values_) {
-    (v.is_input ? feeds : values).push_back(v.var.name);
+    if (v.is_input) {
+      feeds.push_back(v.var.name);
+    } else if (written.count(v.var.name)) {
+      values.push_back(v.var.name);
+    }
   }
   for (const IdFeed& f : id_feeds_) feeds.push_back(f.var.name);
-  const Block& block = b_.main_program().block();
-  for (const std::string& p : dense_params_) {
+  // A float16 step that overflows leaves inf in its gradients (and skips
+  // the update): gradients are not fetched then.
+  for (const std::string& p :
+       out_->amp == DataType::kFloat16 ? std::vector<std::string>{} : dense_params_) {
     const std::string grad = p + "@GRAD";
     const VarDesc* d = block.FindVar(grad);
-    if (d != nullptr && d->kind == VarKind::kDense) grads.push_back(grad);
+    if (d != nullptr && d->kind == VarKind::kDense && written.count(grad)) grads.push_back(grad);
   }
   for (const std::string& p : params_) {
     if (block.HasVar(p)) params.push_back(p);
@@ -1356,6 +1508,11 @@ absl::Status BuildRandomTrainingProgram(uint64_t seed, const RandomProgramOption
   out->log.clear();
   out->has_sparse_table = out->has_dense_table = false;
   out->clips_gradients = false;
+  out->has_layer_ops = false;
+  out->amp = DataType::kFloat32;
+  out->amp_working_copies = false;
+  out->loss_scale_var.clear();
+  out->initial_loss_scale = 0;
   out->has_host_parameter_used_on_device = false;
   out->has_parameter_used_elsewhere = false;
   if (options.guards.empty() || options.default_places.empty() || options.min_ops < 1 ||

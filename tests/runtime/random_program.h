@@ -22,8 +22,11 @@
 // covers (elementwise add / sub / mul with broadcasting, scale, relu,
 // sigmoid, tanh, softmax, matmul, mul, fc, reduce_sum / reduce_mean,
 // slice, split, concat, reshape, transpose, square_error_cost,
-// fill_constant), each under a random device_guard of "cpu", "sim:0",
-// "sim:1" or none. The loss is the mean of the sum of every branch end's
+// fill_constant, and now and then a transformer layer op: layer_norm,
+// dropout, self_attention), each under a random device_guard of "cpu",
+// "sim:0", "sim:1" or none. Some programs are rewritten by AMP (bfloat16,
+// or float16 with dynamic loss scaling, whose skipped steps every mode
+// must skip alike). The loss is the mean of the sum of every branch end's
 // mean (some through square_error_cost), minimised by SGD, Momentum or Adam,
 // sometimes with gradient clipping by global norm;
 // sometimes a probe after the loss reads a parameter and is only fetched.
@@ -87,6 +90,15 @@ struct RandomProgramOptions {
   // read by every update (max_norm 0.05, 1 or 100: clipping every step,
   // some steps or none).
   double clip_probability = 0.3;
+  // Per forward op drawn: a transformer layer op instead (layer_norm with
+  // its scale and shift parameters, seeded dropout, or causal / full
+  // self_attention over the value's rows as [batch, seq, 3 * width]).
+  double layer_op_probability = 0.08;
+  // Automatic mixed precision (ApplyAmp before the backward): bfloat16, or
+  // float16 with dynamic loss scaling (programs without sparse tables; an
+  // initial scale of 2^4, 2^16 or 2^24 with growth every 1, 3 or 2000
+  // steps: skipped steps, backoffs and growth within a trajectory).
+  double amp_probability = 0.2;
 };
 
 // One fed variable and how its values are drawn.
@@ -113,6 +125,17 @@ struct GeneratedProgram {
   // Feature flags of the program, for the test's statistics.
   bool has_sparse_table = false, has_dense_table = false;
   bool clips_gradients = false;  // gradient clipping by global norm
+  bool has_layer_ops = false;    // layer_norm, dropout or self_attention
+  // kFloat32 without AMP, else the 16-bit type ApplyAmp used (float16:
+  // with dynamic loss scaling).
+  DataType amp = DataType::kFloat32;
+  // With AMP: whether the updates write the weights' 16-bit working copies
+  // (Optimizer::set_working_copies; else the forward casts them).
+  bool amp_working_copies = false;
+  // float16: the loss scale's variable and its first value (a run that
+  // skipped a step or grew the scale ends with another).
+  std::string loss_scale_var;
+  double initial_loss_scale = 0;
   // A parameter initialised on the host (guard "cpu", or none with a cpu
   // default place) whose first forward reader runs on a device; one whose
   // first reader runs anywhere but where it was initialised.
