@@ -4,24 +4,17 @@
 
 #include "backends/cuda/broadcast_launchers.h"
 #include "backends/cuda/device_float16.h"
+#include "backends/cuda/device_map.h"
 
 namespace tandem {
 namespace cuda {
 namespace {
 
-constexpr int kThreads = 256;
-constexpr int64_t kMaxBlocks = 65536;
+using device::Blocks;
+using device::kMaxBlocks;
+using device::kThreads;
 // Reductions at least this long get a block per output element.
 constexpr int64_t kBlockReduceMin = 256;
-
-int Blocks(int64_t n) {
-  const int64_t blocks = (n + kThreads - 1) / kThreads;
-  return static_cast<int>(blocks < kMaxBlocks ? blocks : kMaxBlocks);
-}
-
-#define TANDEM_GRID_LOOP(i, n)                                              \
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < (n); \
-       i += int64_t{blockDim.x} * gridDim.x)
 
 // op(a, b) in T's compute type (float for the 16-bit types, rounded once).
 template <typename T, typename Op>
@@ -29,10 +22,12 @@ __device__ __forceinline__ T Apply(Op op, T a, T b) {
   return device::Narrow<T>(op(device::Widen(a), device::Widen(b)));
 }
 
+// Apply as a functor of the two elements (for device::LaunchMap2).
 template <typename T, typename Op>
-__global__ void SameKernel(Op op, const T* x, const T* y, T* out, int64_t n) {
-  TANDEM_GRID_LOOP(i, n) { out[i] = Apply(op, x[i], y[i]); }
-}
+struct Applied {
+  Op op;
+  __device__ __forceinline__ T operator()(T a, T b) const { return Apply(op, a, b); }
+};
 
 // Index: uint32_t when n fits (a 64-bit i % cols is a long instruction
 // sequence per element of, e.g., fc's bias add; a 32-bit one is short),
@@ -202,18 +197,17 @@ bool IsColumnSum(const ReduceGeometry& g) {
          g.reduce_strides[0] == g.keep_dims[0];
 }
 
-#undef TANDEM_GRID_LOOP
-
 }  // namespace
 
 template <typename T>
 cudaError_t LaunchBinarySame(BinaryOp op, const T* x, const T* y, T* out, int64_t n,
                              cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
+  cudaError_t e = cudaSuccess;
   WithOp(op, [&](auto apply) {
-    SameKernel<T><<<Blocks(n), kThreads, 0, stream>>>(apply, x, y, out, n);
+    e = device::LaunchMap2(Applied<T, decltype(apply)>{apply}, x, y, out, n, stream);
   });
-  return cudaGetLastError();
+  return e;
 }
 
 template <typename T>

@@ -29,6 +29,7 @@
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_status.h"
 #include "backends/cuda/device_flag.h"
+#include "backends/cuda/elementwise_launchers.h"
 #include "backends/cuda/kernel_util.h"
 #include "backends/cuda/math_launchers.h"
 #include "backends/cuda/scratch.h"
@@ -204,6 +205,13 @@ class ElementwiseGradKernel : public OpKernel {
       return absl::OkStatus();
     };
     const Shape& ya = a.shapes.y_aligned;
+    if constexpr (kOp == BinaryOp::kAdd) {  // both gradients G itself: one pass writes the two
+      Tensor *dx = targets.dx, *dy = targets.dy;
+      if (dx != nullptr && dy != nullptr && a.x->shape() == os && ya == os) {
+        CUDA_RETURN_IF_ERROR(LaunchCopyToTwo<T>(g, dx->data<T>(), dy->data<T>(), n, stream));
+        return absl::OkStatus();
+      }
+    }
     if constexpr (kOp == BinaryOp::kAdd || kOp == BinaryOp::kSub) {
       RETURN_IF_ERROR(grad(targets.dx, *a.x, a.x->shape(), nullptr, false));
       return grad(targets.dy, *a.y, ya, nullptr, kOp == BinaryOp::kSub);

@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "backends/cuda/device_float16.h"
+#include "backends/cuda/device_map.h"
 #include "backends/cuda/device_reduce.h"
 #include "backends/cuda/elementwise_launchers.h"
 
@@ -11,13 +12,8 @@ namespace tandem {
 namespace cuda {
 namespace {
 
-constexpr int kThreads = 256;
-constexpr int64_t kMaxBlocks = 65536;
-
-int Blocks(int64_t n) {
-  const int64_t blocks = (n + kThreads - 1) / kThreads;
-  return static_cast<int>(blocks < kMaxBlocks ? blocks : kMaxBlocks);
-}
+using device::Blocks;
+using device::kThreads;
 
 template <typename T>
 __global__ void FillKernel(T* out, int64_t n, T value) {
@@ -64,35 +60,49 @@ __global__ void RepeatRowKernel(const T* row, int64_t total, int64_t n, T* out) 
   }
 }
 
-template <typename From, typename To>
-__global__ void CastKernel(const From* x, To* out, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
-       i += int64_t{blockDim.x} * gridDim.x) {
-    out[i] = device::Convert<To>(x[i]);
+// One element converted (device::Convert), as a functor for device::LaunchMap.
+template <typename To>
+struct ConvertTo {
+  template <typename From>
+  __device__ __forceinline__ To operator()(From v) const {
+    return device::Convert<To>(v);
   }
-}
-
-// kCastPack consecutive elements, read and written as one aligned value
-// (vector loads and stores instead of one narrow access per element).
-constexpr int kCastPack = 8;
-template <typename T>
-struct alignas(sizeof(T) * kCastPack) CastPack {
-  T v[kCastPack];
 };
 
-template <typename From, typename To>
-__global__ void CastPackedKernel(const CastPack<From>* x, CastPack<To>* out, int64_t packs) {
-  for (int64_t p = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; p < packs;
-       p += int64_t{blockDim.x} * gridDim.x) {
-    const CastPack<From> in = x[p];
-    CastPack<To> o;
-#pragma unroll
-    for (int k = 0; k < kCastPack; ++k) o.v[k] = device::Convert<To>(in.v[k]);
-    out[p] = o;
+// first[i] = second[i] = x[i], packed as device::LaunchMap.
+template <typename T>
+__global__ void PackedCopyToTwoKernel(const T* x, T* first, T* second, int64_t n) {
+  using Pack = device::MapPack<T>;
+  const int64_t packs = n / device::kMapPack;
+  TANDEM_GRID_LOOP(p, packs) {
+    const Pack v = device::PackAt(x, p);
+    reinterpret_cast<Pack*>(first)[p] = v;
+    reinterpret_cast<Pack*>(second)[p] = v;
   }
+  const int64_t rest = packs * device::kMapPack + blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  if (rest < n) first[rest] = second[rest] = x[rest];
+}
+
+template <typename T>
+__global__ void CopyToTwoKernel(const T* x, T* first, T* second, int64_t n) {
+  TANDEM_GRID_LOOP(i, n) { first[i] = second[i] = x[i]; }
 }
 
 }  // namespace
+
+template <typename T>
+cudaError_t LaunchCopyToTwo(const T* x, T* first, T* second, int64_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  const uintptr_t pack = sizeof(device::MapPack<T>);
+  if (device::AlignedTo(x, pack) && device::AlignedTo(first, pack) &&
+      device::AlignedTo(second, pack)) {
+    PackedCopyToTwoKernel<T>
+        <<<Blocks(device::PackedThreads(n)), kThreads, 0, stream>>>(x, first, second, n);
+  } else {
+    CopyToTwoKernel<T><<<Blocks(n), kThreads, 0, stream>>>(x, first, second, n);
+  }
+  return cudaGetLastError();
+}
 
 template <typename T>
 cudaError_t LaunchFill(T* out, int64_t n, T value, cudaStream_t stream) {
@@ -124,23 +134,7 @@ cudaError_t LaunchRepeatRow(const T* row, int64_t rows, int64_t n, T* out, cudaS
 
 template <typename From, typename To>
 cudaError_t LaunchCast(const From* x, To* out, int64_t n, cudaStream_t stream) {
-  if (n == 0) return cudaSuccess;
-  // Whole packs, where both tensors are aligned to a pack (allocations are
-  // 64-byte aligned), then the rest element by element.
-  int64_t done = 0;
-  if (device::AlignedTo(x, sizeof(CastPack<From>)) &&
-      device::AlignedTo(out, sizeof(CastPack<To>))) {
-    const int64_t packs = n / kCastPack;
-    if (packs > 0) {
-      CastPackedKernel<From, To><<<Blocks(packs), kThreads, 0, stream>>>(
-          reinterpret_cast<const CastPack<From>*>(x), reinterpret_cast<CastPack<To>*>(out), packs);
-    }
-    done = packs * kCastPack;
-  }
-  if (done < n) {
-    CastKernel<From, To><<<Blocks(n - done), kThreads, 0, stream>>>(x + done, out + done, n - done);
-  }
-  return cudaGetLastError();
+  return device::LaunchMap(ConvertTo<To>(), x, out, n, stream);
 }
 
 #define TANDEM_FILL(T) template cudaError_t LaunchFill<T>(T*, int64_t, T, cudaStream_t);
@@ -166,6 +160,14 @@ TANDEM_SCALE(double)
 TANDEM_SCALE(int32_t)
 TANDEM_SCALE(int64_t)
 #undef TANDEM_SCALE
+
+#define TANDEM_COPY_TO_TWO(T) \
+  template cudaError_t LaunchCopyToTwo<T>(const T*, T*, T*, int64_t, cudaStream_t);
+TANDEM_COPY_TO_TWO(float)
+TANDEM_COPY_TO_TWO(double)
+TANDEM_COPY_TO_TWO(int32_t)
+TANDEM_COPY_TO_TWO(int64_t)
+#undef TANDEM_COPY_TO_TWO
 
 #define TANDEM_CAST(From, To) \
   template cudaError_t LaunchCast<From, To>(const From*, To*, int64_t, cudaStream_t);

@@ -47,6 +47,11 @@ cudaError_t LaunchRepeatRow(const T* row, int64_t rows, int64_t n, T* out, cudaS
 template <typename From, typename To>
 cudaError_t LaunchCast(const From* x, To* out, int64_t n, cudaStream_t stream);
 
+// first[i] = second[i] = x[i]: one pass over x (the two gradients of an
+// unbroadcast add). Instantiated for float, double, int32_t and int64_t.
+template <typename T>
+cudaError_t LaunchCopyToTwo(const T* x, T* first, T* second, int64_t n, cudaStream_t stream);
+
 }  // namespace cuda
 }  // namespace tandem
 

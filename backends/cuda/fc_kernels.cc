@@ -1,8 +1,8 @@
 // gpu kernels of fc and fc_grad: the products on cuBLAS (gemm.h), the bias
 // added to every row and its gradient summed over the rows by the
 // broadcasting kernels (bfloat16 / float16: both inside the products'
-// float32 sums, the bias by a cuBLASLt epilogue). Registration lines are the host kernels';
-// validation and messages come from the shared prologues (ops/nn/prologues.h).
+// float32 sums, by cuBLASLt epilogues where cuBLASLt has an algorithm). Registration lines are the
+// host kernels'; validation and messages come from the shared prologues (ops/nn/prologues.h).
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -83,7 +83,8 @@ class FcKernel : public OpKernel {
 REGISTER_KERNEL(KernelDef("fc", "gpu").TypeConstraint("Input", kFloatTypesWith16Bit), FcKernel);
 
 // Input@GRAD = Out@GRAD * W^T, W@GRAD = Input^T * Out@GRAD, Bias@GRAD = the
-// column sums of Out@GRAD (float32 in double), each only when bound.
+// column sums of Out@GRAD (float32 in double; 16-bit types in float32, by
+// W@GRAD's cuBLASLt epilogue where it has an algorithm), each only when bound.
 class FcGradKernel : public OpKernel {
  public:
   absl::Status Init(const OpDesc& op) override {
@@ -94,6 +95,15 @@ class FcGradKernel : public OpKernel {
     ASSIGN_OR_RETURN(const prologue::FcGradArgs a, prologue::GetFcGradArgs(ctx, in_num_col_dims_));
     const FlatMatmulDims& d = a.d;
     if (a.dbias != nullptr && IsLowPrecisionFloat(a.input->dtype())) {
+      if (a.dw != nullptr) {  // the bias gradient summed as W@GRAD's product reads Out@GRAD
+        bool fused = false;
+        RETURN_IF_ERROR(RunFlatWeightGradWithBiasGrad(ctx, *a.input, *a.dout, d.m, d.k, d.n, a.dw,
+                                                      a.dbias, &fused));
+        if (fused) {
+          return RunFlatMatmulGrad(ctx, *a.input, *a.w, *a.dout, d.m, d.k, d.n, a.dinput,
+                                   /*dy=*/nullptr);
+        }
+      }
       RETURN_IF_ERROR(BiasGrad16Bit(ctx, a));
     } else if (a.dbias != nullptr) {
       ASSIGN_OR_RETURN(const ReduceGeometry sum,

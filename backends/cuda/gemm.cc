@@ -253,34 +253,53 @@ struct LtProduct {
   }
 };
 
-}  // namespace
+// One cuBLASLt product of 16-bit matrices with an epilogue, column-major:
+// D (d_rows x d_cols) = op(A) * op(B), A and B stored a_rows x a_cols and
+// b_rows x b_cols (packed), transposed when trans_a / trans_b. `vector` is
+// the epilogue's bias (read) or bias gradient (written), of D's type.
+struct LtCall {
+  cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  const void* a = nullptr;
+  int64_t a_rows = 0, a_cols = 0;
+  bool trans_a = false;
+  const void* b = nullptr;
+  int64_t b_rows = 0, b_cols = 0;
+  bool trans_b = false;
+  void* d = nullptr;
+  int64_t d_rows = 0, d_cols = 0;
+  const void* vector = nullptr;
+};
 
-absl::Status RunFlatMatmulBias(KernelContext* ctx, const Tensor& x, const Tensor& y,
-                               const Tensor& bias, int64_t m, int64_t k, int64_t n, Tensor* out,
-                               bool* done) {
+// Enqueues `call` on the context's stream with the algorithm cuBLASLt's
+// heuristics rank first, with no workspace (capturable in a graph, no
+// scratch to hold). *done false (nothing enqueued) where they offer none.
+absl::Status RunLt(KernelContext* ctx, DataType dtype, const LtCall& call, bool* done) {
   *done = false;
-  const DataType dtype = x.dtype();
-  if (!IsLowPrecisionFloat(dtype)) return absl::OkStatus();
   const cudaDataType_t type = dtype == DataType::kBFloat16 ? CUDA_R_16BF : CUDA_R_16F;
   CudaDeviceGuard guard(ctx->device()->place().index());
   ASSIGN_OR_RETURN(const cublasLtHandle_t handle, LtHandle());
-  // Column-major, as RunGemm: D^T [n, m] = Y^T [n, k] * X^T [k, m] + bias
-  // along D^T's rows.
   LtProduct p;
   CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescCreate(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-  const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
-  const void* bias_data = bias.raw_data();
+  const cublasOperation_t op_a = call.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_b = call.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  CUBLAS_RETURN_IF_ERROR(
+      cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof(op_a)));
+  CUBLAS_RETURN_IF_ERROR(
+      cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof(op_b)));
   CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE,
-                                                        &epilogue, sizeof(epilogue)));
+                                                        &call.epilogue, sizeof(call.epilogue)));
   CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
-                                                        &bias_data, sizeof(bias_data)));
+                                                        &call.vector, sizeof(call.vector)));
   CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
                                                         &type, sizeof(type)));
-  CUBLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&p.a, type, n, k, n));
-  CUBLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&p.b, type, k, m, k));
-  CUBLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&p.d, type, n, m, n));
+  CUBLAS_RETURN_IF_ERROR(
+      cublasLtMatrixLayoutCreate(&p.a, type, call.a_rows, call.a_cols, call.a_rows));
+  CUBLAS_RETURN_IF_ERROR(
+      cublasLtMatrixLayoutCreate(&p.b, type, call.b_rows, call.b_cols, call.b_rows));
+  CUBLAS_RETURN_IF_ERROR(
+      cublasLtMatrixLayoutCreate(&p.d, type, call.d_rows, call.d_cols, call.d_rows));
   CUBLAS_RETURN_IF_ERROR(cublasLtMatmulPreferenceCreate(&p.preference));
-  const size_t no_workspace = 0;  // capturable in a graph, no scratch to hold
+  const size_t no_workspace = 0;
   CUBLAS_RETURN_IF_ERROR(cublasLtMatmulPreferenceSetAttribute(
       p.preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &no_workspace, sizeof(no_workspace)));
   cublasLtMatmulHeuristicResult_t result = {};
@@ -289,11 +308,46 @@ absl::Status RunFlatMatmulBias(KernelContext* ctx, const Tensor& x, const Tensor
                                                         p.preference, 1, &result, &found));
   if (found == 0) return absl::OkStatus();
   const float alpha = 1.0f, beta = 0.0f;
-  CUBLAS_RETURN_IF_ERROR(cublasLtMatmul(handle, p.op, &alpha, y.raw_data(), p.a, x.raw_data(), p.b,
-                                        &beta, out->raw_data(), p.d, out->raw_data(), p.d,
-                                        &result.algo, nullptr, 0, CudaStreamOf(ctx->stream())));
+  CUBLAS_RETURN_IF_ERROR(cublasLtMatmul(handle, p.op, &alpha, call.a, p.a, call.b, p.b, &beta,
+                                        call.d, p.d, call.d, p.d, &result.algo, nullptr, 0,
+                                        CudaStreamOf(ctx->stream())));
   *done = true;
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status RunFlatMatmulBias(KernelContext* ctx, const Tensor& x, const Tensor& y,
+                               const Tensor& bias, int64_t m, int64_t k, int64_t n, Tensor* out,
+                               bool* done) {
+  *done = false;
+  if (!IsLowPrecisionFloat(x.dtype())) return absl::OkStatus();
+  // Column-major, as RunGemm: D^T [n, m] = Y^T [n, k] * X^T [k, m] + bias
+  // along D^T's rows.
+  LtCall call;
+  call.epilogue = CUBLASLT_EPILOGUE_BIAS;
+  call.a = y.raw_data(), call.a_rows = n, call.a_cols = k;
+  call.b = x.raw_data(), call.b_rows = k, call.b_cols = m;
+  call.d = out->raw_data(), call.d_rows = n, call.d_cols = m;
+  call.vector = bias.raw_data();
+  return RunLt(ctx, x.dtype(), call, done);
+}
+
+absl::Status RunFlatWeightGradWithBiasGrad(KernelContext* ctx, const Tensor& x, const Tensor& dout,
+                                           int64_t m, int64_t k, int64_t n, Tensor* dy,
+                                           Tensor* dbias, bool* done) {
+  *done = false;
+  if (!IsLowPrecisionFloat(x.dtype()) || m == 0 || k == 0 || n == 0) return absl::OkStatus();
+  // Column-major: D [n, k] (dy, row-major [k, n]) = dout^T [n, m] * X [m, k]
+  // (X stored k x m, transposed); the epilogue sums A = dout^T over the
+  // product's k (dout's m rows) into dbias [n], in float32, rounded once.
+  LtCall call;
+  call.epilogue = CUBLASLT_EPILOGUE_BGRADA;
+  call.a = dout.raw_data(), call.a_rows = n, call.a_cols = m;
+  call.b = x.raw_data(), call.b_rows = k, call.b_cols = m, call.trans_b = true;
+  call.d = dy->raw_data(), call.d_rows = n, call.d_cols = k;
+  call.vector = dbias->raw_data();
+  return RunLt(ctx, x.dtype(), call, done);
 }
 
 absl::Status RunFlatMatmulGrad(KernelContext* ctx, const Tensor& x, const Tensor& y,

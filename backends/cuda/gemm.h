@@ -79,7 +79,14 @@ absl::Status RunFlatMatmul(KernelContext* ctx, const Tensor& x, const Tensor& y,
 absl::Status RunFlatMatmulBias(KernelContext* ctx, const Tensor& x, const Tensor& y,
                                const Tensor& bias, int64_t m, int64_t k, int64_t n, Tensor* out,
                                bool* done);
-// Its gradients from dout [m, n]: dx [m, k] = dout * y^T and dy [k, n] =
+// bfloat16 / float16 only: dy [k, n] = x^T * dout and dbias [n] = the column
+// sums of dout [m, n], in one cuBLASLt product whose epilogue sums the bias
+// gradient in float32 as it reads dout (one pass over dout instead of two).
+// *done false (nothing enqueued) where cuBLASLt offers no algorithm.
+absl::Status RunFlatWeightGradWithBiasGrad(KernelContext* ctx, const Tensor& x, const Tensor& dout,
+                                           int64_t m, int64_t k, int64_t n, Tensor* dy,
+                                           Tensor* dbias, bool* done);
+// RunFlatMatmul's gradients from dout [m, n]: dx [m, k] = dout * y^T and dy [k, n] =
 // x^T * dout, each skipped when null.
 absl::Status RunFlatMatmulGrad(KernelContext* ctx, const Tensor& x, const Tensor& y,
                                const Tensor& dout, int64_t m, int64_t k, int64_t n, Tensor* dx,

@@ -7,7 +7,7 @@
 //
 //   RETURN_IF_ERROR(WithDenseGrad<T>(a.grad->tensor(), [&](const auto* g) -> absl::Status {
 //     CUDA_RETURN_IF_ERROR(LaunchAdamDense<T>(param, m1, m2, g, n, GradScaleOf<T>(a), step,
-//                                             stream));
+//                                             WorkingCopy(), stream));
 //     return absl::OkStatus();
 //   }));
 //

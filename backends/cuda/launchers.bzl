@@ -14,6 +14,7 @@ load("//third_party/cuda:cuda.bzl", "cuda_library", "if_cuda")
 DEVICE_HDRS = [
     "device_float16.h",
     "device_lines.h",
+    "device_map.h",
     "device_reduce.h",
 ]
 

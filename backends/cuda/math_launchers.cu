@@ -3,6 +3,7 @@
 #include <type_traits>
 
 #include "backends/cuda/device_float16.h"
+#include "backends/cuda/device_map.h"
 #include "backends/cuda/device_reduce.h"
 #include "backends/cuda/math_launchers.h"
 
@@ -13,18 +14,18 @@ namespace {
 using device::Blocks;
 using device::kThreads;
 
-// A 16-bit T is computed in float and rounded once per element.
+// f applied in T's compute type: a 16-bit T is computed in float and rounded
+// once per element.
 template <typename T, typename F>
-__global__ void MapKernel(F f, const T* x, T* out, int64_t n) {
-  TANDEM_GRID_LOOP(i, n) { out[i] = device::Narrow<T>(f(device::Widen(x[i]))); }
-}
-
-template <typename T, typename F>
-__global__ void Map2Kernel(F f, const T* a, const T* b, T* out, int64_t n) {
-  TANDEM_GRID_LOOP(i, n) {
-    out[i] = device::Narrow<T>(f(device::Widen(a[i]), device::Widen(b[i])));
+struct Widened {
+  F f;
+  __device__ __forceinline__ T operator()(T x) const {
+    return device::Narrow<T>(f(device::Widen(x)));
   }
-}
+  __device__ __forceinline__ T operator()(T a, T b) const {
+    return device::Narrow<T>(f(device::Widen(a), device::Widen(b)));
+  }
+};
 
 struct Negate {
   template <typename T>
@@ -59,18 +60,21 @@ __global__ void FindZeroKernel(const T* y, int64_t n, unsigned long long* first_
 template <typename T>
 cudaError_t LaunchActivation(Activation act, const T* x, T* out, int64_t n, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
+  cudaError_t e = cudaSuccess;
   WithActivation<Activate>(
-      act, [&](auto f) { MapKernel<T><<<Blocks(n), kThreads, 0, stream>>>(f, x, out, n); });
-  return cudaGetLastError();
+      act, [&](auto f) { e = device::LaunchMap(Widened<T, decltype(f)>{f}, x, out, n, stream); });
+  return e;
 }
 
 template <typename T>
 cudaError_t LaunchActivationGrad(Activation act, const T* fwd, const T* dout, T* dx, int64_t n,
                                  cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  WithActivation<ActivationGrad>(
-      act, [&](auto f) { Map2Kernel<T><<<Blocks(n), kThreads, 0, stream>>>(f, fwd, dout, dx, n); });
-  return cudaGetLastError();
+  cudaError_t e = cudaSuccess;
+  WithActivation<ActivationGrad>(act, [&](auto f) {
+    e = device::LaunchMap2(Widened<T, decltype(f)>{f}, fwd, dout, dx, n, stream);
+  });
+  return e;
 }
 
 template <typename T>
@@ -115,8 +119,7 @@ cudaError_t LaunchSquaredSum(const T* x, int64_t n, double* partials, int blocks
 template <typename T>
 cudaError_t LaunchNegate(const T* x, T* out, int64_t n, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  MapKernel<T><<<Blocks(n), kThreads, 0, stream>>>(Negate(), x, out, n);
-  return cudaGetLastError();
+  return device::LaunchMap(Widened<T, Negate>{Negate()}, x, out, n, stream);
 }
 
 template <typename T>

@@ -40,15 +40,31 @@ __global__ void CheckIdsKernel(const int64_t* ids, int64_t n, int64_t rows, Chec
   PublishBadInput(check, ids);
 }
 
+// Positions a thread of LookupGradDenseKernel loads before it adds them.
+constexpr int kLookupGradAhead = 16;
+
 // One thread per (segment, column): adjacent threads read adjacent columns.
+// The positions are added in order (the host's bits), but loaded
+// kLookupGradAhead at a time: a frequent id's thread (a space in a byte
+// corpus: thousands of positions) waits for one batch of loads, not one
+// load per position.
 template <typename T>
 __global__ void LookupGradDenseKernel(const int64_t* order, const int64_t* starts,
                                       const int64_t* rows, const T* dout, int64_t dim, T* dw,
                                       int64_t total) {
   TANDEM_GRID_LOOP(i, total) {
     const int64_t s = i / dim, j = i - s * dim;
+    const int64_t end = starts[s + 1];
+    int64_t k = starts[s];
     T sum = 0;
-    for (int64_t k = starts[s]; k < starts[s + 1]; ++k) sum += dout[order[k] * dim + j];
+    for (; k + kLookupGradAhead <= end; k += kLookupGradAhead) {
+      T v[kLookupGradAhead];
+#pragma unroll
+      for (int u = 0; u < kLookupGradAhead; ++u) v[u] = dout[order[k + u] * dim + j];
+#pragma unroll
+      for (int u = 0; u < kLookupGradAhead; ++u) sum += v[u];
+    }
+    for (; k < end; ++k) sum += dout[order[k] * dim + j];
     dw[rows[s] * dim + j] = sum;
   }
 }

@@ -187,9 +187,15 @@ class AdamKernel : public OpKernel {
       T* mom1 = args.m1->data<T>();
       T* mom2 = args.m2->data<T>();
       if (!a.sparse()) {
+        WorkingCopy copy;  // written in the update's pass
+        if (working_copy != nullptr) {
+          copy.data = working_copy->raw_data();
+          copy.bfloat16 = working_copy->dtype() == DataType::kBFloat16;
+          working_copy = nullptr;
+        }
         RETURN_IF_ERROR(WithDenseGrad<T>(a.grad->tensor(), [&](const auto* grad) -> absl::Status {
           CUDA_RETURN_IF_ERROR(LaunchAdamDense<T>(param, mom1, mom2, grad, a.param->NumElements(),
-                                                  GradScaleOf<T>(a), step, stream));
+                                                  GradScaleOf<T>(a), step, copy, stream));
           return absl::OkStatus();
         }));
       } else {
@@ -212,8 +218,9 @@ class AdamKernel : public OpKernel {
   }
 
  private:
-  // The 16-bit working copy of the (updated) float32 Param, when bound: a
-  // second kernel, rounding as cast does.
+  // The 16-bit working copy of the float32 Param, when bound and not yet
+  // written (a skipped step, a sparse update): a second kernel, rounding as
+  // cast does.
   static absl::Status NarrowParam(const UpdateArgs& a, Tensor* working_copy, cudaStream_t stream) {
     if (working_copy == nullptr) return absl::OkStatus();
     const float* param = a.param->data<float>();

@@ -28,6 +28,8 @@ struct MomentumUpdate {
     p -= s.nesterov ? s.lr * (g + s.mu * v) : s.lr * v;
   }
   __host__ __device__ T* State(int) const { return velocity; }
+  __host__ __device__ const void* Copy() const { return nullptr; }
+  __device__ __forceinline__ void CopyQuad(int64_t, float4) const {}
   __device__ __forceinline__ void operator()(int64_t i, T g) const {
     T state[kStates] = {velocity[i]};
     Apply(param[i], state, g);
@@ -35,12 +37,29 @@ struct MomentumUpdate {
   }
 };
 
+// Four float32 values rounded to a 16-bit type, stored as one 8-byte value.
+template <typename H>
+struct alignas(8) HalfQuad {
+  H v[4];
+};
+
+template <typename H>
+__device__ __forceinline__ void StoreQuad(void* to, int64_t q, float4 p) {
+  HalfQuad<H> o;
+  o.v[0] = device::Narrow<H>(p.x);
+  o.v[1] = device::Narrow<H>(p.y);
+  o.v[2] = device::Narrow<H>(p.z);
+  o.v[3] = device::Narrow<H>(p.w);
+  static_cast<HalfQuad<H>*>(to)[q] = o;
+}
+
 template <typename T>
 struct AdamUpdate {
   AdamStep<T> s;
   T* param;
   T* moment1;
   T* moment2;
+  WorkingCopy copy;  // float32 parameters only
 
   static constexpr int kStates = 2;  // moment1, moment2
 
@@ -53,11 +72,29 @@ struct AdamUpdate {
     p = p * s.shrink - s.lr * (m1 / s.correction1) / (sqrt(m2 / s.correction2) + s.epsilon);
   }
   __host__ __device__ T* State(int k) const { return k == 0 ? moment1 : moment2; }
+  __host__ __device__ const void* Copy() const { return copy.data; }
+  // The working copy of the four updated values of quad q.
+  __device__ __forceinline__ void CopyQuad(int64_t q, float4 p) const {
+    if (copy.data == nullptr) return;
+    if (copy.bfloat16) {
+      StoreQuad<bfloat16>(copy.data, q, p);
+    } else {
+      StoreQuad<float16>(copy.data, q, p);
+    }
+  }
   __device__ __forceinline__ void operator()(int64_t i, T g) const {
     T state[kStates] = {moment1[i], moment2[i]};
     Apply(param[i], state, g);
     moment1[i] = state[0];
     moment2[i] = state[1];
+    if constexpr (std::is_same<T, float>::value) {
+      if (copy.data == nullptr) return;
+      if (copy.bfloat16) {
+        static_cast<bfloat16*>(copy.data)[i] = device::Narrow<bfloat16>(param[i]);
+      } else {
+        static_cast<float16*>(copy.data)[i] = device::Narrow<float16>(param[i]);
+      }
+    }
   }
 };
 
@@ -103,6 +140,7 @@ __global__ void DenseQuadKernel(Update update, const G* grad, int64_t n, float s
       for (int k = 0; k < kStates; ++k) (&states[k].x)[e] = state[k];
     }
     reinterpret_cast<float4*>(update.param)[q] = p;
+    update.CopyQuad(q, p);
 #pragma unroll
     for (int k = 0; k < kStates; ++k) reinterpret_cast<float4*>(update.State(k))[q] = states[k];
   }
@@ -131,7 +169,8 @@ __global__ void RowsKernel(Update update, const T* value, int64_t width, SgdRowC
 // four of its elements.
 template <typename G, typename Update>
 bool TakesQuads(const Update& update, const G* grad) {
-  bool aligned = device::AlignedTo(update.param, 16) && device::AlignedTo(grad, 4 * sizeof(G));
+  bool aligned = device::AlignedTo(update.param, 16) && device::AlignedTo(grad, 4 * sizeof(G)) &&
+                 device::AlignedTo(update.Copy(), 8);
   for (int k = 0; k < Update::kStates; ++k)
     aligned = aligned && device::AlignedTo(update.State(k), 16);
   return aligned;
@@ -174,8 +213,9 @@ cudaError_t LaunchMomentumDense(T* param, T* velocity, const G* grad, int64_t n,
 
 template <typename T, typename G>
 cudaError_t LaunchAdamDense(T* param, T* moment1, T* moment2, const G* grad, int64_t n, T scale,
-                            const AdamStep<T>& step, cudaStream_t stream) {
-  return LaunchDense<T, G>(AdamUpdate<T>{step, param, moment1, moment2}, grad, n, scale, stream);
+                            const AdamStep<T>& step, WorkingCopy copy, cudaStream_t stream) {
+  return LaunchDense<T, G>(AdamUpdate<T>{step, param, moment1, moment2, copy}, grad, n, scale,
+                           stream);
 }
 
 template <typename T>
@@ -190,15 +230,15 @@ template <typename T>
 cudaError_t LaunchAdamRows(T* param, T* moment1, T* moment2, const T* value, int64_t width,
                            const AdamStep<T>& step, const SgdRowChunk& chunk, bool carry_in,
                            bool carry_out, T* carry, cudaStream_t stream) {
-  return LaunchRows<T>(AdamUpdate<T>{step, param, moment1, moment2}, value, width, chunk, carry_in,
-                       carry_out, carry, stream);
+  return LaunchRows<T>(AdamUpdate<T>{step, param, moment1, moment2, WorkingCopy()}, value, width,
+                       chunk, carry_in, carry_out, carry, stream);
 }
 
 #define TANDEM_INSTANTIATE_DENSE(T, G)                                                             \
   template cudaError_t LaunchMomentumDense<T, G>(T*, T*, const G*, int64_t, T,                     \
                                                  const MomentumStep<T>&, cudaStream_t);            \
   template cudaError_t LaunchAdamDense<T, G>(T*, T*, T*, const G*, int64_t, T, const AdamStep<T>&, \
-                                             cudaStream_t);
+                                             WorkingCopy, cudaStream_t);
 TANDEM_INSTANTIATE_DENSE(float, float)
 TANDEM_INSTANTIATE_DENSE(float, bfloat16)
 TANDEM_INSTANTIATE_DENSE(float, float16)

@@ -65,9 +65,16 @@ struct AdamStep {
 template <typename T, typename G>
 cudaError_t LaunchMomentumDense(T* param, T* velocity, const G* grad, int64_t n, T scale,
                                 const MomentumStep<T>& step, cudaStream_t stream);
+// A float32 parameter's 16-bit working copy (adam's ParamCastOut), written
+// by the dense adam in the pass that updates the parameter: each updated
+// value rounded as cast rounds it. `data` null: no copy.
+struct WorkingCopy {
+  void* data = nullptr;
+  bool bfloat16 = true;  // else float16
+};
 template <typename T, typename G>
 cudaError_t LaunchAdamDense(T* param, T* moment1, T* moment2, const G* grad, int64_t n, T scale,
-                            const AdamStep<T>& step, cudaStream_t stream);
+                            const AdamStep<T>& step, WorkingCopy copy, cudaStream_t stream);
 
 // A lazy sparse update of the row groups in `chunk` (SgdRowChunk, whose
 // groups here are complete rows of a gradient grouped by table row): for

@@ -199,6 +199,7 @@ void AddFc(std::vector<ConformanceCase>* cases) {
       {Shape({2, 3, 4}), Shape({4, 5}), true, 2},   // Out [2, 3, 5]
       {Shape({17, 33}), Shape({33, 9}), true, 1},   // odd sizes
       {Shape({64, 784}), Shape({784, 10}), true, 1},
+      {Shape({256, 192}), Shape({192, 320}), true, 1},  // tiles of a tensor-core product
       {Shape({2, 0}), Shape({0, 3}), true, 1},  // K = 0: Out = Bias
       {Shape({0, 4}), Shape({4, 3}), true, 1},  // no rows
   };
