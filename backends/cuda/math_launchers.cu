@@ -86,15 +86,22 @@ cudaError_t LaunchUnscaleAndCheck(const T* x, T* out, int64_t n, T divisor, bool
   return cudaGetLastError();
 }
 
-template <typename T>
-__global__ void SquaredPartialsKernel(const T* x, int64_t n, double* partials) {
+// Each block's sum into partials[block]; a grid of one block writes the
+// whole sum into *out instead (no second kernel).
+template <typename T, typename Out>
+__global__ void SquaredPartialsKernel(const T* x, int64_t n, double* partials, Out* out) {
   double sum = 0;
   TANDEM_GRID_LOOP(i, n) {
     const double v = static_cast<double>(device::Widen(x[i]));
     sum += v * v;
   }
   sum = device::BlockSum(sum);
-  if (threadIdx.x == 0) partials[blockIdx.x] = sum;
+  if (threadIdx.x != 0) return;
+  if (gridDim.x == 1) {
+    *out = static_cast<Out>(sum);
+  } else {
+    partials[blockIdx.x] = sum;
+  }
 }
 
 template <typename Out>
@@ -105,14 +112,22 @@ __global__ void SumPartialsKernel(const double* partials, int blocks, Out* out) 
   if (threadIdx.x == 0) *out = static_cast<Out>(sum);
 }
 
-int SquaredSumBlocks(int64_t n) { return n == 0 ? 1 : std::min(Blocks(n), 1024); }
+// Up to this many elements one block sums them all (a bias or a layer
+// norm's scale: one launch instead of two, whose cost is the launches').
+constexpr int64_t kSquaredSumOneBlock = 32768;
+
+int SquaredSumBlocks(int64_t n) {
+  return n <= kSquaredSumOneBlock ? 1 : std::min(Blocks(n), 1024);
+}
 
 template <typename T>
 cudaError_t LaunchSquaredSum(const T* x, int64_t n, double* partials, int blocks,
                              ComputeTypeOf<T>* out, cudaStream_t stream) {
   if (n == 0) return cudaMemsetAsync(out, 0, sizeof(*out), stream);
-  SquaredPartialsKernel<T><<<blocks, kThreads, 0, stream>>>(x, n, partials);
-  SumPartialsKernel<ComputeTypeOf<T>><<<1, kThreads, 0, stream>>>(partials, blocks, out);
+  SquaredPartialsKernel<T><<<blocks, kThreads, 0, stream>>>(x, n, partials, out);
+  if (blocks > 1) {
+    SumPartialsKernel<ComputeTypeOf<T>><<<1, kThreads, 0, stream>>>(partials, blocks, out);
+  }
   return cudaGetLastError();
 }
 

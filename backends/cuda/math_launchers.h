@@ -36,8 +36,8 @@ cudaError_t LaunchUnscaleAndCheck(const T* x, T* out, int64_t n, T divisor, bool
 // *out (device memory, float for float, bfloat16 and float16 x, double for
 // double) = the sum of x's n squared values, in double: each of `blocks`
 // blocks sums its part into partials[block] (device scratch, `blocks`
-// doubles), then one block adds the partials in order. SquaredSumBlocks(n)
-// is the block count to give it. Instantiated for float, double, bfloat16
+// doubles), then one block adds the partials in order; one block (small n)
+// writes *out itself. SquaredSumBlocks(n) is the block count to give it. Instantiated for float, double, bfloat16
 // and float16.
 int SquaredSumBlocks(int64_t n);
 template <typename T>
