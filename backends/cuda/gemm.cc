@@ -304,9 +304,15 @@ absl::Status RunLt(KernelContext* ctx, DataType dtype, const LtCall& call, bool*
       p.preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &no_workspace, sizeof(no_workspace)));
   cublasLtMatmulHeuristicResult_t result = {};
   int found = 0;
-  CUBLAS_RETURN_IF_ERROR(cublasLtMatmulAlgoGetHeuristic(handle, p.op, p.a, p.b, p.d, p.d,
-                                                        p.preference, 1, &result, &found));
-  if (found == 0) return absl::OkStatus();
+  const cublasStatus_t heuristic = cublasLtMatmulAlgoGetHeuristic(handle, p.op, p.a, p.b, p.d, p.d,
+                                                                  p.preference, 1, &result, &found);
+  // An epilogue this cuBLASLt cannot apply to these layouts is reported as
+  // NOT_SUPPORTED (or no algorithm): the caller takes its unfused path.
+  if (heuristic == CUBLAS_STATUS_NOT_SUPPORTED ||
+      (heuristic == CUBLAS_STATUS_SUCCESS && found == 0)) {
+    return absl::OkStatus();
+  }
+  CUBLAS_RETURN_IF_ERROR(heuristic);
   const float alpha = 1.0f, beta = 0.0f;
   CUBLAS_RETURN_IF_ERROR(cublasLtMatmul(handle, p.op, &alpha, call.a, p.a, call.b, p.b, &beta,
                                         call.d, p.d, call.d, p.d, &result.algo, nullptr, 0,
