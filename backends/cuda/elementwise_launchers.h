@@ -48,7 +48,8 @@ template <typename From, typename To>
 cudaError_t LaunchCast(const From* x, To* out, int64_t n, cudaStream_t stream);
 
 // first[i] = second[i] = x[i]: one pass over x (the two gradients of an
-// unbroadcast add). Instantiated for float, double, int32_t and int64_t.
+// unbroadcast add). Instantiated for float, double, int32_t, int64_t,
+// bfloat16 and float16.
 template <typename T>
 cudaError_t LaunchCopyToTwo(const T* x, T* first, T* second, int64_t n, cudaStream_t stream);
 

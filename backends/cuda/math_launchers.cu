@@ -116,9 +116,7 @@ __global__ void SumPartialsKernel(const double* partials, int blocks, Out* out) 
 // norm's scale: one launch instead of two, whose cost is the launches').
 constexpr int64_t kSquaredSumOneBlock = 32768;
 
-int SquaredSumBlocks(int64_t n) {
-  return n <= kSquaredSumOneBlock ? 1 : std::min(Blocks(n), 1024);
-}
+int SquaredSumBlocks(int64_t n) { return n <= kSquaredSumOneBlock ? 1 : std::min(Blocks(n), 1024); }
 
 template <typename T>
 cudaError_t LaunchSquaredSum(const T* x, int64_t n, double* partials, int blocks,
@@ -172,6 +170,8 @@ template cudaError_t LaunchNegate<float>(const float*, float*, int64_t, cudaStre
 template cudaError_t LaunchNegate<double>(const double*, double*, int64_t, cudaStream_t);
 template cudaError_t LaunchNegate<int32_t>(const int32_t*, int32_t*, int64_t, cudaStream_t);
 template cudaError_t LaunchNegate<int64_t>(const int64_t*, int64_t*, int64_t, cudaStream_t);
+template cudaError_t LaunchNegate<bfloat16>(const bfloat16*, bfloat16*, int64_t, cudaStream_t);
+template cudaError_t LaunchNegate<float16>(const float16*, float16*, int64_t, cudaStream_t);
 template cudaError_t LaunchFindZero<int32_t>(const int32_t*, int64_t, unsigned long long*,
                                              cudaStream_t);
 template cudaError_t LaunchFindZero<int64_t>(const int64_t*, int64_t, unsigned long long*,

@@ -37,8 +37,8 @@ cudaError_t LaunchUnscaleAndCheck(const T* x, T* out, int64_t n, T divisor, bool
 // double) = the sum of x's n squared values, in double: each of `blocks`
 // blocks sums its part into partials[block] (device scratch, `blocks`
 // doubles), then one block adds the partials in order; one block (small n)
-// writes *out itself. SquaredSumBlocks(n) is the block count to give it. Instantiated for float, double, bfloat16
-// and float16.
+// writes *out itself. SquaredSumBlocks(n) is the block count to give it. Instantiated for float,
+// double, bfloat16 and float16.
 int SquaredSumBlocks(int64_t n);
 template <typename T>
 cudaError_t LaunchSquaredSum(const T* x, int64_t n, double* partials, int blocks,
@@ -50,8 +50,9 @@ template <typename T>
 cudaError_t LaunchActivationGrad(Activation act, const T* fwd, const T* dout, T* dx, int64_t n,
                                  cudaStream_t stream);
 
-// out[i] = 0 - x[i] (integers wrap around). `out` may be `x`. Instantiated
-// for float, double, int32_t and int64_t.
+// out[i] = 0 - x[i] (integers wrap around; a 16-bit x in float, rounded
+// once: exact). `out` may be `x`. Instantiated for float, double, int32_t,
+// int64_t, bfloat16 and float16.
 template <typename T>
 cudaError_t LaunchNegate(const T* x, T* out, int64_t n, cudaStream_t stream);
 
