@@ -14,6 +14,22 @@ using device::LaunchLines;
 constexpr int64_t kMaxChunks = 4096;
 constexpr int64_t kRowsPerChunk = 32;
 
+// The per-element arithmetic NormLine and the register kernels share, so
+// that both give the same bits.
+template <typename T>
+__device__ __forceinline__ double NormOut(double centered, double inv, const T* scale,
+                                          const T* bias, int64_t j) {
+  double out = centered * inv;
+  if (scale != nullptr) out *= static_cast<double>(scale[j]);
+  if (bias != nullptr) out += static_cast<double>(bias[j]);
+  return out;
+}
+
+template <typename T>
+__device__ __forceinline__ double ScaledGrad(T dy, const T* scale, int64_t j) {
+  return static_cast<double>(dy) * (scale == nullptr ? 1.0 : static_cast<double>(scale[j]));
+}
+
 template <typename T>
 struct NormLine {
   const T* x;
@@ -40,10 +56,7 @@ struct NormLine {
     const double inv = 1 / sqrt(v + epsilon);
     T* yr = y + row * cols;
     for (int64_t j = g.first; j < cols; j += g.step) {
-      double out = (static_cast<double>(xr[j]) - mu) * inv;
-      if (scale != nullptr) out *= static_cast<double>(scale[j]);
-      if (bias != nullptr) out += static_cast<double>(bias[j]);
-      yr[j] = static_cast<T>(out);
+      yr[j] = static_cast<T>(NormOut(static_cast<double>(xr[j]) - mu, inv, scale, bias, j));
     }
     if (g.first == 0) {
       mean[row] = static_cast<T>(mu);
@@ -71,21 +84,150 @@ struct NormGradLine {
     const double inv = 1 / sqrt(static_cast<double>(var[row]) + epsilon);
     double sum_g = 0, sum_gx = 0;
     for (int64_t j = g.first; j < cols; j += g.step) {
-      const double gj =
-          static_cast<double>(dyr[j]) * (scale == nullptr ? 1.0 : static_cast<double>(scale[j]));
+      const double gj = ScaledGrad(dyr[j], scale, j);
       sum_g += gj;
       sum_gx += gj * (static_cast<double>(xr[j]) - mu) * inv;
     }
     const double mean_g = g.Sum(sum_g) / static_cast<double>(cols);
     const double mean_gx = g.Sum(sum_gx) / static_cast<double>(cols);
     for (int64_t j = g.first; j < cols; j += g.step) {
-      const double gj =
-          static_cast<double>(dyr[j]) * (scale == nullptr ? 1.0 : static_cast<double>(scale[j]));
       const double xhat = (static_cast<double>(xr[j]) - mu) * inv;
-      dx[row * cols + j] = static_cast<T>(inv * (gj - mean_g - xhat * mean_gx));
+      dx[row * cols + j] =
+          static_cast<T>(inv * (ScaledGrad(dyr[j], scale, j) - mean_g - xhat * mean_gx));
     }
   }
 };
+
+// Lines of kMinRegisterCols..kMaxRegisterCols columns (GPT's 768): a warp
+// per line that loads its line into registers once, every load in flight
+// at once, where NormLine and NormGradLine read it in two or three passes
+// of dependent loads. Element j is lane j % 32's value j / 32, as with the
+// warp groups of LaunchLines: the same sums in the same order, the same bits.
+constexpr int64_t kMinRegisterCols = 65;
+constexpr int64_t kMaxRegisterCols = 1024;
+
+template <typename T, int kPerLane>
+__global__ void NormRowsInRegistersKernel(NormLine<T> p, int64_t rows) {
+  const int lane = threadIdx.x & 31;
+  const int64_t warps = (int64_t{gridDim.x} * blockDim.x) >> 5;
+  const int64_t cols = p.cols;
+  for (int64_t row = (blockIdx.x * int64_t{blockDim.x} + threadIdx.x) >> 5; row < rows;
+       row += warps) {  // warp-uniform
+    const T* xr = p.x + row * cols;
+    T v[kPerLane];  // in T: half the registers of double, so more warps a multiprocessor
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i) {
+      const int64_t j = lane + 32 * i;
+      v[i] = j < cols ? xr[j] : T(0);
+    }
+    double sum = 0;
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i) {
+      if (lane + 32 * i < cols) sum += static_cast<double>(v[i]);
+    }
+    const double mu = device::WarpSum(sum) / static_cast<double>(cols);
+    double sq = 0;
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i) {
+      if (lane + 32 * i < cols) {
+        const double c = static_cast<double>(v[i]) - mu;
+        sq += c * c;
+      }
+    }
+    const double var = device::WarpSum(sq) / static_cast<double>(cols);
+    const double inv = 1 / sqrt(var + p.epsilon);
+    T* yr = p.y + row * cols;
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i) {
+      const int64_t j = lane + 32 * i;
+      if (j < cols) {
+        yr[j] = static_cast<T>(NormOut(static_cast<double>(v[i]) - mu, inv, p.scale, p.bias, j));
+      }
+    }
+    if (lane == 0) {
+      p.mean[row] = static_cast<T>(mu);
+      p.var[row] = static_cast<T>(var);
+    }
+  }
+}
+
+template <typename T, int kPerLane>
+__global__ void NormGradRowsInRegistersKernel(NormGradLine<T> p, int64_t rows) {
+  const int lane = threadIdx.x & 31;
+  const int64_t warps = (int64_t{gridDim.x} * blockDim.x) >> 5;
+  const int64_t cols = p.cols;
+  for (int64_t row = (blockIdx.x * int64_t{blockDim.x} + threadIdx.x) >> 5; row < rows;
+       row += warps) {  // warp-uniform
+    const T* xr = p.x + row * cols;
+    const T* dyr = p.dy + row * cols;
+    const double mu = static_cast<double>(p.mean[row]);
+    const double inv = 1 / sqrt(static_cast<double>(p.var[row]) + p.epsilon);
+    T xv[kPerLane], dyv[kPerLane];  // in T: fewer registers, more warps a multiprocessor
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i) {
+      const int64_t j = lane + 32 * i;
+      xv[i] = j < cols ? xr[j] : T(0);
+      dyv[i] = j < cols ? dyr[j] : T(0);
+    }
+    double sum_g = 0, sum_gx = 0;
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i) {
+      const int64_t j = lane + 32 * i;
+      if (j < cols) {
+        const double gj = ScaledGrad(dyv[i], p.scale, j);
+        sum_g += gj;
+        sum_gx += gj * (static_cast<double>(xv[i]) - mu) * inv;
+      }
+    }
+    const double mean_g = device::WarpSum(sum_g) / static_cast<double>(cols);
+    const double mean_gx = device::WarpSum(sum_gx) / static_cast<double>(cols);
+    T* dxr = p.dx + row * cols;
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i) {
+      const int64_t j = lane + 32 * i;
+      if (j < cols) {
+        const double xhat = (static_cast<double>(xv[i]) - mu) * inv;
+        dxr[j] = static_cast<T>(inv * (ScaledGrad(dyv[i], p.scale, j) - mean_g - xhat * mean_gx));
+      }
+    }
+  }
+}
+
+// Launches Kernel<T, kPerLane> (a warp per line, 8 lines a block) with the
+// smallest kPerLane of 4, 8, 16, 24, 32 that holds `cols`.
+template <template <typename, int> class Launch, typename T, typename Line>
+cudaError_t LaunchInRegisters(const Line& line, int64_t rows, int64_t cols, cudaStream_t stream) {
+  constexpr int kWarpsPerBlock = kThreads / 32;
+  const int64_t wanted = (rows + kWarpsPerBlock - 1) / kWarpsPerBlock;
+  const int blocks = static_cast<int>(wanted < device::kMaxBlocks ? wanted : device::kMaxBlocks);
+  const int64_t per_lane = (cols + 31) / 32;
+  if (per_lane <= 4) return Launch<T, 4>::Run(line, rows, blocks, stream);
+  if (per_lane <= 8) return Launch<T, 8>::Run(line, rows, blocks, stream);
+  if (per_lane <= 16) return Launch<T, 16>::Run(line, rows, blocks, stream);
+  if (per_lane <= 24) return Launch<T, 24>::Run(line, rows, blocks, stream);
+  return Launch<T, 32>::Run(line, rows, blocks, stream);
+}
+
+template <typename T, int kPerLane>
+struct NormInRegisters {
+  static cudaError_t Run(const NormLine<T>& line, int64_t rows, int blocks, cudaStream_t stream) {
+    NormRowsInRegistersKernel<T, kPerLane><<<blocks, kThreads, 0, stream>>>(line, rows);
+    return cudaGetLastError();
+  }
+};
+
+template <typename T, int kPerLane>
+struct NormGradInRegisters {
+  static cudaError_t Run(const NormGradLine<T>& line, int64_t rows, int blocks,
+                         cudaStream_t stream) {
+    NormGradRowsInRegistersKernel<T, kPerLane><<<blocks, kThreads, 0, stream>>>(line, rows);
+    return cudaGetLastError();
+  }
+};
+
+bool FitsInRegisters(int64_t rows, int64_t cols) {
+  return rows > 0 && cols >= kMinRegisterCols && cols <= kMaxRegisterCols;
+}
 
 // partials[c * cols + j] and partials[(chunks + c) * cols + j]: the sums of
 // dy * xhat and dy over chunk c's rows of column j.
@@ -97,7 +239,8 @@ __global__ void ParamPartialsKernel(const T* x, const T* mean, const T* var, con
     const int64_t c = i / cols, j = i - c * cols;
     const int64_t end = (c + 1) * chunk_rows < rows ? (c + 1) * chunk_rows : rows;
     double s = 0, b = 0;
-    for (int64_t r = c * chunk_rows; r < end; ++r) {
+#pragma unroll 4
+    for (int64_t r = c * chunk_rows; r < end; ++r) {  // unrolled: loads in flight together
       const double inv = 1 / sqrt(static_cast<double>(var[r]) + epsilon);
       const double d = static_cast<double>(dy[r * cols + j]);
       s += d * ((static_cast<double>(x[r * cols + j]) - static_cast<double>(mean[r])) * inv);
@@ -151,16 +294,22 @@ int64_t LayerNormRowChunks(int64_t rows) {
 template <typename T>
 cudaError_t LaunchLayerNorm(const T* x, const T* scale, const T* bias, int64_t rows, int64_t cols,
                             double epsilon, T* y, T* mean, T* var, cudaStream_t stream) {
-  return LaunchLines(NormLine<T>{x, scale, bias, cols, epsilon, y, mean, var}, rows, cols, 1,
-                     stream);
+  const NormLine<T> line{x, scale, bias, cols, epsilon, y, mean, var};
+  if (FitsInRegisters(rows, cols)) {
+    return LaunchInRegisters<NormInRegisters, T>(line, rows, cols, stream);
+  }
+  return LaunchLines(line, rows, cols, 1, stream);
 }
 
 template <typename T>
 cudaError_t LaunchLayerNormGradX(const T* x, const T* scale, const T* mean, const T* var,
                                  const T* dy, int64_t rows, int64_t cols, double epsilon, T* dx,
                                  cudaStream_t stream) {
-  return LaunchLines(NormGradLine<T>{x, scale, mean, var, dy, cols, epsilon, dx}, rows, cols, 1,
-                     stream);
+  const NormGradLine<T> line{x, scale, mean, var, dy, cols, epsilon, dx};
+  if (FitsInRegisters(rows, cols)) {
+    return LaunchInRegisters<NormGradInRegisters, T>(line, rows, cols, stream);
+  }
+  return LaunchLines(line, rows, cols, 1, stream);
 }
 
 template <typename T>

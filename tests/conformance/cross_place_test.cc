@@ -1565,7 +1565,8 @@ TEST_P(CrossPlace, LayerNormAndGradsMatchCpu) {
       {Shape({4, 6}), 1, true, true},      {Shape({2, 3, 4}), 1, false, false},
       {Shape({2, 3, 4}), -1, true, false}, {Shape({3, 3000}), 1, true, true},  // a block per row
       {Shape({700, 20}), 1, true, true},  // many rows: chunked column sums
-      {Shape({0, 5}), 1, true, true}};
+      {Shape({50, 768}), 1, true, true},  // a line in registers (65..1024 columns)
+      {Shape({9, 1000}), 1, true, false},  {Shape({0, 5}), 1, true, true}};
   for (const auto& c : cases) {
     SCOPED_TRACE(absl::StrCat(c.x.ToString(), " axis ", c.axis));
     const AttrMap attrs = {{"begin_norm_axis", c.axis}, {"epsilon", 1e-5}};
