@@ -246,8 +246,9 @@ def main():
                           [""] + [HEADERS[m] for m in modes], rows))
     print(f"measure_concurrency summary, place {args.place}"
           + ("" if dev == "gpu" else " (no GPU: sim times are host times, not a GPU's)"))
-    sections.append(trial_section(args.dir))
-    print("\n\n".join(sections))
+    # The trial's log (one row per run, long) first: the figures end the
+    # output, where a caller that keeps only its tail finds them.
+    print("\n\n".join([trial_section(args.dir)] + sections))
 
 
 if __name__ == "__main__":

@@ -1,10 +1,13 @@
 """Tests of tools/concurrency_summary.py: figures of several rounds become
 their median with the spread, ratios come from the medians, a failed round
 is counted, and single-round folders (no .rN suffix) still read."""
+import contextlib
+import io
 import json
 import os
 import tempfile
 import unittest
+from unittest import mock
 
 import concurrency_summary as cs
 
@@ -90,6 +93,22 @@ class TrialTest(unittest.TestCase):
             text = cs.trial_section(d)
             self.assertIn("ctr_mixed.r2  44 steps  in order  0.614 vs 0.678 ms", text)
             self.assertNotIn("1.0 vs 2.0", text)
+
+    def test_the_figures_end_the_output(self):
+        # A caller that keeps only the output's tail (the device tool) must
+        # get the tables, not the trial's long log.
+        with tempfile.TemporaryDirectory() as d:
+            write(d, "ctr_all_concurrent.txt", ctr(1000))
+            write(d, "ctr_mixed_concurrent.txt",
+                  ctr(800) + "executor: a plan of 44 steps runs in order: "
+                  "0.614 vs 0.678 ms per run concurrently\n")
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out), mock.patch("sys.argv", ["cs", "--dir", d]):
+                cs.main()
+            text = out.getvalue()
+            self.assertLess(text.index("(e) schedule trial"), text.index("(d) practicality"))
+            self.assertLess(text.index("(e) schedule trial"), text.index("examples/s"))
+            self.assertIn("0.8", text[text.index("(d) practicality"):])  # 800 / 1000
 
 
 if __name__ == "__main__":

@@ -13,7 +13,8 @@
 #   (d) practicality = all-device time / mixed time for ctr, fashion_mnist
 #       and workload1 (1: the mixed placement is as fast as all on the device);
 #   (e) the schedule trial's choice in each default-mode run (the executor's
-#       log: "a plan of N steps runs in order: 0.61 vs 0.68 ms per run ...").
+#       log: "a plan of N steps runs in order: 0.61 vs 0.68 ms per run ..."),
+#       printed first, so that the figures end the output.
 #   --graphs: ctr (a) and workload1 (c) once more with graph capture
 #       (--cuda_graph: each segment of device work one launch), a third
 #       column, and ctr's launches per step.
