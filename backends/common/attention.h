@@ -8,7 +8,8 @@
 //
 // T is the compute type (float or double; 16-bit kernels hand float32 views,
 // low_precision.h). Dot products, softmax sums and gradient sums accumulate
-// in AccumulatorT<T> (double for float) in a fixed order, so results do not
+// in AccumulatorT<T> (double for float) in a fixed order (a dot product in
+// eight interleaved lanes, attention_internal::Dot), so results do not
 // depend on the policy's threads. Functions return when the work is done and
 // are thread-safe for disjoint outputs. Scratch: one row of seq scores per
 // task in the forward; head_dim x seq accumulators per (batch, head) in the
@@ -47,10 +48,23 @@ struct AttentionLayout {
 
 namespace attention_internal {
 
+// sum a[c] b[c] in Acc: lane k (k = c % kDotLanes) adds its products in
+// order, then the lanes are added in order. A fixed order, so the same bits
+// on every run and thread; the lanes are independent chains that the
+// compiler turns into vector instructions (one chain of dependent adds
+// made every dot product wait on the adder's latency).
+inline constexpr int kDotLanes = 8;
+
 template <typename Acc, typename T>
 Acc Dot(const T* a, const T* b, int64_t n) {
+  Acc lanes[kDotLanes] = {};
+  int64_t c = 0;
+  for (; c + kDotLanes <= n; c += kDotLanes) {
+    for (int k = 0; k < kDotLanes; ++k) lanes[k] += Acc(a[c + k]) * Acc(b[c + k]);
+  }
+  for (int k = 0; c < n; ++c, ++k) lanes[k] += Acc(a[c]) * Acc(b[c]);
   Acc sum = 0;
-  for (int64_t c = 0; c < n; ++c) sum += Acc(a[c]) * Acc(b[c]);
+  for (int k = 0; k < kDotLanes; ++k) sum += lanes[k];
   return sum;
 }
 
