@@ -14,23 +14,36 @@
 //   });
 //
 // So a 16-bit product accumulates in float32 and is rounded once, as the
-// GPU's tensor cores do. The scratch copies come from the calling thread's
-// FloatScratch pool (float_scratch.h: reused blocks, no page faults after
-// the first step) and cost a widening and a rounding pass each. Not
-// thread-safe (one kernel's Compute); the tensors must outlive the object.
+// GPU's tensor cores do. The scratch copies come from
+// ComputeScratchAllocator (a CpuAllocator of their own: blocks of 1 MiB and
+// more are kept and handed out again for the same size, so a step's scratch
+// costs no page faults after the first step) and cost a widening and a
+// rounding pass each. Not thread-safe (one kernel's Compute); the tensors
+// must outlive the object.
 #ifndef TANDEM_BACKENDS_COMMON_LOW_PRECISION_H_
 #define TANDEM_BACKENDS_COMMON_LOW_PRECISION_H_
 
 #include <cstdint>
+#include <memory>
 #include <utility>
 #include <vector>
 
 #include "backends/common/elementwise.h"
-#include "backends/common/float_scratch.h"
+#include "framework/memory/allocator.h"
+#include "framework/memory/cpu_allocator.h"
 #include "framework/tensor/tensor.h"
 #include "framework/types/float16.h"
+#include "glog/logging.h"
 
 namespace tandem {
+
+// The host memory of ComputeBuffers' float32 copies: process-wide, never
+// freed, without a limit, apart from the tensors' allocator (its blocks are
+// not counted in their stats). Thread-safe.
+inline CpuAllocator* ComputeScratchAllocator() {
+  static CpuAllocator* const allocator = new CpuAllocator();
+  return allocator;
+}
 
 template <typename T, typename Policy>
 class ComputeBuffers {
@@ -47,9 +60,9 @@ class ComputeBuffers {
     if constexpr (!kIsLowPrecisionFloat<T>) {
       return t->data<T>();
     } else {
-      const FloatScratch& wide = scratch_.emplace_back(t->NumElements());
-      Cast<float, T, Policy>(t->data<T>(), wide.data(), t->NumElements());
-      return wide.data();
+      float* wide = Scratch(t->NumElements());
+      Cast<float, T, Policy>(t->data<T>(), wide, t->NumElements());
+      return wide;
     }
   }
 
@@ -61,8 +74,8 @@ class ComputeBuffers {
     if constexpr (!kIsLowPrecisionFloat<T>) {
       return t->data<T>();
     } else {
-      outputs_.emplace_back(t, FloatScratch(t->NumElements()));
-      return outputs_.back().second.data();
+      outputs_.emplace_back(t, Scratch(t->NumElements()));
+      return outputs_.back().second;
     }
   }
 
@@ -70,15 +83,25 @@ class ComputeBuffers {
   void Finish() {
     if constexpr (kIsLowPrecisionFloat<T>) {
       for (auto& [tensor, values] : outputs_) {
-        Cast<T, float, Policy>(values.data(), tensor->template data<T>(), tensor->NumElements());
+        Cast<T, float, Policy>(values, tensor->template data<T>(), tensor->NumElements());
       }
       outputs_.clear();
     }
   }
 
  private:
-  std::vector<FloatScratch> scratch_;
-  std::vector<std::pair<Tensor*, FloatScratch>> outputs_;
+  // n uninitialised floats, held until the object goes (an allocation that
+  // fails aborts, as the std::vector it replaced did).
+  float* Scratch(int64_t n) {
+    absl::StatusOr<std::shared_ptr<Buffer>> buffer =
+        Buffer::Allocate(ComputeScratchAllocator(), static_cast<size_t>(n) * sizeof(float));
+    CHECK(buffer.ok()) << "float32 scratch of a 16-bit host kernel: " << buffer.status();
+    scratch_.push_back(*std::move(buffer));
+    return static_cast<float*>(scratch_.back()->data());
+  }
+
+  std::vector<std::shared_ptr<Buffer>> scratch_;
+  std::vector<std::pair<Tensor*, float*>> outputs_;
 };
 
 }  // namespace tandem
