@@ -216,8 +216,8 @@ class ElementwiseGradKernel final : public OpKernel {
     return DispatchType(Types(), a.x->dtype(), *ctx, "X", [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
       using C = ComputeTypeOf<T>;
-      if constexpr (kIsLowPrecisionFloat<T> && (kOp == BinaryOp::kAdd || kOp == BinaryOp::kSub)) {
-        if (Unbroadcast(*ctx, a)) return CopyLowPrecision<T>(ctx, a);
+      if constexpr (kOp == BinaryOp::kAdd || kOp == BinaryOp::kSub) {
+        if (Unbroadcast(*ctx, a)) return CopyUnbroadcast<T>(ctx, a);
       }
       ComputeBuffers<T, Policy> buffers;
       const Shape& os = a.shapes.out;
@@ -247,6 +247,7 @@ class ElementwiseGradKernel final : public OpKernel {
           BroadcastBinary<C, Policy>(BroadcastLayout(os, {os, other_aligned}), g, other, buf, fn);
         };
       };
+      // (Unbroadcast adds and subs took CopyUnbroadcast above.)
       auto copy = [&](C* buf) { Map<C, Policy>(g, buf, n, [](C v) { return v; }); };
       if constexpr (kOp == BinaryOp::kAdd) {
         RETURN_IF_ERROR(grad("X@GRAD", *a.x, a.x->shape(), copy));
@@ -287,12 +288,13 @@ class ElementwiseGradKernel final : public OpKernel {
            (ctx.OutputVar("Y@GRAD") == nullptr || a.y->NumElements() == n);
   }
 
-  // An unbroadcast 16-bit add's or sub's gradients straight from Out@GRAD:
-  // copies and (a sub's Y@GRAD) a sign flip computed as the widened path
-  // computes it (0 - v in float, rounded back: exact), so the same bits
-  // without its float32 buffers.
+  // An unbroadcast add's or sub's gradients straight from Out@GRAD, in T:
+  // copies and (a sub's Y@GRAD) 0 - v computed in the compute type as the
+  // general path computes it (for 16-bit types in float, rounded back:
+  // exact), so the same bits without the 16-bit types' float32 buffers.
   template <typename T>
-  static absl::Status CopyLowPrecision(KernelContext* ctx, const prologue::ElementwiseGradArgs& a) {
+  static absl::Status CopyUnbroadcast(KernelContext* ctx, const prologue::ElementwiseGradArgs& a) {
+    using C = ComputeTypeOf<T>;
     const T* g = a.dout->data<T>();
     const int64_t n = a.shapes.out.num_elements();
     for (const bool is_y : {false, true}) {
@@ -302,7 +304,7 @@ class ElementwiseGradKernel final : public OpKernel {
       ASSIGN_OR_RETURN(Tensor * d, ctx->AllocateOutput(arg, in->dtype(), in->shape()));
       if (kOp == BinaryOp::kSub && is_y) {
         Map<T, Policy>(g, d->data<T>(), n, [](T v) {
-          return ConvertValue<T>(Binary<BinaryOp::kSub>()(0.0f, static_cast<float>(v)));
+          return ConvertValue<T>(Binary<BinaryOp::kSub>()(C(0), static_cast<C>(v)));
         });
       } else {
         Map<T, Policy>(g, d->data<T>(), n, [](T v) { return v; });
