@@ -69,8 +69,13 @@ class ConcurrentRun {
   std::vector<uint8_t> rows_pending, patch_waiting;
   std::vector<int> gated;  // persistable writers waiting for the run before to finish
   int finished = 0;
-  int uncommitted = 0;        // steps not held for the commit, still to finish
-  std::vector<int> held;      // held_for_commit steps, until then
+  int uncommitted = 0;  // steps not held for the commit, still to finish
+  // held_for_commit steps, until then: `held` all of them, `held_in_order`
+  // those left waiting for the commit alone, in the order they got there
+  // (the commit queues them so: their inputs' producers' order, not the
+  // program's; RunScheduler::Release).
+  std::vector<int> held, held_in_order;
+  bool committed = false;
   int device_steps_left = 0;  // to enqueue
   int in_flight = 0;          // tasks of this run running
   // Host tasks of the next run running that may read this run's frame (its
@@ -186,6 +191,9 @@ ConcurrentRun* RunScheduler::Start(PlanState::Frame* frame, RunStats* stats,
     }
     if (s.rows != nullptr) run->rows_pending[i] = !prev->completed[s.rows->writer];
   }
+  for (int i : run->held) {
+    if (run->pending[i] == 1) run->held_in_order.push_back(i);
+  }
   std::vector<int> ready;
   for (int i = 0; i < n; ++i) {
     const bool folded = step(i).folded && plan_->constants_ready;
@@ -214,18 +222,24 @@ void RunScheduler::MakeReady(ConcurrentRun* run, int i) {
   }
 }
 
+void RunScheduler::Release(ConcurrentRun* run, int i) {
+  const int left = --run->pending[i];
+  if (left == 0) return MakeReady(run, i);
+  if (left == 1 && step(i).held_for_commit && !run->committed) {
+    run->held_in_order.push_back(i);
+  }
+}
+
 void RunScheduler::Satisfy(ConcurrentRun* run, int i, bool completed) {
   (completed ? run->completed : run->dispatched)[i] = 1;
   const PlanState::Step& s = step(i);
   for (const auto& [succ, kind] : s.succs) {
-    if ((kind == EdgeKind::kCompletion) != completed) continue;
-    if (--run->pending[succ] == 0) MakeReady(run, succ);
+    if ((kind == EdgeKind::kCompletion) == completed) Release(run, succ);
   }
   ConcurrentRun* next = run->next;
   if (next == nullptr) return;
   for (const auto& [succ, kind] : s.next_succs) {
-    if ((kind == EdgeKind::kCompletion) != completed) continue;
-    if (--next->pending[succ] == 0) MakeReady(next, succ);
+    if ((kind == EdgeKind::kCompletion) == completed) Release(next, succ);
   }
   if (!completed) return;
   for (int lookup : s.row_readers) {
@@ -262,8 +276,12 @@ void RunScheduler::Commit(ConcurrentRun* run) {
     }
     frame->fetch_host[f] = *std::move(host);
   }
+  // Those waiting for the commit alone first, in the order they got there;
+  // the others (still waiting for more) in any order.
+  run->committed = true;
+  for (int i : run->held_in_order) Release(run, i);
   for (int i : run->held) {
-    if (--run->pending[i] == 0) MakeReady(run, i);
+    if (run->pending[i] > 1) Release(run, i);
   }
 }
 
@@ -272,9 +290,7 @@ void RunScheduler::Finish(ConcurrentRun* run, int i) {
   if (!step(i).is_copy) run->stats->ops++;
   if (!step(i).held_for_commit && --run->uncommitted == 0) Commit(run);
   if (!run->all_finished() || run->next == nullptr) return;
-  for (int gated : run->next->gated) {
-    if (--run->next->pending[gated] == 0) MakeReady(run->next, gated);
-  }
+  for (int gated : run->next->gated) Release(run->next, gated);
 }
 
 void RunScheduler::Complete(ConcurrentRun* run, int i) {

@@ -115,6 +115,9 @@ class RunScheduler {
   // host buffers, then releases the held steps (Step::held_for_commit).
   void Commit(ConcurrentRun* run);
   void Satisfy(ConcurrentRun* run, int i, bool completed);
+  // One wait of step i is over: queued (MakeReady) when none is left; a
+  // held step left waiting for the commit alone joins held_in_order.
+  void Release(ConcurrentRun* run, int i);
   void MakeReady(ConcurrentRun* run, int i);
   // Queues host task `t` (ready_host_: steps that feed a device first).
   void PushHost(const Task& t) { ready_host_.Push(t, step(t.step).feeds_device); }

@@ -575,6 +575,59 @@ TEST(Pipelining, HostStepsThatFeedADeviceOvertakeTheUpdatesOfTheRunBefore) {
   EXPECT_GE(order.Count({"sgd", "scale", "sgd"}), 4);  // runs 1..4 at least
 }
 
+// Records the Param of every host update (sgd) in the order they begin.
+class HostUpdateOrder : public ExecutionObserver {
+ public:
+  void OnOpBegin(const OpEvent& e) override {
+    if (e.is_copy || !e.place.is_host() || e.op->type != "sgd") return;
+    std::lock_guard<std::mutex> lock(mu_);
+    params_.push_back(e.op->inputs.at("Param")[0]);
+  }
+  std::vector<std::string> params() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return params_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::string> params_;
+};
+
+// Updates held for the commit start in the order their gradients came
+// down (the backward's: the last layer's first), not in program order,
+// which would have the one host thread wait for the first layer's gradient,
+// the last to come, before any update begins (GPT's offloaded optimizer:
+// no overlap of host updates with the backward). The values stay exact.
+TEST(Commit, HeldUpdatesStartInTheOrderTheirGradientsArrive) {
+  ProgramBuilder b;
+  Var h = b.Data("x", DataType::kFloat32, Shape({4, 8}));
+  std::vector<Var> weights;
+  {
+    auto guard = b.device_guard("cpu");
+    for (int i = 0; i < 4; ++i) {
+      weights.push_back(b.CreateParameter(absl::StrCat("w", i), DataType::kFloat32, Shape({8, 8})));
+    }
+  }
+  for (Var w : weights) h = b.Tanh(b.Matmul(h, w));
+  Var loss = b.Mean(h);
+  SGD sgd(0.1);
+  ASSERT_OK(sgd.Minimize(&b, loss));
+  std::mt19937 rng(11);
+  std::vector<Tensor> batches;
+  for (int i = 0; i < 3; ++i) batches.push_back(Floats(Shape({4, 8}), &rng));
+  auto feeds = [&](int step) { return FeedMap{{"x", batches[step]}}; };
+  const Trajectory expected = Train(b, kSim0, Mode::kInOrder, {"x"}, {loss.name}, feeds, 3);
+  HostUpdateOrder order;
+  SetExecutionObserver(&order);
+  const Trajectory got = Train(b, kSim0, Mode::kConcurrent, {"x"}, {loss.name}, feeds, 3);
+  SetExecutionObserver(nullptr);
+  ExpectSameTrajectory(expected, got);
+  const std::vector<std::string> backward = {"w3", "w2", "w1", "w0"};
+  std::vector<std::string> want;
+  for (int run = 0; run < 3; ++run) want.insert(want.end(), backward.begin(), backward.end());
+  EXPECT_EQ(order.params(), want);
+}
+
 // Workload 1 pipelined: the lookup of step n + 1 does not wait for step n's
 // sparse update (only for the rows it writes), and the table after 6 steps
 // is the in-order one, bit for bit, whether consecutive batches share ids
