@@ -539,6 +539,36 @@ class HostOpOrder : public ExecutionObserver {
   std::vector<std::string> ops_;
 };
 
+// x [4, 8] through four layers tanh(h w_i) on sim:0, the weights w0..w3
+// living on the host (device_guard("cpu"); each scaled by 0.5 there first
+// when scale_on_host), mean loss, SGD on the host. Returns the loss (no
+// name when Minimize failed, which the test then reports).
+Var HostWeightsDeviceLayers(ProgramBuilder& b, bool scale_on_host) {
+  Var h = b.Data("x", DataType::kFloat32, Shape({4, 8}));
+  std::vector<Var> weights;
+  {
+    auto guard = b.device_guard("cpu");
+    for (int i = 0; i < 4; ++i) {
+      Var w = b.CreateParameter(absl::StrCat("w", i), DataType::kFloat32, Shape({8, 8}));
+      weights.push_back(scale_on_host ? b.Scale(w, 0.5) : w);
+    }
+  }
+  for (Var w : weights) h = b.Tanh(b.Matmul(h, w));
+  Var loss = b.Mean(h);
+  SGD sgd(0.1);
+  const absl::Status s = sgd.Minimize(&b, loss);
+  EXPECT_OK(s);
+  return s.ok() ? loss : Var();
+}
+
+// Feeds of x for `steps` steps: uniform [0, 1) values from `seed`.
+FeedsForStep RandomBatches(int steps, unsigned seed) {
+  std::mt19937 rng(seed);
+  auto batches = std::make_shared<std::vector<Tensor>>();
+  for (int i = 0; i < steps; ++i) batches->push_back(Floats(Shape({4, 8}), &rng));
+  return [batches](int step) { return FeedMap{{"x", batches->at(step)}}; };
+}
+
 // Host steps that feed a device start before those that feed only the
 // host (HostReadyQueue). The updates of host-resident weights are held for
 // the commit and released together; the next run's host scale of the first
@@ -546,23 +576,9 @@ class HostOpOrder : public ExecutionObserver {
 // before the run before's remaining updates, and the values stay exact.
 TEST(Pipelining, HostStepsThatFeedADeviceOvertakeTheUpdatesOfTheRunBefore) {
   ProgramBuilder b;
-  Var h = b.Data("x", DataType::kFloat32, Shape({4, 8}));
-  std::vector<Var> scaled;
-  {
-    auto guard = b.device_guard("cpu");
-    for (int i = 0; i < 4; ++i) {
-      Var w = b.CreateParameter(absl::StrCat("w", i), DataType::kFloat32, Shape({8, 8}));
-      scaled.push_back(b.Scale(w, 0.5));
-    }
-  }
-  for (Var w : scaled) h = b.Tanh(b.Matmul(h, w));
-  Var loss = b.Mean(h);
-  SGD sgd(0.1);
-  ASSERT_OK(sgd.Minimize(&b, loss));
-  std::mt19937 rng(7);
-  std::vector<Tensor> batches;
-  for (int i = 0; i < 6; ++i) batches.push_back(Floats(Shape({4, 8}), &rng));
-  auto feeds = [&](int step) { return FeedMap{{"x", batches[step]}}; };
+  const Var loss = HostWeightsDeviceLayers(b, /*scale_on_host=*/true);
+  ASSERT_TRUE(loss.valid());
+  const FeedsForStep feeds = RandomBatches(6, /*seed=*/7);
   const Trajectory expected = Train(b, kSim0, Mode::kInOrder, {"x"}, {loss.name}, feeds, 6);
   HostOpOrder order;
   SetExecutionObserver(&order);
@@ -600,22 +616,9 @@ class HostUpdateOrder : public ExecutionObserver {
 // no overlap of host updates with the backward). The values stay exact.
 TEST(Commit, HeldUpdatesStartInTheOrderTheirGradientsArrive) {
   ProgramBuilder b;
-  Var h = b.Data("x", DataType::kFloat32, Shape({4, 8}));
-  std::vector<Var> weights;
-  {
-    auto guard = b.device_guard("cpu");
-    for (int i = 0; i < 4; ++i) {
-      weights.push_back(b.CreateParameter(absl::StrCat("w", i), DataType::kFloat32, Shape({8, 8})));
-    }
-  }
-  for (Var w : weights) h = b.Tanh(b.Matmul(h, w));
-  Var loss = b.Mean(h);
-  SGD sgd(0.1);
-  ASSERT_OK(sgd.Minimize(&b, loss));
-  std::mt19937 rng(11);
-  std::vector<Tensor> batches;
-  for (int i = 0; i < 3; ++i) batches.push_back(Floats(Shape({4, 8}), &rng));
-  auto feeds = [&](int step) { return FeedMap{{"x", batches[step]}}; };
+  const Var loss = HostWeightsDeviceLayers(b, /*scale_on_host=*/false);
+  ASSERT_TRUE(loss.valid());
+  const FeedsForStep feeds = RandomBatches(3, /*seed=*/11);
   const Trajectory expected = Train(b, kSim0, Mode::kInOrder, {"x"}, {loss.name}, feeds, 3);
   HostUpdateOrder order;
   SetExecutionObserver(&order);
