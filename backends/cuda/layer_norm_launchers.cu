@@ -230,24 +230,45 @@ bool FitsInRegisters(int64_t rows, int64_t cols) {
 }
 
 // partials[c * cols + j] and partials[(chunks + c) * cols + j]: the sums of
-// dy * xhat and dy over chunk c's rows of column j.
+// dy * xhat and dy over chunk c's rows of column j, in row order. A block
+// takes a chunk and kThreads of its columns, a thread per column; the
+// chunk's rows' mean and 1 / sqrt(var + epsilon) are computed once per row
+// into shared memory (kStatRows at a time), not once per element.
+constexpr int kStatRows = 128;
+
 template <typename T>
 __global__ void ParamPartialsKernel(const T* x, const T* mean, const T* var, const T* dy,
                                     int64_t rows, int64_t cols, double epsilon, int64_t chunks,
                                     int64_t chunk_rows, double* partials) {
-  TANDEM_GRID_LOOP(i, chunks * cols) {
-    const int64_t c = i / cols, j = i - c * cols;
+  __shared__ double row_mean[kStatRows], row_inv[kStatRows];
+  const int64_t col_blocks = (cols + blockDim.x - 1) / blockDim.x;
+  for (int64_t blk = blockIdx.x; blk < chunks * col_blocks; blk += gridDim.x) {  // block-uniform
+    const int64_t c = blk / col_blocks;
+    const int64_t j = (blk - c * col_blocks) * blockDim.x + threadIdx.x;
     const int64_t end = (c + 1) * chunk_rows < rows ? (c + 1) * chunk_rows : rows;
     double s = 0, b = 0;
+    for (int64_t tile = c * chunk_rows; tile < end; tile += kStatRows) {
+      const int64_t tile_end = tile + kStatRows < end ? tile + kStatRows : end;
+      __syncthreads();  // the previous tile's statistics have been read
+      for (int64_t r = tile + threadIdx.x; r < tile_end; r += blockDim.x) {
+        row_mean[r - tile] = static_cast<double>(mean[r]);
+        row_inv[r - tile] = 1 / sqrt(static_cast<double>(var[r]) + epsilon);
+      }
+      __syncthreads();
+      if (j < cols) {
 #pragma unroll 4
-    for (int64_t r = c * chunk_rows; r < end; ++r) {  // unrolled: loads in flight together
-      const double inv = 1 / sqrt(static_cast<double>(var[r]) + epsilon);
-      const double d = static_cast<double>(dy[r * cols + j]);
-      s += d * ((static_cast<double>(x[r * cols + j]) - static_cast<double>(mean[r])) * inv);
-      b += d;
+        for (int64_t r = tile; r < tile_end; ++r) {  // unrolled: loads in flight together
+          const double d = static_cast<double>(dy[r * cols + j]);
+          s +=
+              d * ((static_cast<double>(x[r * cols + j]) - row_mean[r - tile]) * row_inv[r - tile]);
+          b += d;
+        }
+      }
     }
-    partials[i] = s;
-    partials[chunks * cols + i] = b;
+    if (j < cols) {
+      partials[c * cols + j] = s;
+      partials[chunks * cols + c * cols + j] = b;
+    }
   }
 }
 
@@ -317,8 +338,11 @@ cudaError_t LaunchLayerNormParamGrads(const T* x, const T* mean, const T* var, c
                                       int64_t rows, int64_t cols, double epsilon, double* partials,
                                       int64_t chunks, T* dscale, T* dbias, cudaStream_t stream) {
   if (cols == 0) return cudaSuccess;
-  ParamPartialsKernel<T><<<Blocks(chunks * cols), kThreads, 0, stream>>>(
-      x, mean, var, dy, rows, cols, epsilon, chunks, ChunkRows(rows), partials);
+  const int64_t col_blocks = (cols + kThreads - 1) / kThreads;
+  const int64_t blocks = chunks * col_blocks;
+  ParamPartialsKernel<T>
+      <<<static_cast<int>(blocks < device::kMaxBlocks ? blocks : device::kMaxBlocks), kThreads, 0,
+         stream>>>(x, mean, var, dy, rows, cols, epsilon, chunks, ChunkRows(rows), partials);
   ParamFinalKernel<T>
       <<<Blocks(cols * 32), kThreads, 0, stream>>>(partials, chunks, cols, dscale, dbias);
   return cudaGetLastError();
