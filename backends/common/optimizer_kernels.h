@@ -13,12 +13,12 @@
 //   momentum  the same
 //   adam      the same; HostMemory(LearningRate, Beta1Pow,
 //             Beta2Pow, Beta1PowOut, Beta2PowOut)
-//   (each update op also HostMemory(SkipUpdate, GradScale): its optional
-//   skip flag and gradient factor)
+//   (each update op also HostMemory(SkipUpdate), its optional skip flag;
+//   its optional gradient factor GradScale is on its place)
 //   check_finite_and_unscale  X: float32, float64; HostMemory(Scale)
 //   update_loss_scaling       every argument in host memory
 //   squared_l2_norm           X: float32, float64, bfloat16, float16
-//   global_norm_clip          every argument in host memory
+//   global_norm_clip          on its place (the CUDA backend has its own)
 // so the learning rate and the beta powers are read (and the powers
 // advanced) on the host and never copied. Kernels validate their inputs
 // with ops/optimizer/prologues.h, as the gpu kernels do, update Param and its state in place
@@ -145,13 +145,13 @@ void ForEachUpdate(const UpdateArgs& a, std::vector<T*> state, Step&& step) {
     state.push_back(param.data<T>());
     ForEachMergedRow<T, Policy>(a.grad->selected_rows(), width, state,
                                 [&](int64_t row, const T* g) { step(row * width, g, width); });
-  } else if (a.grad_scale == 1 && grad->dtype() == param.dtype()) {
+  } else if (a.GradScaleOnHost() == 1 && grad->dtype() == param.dtype()) {
     const T* g = grad->data<T>();
     Policy::ParallelFor(param.NumElements(), kMinElementsPerTask,
                         [&](int64_t begin, int64_t end) { step(begin, g + begin, end - begin); });
   } else {
-    const bool scaled = a.grad_scale != 1;
-    const T scale = static_cast<T>(a.grad_scale);
+    const bool scaled = a.GradScaleOnHost() != 1;
+    const T scale = static_cast<T>(a.GradScaleOnHost());
     WithDenseGrad<T>(*grad, [&](const auto* g) {
       Policy::ParallelFor(param.NumElements(), kMinElementsPerTask,
                           [&](int64_t begin, int64_t end) {
@@ -188,8 +188,8 @@ inline void NarrowBlock(const float* p, Tensor* out, int64_t offset, int64_t len
 
 // The registration line sgd, momentum and adam share: a float32/float64
 // Param (`param_types`) updated in place from a dense (16-bit too) or
-// sparse Grad; the learning rate, the skip flag and the clip factor read on
-// the host.
+// sparse Grad; the learning rate and the skip flag read on the host, the clip
+// factor on the op's place (a device kernel reads it there: no host sync).
 inline KernelDef UpdateContract(const std::string& op, const std::string& device_type,
                                 std::vector<DataType> param_types) {
   return KernelDef(op, device_type)
@@ -197,7 +197,6 @@ inline KernelDef UpdateContract(const std::string& op, const std::string& device
       .TypeConstraint("Grad", kFloatTypesWith16Bit)
       .HostMemory("LearningRate")
       .HostMemory("SkipUpdate")
-      .HostMemory("GradScale")
       .UpdatesRowsOf("Param", "Grad");
 }
 
@@ -502,16 +501,12 @@ class SquaredL2NormKernel final : public OpKernel {
   }
 };
 
-// global_norm_clip (see its op doc), on host memory.
+// global_norm_clip (see its op doc) on its place's memory, which the host
+// addresses; a device whose memory it does not (CUDA) has its own kernel.
 class GlobalNormClipKernel final : public OpKernel {
  public:
-  // Everything in host memory, so a device registers it too (backends/cuda
-  // does) and runs it on the host.
   static KernelDef Contract(const std::string& device_type) {
-    return KernelDef("global_norm_clip", device_type)
-        .HostMemory("SquaredNorms")
-        .HostMemory("Scale")
-        .HostMemory("GlobalNorm");
+    return KernelDef("global_norm_clip", device_type);
   }
   absl::Status Init(const OpDesc& op) override {
     ASSIGN_OR_RETURN(max_norm_, GetAttr<double>(op.attrs, "max_norm", op.type));
@@ -521,7 +516,7 @@ class GlobalNormClipKernel final : public OpKernel {
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const prologue::GlobalNormClipArgs a,
                      prologue::GetGlobalNormClipArgs(ctx, max_norm_));
-    prologue::FinishGlobalNormClip(a);
+    prologue::ComputeGlobalNormClip(a);
     return absl::OkStatus();
   }
 

@@ -98,6 +98,14 @@ __device__ __forceinline__ To Convert(From v) {
 // kernels scale a block of the gradient before the update reads it).
 __device__ __forceinline__ float MulRounded(float a, float b) { return __fmul_rn(a, b); }
 __device__ __forceinline__ double MulRounded(double a, double b) { return __dmul_rn(a, b); }
+// GradScale as an update kernel reads it, once per thread: *scale, or 1
+// (nothing scaled) when null. It lives in device memory, written by an
+// earlier kernel of the stream (global_norm_clip's), so no launch waits for
+// it on the host.
+template <typename T>
+__device__ __forceinline__ T ScaleAt(const T* scale) {
+  return scale == nullptr ? T(1) : *scale;
+}
 template <typename T, typename G>
 __device__ __forceinline__ T GradAt(const G* grad, int64_t i, T scale, bool scaled) {
   const T g = static_cast<T>(Widen(grad[i]));

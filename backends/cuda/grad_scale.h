@@ -1,8 +1,9 @@
 // The update kernels' dense gradient as their launchers read it: Param's
 // dtype, or the 16-bit gradient of a float32 Param (a mixed-precision
 // step), which the update kernel widens as it reads it. GradScale
-// (gradient clipping's factor, host memory) goes to the launch as an
-// argument and is applied there (sgd_launchers.h, optimizer_launchers.h):
+// (gradient clipping's factor, device memory written by global_norm_clip's
+// kernel) goes to the launch as a pointer the kernel reads and applies
+// (sgd_launchers.h, optimizer_launchers.h): the host never waits for it and
 // no scratch copy of the gradient is made.
 //
 //   RETURN_IF_ERROR(WithDenseGrad<T>(a.grad->tensor(), [&](const auto* g) -> absl::Status {
@@ -21,10 +22,11 @@
 namespace tandem {
 namespace cuda {
 
-// GradScale's value in T (1 when not bound), as the host kernels convert it.
+// GradScale's device address (Param's dtype T, checked by the prologue), or
+// null when not bound.
 template <typename T>
-T GradScaleOf(const prologue::UpdateArgs& a) {
-  return static_cast<T>(a.grad_scale);
+const T* GradScaleOf(const prologue::UpdateArgs& a) {
+  return a.grad_scale == nullptr ? nullptr : a.grad_scale->data<T>();
 }
 
 }  // namespace cuda

@@ -15,6 +15,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -146,7 +147,6 @@ REGISTER_KERNEL(KernelDef("momentum", "gpu")
                     .TypeConstraint("Grad", kFloatTypesWith16Bit)
                     .HostMemory("LearningRate")
                     .HostMemory("SkipUpdate")
-                    .HostMemory("GradScale")
                     .Scratch(SparseUpdateScratch),
                 MomentumKernel);
 
@@ -243,7 +243,6 @@ REGISTER_KERNEL(KernelDef("adam", "gpu")
                     .TypeConstraint("Grad", kFloatTypesWith16Bit)
                     .HostMemory("LearningRate")
                     .HostMemory("SkipUpdate")
-                    .HostMemory("GradScale")
                     .HostMemory("Beta1Pow")
                     .HostMemory("Beta2Pow")
                     .HostMemory("Beta1PowOut")
@@ -276,7 +275,58 @@ REGISTER_KERNEL(KernelDef("check_finite_and_unscale", "gpu")
 // Host code on host memory: the host kernel itself.
 REGISTER_KERNEL(UpdateLossScalingKernel<SerialPolicy>::Contract("gpu"),
                 UpdateLossScalingKernel<SerialPolicy>);
-REGISTER_KERNEL(GlobalNormClipKernel::Contract("gpu"), GlobalNormClipKernel);
+
+// global_norm_clip (the host kernel's arithmetic, see its op doc) on the
+// device: the squared norms read and the factor written in device memory,
+// so the update kernels after it read the factor without the host waiting
+// for the backward (GradScaleOf). One single-thread launch per
+// kNormsPerLaunch norms, a double carried between launches in scratch.
+class GlobalNormClipKernel : public OpKernel {
+ public:
+  absl::Status Init(const OpDesc& op) override {
+    ASSIGN_OR_RETURN(max_norm_, GetAttr<double>(op.attrs, "max_norm", op.type));
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(KernelContext* ctx) override {
+    ASSIGN_OR_RETURN(const prologue::GlobalNormClipArgs a,
+                     prologue::GetGlobalNormClipArgs(ctx, max_norm_));
+    const int n = static_cast<int>(a.squared_norms.size());
+    Tensor carry;
+    if (n > kNormsPerLaunch) {
+      ASSIGN_OR_RETURN(carry, AllocateScratch(ctx, DataType::kFloat64, Shape({1}),
+                                              "the running sum of squared norms"));
+    }
+    double* carry_data = carry.initialized() ? carry.data<double>() : nullptr;
+    const cudaStream_t stream = CudaStreamOf(ctx->stream());
+    return DispatchFloat(a.dtype, [&](auto tag) -> absl::Status {
+      using T = typename decltype(tag)::type;
+      for (int begin = 0; begin < n; begin += kNormsPerLaunch) {
+        SquaredNormChunk chunk;
+        chunk.count = std::min(kNormsPerLaunch, n - begin);
+        for (int i = 0; i < chunk.count; ++i) {
+          chunk.norms[i] = a.squared_norms[begin + i]->raw_data();
+        }
+        CUDA_RETURN_IF_ERROR(LaunchGlobalNormClip<T>(chunk, begin > 0, begin + chunk.count == n,
+                                                     carry_data, a.max_norm, a.scale->data<T>(),
+                                                     a.global_norm->data<T>(), stream));
+      }
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  double max_norm_ = 1;
+};
+
+int64_t GlobalNormClipScratch(const OpDesc&, const ArgMetas& in, const ArgMetas&) {
+  auto it = in.find("SquaredNorms");
+  const bool carries = it != in.end() && static_cast<int>(it->second.size()) > kNormsPerLaunch;
+  return carries ? static_cast<int64_t>(sizeof(double)) : 0;
+}
+
+REGISTER_KERNEL(KernelDef("global_norm_clip", "gpu").Scratch(GlobalNormClipScratch),
+                GlobalNormClipKernel);
 
 // squared_l2_norm: block partial sums of squares in double, then one block
 // adds them in order.

@@ -99,7 +99,9 @@ struct AdamUpdate {
 };
 
 template <typename T, typename G, typename Update>
-__global__ void DenseKernel(Update update, const G* grad, int64_t n, T scale, bool scaled) {
+__global__ void DenseKernel(Update update, const G* grad, int64_t n, const T* scale_at) {
+  const T scale = device::ScaleAt(scale_at);
+  const bool scaled = scale_at != nullptr;
   TANDEM_GRID_LOOP(i, n) { update(i, device::GradAt(grad, i, scale, scaled)); }
 }
 
@@ -117,8 +119,10 @@ struct GradQuad {
 // DenseKernel's (the same bits). The n % 4 last elements take one thread
 // each after the quads.
 template <typename G, typename Update>
-__global__ void DenseQuadKernel(Update update, const G* grad, int64_t n, float scale, bool scaled) {
+__global__ void DenseQuadKernel(Update update, const G* grad, int64_t n, const float* scale_at) {
   constexpr int kStates = Update::kStates;
+  const float scale = device::ScaleAt(scale_at);
+  const bool scaled = scale_at != nullptr;
   const int64_t quads = n / 4;
   TANDEM_GRID_LOOP(q, quads) {
     G g[4];
@@ -177,18 +181,17 @@ bool TakesQuads(const Update& update, const G* grad) {
 }
 
 template <typename T, typename G, typename Update>
-cudaError_t LaunchDense(const Update& update, const G* grad, int64_t n, T scale,
+cudaError_t LaunchDense(const Update& update, const G* grad, int64_t n, const T* scale,
                         cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   if constexpr (std::is_same<T, float>::value && (sizeof(G) == 2 || sizeof(G) == 4)) {
     if (TakesQuads(update, grad)) {
       const int64_t threads = n / 4 > n % 4 ? n / 4 : n % 4;
-      DenseQuadKernel<G>
-          <<<Blocks(threads), kThreads, 0, stream>>>(update, grad, n, scale, scale != T(1));
+      DenseQuadKernel<G><<<Blocks(threads), kThreads, 0, stream>>>(update, grad, n, scale);
       return cudaGetLastError();
     }
   }
-  DenseKernel<T, G><<<Blocks(n), kThreads, 0, stream>>>(update, grad, n, scale, scale != T(1));
+  DenseKernel<T, G><<<Blocks(n), kThreads, 0, stream>>>(update, grad, n, scale);
   return cudaGetLastError();
 }
 
@@ -206,14 +209,15 @@ cudaError_t LaunchRows(const Update& update, const T* value, int64_t width,
 }  // namespace
 
 template <typename T, typename G>
-cudaError_t LaunchMomentumDense(T* param, T* velocity, const G* grad, int64_t n, T scale,
+cudaError_t LaunchMomentumDense(T* param, T* velocity, const G* grad, int64_t n, const T* scale,
                                 const MomentumStep<T>& step, cudaStream_t stream) {
   return LaunchDense<T, G>(MomentumUpdate<T>{step, param, velocity}, grad, n, scale, stream);
 }
 
 template <typename T, typename G>
-cudaError_t LaunchAdamDense(T* param, T* moment1, T* moment2, const G* grad, int64_t n, T scale,
-                            const AdamStep<T>& step, WorkingCopy copy, cudaStream_t stream) {
+cudaError_t LaunchAdamDense(T* param, T* moment1, T* moment2, const G* grad, int64_t n,
+                            const T* scale, const AdamStep<T>& step, WorkingCopy copy,
+                            cudaStream_t stream) {
   return LaunchDense<T, G>(AdamUpdate<T>{step, param, moment1, moment2, copy}, grad, n, scale,
                            stream);
 }
@@ -234,11 +238,46 @@ cudaError_t LaunchAdamRows(T* param, T* moment1, T* moment2, const T* value, int
                        chunk, carry_in, carry_out, carry, stream);
 }
 
-#define TANDEM_INSTANTIATE_DENSE(T, G)                                                             \
-  template cudaError_t LaunchMomentumDense<T, G>(T*, T*, const G*, int64_t, T,                     \
-                                                 const MomentumStep<T>&, cudaStream_t);            \
-  template cudaError_t LaunchAdamDense<T, G>(T*, T*, T*, const G*, int64_t, T, const AdamStep<T>&, \
-                                             WorkingCopy, cudaStream_t);
+namespace {
+
+template <typename T>
+__global__ void GlobalNormClipKernel(SquaredNormChunk chunk, bool carry_in, bool last,
+                                     double* carry, double max_norm, T* scale, T* global_norm) {
+  double sum = carry_in ? *carry : 0.0;
+  for (int i = 0; i < chunk.count; ++i)
+    sum += static_cast<double>(*static_cast<const T*>(chunk.norms[i]));
+  if (!last) {
+    *carry = sum;
+    return;
+  }
+  const double norm = sqrt(sum);
+  const double factor = max_norm / (norm + 1e-6);
+  // std::min(1.0, factor) as the host takes it; a NaN norm gives NaN.
+  const double s = isnan(norm) ? norm : (factor < 1.0 ? factor : 1.0);
+  *scale = static_cast<T>(s);
+  *global_norm = static_cast<T>(norm);
+}
+
+}  // namespace
+
+template <typename T>
+cudaError_t LaunchGlobalNormClip(const SquaredNormChunk& chunk, bool carry_in, bool last,
+                                 double* carry, double max_norm, T* scale, T* global_norm,
+                                 cudaStream_t stream) {
+  GlobalNormClipKernel<T>
+      <<<1, 1, 0, stream>>>(chunk, carry_in, last, carry, max_norm, scale, global_norm);
+  return cudaGetLastError();
+}
+template cudaError_t LaunchGlobalNormClip<float>(const SquaredNormChunk&, bool, bool, double*,
+                                                 double, float*, float*, cudaStream_t);
+template cudaError_t LaunchGlobalNormClip<double>(const SquaredNormChunk&, bool, bool, double*,
+                                                  double, double*, double*, cudaStream_t);
+
+#define TANDEM_INSTANTIATE_DENSE(T, G)                                                  \
+  template cudaError_t LaunchMomentumDense<T, G>(T*, T*, const G*, int64_t, const T*,   \
+                                                 const MomentumStep<T>&, cudaStream_t); \
+  template cudaError_t LaunchAdamDense<T, G>(T*, T*, T*, const G*, int64_t, const T*,   \
+                                             const AdamStep<T>&, WorkingCopy, cudaStream_t);
 TANDEM_INSTANTIATE_DENSE(float, float)
 TANDEM_INSTANTIATE_DENSE(float, bfloat16)
 TANDEM_INSTANTIATE_DENSE(float, float16)

@@ -4,7 +4,7 @@
 //
 //   MomentumStep<float> step{lr, mu, use_nesterov};
 //   CUDA_RETURN_IF_ERROR(LaunchMomentumDense<float, bfloat16>(param, velocity, grad, n,
-//                                                             /*scale=*/1.0f, step, stream));
+//                                                             /*scale=*/nullptr, step, stream));
 //   // A sparse gradient, row group by row group (optimizer_kernels.cc):
 //   CUDA_RETURN_IF_ERROR(LaunchMomentumRows<float>(param, velocity, value, width, step,
 //                                                  chunk, carry_in, carry_out, carry, stream));
@@ -58,12 +58,13 @@ struct AdamStep {
 
 // The step at every element i < n of param (and its state) with grad[i] as
 // T: a 16-bit G (the gradient of a float32 parameter in a mixed-precision
-// step) widened exactly, times `scale` unless it is 1 (gradient clipping's
-// factor), rounded once in T as the host kernels' block does, inside the
+// step) widened exactly, times *scale unless `scale` is null (gradient
+// clipping's factor, device memory the kernel reads), rounded once in T as
+// the host kernels' block does, inside the
 // update (no scratch copy). Instantiated for (float, float), (float,
 // bfloat16), (float, float16) and (double, double).
 template <typename T, typename G>
-cudaError_t LaunchMomentumDense(T* param, T* velocity, const G* grad, int64_t n, T scale,
+cudaError_t LaunchMomentumDense(T* param, T* velocity, const G* grad, int64_t n, const T* scale,
                                 const MomentumStep<T>& step, cudaStream_t stream);
 // A float32 parameter's 16-bit working copy (adam's ParamCastOut), written
 // by the dense adam in the pass that updates the parameter: each updated
@@ -73,8 +74,9 @@ struct WorkingCopy {
   bool bfloat16 = true;  // else float16
 };
 template <typename T, typename G>
-cudaError_t LaunchAdamDense(T* param, T* moment1, T* moment2, const G* grad, int64_t n, T scale,
-                            const AdamStep<T>& step, WorkingCopy copy, cudaStream_t stream);
+cudaError_t LaunchAdamDense(T* param, T* moment1, T* moment2, const G* grad, int64_t n,
+                            const T* scale, const AdamStep<T>& step, WorkingCopy copy,
+                            cudaStream_t stream);
 
 // A lazy sparse update of the row groups in `chunk` (SgdRowChunk, whose
 // groups here are complete rows of a gradient grouped by table row): for
@@ -94,6 +96,25 @@ template <typename T>
 cudaError_t LaunchAdamRows(T* param, T* moment1, T* moment2, const T* value, int64_t width,
                            const AdamStep<T>& step, const SgdRowChunk& chunk, bool carry_in,
                            bool carry_out, T* carry, cudaStream_t stream);
+
+// global_norm_clip's squared norms for one launch, passed by value as a
+// kernel argument (2 KiB): device addresses of one-element T values.
+constexpr int kNormsPerLaunch = 256;
+struct SquaredNormChunk {
+  const void* norms[kNormsPerLaunch];
+  int count = 0;
+};
+
+// One thread adds the chunk's norms, each widened to double, in order, to
+// *carry (carry_in) or to 0. Not `last`: stores the sum in *carry. `last`:
+// writes global_norm = sqrt(sum) and scale = min(1, max_norm / (norm +
+// 1e-6)) (NaN for a NaN norm), rounded to T: the host kernel's arithmetic,
+// correctly rounded in IEEE double both places, so the same bits. T is
+// float or double; `carry` is device memory (unused with one chunk).
+template <typename T>
+cudaError_t LaunchGlobalNormClip(const SquaredNormChunk& chunk, bool carry_in, bool last,
+                                 double* carry, double max_norm, T* scale, T* global_norm,
+                                 cudaStream_t stream);
 
 }  // namespace cuda
 }  // namespace tandem

@@ -135,7 +135,6 @@ REGISTER_KERNEL(KernelDef("sgd", "gpu")
                     .TypeConstraint("Grad", kFloatTypesWith16Bit)
                     .HostMemory("LearningRate")
                     .HostMemory("SkipUpdate")
-                    .HostMemory("GradScale")
                     .Scratch(SgdScratch)
                     .HostStaging(SgdHostStaging),
                 SgdKernel);

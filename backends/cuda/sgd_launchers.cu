@@ -22,7 +22,9 @@ __device__ __forceinline__ float MulAdd(float a, float b, float c) { return __fm
 __device__ __forceinline__ double MulAdd(double a, double b, double c) { return __fma_rn(a, b, c); }
 
 template <typename T, typename G>
-__global__ void SgdDenseKernel(T* param, const G* grad, int64_t n, T neg_lr, T scale, bool scaled) {
+__global__ void SgdDenseKernel(T* param, const G* grad, int64_t n, T neg_lr, const T* scale_at) {
+  const T scale = device::ScaleAt(scale_at);
+  const bool scaled = scale_at != nullptr;
   TANDEM_GRID_LOOP(i, n) {
     param[i] = MulAdd(neg_lr, device::GradAt(grad, i, scale, scaled), param[i]);
   }
@@ -223,11 +225,11 @@ cudaError_t Layout(char* base, int64_t n, int64_t height, Workspace* w) {
 }  // namespace
 
 template <typename T, typename G>
-cudaError_t LaunchSgdDense(T* param, const G* grad, int64_t n, float lr, T scale,
+cudaError_t LaunchSgdDense(T* param, const G* grad, int64_t n, float lr, const T* scale,
                            cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  SgdDenseKernel<T, G><<<Blocks(n), kThreads, 0, stream>>>(param, grad, n, -static_cast<T>(lr),
-                                                           scale, scale != T(1));
+  SgdDenseKernel<T, G>
+      <<<Blocks(n), kThreads, 0, stream>>>(param, grad, n, -static_cast<T>(lr), scale);
   return cudaGetLastError();
 }
 
@@ -292,7 +294,7 @@ cudaError_t LaunchSgdSparse(T* param, const T* value, int64_t width, float lr, c
 }
 
 #define TANDEM_INSTANTIATE_DENSE(T, G) \
-  template cudaError_t LaunchSgdDense<T, G>(T*, const G*, int64_t, float, T, cudaStream_t);
+  template cudaError_t LaunchSgdDense<T, G>(T*, const G*, int64_t, float, const T*, cudaStream_t);
 TANDEM_INSTANTIATE_DENSE(float, float)
 TANDEM_INSTANTIATE_DENSE(float, bfloat16)
 TANDEM_INSTANTIATE_DENSE(float, float16)

@@ -33,12 +33,13 @@ namespace cuda {
 
 // param[i] = fma(-lr, g, param[i]), lr converted to T first, where g is
 // grad[i] as T: a 16-bit G (bfloat16, float16: the gradient of a float32
-// parameter in a mixed-precision step) widened exactly, then times `scale`
-// unless it is 1 (gradient clipping's factor), rounded once in T as the
+// parameter in a mixed-precision step) widened exactly, then times *scale
+// unless `scale` is null (gradient clipping's factor, in device memory:
+// read by the kernel, never by the host), rounded once in T as the
 // host kernels' block does: no scratch copy of the gradient. Instantiated
 // for (float, float), (float, bfloat16), (float, float16), (double, double).
 template <typename T, typename G>
-cudaError_t LaunchSgdDense(T* param, const G* grad, int64_t n, float lr, T scale,
+cudaError_t LaunchSgdDense(T* param, const G* grad, int64_t n, float lr, const T* scale,
                            cudaStream_t stream);
 
 // A slice of a sparse gradient's updates, grouped by table row, passed by

@@ -83,8 +83,9 @@ class Optimizer {
   // Minimize then clips the gradients by their global norm (PyTorch's
   // clip_grad_norm_): one squared_l2_norm per gradient (origin
   // kGradNormOf: placed where the gradient is produced, so an offloaded
-  // update's norm runs on the device and only its scalar comes down),
-  // global_norm_clip on the host, and every
+  // update's norm runs on the device and not the gradient's pass),
+  // global_norm_clip on the default place (on a device it reads the norms
+  // and writes the factor in device memory: no host sync), and every
   // update op multiplies its gradient by the factor min(1, max_norm /
   // (norm + 1e-6)) (its GradScale input) as it reads it (after the
   // unscaling, with loss scaling). Exact; every update then waits for

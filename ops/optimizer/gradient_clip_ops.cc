@@ -35,7 +35,9 @@ REGISTER_OP("global_norm_clip")
         "GlobalNorm = sqrt(sum of SquaredNorms) (one or more squared_l2_norm outputs of one "
         "dtype, float32 or float64) and Scale = min(1, max_norm / (GlobalNorm + 1e-6)), the "
         "factor the gradients are multiplied by (PyTorch's clip_grad_norm_); both of the "
-        "norms' dtype with one element, all in host memory. A non-finite norm (an overflowed "
+        "norms' dtype with one element, all on the op's place (the device's kernel reads the "
+        "norms and writes the factor there: no update waits on the host). A non-finite norm (an "
+        "overflowed "
         "float16 step) gives Scale 0 when it is inf and NaN when it is NaN.")
     .DuplicableInput("SquaredNorms")
     .Output("Scale")

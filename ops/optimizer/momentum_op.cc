@@ -26,7 +26,7 @@ REGISTER_OP("momentum")
                    "bool with one element in host memory: when true the op leaves Param and "
                    "its state as they are (a step that dynamic loss scaling skips)")
     .OptionalInput("GradScale",
-                   "Param's dtype with one element in host memory: Grad is multiplied by it "
+                   "Param's dtype with one element on the op's place: Grad is multiplied by it "
                    "(in Param's dtype) before the update (gradient clipping's factor)")
     .Output("ParamOut")
     .Output("VelocityOut")

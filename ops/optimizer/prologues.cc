@@ -33,18 +33,22 @@ absl::StatusOr<UpdateArgs> GetUpdateArgs(const KernelContext& ctx) {
     RETURN_IF_ERROR(CheckSkipUpdate(ctx.op(), {skip->dtype(), skip->shape()}));
     a.skip = skip->data<bool>()[0];
   }
-  if (ctx.HasInput("GradScale")) {  // in host memory (the registration line)
-    ASSIGN_OR_RETURN(const Tensor* scale, ctx.InputTensor("GradScale"));
-    RETURN_IF_ERROR(
-        CheckScalarArg(ctx.op(), "GradScale", {scale->dtype(), scale->shape()}, a.param->dtype()));
+  if (ctx.HasInput("GradScale")) {  // on the op's place: checked, not read
+    ASSIGN_OR_RETURN(a.grad_scale, ctx.InputTensor("GradScale"));
+    RETURN_IF_ERROR(CheckScalarArg(
+        ctx.op(), "GradScale", {a.grad_scale->dtype(), a.grad_scale->shape()}, a.param->dtype()));
     if (a.grad->is_selected_rows()) {
       return ctx.InvalidArgument(absl::StrCat("GradScale scales a dense Grad only; '",
                                               ctx.InputName("Grad"), "' is SelectedRows"));
     }
-    a.grad_scale =
-        scale->dtype() == DataType::kFloat64 ? scale->data<double>()[0] : scale->data<float>()[0];
   }
   return a;
+}
+
+double UpdateArgs::GradScaleOnHost() const {
+  if (grad_scale == nullptr) return 1;
+  return grad_scale->dtype() == DataType::kFloat64 ? grad_scale->data<double>()[0]
+                                                   : grad_scale->data<float>()[0];
 }
 
 absl::Status CheckSparseGrad(const KernelContext& ctx, const UpdateArgs& a) {
@@ -163,28 +167,31 @@ absl::StatusOr<SquaredNormArgs> GetSquaredNormArgs(KernelContext* ctx) {
 absl::StatusOr<GlobalNormClipArgs> GetGlobalNormClipArgs(KernelContext* ctx, double max_norm) {
   GlobalNormClipArgs a;
   a.max_norm = max_norm;
-  DataType dtype = DataType::kFloat32;
   for (int i = 0; i < ctx->InputCount("SquaredNorms"); ++i) {
     ASSIGN_OR_RETURN(const Tensor* norm, ctx->InputTensor("SquaredNorms", i));
-    if (i == 0 && norm->dtype() == DataType::kFloat64) dtype = DataType::kFloat64;
-    if (norm->dtype() != dtype || norm->NumElements() != 1) {
+    if (i == 0 && norm->dtype() == DataType::kFloat64) a.dtype = DataType::kFloat64;
+    if (norm->dtype() != a.dtype || norm->NumElements() != 1) {
       return ctx->InvalidArgument(
           absl::StrCat("SquaredNorms #", i, " is ", DataTypeName(norm->dtype()),
-                       norm->shape().ToString(), ", expected ", DataTypeName(dtype), "[1]"));
+                       norm->shape().ToString(), ", expected ", DataTypeName(a.dtype), "[1]"));
     }
-    a.squared_sum += dtype == DataType::kFloat64 ? norm->data<double>()[0]
-                                                 : static_cast<double>(norm->data<float>()[0]);
+    a.squared_norms.push_back(norm);
   }
-  ASSIGN_OR_RETURN(a.scale, ctx->AllocateOutput("Scale", dtype, Shape({1})));
-  ASSIGN_OR_RETURN(a.global_norm, ctx->AllocateOutput("GlobalNorm", dtype, Shape({1})));
+  ASSIGN_OR_RETURN(a.scale, ctx->AllocateOutput("Scale", a.dtype, Shape({1})));
+  ASSIGN_OR_RETURN(a.global_norm, ctx->AllocateOutput("GlobalNorm", a.dtype, Shape({1})));
   return a;
 }
 
-void FinishGlobalNormClip(const GlobalNormClipArgs& a) {
-  const double norm = std::sqrt(a.squared_sum);
+void ComputeGlobalNormClip(const GlobalNormClipArgs& a) {
+  const bool f64 = a.dtype == DataType::kFloat64;
+  double squared_sum = 0;
+  for (const Tensor* norm : a.squared_norms) {
+    squared_sum += f64 ? norm->data<double>()[0] : static_cast<double>(norm->data<float>()[0]);
+  }
+  const double norm = std::sqrt(squared_sum);
   // A NaN norm gives a NaN scale (std::min would return 1 for it).
   const double scale = std::isnan(norm) ? norm : std::min(1.0, a.max_norm / (norm + 1e-6));
-  if (a.scale->dtype() == DataType::kFloat64) {
+  if (f64) {
     a.scale->data<double>()[0] = scale;
     a.global_norm->data<double>()[0] = norm;
   } else {

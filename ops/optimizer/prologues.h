@@ -42,10 +42,12 @@ struct UpdateArgs {
   // SkipUpdate's value (dynamic loss scaling skips the step): the kernel
   // then binds its outputs to its inputs and changes nothing.
   bool skip = false;
-  // GradScale's value (gradient clipping's factor, host memory), 1 when not
-  // bound: the kernels use Grad * grad_scale (in Param's dtype); only a
-  // dense Grad may be scaled.
-  double grad_scale = 1;
+  // GradScale (gradient clipping's factor: Param's dtype with one element,
+  // on the op's place), null when not bound: the kernels use Grad *
+  // GradScale (in Param's dtype); only a dense Grad may be scaled. Host
+  // kernels read it with GradScaleOnHost; a device kernel passes its
+  // address to the launch, so no step waits for the factor on the host.
+  const Tensor* grad_scale = nullptr;
 
   bool sparse() const { return grad->is_selected_rows(); }
   TensorMeta param_meta() const { return {param->dtype(), param->shape()}; }
@@ -53,6 +55,9 @@ struct UpdateArgs {
   TensorMeta grad_meta() const;
   TensorMeta learning_rate_meta() const { return {learning_rate->dtype(), learning_rate->shape()}; }
   float lr() const { return learning_rate->data<float>()[0]; }
+  // GradScale's value (1 when not bound); its memory must be addressable by
+  // the host (a host kernel's place).
+  double GradScaleOnHost() const;
 };
 absl::StatusOr<UpdateArgs> GetUpdateArgs(const KernelContext& ctx);
 
@@ -122,18 +127,23 @@ struct SquaredNormArgs {
 };
 absl::StatusOr<SquaredNormArgs> GetSquaredNormArgs(KernelContext* ctx);
 
-// global_norm_clip's sum of SquaredNorms (host memory, each of Scale's
-// dtype with one element), its max_norm, and its two outputs allocated.
+// global_norm_clip's SquaredNorms (on the op's place, each of Scale's
+// dtype with one element; checked, not read), its max_norm, and its two
+// outputs allocated.
 struct GlobalNormClipArgs {
-  double squared_sum = 0;
+  std::vector<const Tensor*> squared_norms;
+  DataType dtype = DataType::kFloat32;  // of the norms and both outputs
   double max_norm = 1;
   Tensor* scale = nullptr;
   Tensor* global_norm = nullptr;
 };
 absl::StatusOr<GlobalNormClipArgs> GetGlobalNormClipArgs(KernelContext* ctx, double max_norm);
-// Writes GlobalNorm = sqrt(squared_sum) and Scale = min(1, max_norm /
-// (GlobalNorm + 1e-6)) (PyTorch's clip_grad_norm_) in their dtype.
-void FinishGlobalNormClip(const GlobalNormClipArgs& a);
+// The host's global_norm_clip on host-addressable memory: adds the squared
+// norms in double in input order, then writes GlobalNorm = sqrt(sum) and
+// Scale = min(1, max_norm / (GlobalNorm + 1e-6)) (PyTorch's
+// clip_grad_norm_; a NaN norm gives a NaN Scale), rounded to their dtype.
+// The CUDA kernel computes the same, in the same order.
+void ComputeGlobalNormClip(const GlobalNormClipArgs& a);
 
 }  // namespace prologue
 }  // namespace tandem

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "framework/backward/optimizer.h"
 #include "framework/runtime/executor.h"
 #include "framework/testing/status_matchers.h"
@@ -132,9 +133,13 @@ TEST(GradientClippingPlacement, OffloadedNormsRunWhereTheGradientsAre) {
   ASSERT_OK(exe.Run(b.startup_program(), &scope).status());
   ASSERT_OK_AND_ASSIGN(auto plan, exe.Prepare(b.main_program(), scope, {"x", "y"}, {}));
   const PlacedProgram& placed = plan->placed();
-  int norms = 0, updates = 0;
+  int norms = 0, updates = 0, clips = 0;
   std::map<std::string, int> copied_down;  // variable -> copies to the host
   for (const PlacementEntry& e : placed.table) {
+    if (e.op_type == "global_norm_clip") {
+      ++clips;
+      EXPECT_EQ(e.place.ToString(), "sim:0") << e.detail;
+    }
     if (e.op_type == "squared_l2_norm") {
       ++norms;
       EXPECT_EQ(e.place.ToString(), "sim:0") << e.detail;
@@ -149,9 +154,17 @@ TEST(GradientClippingPlacement, OffloadedNormsRunWhereTheGradientsAre) {
   }
   EXPECT_EQ(norms, 4);
   EXPECT_EQ(updates, 4);
+  EXPECT_EQ(clips, 1);
+  // The norms stay on the device with the clip that sums them; only the
+  // factor comes down, once, for the four host updates.
+  int scales_down = 0;
+  for (const auto& [var, copies] : copied_down) {
+    if (absl::StartsWith(var, "gradient_clip_scale")) scales_down += copies;
+  }
+  EXPECT_EQ(scales_down, 1);
   for (const std::string& p : kParams) {
     EXPECT_EQ(copied_down[p + "@GRAD"], 1) << p;
-    EXPECT_EQ(copied_down[p + "@GRAD.squared_norm_0.tmp_0"], 1) << p;
+    EXPECT_EQ(copied_down[p + "@GRAD.squared_norm_0.tmp_0"], 0) << p;
   }
 }
 
