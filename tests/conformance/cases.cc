@@ -576,12 +576,16 @@ void AddGradientClipping(std::vector<ConformanceCase>* cases) {
     double max_norm;
     const char* what;
   };
+  // More norms than one CUDA launch takes (256): a sum carried over three.
+  std::vector<double> many(600);
+  for (size_t i = 0; i < many.size(); ++i) many[i] = 0.25 * static_cast<double>(i % 7);
   for (DataType t : kFloats) {
     for (const Clip& k : std::vector<Clip>{{{9, 16}, 10, "norm 5 below 10: scale 1"},
                                            {{9, 16}, 1, "norm 5 above 1: scale 1 / 5"},
                                            {{0}, 1, "a zero norm: scale 1"},
                                            {{4, inf}, 1, "an infinite norm: scale 0"},
-                                           {{nan, 1}, 1, "a NaN norm: scale NaN"}}) {
+                                           {{nan, 1}, 1, "a NaN norm: scale NaN"},
+                                           {many, 2, "600 norms: scale 2 / 21.2"}}) {
       double sum = 0;
       for (double v : k.squared) sum += v;
       const double norm = std::sqrt(sum);
