@@ -501,27 +501,37 @@ class SquaredL2NormKernel final : public OpKernel {
   }
 };
 
-// global_norm_clip (see its op doc) on its place's memory, which the host
-// addresses; a device whose memory it does not (CUDA) has its own kernel.
-class GlobalNormClipKernel final : public OpKernel {
+// What every backend's global_norm_clip kernel shares: its max_norm
+// attribute and its checked arguments (the outputs allocated).
+class GlobalNormClipKernelBase : public OpKernel {
  public:
-  static KernelDef Contract(const std::string& device_type) {
-    return KernelDef("global_norm_clip", device_type);
-  }
   absl::Status Init(const OpDesc& op) override {
     ASSIGN_OR_RETURN(max_norm_, GetAttr<double>(op.attrs, "max_norm", op.type));
     return absl::OkStatus();
   }
 
-  absl::Status Compute(KernelContext* ctx) override {
-    ASSIGN_OR_RETURN(const prologue::GlobalNormClipArgs a,
-                     prologue::GetGlobalNormClipArgs(ctx, max_norm_));
-    prologue::ComputeGlobalNormClip(a);
-    return absl::OkStatus();
+ protected:
+  absl::StatusOr<prologue::GlobalNormClipArgs> Args(KernelContext* ctx) const {
+    return prologue::GetGlobalNormClipArgs(ctx, max_norm_);
   }
 
  private:
   double max_norm_ = 1;
+};
+
+// global_norm_clip (see its op doc) on its place's memory, which the host
+// addresses; a device whose memory it does not (CUDA) has its own kernel.
+class GlobalNormClipKernel final : public GlobalNormClipKernelBase {
+ public:
+  static KernelDef Contract(const std::string& device_type) {
+    return KernelDef("global_norm_clip", device_type);
+  }
+
+  absl::Status Compute(KernelContext* ctx) override {
+    ASSIGN_OR_RETURN(const prologue::GlobalNormClipArgs a, Args(ctx));
+    prologue::ComputeGlobalNormClip(a);
+    return absl::OkStatus();
+  }
 };
 
 // Registers every kernel above for `device_type` (see header comment).

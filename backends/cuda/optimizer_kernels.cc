@@ -281,16 +281,10 @@ REGISTER_KERNEL(UpdateLossScalingKernel<SerialPolicy>::Contract("gpu"),
 // so the update kernels after it read the factor without the host waiting
 // for the backward (GradScaleOf). One single-thread launch per
 // kNormsPerLaunch norms, a double carried between launches in scratch.
-class GlobalNormClipKernel : public OpKernel {
+class GlobalNormClipKernel : public GlobalNormClipKernelBase {
  public:
-  absl::Status Init(const OpDesc& op) override {
-    ASSIGN_OR_RETURN(max_norm_, GetAttr<double>(op.attrs, "max_norm", op.type));
-    return absl::OkStatus();
-  }
-
   absl::Status Compute(KernelContext* ctx) override {
-    ASSIGN_OR_RETURN(const prologue::GlobalNormClipArgs a,
-                     prologue::GetGlobalNormClipArgs(ctx, max_norm_));
+    ASSIGN_OR_RETURN(const prologue::GlobalNormClipArgs a, Args(ctx));
     const int n = static_cast<int>(a.squared_norms.size());
     Tensor carry;
     if (n > kNormsPerLaunch) {
@@ -314,9 +308,6 @@ class GlobalNormClipKernel : public OpKernel {
       return absl::OkStatus();
     });
   }
-
- private:
-  double max_norm_ = 1;
 };
 
 int64_t GlobalNormClipScratch(const OpDesc&, const ArgMetas& in, const ArgMetas&) {
