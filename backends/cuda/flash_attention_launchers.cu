@@ -23,16 +23,17 @@
 // group). C [16, 8]: c0, c1 = (group, 2 quad..+1), c2, c3 = (group + 8,
 // same). So the C tiles 2k and 2k + 1 of a [16, N] product are, packed in
 // pairs, the A fragment of its columns 16k..16k+15.
-#include "backends/cuda/flash_attention_launchers.h"
-
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <climits>
 #include <cmath>
 #include <mutex>
 #include <set>
 #include <type_traits>
 #include <utility>
+
+#include "backends/cuda/flash_attention_launchers.h"
 
 namespace tandem {
 namespace cuda {
@@ -210,6 +211,25 @@ __device__ __forceinline__ void WarpProductShared(const T* a, int lda, const T* 
   }
 }
 
+// fa[k] = the A fragment of columns 16k..16k+15 of 16 rows of a row-major
+// shared tile (a[i * lda + c]), for a [16, K] left factor used many times.
+template <int K, typename T>
+__device__ __forceinline__ void LoadFragments(const T* a, int lda, uint32_t (&fa)[K / 16][4]) {
+  const int lane = threadIdx.x % 32, matrix = lane / 8, row = lane % 8;
+#pragma unroll
+  for (int k = 0; k < K / 16; ++k) {
+    LoadMatrices<false>(fa[k], a + (row + (matrix & 1) * 8) * lda + k * 16 + (matrix >> 1) * 8);
+  }
+}
+
+// sums [16, N] += a [16, K] b [K, N] with a in fragments (LoadFragments).
+template <typename T, int K, int N, bool kRowMajorB>
+__device__ __forceinline__ void WarpProductFragments(const uint32_t (&fa)[K / 16][4], const T* b,
+                                                     int ldb, WarpSums<N>& sums) {
+#pragma unroll
+  for (int k = 0; k < K / 16; ++k) WarpProductB<T, N, kRowMajorB>(fa[k], k, b, ldb, sums);
+}
+
 // sums [16, N] += p [16, K] b [K, N], p a warp's float32 product in
 // registers, rounded to T as the left factor.
 template <typename T, int K, int N, bool kRowMajorB>
@@ -230,9 +250,22 @@ __device__ __forceinline__ int ColumnOf(int n, int e) {
   return n * 8 + (threadIdx.x % 4) * 2 + (e & 1);
 }
 
-// Whether query qi sees key kj.
-__device__ __forceinline__ bool Visible(int64_t qi, int64_t kj, int64_t seq, bool causal) {
-  return qi < seq && kj < seq && (!causal || kj <= qi);
+// Query qi sees keys 0..LastKeySeen (none: -1, qi past seq); key kj is
+// seen by queries FirstQuerySeeing..seq - 1 (none: INT_MAX, kj past seq).
+// Compared in the inner loops with 32-bit indices (seq < 2^22, see
+// FlashAttentionSupports).
+__device__ __forceinline__ int LastKeySeen(int64_t qi, int64_t seq, bool causal) {
+  return qi >= seq ? -1 : static_cast<int>(causal ? qi : seq - 1);
+}
+__device__ __forceinline__ int FirstQuerySeeing(int64_t kj, int64_t seq, bool causal) {
+  return kj >= seq ? INT_MAX : static_cast<int>(causal ? kj : 0);
+}
+
+// The query tile of a block: the last first. Under a causal mask the last
+// tiles see the most keys, and blocks start in blockIdx order, so the
+// longest start first and the short ones fill the end.
+__device__ __forceinline__ int64_t QueryTileOfBlock() {
+  return int64_t{gridDim.y} - 1 - blockIdx.y;
 }
 
 __host__ __device__ inline int64_t Tiles(int64_t seq, int tile) { return (seq + tile - 1) / tile; }
@@ -287,7 +320,7 @@ __global__ void __launch_bounds__(kBlockThreads)
   static_assert(kRows == 64, "the forward walks key tiles of kRows keys");
   extern __shared__ __align__(128) unsigned char shared[];
   const ForwardShared<T, D> s(shared);
-  const int64_t bh = blockIdx.x, q0 = int64_t{blockIdx.y} * kRows;
+  const int64_t bh = blockIdx.x, q0 = QueryTileOfBlock() * kRows;
   const int warp = threadIdx.x / 32;
   const HeadRows<const T> keys = HeadOf(qkv, g, bh, 3, 1), values = HeadOf(qkv, g, bh, 3, 2);
   LoadTileAsync<D, kRows>(HeadOf(qkv, g, bh, 3, 0), q0, g.seq, s.q);
@@ -299,26 +332,31 @@ __global__ void __launch_bounds__(kBlockThreads)
   float row_sum[2] = {0.f, 0.f};              // this lane's share of the row's sum
   WarpSums<D> acc;                            // Out before the division by the row sums
   Zero<D>(acc);
-  const T* q = s.q + warp * 16 * kLd<D>;
-  const int64_t key_tiles = KeyTilesSeen<kRows>(g.seq, causal, q0);
-  for (int64_t kt = 0; kt < key_tiles; ++kt) {
+  int last_key[2];  // of the rows group and group + 8
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    last_key[half] = LastKeySeen(q0 + warp * 16 + RowOf(2 * half), g.seq, causal);
+  }
+  uint32_t q[D / 16][4];  // the warp's 16 query rows as A fragments, loaded once
+  const int key_tiles = static_cast<int>(KeyTilesSeen<kRows>(g.seq, causal, q0));
+  for (int kt = 0; kt < key_tiles; ++kt) {
     WaitCopies<0>();
     __syncthreads();  // tile kt has landed; every warp is done with tile kt - 1
+    if (kt == 0) LoadFragments<D>(s.q + warp * 16 * kLd<D>, kLd<D>, q);
     if (kt + 1 < key_tiles) {
-      LoadTileAsync<D, kRows>(keys, (kt + 1) * kRows, g.seq, s.k[(kt + 1) % 2]);
-      LoadTileAsync<D, kRows>(values, (kt + 1) * kRows, g.seq, s.v[(kt + 1) % 2]);
+      LoadTileAsync<D, kRows>(keys, int64_t{kt + 1} * kRows, g.seq, s.k[(kt + 1) % 2]);
+      LoadTileAsync<D, kRows>(values, int64_t{kt + 1} * kRows, g.seq, s.v[(kt + 1) % 2]);
       CommitCopies();
     }
     WarpSums<kRows> scores;
     Zero<kRows>(scores);
-    WarpProductShared<T, D, kRows, false>(q, kLd<D>, s.k[kt % 2], kLd<D>, scores);
+    WarpProductFragments<T, D, kRows, false>(q, s.k[kt % 2], kLd<D>, scores);
     float top[2] = {-INFINITY, -INFINITY};
 #pragma unroll
     for (int n = 0; n < kRows / 8; ++n) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const bool seen =
-            Visible(q0 + warp * 16 + RowOf(e), kt * kRows + ColumnOf(n, e), g.seq, causal);
+        const bool seen = kt * kRows + ColumnOf(n, e) <= last_key[e / 2];
         scores[n][e] = seen ? scores[n][e] * scale_log2 : -INFINITY;
         top[e / 2] = fmaxf(top[e / 2], scores[n][e]);
       }
@@ -433,7 +471,13 @@ __global__ void __launch_bounds__(kBlockThreads)
   Zero<D>(dv);
   const T* k = s.own_a + warp * 16 * kLd<D>;
   const T* v = s.own_b + warp * 16 * kLd<D>;
-  for (int64_t qt = first_tile; qt < query_tiles; ++qt) {
+  const int seq = static_cast<int>(g.seq);
+  int first_query[2];  // of the rows (keys) group and group + 8
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    first_query[half] = FirstQuerySeeing(k0 + warp * 16 + RowOf(2 * half), g.seq, causal);
+  }
+  for (int qt = static_cast<int>(first_tile); qt < query_tiles; ++qt) {
     const int buffer = qt % 2;
     WaitCopies<0>();
     __syncthreads();  // tile qt has landed; every warp is done with tile qt - 1
@@ -450,7 +494,8 @@ __global__ void __launch_bounds__(kBlockThreads)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int query = ColumnOf(n, e);
-        const bool seen = Visible(qt * kQueries + query, k0 + warp * 16 + RowOf(e), g.seq, causal);
+        const int qi = qt * kQueries + query;
+        const bool seen = qi >= first_query[e / 2] && qi < seq;
         probs[n][e] = seen ? exp2f(probs[n][e] * scale_log2 - s.lse[buffer][query] * kLog2e) : 0.f;
         dprobs[n][e] = probs[n][e] * (dprobs[n][e] - s.delta[buffer][query]) * scale;
       }
@@ -473,7 +518,7 @@ __global__ void __launch_bounds__(kBlockThreads)
   constexpr int kKeys = kInner<D>;
   extern __shared__ __align__(128) unsigned char shared[];
   const GradShared<T, D> s(shared);
-  const int64_t bh = blockIdx.x, q0 = int64_t{blockIdx.y} * kRows;
+  const int64_t bh = blockIdx.x, q0 = QueryTileOfBlock() * kRows;
   const int warp = threadIdx.x / 32;
   const HeadRows<const T> keys = HeadOf(qkv, g, bh, 3, 1), values = HeadOf(qkv, g, bh, 3, 2);
   LoadTileAsync<D, kRows>(HeadOf(qkv, g, bh, 3, 0), q0, g.seq, s.own_a);
@@ -486,35 +531,39 @@ __global__ void __launch_bounds__(kBlockThreads)
   load_key_tile(0);
   // This lane's rows (group, group + 8): their Lse in base 2 and delta.
   float row_lse[2], row_delta[2];
+  int last_key[2];
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
     const int64_t t = q0 + warp * 16 + RowOf(2 * half);
     row_lse[half] = t < g.seq ? lse[bh * g.seq + t] * kLog2e : 0.f;
     row_delta[half] = t < g.seq ? delta[bh * g.seq + t] : 0.f;
+    last_key[half] = LastKeySeen(t, g.seq, causal);
   }
   const float scale_log2 = scale * kLog2e;
   WarpSums<D> dq;
   Zero<D>(dq);
-  const T* q = s.own_a + warp * 16 * kLd<D>;
-  const T* o = s.own_b + warp * 16 * kLd<D>;
-  const int64_t key_tiles = KeyTilesSeen<kKeys>(g.seq, causal, q0);
-  for (int64_t kt = 0; kt < key_tiles; ++kt) {
+  uint32_t q[D / 16][4], o[D / 16][4];  // the warp's rows of Q and Out@GRAD, loaded once
+  const int key_tiles = static_cast<int>(KeyTilesSeen<kKeys>(g.seq, causal, q0));
+  for (int kt = 0; kt < key_tiles; ++kt) {
     WaitCopies<0>();
     __syncthreads();  // tile kt has landed; every warp is done with tile kt - 1
+    if (kt == 0) {
+      LoadFragments<D>(s.own_a + warp * 16 * kLd<D>, kLd<D>, q);
+      LoadFragments<D>(s.own_b + warp * 16 * kLd<D>, kLd<D>, o);
+    }
     if (kt + 1 < key_tiles) load_key_tile(kt + 1);
     const T* k = s.other_a[kt % 2];
     const T* v = s.other_b[kt % 2];
     WarpSums<kKeys> probs, dprobs;  // P, then dS; dP
     Zero<kKeys>(probs);
     Zero<kKeys>(dprobs);
-    WarpProductShared<T, D, kKeys, false>(q, kLd<D>, k, kLd<D>, probs);
-    WarpProductShared<T, D, kKeys, false>(o, kLd<D>, v, kLd<D>, dprobs);
+    WarpProductFragments<T, D, kKeys, false>(q, k, kLd<D>, probs);
+    WarpProductFragments<T, D, kKeys, false>(o, v, kLd<D>, dprobs);
 #pragma unroll
     for (int n = 0; n < kKeys / 8; ++n) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const bool seen =
-            Visible(q0 + warp * 16 + RowOf(e), kt * kKeys + ColumnOf(n, e), g.seq, causal);
+        const bool seen = kt * kKeys + ColumnOf(n, e) <= last_key[e / 2];
         probs[n][e] = seen ? exp2f(probs[n][e] * scale_log2 - row_lse[e / 2]) : 0.f;
         probs[n][e] *= (dprobs[n][e] - row_delta[e / 2]) * scale;
       }
