@@ -205,7 +205,8 @@ class ElementwiseGradKernel final : public OpKernel {
       std::conditional_t<kOp == BinaryOp::kDiv, FloatTypesWith16Bit, NumericTypesWith16Bit>;
   static KernelDef Contract(const std::string& device_type) {
     return KernelDef(std::string(ElementwiseOpType(kOp)) + "_grad", device_type)
-        .TypeConstraint("X", Types::DataTypes());
+        .TypeConstraint("X", Types::DataTypes())
+        .ForwardsInput(kOp == BinaryOp::kAdd ? "Out@GRAD" : "");
   }
 
   absl::Status Init(const OpDesc& op) override { return prologue::ReadAttr(op, "axis", &axis_); }
@@ -213,6 +214,10 @@ class ElementwiseGradKernel final : public OpKernel {
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const prologue::ElementwiseGradArgs a,
                      prologue::GetElementwiseGradArgs(*ctx, axis_, kOp == BinaryOp::kDiv));
+    if constexpr (kOp == BinaryOp::kAdd) {
+      ASSIGN_OR_RETURN(const bool forwarded, prologue::ForwardAddGradients(ctx, a));
+      if (forwarded) return absl::OkStatus();
+    }
     return DispatchType(Types(), a.x->dtype(), *ctx, "X", [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
       using C = ComputeTypeOf<T>;

@@ -92,6 +92,13 @@ class KernelContext {
   void set_run_id(uint64_t id) { run_id_ = id; }
   uint64_t run_id() const { return run_id_; }
 
+  // Whether a kernel registered ForwardsInput may bind its outputs to that
+  // input's tensor in this call (the executor's plan decides,
+  // Step::forwards_inputs; false by default and while a CUDA graph is
+  // captured).
+  void set_may_forward_inputs(bool allowed) { may_forward_inputs_ = allowed; }
+  bool may_forward_inputs() const { return may_forward_inputs_; }
+
   // Named values the kernel reports for the run (RunStats::reports), e.g.
   // update_loss_scaling's scale after the step. The sink is the runner's,
   // written only by this call; without one (outside an executor run) the
@@ -123,6 +130,7 @@ class KernelContext {
   const ArgVars& outputs_;
   Allocator* host_output_allocator_ = nullptr;
   uint64_t run_id_ = 0;
+  bool may_forward_inputs_ = false;
   std::vector<std::pair<std::string, double>>* reports_ = nullptr;
   // The tensors InputTensor returned (list nodes never move).
   mutable std::forward_list<Tensor> held_inputs_;

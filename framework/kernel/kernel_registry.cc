@@ -105,6 +105,7 @@ std::string KernelDef::DebugString() const {
     absl::StrAppend(&out, " HostMemory(", arg, ")");
   }
   if (scratch_) absl::StrAppend(&out, " Scratch");
+  if (!forwarded_input_.empty()) absl::StrAppend(&out, " ForwardsInput(", forwarded_input_, ")");
   if (row_gather_) {
     absl::StrAppend(&out, " GathersRows(", row_gather_->table, ", ", row_gather_->ids, " -> ",
                     row_gather_->out, ")");

@@ -150,6 +150,16 @@ class KernelDef {
                          OpPredicate applies = nullptr);
   KernelDef& SparseRowsFrom(std::string ids, std::string out, OpPredicate applies = nullptr);
   KernelDef& UpdatesRowsOf(std::string param, std::string grad);
+  // The kernel may bind its outputs to input `arg`'s own tensor instead of
+  // writing copies (elementwise_add_grad: X@GRAD and Y@GRAD are Out@GRAD
+  // when nothing is broadcast), where the plan allows it for the step
+  // (KernelContext::may_forward_inputs: no other step writes those
+  // variables, none is persistable, fed or fetched).
+  KernelDef& ForwardsInput(std::string arg) {
+    forwarded_input_ = std::move(arg);
+    return *this;
+  }
+  const std::string& forwarded_input() const { return forwarded_input_; }  // "": none
 
   const std::string& op() const { return op_; }
   const std::string& device_type_name() const { return device_type_name_; }
@@ -188,6 +198,7 @@ class KernelDef {
   std::optional<RowGatherContract> row_gather_;
   std::optional<SparseRowsContract> sparse_rows_;
   std::optional<RowUpdateContract> row_update_;
+  std::string forwarded_input_;
 };
 
 using KernelFactory = std::function<absl::StatusOr<std::unique_ptr<OpKernel>>(const OpDesc&)>;

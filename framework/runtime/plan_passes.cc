@@ -60,6 +60,10 @@ std::vector<std::vector<int>> WritersPerSlot(const PlanState& plan) {
   return writers;
 }
 
+bool IsCollective(const PlanState::Step& step) {
+  return step.def != nullptr && step.def->collective() != CollectiveKind::kNone;
+}
+
 }  // namespace
 
 absl::Status CreateSteps(PlanState* plan, const std::vector<std::string>& feeds,
@@ -160,6 +164,40 @@ void MarkInPlaceUpdates(PlanState* plan) {
   }
 }
 
+void AllowForwardedInputs(PlanState* plan) {
+  // Kernels allocate their outputs, so a later writer of a variable binds a
+  // buffer of its own; only in-place writers write into the buffer a name
+  // holds: updates of persistables (and of their copies, updated_inputs)
+  // and collectives (an all-reduce writes its input). A plan with a
+  // collective forwards nothing (a reshape's view could carry the buffer to
+  // it under another name).
+  const bool collectives = std::any_of(plan->steps.begin(), plan->steps.end(),
+                                       [](const auto& step) { return IsCollective(*step); });
+  std::vector<bool> kept(plan->slot_names.size(), false);  // persistable, fed, fetched, updated
+  for (size_t id = 0; id < kept.size(); ++id) kept[id] = plan->slot_persistable[id];
+  for (int id : plan->feed_slots) kept[id] = true;
+  for (int id : plan->fetch_slots) kept[id] = true;
+  for (const auto& step : plan->steps) {
+    for (int id : step->updated_inputs) kept[id] = true;
+  }
+  for (auto& owned : plan->steps) {
+    PlanState::Step& step = *owned;
+    step.forwards_inputs = false;
+    if (collectives || step.def == nullptr || step.def->forwarded_input().empty() || step.folded) {
+      continue;
+    }
+    bool shareable = true;
+    for (const auto& [arg, ids] : step.outputs) {
+      for (int id : ids) shareable = shareable && !kept[id];
+    }
+    for (const auto& [arg, ids] : step.inputs) {
+      if (arg != step.def->forwarded_input()) continue;
+      for (int id : ids) shareable = shareable && !kept[id];
+    }
+    step.forwards_inputs = shareable;
+  }
+}
+
 void BlockPipelineOnFetchedUpdates(PlanState* plan) {
   const std::vector<std::vector<int>> writers = WritersPerSlot(*plan);
   for (size_t f = 0; f < plan->fetch_slots.size() && plan->pipeline_blocker.empty(); ++f) {
@@ -246,10 +284,6 @@ bool IsChain(const std::vector<std::unique_ptr<PlanState::Step>>& steps) {
     previous = i;
   }
   return true;
-}
-
-bool IsCollective(const PlanState::Step& step) {
-  return step.def != nullptr && step.def->collective() != CollectiveKind::kNone;
 }
 
 // Adds the edge i -> j (i < j) unless the graph has it.
@@ -621,6 +655,7 @@ absl::Status BuildPlan(PlanState* plan, const std::vector<std::string>& feeds,
   RETURN_IF_ERROR(plan_passes::CreateSteps(plan, feeds, fetches));
   plan_passes::FoldConstants(plan);
   plan_passes::MarkInPlaceUpdates(plan);
+  plan_passes::AllowForwardedInputs(plan);
   plan_passes::BlockPipelineOnFetchedUpdates(plan);
   plan_passes::PinCopySources(plan);
   plan_passes::PlanReleases(plan);

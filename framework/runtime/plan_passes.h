@@ -31,6 +31,10 @@ void FoldConstants(PlanState* plan);
 // Input slots that a step may update in place under another name
 // (Step::updated_inputs): a copy of a variable the step also writes.
 void MarkInPlaceUpdates(PlanState* plan);
+// Steps whose kernel may bind its outputs to an input's tensor
+// (KernelDef::ForwardsInput) where nothing can write through one of the
+// names into another's values (Step::forwards_inputs).
+void AllowForwardedInputs(PlanState* plan);
 // A fetched persistable that the plan writes keeps runs from overlapping:
 // the next run would update it before this run's fetch reads it.
 void BlockPipelineOnFetchedUpdates(PlanState* plan);

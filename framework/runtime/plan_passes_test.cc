@@ -283,6 +283,52 @@ TEST(MarkInPlaceUpdates, AnUpdateOfTheVariableItselfIsAnOrdinaryWrite) {
   EXPECT_THAT(plan.step(1).updated_inputs, IsEmpty());
 }
 
+// A step whose kernel may bind its output to input X's tensor.
+const KernelDef& ForwardingDef() {
+  static const KernelDef* def = new KernelDef(KernelDef("forward_x", "cpu").ForwardsInput("X"));
+  return *def;
+}
+
+TEST(AllowForwardedInputs, OnlyWhereNoNameKeepsOrUpdatesTheSharedBuffer) {
+  // 0: g from x; 1: d forwards g; 2: e reads d; 3: e written again (a
+  // fresh buffer: harmless); 4: f forwards x, which is fed.
+  HandBuiltPlan plan({"x", "g", "d", "e", "f"}, {});
+  plan.Step("scale", {"x"}, {"g"})
+      .Step("forward_x", {"g"}, {"d"})
+      .Step("scale", {"d"}, {"e"})
+      .Step("scale", {"e"}, {"e"})
+      .Step("forward_x", {"x"}, {"f"});
+  plan.get()->feed_slots = {0};
+  for (int i : {1, 4}) plan.step(i).def = &ForwardingDef();
+  plan_passes::AllowForwardedInputs(plan.get());
+  EXPECT_TRUE(plan.step(1).forwards_inputs);
+  EXPECT_FALSE(plan.step(4).forwards_inputs);  // the caller's fed tensor
+  EXPECT_FALSE(plan.step(0).forwards_inputs);  // no contract
+  plan.Fetch("d");
+  plan_passes::AllowForwardedInputs(plan.get());
+  EXPECT_FALSE(plan.step(1).forwards_inputs);  // the caller gets d
+}
+
+TEST(AllowForwardedInputs, NeverIntoPersistablesUpdatesOrPlansWithCollectives) {
+  HandBuiltPlan plan({"w", "g", "d", "x", "y"}, {"w"});
+  plan.Step("forward_x", {"w"}, {"d"})  // a persistable's buffer
+      .Step("scale", {"x"}, {"g"})
+      .Step("forward_x", {"g"}, {"y"});
+  for (int i : {0, 2}) plan.step(i).def = &ForwardingDef();
+  plan_passes::AllowForwardedInputs(plan.get());
+  EXPECT_FALSE(plan.step(0).forwards_inputs);
+  EXPECT_TRUE(plan.step(2).forwards_inputs);
+  plan.step(1).updated_inputs = {1};  // g updated in place under another name
+  plan_passes::AllowForwardedInputs(plan.get());
+  EXPECT_FALSE(plan.step(2).forwards_inputs);
+  plan.step(1).updated_inputs.clear();
+  static const KernelDef* allreduce =
+      new KernelDef(KernelDef("c_allreduce_sum", "cpu").Collective(CollectiveKind::kAllReduce));
+  plan.step(1).def = allreduce;  // an all-reduce writes its input
+  plan_passes::AllowForwardedInputs(plan.get());
+  EXPECT_FALSE(plan.step(2).forwards_inputs);
+}
+
 TEST(BuildSchedule, HoldsAnUpdateThatNothingElseNeedsForTheCommit) {
   HandBuiltPlan plan({"x", "w", "g", "loss"}, {"w"});
   plan.Step("mul", {"x", "w"}, {"loss"})

@@ -186,6 +186,11 @@ struct PlanState::Step {
   // finished and the fetches' host buffers were allocated, so a run that
   // fails before leaves the persistables as they were.
   bool held_for_commit = false;
+  // The kernel (KernelDef::ForwardsInput) may bind its outputs to that
+  // input's tensor: neither they nor the input is persistable, fed or
+  // fetched, and each is written by one step only (plan_passes::
+  // AllowForwardedInputs), so no write through one name reaches another.
+  bool forwards_inputs = false;
   // A lookup of the next run that waits for this sparse update only by
   // rows (RowRefinement::writer == this step).
   std::vector<int> row_readers;

@@ -294,6 +294,7 @@ absl::Status PlanRunner::RunKernelStep(PlanState* plan, PlanState::Step* step,
   ctx.set_host_output_allocator(step->host_output_allocator);
   ctx.set_run_id(run.frame->run_id);
   ctx.set_report_sink(&run.frame->reports[step->index]);
+  ctx.set_may_forward_inputs(step->forwards_inputs && run.segment == nullptr);
   RETURN_IF_ERROR(AnnotateStepError(ctx.CheckInputPlaces(), *step));
   if (run.segment != nullptr) {
     for (const auto& [arg, ids] : step->inputs) {

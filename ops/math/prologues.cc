@@ -83,6 +83,19 @@ absl::StatusOr<ElementwiseGradArgs> GetElementwiseGradArgs(const KernelContext& 
   return a;
 }
 
+absl::StatusOr<bool> ForwardAddGradients(KernelContext* ctx, const ElementwiseGradArgs& a) {
+  const int64_t n = a.shapes.out.num_elements();
+  const bool dx = ctx->OutputVar("X@GRAD") != nullptr;
+  const bool dy = ctx->OutputVar("Y@GRAD") != nullptr;
+  if (!ctx->may_forward_inputs() || (dx && a.x->NumElements() != n) ||
+      (dy && a.y->NumElements() != n)) {
+    return false;
+  }
+  if (dx) RETURN_IF_ERROR(ctx->SetOutput("X@GRAD", a.dout->Reshaped(a.x->shape())));
+  if (dy) RETURN_IF_ERROR(ctx->SetOutput("Y@GRAD", a.dout->Reshaped(a.y->shape())));
+  return true;
+}
+
 absl::Status MatmulAttrs::Read(const OpDesc& op) {
   ASSIGN_OR_RETURN(tx, GetAttr<bool>(op.attrs, "transpose_X", op.type));
   ASSIGN_OR_RETURN(ty, GetAttr<bool>(op.attrs, "transpose_Y", op.type));

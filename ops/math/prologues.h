@@ -108,6 +108,12 @@ struct ElementwiseGradArgs {
 absl::StatusOr<ElementwiseGradArgs> GetElementwiseGradArgs(const KernelContext& ctx, int64_t axis,
                                                            bool reads_out);
 
+// elementwise_add_grad with nothing to sum over broadcast dims, where the
+// step may forward Out@GRAD (KernelContext::may_forward_inputs): binds each
+// bound gradient to Out@GRAD's own tensor, shaped as its input (no copy:
+// both are G), and returns true; otherwise binds nothing and returns false.
+absl::StatusOr<bool> ForwardAddGradients(KernelContext* ctx, const ElementwiseGradArgs& a);
+
 // matmul(_grad)'s attrs.
 struct MatmulAttrs {
   bool tx = false;
