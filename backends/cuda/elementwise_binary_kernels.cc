@@ -99,6 +99,10 @@ class ElementwiseGradKernel : public OpKernel {
   absl::Status Compute(KernelContext* ctx) override {
     ASSIGN_OR_RETURN(const prologue::ElementwiseGradArgs a,
                      prologue::GetElementwiseGradArgs(*ctx, axis_, kOp == BinaryOp::kDiv));
+    if constexpr (kOp == BinaryOp::kAdd) {
+      ASSIGN_OR_RETURN(const bool forwarded, prologue::ForwardAddGradients(ctx, a));
+      if (forwarded) return absl::OkStatus();
+    }
     Targets targets;
     if (ctx->OutputVar("X@GRAD") != nullptr) {
       ASSIGN_OR_RETURN(targets.dx, ctx->AllocateOutput("X@GRAD", a.x->dtype(), a.x->shape()));
@@ -327,14 +331,16 @@ int64_t ProductGradScratch(const OpDesc& op, const ArgMetas& in, const ArgMetas&
 
 // The host kernels' type constraints: every op and gradient takes the
 // numeric types and the 16-bit ones, except elementwise_div_grad (the
-// floating types only).
-#define TANDEM_ELEMENTWISE(name, op, grad_types, scratch, grad_scratch)                     \
-  REGISTER_KERNEL(                                                                          \
-      KernelDef(name, "gpu").TypeConstraint("X", kNumericTypesWith16Bit).Scratch(scratch),  \
-      ElementwiseKernel<op>);                                                               \
-  REGISTER_KERNEL(                                                                          \
-      KernelDef(name "_grad", "gpu").TypeConstraint("X", grad_types).Scratch(grad_scratch), \
-      ElementwiseGradKernel<op>)
+// floating types only). An add's gradient may forward Out@GRAD.
+#define TANDEM_ELEMENTWISE(name, op, grad_types, scratch, grad_scratch)                    \
+  REGISTER_KERNEL(                                                                         \
+      KernelDef(name, "gpu").TypeConstraint("X", kNumericTypesWith16Bit).Scratch(scratch), \
+      ElementwiseKernel<op>);                                                              \
+  REGISTER_KERNEL(KernelDef(name "_grad", "gpu")                                           \
+                      .TypeConstraint("X", grad_types)                                     \
+                      .Scratch(grad_scratch)                                               \
+                      .ForwardsInput(op == BinaryOp::kAdd ? "Out@GRAD" : ""),              \
+                  ElementwiseGradKernel<op>)
 TANDEM_ELEMENTWISE("elementwise_add", BinaryOp::kAdd, kNumericTypesWith16Bit, nullptr,
                    WidenedGradScratch);
 TANDEM_ELEMENTWISE("elementwise_sub", BinaryOp::kSub, kNumericTypesWith16Bit, nullptr,
