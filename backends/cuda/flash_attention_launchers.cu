@@ -49,6 +49,12 @@ constexpr float kLog2e = 1.4426950408889634f;
 template <int D>
 constexpr int kInner = D > 64 ? 32 : 64;
 
+// Blocks of a gradient kernel an SM should hold at once (a register budget
+// for the compiler: 168 a thread for three): heads of up to 64 columns fit
+// three with a few spilled bytes; a head of 128 would spill its sums.
+template <int D>
+constexpr int kGradBlocksPerSm = D > 64 ? 1 : 3;
+
 // Leading dimension of a shared [rows, D] tile of T: 16 bytes of padding so
 // that the eight rows an ldmatrix reads fall in different banks.
 template <int D>
@@ -442,7 +448,7 @@ struct GradShared {
 // S^T - lse), dP^T = V dO^T, dS^T = P^T (dP^T - delta) scale, then
 // dV += P^T dO and dK += dS^T Q.
 template <typename T, int D>
-__global__ void __launch_bounds__(kBlockThreads)
+__global__ void __launch_bounds__(kBlockThreads, kGradBlocksPerSm<D>)
     FlashKeyGradKernel(const T* qkv, const T* dout, const float* lse, const float* delta,
                        AttentionGeometry g, bool causal, float scale, T* dqkv) {
   constexpr int kQueries = kInner<D>;
@@ -512,7 +518,7 @@ __global__ void __launch_bounds__(kBlockThreads)
 // sees; warp w sums queries 16w..16w+15: S = Q K^T, P = exp(scale S - lse),
 // dP = dO V^T, dS = P (dP - delta) scale, dQ += dS K.
 template <typename T, int D>
-__global__ void __launch_bounds__(kBlockThreads)
+__global__ void __launch_bounds__(kBlockThreads, kGradBlocksPerSm<D>)
     FlashQueryGradKernel(const T* qkv, const T* dout, const float* lse, const float* delta,
                          AttentionGeometry g, bool causal, float scale, T* dqkv) {
   constexpr int kKeys = kInner<D>;
