@@ -73,10 +73,10 @@ DEFINE_bool(working_copies, true,
             "with --amp: Adam writes each weight's 16-bit copy as it updates the weight (false: "
             "every forward casts the weights; the same losses, bit for bit)");
 DEFINE_bool(atomic_updates, true,
-            "apply a step's updates only once the rest of the step succeeded (a failed step "
-            "leaves every weight as it was); false: each update starts as soon as its gradient "
-            "is ready, overlapping the backward (with --clip_norm > 0 they wait for the last "
-            "gradient anyway), and a failed step may leave some weights updated");
+            "apply a step's updates only once the rest of the step succeeded or was queued on "
+            "the GPU (a failed step leaves every weight as it was; offloaded updates still "
+            "overlap the backward); false: each update starts as soon as its gradient is "
+            "ready, and a failed step may leave some weights updated");
 DEFINE_double(offload_fraction, 1.0,
               "with --offload=optimizer: offload only this fraction of the parameters' bytes, "
               "last read first (a hand-chosen partial offload)");

@@ -160,14 +160,13 @@ struct ExecutorOptions {
   ScheduleTrialOptions schedule_trial;
   // Concurrent mode: a run applies its updates (steps that write
   // persistables and feed nothing else of the run: optimizer updates) only
-  // once every other step of it finished, so a run that fails leaves every
-  // parameter as it was (Step::held_for_commit). false: each update starts
-  // as soon as its inputs are ready, so an offloaded optimizer's host
-  // updates overlap the rest of the backward (with gradient clipping by
-  // global norm they wait for the last gradient anyway); results are the
-  // same, but a run that fails after some updates leaves those parameters
-  // updated and the others not (restore a checkpoint to retry the step).
-  // In-order runs apply updates in program order either way.
+  // once every other step of it finished (device work: was queued), so a
+  // run that fails leaves every parameter as it was (Step::held_for_commit);
+  // an offloaded optimizer's host updates still overlap the backward's
+  // device work. false: each update starts as soon as its inputs are ready;
+  // results are the same, but a run that fails after some updates leaves
+  // those parameters updated and the others not (restore a checkpoint to
+  // retry the step). In-order runs apply updates in program order either way.
   bool atomic_updates = true;
   // Host workers of the concurrent mode (0: $TANDEM_HOST_WORKERS if set,
   // else HostWorkerPool::DefaultSize()).
