@@ -222,7 +222,7 @@ class ElementwiseGradKernel final : public OpKernel {
       using T = typename decltype(tag)::type;
       using C = ComputeTypeOf<T>;
       if constexpr (kOp == BinaryOp::kAdd || kOp == BinaryOp::kSub) {
-        if (Unbroadcast(*ctx, a)) return CopyUnbroadcast<T>(ctx, a);
+        if (prologue::GradientsUnbroadcast(*ctx, a)) return CopyUnbroadcast<T>(ctx, a);
       }
       ComputeBuffers<T, Policy> buffers;
       const Shape& os = a.shapes.out;
@@ -252,7 +252,7 @@ class ElementwiseGradKernel final : public OpKernel {
           BroadcastBinary<C, Policy>(BroadcastLayout(os, {os, other_aligned}), g, other, buf, fn);
         };
       };
-      // (Unbroadcast adds and subs took CopyUnbroadcast above.)
+      // (Unbroadcast adds and subs took CopyUnbroadcast above: GradientsUnbroadcast.)
       auto copy = [&](C* buf) { Map<C, Policy>(g, buf, n, [](C v) { return v; }); };
       if constexpr (kOp == BinaryOp::kAdd) {
         RETURN_IF_ERROR(grad("X@GRAD", *a.x, a.x->shape(), copy));
@@ -283,14 +283,6 @@ class ElementwiseGradKernel final : public OpKernel {
       buffers.Finish();
       return absl::OkStatus();
     });
-  }
-
-  // Whether every bound gradient has Out's elements (nothing to sum over
-  // broadcast dims).
-  static bool Unbroadcast(const KernelContext& ctx, const prologue::ElementwiseGradArgs& a) {
-    const int64_t n = a.shapes.out.num_elements();
-    return (ctx.OutputVar("X@GRAD") == nullptr || a.x->NumElements() == n) &&
-           (ctx.OutputVar("Y@GRAD") == nullptr || a.y->NumElements() == n);
   }
 
   // An unbroadcast add's or sub's gradients straight from Out@GRAD, in T:

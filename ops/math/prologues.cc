@@ -83,16 +83,20 @@ absl::StatusOr<ElementwiseGradArgs> GetElementwiseGradArgs(const KernelContext& 
   return a;
 }
 
-absl::StatusOr<bool> ForwardAddGradients(KernelContext* ctx, const ElementwiseGradArgs& a) {
+bool GradientsUnbroadcast(const KernelContext& ctx, const ElementwiseGradArgs& a) {
   const int64_t n = a.shapes.out.num_elements();
-  const bool dx = ctx->OutputVar("X@GRAD") != nullptr;
-  const bool dy = ctx->OutputVar("Y@GRAD") != nullptr;
-  if (!ctx->may_forward_inputs() || (dx && a.x->NumElements() != n) ||
-      (dy && a.y->NumElements() != n)) {
-    return false;
+  return (ctx.OutputVar("X@GRAD") == nullptr || a.x->NumElements() == n) &&
+         (ctx.OutputVar("Y@GRAD") == nullptr || a.y->NumElements() == n);
+}
+
+absl::StatusOr<bool> ForwardAddGradients(KernelContext* ctx, const ElementwiseGradArgs& a) {
+  if (!ctx->may_forward_inputs() || !GradientsUnbroadcast(*ctx, a)) return false;
+  if (ctx->OutputVar("X@GRAD") != nullptr) {
+    RETURN_IF_ERROR(ctx->SetOutput("X@GRAD", a.dout->Reshaped(a.x->shape())));
   }
-  if (dx) RETURN_IF_ERROR(ctx->SetOutput("X@GRAD", a.dout->Reshaped(a.x->shape())));
-  if (dy) RETURN_IF_ERROR(ctx->SetOutput("Y@GRAD", a.dout->Reshaped(a.y->shape())));
+  if (ctx->OutputVar("Y@GRAD") != nullptr) {
+    RETURN_IF_ERROR(ctx->SetOutput("Y@GRAD", a.dout->Reshaped(a.y->shape())));
+  }
   return true;
 }
 

@@ -108,6 +108,11 @@ struct ElementwiseGradArgs {
 absl::StatusOr<ElementwiseGradArgs> GetElementwiseGradArgs(const KernelContext& ctx, int64_t axis,
                                                            bool reads_out);
 
+// Whether every bound gradient (X@GRAD, Y@GRAD) has Out's elements, so
+// nothing is summed over broadcast dims (they hold Out@GRAD's elements in
+// its order: an add's are G itself, a sub's G and -G).
+bool GradientsUnbroadcast(const KernelContext& ctx, const ElementwiseGradArgs& a);
+
 // elementwise_add_grad with nothing to sum over broadcast dims, where the
 // step may forward Out@GRAD (KernelContext::may_forward_inputs): binds each
 // bound gradient to Out@GRAD's own tensor, shaped as its input (no copy:
